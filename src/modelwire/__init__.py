@@ -1,0 +1,173 @@
+"""modelwire: the boundary between an agent and a language model.
+
+``import modelwire as mw``; see the README for a tour. Heavy parts (httpx, the
+wire APIs, jsonschema, the agent, the testing kit, rich) load on first use so
+importing the package stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from . import errors
+from .errors import (
+    ConfigurationError,
+    MissingAPIKeyError,
+    ModelwireError,
+)
+from .events import (
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from .options import Timeout
+from .sse import ServerSentEvent, SSEDecoder
+from .types import (
+    AssistantMessage,
+    Context,
+    Cost,
+    ErrorInfo,
+    ImageContent,
+    Message,
+    Model,
+    ModelCost,
+    StopReason,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolDefinition,
+    ToolResultMessage,
+    Usage,
+    UserMessage,
+    from_json,
+    to_json,
+)
+
+if TYPE_CHECKING:
+    from . import testing as testing
+    from . import tools as tools
+    from .agent import Agent as Agent
+    from .agent import AgentRun as AgentRun
+    from .catalog import get_model as get_model
+    from .catalog import models as models
+    from .client import complete as complete
+    from .client import complete_sync as complete_sync
+    from .client import register_api as register_api
+    from .client import stream as stream
+    from .client import stream_sync as stream_sync
+    from .handoff import handoff as handoff
+    from .pipeline import replay as replay
+    from .stream import AssistantMessageStream as AssistantMessageStream
+    from .stream import SyncAssistantMessageStream as SyncAssistantMessageStream
+    from .tools import Tool as Tool
+    from .tools import ToolFailure as ToolFailure
+    from .tools import ToolOutput as ToolOutput
+
+__version__ = "0.1.0"
+
+# name -> (module, attribute or None for the module itself)
+_LAZY: dict[str, tuple[str, str | None]] = {
+    "Agent": ("modelwire.agent", "Agent"),
+    "AgentRun": ("modelwire.agent", "AgentRun"),
+    "AssistantMessageStream": ("modelwire.stream", "AssistantMessageStream"),
+    "SyncAssistantMessageStream": ("modelwire.stream", "SyncAssistantMessageStream"),
+    "Tool": ("modelwire.tools", "Tool"),
+    "ToolFailure": ("modelwire.tools", "ToolFailure"),
+    "ToolOutput": ("modelwire.tools", "ToolOutput"),
+    "complete": ("modelwire.client", "complete"),
+    "complete_sync": ("modelwire.client", "complete_sync"),
+    "get_model": ("modelwire.catalog", "get_model"),
+    "handoff": ("modelwire.handoff", "handoff"),
+    "models": ("modelwire.catalog", "models"),
+    "register_api": ("modelwire.client", "register_api"),
+    "replay": ("modelwire.pipeline", "replay"),
+    "stream": ("modelwire.client", "stream"),
+    "stream_sync": ("modelwire.client", "stream_sync"),
+    "testing": ("modelwire.testing", None),
+    "tools": ("modelwire.tools", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    target = _LAZY.get(name)
+    if target is None:
+        raise AttributeError(f"module 'modelwire' has no attribute {name!r}")
+    module = importlib.import_module(target[0])
+    value = module if target[1] is None else getattr(module, target[1])
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
+
+
+__all__ = [
+    "Agent",
+    "AgentRun",
+    "AssistantMessage",
+    "AssistantMessageStream",
+    "ConfigurationError",
+    "Context",
+    "Cost",
+    "DoneEvent",
+    "ErrorEvent",
+    "ErrorInfo",
+    "Event",
+    "ImageContent",
+    "Message",
+    "MissingAPIKeyError",
+    "Model",
+    "ModelCost",
+    "ModelwireError",
+    "SSEDecoder",
+    "ServerSentEvent",
+    "StartEvent",
+    "StopReason",
+    "SyncAssistantMessageStream",
+    "TextContent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingContent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingStartEvent",
+    "Timeout",
+    "Tool",
+    "ToolCall",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+    "ToolDefinition",
+    "ToolFailure",
+    "ToolOutput",
+    "ToolResultMessage",
+    "Usage",
+    "UserMessage",
+    "complete",
+    "complete_sync",
+    "errors",
+    "from_json",
+    "get_model",
+    "handoff",
+    "models",
+    "register_api",
+    "replay",
+    "stream",
+    "stream_sync",
+    "testing",
+    "to_json",
+    "tools",
+]

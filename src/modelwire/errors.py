@@ -1,0 +1,275 @@
+"""The one exception module of modelwire.
+
+Every error has a stable ``kind`` string (DESIGN §2). Caller mistakes raise at
+once; everything that goes wrong after a request starts ends the stream with an
+``error`` event whose ``message.error`` is an :class:`~modelwire.types.ErrorInfo`
+carrying the same ``kind``; ``message.raise_for_error()`` turns it back into the
+class below. Third-party exceptions (httpx) are mapped in ``modelwire.http`` only.
+
+::
+
+    ModelwireError
+    ├── ConfigurationError (also ValueError)     kind "configuration"
+    │   └── MissingAPIKeyError                   kind "missing_api_key"
+    └── StreamError                              (ends a stream; carried as ErrorInfo)
+        ├── ProviderError                        (the provider said no)
+        │   ├── AuthenticationError              "authentication"    401
+        │   ├── PermissionDeniedError            "permission"        403
+        │   ├── NotFoundError                    "not_found"         404
+        │   ├── RateLimitError                   "rate_limit"        429
+        │   ├── OverloadedError                  "overloaded"        529/503
+        │   ├── ContextOverflowError             "context_overflow"
+        │   ├── InvalidRequestError              "invalid_request"   400/413/422
+        │   ├── ServerError                      "server"            5xx
+        │   ├── ProviderStreamError              "provider_stream"   in-band error
+        │   └── ContentFilterError               "content_filter"
+        ├── TransportError                       (the network failed)
+        │   ├── ConnectError                     "connect"
+        │   ├── RequestTimeoutError              "timeout"
+        │   └── StreamInterruptedError           "stream_interrupted"
+        ├── ProtocolError                        (the bytes were wrong)
+        │   ├── MalformedChunkError              "malformed_chunk"
+        │   ├── TruncatedStreamError             "truncated_stream"
+        │   ├── ToolCallProtocolError            "tool_call_protocol"
+        │   └── EventTooLargeError               "event_too_large"
+        └── AbortedError                         "aborted"
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from .types import ErrorInfo
+
+__all__ = [
+    "AbortedError",
+    "AuthenticationError",
+    "ConfigurationError",
+    "ConnectError",
+    "ContentFilterError",
+    "ContextOverflowError",
+    "EventTooLargeError",
+    "InvalidRequestError",
+    "MalformedChunkError",
+    "MissingAPIKeyError",
+    "ModelwireError",
+    "NotFoundError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "ProtocolError",
+    "ProviderError",
+    "ProviderStreamError",
+    "RateLimitError",
+    "RequestTimeoutError",
+    "ServerError",
+    "StreamError",
+    "StreamInterruptedError",
+    "ToolCallProtocolError",
+    "TransportError",
+    "TruncatedStreamError",
+    "error_class_for_kind",
+]
+
+
+class ModelwireError(Exception):
+    """Root of every error modelwire raises."""
+
+    kind: ClassVar[str] = "modelwire"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ConfigurationError(ModelwireError, ValueError):
+    """The caller asked for something impossible; raised before any request."""
+
+    kind = "configuration"
+
+
+class MissingAPIKeyError(ConfigurationError):
+    """No API key was given and the provider's environment variable is unset."""
+
+    kind = "missing_api_key"
+
+    def __init__(self, message: str, *, env_var: str | None = None) -> None:
+        super().__init__(message)
+        self.env_var = env_var
+
+
+class StreamError(ModelwireError):
+    """Something went wrong after the request started; it ends the stream.
+
+    ``status`` is the HTTP status when there was one; ``retry_after`` the
+    provider's requested wait in seconds, when it sent one.
+    """
+
+    kind = "stream"
+
+    def __init__(
+        self, message: str, *, status: int | None = None, retry_after: float | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.retry_after = retry_after
+
+    def to_info(self) -> ErrorInfo:
+        """The :class:`ErrorInfo` stored on a failed message."""
+        from .types import ErrorInfo
+
+        return ErrorInfo(
+            kind=self.kind, message=self.message, status=self.status, retry_after=self.retry_after
+        )
+
+
+class ProviderError(StreamError):
+    """The provider answered with an error (an HTTP status or an in-band error)."""
+
+    kind = "provider"
+
+
+class AuthenticationError(ProviderError):
+    kind = "authentication"
+
+
+class PermissionDeniedError(ProviderError):
+    kind = "permission"
+
+
+class NotFoundError(ProviderError):
+    kind = "not_found"
+
+
+class RateLimitError(ProviderError):
+    kind = "rate_limit"
+
+
+class OverloadedError(ProviderError):
+    kind = "overloaded"
+
+
+class ContextOverflowError(ProviderError):
+    kind = "context_overflow"
+
+
+class InvalidRequestError(ProviderError):
+    kind = "invalid_request"
+
+
+class ServerError(ProviderError):
+    kind = "server"
+
+
+class ProviderStreamError(ProviderError):
+    """An error the provider sent inside a 200 stream."""
+
+    kind = "provider_stream"
+
+
+class ContentFilterError(ProviderError):
+    """The provider refused or stopped the output for safety reasons."""
+
+    kind = "content_filter"
+
+
+class TransportError(StreamError):
+    kind = "transport"
+
+
+class ConnectError(TransportError):
+    """The connection was refused or the host could not be resolved."""
+
+    kind = "connect"
+
+
+class RequestTimeoutError(TransportError):
+    """The connect, idle (silence between bytes) or total timeout expired."""
+
+    kind = "timeout"
+
+
+class StreamInterruptedError(TransportError):
+    """The connection closed before the HTTP body was complete."""
+
+    kind = "stream_interrupted"
+
+
+class ProtocolError(StreamError):
+    kind = "protocol"
+
+
+class MalformedChunkError(ProtocolError):
+    """A payload was not valid: bad UTF-8, bad JSON, or a field of the wrong type.
+
+    The message names the field path, e.g. ``choices[0].delta.content must be a string``.
+    """
+
+    kind = "malformed_chunk"
+
+
+class TruncatedStreamError(ProtocolError):
+    """The body ended mid-event or without the API's terminal signal."""
+
+    kind = "truncated_stream"
+
+
+class ToolCallProtocolError(ProtocolError):
+    """Tool-call fragments broke the protocol (DESIGN §2a, tool-call protocol)."""
+
+    kind = "tool_call_protocol"
+
+
+class EventTooLargeError(ProtocolError):
+    """One SSE event exceeded ``max_event_bytes``."""
+
+    kind = "event_too_large"
+
+
+class AbortedError(StreamError):
+    """The caller cancelled the stream."""
+
+    kind = "aborted"
+
+
+_BY_KIND: dict[str, type[StreamError]] = {
+    cls.kind: cls
+    for cls in (
+        AuthenticationError,
+        PermissionDeniedError,
+        NotFoundError,
+        RateLimitError,
+        OverloadedError,
+        ContextOverflowError,
+        InvalidRequestError,
+        ServerError,
+        ProviderStreamError,
+        ContentFilterError,
+        ConnectError,
+        RequestTimeoutError,
+        StreamInterruptedError,
+        MalformedChunkError,
+        TruncatedStreamError,
+        ToolCallProtocolError,
+        EventTooLargeError,
+        AbortedError,
+    )
+}
+
+#: Every ``kind`` a failed message may carry (DESIGN §2, §2a).
+STREAM_ERROR_KINDS: frozenset[str] = frozenset(_BY_KIND)
+
+
+def error_class_for_kind(kind: str) -> type[StreamError]:
+    """The exception class for an :class:`ErrorInfo` kind (``StreamError`` if unknown)."""
+    return _BY_KIND.get(kind, StreamError)
+
+
+def from_info(info: ErrorInfo) -> StreamError:
+    """Rebuild the exception an :class:`ErrorInfo` describes."""
+    return error_class_for_kind(info.kind)(
+        info.message, status=info.status, retry_after=info.retry_after
+    )

@@ -1,0 +1,185 @@
+"""Stream events (DESIGN §2).
+
+Every event carries ``partial``: the assistant message as it stood at that
+event. It never changes afterwards and is built lazily on first access from
+the assembler's append-only state, so producing an event costs O(1) whatever
+the length of the output; reading ``partial`` costs O(content).
+
+Events are frozen ``msgspec.Struct`` values that the garbage collector does not
+track (``gc=False``), so long streams keep scaling linearly.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+
+import msgspec
+
+from .types import AssistantMessage, TextContent, ThinkingContent, ToolCall
+
+if TYPE_CHECKING:
+    from .assemble import SnapshotSource
+
+__all__ = [
+    "DoneEvent",
+    "ErrorEvent",
+    "Event",
+    "StartEvent",
+    "TextDeltaEvent",
+    "TextEndEvent",
+    "TextStartEvent",
+    "ThinkingDeltaEvent",
+    "ThinkingEndEvent",
+    "ThinkingStartEvent",
+    "ToolCallDeltaEvent",
+    "ToolCallEndEvent",
+    "ToolCallStartEvent",
+]
+
+
+class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defaults=True):
+    type: ClassVar[str]
+    # The snapshot is taken from ``_src`` at version ``_v`` on first access.
+    _src: SnapshotSource | None = None
+    _v: int = 0
+    _partial: AssistantMessage | None = None
+
+    @property
+    def partial(self) -> AssistantMessage:
+        """The assistant message as it stood at this event (immutable)."""
+        p = self._partial
+        if p is None:
+            src = self._src
+            assert src is not None
+            p = src.snapshot(self._v)
+            msgspec.structs.force_setattr(self, "_partial", p)
+        return p
+
+    def __repr__(self) -> str:
+        fields = ", ".join(
+            f"{name}={getattr(self, name)!r}"
+            for name in self.__struct_fields__
+            if not name.startswith("_")
+        )
+        return f"{type(self).__name__}({fields})"
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public fields as plain data, ``type`` first (used by ``--json`` output)."""
+        out: dict[str, Any] = {"type": self.type}
+        for name in self.__struct_fields__:
+            if not name.startswith("_"):
+                out[name] = msgspec.to_builtins(getattr(self, name))
+        return out
+
+
+class StartEvent(_Event):
+    """The stream started; always the first event."""
+
+    type: ClassVar[str] = "start"
+
+
+class TextStartEvent(_Event):
+    """A text block appeared at ``content_index``."""
+
+    type: ClassVar[str] = "text_start"
+    content_index: int
+
+
+class TextDeltaEvent(_Event):
+    """Text appended to the block at ``content_index``."""
+
+    type: ClassVar[str] = "text_delta"
+    content_index: int
+    delta: str
+
+
+class TextEndEvent(_Event):
+    """The text block at ``content_index`` is complete."""
+
+    type: ClassVar[str] = "text_end"
+    content_index: int
+    content: TextContent
+
+
+class ThinkingStartEvent(_Event):
+    """A thinking block appeared at ``content_index``."""
+
+    type: ClassVar[str] = "thinking_start"
+    content_index: int
+
+
+class ThinkingDeltaEvent(_Event):
+    """Reasoning text appended to the block at ``content_index``."""
+
+    type: ClassVar[str] = "thinking_delta"
+    content_index: int
+    delta: str
+
+
+class ThinkingEndEvent(_Event):
+    """The thinking block at ``content_index`` is complete."""
+
+    type: ClassVar[str] = "thinking_end"
+    content_index: int
+    content: ThinkingContent
+
+
+class ToolCallStartEvent(_Event):
+    """A tool call appeared at ``content_index``; its id and name are in ``partial``."""
+
+    type: ClassVar[str] = "tool_call_start"
+    content_index: int
+
+
+class ToolCallDeltaEvent(_Event):
+    """Arguments text appended to the call at ``content_index`` (not yet an action)."""
+
+    type: ClassVar[str] = "tool_call_delta"
+    content_index: int
+    delta: str
+
+
+class ToolCallEndEvent(_Event):
+    """The call at ``content_index`` is complete; ``tool_call.arguments`` parsed.
+
+    Only a ``done(tool_use)`` that follows makes it an action.
+    """
+
+    type: ClassVar[str] = "tool_call_end"
+    content_index: int
+    tool_call: ToolCall
+
+
+class DoneEvent(_Event):
+    """Terminal: the response ended well; ``reason`` is stop, length or tool_use."""
+
+    type: ClassVar[str] = "done"
+    reason: Literal["stop", "length", "tool_use"]
+    message: AssistantMessage
+
+
+class ErrorEvent(_Event):
+    """Terminal: the response failed (``error``) or was cancelled (``aborted``).
+
+    ``message`` keeps all content received so far; ``message.error`` says why.
+    """
+
+    type: ClassVar[str] = "error"
+    reason: Literal["error", "aborted"]
+    message: AssistantMessage
+
+
+Event: TypeAlias = (
+    StartEvent
+    | TextStartEvent
+    | TextDeltaEvent
+    | TextEndEvent
+    | ThinkingStartEvent
+    | ThinkingDeltaEvent
+    | ThinkingEndEvent
+    | ToolCallStartEvent
+    | ToolCallDeltaEvent
+    | ToolCallEndEvent
+    | DoneEvent
+    | ErrorEvent
+)

@@ -1,0 +1,254 @@
+"""Request options and the sans-IO request value shared by every wire API.
+
+``resolve_options`` validates the keyword options of ``mw.stream``/``complete``
+and friends before any I/O (caller mistakes raise ``ConfigurationError`` at
+once, DESIGN §2).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from .errors import ConfigurationError, MissingAPIKeyError
+
+__all__ = [
+    "REASONING_LEVELS",
+    "HTTPRequest",
+    "ReasoningLevel",
+    "RequestOptions",
+    "Timeout",
+    "check_extra_body",
+    "resolve_api_key",
+    "resolve_options",
+]
+
+ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
+REASONING_LEVELS: tuple[str, ...] = ("minimal", "low", "medium", "high", "xhigh")
+
+# Environment variables per provider (DESIGN §2a: a provider with no known
+# variable and no key sends no auth header, for local servers).
+ENV_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "mistral": ("MISTRAL_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "qwen": ("DASHSCOPE_API_KEY",),
+    "dashscope": ("DASHSCOPE_API_KEY",),
+    "moonshot": ("MOONSHOT_API_KEY",),
+    "zai": ("ZAI_API_KEY",),
+    "together": ("TOGETHER_API_KEY",),
+    "fireworks": ("FIREWORKS_API_KEY",),
+    "cerebras": ("CEREBRAS_API_KEY",),
+}
+
+
+class Timeout(msgspec.Struct, frozen=True, kw_only=True):
+    """Timeouts in seconds; ``None`` disables one.
+
+    ``idle`` is the longest wait for the next byte of the response (SSE
+    comments count as bytes); ``total`` bounds the whole call.
+    """
+
+    connect: float | None = 10.0
+    idle: float | None = 300.0
+    total: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "idle", "total"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int | float) or value <= 0):
+                raise ConfigurationError(f"Timeout.{name} must be a positive number or None")
+
+
+class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """A request ready to send: built by a wire API, sent by ``modelwire.http``.
+
+    ``secrets`` lists values (API keys) that must never appear in an error
+    message, a repr or a log line; the HTTP layer redacts them.
+    """
+
+    url: str
+    headers: dict[str, str]
+    body: bytes
+    secrets: tuple[str, ...] = ()
+
+    def __repr__(self) -> str:
+        headers = {k: ("[redacted]" if v in self.secrets or _is_secret(k) else v)
+                   for k, v in self.headers.items()}  # fmt: skip
+        return f"HTTPRequest(url={self.url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
+
+
+def _is_secret(header: str) -> bool:
+    return header.lower() in ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+
+
+class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """Validated options of one call (see ``mw.stream`` for each)."""
+
+    api_key: str | None = None
+    headers: dict[str, str] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning: ReasoningLevel | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    extra_body: dict[str, Any] | None = None
+    timeout: Timeout = msgspec.field(default_factory=Timeout)
+    max_retries: int = 2
+    session_id: str | None = None
+    cache: bool = True
+    http_client: Any = None
+
+    def __repr__(self) -> str:
+        key = "[redacted]" if self.api_key else None
+        return f"RequestOptions(api_key={key!r}, max_tokens={self.max_tokens!r}, ...)"
+
+
+_TOOL_CHOICES = ("auto", "required", "none")
+
+
+def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> str | None:
+    """The key to use: the option (a str or a zero-argument callable, read now), else
+    the provider's env var; ``None`` for providers without one (local servers)."""
+    if callable(api_key):
+        api_key = api_key()
+        if not isinstance(api_key, str):
+            raise ConfigurationError("api_key callable must return a string")
+    if api_key is not None:
+        if not isinstance(api_key, str) or not api_key:
+            raise ConfigurationError("api_key must be a non-empty string or a callable")
+        return api_key
+    names = ENV_KEYS.get(provider)
+    if not names:
+        return None
+    for name in names:
+        value = os.environ.get(name)
+        if value:
+            return value
+    raise MissingAPIKeyError(
+        f"no API key for provider {provider!r}: set {' or '.join(names)} "
+        "or pass api_key=...",
+        env_var=names[0],
+    )
+
+
+RESERVED_BODY_KEYS = frozenset(
+    {
+        "model",
+        "messages",
+        "input",
+        "contents",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "max_output_tokens",
+        "tools",
+        "tool_choice",
+    }
+)
+
+
+def check_extra_body(extra_body: Mapping[str, Any] | None, reserved: frozenset[str]) -> None:
+    """Reject ``extra_body`` keys that would override what modelwire controls."""
+    if not extra_body:
+        return
+    clash = sorted(set(extra_body) & reserved)
+    if clash:
+        raise ConfigurationError(
+            f"extra_body may not override {', '.join(clash)}: use the matching option "
+            "(max_tokens=, tool_choice=, a Context with tools) instead"
+        )
+
+
+def resolve_options(
+    provider: str,
+    *,
+    api_key: str | Callable[[], str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    reasoning: str | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    parallel_tool_calls: bool | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    timeout: float | Timeout | None = None,
+    max_retries: int = 2,
+    session_id: str | None = None,
+    cache: bool = True,
+    http_client: Any = None,
+) -> RequestOptions:
+    """Validate every option; raises ``ConfigurationError`` naming the bad one."""
+    if temperature is not None and (
+        isinstance(temperature, bool) or not isinstance(temperature, int | float)
+    ):
+        raise ConfigurationError("temperature must be a number")
+    if max_tokens is not None and (
+        isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0
+    ):
+        raise ConfigurationError("max_tokens must be a positive integer")
+    if reasoning is not None and reasoning not in REASONING_LEVELS:
+        raise ConfigurationError(
+            f"reasoning must be one of {', '.join(REASONING_LEVELS)} or None, got {reasoning!r}"
+        )
+    tc: str | dict[str, Any] | None
+    if tool_choice is None or isinstance(tool_choice, str):
+        if tool_choice is not None and tool_choice not in _TOOL_CHOICES:
+            raise ConfigurationError(
+                f'tool_choice must be "auto", "required", "none", {{"name": ...}} or None, '
+                f"got {tool_choice!r}"
+            )
+        tc = tool_choice
+    elif isinstance(tool_choice, Mapping):
+        name = tool_choice.get("name")
+        if set(tool_choice) != {"name"} or not isinstance(name, str) or not name:
+            raise ConfigurationError('tool_choice as a dict must be {"name": "<tool name>"}')
+        tc = {"name": name}
+    else:
+        raise ConfigurationError(f"tool_choice has an unsupported type {type(tool_choice)!r}")
+    if parallel_tool_calls is not None and not isinstance(parallel_tool_calls, bool):
+        raise ConfigurationError("parallel_tool_calls must be a bool")
+    if extra_body is not None and not isinstance(extra_body, Mapping):
+        raise ConfigurationError("extra_body must be a dict")
+    if headers is not None:
+        if not isinstance(headers, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+        ):
+            raise ConfigurationError("headers must be a dict of str to str")
+    if timeout is None:
+        to = Timeout()
+    elif isinstance(timeout, Timeout):
+        to = timeout
+    elif isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        # A float sets connect and idle; total stays unlimited (DESIGN §2a).
+        to = Timeout(connect=float(timeout), idle=float(timeout), total=None)
+    else:
+        raise ConfigurationError("timeout must be a number of seconds or mw.Timeout(...)")
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise ConfigurationError("max_retries must be a non-negative integer")
+    if session_id is not None and not isinstance(session_id, str):
+        raise ConfigurationError("session_id must be a string")
+    key = resolve_api_key(provider, api_key)
+    return RequestOptions(
+        api_key=key,
+        headers=dict(headers) if headers else None,
+        temperature=float(temperature) if temperature is not None else None,
+        max_tokens=max_tokens,
+        reasoning=reasoning,  # type: ignore[arg-type]
+        tool_choice=tc,
+        parallel_tool_calls=parallel_tool_calls,
+        extra_body=dict(extra_body) if extra_body else None,
+        timeout=to,
+        max_retries=max_retries,
+        session_id=session_id,
+        cache=cache,
+        http_client=http_client,
+    )

@@ -1,0 +1,415 @@
+"""Sans-IO Server-Sent-Events decoder: bytes in, :class:`ServerSentEvent` values out.
+
+The decoder follows the WHATWG HTML standard, "event stream interpretation"
+(https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation),
+byte for byte, with two deliberate deviations (DESIGN §2, §2a):
+
+1. **A truncated last event is reported, not dropped.** WHATWG discards an event whose
+   blank line never arrives. :meth:`SSEDecoder.end` raises
+   :class:`~modelwire.errors.TruncatedStreamError` instead when an event is pending:
+   its data buffer is non-empty, or the unterminated last line is a ``data`` field.
+   Unterminated ``event``/``id``/``retry``/comment lines, and a pending event whose data
+   buffer is empty, are dropped silently as WHATWG does.
+2. **Invalid UTF-8 is an error, not U+FFFD.** WHATWG decodes the stream with
+   "UTF-8 decode", replacing bad sequences with U+FFFD; modelwire raises
+   :class:`~modelwire.errors.MalformedChunkError`, because a model's output silently
+   altered is worse than a stream that stops.
+
+Everything else is as specified: lines end at CR, LF or CRLF (a CR at the end of one
+chunk and an LF at the start of the next are one line break); one leading U+FEFF (the
+bytes EF BB BF) is stripped at the start of the stream only, even when it arrives split
+across chunks; lines starting with ``:`` are comments; a line without a colon is a field
+name with an empty value; one U+0020 after the colon is removed; field names are
+case-sensitive and unknown fields are ignored; ``data`` lines are joined with LF; ``id``
+values containing U+0000 are ignored; ``retry`` is honoured only when it is all ASCII
+digits; a blank line dispatches the event unless the data buffer is empty.
+
+The decoder does no I/O and is linear in the input: the bytes are split with
+``bytes.splitlines`` (which breaks exactly at CR, LF and CRLF), an unterminated line is
+kept as a list of pieces joined once when its line break arrives, and no byte is scanned
+twice however the stream is cut into chunks.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+from .errors import (
+    ConfigurationError,
+    EventTooLargeError,
+    MalformedChunkError,
+    ModelwireError,
+    TruncatedStreamError,
+)
+
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent"]
+
+#: Default for :class:`SSEDecoder` ``max_event_bytes``: 16 MiB.
+DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
+
+_BOM = b"\xef\xbb\xbf"
+_DATA_SP = b"data: "
+
+
+class ServerSentEvent(msgspec.Struct, frozen=True, gc=False, kw_only=True):
+    """One dispatched Server-Sent Event (WHATWG "dispatch the event").
+
+    Immutable and not tracked by the garbage collector, so that long streams stay linear.
+    """
+
+    event: str = "message"
+    """The event type: the last ``event`` field of the block, or ``"message"`` when the
+    block had none or it was empty."""
+
+    data: str = ""
+    """The ``data`` field values of the block joined with LF (``"\\n"``); the buffer's
+    final LF is removed, so one empty ``data:`` line gives ``""``."""
+
+    id: str = ""
+    """The last event ID in effect at dispatch: the value of the most recent ``id`` field
+    seen so far in the stream, in this block or an earlier one (``""`` if never set, or
+    after an empty ``id`` field reset it). ``id`` values containing U+0000 are ignored."""
+
+    retry: int | None = None
+    """The reconnection time in milliseconds set by a valid ``retry`` field inside this
+    event's block, else ``None``. The value in effect for the stream, which persists
+    across events, is :attr:`SSEDecoder.retry`."""
+
+
+class SSEDecoder:
+    """Incremental, sans-IO decoder of a ``text/event-stream`` body.
+
+    Feed it the body's bytes as they arrive, split anywhere, and call :meth:`end` once
+    the body is complete::
+
+        decoder = SSEDecoder()
+        for chunk in body_chunks:
+            for event in decoder.feed(chunk):
+                handle(event)
+        decoder.end()  # raises TruncatedStreamError if the body stopped mid-event
+
+    The events returned never depend on where the stream was cut.
+
+    Implements WHATWG HTML "event stream interpretation"
+    (https://html.spec.whatwg.org/multipage/server-sent-events.html#event-stream-interpretation)
+    with the two deviations described in the module docstring: a truncated last event
+    raises :class:`~modelwire.errors.TruncatedStreamError` from :meth:`end`, and invalid
+    UTF-8 raises :class:`~modelwire.errors.MalformedChunkError`.
+
+    ``max_event_bytes`` bounds the memory one event may take: when the lines of one
+    pending event (line terminators not counted, comments and unknown fields included),
+    or a single line still waiting for its line break, exceed it,
+    :class:`~modelwire.errors.EventTooLargeError` is raised as soon as the excess bytes
+    are fed.
+
+    Errors: when :meth:`feed` meets an error, it still returns the events completed
+    before the offending bytes, if there are any, and raises the error from the next call
+    to :meth:`feed` or :meth:`end`; if there are none it raises at once. Either way the
+    decoder is then poisoned: every later :meth:`feed` or :meth:`end` raises the same
+    error class again. :meth:`feed` after :meth:`end` is a caller mistake and raises
+    :class:`~modelwire.errors.ConfigurationError`.
+    """
+
+    __slots__ = (
+        "_bytes_fed",
+        "_data",
+        "_ended",
+        "_error",
+        "_error_raised",
+        "_ev_bytes",
+        "_ev_retry",
+        "_event",
+        "_id",
+        "_last_id",
+        "_max",
+        "_pending_cr",
+        "_retry",
+        "_start",
+        "_tail",
+        "_tail_len",
+    )
+
+    def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
+        if (
+            isinstance(max_event_bytes, bool)
+            or not isinstance(max_event_bytes, int)
+            or max_event_bytes < 1
+        ):
+            raise ConfigurationError(
+                f"max_event_bytes must be a positive int, got {max_event_bytes!r}"
+            )
+        self._max = max_event_bytes
+        # Stream start: the first bytes seen while they may still be a split BOM,
+        # None once decided.
+        self._start: bytes | None = b""
+        # The previous chunk ended with CR: an LF starting the next chunk is part of it.
+        self._pending_cr = False
+        # Pieces of the current unterminated line, joined once its line break arrives.
+        self._tail: list[bytes] = []
+        self._tail_len = 0
+        # WHATWG buffers: data (one item per data line), event type, last event ID.
+        self._data: list[bytes] = []
+        self._event = ""
+        self._id = ""
+        # The event source's "last event ID string": set from the buffer at each blank line.
+        self._last_id = ""
+        # The stream's reconnection time (ms), and the one set inside the current block.
+        self._retry: int | None = None
+        self._ev_retry: int | None = None
+        # Bytes of the lines of the pending event.
+        self._ev_bytes = 0
+        self._bytes_fed = 0
+        self._ended = False
+        self._error: ModelwireError | None = None
+        self._error_raised = False
+
+    # -- read-only state -------------------------------------------------------------
+
+    @property
+    def max_event_bytes(self) -> int:
+        """The size limit of one event, in bytes."""
+        return self._max
+
+    @property
+    def last_event_id(self) -> str:
+        """The event source's last event ID string (WHATWG): the ``id`` in effect at the
+        most recent blank line, whether or not that blank line dispatched an event.
+        An ``id`` in a block that never ended does not count."""
+        return self._last_id
+
+    @property
+    def retry(self) -> int | None:
+        """The reconnection time in milliseconds from the last valid ``retry`` field
+        (applied as soon as its line ends, as WHATWG says), or ``None`` if none yet."""
+        return self._retry
+
+    @property
+    def bytes_fed(self) -> int:
+        """How many bytes :meth:`feed` has been given in total (BOM included)."""
+        return self._bytes_fed
+
+    # -- input -----------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """Decode the next piece of the stream; return the events it completed, in order.
+
+        ``data`` may end anywhere: mid-line, mid-CRLF, mid-UTF-8 character, mid-BOM.
+
+        Raises :class:`~modelwire.errors.MalformedChunkError` (invalid UTF-8),
+        :class:`~modelwire.errors.EventTooLargeError` (``max_event_bytes`` exceeded), or
+        :class:`~modelwire.errors.ConfigurationError` (called after :meth:`end`, or
+        ``data`` is not bytes). See the class docstring for when an error is deferred.
+        """
+        if self._ended:
+            raise ConfigurationError("feed() after end()")
+        if self._error is not None:
+            self._raise_error()
+        if type(data) is not bytes:
+            data = _as_bytes(data)
+        n = len(data)
+        if not n:
+            return []
+        self._bytes_fed += n
+        if self._start is not None:
+            # WHATWG: the stream is UTF-8 decoded, which drops one leading BOM.
+            data = self._start + data
+            if len(data) < 3 and _BOM.startswith(data):
+                self._start = data
+                return []
+            self._start = None
+            if data.startswith(_BOM):
+                data = data[3:]
+                if not data:
+                    return []
+        if self._pending_cr:
+            self._pending_cr = False
+            if data[0] == 10:  # the LF of a CRLF split across chunks
+                data = data[1:]
+                if not data:
+                    return []
+        out: list[ServerSentEvent] = []
+        try:
+            self._consume(data, out)
+        except ModelwireError as exc:
+            self._error = exc
+            if out:
+                return out  # deliver what came before the error; raise on the next call
+            self._error_raised = True
+            raise
+        return out
+
+    def end(self) -> list[ServerSentEvent]:
+        """Signal the end of the body. Returns the events it completes (always none).
+
+        Raises :class:`~modelwire.errors.TruncatedStreamError` when an event is pending:
+        its data buffer is non-empty (a ``data`` line arrived but no blank line after
+        it), or the unterminated last line is a ``data`` field. WHATWG drops such an
+        event silently; modelwire reports it (deliberate deviation). Unterminated
+        ``event``/``id``/``retry``/comment/unknown lines and events with an empty data
+        buffer are dropped, as WHATWG does. Calling ``end()`` again repeats the outcome.
+        """
+        self._ended = True
+        if self._error is not None:
+            self._raise_error()
+        pending_line = b"".join(self._tail)
+        if self._start:
+            pending_line = self._start  # only part of a possible BOM arrived
+        field = pending_line.split(b":", 1)[0]
+        if self._data or field == b"data":
+            lines = len(self._data) + (field == b"data")
+            self._error = TruncatedStreamError(
+                "SSE stream ended in the middle of an event: "
+                f"{lines} data line(s) pending and no blank line after them"
+                + (" (the last line has no line break)" if field == b"data" else "")
+            )
+            self._raise_error()
+        self._tail = []
+        self._tail_len = 0
+        return []
+
+    # -- internals -------------------------------------------------------------------
+
+    def _raise_error(self) -> None:
+        err = self._error
+        assert err is not None
+        if not self._error_raised:
+            self._error_raised = True
+            raise err
+        raise type(err)(err.message) from err
+
+    def _consume(self, data: bytes, out: list[ServerSentEvent]) -> None:
+        """Split ``data`` (non-empty, BOM and split-CRLF already handled) into lines."""
+        last = data[-1]
+        terminated = last == 10 or last == 13
+        if last == 13:
+            self._pending_cr = True
+        tail = self._tail
+        if tail:
+            if not terminated and data.find(b"\n") < 0 and data.find(b"\r") < 0:
+                # Still no line break: keep the piece, scan nothing twice.
+                tail.append(data)
+                self._tail_len += len(data)
+                if self._ev_bytes + self._tail_len > self._max:
+                    raise self._too_large()
+                return
+            lines = data.splitlines()
+            tail.append(lines[0])
+            lines[0] = b"".join(tail)
+            self._tail = []
+            self._tail_len = 0
+        else:
+            lines = data.splitlines()
+        partial = b"" if terminated else lines.pop()
+        if lines:
+            self._lines(lines, out)
+        if partial:
+            self._tail = [partial]
+            self._tail_len = len(partial)
+            if self._ev_bytes + len(partial) > self._max:
+                raise self._too_large()
+
+    def _too_large(self) -> EventTooLargeError:
+        return EventTooLargeError(
+            f"SSE event exceeds max_event_bytes={self._max} bytes "
+            f"(within the first {self._bytes_fed} bytes of the stream)"
+        )
+
+    def _lines(self, lines: list[bytes], out: list[ServerSentEvent]) -> None:
+        """Process complete lines (WHATWG "process the field" / "dispatch the event")."""
+        buf = self._data
+        event = self._event
+        id_ = self._id
+        last_id = self._last_id
+        ev_retry = self._ev_retry
+        ev_bytes = self._ev_bytes
+        limit = self._max
+        append = out.append
+        try:
+            for line in lines:
+                if not line:
+                    # Blank line: dispatch the event.
+                    last_id = id_
+                    if buf:
+                        if len(buf) == 1:
+                            raw = buf[0]
+                        else:
+                            raw = b"\n".join(buf)
+                        try:
+                            text = raw.decode()
+                        except UnicodeDecodeError as exc:
+                            raise self._bad_utf8(exc, "event data") from None
+                        append(
+                            ServerSentEvent(
+                                event=event or "message", data=text, id=id_, retry=ev_retry
+                            )
+                        )
+                        buf = []
+                    event = ""
+                    ev_retry = None
+                    ev_bytes = 0
+                    continue
+                ev_bytes += len(line)
+                if ev_bytes > limit:
+                    raise self._too_large()
+                if line.startswith(_DATA_SP):
+                    # Fast path: the common "data: ..." line (validated at dispatch).
+                    buf.append(line[6:])
+                    continue
+                colon = line.find(b":")
+                if colon < 0:
+                    name = line
+                    value = b""
+                else:
+                    name = line[:colon]
+                    if colon + 1 < len(line) and line[colon + 1] == 32:
+                        value = line[colon + 2 :]
+                    else:
+                        value = line[colon + 1 :]
+                if name == b"data":
+                    buf.append(value)
+                    continue
+                # Every other line is validated here: the whole stream must be UTF-8.
+                # For "event" and "id" the bytes before the value are ASCII, so decoding
+                # the value validates the line.
+                try:
+                    if name == b"event":
+                        event = value.decode()
+                        continue
+                    if name == b"id":
+                        text = value.decode()
+                        if "\0" not in text:
+                            id_ = text
+                        continue
+                    line.decode()  # comments, retry and unknown fields
+                except UnicodeDecodeError as exc:
+                    raise self._bad_utf8(exc, "line", len(line) - len(exc.object)) from None
+                if name == b"retry" and value.isdigit():
+                    # bytes.isdigit(): non-empty and ASCII digits only, as WHATWG requires.
+                    try:
+                        ev_retry = self._retry = int(value)
+                    except ValueError:  # more digits than int() will parse: ignored
+                        pass
+                # Unknown field names are ignored.
+        finally:
+            self._data = buf
+            self._event = event
+            self._id = id_
+            self._last_id = last_id
+            self._ev_retry = ev_retry
+            self._ev_bytes = ev_bytes
+
+    def _bad_utf8(
+        self, exc: UnicodeDecodeError, where: str, base: int = 0
+    ) -> MalformedChunkError:
+        bad = exc.object[exc.start : exc.end]
+        return MalformedChunkError(
+            f"SSE stream is not valid UTF-8: {exc.reason} (byte(s) {bad.hex(' ')}) "
+            f"at offset {base + exc.start} of an SSE {where}, within the first "
+            f"{self._bytes_fed} bytes of the stream"
+        )
+
+
+def _as_bytes(data: object) -> bytes:
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    raise ConfigurationError(f"SSEDecoder.feed() takes bytes, got {type(data).__name__}")

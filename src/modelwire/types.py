@@ -1,0 +1,488 @@
+"""Protocol types: immutable, tagged values (DESIGN §2, §2a).
+
+Every type is a frozen, keyword-only :class:`msgspec.Struct`. Content blocks are
+tagged by ``type``, messages by ``role``; the tag is readable as an attribute
+(``block.type``, ``message.role``). Constructors turn lists into tuples; frozen
+is shallow (``ToolCall.arguments`` stays a dict). ``to_json``/``from_json``
+round-trip every type; only ``from_json`` validates field types.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, TypeAlias, TypeVar
+
+import msgspec
+
+from .errors import ConfigurationError, from_info
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = [
+    "Api",
+    "AssistantContent",
+    "AssistantMessage",
+    "Context",
+    "Cost",
+    "ErrorInfo",
+    "ImageContent",
+    "Message",
+    "Model",
+    "ModelCost",
+    "StopReason",
+    "TextContent",
+    "ThinkingContent",
+    "ToolCall",
+    "ToolDefinition",
+    "ToolResultMessage",
+    "Usage",
+    "UserContent",
+    "UserMessage",
+    "from_json",
+    "now_ms",
+    "to_json",
+]
+
+#: How a response ended. A partial snapshot has ``stop_reason=None``.
+StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
+#: The wire APIs modelwire speaks.
+Api: TypeAlias = Literal[
+    "openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai"
+]
+STOP_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_use", "error", "aborted"})
+
+
+def now_ms() -> int:
+    """Milliseconds since the epoch: the default ``timestamp`` of every message."""
+    return time.time_ns() // 1_000_000
+
+
+def _set(obj: Any, name: str, value: Any) -> None:
+    msgspec.structs.force_setattr(obj, name, value)
+
+
+def _require_str(owner: str, field: str, value: object, *, non_empty: bool = False) -> None:
+    if not isinstance(value, str):
+        raise ConfigurationError(f"{owner}.{field} must be a string, got {type(value).__name__}")
+    if non_empty and not value:
+        raise ConfigurationError(f"{owner}.{field} must be a non-empty string")
+
+
+class _Value(msgspec.Struct, frozen=True, kw_only=True):
+    pass
+
+
+# --------------------------------------------------------------------------- content
+
+
+class TextContent(_Value, tag_field="type", tag="text", gc=False):
+    """Plain text output or input."""
+
+    type: ClassVar[str] = "text"
+    """The tag (``text``)."""
+
+    text: str
+    """The text."""
+    signature: str | None = None
+    """Opaque provider data tied to this block (e.g. an OpenAI Responses message
+    item id, a Gemini ``thoughtSignature``); replayed only to the same model."""
+
+    def __post_init__(self) -> None:
+        _require_str("TextContent", "text", self.text)
+
+
+class ThinkingContent(_Value, tag_field="type", tag="thinking", gc=False):
+    """The model's reasoning, as far as the provider exposes it."""
+
+    type: ClassVar[str] = "thinking"
+    """The tag (``thinking``)."""
+
+    thinking: str
+    """The reasoning text (summary or full, as the provider sent it)."""
+    signature: str | None = None
+    """Opaque signature needed to replay this block to the same model: an
+    Anthropic thinking signature, redacted-thinking data, an OpenAI Responses
+    reasoning item (JSON), a Gemini ``thoughtSignature``."""
+    redacted: bool = False
+    """True when the provider sent the reasoning encrypted (the data is in ``signature``)."""
+
+    def __post_init__(self) -> None:
+        _require_str("ThinkingContent", "thinking", self.thinking)
+
+
+class ImageContent(_Value, tag_field="type", tag="image", gc=False):
+    """An image given as base64 data."""
+
+    type: ClassVar[str] = "image"
+    """The tag (``image``)."""
+
+    data: str
+    """Base64-encoded bytes of the image."""
+    mime_type: str
+    """e.g. ``image/png``."""
+
+    def __post_init__(self) -> None:
+        _require_str("ImageContent", "mime_type", self.mime_type, non_empty=True)
+
+
+class ToolCall(_Value, tag_field="type", tag="tool_call", gc=False):
+    """A call the model proposes; an action only once the response ended ``tool_use``."""
+
+    type: ClassVar[str] = "tool_call"
+    """The tag (``tool_call``)."""
+
+    id: str
+    """The provider's call id (``tool_result`` messages answer it)."""
+    name: str
+    """The tool's name."""
+    arguments: dict[str, Any]
+    """Arguments parsed from ``raw_arguments``: ``{}`` when they were not a JSON
+    object or the response ended by ``length`` (never trusted then)."""
+    raw_arguments: str | None = None
+    """The exact text the provider sent; this is what gets replayed."""
+    signature: str | None = None
+    """Opaque provider data for this call (e.g. a Gemini ``thoughtSignature``)."""
+
+    def __post_init__(self) -> None:
+        _require_str("ToolCall", "name", self.name)
+        _require_str("ToolCall", "id", self.id)
+
+
+UserContent: TypeAlias = TextContent | ImageContent
+AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
+
+
+# --------------------------------------------------------------------------- usage
+
+
+class Cost(_Value, gc=False):
+    """Cost of one response in dollars, by token class."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+class Usage(_Value, gc=False):
+    """Token counts of one response.
+
+    ``input`` excludes cached tokens, ``output`` includes reasoning tokens once,
+    and ``total_tokens == input + output + cache_read + cache_write``.
+    """
+
+    input: int = 0
+    """Prompt tokens that were neither read from nor written to the cache."""
+    output: int = 0
+    """Generated tokens, reasoning included."""
+    cache_read: int = 0
+    """Prompt tokens served from the provider's cache."""
+    cache_write: int = 0
+    """Prompt tokens written to the provider's cache."""
+    total_tokens: int = 0
+    """The sum of the four counts above."""
+    cost: Cost = msgspec.field(default_factory=Cost)
+    """Dollar cost, from the model's prices (zero when unknown)."""
+
+
+class ErrorInfo(_Value, gc=False):
+    """Why a message failed; ``kind`` is one of the stable kinds of DESIGN §2."""
+
+    kind: str
+    """e.g. ``rate_limit``, ``malformed_chunk``, ``aborted``."""
+    message: str
+    """Human-readable cause, API keys redacted."""
+    status: int | None = None
+    """HTTP status, when the failure was a status."""
+    retry_after: float | None = None
+    """Seconds the provider asked to wait, when it said."""
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def _tuple_content(owner: str, content: Any, allowed: tuple[type, ...]) -> tuple[Any, ...]:
+    if isinstance(content, list | tuple):
+        items = tuple(content)
+    else:
+        raise ConfigurationError(
+            f"{owner}.content must be a list or tuple of blocks, got {type(content).__name__}"
+        )
+    for i, block in enumerate(items):
+        if not isinstance(block, allowed):
+            names = ", ".join(t.__name__ for t in allowed)
+            raise ConfigurationError(
+                f"{owner}.content[{i}] must be one of {names}, got {type(block).__name__}"
+            )
+    return items
+
+
+class UserMessage(_Value, tag_field="role", tag="user"):
+    """What the user says: a string, or text and image blocks."""
+
+    role: ClassVar[str] = "user"
+    """The tag (``user``)."""
+
+    content: str | tuple[UserContent, ...]
+    """The text, or a tuple of ``TextContent``/``ImageContent``."""
+    timestamp: int = msgspec.field(default_factory=now_ms)
+    """Milliseconds since the epoch."""
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.content, str):
+            _set(
+                self,
+                "content",
+                _tuple_content("UserMessage", self.content, (TextContent, ImageContent)),
+            )
+
+
+class AssistantMessage(_Value, tag_field="role", tag="assistant", gc=False):
+    """One response of a model, final or as a partial snapshot."""
+
+    role: ClassVar[str] = "assistant"
+    """The tag (``assistant``)."""
+
+    content: tuple[AssistantContent, ...]
+    """Blocks in the order they first appeared in the stream."""
+    api: str
+    """The wire API that produced it."""
+    provider: str
+    """The provider name from the model."""
+    model: str
+    """The model id."""
+    usage: Usage = msgspec.field(default_factory=Usage)
+    """Token counts and cost."""
+    stop_reason: StopReason | None = None
+    """How it ended; ``None`` only on a partial snapshot."""
+    error: ErrorInfo | None = None
+    """Set when ``stop_reason`` is ``error`` or ``aborted``."""
+    provider_stop_reason: str | None = None
+    """The raw finish reason the provider sent."""
+    response_id: str | None = None
+    """The provider's response id."""
+    timestamp: int = msgspec.field(default_factory=now_ms)
+    """Milliseconds since the epoch."""
+
+    def __post_init__(self) -> None:
+        if type(self.content) is not tuple:
+            _set(
+                self,
+                "content",
+                _tuple_content(
+                    "AssistantMessage", self.content, (TextContent, ThinkingContent, ToolCall)
+                ),
+            )
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """The tool-call blocks, in order."""
+        return tuple(b for b in self.content if isinstance(b, ToolCall))
+
+    def raise_for_error(self) -> None:
+        """Raise the matching :mod:`modelwire.errors` exception if the message failed."""
+        if self.error is not None:
+            _raise(self.error)
+
+
+def _raise(info: ErrorInfo) -> NoReturn:
+    raise from_info(info)
+
+
+class ToolResultMessage(_Value, tag_field="role", tag="tool_result"):
+    """The result of executing one tool call, sent back to the model."""
+
+    role: ClassVar[str] = "tool_result"
+    """The tag (``tool_result``)."""
+
+    tool_call_id: str
+    """The id of the ``ToolCall`` this answers."""
+    tool_name: str
+    """The tool's name."""
+    content: tuple[UserContent, ...]
+    """Text and image blocks (a plain string is turned into one text block)."""
+    is_error: bool = False
+    """True when the call failed; the content says why and what to do."""
+    details: Any = None
+    """Structured data for the application; never sent to the model."""
+    timestamp: int = msgspec.field(default_factory=now_ms)
+    """Milliseconds since the epoch."""
+
+    def __post_init__(self) -> None:
+        _require_str("ToolResultMessage", "tool_call_id", self.tool_call_id, non_empty=True)
+        _require_str("ToolResultMessage", "tool_name", self.tool_name)
+        if isinstance(self.content, str):
+            _set(self, "content", (TextContent(text=self.content),))
+        else:
+            _set(
+                self,
+                "content",
+                _tuple_content("ToolResultMessage", self.content, (TextContent, ImageContent)),
+            )
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined."""
+        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+
+
+class ToolDefinition(_Value):
+    """A tool the model may call."""
+
+    name: str
+    """Name the model uses to call it."""
+    description: str
+    """When to use it and what it returns, written for the model."""
+    parameters: dict[str, Any]
+    """JSON Schema (Draft 2020-12) of the arguments object."""
+
+    def __post_init__(self) -> None:
+        _require_str("ToolDefinition", "name", self.name, non_empty=True)
+        if not isinstance(self.parameters, dict):
+            raise ConfigurationError("ToolDefinition.parameters must be a JSON Schema dict")
+
+
+class Context(_Value):
+    """A provider-neutral conversation: system prompt, messages and tools."""
+
+    system_prompt: str | None = None
+    """Instructions sent as the provider's system/developer prompt."""
+    messages: tuple[Message, ...] = ()
+    """The transcript, oldest first."""
+    tools: tuple[ToolDefinition, ...] | None = None
+    """Tools the model may call (``None``: none declared)."""
+
+    def __post_init__(self) -> None:
+        if type(self.messages) is not tuple:
+            _set(
+                self,
+                "messages",
+                _tuple_content(
+                    "Context", self.messages, (UserMessage, AssistantMessage, ToolResultMessage)
+                ),
+            )
+        if self.tools is not None and type(self.tools) is not tuple:
+            if not isinstance(self.tools, list):
+                raise ConfigurationError("Context.tools must be a list of ToolDefinition")
+            _set(self, "tools", tuple(self.tools))
+        for i, tool in enumerate(self.tools or ()):
+            if not isinstance(tool, ToolDefinition):
+                raise ConfigurationError(
+                    f"Context.tools[{i}] must be a ToolDefinition, got {type(tool).__name__}"
+                )
+
+    def with_messages(self, *messages: Message) -> Context:
+        """A new context with ``messages`` appended."""
+        return msgspec.structs.replace(self, messages=(*self.messages, *messages))
+
+
+# --------------------------------------------------------------------------- model
+
+
+class ModelCost(_Value):
+    """Prices in dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+_APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
+
+
+class Model(_Value):
+    """Where and how to reach one model.
+
+    ``base_url`` includes the API's version segment (``…/v1``, ``…/v1beta``); the
+    adapter appends the endpoint. A trailing slash is ignored.
+    """
+
+    id: str
+    """The model id sent to the provider."""
+    api: str
+    """One of ``openai-chat``, ``openai-responses``, ``anthropic-messages``,
+    ``google-generative-ai`` (or a name given to ``register_api``)."""
+    provider: str
+    """Provider name (``openai``, ``deepseek``, ``local``…): picks the env var and compat."""
+    base_url: str
+    """API root including the version segment."""
+    name: str | None = None
+    """Display name."""
+    reasoning: bool = False
+    """Whether the model supports a reasoning level."""
+    input: tuple[str, ...] = ("text",)
+    """Input kinds: ``text`` and/or ``image``."""
+    cost: ModelCost = msgspec.field(default_factory=ModelCost)
+    """Prices per million tokens."""
+    context_window: int = 128_000
+    """Maximum prompt + output tokens."""
+    max_tokens: int = 16_384
+    """Default and maximum output tokens."""
+    headers: dict[str, str] | None = None
+    """Extra HTTP headers for every request."""
+    compat: dict[str, Any] | None = None
+    """Overrides of the wire API's compatibility flags (see README, "Compat")."""
+
+    def __post_init__(self) -> None:
+        for field in ("id", "api", "provider", "base_url"):
+            _require_str("Model", field, getattr(self, field), non_empty=True)
+        if type(self.input) is not tuple:
+            _set(self, "input", tuple(self.input))
+        if not self.base_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"Model.base_url must start with http:// or https://, got {self.base_url!r}"
+            )
+
+    @property
+    def url_root(self) -> str:
+        """``base_url`` without a trailing slash."""
+        return self.base_url.rstrip("/")
+
+
+# --------------------------------------------------------------------------- JSON
+
+_encoder = msgspec.json.Encoder()
+T = TypeVar("T")
+
+
+def to_json(value: Any) -> bytes:
+    """Serialize any protocol type (or a container of them) to JSON bytes."""
+    try:
+        return _encoder.encode(value)
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise ConfigurationError(f"cannot serialize {type(value).__name__}: {exc}") from exc
+
+
+def from_json(data: bytes | str, type: type[T]) -> T:  # noqa: A002 - mirrors msgspec
+    """Parse and validate JSON into ``type``; a mismatch raises ``ConfigurationError``
+    naming the field path (e.g. ``Expected `str`, got `int` - at `$.messages[0].content```)."""
+    try:
+        return msgspec.json.decode(data, type=type)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid {_type_name(type)}: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise ConfigurationError(f"invalid JSON for {_type_name(type)}: {exc}") from exc
+
+
+def _type_name(tp: Any) -> str:
+    return getattr(tp, "__name__", None) or str(tp)
+
+
+def as_tuple(items: Sequence[T] | None) -> tuple[T, ...]:
+    return () if items is None else tuple(items)
+
+
+def is_mapping(value: object) -> bool:
+    return isinstance(value, Mapping)
