@@ -32,6 +32,8 @@ twice however the stream is cut into chunks.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 import msgspec
 
 from .errors import (
@@ -48,7 +50,6 @@ __all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent"]
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
-_DATA_SP = b"data: "
 
 
 class ServerSentEvent(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -200,42 +201,33 @@ class SSEDecoder:
         :class:`~modelwire.errors.ConfigurationError` (called after :meth:`end`, or
         ``data`` is not bytes). See the class docstring for when an error is deferred.
         """
-        if self._ended:
-            raise ConfigurationError("feed() after end()")
-        if self._error is not None:
-            self._raise_error()
-        if type(data) is not bytes:
-            data = _as_bytes(data)
-        n = len(data)
-        if not n:
+        if (
+            self._start is not None
+            or self._pending_cr
+            or self._error is not None
+            or self._ended
+            or type(data) is not bytes
+        ):
+            data = self._prepare(data)
+        else:
+            self._bytes_fed += len(data)
+        if not data:
             return []
-        self._bytes_fed += n
-        if self._start is not None:
-            # WHATWG: the stream is UTF-8 decoded, which drops one leading BOM.
-            data = self._start + data
-            if len(data) < 3 and _BOM.startswith(data):
-                self._start = data
-                return []
-            self._start = None
-            if data.startswith(_BOM):
-                data = data[3:]
-                if not data:
-                    return []
-        if self._pending_cr:
-            self._pending_cr = False
-            if data[0] == 10:  # the LF of a CRLF split across chunks
-                data = data[1:]
-                if not data:
-                    return []
+        tail = self._tail
+        if tail and 10 not in data and 13 not in data:
+            # The middle of a long line: keep the piece, scan nothing twice.
+            tail.append(data)
+            self._tail_len += len(data)
+            if self._ev_bytes + self._tail_len > self._max:
+                self._fail(self._too_large())
+            return []
         out: list[ServerSentEvent] = []
         try:
             self._consume(data, out)
         except ModelwireError as exc:
-            self._error = exc
-            if out:
-                return out  # deliver what came before the error; raise on the next call
-            self._error_raised = True
-            raise
+            if not out:
+                self._fail(exc)
+            self._error = exc  # deliver what came before the error; raise on the next call
         return out
 
     def end(self) -> list[ServerSentEvent]:
@@ -269,7 +261,40 @@ class SSEDecoder:
 
     # -- internals -------------------------------------------------------------------
 
-    def _raise_error(self) -> None:
+    def _prepare(self, data: bytes) -> bytes:
+        """The rare cases of :meth:`feed`: errors, stream start (BOM), a split CRLF."""
+        if self._ended:
+            raise ConfigurationError("feed() after end()")
+        if self._error is not None:
+            self._raise_error()
+        if type(data) is not bytes:
+            data = _as_bytes(data)
+        self._bytes_fed += len(data)
+        if not data:
+            return data
+        if self._start is not None:
+            # WHATWG: the stream is UTF-8 decoded, which drops one leading BOM.
+            data = self._start + data
+            if len(data) < 3 and _BOM.startswith(data):
+                self._start = data
+                return b""
+            self._start = None
+            if data.startswith(_BOM):
+                data = data[3:]
+                if not data:
+                    return data
+        if self._pending_cr:
+            self._pending_cr = False
+            if data[0] == 10:  # the LF of a CRLF split across chunks
+                data = data[1:]
+        return data
+
+    def _fail(self, exc: ModelwireError) -> NoReturn:
+        self._error = exc
+        self._error_raised = True
+        raise exc
+
+    def _raise_error(self) -> NoReturn:
         err = self._error
         assert err is not None
         if not self._error_raised:
@@ -278,27 +303,79 @@ class SSEDecoder:
         raise type(err)(err.message) from err
 
     def _consume(self, data: bytes, out: list[ServerSentEvent]) -> None:
-        """Split ``data`` (non-empty, BOM and split-CRLF already handled) into lines."""
+        """Decode ``data`` (non-empty; BOM and split CRLF already handled).
+
+        Fast path for the shape nearly every LLM stream has, LF line ends and events of
+        one ``data: ...`` line: the chunk is cut at each blank line with one
+        ``bytes.split`` and each such event costs a slice, a decode and a constructor.
+        Anything else goes through :meth:`_general`, which is the reference; both give
+        the same events (the tests check it on random streams, split at random).
+        """
+        if 13 not in data:
+            tail = self._tail
+            if tail and not self._ev_bytes and self._tail_len <= len(data):
+                # Only the start of a line is pending: rescan it together with the new
+                # bytes. It is no longer than they are, so the work stays linear.
+                data = (tail[0] if len(tail) == 1 else b"".join(tail)) + data
+                self._tail = []
+                self._tail_len = 0
+            if len(data) <= self._max:
+                self._fast(data, out)
+                return
+        self._general(data, out)
+
+    def _fast(self, data: bytes, out: list[ServerSentEvent]) -> None:
+        """:meth:`_consume` for LF-only ``data`` no longer than ``max_event_bytes``."""
+        if self._ev_bytes or self._tail:
+            # Mid-event: finish it (up to its blank line) on the general path.
+            k = data.find(b"\n\n")
+            if k < 0:
+                self._general(data, out)
+                return
+            k += 2
+            self._general(data[:k], out)
+            if k == len(data):
+                return
+            data = data[k:]
+        # The state is clean here, and every block but the last ends with a blank line.
+        blocks = data.split(b"\n\n")
+        rest = blocks.pop()
+        if blocks:
+            append = out.append
+            id_ = self._id
+            for block in blocks:
+                if block[:6] == b"data: " and 10 not in block:
+                    try:
+                        text = block[6:].decode()
+                    except UnicodeDecodeError as exc:
+                        raise self._bad_utf8(exc, "event data") from None
+                    append(ServerSentEvent(data=text, id=id_))
+                else:
+                    lines = block.split(b"\n")
+                    lines.append(b"")
+                    self._lines(lines, out)
+                    id_ = self._id
+            self._last_id = id_
+        if rest:
+            if 10 in rest:
+                self._general(rest, out)
+            else:  # the start of a line (len(data) <= max_event_bytes: no size check)
+                self._tail = [rest]
+                self._tail_len = len(rest)
+
+    def _general(self, data: bytes, out: list[ServerSentEvent]) -> None:
+        """Split ``data`` into lines at CR, LF and CRLF; keep an unterminated last line."""
         last = data[-1]
         terminated = last == 10 or last == 13
         if last == 13:
             self._pending_cr = True
         tail = self._tail
+        lines = data.splitlines()
         if tail:
-            if not terminated and data.find(b"\n") < 0 and data.find(b"\r") < 0:
-                # Still no line break: keep the piece, scan nothing twice.
-                tail.append(data)
-                self._tail_len += len(data)
-                if self._ev_bytes + self._tail_len > self._max:
-                    raise self._too_large()
-                return
-            lines = data.splitlines()
             tail.append(lines[0])
             lines[0] = b"".join(tail)
             self._tail = []
             self._tail_len = 0
-        else:
-            lines = data.splitlines()
         partial = b"" if terminated else lines.pop()
         if lines:
             self._lines(lines, out)
@@ -351,7 +428,7 @@ class SSEDecoder:
                 ev_bytes += len(line)
                 if ev_bytes > limit:
                     raise self._too_large()
-                if line.startswith(_DATA_SP):
+                if line[:6] == b"data: ":
                     # Fast path: the common "data: ..." line (validated at dispatch).
                     buf.append(line[6:])
                     continue

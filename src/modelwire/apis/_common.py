@@ -100,7 +100,7 @@ def raw_or_json_arguments(raw: str | None, arguments: dict[str, Any]) -> str:
 
 _OVERFLOW = re.compile(
     r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
-    r"input is too long|exceeds the maximum number of tokens|token limit|"
+    r"input is too long|exceeds the maximum number of tokens|"
     r"input token count.*exceeds|reduce the length|context_length_exceeded|"
     r"request too large for model",
     re.I,

@@ -1,0 +1,551 @@
+"""OpenAI Chat Completions, and every server compatible with it.
+
+Reference: https://platform.openai.com/docs/api-reference/chat/create and
+https://platform.openai.com/docs/api-reference/chat-streaming. Compatible
+servers differ in small ways; :class:`ChatCompat` holds those differences as
+data, detected from the provider and base URL and overridable with
+``Model(compat={...})`` (the table is in the README).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from ..deltas import (
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..errors import ConfigurationError, MalformedChunkError
+from ..options import HTTPRequest, RequestOptions, check_extra_body
+from ..sse import ServerSentEvent
+from ..types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ._common import decode_json, decoder_for, dumps, in_band_error, join_url, raw_or_json_arguments
+
+__all__ = ["API", "ChatCompat", "OpenAIChatAPI", "detect_compat"]
+
+
+# --------------------------------------------------------------------------- compat
+
+
+class ChatCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How one server departs from OpenAI's own Chat Completions."""
+
+    system_role: Literal["system", "developer"] = "system"
+    """Role of the system prompt message (OpenAI reasoning models want ``developer``)."""
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """Body field for the output limit."""
+    stream_options: bool = True
+    """Send ``stream_options: {"include_usage": true}`` (usage arrives in a last chunk)."""
+    store: bool | None = None
+    """Send ``store`` with this value (``None``: omit)."""
+    reasoning_style: Literal["reasoning_effort", "openrouter", "enable_thinking", "zai", "none"] = (
+        "reasoning_effort"
+    )
+    """How a reasoning level is sent: ``reasoning_effort: "low"``; OpenRouter's
+    ``reasoning: {effort}``; Qwen's ``enable_thinking``; Z.ai's ``thinking: {type}``."""
+    reasoning_effort_map: dict[str, str] | None = None
+    """Rename levels for servers with fewer (e.g. ``{"xhigh": "high"}``)."""
+    thinking_replay: Literal["drop", "text", "reasoning_content"] = "drop"
+    """How assistant thinking in history is sent back: dropped, as text, or in a
+    ``reasoning_content`` field (DeepSeek needs it for tool-call turns)."""
+    tool_result_name: bool = True
+    """Send ``name`` on tool messages (some servers reject it)."""
+    empty_tools: bool = False
+    """Send ``tools: []`` when no tools are declared (some servers need the key)."""
+    infer_finish_reason: bool = False
+    """Accept a stream that ends with ``[DONE]`` but no ``finish_reason`` (servers
+    known to omit it); otherwise that is ``truncated_stream``."""
+
+
+_ALLOWED_COMPAT = set(ChatCompat.__struct_fields__)
+
+
+def detect_compat(model: Model) -> ChatCompat:
+    """Defaults for the model's provider and base URL, then ``model.compat`` overrides."""
+    url = model.base_url.lower()
+    provider = model.provider.lower()
+    base: dict[str, Any] = {}
+    if provider == "openai" or "api.openai.com" in url:
+        base["max_tokens_field"] = "max_completion_tokens"
+        if model.reasoning:
+            base["system_role"] = "developer"
+    elif provider == "deepseek" or "deepseek.com" in url:
+        base["thinking_replay"] = "reasoning_content"
+        base["reasoning_style"] = "none"
+    elif provider == "openrouter" or "openrouter.ai" in url:
+        base["reasoning_style"] = "openrouter"
+    elif provider in ("qwen", "dashscope") or "dashscope" in url:
+        base["reasoning_style"] = "enable_thinking"
+    elif provider == "zai" or "z.ai" in url or "bigmodel.cn" in url:
+        base["reasoning_style"] = "zai"
+        base["thinking_replay"] = "reasoning_content"
+    elif provider == "snowflake" or "snowflakecomputing" in url:
+        # Snowflake Cortex ends with [DONE] but never sends finish_reason.
+        base["infer_finish_reason"] = True
+    elif provider == "mistral" or "mistral.ai" in url:
+        base["reasoning_style"] = "none"
+        base["stream_options"] = False
+    elif provider == "groq" or "groq.com" in url:
+        base["reasoning_effort_map"] = {"minimal": "low", "xhigh": "high"}
+    elif provider == "xai" or "x.ai" in url:
+        base["reasoning_effort_map"] = {"minimal": "low", "medium": "low", "xhigh": "high"}
+    if model.compat:
+        unknown = set(model.compat) - _ALLOWED_COMPAT
+        if unknown:
+            raise ConfigurationError(
+                f"unknown openai-chat compat flag(s): {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
+            )
+        base.update(model.compat)
+    try:
+        return msgspec.convert(base, ChatCompat)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid openai-chat compat: {exc}") from None
+
+
+# --------------------------------------------------------------------------- outbound
+
+RESERVED = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "tools",
+        "tool_choice",
+    }
+)
+
+
+def _user_content(msg: UserMessage) -> str | list[dict[str, Any]]:
+    if isinstance(msg.content, str):
+        return msg.content
+    if all(isinstance(b, TextContent) for b in msg.content):
+        return "".join(b.text for b in msg.content if isinstance(b, TextContent))
+    parts: list[dict[str, Any]] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            parts.append({"type": "text", "text": b.text})
+        else:
+            parts.append(
+                {"type": "image_url", "image_url": {"url": f"data:{b.mime_type};base64,{b.data}"}}
+            )
+    return parts
+
+
+def _assistant(msg: AssistantMessage, compat: ChatCompat) -> dict[str, Any] | None:
+    text = "".join(b.text for b in msg.content if isinstance(b, TextContent))
+    thinking = "".join(
+        b.thinking for b in msg.content if isinstance(b, ThinkingContent) and not b.redacted
+    )
+    calls = [b for b in msg.content if isinstance(b, ToolCall)]
+    out: dict[str, Any] = {"role": "assistant"}
+    if thinking and compat.thinking_replay == "text":
+        text = f"<thinking>\n{thinking}\n</thinking>\n{text}" if text else thinking
+    out["content"] = text if text else None
+    if thinking and compat.thinking_replay == "reasoning_content":
+        out["reasoning_content"] = thinking
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": raw_or_json_arguments(c.raw_arguments, c.arguments),
+                },
+            }
+            for c in calls
+        ]
+    if out["content"] is None and not calls:
+        return None  # nothing a server would accept; an empty turn carries no information
+    return out
+
+
+def _tool_result(msg: ToolResultMessage, compat: ChatCompat) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "tool", "tool_call_id": msg.tool_call_id}
+    if compat.tool_result_name:
+        out["name"] = msg.tool_name
+    text = msg.text
+    if any(isinstance(b, ImageContent) for b in msg.content):
+        text += "\n[image omitted: this API accepts no images in tool results]"
+    out["content"] = text
+    return out
+
+
+def encode_messages(context: Context, compat: ChatCompat) -> list[dict[str, Any]]:
+    """The ``messages`` array for ``context`` (pure; the context is not changed)."""
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": compat.system_role, "content": context.system_prompt})
+    for msg in context.messages:
+        if isinstance(msg, UserMessage):
+            messages.append({"role": "user", "content": _user_content(msg)})
+        elif isinstance(msg, AssistantMessage):
+            if msg.stop_reason in ("error", "aborted"):
+                continue  # a failed turn is not replayed (handoff rules)
+            item = _assistant(msg, compat)
+            if item is not None:
+                messages.append(item)
+        else:
+            messages.append(_tool_result(msg, compat))
+    return messages
+
+
+def _tool_choice(tc: str | dict[str, Any] | None) -> Any:
+    if isinstance(tc, dict):
+        return {"type": "function", "function": {"name": tc["name"]}}
+    return tc
+
+
+class OpenAIChatAPI:
+    """The ``openai-chat`` wire API."""
+
+    name = "openai-chat"
+
+    def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
+        compat = detect_compat(model)
+        check_extra_body(options.extra_body, RESERVED)
+        body: dict[str, Any] = {
+            "model": model.id,
+            "messages": encode_messages(context, compat),
+            "stream": True,
+        }
+        if compat.stream_options:
+            body["stream_options"] = {"include_usage": True}
+        if options.max_tokens is not None:
+            body[compat.max_tokens_field] = options.max_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        if context.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": t.name,
+                        "description": t.description,
+                        "parameters": t.parameters,
+                    },
+                }
+                for t in context.tools
+            ]
+        elif compat.empty_tools:
+            body["tools"] = []
+        if options.tool_choice is not None:
+            body["tool_choice"] = _tool_choice(options.tool_choice)
+        if options.parallel_tool_calls is not None and context.tools:
+            body["parallel_tool_calls"] = options.parallel_tool_calls
+        if compat.store is not None:
+            body["store"] = compat.store
+        if options.reasoning is not None:
+            if not model.reasoning:
+                raise ConfigurationError(
+                    f"model {model.id!r} does not support a reasoning level "
+                    "(Model.reasoning is False); pass reasoning=None"
+                )
+            effort = (compat.reasoning_effort_map or {}).get(options.reasoning, options.reasoning)
+            if compat.reasoning_style == "reasoning_effort":
+                body["reasoning_effort"] = effort
+            elif compat.reasoning_style == "openrouter":
+                body["reasoning"] = {"effort": effort}
+            elif compat.reasoning_style == "enable_thinking":
+                body["enable_thinking"] = True
+            elif compat.reasoning_style == "zai":
+                body["thinking"] = {"type": "enabled"}
+        if options.session_id and (model.provider == "openai" or "api.openai.com" in model.url_root):
+            body["prompt_cache_key"] = options.session_id
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def build_request(
+        self, model: Model, context: Context, options: RequestOptions
+    ) -> HTTPRequest:
+        body = self.build_body(model, context, options)
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream",
+        }
+        headers.update(model.headers or {})
+        headers.update(options.headers or {})
+        secrets: tuple[str, ...] = ()
+        if options.api_key:
+            headers["Authorization"] = f"Bearer {options.api_key}"
+            secrets = (options.api_key,)
+        return HTTPRequest(
+            url=join_url(model, "/chat/completions"),
+            headers=headers,
+            body=dumps(body),
+            secrets=secrets,
+        )
+
+    def new_decoder(self, model: Model | None) -> ChatDecoder:
+        compat = detect_compat(model) if model is not None else ChatCompat()
+        return ChatDecoder(compat)
+
+
+# --------------------------------------------------------------------------- inbound
+# Typed schemas for the fields we use only: unknown fields are ignored, so
+# ``obfuscation``, ``x_groq.*``, ``sla_metrics``… never break a stream.
+
+
+class _Fn(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallPart(msgspec.Struct, gc=False):
+    index: int | None = None
+    id: str | None = None
+    function: _Fn | None = None
+
+
+class _ContentPart(msgspec.Struct, gc=False):
+    # Mistral sends content as a list of typed parts, thinking nested as parts.
+    type: str = ""
+    text: str | None = None
+    thinking: list[_ContentPart] | str | None = None
+
+
+class _ReasoningDetail(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+
+
+class _PromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: int | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    prompt_cache_hit_tokens: int | None = None  # DeepSeek
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | list[_ContentPart] | None = None
+    refusal: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    reasoning_text: str | None = None
+    reasoning_details: list[_ReasoningDetail] | None = None
+    tool_calls: list[_ToolCallPart] | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+    usage: _Usage | None = None  # Moonshot puts usage on the choice
+
+
+class _Error(msgspec.Struct, gc=False):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+    status_code: int | None = None
+
+
+class _XGroq(msgspec.Struct, gc=False):
+    usage: _Usage | None = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    id: str | None = None
+    choices: list[_Choice] = msgspec.field(default_factory=list)
+    usage: _Usage | None = None
+    error: _Error | str | None = None
+    x_groq: _XGroq | None = None
+
+
+class _ErrorPayload(msgspec.Struct, gc=False):
+    error: _Error | str | None = None
+    message: str | None = None
+
+
+_chunk_decoder = decoder_for(_Chunk)
+_error_decoder = decoder_for(_ErrorPayload)
+
+_FINISH: dict[str, Literal["stop", "length", "tool_use"]] = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "eos": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+}
+
+_TEXT = "text"
+_THINKING = "thinking"
+
+
+def _usage_delta(u: _Usage) -> UsageUpdate:
+    prompt = u.prompt_tokens or 0
+    cached = 0
+    if u.prompt_tokens_details is not None and u.prompt_tokens_details.cached_tokens:
+        cached = u.prompt_tokens_details.cached_tokens
+    elif u.prompt_cache_hit_tokens:
+        cached = u.prompt_cache_hit_tokens
+    # ``completion_tokens`` already includes reasoning tokens: count them once.
+    return UsageUpdate(
+        input=max(prompt - cached, 0),
+        output=u.completion_tokens or 0,
+        cache_read=cached,
+        cache_write=0,
+    )
+
+
+def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
+    if isinstance(err, str):
+        raise in_band_error(err)
+    if err is None:
+        raise in_band_error(fallback or "the server sent an error event")
+    status = err.status_code
+    if isinstance(err.code, int) and 400 <= err.code < 600:
+        status = status or err.code
+    code = err.code if isinstance(err.code, str) else None
+    raise in_band_error(err.message or fallback or "", type_=err.type, code=code, status=status)
+
+
+class ChatDecoder:
+    """Per-response decoder: SSE events → normalized deltas."""
+
+    __slots__ = ("_compat", "_done", "_finish", "_meta", "_saw_tool")
+
+    def __init__(self, compat: ChatCompat) -> None:
+        self._compat = compat
+        self._finish: str | None = None
+        self._done = False
+        self._meta = False
+        self._saw_tool = False
+
+    def decode(self, event: ServerSentEvent) -> list[Delta]:
+        data = event.data
+        if event.event == "error":
+            payload = decode_json(data, _error_decoder, "error event")
+            _raise_error(payload.error, payload.message)
+        if data == "[DONE]":
+            self._done = True
+            return self._terminal()
+        chunk = decode_json(data, _chunk_decoder)
+        if chunk.error is not None:
+            _raise_error(chunk.error)
+        out: list[Delta] = []
+        if not self._meta and chunk.id:
+            self._meta = True
+            out.append(ResponseMeta(response_id=chunk.id))
+        choices = chunk.choices
+        if choices:
+            # One choice per stream (DESIGN §2a): n > 1 is refused, not merged.
+            if len(choices) > 1 or choices[0].index != 0:
+                bad = next((i for i, c in enumerate(choices) if c.index != 0), 1)
+                raise MalformedChunkError(
+                    f"choices[{bad}].index must be 0, got {choices[bad].index}: modelwire "
+                    "reads one choice per stream; do not request n > 1"
+                )
+            choice = choices[0]
+            delta = choice.delta
+            if delta is not None:
+                self._delta(delta, out)
+            if choice.finish_reason:
+                self._finish = choice.finish_reason
+                out.append(self._finish_delta(choice.finish_reason))
+            if choice.usage is not None:
+                out.append(_usage_delta(choice.usage))
+        usage = chunk.usage
+        if usage is None and chunk.x_groq is not None:
+            usage = chunk.x_groq.usage
+        if usage is not None:
+            out.append(_usage_delta(usage))
+        return out
+
+    def _delta(self, d: _Delta, out: list[Delta]) -> None:
+        # Thinking: one source per chunk, never two (OpenRouter sends both
+        # ``reasoning`` and ``reasoning_details`` with the same text).
+        thinking = d.reasoning_content or d.reasoning or d.reasoning_text
+        if not thinking and d.reasoning_details:
+            thinking = "".join(
+                r.text for r in d.reasoning_details if r.type == "reasoning.text" and r.text
+            )
+        content = d.content
+        if isinstance(content, list):
+            text_parts: list[str] = []
+            for part in content:
+                if part.type == "thinking":
+                    if not thinking:
+                        t = part.thinking
+                        if isinstance(t, str):
+                            thinking = t
+                        elif t:
+                            thinking = "".join(p.text or "" for p in t)
+                elif part.text:
+                    text_parts.append(part.text)
+            content = "".join(text_parts)
+        if thinking:
+            out.append(ThinkingDelta(_THINKING, thinking))
+        if content:
+            out.append(TextDelta(_TEXT, content))
+        if d.refusal:
+            # A refusal is what the model said: it goes to the text block.
+            out.append(TextDelta(_TEXT, d.refusal))
+        if d.tool_calls:
+            for pos, tc in enumerate(d.tool_calls):
+                fn = tc.function
+                index = tc.index if tc.index is not None else pos
+                self._saw_tool = True
+                out.append(
+                    ToolCallDelta(
+                        ("tool", index),
+                        tc.id or None,
+                        (fn.name or None) if fn else None,
+                        (fn.arguments or "") if fn else "",
+                    )
+                )
+
+    def _finish_delta(self, reason: str) -> Finish:
+        if reason == "content_filter":
+            return Finish(
+                "error",
+                reason,
+                "content_filter",
+                "the provider's content filter stopped the response (finish_reason content_filter)",
+            )
+        return Finish(_FINISH.get(reason, "stop"), reason)
+
+    def _terminal(self) -> list[Delta]:
+        out: list[Delta] = []
+        if self._finish is None and self._compat.infer_finish_reason:
+            out.append(Finish("tool_use" if self._saw_tool else "stop", None))
+        out.append(EndOfStream())
+        return out
+
+    def end(self) -> list[Delta]:
+        # "One finish is formed at [DONE] or end of input" (DESIGN §3 rule 4): a body
+        # that ends after finish_reason without [DONE] is complete; the assembler
+        # reports truncated_stream when no finish reason arrived at all.
+        return self._terminal()
+
+
+API = OpenAIChatAPI()

@@ -1,0 +1,284 @@
+"""Entry points: ``stream``, ``complete``, their sync twins, and ``register_api``.
+
+The client wires the layers and nothing else (DESIGN §1): a wire API builds the
+request (validated before any I/O), ``modelwire.http`` moves bytes, and the
+sans-IO :class:`~modelwire.pipeline.Pipeline` turns them into events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
+
+from .apis import get_api, register_wire_api
+from .errors import ConfigurationError, StreamError
+from .events import Event
+from .options import RequestOptions, Timeout, resolve_options
+from .pipeline import Pipeline
+from .stream import AssistantMessageStream, SyncAssistantMessageStream
+from .types import AssistantMessage, Context, Model
+
+if TYPE_CHECKING:
+    from .options import HTTPRequest
+
+__all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
+
+# Custom APIs registered with ``register_api``: name -> stream function.
+_custom: dict[str, Callable[..., AsyncIterator[Event]]] = {}
+
+
+def register_api(name: str, stream_fn: Any) -> None:
+    """Register a custom API under ``name`` (then usable as ``Model(api=name)``).
+
+    ``stream_fn`` is either a wire API object (``build_request``/``new_decoder``,
+    see ``modelwire.apis``) or an async function ``(model, context, options) ->
+    AsyncIterator[Event]`` producing events itself (``modelwire.testing`` has
+    helpers that build those events from text).
+    """
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("register_api needs a non-empty name")
+    if hasattr(stream_fn, "build_request") and hasattr(stream_fn, "new_decoder"):
+        stream_fn.name = name
+        register_wire_api(stream_fn)
+        return
+    if not callable(stream_fn):
+        raise ConfigurationError("register_api needs a wire API object or a stream function")
+    _custom[name] = stream_fn
+
+
+def _prepare(
+    model: Model, context: Context, opts: dict[str, Any]
+) -> tuple[RequestOptions, HTTPRequest | None]:
+    if not isinstance(model, Model):
+        raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
+    if not isinstance(context, Context):
+        raise ConfigurationError(
+            f"context must be a modelwire.Context, got {type(context).__name__}"
+        )
+    if model.api in _custom:
+        # A custom stream function does its own auth: no env-var lookup.
+        return resolve_options("", **opts), None
+    options = resolve_options(model.provider, **opts)
+    request = get_api(model.api).build_request(model, context, options)
+    return options, request
+
+
+def _pipeline(model: Model, context: Context, options: RequestOptions) -> Pipeline:
+    return Pipeline(
+        model.api,
+        model=model,
+        tool_choice=options.tool_choice,
+        tools_declared=bool(context.tools),
+    )
+
+
+def stream(
+    model: Model,
+    context: Context,
+    *,
+    api_key: str | Callable[[], str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    reasoning: str | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    parallel_tool_calls: bool | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    timeout: float | Timeout | None = None,
+    max_retries: int = 2,
+    http_client: Any = None,
+    session_id: str | None = None,
+    cache: bool = True,
+) -> AssistantMessageStream:
+    """Stream one response. No I/O happens until the stream is iterated.
+
+    Caller mistakes (bad options, a missing key) raise ``ConfigurationError`` /
+    ``MissingAPIKeyError`` here, at once. Everything after the request starts
+    ends the stream with an ``error`` event instead of raising.
+    """
+    opts = dict(
+        api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
+        reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
+        extra_body=extra_body, timeout=timeout, max_retries=max_retries,
+        http_client=http_client, session_id=session_id, cache=cache,
+    )  # fmt: skip
+    options, request = _prepare(model, context, opts)
+    if request is None:
+        return _custom_stream(model, context, options)
+    if http_client is not None and not _is_async_client(http_client):
+        raise ConfigurationError("http_client for stream()/complete() must be an httpx.AsyncClient")
+
+    async def produce(s: AssistantMessageStream) -> None:
+        from .http import open_async, redact
+
+        p = _pipeline(model, context, options)
+        secrets = request.secrets
+        s.abort_events = p.abort
+        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
+        await s._emit(p.start())
+        try:
+            body = await open_async(
+                request, timeout=options.timeout, max_retries=options.max_retries,
+                client=http_client,
+            )  # fmt: skip
+        except StreamError as exc:
+            exc.message = redact(exc.message, secrets)
+            await s._emit(p.fail(exc))
+            return
+        try:
+            async for chunk in body.chunks():
+                events = p.feed(chunk)
+                if events:
+                    await s._emit(events)
+                if p.done:
+                    await body.drain()
+                    return
+            await s._emit(p.end())
+        except StreamError as exc:
+            exc.message = redact(exc.message, secrets)
+            await s._emit(p.fail(exc))
+        finally:
+            await body.aclose()
+
+    return AssistantMessageStream(produce)
+
+
+def _as_stream_error(exc: BaseException, secrets: tuple[str, ...]) -> StreamError:
+    from .errors import StreamInterruptedError
+    from .http import redact
+
+    if isinstance(exc, StreamError):
+        exc.message = redact(exc.message, secrets)
+        return exc
+    return StreamInterruptedError(redact(f"the stream failed: {exc!r}", secrets))
+
+
+def _is_async_client(client: Any) -> bool:
+    import httpx
+
+    return isinstance(client, httpx.AsyncClient)
+
+
+def _custom_stream(model: Model, context: Context, options: RequestOptions) -> AssistantMessageStream:
+    fn = _custom[model.api]
+
+    async def produce(s: AssistantMessageStream) -> None:
+        from .assemble import Assembler
+
+        asm = Assembler(api=model.api, provider=model.provider, model=model.id)
+        s.abort_events = lambda: _abort(asm)
+        s.fail_events = lambda exc: _fail(asm, exc)
+        saw_start = False
+        async for event in fn(model, context, options):
+            if not saw_start and event.type != "start":
+                start: list[Event] = []
+                asm.start(start)
+                await s._emit(start)
+            saw_start = True
+            await s._emit([event])
+            if event.type in ("done", "error"):
+                asm.done = True
+                return
+        raise StreamError("the custom stream function ended without a done or error event")
+
+    return AssistantMessageStream(produce)
+
+
+def _abort(asm: Any) -> list[Event]:
+    out: list[Event] = []
+    asm.abort(out)
+    return out
+
+
+def _fail(asm: Any, exc: BaseException) -> list[Event]:
+    out: list[Event] = []
+    err = exc if isinstance(exc, StreamError) else StreamError(f"custom stream failed: {exc!r}")
+    asm.fail(err, out)
+    return out
+
+
+async def complete(model: Model, context: Context, **options: Any) -> AssistantMessage:
+    """Stream to the end and return the final message (never raises for stream
+    failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
+    s = stream(model, context, **options)
+    return await s.result()
+
+
+def stream_sync(
+    model: Model,
+    context: Context,
+    *,
+    api_key: str | Callable[[], str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    temperature: float | None = None,
+    max_tokens: int | None = None,
+    reasoning: str | None = None,
+    tool_choice: str | Mapping[str, Any] | None = None,
+    parallel_tool_calls: bool | None = None,
+    extra_body: Mapping[str, Any] | None = None,
+    timeout: float | Timeout | None = None,
+    max_retries: int = 2,
+    http_client: Any = None,
+    session_id: str | None = None,
+    cache: bool = True,
+) -> SyncAssistantMessageStream:
+    """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop)."""
+    opts = dict(
+        api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
+        reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
+        extra_body=extra_body, timeout=timeout, max_retries=max_retries,
+        http_client=http_client, session_id=session_id, cache=cache,
+    )  # fmt: skip
+    options, request = _prepare(model, context, opts)
+    if request is None:
+        raise ConfigurationError(
+            f"api {model.api!r} is a custom async stream function; use mw.stream()"
+        )
+    if http_client is not None:
+        import httpx
+
+        if not isinstance(http_client, httpx.Client):
+            raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
+
+    def produce(s: SyncAssistantMessageStream) -> Iterator[list[Event]]:
+        from .http import open_sync, redact
+
+        p = _pipeline(model, context, options)
+        secrets = request.secrets
+        s.abort_events = p.abort
+        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
+        yield p.start()
+        try:
+            body = open_sync(
+                request, timeout=options.timeout, max_retries=options.max_retries,
+                client=http_client,
+            )  # fmt: skip
+        except StreamError as exc:
+            exc.message = redact(exc.message, secrets)
+            yield p.fail(exc)
+            return
+        s.on_abort = body.close
+        try:
+            for chunk in body.chunks():
+                events = p.feed(chunk)
+                if events:
+                    yield events
+                if p.done:
+                    body.drain()
+                    return
+            yield p.end()
+        except StreamError as exc:
+            if s.aborted:
+                yield p.abort()
+                return
+            exc.message = redact(exc.message, secrets)
+            yield p.fail(exc)
+        finally:
+            body.close()
+
+    return SyncAssistantMessageStream(produce)
+
+
+def complete_sync(model: Model, context: Context, **options: Any) -> AssistantMessage:
+    """Synchronous :func:`complete`."""
+    return stream_sync(model, context, **options).result()

@@ -1,0 +1,427 @@
+"""HTTP transport: the only module that imports httpx (DESIGN §1, §5).
+
+It sends one :class:`~modelwire.options.HTTPRequest`, retries before the first
+byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
+(``raise … from exc`` in exactly this one place), enforces the connect / idle /
+total timeouts, redacts secrets from every error text, and closes the response
+in every path. After the stream's terminal event the rest of the body is
+drained briefly so the connection can go back to the pool.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import msgspec
+
+from .apis._common import is_context_overflow
+from .errors import (
+    AuthenticationError,
+    ConnectError,
+    ContextOverflowError,
+    InvalidRequestError,
+    NotFoundError,
+    OverloadedError,
+    PermissionDeniedError,
+    ProviderError,
+    RateLimitError,
+    RequestTimeoutError,
+    ServerError,
+    StreamError,
+    StreamInterruptedError,
+)
+from .options import HTTPRequest, Timeout
+
+__all__ = [
+    "MAX_RETRY_AFTER",
+    "AsyncBody",
+    "SyncBody",
+    "open_async",
+    "open_sync",
+    "redact",
+    "status_error",
+]
+
+#: ``Retry-After`` is honoured up to this many seconds; longer ends the call (DESIGN §2a).
+MAX_RETRY_AFTER = 60.0
+_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_ERROR_BODY_LIMIT = 64 * 1024
+_DRAIN_BYTES = 64 * 1024
+_DRAIN_SECONDS = 0.25
+_BACKOFF_BASE = 0.5
+_BACKOFF_CAP = 8.0
+
+
+def redact(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every secret replaced by ``[redacted]``."""
+    for s in secrets:
+        if s and s in text:
+            text = text.replace(s, "[redacted]")
+    return text
+
+
+def _httpx_timeout(t: Timeout) -> httpx.Timeout:
+    # httpx's read timeout is per read: exactly our idle timeout.
+    return httpx.Timeout(connect=t.connect, read=t.idle, write=t.connect, pool=t.connect)
+
+
+def _retry_after(headers: httpx.Headers) -> float | None:
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return max(float(ms) / 1000.0, 0.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(float(value), 0.0)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(when.timestamp() - time.time(), 0.0)
+
+
+class _ErrorBody(msgspec.Struct):
+    error: Any = None
+    message: str | None = None
+    detail: Any = None
+
+
+def _error_text(body: bytes) -> tuple[str, str | None]:
+    """The provider's error message and type from an error body (OpenAI,
+    Anthropic and Gemini all nest ``{"error": {"message", "type"|"status"}}``)."""
+    text = body.decode("utf-8", "replace").strip()
+    try:
+        parsed = msgspec.json.decode(body, type=_ErrorBody)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return (text[:500] or "(empty body)"), None
+    err = parsed.error
+    if isinstance(err, dict):
+        msg = err.get("message")
+        typ = err.get("type") or err.get("status") or err.get("code")
+        return (str(msg) if msg else text[:500]), (str(typ) if typ else None)
+    if isinstance(err, str):
+        return err, None
+    if parsed.message:
+        return parsed.message, None
+    if isinstance(parsed.detail, str):
+        return parsed.detail, None
+    return text[:500] or "(empty body)", None
+
+
+def status_error(
+    status: int, body: bytes, headers: httpx.Headers, secrets: tuple[str, ...]
+) -> ProviderError:
+    """The typed error for an HTTP error status, message taken from the body."""
+    message, typ = _error_text(body)
+    message = redact(message, secrets)
+    detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")
+    retry_after = _retry_after(headers)
+    cls: type[ProviderError]
+    if status == 401:
+        cls = AuthenticationError
+    elif status == 403:
+        cls = PermissionDeniedError
+    elif status == 404:
+        cls = NotFoundError
+    elif status == 429:
+        cls = RateLimitError
+        if typ and "quota" in typ.lower():
+            detail += " — the account is out of quota; retrying will not help"
+    elif status in (400, 413, 422):
+        cls = ContextOverflowError if is_context_overflow(message) else InvalidRequestError
+    elif status in (503, 529) or (typ and "overloaded" in typ.lower()):
+        cls = OverloadedError
+    elif status >= 500:
+        cls = ServerError
+    else:
+        cls = InvalidRequestError
+    return cls(detail, status=status, retry_after=retry_after)
+
+
+def _map_exc(exc: Exception, secrets: tuple[str, ...], *, started: bool) -> StreamError:
+    text = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
+    if isinstance(exc, httpx.TimeoutException):
+        what = "connect" if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else "idle"
+        return RequestTimeoutError(f"{what} timeout expired ({text})")
+    if isinstance(exc, httpx.ConnectError) and not started:
+        return ConnectError(f"could not connect ({text})")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return ConnectError(f"invalid URL ({text})")
+    if isinstance(exc, httpx.HTTPError | OSError):
+        if not started:
+            return ConnectError(f"the connection failed before a response ({text})")
+        return StreamInterruptedError(
+            f"the connection closed before the response body was complete ({text})"
+        )
+    return StreamInterruptedError(text)
+
+
+def _backoff(attempt: int, retry_after: float | None) -> float:
+    if retry_after is not None:
+        return retry_after
+    return min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt) * (0.5 + random.random() / 2)
+
+
+def _check_retry_after(err: ProviderError) -> None:
+    if err.retry_after is not None and err.retry_after > MAX_RETRY_AFTER:
+        err.message += (
+            f" — the provider asked to retry after {err.retry_after:.0f} s, longer than "
+            f"modelwire waits ({MAX_RETRY_AFTER:.0f} s)"
+        )
+        err.args = (err.message,)
+        raise err
+
+
+# --------------------------------------------------------------------------- async
+
+
+class AsyncBody:
+    """An open streaming response: iterate raw byte chunks, then ``aclose()``."""
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        client: httpx.AsyncClient | None,
+        secrets: tuple[str, ...],
+        deadline: float | None,
+    ) -> None:
+        self.response = response
+        self._own_client = client
+        self._secrets = secrets
+        self._deadline = deadline
+        self.bytes_read = 0
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        it = self.response.aiter_raw()
+        while True:
+            try:
+                if self._deadline is not None:
+                    remaining = self._deadline - time.monotonic()
+                    if remaining <= 0:
+                        raise RequestTimeoutError("total timeout expired")
+                    async with asyncio.timeout(remaining):
+                        chunk = await anext(it)
+                else:
+                    chunk = await anext(it)
+            except StopAsyncIteration:
+                return
+            except TimeoutError:
+                raise RequestTimeoutError("total timeout expired while reading") from None
+            except httpx.HTTPError as exc:
+                raise _map_exc(exc, self._secrets, started=True) from exc
+            self.bytes_read += len(chunk)
+            yield chunk
+
+    async def drain(self) -> None:
+        """Read the rest of the body briefly so the connection can be reused."""
+        try:
+            async with asyncio.timeout(_DRAIN_SECONDS):
+                n = 0
+                async for chunk in self.response.aiter_raw():
+                    n += len(chunk)
+                    if n > _DRAIN_BYTES:
+                        break
+        except (TimeoutError, httpx.HTTPError, RuntimeError):
+            pass
+
+    async def aclose(self) -> None:
+        try:
+            await self.response.aclose()
+        finally:
+            if self._own_client is not None:
+                await self._own_client.aclose()
+
+
+async def open_async(
+    request: HTTPRequest,
+    *,
+    timeout: Timeout,
+    max_retries: int,
+    client: httpx.AsyncClient | None = None,
+) -> AsyncBody:
+    """Send ``request``; return the open 2xx body or raise a typed ``StreamError``.
+
+    Retries (connect failures, 408/409/429/5xx/529) happen only here, before
+    the first byte of a successful response is read.
+    """
+    own = None
+    if client is None:
+        own = client = httpx.AsyncClient(timeout=_httpx_timeout(timeout))
+    deadline = time.monotonic() + timeout.total if timeout.total is not None else None
+    secrets = request.secrets
+    attempt = 0
+    try:
+        while True:
+            try:
+                req = client.build_request(
+                    "POST",
+                    request.url,
+                    headers=request.headers,
+                    content=request.body,
+                    timeout=_httpx_timeout(timeout),
+                )
+                if deadline is not None:
+                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
+                        response = await client.send(req, stream=True)
+                else:
+                    response = await client.send(req, stream=True)
+            except TimeoutError:
+                raise RequestTimeoutError("total timeout expired before the response") from None
+            except httpx.HTTPError as exc:
+                err: StreamError = _map_exc(exc, secrets, started=False)
+                if attempt < max_retries and not isinstance(err, RequestTimeoutError):
+                    await asyncio.sleep(_backoff(attempt, None))
+                    attempt += 1
+                    continue
+                raise err from exc
+            if response.status_code < 300:
+                return AsyncBody(response, own, secrets, deadline)
+            try:
+                body = await _read_limited_async(response)
+            finally:
+                await response.aclose()
+            perr = status_error(response.status_code, body, response.headers, secrets)
+            _check_retry_after(perr)
+            if response.status_code in _RETRY_STATUSES and attempt < max_retries:
+                await asyncio.sleep(_backoff(attempt, perr.retry_after))
+                attempt += 1
+                continue
+            raise perr
+    except BaseException:
+        if own is not None:
+            await own.aclose()
+        raise
+
+
+async def _read_limited_async(response: httpx.Response) -> bytes:
+    buf = bytearray()
+    try:
+        async for chunk in response.aiter_bytes():
+            buf += chunk
+            if len(buf) >= _ERROR_BODY_LIMIT:
+                break
+    except httpx.HTTPError:
+        pass
+    return bytes(buf[:_ERROR_BODY_LIMIT])
+
+
+# --------------------------------------------------------------------------- sync
+
+
+class SyncBody:
+    """The synchronous twin of :class:`AsyncBody` (``httpx.Client``, no event loop)."""
+
+    def __init__(
+        self,
+        response: httpx.Response,
+        client: httpx.Client | None,
+        secrets: tuple[str, ...],
+        deadline: float | None,
+    ) -> None:
+        self.response = response
+        self._own_client = client
+        self._secrets = secrets
+        self._deadline = deadline
+        self.bytes_read = 0
+
+    def chunks(self) -> Iterator[bytes]:
+        it = self.response.iter_raw()
+        while True:
+            if self._deadline is not None and time.monotonic() > self._deadline:
+                raise RequestTimeoutError("total timeout expired while reading")
+            try:
+                chunk = next(it)
+            except StopIteration:
+                return
+            except httpx.HTTPError as exc:
+                raise _map_exc(exc, self._secrets, started=True) from exc
+            self.bytes_read += len(chunk)
+            yield chunk
+
+    def drain(self) -> None:
+        end = time.monotonic() + _DRAIN_SECONDS
+        n = 0
+        try:
+            for chunk in self.response.iter_raw():
+                n += len(chunk)
+                if n > _DRAIN_BYTES or time.monotonic() > end:
+                    break
+        except (httpx.HTTPError, RuntimeError):
+            pass
+
+    def close(self) -> None:
+        try:
+            self.response.close()
+        finally:
+            if self._own_client is not None:
+                self._own_client.close()
+
+
+def open_sync(
+    request: HTTPRequest,
+    *,
+    timeout: Timeout,
+    max_retries: int,
+    client: httpx.Client | None = None,
+) -> SyncBody:
+    """Synchronous :func:`open_async`."""
+    own = None
+    if client is None:
+        own = client = httpx.Client(timeout=_httpx_timeout(timeout))
+    deadline = time.monotonic() + timeout.total if timeout.total is not None else None
+    secrets = request.secrets
+    attempt = 0
+    try:
+        while True:
+            try:
+                req = client.build_request(
+                    "POST",
+                    request.url,
+                    headers=request.headers,
+                    content=request.body,
+                    timeout=_httpx_timeout(timeout),
+                )
+                response = client.send(req, stream=True)
+            except httpx.HTTPError as exc:
+                err: StreamError = _map_exc(exc, secrets, started=False)
+                if attempt < max_retries and not isinstance(err, RequestTimeoutError):
+                    time.sleep(_backoff(attempt, None))
+                    attempt += 1
+                    continue
+                raise err from exc
+            if response.status_code < 300:
+                return SyncBody(response, own, secrets, deadline)
+            try:
+                buf = bytearray()
+                try:
+                    for chunk in response.iter_bytes():
+                        buf += chunk
+                        if len(buf) >= _ERROR_BODY_LIMIT:
+                            break
+                except httpx.HTTPError:
+                    pass
+            finally:
+                response.close()
+            perr = status_error(response.status_code, bytes(buf), response.headers, secrets)
+            _check_retry_after(perr)
+            if response.status_code in _RETRY_STATUSES and attempt < max_retries:
+                time.sleep(_backoff(attempt, perr.retry_after))
+                attempt += 1
+                continue
+            raise perr
+    except BaseException:
+        if own is not None:
+            own.close()
+        raise
