@@ -27,7 +27,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from modelwire.sse import SSEDecoder  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "openai-chat"
-WORDS = "the of and to a in is that for it as was with be by on not he I this are or his".split()
+WORDS = ["the", "of", "and", "to", "a", "in", "is", "that", "for", "it", "as", "was", "with"]
 WORDS += ["回答", "要", "简洁", "Größe", "naïve", "🙂", "\\n", '\\"quoted\\"']
 
 

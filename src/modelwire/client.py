@@ -159,7 +159,9 @@ def _is_async_client(client: Any) -> bool:
     return isinstance(client, httpx.AsyncClient)
 
 
-def _custom_stream(model: Model, context: Context, options: RequestOptions) -> AssistantMessageStream:
+def _custom_stream(
+    model: Model, context: Context, options: RequestOptions
+) -> AssistantMessageStream:
     fn = _custom[model.api]
 
     async def produce(s: AssistantMessageStream) -> None:

@@ -38,21 +38,21 @@ class _Delta(msgspec.Struct, frozen=True, gc=False):
     pass
 
 
-class TextDelta(_Delta):
+class TextDelta(_Delta, frozen=True):
     """Text appended to the text block ``key`` (started on first use)."""
 
     key: Hashable
     text: str
 
 
-class ThinkingDelta(_Delta):
+class ThinkingDelta(_Delta, frozen=True):
     """Reasoning text appended to the thinking block ``key`` (started on first use)."""
 
     key: Hashable
     text: str
 
 
-class BlockStart(_Delta):
+class BlockStart(_Delta, frozen=True):
     """Start a block explicitly, e.g. a reasoning item that may carry no text.
 
     ``kind`` is ``text``, ``thinking`` or ``tool_call``; for a tool call, ``id``
@@ -67,7 +67,7 @@ class BlockStart(_Delta):
     redacted: bool = False
 
 
-class BlockSignature(_Delta):
+class BlockSignature(_Delta, frozen=True):
     """Set (or, with ``append``, extend) the opaque signature of block ``key``."""
 
     key: Hashable
@@ -75,7 +75,7 @@ class BlockSignature(_Delta):
     append: bool = False
 
 
-class ToolCallDelta(_Delta):
+class ToolCallDelta(_Delta, frozen=True):
     """A fragment of the tool call ``key``: id/name when known, arguments text to append.
 
     A fragment carrying an id different from the call already at ``key`` starts
@@ -88,20 +88,20 @@ class ToolCallDelta(_Delta):
     arguments: str = ""
 
 
-class ToolCallArguments(_Delta):
+class ToolCallArguments(_Delta, frozen=True):
     """The whole arguments text of tool call ``key`` (replaces what was streamed)."""
 
     key: Hashable
     arguments: str
 
 
-class BlockEnd(_Delta):
+class BlockEnd(_Delta, frozen=True):
     """Block ``key`` is complete (a tool call's arguments may now be parsed)."""
 
     key: Hashable
 
 
-class Finish(_Delta):
+class Finish(_Delta, frozen=True):
     """The provider's finish: ``stop_reason`` normalized, ``provider_reason`` raw.
 
     With ``stop_reason="error"``, ``error_kind`` and ``error_message`` say why
@@ -114,7 +114,7 @@ class Finish(_Delta):
     error_message: str | None = None
 
 
-class UsageUpdate(_Delta):
+class UsageUpdate(_Delta, frozen=True):
     """Token counts, already normalized (``input`` excludes cached tokens,
     ``output`` includes reasoning). ``None`` leaves a count unchanged."""
 
@@ -124,14 +124,14 @@ class UsageUpdate(_Delta):
     cache_write: int | None = None
 
 
-class ResponseMeta(_Delta):
+class ResponseMeta(_Delta, frozen=True):
     """Metadata of the response (its id, the model that answered)."""
 
     response_id: str | None = None
     model: str | None = None
 
 
-class EndOfStream(_Delta):
+class EndOfStream(_Delta, frozen=True):
     """The API's terminal signal (``[DONE]``, ``message_stop``, ``response.completed``,
     or the end of a body whose finish was already seen)."""
 

@@ -72,20 +72,20 @@ class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defa
         return out
 
 
-class StartEvent(_Event):
+class StartEvent(_Event, frozen=True):
     """The stream started; always the first event."""
 
     type: ClassVar[str] = "start"
 
 
-class TextStartEvent(_Event):
+class TextStartEvent(_Event, frozen=True):
     """A text block appeared at ``content_index``."""
 
     type: ClassVar[str] = "text_start"
     content_index: int
 
 
-class TextDeltaEvent(_Event):
+class TextDeltaEvent(_Event, frozen=True):
     """Text appended to the block at ``content_index``."""
 
     type: ClassVar[str] = "text_delta"
@@ -93,7 +93,7 @@ class TextDeltaEvent(_Event):
     delta: str
 
 
-class TextEndEvent(_Event):
+class TextEndEvent(_Event, frozen=True):
     """The text block at ``content_index`` is complete."""
 
     type: ClassVar[str] = "text_end"
@@ -101,14 +101,14 @@ class TextEndEvent(_Event):
     content: TextContent
 
 
-class ThinkingStartEvent(_Event):
+class ThinkingStartEvent(_Event, frozen=True):
     """A thinking block appeared at ``content_index``."""
 
     type: ClassVar[str] = "thinking_start"
     content_index: int
 
 
-class ThinkingDeltaEvent(_Event):
+class ThinkingDeltaEvent(_Event, frozen=True):
     """Reasoning text appended to the block at ``content_index``."""
 
     type: ClassVar[str] = "thinking_delta"
@@ -116,7 +116,7 @@ class ThinkingDeltaEvent(_Event):
     delta: str
 
 
-class ThinkingEndEvent(_Event):
+class ThinkingEndEvent(_Event, frozen=True):
     """The thinking block at ``content_index`` is complete."""
 
     type: ClassVar[str] = "thinking_end"
@@ -124,14 +124,14 @@ class ThinkingEndEvent(_Event):
     content: ThinkingContent
 
 
-class ToolCallStartEvent(_Event):
+class ToolCallStartEvent(_Event, frozen=True):
     """A tool call appeared at ``content_index``; its id and name are in ``partial``."""
 
     type: ClassVar[str] = "tool_call_start"
     content_index: int
 
 
-class ToolCallDeltaEvent(_Event):
+class ToolCallDeltaEvent(_Event, frozen=True):
     """Arguments text appended to the call at ``content_index`` (not yet an action)."""
 
     type: ClassVar[str] = "tool_call_delta"
@@ -139,7 +139,7 @@ class ToolCallDeltaEvent(_Event):
     delta: str
 
 
-class ToolCallEndEvent(_Event):
+class ToolCallEndEvent(_Event, frozen=True):
     """The call at ``content_index`` is complete; ``tool_call.arguments`` parsed.
 
     Only a ``done(tool_use)`` that follows makes it an action.
@@ -150,7 +150,7 @@ class ToolCallEndEvent(_Event):
     tool_call: ToolCall
 
 
-class DoneEvent(_Event):
+class DoneEvent(_Event, frozen=True):
     """Terminal: the response ended well; ``reason`` is stop, length or tool_use."""
 
     type: ClassVar[str] = "done"
@@ -158,7 +158,7 @@ class DoneEvent(_Event):
     message: AssistantMessage
 
 
-class ErrorEvent(_Event):
+class ErrorEvent(_Event, frozen=True):
     """Terminal: the response failed (``error``) or was cancelled (``aborted``).
 
     ``message`` keeps all content received so far; ``message.error`` says why.

@@ -170,8 +170,8 @@ def _map_exc(exc: Exception, secrets: tuple[str, ...], *, started: bool) -> Stre
 
 def _backoff(attempt: int, retry_after: float | None) -> float:
     if retry_after is not None:
-        return retry_after
-    return min(_BACKOFF_CAP, _BACKOFF_BASE * 2**attempt) * (0.5 + random.random() / 2)
+        return float(retry_after)
+    return float(min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0**attempt)) * (0.5 + random.random() / 2)
 
 
 def _check_retry_after(err: ProviderError) -> None:

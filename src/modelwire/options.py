@@ -134,8 +134,7 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
         if value:
             return value
     raise MissingAPIKeyError(
-        f"no API key for provider {provider!r}: set {' or '.join(names)} "
-        "or pass api_key=...",
+        f"no API key for provider {provider!r}: set {' or '.join(names)} or pass api_key=...",
         env_var=names[0],
     )
 

@@ -243,20 +243,29 @@ class SSEDecoder:
         self._ended = True
         if self._error is not None:
             self._raise_error()
-        pending_line = b"".join(self._tail)
-        if self._start:
-            pending_line = self._start  # only part of a possible BOM arrived
-        field = pending_line.split(b":", 1)[0]
-        if self._data or field == b"data":
-            lines = len(self._data) + (field == b"data")
-            self._error = TruncatedStreamError(
-                "SSE stream ended in the middle of an event: "
-                f"{lines} data line(s) pending and no blank line after them"
-                + (" (the last line has no line break)" if field == b"data" else "")
-            )
-            self._raise_error()
+        start = self._start
+        if start:
+            # Only part of a possible BOM arrived: it is an unterminated line.
+            self._start = None
+            self._tail = [start]
+            if len(start) > self._max:
+                self._fail(self._too_large())
+        last_line = b"".join(self._tail)
         self._tail = []
         self._tail_len = 0
+        data_line = last_line == b"data" or last_line.startswith(b"data:")
+        if self._data or data_line:
+            self._fail(
+                TruncatedStreamError(
+                    "SSE stream ended in the middle of an event: "
+                    + (
+                        f"{len(self._data)} data line(s) and no blank line after them"
+                        if self._data
+                        else "no blank line after it"
+                    )
+                    + ("; the last data line has no line break" if data_line else "")
+                )
+            )
         return []
 
     # -- internals -------------------------------------------------------------------
@@ -407,10 +416,7 @@ class SSEDecoder:
                     # Blank line: dispatch the event.
                     last_id = id_
                     if buf:
-                        if len(buf) == 1:
-                            raw = buf[0]
-                        else:
-                            raw = b"\n".join(buf)
+                        raw = buf[0] if len(buf) == 1 else b"\n".join(buf)
                         try:
                             text = raw.decode()
                         except UnicodeDecodeError as exc:
@@ -475,9 +481,7 @@ class SSEDecoder:
             self._ev_retry = ev_retry
             self._ev_bytes = ev_bytes
 
-    def _bad_utf8(
-        self, exc: UnicodeDecodeError, where: str, base: int = 0
-    ) -> MalformedChunkError:
+    def _bad_utf8(self, exc: UnicodeDecodeError, where: str, base: int = 0) -> MalformedChunkError:
         bad = exc.object[exc.start : exc.end]
         return MalformedChunkError(
             f"SSE stream is not valid UTF-8: {exc.reason} (byte(s) {bad.hex(' ')}) "

@@ -77,7 +77,7 @@ class _Value(msgspec.Struct, frozen=True, kw_only=True):
 # --------------------------------------------------------------------------- content
 
 
-class TextContent(_Value, tag_field="type", tag="text", gc=False):
+class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
     """Plain text output or input."""
 
     type: ClassVar[str] = "text"
@@ -93,7 +93,7 @@ class TextContent(_Value, tag_field="type", tag="text", gc=False):
         _require_str("TextContent", "text", self.text)
 
 
-class ThinkingContent(_Value, tag_field="type", tag="thinking", gc=False):
+class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=False):
     """The model's reasoning, as far as the provider exposes it."""
 
     type: ClassVar[str] = "thinking"
@@ -112,7 +112,7 @@ class ThinkingContent(_Value, tag_field="type", tag="thinking", gc=False):
         _require_str("ThinkingContent", "thinking", self.thinking)
 
 
-class ImageContent(_Value, tag_field="type", tag="image", gc=False):
+class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False):
     """An image given as base64 data."""
 
     type: ClassVar[str] = "image"
@@ -127,7 +127,7 @@ class ImageContent(_Value, tag_field="type", tag="image", gc=False):
         _require_str("ImageContent", "mime_type", self.mime_type, non_empty=True)
 
 
-class ToolCall(_Value, tag_field="type", tag="tool_call", gc=False):
+class ToolCall(_Value, frozen=True, tag_field="type", tag="tool_call", gc=False):
     """A call the model proposes; an action only once the response ended ``tool_use``."""
 
     type: ClassVar[str] = "tool_call"
@@ -157,7 +157,7 @@ AssistantContent: TypeAlias = TextContent | ThinkingContent | ToolCall
 # --------------------------------------------------------------------------- usage
 
 
-class Cost(_Value, gc=False):
+class Cost(_Value, frozen=True, gc=False):
     """Cost of one response in dollars, by token class."""
 
     input: float = 0.0
@@ -167,7 +167,7 @@ class Cost(_Value, gc=False):
     total: float = 0.0
 
 
-class Usage(_Value, gc=False):
+class Usage(_Value, frozen=True, gc=False):
     """Token counts of one response.
 
     ``input`` excludes cached tokens, ``output`` includes reasoning tokens once,
@@ -188,7 +188,7 @@ class Usage(_Value, gc=False):
     """Dollar cost, from the model's prices (zero when unknown)."""
 
 
-class ErrorInfo(_Value, gc=False):
+class ErrorInfo(_Value, frozen=True, gc=False):
     """Why a message failed; ``kind`` is one of the stable kinds of DESIGN §2."""
 
     kind: str
@@ -220,7 +220,7 @@ def _tuple_content(owner: str, content: Any, allowed: tuple[type, ...]) -> tuple
     return items
 
 
-class UserMessage(_Value, tag_field="role", tag="user"):
+class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
     """What the user says: a string, or text and image blocks."""
 
     role: ClassVar[str] = "user"
@@ -240,7 +240,7 @@ class UserMessage(_Value, tag_field="role", tag="user"):
             )
 
 
-class AssistantMessage(_Value, tag_field="role", tag="assistant", gc=False):
+class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", gc=False):
     """One response of a model, final or as a partial snapshot."""
 
     role: ClassVar[str] = "assistant"
@@ -297,7 +297,7 @@ def _raise(info: ErrorInfo) -> NoReturn:
     raise from_info(info)
 
 
-class ToolResultMessage(_Value, tag_field="role", tag="tool_result"):
+class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"):
     """The result of executing one tool call, sent back to the model."""
 
     role: ClassVar[str] = "tool_result"
@@ -337,7 +337,7 @@ class ToolResultMessage(_Value, tag_field="role", tag="tool_result"):
 Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
 
 
-class ToolDefinition(_Value):
+class ToolDefinition(_Value, frozen=True):
     """A tool the model may call."""
 
     name: str
@@ -353,7 +353,7 @@ class ToolDefinition(_Value):
             raise ConfigurationError("ToolDefinition.parameters must be a JSON Schema dict")
 
 
-class Context(_Value):
+class Context(_Value, frozen=True):
     """A provider-neutral conversation: system prompt, messages and tools."""
 
     system_prompt: str | None = None
@@ -390,7 +390,7 @@ class Context(_Value):
 # --------------------------------------------------------------------------- model
 
 
-class ModelCost(_Value):
+class ModelCost(_Value, frozen=True):
     """Prices in dollars per million tokens."""
 
     input: float = 0.0
@@ -402,7 +402,7 @@ class ModelCost(_Value):
 _APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
 
 
-class Model(_Value):
+class Model(_Value, frozen=True):
     """Where and how to reach one model.
 
     ``base_url`` includes the API's version segment (``…/v1``, ``…/v1beta``); the
@@ -465,7 +465,7 @@ def to_json(value: Any) -> bytes:
         raise ConfigurationError(f"cannot serialize {type(value).__name__}: {exc}") from exc
 
 
-def from_json(data: bytes | str, type: type[T]) -> T:  # noqa: A002 - mirrors msgspec
+def from_json(data: bytes | str, type: type[T]) -> T:
     """Parse and validate JSON into ``type``; a mismatch raises ``ConfigurationError``
     naming the field path (e.g. ``Expected `str`, got `int` - at `$.messages[0].content```)."""
     try:
