@@ -66,10 +66,10 @@ if TYPE_CHECKING:
     from .client import register_api as register_api
     from .client import stream as stream
     from .client import stream_sync as stream_sync
-    from .handoff import handoff as handoff
+    from .handoffs import handoff as handoff
     from .pipeline import replay as replay
-    from .stream import AssistantMessageStream as AssistantMessageStream
-    from .stream import SyncAssistantMessageStream as SyncAssistantMessageStream
+    from .streams import AssistantMessageStream as AssistantMessageStream
+    from .streams import SyncAssistantMessageStream as SyncAssistantMessageStream
     from .tools import Tool as Tool
     from .tools import ToolFailure as ToolFailure
     from .tools import ToolOutput as ToolOutput
@@ -80,15 +80,15 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str | None]] = {
     "Agent": ("modelwire.agent", "Agent"),
     "AgentRun": ("modelwire.agent", "AgentRun"),
-    "AssistantMessageStream": ("modelwire.stream", "AssistantMessageStream"),
-    "SyncAssistantMessageStream": ("modelwire.stream", "SyncAssistantMessageStream"),
+    "AssistantMessageStream": ("modelwire.streams", "AssistantMessageStream"),
+    "SyncAssistantMessageStream": ("modelwire.streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
     "complete": ("modelwire.client", "complete"),
     "complete_sync": ("modelwire.client", "complete_sync"),
     "get_model": ("modelwire.catalog", "get_model"),
-    "handoff": ("modelwire.handoff", "handoff"),
+    "handoff": ("modelwire.handoffs", "handoff"),
     "models": ("modelwire.catalog", "models"),
     "register_api": ("modelwire.client", "register_api"),
     "replay": ("modelwire.pipeline", "replay"),

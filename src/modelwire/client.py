@@ -15,7 +15,7 @@ from .errors import ConfigurationError, StreamError
 from .events import Event
 from .options import RequestOptions, Timeout, resolve_options
 from .pipeline import Pipeline
-from .stream import AssistantMessageStream, SyncAssistantMessageStream
+from .streams import AssistantMessageStream, SyncAssistantMessageStream
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:

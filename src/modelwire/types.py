@@ -204,18 +204,20 @@ class ErrorInfo(_Value, frozen=True, gc=False):
 # --------------------------------------------------------------------------- messages
 
 
-def _tuple_content(owner: str, content: Any, allowed: tuple[type, ...]) -> tuple[Any, ...]:
+def _tuple_content(
+    owner: str, content: Any, allowed: tuple[type, ...], field: str = "content"
+) -> tuple[Any, ...]:
     if isinstance(content, list | tuple):
         items = tuple(content)
     else:
         raise ConfigurationError(
-            f"{owner}.content must be a list or tuple of blocks, got {type(content).__name__}"
+            f"{owner}.{field} must be a list or tuple, got {type(content).__name__}"
         )
     for i, block in enumerate(items):
         if not isinstance(block, allowed):
             names = ", ".join(t.__name__ for t in allowed)
             raise ConfigurationError(
-                f"{owner}.content[{i}] must be one of {names}, got {type(block).__name__}"
+                f"{owner}.{field}[{i}] must be one of {names}, got {type(block).__name__}"
             )
     return items
 
@@ -369,7 +371,10 @@ class Context(_Value, frozen=True):
                 self,
                 "messages",
                 _tuple_content(
-                    "Context", self.messages, (UserMessage, AssistantMessage, ToolResultMessage)
+                    "Context",
+                    self.messages,
+                    (UserMessage, AssistantMessage, ToolResultMessage),
+                    "messages",
                 ),
             )
         if self.tools is not None and type(self.tools) is not tuple:
@@ -397,6 +402,13 @@ class ModelCost(_Value, frozen=True):
     output: float = 0.0
     cache_read: float = 0.0
     cache_write: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("input", "output", "cache_read", "cache_write"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+                raise ConfigurationError(f"ModelCost.{name} must be a non-negative number")
+            _set(self, name, float(value))
 
 
 _APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")

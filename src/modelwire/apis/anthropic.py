@@ -1,0 +1,802 @@
+"""Anthropic Messages (``api="anthropic-messages"``).
+
+References (Anthropic API docs, platform.claude.com/docs):
+
+* request: ``/en/api/messages/create`` (``POST {base_url}/messages``, headers
+  ``x-api-key`` and ``anthropic-version: 2023-06-01``);
+* streaming: ``/en/docs/build-with-claude/streaming`` (``message_start``,
+  ``content_block_start/delta/stop``, ``message_delta``, ``message_stop``,
+  ``ping``, ``error``; "new event types may be added, handle unknown ones
+  gracefully");
+* extended and adaptive thinking: ``/en/docs/build-with-claude/extended-thinking``,
+  ``/en/docs/build-with-claude/adaptive-thinking``, ``/en/docs/build-with-claude/effort``;
+* prompt caching: ``/en/docs/build-with-claude/prompt-caching``;
+* stop reasons: ``/en/docs/build-with-claude/handling-stop-reasons``;
+* errors: ``/en/api/errors``.
+
+Compat flags (``Model(compat={...})``, see :class:`AnthropicCompat`) cover
+servers and models that differ: the thinking mode, effort and budget tables,
+the interleaved-thinking beta, and bearer authentication for proxies.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import msgspec
+
+from ..deltas import (
+    BlockEnd,
+    BlockSignature,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArguments,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..errors import (
+    ConfigurationError,
+    InvalidRequestError,
+    MalformedChunkError,
+    ServerError,
+    StreamError,
+    TruncatedStreamError,
+)
+from ..options import HTTPRequest, RequestOptions, check_extra_body
+from ..sse import ServerSentEvent
+from ..types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from ._common import decode_json, decoder_for, dumps, in_band_error, join_url, same_model
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "API",
+    "INTERLEAVED_THINKING_BETA",
+    "THINKING_BUDGETS",
+    "AnthropicCompat",
+    "AnthropicDecoder",
+    "AnthropicMessagesAPI",
+    "detect_compat",
+    "encode_messages",
+    "uses_adaptive_thinking",
+]
+
+#: The ``anthropic-version`` header value (the only stable version of the API).
+ANTHROPIC_VERSION = "2023-06-01"
+#: Beta that lets Claude 4 models think between tool calls when thinking has a
+#: budget (extended-thinking docs, "Interleaved thinking"); adaptive thinking
+#: interleaves by itself and needs no header.
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+#: ``budget_tokens`` per reasoning level. The API's minimum budget is 1024.
+THINKING_BUDGETS: dict[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+    "xhigh": 32000,
+}
+#: ``output_config.effort`` per reasoning level for adaptive thinking. The 4.6
+#: models accept low/medium/high/max ("xhigh" came later), so xhigh → max.
+ADAPTIVE_EFFORTS: dict[str, str] = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "max",
+}
+_MIN_BUDGET = 1024
+#: Room left for the answer when ``max_tokens`` must be capped below budget + answer.
+_MIN_ANSWER = 1024
+
+
+# --------------------------------------------------------------------------- compat
+
+
+class AnthropicCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How one model or server departs from the defaults of this adapter."""
+
+    thinking: Literal["enabled", "adaptive"] | None = None
+    """Thinking mode for a reasoning level: ``enabled`` (``budget_tokens``) or
+    ``adaptive`` (``effort``); ``None`` picks by model id (:func:`uses_adaptive_thinking`)."""
+    thinking_budgets: dict[str, int] | None = None
+    """Overrides of :data:`THINKING_BUDGETS` by level."""
+    efforts: dict[str, str] | None = None
+    """Overrides of :data:`ADAPTIVE_EFFORTS` by level (e.g. ``{"xhigh": "xhigh"}``)."""
+    interleaved_thinking: bool | None = None
+    """Send the interleaved-thinking beta with budget thinking and tools; ``None``:
+    for Claude 4 and later model ids only."""
+    auth: Literal["x-api-key", "bearer"] = "x-api-key"
+    """Where the key goes: ``x-api-key`` (Anthropic) or ``Authorization: Bearer``
+    (some proxies and gateways)."""
+
+
+_ALLOWED_COMPAT = set(AnthropicCompat.__struct_fields__)
+
+
+def detect_compat(model: Model) -> AnthropicCompat:
+    """The defaults overridden by ``model.compat``; unknown flags are refused."""
+    if not model.compat:
+        return AnthropicCompat()
+    unknown = set(model.compat) - _ALLOWED_COMPAT
+    if unknown:
+        raise ConfigurationError(
+            f"unknown anthropic-messages compat flag(s): {', '.join(sorted(unknown))}; "
+            f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
+        )
+    try:
+        return msgspec.convert(model.compat, AnthropicCompat)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid anthropic-messages compat: {exc}") from None
+
+
+# "claude-<family>-<major>[-<minor>]" anywhere in the id (also Bedrock/Vertex ids
+# such as "anthropic.claude-opus-4-6-v1"). A minor has one or two digits, so the
+# date of "claude-sonnet-4-20250514" is not read as a minor version.
+_FAMILY_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)")
+
+
+def _claude_version(model_id: str) -> tuple[int, int] | None:
+    m = _FAMILY_VERSION.search(model_id.lower())
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def uses_adaptive_thinking(model: Model, compat: AnthropicCompat | None = None) -> bool:
+    """Whether a reasoning level is sent as adaptive thinking + effort.
+
+    The rule: ``compat["thinking"]`` decides when set; otherwise Claude
+    Opus/Sonnet/Haiku 4.6 and later (``claude-opus-4-6``, ``claude-sonnet-4-6``,
+    ``claude-opus-4-7``, ``claude-sonnet-5``…) use adaptive thinking, on which
+    ``budget_tokens`` is deprecated or refused (adaptive-thinking docs); older
+    and unrecognised ids use ``budget_tokens``.
+    """
+    compat = compat or detect_compat(model)
+    if compat.thinking is not None:
+        return compat.thinking == "adaptive"
+    version = _claude_version(model.id)
+    return version is not None and version >= (4, 6)
+
+
+# --------------------------------------------------------------------------- outbound
+
+#: ``extra_body`` may not override these (they are built from options and context).
+RESERVED = frozenset(
+    {"model", "messages", "system", "stream", "max_tokens", "tools", "tool_choice"}
+)
+_EPHEMERAL = {"type": "ephemeral"}
+# Tool ids must match ^[a-zA-Z0-9_-]+$ (Messages API reference, tool_use.id).
+_VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _tool_id(call_id: str) -> str:
+    """An id Anthropic accepts; ids from other providers (``fc_1|call_2``) are
+    rewritten deterministically, the same way for a ``tool_use`` and its result."""
+    if _VALID_ID.fullmatch(call_id):
+        return call_id
+    return _INVALID_ID_CHARS.sub("_", call_id)[:64] or "tool"
+
+
+def _image(block: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+    }
+
+
+def _user_blocks(content: str | tuple[TextContent | ImageContent, ...]) -> list[dict[str, Any]]:
+    # The API refuses empty text blocks ("text content blocks must be non-empty").
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextContent):
+            if b.text:
+                blocks.append({"type": "text", "text": b.text})
+        else:
+            blocks.append(_image(b))
+    return blocks
+
+
+def _tool_result(msg: ToolResultMessage) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": _tool_id(msg.tool_call_id)}
+    content = _user_blocks(msg.content)
+    if content:
+        block["content"] = content
+    block["is_error"] = msg.is_error
+    return block
+
+
+def _tool_input(call: ToolCall) -> dict[str, Any]:
+    # Replay what the provider sent (raw_arguments); ``input`` must be an object.
+    raw = call.raw_arguments
+    if raw is not None and raw.strip():
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return dict(call.arguments)
+
+
+def _thinking_block(
+    model: Model, msg: AssistantMessage, b: ThinkingContent
+) -> dict[str, Any] | None:
+    """The handoff rule, in one place (a later issue centralises it): signatures and
+    redacted thinking go back only to the provider+API+model that made them;
+    otherwise thinking becomes plain text and redacted thinking is dropped."""
+    if same_model(model, msg) and b.signature:
+        if b.redacted:
+            return {"type": "redacted_thinking", "data": b.signature}
+        return {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
+    if b.redacted or not b.thinking:
+        return None
+    return {"type": "text", "text": f"<thinking>\n{b.thinking}\n</thinking>"}
+
+
+def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            if b.text:
+                blocks.append({"type": "text", "text": b.text})
+        elif isinstance(b, ThinkingContent):
+            block = _thinking_block(model, msg, b)
+            if block is not None:
+                blocks.append(block)
+        else:
+            blocks.append(
+                {"type": "tool_use", "id": _tool_id(b.id), "name": b.name, "input": _tool_input(b)}
+            )
+    return blocks
+
+
+def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict[str, Any]]:
+    """The ``messages`` array (pure: nothing in ``context`` is changed).
+
+    Roles alternate: consecutive messages of one role are merged, so consecutive
+    tool results become one user message of ``tool_result`` blocks (the API wants
+    all results of one turn in the next user message). Failed or aborted assistant
+    turns are not replayed. With ``cache``, the last user block gets
+    ``cache_control`` so the whole prefix is cached for the next turn.
+    """
+    messages: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for msg in context.messages:
+        if isinstance(msg, UserMessage):
+            add("user", _user_blocks(msg.content))
+        elif isinstance(msg, ToolResultMessage):
+            add("user", [_tool_result(msg)])
+        elif msg.stop_reason not in ("error", "aborted"):
+            add("assistant", _assistant_blocks(model, msg))
+    if cache:
+        for m in reversed(messages):
+            if m["role"] == "user":
+                m["content"][-1] = {**m["content"][-1], "cache_control": _EPHEMERAL}
+                break
+    return messages
+
+
+def _system(context: Context, cache: bool) -> str | list[dict[str, Any]] | None:
+    if not context.system_prompt:
+        return None
+    if cache:
+        return [{"type": "text", "text": context.system_prompt, "cache_control": _EPHEMERAL}]
+    return context.system_prompt
+
+
+def _tool_choice(
+    context: Context, options: RequestOptions, thinking: bool
+) -> dict[str, Any] | None:
+    tc = options.tool_choice
+    names = {t.name for t in context.tools or ()}
+    if tc == "required" and not names:
+        raise ConfigurationError('tool_choice "required" but the context declares no tools')
+    if isinstance(tc, dict) and tc["name"] not in names:
+        raise ConfigurationError(
+            f"tool_choice names tool {tc['name']!r}, which the context does not declare"
+        )
+    if thinking and (tc == "required" or isinstance(tc, dict)):
+        # Extended thinking docs: with thinking only tool_choice auto or none is allowed.
+        raise ConfigurationError(
+            'tool_choice "required" or {"name": ...} cannot be combined with reasoning '
+            "on Anthropic (thinking allows only auto or none); pass reasoning=None"
+        )
+    if not names:
+        return None  # "auto"/"none" without tools: nothing to choose from
+    choice: dict[str, Any]
+    if tc == "none":
+        return {"type": "none"}
+    if tc == "required":
+        choice = {"type": "any"}
+    elif isinstance(tc, dict):
+        choice = {"type": "tool", "name": tc["name"]}
+    elif tc == "auto" or options.parallel_tool_calls is False:
+        choice = {"type": "auto"}
+    else:
+        return None
+    if options.parallel_tool_calls is False:
+        choice["disable_parallel_tool_use"] = True
+    return choice
+
+
+def _thinking(
+    model: Model, options: RequestOptions, compat: AnthropicCompat
+) -> tuple[int, dict[str, Any]]:
+    """``max_tokens`` and the thinking fields of the body.
+
+    Without a reasoning level: ``max_tokens`` is the option, else
+    ``model.max_tokens`` (the API requires it). Adaptive models get
+    ``thinking: {"type": "adaptive"}`` and ``output_config.effort``. Others get
+    ``thinking: {"type": "enabled", "budget_tokens": b}``; the budget counts
+    against ``max_tokens`` and must stay below it, so a ``max_tokens`` that does
+    not exceed the budget is raised by the budget (the answer keeps its room),
+    capped at the model's limit (the larger of ``model.max_tokens`` and the
+    option), where the budget shrinks to leave 1024 tokens for the answer.
+    """
+    requested = options.max_tokens if options.max_tokens is not None else model.max_tokens
+    level = options.reasoning
+    if level is None:
+        return requested, {}
+    if not model.reasoning:
+        raise ConfigurationError(
+            f"model {model.id!r} does not support a reasoning level "
+            "(Model.reasoning is False); pass reasoning=None"
+        )
+    if uses_adaptive_thinking(model, compat):
+        effort = {**ADAPTIVE_EFFORTS, **(compat.efforts or {})}[level]
+        return requested, {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+    budget = {**THINKING_BUDGETS, **(compat.thinking_budgets or {})}[level]
+    max_tokens = requested if requested > budget else requested + budget
+    ceiling = max(model.max_tokens, requested)
+    if max_tokens > ceiling:
+        max_tokens = ceiling
+        budget = min(budget, max_tokens - _MIN_ANSWER)
+    if budget < _MIN_BUDGET:
+        raise ConfigurationError(
+            f"max_tokens {max_tokens} leaves no room for a thinking budget of at least "
+            f"{_MIN_BUDGET} tokens plus an answer; raise max_tokens or pass reasoning=None"
+        )
+    return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
+
+
+def _merge_headers(*sources: dict[str, str] | None) -> dict[str, str]:
+    """Merge header dicts case-insensitively (later wins, lower-case keys);
+    ``anthropic-beta`` values are combined, not replaced."""
+    out: dict[str, str] = {}
+    betas: list[str] = []
+    for src in sources:
+        for key, value in (src or {}).items():
+            k = key.lower()
+            if k == "anthropic-beta":
+                betas.extend(v.strip() for v in value.split(",") if v.strip())
+            else:
+                out[k] = value
+    if betas:
+        out["anthropic-beta"] = ",".join(dict.fromkeys(betas))
+    return out
+
+
+class AnthropicMessagesAPI:
+    """The ``anthropic-messages`` wire API."""
+
+    name = "anthropic-messages"
+
+    def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
+        """The JSON body (pure); ``ConfigurationError`` for impossible options."""
+        compat = detect_compat(model)
+        check_extra_body(options.extra_body, RESERVED)
+        max_tokens, thinking = _thinking(model, options, compat)
+        body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
+        system = _system(context, options.cache)
+        if system is not None:
+            body["system"] = system
+        body["messages"] = encode_messages(model, context, cache=options.cache)
+        if context.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in context.tools
+            ]
+        choice = _tool_choice(context, options, bool(thinking))
+        if choice is not None:
+            body["tool_choice"] = choice
+        body.update(thinking)
+        # "Thinking isn't compatible with temperature or top_k modifications"
+        # (extended-thinking docs): the temperature is dropped when thinking is on.
+        if options.temperature is not None and not thinking:
+            body["temperature"] = options.temperature
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        compat = detect_compat(model)
+        body = self.build_body(model, context, options)
+        betas: dict[str, str] = {}
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled" and context.tools:
+            interleaved = compat.interleaved_thinking
+            if interleaved is None:
+                version = _claude_version(model.id)
+                interleaved = version is not None and version >= (4, 0)
+            if interleaved:
+                betas["anthropic-beta"] = INTERLEAVED_THINKING_BETA
+        headers = _merge_headers(
+            {
+                "content-type": "application/json",
+                "accept": "text/event-stream",
+                "anthropic-version": ANTHROPIC_VERSION,
+            },
+            betas,
+            model.headers,
+            options.headers,
+        )
+        # A key given in a header by the caller is a secret too.
+        secrets = [v for k, v in headers.items() if k in ("x-api-key", "authorization")]
+        if options.api_key:
+            if compat.auth == "bearer":
+                headers.pop("x-api-key", None)
+                headers["authorization"] = f"Bearer {options.api_key}"
+            else:
+                headers["x-api-key"] = options.api_key
+            secrets.insert(0, options.api_key)
+        return HTTPRequest(
+            url=join_url(model, "/messages"),
+            headers=headers,
+            body=dumps(body),
+            secrets=tuple(dict.fromkeys(secrets)),
+        )
+
+    def new_decoder(self, model: Model | None) -> AnthropicDecoder:
+        return AnthropicDecoder()
+
+
+# --------------------------------------------------------------------------- inbound
+# Typed schemas for the fields used only: unknown fields are ignored, so
+# ``service_tier``, ``cache_creation``, ``iterations``, ``context_management``,
+# ``container``, ``caller``… never break a stream.
+
+
+class _Usage(msgspec.Struct, gc=False):
+    # input_tokens already excludes cache reads and writes (prompt-caching docs:
+    # "total input tokens = input_tokens + cache_creation + cache_read").
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    cache_read_input_tokens: int | None = None
+    cache_creation_input_tokens: int | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: str
+    id: str | None = None
+    name: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    input: Any = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    # One shape for both ``content_block_delta.delta`` (typed) and
+    # ``message_delta.delta`` (stop_reason).
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    partial_json: str | None = None
+    stop_reason: str | None = None
+
+
+class _Error(msgspec.Struct, gc=False):
+    type: str | None = None
+    message: str | None = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    type: str
+    index: int | None = None
+    message: _Message | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+
+
+class _Loose(msgspec.Struct, gc=False):
+    # Second look at a payload that failed typed validation: only the tags.
+    type: Any = None
+    index: Any = None
+    content_block: Any = None
+    delta: Any = None
+
+
+_event_decoder = decoder_for(_Event)
+_loose_decoder = decoder_for(_Loose)
+
+_KNOWN_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
+# Block types that become content; everything else (server_tool_use,
+# web_search_tool_result, compaction, container_upload…) is ignored.
+_BLOCK_KINDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "thinking",
+                "tool_use": "tool"}  # fmt: skip
+# Delta type → the block kind it belongs to; others (citations_delta,
+# compaction_delta…) are ignored.
+_DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
+                "signature_delta": "thinking", "input_json_delta": "tool"}  # fmt: skip
+_IGNORED = "ignored"
+
+_STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    # A server-tool loop hit its iteration limit; the turn is valid as it stands.
+    "pause_turn": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "length",
+    # The response filled the context window: truncated like max_tokens.
+    "model_context_window_exceeded": "length",
+}
+
+# Error types of the Errors reference that ``in_band_error`` cannot tell from the name.
+_ERROR_CLASSES: dict[str, type[StreamError]] = {
+    "request_too_large": InvalidRequestError,
+    "timeout_error": ServerError,
+}
+
+
+def _usage(u: _Usage) -> UsageUpdate:
+    # Counts are cumulative; a null/absent count leaves the earlier value.
+    return UsageUpdate(
+        u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens
+    )
+
+
+def _missing(path: str) -> MalformedChunkError:
+    return MalformedChunkError(f"malformed chunk: {path} is missing")
+
+
+class AnthropicDecoder:
+    """Per-response decoder: SSE events → normalized deltas keyed by block ``index``."""
+
+    __slots__ = ("_kinds", "_pending_input", "_stopped", "_streamed_input")
+
+    def __init__(self) -> None:
+        self._kinds: dict[int, str] = {}
+        self._stopped: set[int] = set()
+        # tool_use input given whole in content_block_start (not streamed).
+        self._pending_input: dict[int, str] = {}
+        self._streamed_input: set[int] = set()
+
+    def decode(self, event: ServerSentEvent) -> list[Delta]:
+        try:
+            ev = decode_json(event.data, _event_decoder)
+        except MalformedChunkError:
+            if self._ignorable(event.data):
+                return []
+            raise
+        t = ev.type
+        if t == "content_block_delta":
+            return self._block_delta(ev)
+        if t == "content_block_start":
+            return self._block_start(ev)
+        if t == "content_block_stop":
+            return self._block_stop(ev)
+        if t == "message_start":
+            msg = ev.message
+            if msg is None:
+                raise _missing("message")
+            out: list[Delta] = [ResponseMeta(msg.id, msg.model)]
+            if msg.usage is not None:
+                out.append(_usage(msg.usage))
+            return out
+        if t == "message_delta":
+            return self._message_delta(ev)
+        if t == "message_stop":
+            return [EndOfStream()]
+        if t == "error":
+            err = ev.error or _Error()
+            message = err.message or "the provider reported an error"
+            cls = _ERROR_CLASSES.get(err.type or "")
+            if cls is not None:
+                raise cls(f"{message} ({err.type})")
+            raise in_band_error(message, type_=err.type)
+        return []  # ping, and event types added after this adapter was written
+
+    def _ignorable(self, data: str) -> bool:
+        """Whether a payload that failed typed validation is one we ignore anyway
+        (an unknown event, block or delta type whose fields clash with ours)."""
+        try:
+            loose = _loose_decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        t = loose.type
+        if not isinstance(t, str):
+            return False
+        if t not in _KNOWN_EVENTS:
+            return True
+        if t == "content_block_start" and isinstance(loose.content_block, dict):
+            return loose.content_block.get("type") not in _BLOCK_KINDS
+        if t == "content_block_delta" and isinstance(loose.delta, dict):
+            if isinstance(loose.index, int) and self._kinds.get(loose.index) == _IGNORED:
+                return True
+            return loose.delta.get("type") not in _DELTA_KINDS
+        return False
+
+    def _index(self, ev: _Event) -> int:
+        if ev.index is None:
+            raise _missing("index")
+        return ev.index
+
+    def _block_start(self, ev: _Event) -> list[Delta]:
+        i = self._index(ev)
+        block = ev.content_block
+        if block is None:
+            raise _missing("content_block")
+        if i in self._kinds:
+            raise MalformedChunkError(
+                f"malformed chunk: content_block_start for index {i}, which already started"
+            )
+        kind = _BLOCK_KINDS.get(block.type, _IGNORED)
+        self._kinds[i] = kind
+        if kind == "text":
+            out: list[Delta] = [BlockStart(i, "text")]
+            if block.text:
+                out.append(TextDelta(i, block.text))
+            return out
+        if kind == "thinking":
+            if block.type == "redacted_thinking":
+                # The encrypted reasoning is kept as the block's signature.
+                if block.data is None:
+                    raise _missing("content_block.data")
+                return [BlockStart(i, "thinking", signature=block.data, redacted=True)]
+            out = [BlockStart(i, "thinking", signature=block.signature or None)]
+            if block.thinking:
+                out.append(ThinkingDelta(i, block.thinking))
+            return out
+        if kind == "tool":
+            if block.input is not None and not isinstance(block.input, dict):
+                raise MalformedChunkError(
+                    "malformed chunk: content_block.input must be an object "
+                    f"(got {type(block.input).__name__})"
+                )
+            if block.input:
+                self._pending_input[i] = dumps(block.input).decode()
+            return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+        return []
+
+    def _block_delta(self, ev: _Event) -> list[Delta]:
+        i = self._index(ev)
+        d = ev.delta
+        if d is None:
+            raise _missing("delta")
+        kind = self._kinds.get(i)
+        if kind is None or i in self._stopped:
+            state = "never started" if kind is None else "already stopped"
+            raise MalformedChunkError(
+                f"malformed chunk: content_block_delta for index {i}, which {state}"
+            )
+        if kind == _IGNORED:
+            return []
+        dt = d.type
+        if dt is None:
+            raise _missing("delta.type")
+        want = _DELTA_KINDS.get(dt)
+        if want is None:
+            return []  # citations_delta and delta types added later
+        if want != kind:
+            raise MalformedChunkError(
+                f"malformed chunk: delta.type {dt!r} sent for block {i}, a {kind} block"
+            )
+        if dt == "text_delta":
+            if d.text is None:
+                raise _missing("delta.text")
+            return [TextDelta(i, d.text)]
+        if dt == "thinking_delta":
+            if d.thinking is None:
+                raise _missing("delta.thinking")
+            return [ThinkingDelta(i, d.thinking)]
+        if dt == "signature_delta":
+            if d.signature is None:
+                raise _missing("delta.signature")
+            # The signature arrives whole, just before content_block_stop.
+            return [BlockSignature(i, d.signature)]
+        if d.partial_json is None:
+            raise _missing("delta.partial_json")
+        if d.partial_json:
+            self._streamed_input.add(i)
+        return [ToolCallDelta(i, None, None, d.partial_json)]
+
+    def _block_stop(self, ev: _Event) -> list[Delta]:
+        i = self._index(ev)
+        kind = self._kinds.get(i)
+        if kind is None or i in self._stopped:
+            state = "never started" if kind is None else "already stopped"
+            raise MalformedChunkError(
+                f"malformed chunk: content_block_stop for index {i}, which {state}"
+            )
+        self._stopped.add(i)
+        if kind == _IGNORED:
+            return []
+        pending = self._pending_input.pop(i, None)
+        if pending is not None and i not in self._streamed_input:
+            return [ToolCallArguments(i, pending), BlockEnd(i)]
+        return [BlockEnd(i)]
+
+    def _message_delta(self, ev: _Event) -> list[Delta]:
+        out: list[Delta] = []
+        reason = ev.delta.stop_reason if ev.delta is not None else None
+        if reason is not None:
+            stop = _STOP.get(reason)
+            if stop is not None:
+                out.append(Finish(stop, reason))
+            elif reason == "refusal":
+                out.append(
+                    Finish(
+                        "error",
+                        reason,
+                        "content_filter",
+                        "the model declined to respond (stop_reason refusal)",
+                    )
+                )
+            else:
+                out.append(
+                    Finish(
+                        "error",
+                        reason,
+                        "provider_stream",
+                        f"the provider stopped with an unknown stop_reason {reason!r}",
+                    )
+                )
+        if ev.usage is not None:
+            out.append(_usage(ev.usage))
+        return out
+
+    def end(self) -> list[Delta]:
+        # Only reached when message_stop never arrived (it ends the stream in decode).
+        raise TruncatedStreamError(
+            "the stream ended without message_stop (the response may be incomplete)"
+        )
+
+
+API = AnthropicMessagesAPI()

@@ -1,0 +1,73 @@
+"""The curated public surface (httpx's test_exported_members, DESIGN §2, §5)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import types
+
+import modelwire as mw
+
+# Every name DESIGN §2 shows as ``mw.<name>``.
+DESIGN_NAMES = {
+    "get_model", "Model", "Context", "UserMessage", "ToolDefinition", "stream", "complete",
+    "complete_sync", "stream_sync", "replay", "models", "SSEDecoder", "ServerSentEvent",
+    "TextContent", "ThinkingContent", "ImageContent", "ToolCall", "AssistantMessage",
+    "ToolResultMessage", "Usage", "Cost", "ErrorInfo", "ToolDefinition", "to_json", "from_json",
+    "errors", "ModelwireError", "ConfigurationError", "MissingAPIKeyError", "Agent", "Tool",
+    "tools", "testing", "Timeout", "ModelCost",
+}  # fmt: skip
+
+
+def test_all_is_sorted_and_unique() -> None:
+    assert mw.__all__ == sorted(mw.__all__)
+    assert len(set(mw.__all__)) == len(mw.__all__)
+
+
+def test_all_contains_the_design_contract() -> None:
+    assert DESIGN_NAMES <= set(mw.__all__)
+
+
+def test_every_exported_name_resolves() -> None:
+    for name in mw.__all__:
+        assert getattr(mw, name) is not None, name
+
+
+def test_no_public_name_is_missing_from_all() -> None:
+    public = {
+        name
+        for name, value in vars(mw).items()
+        if not name.startswith("_") and not isinstance(value, types.ModuleType | type(None))
+        and name not in {"annotations", "importlib", "TYPE_CHECKING", "Any"}
+    }
+    assert public - set(mw.__all__) == set()
+
+
+def test_event_types_match_design() -> None:
+    tags = {
+        cls.type
+        for cls in (
+            mw.StartEvent, mw.TextStartEvent, mw.TextDeltaEvent, mw.TextEndEvent,
+            mw.ThinkingStartEvent, mw.ThinkingDeltaEvent, mw.ThinkingEndEvent,
+            mw.ToolCallStartEvent, mw.ToolCallDeltaEvent, mw.ToolCallEndEvent,
+            mw.DoneEvent, mw.ErrorEvent,
+        )
+    }  # fmt: skip
+    assert tags == {
+        "start", "text_start", "text_delta", "text_end", "thinking_start", "thinking_delta",
+        "thinking_end", "tool_call_start", "tool_call_delta", "tool_call_end", "done", "error",
+    }  # fmt: skip
+
+
+def test_import_is_light_no_sdk_no_httpx_no_network() -> None:
+    code = (
+        "import sys, socket\n"
+        "def boom(*a, **k): raise SystemExit('network touched at import')\n"
+        "socket.socket.connect = boom\n"
+        "import modelwire\n"
+        "heavy = [m for m in ('openai', 'anthropic', 'httpx', 'jsonschema', 'rich', 'google')"
+        " if m in sys.modules]\n"
+        "print(','.join(heavy))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
