@@ -390,6 +390,14 @@ class Assembler:
         if b is not None and d.id and b.call_id and d.id != b.call_id:
             # A new id at a used index is a new call (Groq, Ollama).
             b = None
+        if d.id and (b is None or b.call_id is None):
+            # Checked before a block is opened, so the conflicting fragment leaves
+            # no phantom call (id "", name "") in the error message.
+            other = self._call_ids.get(d.id)
+            if other is not None and other is not b:
+                raise ToolCallProtocolError(
+                    f"tool call id {d.id!r} appears at two provider indexes"
+                )
         if b is None:
             self._check_call_allowed(d)
             if not d.id and not d.name:
@@ -403,19 +411,13 @@ class Assembler:
             self._blocks.append(b)
             out.append(ToolCallStartEvent(content_index=ci, _src=self._src, _v=self._v))
             self._v += 1
-        if d.id:
-            if b.call_id is None:
-                other = self._call_ids.get(d.id)
-                if other is not None and other is not b:
-                    raise ToolCallProtocolError(
-                        f"tool call id {d.id!r} appears at two provider indexes"
-                    )
-                b.call_id = d.id
-                self._call_ids[d.id] = b
+        if d.id and b.call_id is None:
+            b.call_id = d.id
+            self._call_ids[d.id] = b
         if d.name:
             if b.name is None:
+                b.name = d.name  # kept in the error message if the check below fails
                 self._check_name(d.name)
-                b.name = d.name
             elif d.name != b.name:
                 raise ToolCallProtocolError(
                     f"tool call {b.call_id or _key_str(d.key)}: name changed from "

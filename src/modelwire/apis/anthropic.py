@@ -656,7 +656,12 @@ class AnthropicDecoder:
         if t not in _KNOWN_EVENTS:
             return True
         if t == "content_block_start" and isinstance(loose.content_block, dict):
-            return loose.content_block.get("type") not in _BLOCK_KINDS
+            if loose.content_block.get("type") in _BLOCK_KINDS or not isinstance(loose.index, int):
+                return False
+            if loose.index in self._kinds:
+                return False  # a second start for one index is an error, reported as such
+            self._kinds[loose.index] = _IGNORED  # so its deltas and stop are ignored too
+            return True
         if t == "content_block_delta" and isinstance(loose.delta, dict):
             if isinstance(loose.index, int) and self._kinds.get(loose.index) == _IGNORED:
                 return True
