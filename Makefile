@@ -16,8 +16,8 @@ demo: $(STAMP)
 	$(BIN)/modelwire demo
 
 lint: $(STAMP)
-	$(BIN)/ruff check src tests bench
-	$(BIN)/ruff format --check src tests bench
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/ruff format --check src tests bench scripts
 
 types: $(STAMP)
 	$(BIN)/mypy

@@ -32,8 +32,11 @@ def bench_import() -> None:
     def fresh(module: str) -> float:
         code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
         runs = [
-            float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                 check=True).stdout)  # fmt: skip
+            float(
+                subprocess.run(
+                    [sys.executable, "-c", code], capture_output=True, text=True, check=True
+                ).stdout
+            )  # fmt: skip
             for _ in range(5)
         ]
         return statistics.median(runs)
@@ -56,7 +59,10 @@ def chat_stream(n_chunks: int) -> bytes:
             "choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}],
         }
         parts.append(b"data: " + json.dumps(payload).encode() + b"\n\n")
-    final = {"id": "chatcmpl-bench", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}
+    final = {
+        "id": "chatcmpl-bench",
+        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+    }
     parts.append(b"data: " + json.dumps(final).encode() + b"\n\n")
     parts.append(b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}\n\n')
     parts.append(b"data: [DONE]\n\n")

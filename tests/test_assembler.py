@@ -49,7 +49,9 @@ def chunk(
     return out
 
 
-def tool(index: int, *, id: str | None = None, name: str | None = None, args: str | None = None) -> dict[str, Any]:  # noqa: A002
+def tool(
+    index: int, *, id: str | None = None, name: str | None = None, args: str | None = None
+) -> dict[str, Any]:
     """One ``tool_calls[]`` entry."""
     part: dict[str, Any] = {"index": index}
     if id is not None:
@@ -180,7 +182,14 @@ def test_interleaved_tool_indexes_keep_first_appearance_order() -> None:
     assert starts == [("tool_call_start", 0), ("text_start", 1), ("tool_call_start", 2)]
     # Deltas route to their block's index, not to the last one opened.
     routed = [(e.content_index, e.delta) for e in events if e.type.endswith("_delta")]
-    assert routed == [(0, '{"path"'), (1, "先读，"), (2, '{"q":'), (0, ':"a"}'), (1, "再查"), (2, '"x"}')]
+    assert routed == [
+        (0, '{"path"'),
+        (1, "先读，"),
+        (2, '{"q":'),
+        (0, ':"a"}'),
+        (1, "再查"),
+        (2, '"x"}'),
+    ]
 
 
 def test_tool_call_end_events_come_before_done_in_content_order() -> None:
@@ -190,7 +199,7 @@ def test_tool_call_end_events_come_before_done_in_content_order() -> None:
     ends = [e for e in events if e.type == "tool_call_end"]
     assert [e.tool_call.id for e in ends] == ["b", "a"]
     # Before the end, partial arguments were for display only (never parsed as final).
-    last_delta = [e for e in events if e.type == "tool_call_delta"][0]
+    last_delta = next(e for e in events if e.type == "tool_call_delta")
     assert last_delta.partial.content[0].raw_arguments == '{"path":'
 
 
@@ -462,7 +471,11 @@ def test_policy_auto_text_only_is_stop() -> None:
 
 def test_policy_auto_every_started_call_must_complete() -> None:
     events = run(
-        [*read_call(0, "a"), chunk(tools(tool(1, name="grep", args="{}"))), chunk(finish="tool_calls")],
+        [
+            *read_call(0, "a"),
+            chunk(tools(tool(1, name="grep", args="{}"))),
+            chunk(finish="tool_calls"),
+        ],
         tool_choice="auto",
         tools_declared=True,
     )
@@ -498,7 +511,11 @@ def test_finish_and_usage_in_different_payloads() -> None:
         [
             chunk({"content": "hi"}),
             chunk(finish="stop"),
-            {"id": "chatcmpl-1", "choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 2}},
+            {
+                "id": "chatcmpl-1",
+                "choices": [],
+                "usage": {"prompt_tokens": 7, "completion_tokens": 2},
+            },
         ]
     )
     t = terminal(events)
@@ -633,7 +650,11 @@ def test_signatures_and_redacted_thinking() -> None:
 
 def test_finish_error_kind_is_typed() -> None:
     out = _feed(
-        [TextDelta("x", "partial"), Finish("error", "content_filter", "content_filter", "filtered"), EndOfStream()]
+        [
+            TextDelta("x", "partial"),
+            Finish("error", "content_filter", "content_filter", "filtered"),
+            EndOfStream(),
+        ]
     )
     assert out[-1].message.error.kind == "content_filter"
     assert out[-1].message.text == "partial"

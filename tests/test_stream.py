@@ -27,7 +27,9 @@ def _producer(n: int, *, fail_at: int | None = None, gate: asyncio.Event | None 
     async def produce(s: AssistantMessageStream) -> None:
         asm = Assembler(api="custom", provider="p", model="m")
         s.abort_events = lambda: _ev(asm.abort)
-        s.fail_events = lambda exc: _ev(lambda out: asm.fail(mw.errors.ProviderStreamError(str(exc)), out))
+        s.fail_events = lambda exc: _ev(
+            lambda out: asm.fail(mw.errors.ProviderStreamError(str(exc)), out)
+        )
         out: list[Event] = []
         asm.start(out)
         await s._emit(out)
@@ -172,6 +174,8 @@ def test_stream_raises_configuration_errors_at_once() -> None:
         mw.stream(m, CTX, reasoning="extreme")
     with pytest.raises(mw.ConfigurationError, match="Context"):
         mw.stream(m, "hi")  # type: ignore[arg-type]
-    openai = mw.Model(id="m", api="openai-chat", provider="openai", base_url="https://api.openai.com/v1")
+    openai = mw.Model(
+        id="m", api="openai-chat", provider="openai", base_url="https://api.openai.com/v1"
+    )
     with pytest.raises(mw.MissingAPIKeyError, match="OPENAI_API_KEY"):
         mw.stream(openai, CTX)

@@ -68,7 +68,13 @@ TOOL = mw.ToolDefinition(
 )
 CONTEXT = mw.Context(
     system_prompt="回答要简洁。",
-    messages=[mw.UserMessage(content="读取 README.md", timestamp=0), ASSISTANT, RESULT, USER, FAILED],
+    messages=[
+        mw.UserMessage(content="读取 README.md", timestamp=0),
+        ASSISTANT,
+        RESULT,
+        USER,
+        FAILED,
+    ],
     tools=[TOOL],
 )
 MODEL = mw.Model(
@@ -187,7 +193,10 @@ def test_raise_for_error_maps_kind_to_class() -> None:
     [
         (lambda: mw.ToolResultMessage(tool_call_id="", tool_name="r", content="x"), "tool_call_id"),
         (lambda: mw.ToolResultMessage(tool_call_id=5, tool_name="r", content="x"), "tool_call_id"),
-        (lambda: mw.UserMessage(content=[mw.ToolCall(id="1", name="n", arguments={})]), "content[0]"),
+        (
+            lambda: mw.UserMessage(content=[mw.ToolCall(id="1", name="n", arguments={})]),
+            "content[0]",
+        ),
         (lambda: mw.UserMessage(content=5), "content"),
         (lambda: mw.Context(messages=["hi"]), "messages[0]"),
         (lambda: mw.Context(tools=[{"name": "x"}]), "tools[0]"),
@@ -210,12 +219,20 @@ def test_cheap_validation_on_construction(make: Any, needle: str) -> None:
     [
         (b'{"messages":[{"role":"robot","content":"x"}]}', "role"),
         (b'{"messages":[{"role":"user","content":5}]}', "$.messages[0].content"),
-        (b'{"messages":[{"role":"tool_result","tool_call_id":"","tool_name":"r","content":[]}]}', "tool_call_id"),
-        (b'{"messages":[{"role":"assistant","content":[{"type":"text"}],"api":"a","provider":"p","model":"m"}]}', "text"),
+        (
+            b'{"messages":[{"role":"tool_result","tool_call_id":"","tool_name":"r","content":[]}]}',
+            "tool_call_id",
+        ),
+        (
+            b'{"messages":[{"role":"assistant","content":[{"type":"text"}],"api":"a","provider":"p","model":"m"}]}',
+            "text",
+        ),
         (b"{not json", "invalid JSON"),
     ],
 )
-def test_from_json_mismatch_raises_configuration_error_naming_field(data: bytes, needle: str) -> None:
+def test_from_json_mismatch_raises_configuration_error_naming_field(
+    data: bytes, needle: str
+) -> None:
     with pytest.raises(ConfigurationError) as info:
         mw.from_json(data, mw.Context)
     assert needle in str(info.value)

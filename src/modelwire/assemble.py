@@ -298,7 +298,7 @@ class Assembler:
             "aborted" if isinstance(exc, AbortedError) else "error"
         )
         provider_reason = self._finish.provider_reason if self._finish else None
-        msg = self._final_message(reason, exc.to_info(), provider_reason, parse_calls=False)
+        msg = self._final_message(reason, exc.to_info(), provider_reason, untrusted=False)
         out.append(ErrorEvent(reason=reason, message=msg, _partial=msg))
         self._v += 1
 
@@ -574,7 +574,9 @@ class Assembler:
                 raise ToolCallProtocolError(
                     f"tool_choice forced {self._forced_name!r} but the model did not call it"
                 )
-        msg = self._final_message(reason, None, fin.provider_reason, parse_calls=False)
+        # Rule 3: after a length finish no call is trusted, not even one whose block
+        # closed before the limit; the raw text stays for inspection.
+        msg = self._final_message(reason, None, fin.provider_reason, untrusted=length)
         out.append(DoneEvent(reason=reason, message=msg, _partial=msg))
         self._v += 1
         self.done = True
@@ -586,13 +588,16 @@ class Assembler:
         error: ErrorInfo | None,
         provider_reason: str | None,
         *,
-        parse_calls: bool,
+        untrusted: bool,
     ) -> AssistantMessage:
         v = self._v
         content: list[AssistantContent] = []
         for b in self._blocks:
             if b.final is not None:
-                content.append(b.final)
+                final = b.final
+                if untrusted and isinstance(final, ToolCall) and final.arguments:
+                    final = msgspec.structs.replace(final, arguments={})
+                content.append(final)
             elif b.kind == "tool_call":
                 # An unfinished call keeps its raw text; its arguments are never trusted.
                 content.append(b.build(v, final_args={}))

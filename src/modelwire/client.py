@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from .apis import get_api, register_wire_api
-from .errors import ConfigurationError, StreamError
+from .errors import ConfigurationError, ProviderStreamError, StreamError
 from .events import Event
 from .options import RequestOptions, Timeout, resolve_options
 from .pipeline import Pipeline
@@ -59,7 +59,18 @@ def _prepare(
         # A custom stream function does its own auth: no env-var lookup.
         return resolve_options("", **opts), None
     options = resolve_options(model.provider, **opts)
-    request = get_api(model.api).build_request(model, context, options)
+    if options.reasoning is not None:
+        import msgspec
+
+        from .catalog import clamp_reasoning
+
+        # Clamp to the levels the model has; a model without reasoning raises here.
+        level = clamp_reasoning(model, options.reasoning)
+        options = msgspec.structs.replace(options, reasoning=level)
+    from .handoffs import handoff
+
+    # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
+    request = get_api(model.api).build_request(model, handoff(context, model), options)
     return options, request
 
 
@@ -69,6 +80,7 @@ def _pipeline(model: Model, context: Context, options: RequestOptions) -> Pipeli
         model=model,
         tool_choice=options.tool_choice,
         tools_declared=bool(context.tools),
+        secrets=(options.api_key,) if options.api_key else (),
     )
 
 
@@ -181,7 +193,7 @@ def _custom_stream(
             if event.type in ("done", "error"):
                 asm.done = True
                 return
-        raise StreamError("the custom stream function ended without a done or error event")
+        raise ProviderStreamError("the custom stream function ended without a done or error event")
 
     return AssistantMessageStream(produce)
 
@@ -194,7 +206,11 @@ def _abort(asm: Any) -> list[Event]:
 
 def _fail(asm: Any, exc: BaseException) -> list[Event]:
     out: list[Event] = []
-    err = exc if isinstance(exc, StreamError) else StreamError(f"custom stream failed: {exc!r}")
+    err = (
+        exc
+        if isinstance(exc, StreamError)
+        else ProviderStreamError(f"the custom stream function failed: {exc!r}")
+    )
     asm.fail(err, out)
     return out
 
@@ -259,14 +275,13 @@ def stream_sync(
             exc.message = redact(exc.message, secrets)
             yield p.fail(exc)
             return
-        s.on_abort = body.close
+        s.on_abort = body.abort  # unblocks a read in progress, from any thread
         try:
             for chunk in body.chunks():
                 events = p.feed(chunk)
                 if events:
                     yield events
                 if p.done:
-                    body.drain()
                     return
             yield p.end()
         except StreamError as exc:
@@ -276,6 +291,12 @@ def stream_sync(
             exc.message = redact(exc.message, secrets)
             yield p.fail(exc)
         finally:
+            # The consumer closes this generator as soon as it takes the terminal
+            # event, so a successful response is drained here (bounded) to put the
+            # connection back in the pool.
+            msg = p.message
+            if msg is not None and msg.error is None and not s.aborted:
+                body.drain()
             body.close()
 
     return SyncAssistantMessageStream(produce)

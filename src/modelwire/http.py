@@ -12,7 +12,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
 import random
+import socket
+import ssl
+import threading
 import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
@@ -59,11 +63,24 @@ _BACKOFF_CAP = 8.0
 
 
 def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret replaced by ``[redacted]``."""
+    """``text`` with every secret replaced by ``[redacted]``: verbatim, and as
+    ``repr`` shows it inside a str or bytes (h11 quotes an illegal header value
+    as ``b'Bearer sk-…\\n'``)."""
     for s in secrets:
-        if s and s in text:
-            text = text.replace(s, "[redacted]")
+        if not s:
+            continue
+        for form in (s, repr(s)[1:-1], repr(s.encode())[2:-1]):
+            if form in text:
+                text = text.replace(form, "[redacted]")
     return text
+
+
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    # Building a context loads the CA bundle (about 0.1 s); without this cache
+    # every call that brings no ``http_client`` would pay it again. One context
+    # is safe to share between clients and threads.
+    return httpx.create_ssl_context()
 
 
 def _httpx_timeout(t: Timeout) -> httpx.Timeout:
@@ -120,6 +137,15 @@ def _error_text(body: bytes) -> tuple[str, str | None]:
     return text[:500] or "(empty body)", None
 
 
+def _is_rate_limit(message: str, typ: str | None) -> bool:
+    text = f"{message} {typ or ''}".lower()
+    return "rate_limit" in text or "per minute" in text
+
+
+def _is_bad_key(message: str, body: bytes) -> bool:
+    return b"API_KEY_INVALID" in body or "API key not valid" in message
+
+
 def status_error(
     status: int, body: bytes, headers: httpx.Headers, secrets: tuple[str, ...]
 ) -> ProviderError:
@@ -129,13 +155,15 @@ def status_error(
     detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")
     retry_after = _retry_after(headers)
     cls: type[ProviderError]
-    if status == 401:
+    if status == 401 or (status == 400 and _is_bad_key(message, body)):
+        # Gemini answers a bad key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID.
         cls = AuthenticationError
     elif status == 403:
         cls = PermissionDeniedError
     elif status == 404:
         cls = NotFoundError
-    elif status == 429:
+    elif status == 429 or (status == 413 and _is_rate_limit(message, typ)):
+        # Groq answers a tokens-per-minute limit with 413 "Request too large".
         cls = RateLimitError
         if typ and "quota" in typ.lower():
             detail += " — the account is out of quota; retrying will not help"
@@ -202,9 +230,18 @@ class AsyncBody:
         self._secrets = secrets
         self._deadline = deadline
         self.bytes_read = 0
+        # Decoded bytes (``aiter_bytes``), not the raw body: providers may send
+        # the event stream with ``Content-Encoding: gzip`` (Anthropic does). One
+        # iterator serves ``chunks`` and ``drain``: httpx refuses a second one.
+        self._it: AsyncIterator[bytes] | None = None
+
+    def _iter(self) -> AsyncIterator[bytes]:
+        if self._it is None:
+            self._it = self.response.aiter_bytes()
+        return self._it
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        it = self.response.aiter_raw()
+        it = self._iter()
         while True:
             try:
                 if self._deadline is not None:
@@ -229,7 +266,7 @@ class AsyncBody:
         try:
             async with asyncio.timeout(_DRAIN_SECONDS):
                 n = 0
-                async for chunk in self.response.aiter_raw():
+                async for chunk in self._iter():
                     n += len(chunk)
                     if n > _DRAIN_BYTES:
                         break
@@ -258,7 +295,7 @@ async def open_async(
     """
     own = None
     if client is None:
-        own = client = httpx.AsyncClient(timeout=_httpx_timeout(timeout))
+        own = client = httpx.AsyncClient(timeout=_httpx_timeout(timeout), verify=_ssl_context())
     deadline = time.monotonic() + timeout.total if timeout.total is not None else None
     secrets = request.secrets
     attempt = 0
@@ -321,7 +358,12 @@ async def _read_limited_async(response: httpx.Response) -> bytes:
 
 
 class SyncBody:
-    """The synchronous twin of :class:`AsyncBody` (``httpx.Client``, no event loop)."""
+    """The synchronous twin of :class:`AsyncBody` (``httpx.Client``, no event loop).
+
+    A blocked read cannot be cancelled as a task can, so the total deadline, the
+    drain bound and :meth:`abort` all end a read by shutting the socket down
+    from a timer or another thread (see :meth:`abort`).
+    """
 
     def __init__(
         self,
@@ -335,33 +377,93 @@ class SyncBody:
         self._secrets = secrets
         self._deadline = deadline
         self.bytes_read = 0
+        self._it: Iterator[bytes] | None = None  # see AsyncBody
+        self._timer: threading.Timer | None = None
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def _iter(self) -> Iterator[bytes]:
+        if self._it is None:
+            self._it = self.response.iter_bytes()
+        return self._it
+
+    def _arm(self, seconds: float) -> None:
+        self._disarm()
+        timer = threading.Timer(max(seconds, 0.0), self.abort)
+        timer.daemon = True
+        self._timer = timer
+        timer.start()
+
+    def _disarm(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _expired(self) -> bool:
+        return self._deadline is not None and time.monotonic() >= self._deadline
 
     def chunks(self) -> Iterator[bytes]:
-        it = self.response.iter_raw()
-        while True:
-            if self._deadline is not None and time.monotonic() > self._deadline:
-                raise RequestTimeoutError("total timeout expired while reading")
-            try:
-                chunk = next(it)
-            except StopIteration:
-                return
-            except httpx.HTTPError as exc:
-                raise _map_exc(exc, self._secrets, started=True) from exc
-            self.bytes_read += len(chunk)
-            yield chunk
+        it = self._iter()
+        if self._deadline is not None:
+            self._arm(self._deadline - time.monotonic())
+        try:
+            while True:
+                if self._expired():
+                    raise RequestTimeoutError("total timeout expired while reading")
+                try:
+                    chunk = next(it)
+                except StopIteration:
+                    return
+                except httpx.HTTPError as exc:
+                    if self._expired():  # the deadline timer shut the socket
+                        raise RequestTimeoutError("total timeout expired while reading") from exc
+                    raise _map_exc(exc, self._secrets, started=True) from exc
+                self.bytes_read += len(chunk)
+                yield chunk
+        finally:
+            self._disarm()
 
     def drain(self) -> None:
-        end = time.monotonic() + _DRAIN_SECONDS
+        """Read the rest of the body briefly so the connection can be reused;
+        a server that stalls is cut off after ``_DRAIN_SECONDS``."""
+        self._arm(_DRAIN_SECONDS)
         n = 0
         try:
-            for chunk in self.response.iter_raw():
+            for chunk in self._iter():
                 n += len(chunk)
-                if n > _DRAIN_BYTES or time.monotonic() > end:
+                if n > _DRAIN_BYTES:
                     break
         except (httpx.HTTPError, RuntimeError):
             pass
+        finally:
+            self._disarm()
+
+    def abort(self) -> None:
+        """Unblock a read in progress, from any thread (``SyncAssistantMessageStream.abort``).
+
+        Closing an httpx response from another thread neither is thread-safe nor
+        wakes a thread blocked in ``recv``; shutting the socket down does both
+        jobs: the read returns at once and the reading thread closes the
+        response itself. httpx exposes the socket through the response's
+        ``network_stream`` extension (httpx docs, "Extensions").
+        """
+        with self._lock:
+            if self._closed:
+                return  # the connection may already serve another request
+            stream = self.response.extensions.get("network_stream")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if sock is None:
+                self.response.close()
+                return
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     def close(self) -> None:
+        self._disarm()
+        with self._lock:
+            self._closed = True
         try:
             self.response.close()
         finally:
@@ -379,7 +481,7 @@ def open_sync(
     """Synchronous :func:`open_async`."""
     own = None
     if client is None:
-        own = client = httpx.Client(timeout=_httpx_timeout(timeout))
+        own = client = httpx.Client(timeout=_httpx_timeout(timeout), verify=_ssl_context())
     deadline = time.monotonic() + timeout.total if timeout.total is not None else None
     secrets = request.secrets
     attempt = 0

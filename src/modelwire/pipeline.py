@@ -27,7 +27,7 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 class Pipeline:
     """One response's decoding state. ``done`` turns true with the terminal event."""
 
-    __slots__ = ("assembler", "decoder", "observer", "sse")
+    __slots__ = ("assembler", "decoder", "observer", "secrets", "sse")
 
     def __init__(
         self,
@@ -38,6 +38,7 @@ class Pipeline:
         tools_declared: bool | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
         observer: Any = None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         wire = get_api(api)
         self.decoder = wire.new_decoder(model)
@@ -51,6 +52,9 @@ class Pipeline:
             prices=model.cost if model else None,
         )
         self.observer = observer
+        # API keys to redact from error texts: a server may quote the key in an
+        # in-band error or in a payload that a malformed-chunk message cites.
+        self.secrets = secrets
 
     @property
     def done(self) -> bool:
@@ -80,9 +84,9 @@ class Pipeline:
                 if asm.done:
                     break
         except StreamError as exc:
-            asm.fail(exc, out)
+            asm.fail(self._redact(exc), out)
         except Exception as exc:  # a decoder bug must still end the stream typed
-            asm.fail(MalformedChunkError(f"could not decode a chunk: {exc!r}"), out)
+            asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
         return out
 
     def end(self) -> list[Event]:
@@ -102,15 +106,27 @@ class Pipeline:
             if not asm.done:
                 raise TruncatedStreamError("the stream ended without its terminal event")
         except StreamError as exc:
-            asm.fail(exc, out)
+            asm.fail(self._redact(exc), out)
         except Exception as exc:
-            asm.fail(MalformedChunkError(f"could not decode a chunk: {exc!r}"), out)
+            asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
         return out
 
     def fail(self, exc: StreamError) -> list[Event]:
         out: list[Event] = []
-        self.assembler.fail(exc, out)
+        self.assembler.fail(self._redact(exc), out)
         return out
+
+    def _redact(self, exc: StreamError) -> StreamError:
+        if not self.secrets:
+            return exc
+        # Only the live path has secrets, and it has imported httpx already.
+        from .http import redact
+
+        text = redact(exc.message, self.secrets)
+        if text != exc.message:
+            exc.message = text
+            exc.args = (text,)
+        return exc
 
     def abort(self, reason: str = "the stream was aborted by the caller") -> list[Event]:
         return self.fail(AbortedError(reason))

@@ -24,10 +24,11 @@ case-sensitive and unknown fields are ignored; ``data`` lines are joined with LF
 values containing U+0000 are ignored; ``retry`` is honoured only when it is all ASCII
 digits; a blank line dispatches the event unless the data buffer is empty.
 
-The decoder does no I/O and is linear in the input: the bytes are split with
-``bytes.splitlines`` (which breaks exactly at CR, LF and CRLF), an unterminated line is
-kept as a list of pieces joined once when its line break arrives, and no byte is scanned
-twice however the stream is cut into chunks.
+The decoder does no I/O and is linear in the input however it is cut into chunks:
+lines are split with ``bytes.split``/``bytes.splitlines`` (the latter breaks exactly at
+CR, LF and CRLF), never byte by byte in Python; a line still waiting for its line break is
+kept as a list of pieces, joined once when the break arrives, so no buffer is rescanned
+as it grows (each byte is looked at a small, fixed number of times).
 """
 
 from __future__ import annotations
@@ -191,7 +192,7 @@ class SSEDecoder:
 
     # -- input -----------------------------------------------------------------------
 
-    def feed(self, data: bytes) -> list[ServerSentEvent]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
         """Decode the next piece of the stream; return the events it completed, in order.
 
         ``data`` may end anywhere: mid-line, mid-CRLF, mid-UTF-8 character, mid-BOM.
@@ -199,7 +200,7 @@ class SSEDecoder:
         Raises :class:`~modelwire.errors.MalformedChunkError` (invalid UTF-8),
         :class:`~modelwire.errors.EventTooLargeError` (``max_event_bytes`` exceeded), or
         :class:`~modelwire.errors.ConfigurationError` (called after :meth:`end`, or
-        ``data`` is not bytes). See the class docstring for when an error is deferred.
+        ``data`` is not bytes-like). See the class docstring for when an error is deferred.
         """
         if (
             self._start is not None
@@ -208,22 +209,23 @@ class SSEDecoder:
             or self._ended
             or type(data) is not bytes
         ):
-            data = self._prepare(data)
+            chunk = self._prepare(data)
         else:
-            self._bytes_fed += len(data)
-        if not data:
+            chunk = data
+            self._bytes_fed += len(chunk)
+        if not chunk:
             return []
         tail = self._tail
-        if tail and 10 not in data and 13 not in data:
+        if tail and 10 not in chunk and 13 not in chunk:
             # The middle of a long line: keep the piece, scan nothing twice.
-            tail.append(data)
-            self._tail_len += len(data)
+            tail.append(chunk)
+            self._tail_len += len(chunk)
             if self._ev_bytes + self._tail_len > self._max:
                 self._fail(self._too_large())
             return []
         out: list[ServerSentEvent] = []
         try:
-            self._consume(data, out)
+            self._consume(chunk, out)
         except ModelwireError as exc:
             if not out:
                 self._fail(exc)
@@ -270,14 +272,13 @@ class SSEDecoder:
 
     # -- internals -------------------------------------------------------------------
 
-    def _prepare(self, data: bytes) -> bytes:
+    def _prepare(self, data: bytes | bytearray | memoryview) -> bytes:
         """The rare cases of :meth:`feed`: errors, stream start (BOM), a split CRLF."""
         if self._ended:
             raise ConfigurationError("feed() after end()")
         if self._error is not None:
             self._raise_error()
-        if type(data) is not bytes:
-            data = _as_bytes(data)
+        data = data if type(data) is bytes else _as_bytes(data)
         self._bytes_fed += len(data)
         if not data:
             return data
@@ -322,9 +323,11 @@ class SSEDecoder:
         """
         if 13 not in data:
             tail = self._tail
-            if tail and not self._ev_bytes and self._tail_len <= len(data):
-                # Only the start of a line is pending: rescan it together with the new
-                # bytes. It is no longer than they are, so the work stays linear.
+            if tail and self._tail_len <= len(data):
+                # A short pending start of a line (the usual cut mid-event) is rescanned
+                # with the new bytes, so the whole chunk takes the fast path. Each byte is
+                # prepended at most once: linear. A long pending line is left to
+                # _general, which joins it without the extra copy.
                 data = (tail[0] if len(tail) == 1 else b"".join(tail)) + data
                 self._tail = []
                 self._tail_len = 0
@@ -350,6 +353,8 @@ class SSEDecoder:
         blocks = data.split(b"\n\n")
         rest = blocks.pop()
         if blocks:
+            # A clean state means the last blank line saw the current id buffer, so the
+            # last event ID needs no update here.
             append = out.append
             id_ = self._id
             for block in blocks:
@@ -364,7 +369,6 @@ class SSEDecoder:
                     lines.append(b"")
                     self._lines(lines, out)
                     id_ = self._id
-            self._last_id = id_
         if rest:
             if 10 in rest:
                 self._general(rest, out)

@@ -30,6 +30,12 @@ _ABORT_TEXT = "the stream was aborted by the caller"
 # terminal event is queued. It receives the stream so it can read ``aborted``.
 Producer = Callable[["AssistantMessageStream"], Coroutine[Any, Any, None]]
 
+# Producer tasks still running (e.g. draining the body after the terminal event
+# so the connection returns to the pool): the event loop keeps only weak
+# references to tasks, so they are held here until done (asyncio docs,
+# ``create_task``).
+_RUNNING: set[asyncio.Task[None]] = set()
+
 
 def _aborted_from(message: AssistantMessage) -> ErrorEvent:
     msg = msgspec.structs.replace(
@@ -92,6 +98,8 @@ class AssistantMessageStream:
             self._loop = asyncio.get_running_loop()
             self._queue = asyncio.Queue(self._queue_size)
             self._task = self._loop.create_task(self._run())
+            _RUNNING.add(self._task)
+            self._task.add_done_callback(_RUNNING.discard)
 
     def __aiter__(self) -> AsyncIterator[Event]:
         return self
@@ -113,6 +121,8 @@ class AssistantMessageStream:
                     self._task.cancel()
                 raise
             if self._abort_requested:
+                # Keep what this batch carried: the aborted terminal holds it.
+                self._buffer.extend(batch)
                 return await self._deliver_abort()
             self._buffer.extend(batch)
             if not self._buffer:
@@ -213,7 +223,9 @@ class AssistantMessageStream:
 
     def __del__(self) -> None:
         task = self._task
-        if task is not None and not task.done():
+        # After the terminal event the producer only drains the rest of the body
+        # (bounded in bytes and time) so the connection can be reused: let it.
+        if task is not None and not task.done() and not self._delivered_terminal:
             loop = self._loop
             if loop is not None and not loop.is_closed():
                 loop.call_soon_threadsafe(task.cancel)
@@ -272,6 +284,9 @@ class SyncAssistantMessageStream:
                     raise
                 batch = fn(exc)
             if self._abort_requested.is_set():
+                # The batch may hold the aborted terminal the producer built with
+                # all content: ``_abort_terminal`` finds it in the buffer.
+                self._buffer.extend(batch)
                 return self._deliver(self._abort_terminal())
             self._buffer.extend(batch)
         event = self._buffer.popleft()

@@ -473,7 +473,7 @@ def to_json(value: Any) -> bytes:
     """Serialize any protocol type (or a container of them) to JSON bytes."""
     try:
         return _encoder.encode(value)
-    except (TypeError, msgspec.EncodeError) as exc:
+    except (TypeError, UnicodeEncodeError, msgspec.EncodeError) as exc:
         raise ConfigurationError(f"cannot serialize {type(value).__name__}: {exc}") from exc
 
 

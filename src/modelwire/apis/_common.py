@@ -64,13 +64,16 @@ def _path_message(exc: msgspec.ValidationError) -> str:
     return f"{path or 'payload'}: {what}"
 
 
-def decode_json(data: str | bytes, decoder: msgspec.json.Decoder[T], what: str = "chunk") -> T:
+def decode_json(
+    data: str | bytes, decoder: msgspec.json.Decoder[T], what: str = "chunk", prefix: str = ""
+) -> T:
     """Decode and validate one payload; failures become ``MalformedChunkError``
-    naming the field path, e.g. ``choices[0].delta.content must be a string``."""
+    naming the field path, e.g. ``choices[0].delta.content must be a string``.
+    ``prefix`` is prepended to the path when ``data`` is a nested item."""
     try:
         return decoder.decode(data)
     except msgspec.ValidationError as exc:
-        raise MalformedChunkError(f"malformed {what}: {_path_message(exc)}") from None
+        raise MalformedChunkError(f"malformed {what}: {prefix}{_path_message(exc)}") from None
     except msgspec.DecodeError as exc:
         snippet = data[:120] if isinstance(data, str) else data[:120].decode("utf-8", "replace")
         raise MalformedChunkError(f"malformed {what}: invalid JSON ({exc}): {snippet!r}") from None
@@ -98,18 +101,50 @@ def raw_or_json_arguments(raw: str | None, arguments: dict[str, Any]) -> str:
     return dumps(arguments).decode()
 
 
+# What providers say when the prompt does not fit (real texts in tests/test_catalog.py).
 _OVERFLOW = re.compile(
-    r"context[_ ]length|context window|maximum context|too many tokens|prompt is too long|"
-    r"input is too long|exceeds the maximum number of tokens|"
-    r"input token count.*exceeds|reduce the length|context_length_exceeded|"
-    r"request too large for model",
+    "|".join(
+        (
+            r"maximum context length",  # OpenAI Chat, DeepSeek, vLLM, OpenRouter ("endpoint's")
+            r"context[_ ]length[_ ]exceeded",  # OpenAI error code; generic
+            r"exceeds the context window",  # OpenAI Responses
+            r"context window exceeds limit",  # MiniMax
+            r"prompt is too long",  # Anthropic
+            r"exceed context limit",  # Anthropic: input length and max_tokens exceed context limit
+            r"input is too long",  # Amazon Bedrock
+            r"input token count.*exceeds the maximum",  # Gemini
+            r"exceeds the maximum number of tokens",  # Gemini (older wording)
+            r"reduce the length of the messages",  # Groq, Cerebras
+            r"maximum prompt length is \d+",  # xAI
+            r"input_too_large",  # xAI error code
+            r"too large for model with \d+ maximum context",  # Mistral
+            r"prompt too long; exceeded (?:max )?context length",  # Ollama
+            r"exceeds the available context size",  # llama.cpp server
+            r"greater than the context length",  # LM Studio
+            r"longer than the model'?s context length",  # Together AI
+            r"exceeded model token limit",  # Moonshot / Kimi
+            r"range of input length should be",  # DashScope (Qwen)
+            r"prompt exceeds max length",  # Z.ai
+            r"model_context_window_exceeded",  # Z.ai
+            r"too many tokens",  # generic
+            r"token limit exceeded",  # generic
+        )
+    ),
+    re.I,
+)
+# Rate limits and throttling also talk about "tokens" and "too large" (Groq's
+# "Request too large for model … on tokens per minute (TPM)", Bedrock's "Too many
+# tokens, please wait"): waiting, not a shorter prompt, is their remedy.
+_NOT_OVERFLOW = re.compile(
+    r"rate[_ ]limit|tokens per min|\b[TR]PM\b|throttl|please wait|quota|try again in",
     re.I,
 )
 
 
 def is_context_overflow(message: str) -> bool:
-    """Whether a provider error text says the prompt did not fit the context window."""
-    return bool(_OVERFLOW.search(message))
+    """Whether a provider error text says the prompt did not fit the context window
+    (and is not a rate limit or throttle worded with tokens)."""
+    return bool(_OVERFLOW.search(message)) and not _NOT_OVERFLOW.search(message)
 
 
 def in_band_error(
@@ -132,8 +167,13 @@ def in_band_error(
         return PermissionDeniedError(text, status=status)
     if "not_found" in hint or status == 404:
         return NotFoundError(text, status=status)
-    if "invalid_request" in hint:
+    if "invalid_request" in hint or "request_too_large" in hint or status in (400, 413, 422):
         return InvalidRequestError(text, status=status)
-    if "api_error" in hint or "server_error" in hint or (status is not None and status >= 500):
+    if (
+        "api_error" in hint
+        or "server_error" in hint
+        or "timeout_error" in hint
+        or (status is not None and status >= 500)
+    ):
         return ServerError(text, status=status)
     return ProviderStreamError(text, status=status)

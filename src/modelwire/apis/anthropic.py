@@ -64,6 +64,7 @@ from ..types import (
 from ._common import decode_json, decoder_for, dumps, in_band_error, join_url, same_model
 
 __all__ = [
+    "ADAPTIVE_EFFORTS",
     "ANTHROPIC_VERSION",
     "API",
     "INTERLEAVED_THINKING_BETA",
@@ -83,22 +84,12 @@ ANTHROPIC_VERSION = "2023-06-01"
 #: interleaves by itself and needs no header.
 INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
 #: ``budget_tokens`` per reasoning level. The API's minimum budget is 1024.
-THINKING_BUDGETS: dict[str, int] = {
-    "minimal": 1024,
-    "low": 2048,
-    "medium": 8192,
-    "high": 16384,
-    "xhigh": 32000,
-}
+THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384,
+                                    "xhigh": 32000}  # fmt: skip
 #: ``output_config.effort`` per reasoning level for adaptive thinking. The 4.6
 #: models accept low/medium/high/max ("xhigh" came later), so xhigh → max.
-ADAPTIVE_EFFORTS: dict[str, str] = {
-    "minimal": "low",
-    "low": "low",
-    "medium": "medium",
-    "high": "high",
-    "xhigh": "max",
-}
+ADAPTIVE_EFFORTS: dict[str, str] = {"minimal": "low", "low": "low", "medium": "medium",
+                                    "high": "high", "xhigh": "max"}  # fmt: skip
 _MIN_BUDGET = 1024
 #: Room left for the answer when ``max_tokens`` must be capped below budget + answer.
 _MIN_ANSWER = 1024
@@ -179,7 +170,6 @@ def uses_adaptive_thinking(model: Model, compat: AnthropicCompat | None = None) 
 RESERVED = frozenset(
     {"model", "messages", "system", "stream", "max_tokens", "tools", "tool_choice"}
 )
-_EPHEMERAL = {"type": "ephemeral"}
 # Tool ids must match ^[a-zA-Z0-9_-]+$ (Messages API reference, tool_use.id).
 _VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 _INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
@@ -294,10 +284,18 @@ def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict
             add("user", [_tool_result(msg)])
         elif msg.stop_reason not in ("error", "aborted"):
             add("assistant", _assistant_blocks(model, msg))
+    for m in messages:
+        # "tool_result blocks must come first" in their user message (tool-use docs);
+        # a user text merged in before them moves after them (stable order).
+        blocks = m["content"]
+        if m["role"] == "user" and len(blocks) > 1:
+            results = [b for b in blocks if b["type"] == "tool_result"]
+            if results and blocks[: len(results)] != results:
+                m["content"] = results + [b for b in blocks if b["type"] != "tool_result"]
     if cache:
         for m in reversed(messages):
             if m["role"] == "user":
-                m["content"][-1] = {**m["content"][-1], "cache_control": _EPHEMERAL}
+                m["content"][-1] = {**m["content"][-1], "cache_control": {"type": "ephemeral"}}
                 break
     return messages
 
@@ -306,7 +304,8 @@ def _system(context: Context, cache: bool) -> str | list[dict[str, Any]] | None:
     if not context.system_prompt:
         return None
     if cache:
-        return [{"type": "text", "text": context.system_prompt, "cache_control": _EPHEMERAL}]
+        cache_control = {"type": "ephemeral"}
+        return [{"type": "text", "text": context.system_prompt, "cache_control": cache_control}]
     return context.system_prompt
 
 
@@ -379,8 +378,9 @@ def _thinking(
         budget = min(budget, max_tokens - _MIN_ANSWER)
     if budget < _MIN_BUDGET:
         raise ConfigurationError(
-            f"max_tokens {max_tokens} leaves no room for a thinking budget of at least "
-            f"{_MIN_BUDGET} tokens plus an answer; raise max_tokens or pass reasoning=None"
+            f"thinking budget {budget} is below the API minimum of {_MIN_BUDGET} tokens "
+            f"(max_tokens {max_tokens} must hold the budget and an answer); raise max_tokens, "
+            "fix compat thinking_budgets or pass reasoning=None"
         )
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
@@ -592,6 +592,17 @@ def _usage(u: _Usage) -> UsageUpdate:
     )
 
 
+def _finish(reason: str) -> Finish:
+    stop = _STOP.get(reason)
+    if stop is not None:
+        return Finish(stop, reason)
+    if reason == "refusal":  # DESIGN §2a: a refusal is a content_filter error
+        text = "the model declined to respond (stop_reason refusal)"
+        return Finish("error", reason, "content_filter", text)
+    text = f"the provider stopped with an unknown stop_reason {reason!r}"
+    return Finish("error", reason, "provider_stream", text)
+
+
 def _missing(path: str) -> MalformedChunkError:
     return MalformedChunkError(f"malformed chunk: {path} is missing")
 
@@ -772,27 +783,7 @@ class AnthropicDecoder:
         out: list[Delta] = []
         reason = ev.delta.stop_reason if ev.delta is not None else None
         if reason is not None:
-            stop = _STOP.get(reason)
-            if stop is not None:
-                out.append(Finish(stop, reason))
-            elif reason == "refusal":
-                out.append(
-                    Finish(
-                        "error",
-                        reason,
-                        "content_filter",
-                        "the model declined to respond (stop_reason refusal)",
-                    )
-                )
-            else:
-                out.append(
-                    Finish(
-                        "error",
-                        reason,
-                        "provider_stream",
-                        f"the provider stopped with an unknown stop_reason {reason!r}",
-                    )
-                )
+            out.append(_finish(reason))
         if ev.usage is not None:
             out.append(_usage(ev.usage))
         return out

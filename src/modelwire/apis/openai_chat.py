@@ -14,6 +14,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..deltas import (
+    BlockSignature,
     Delta,
     EndOfStream,
     Finish,
@@ -37,7 +38,15 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from ._common import decode_json, decoder_for, dumps, in_band_error, join_url, raw_or_json_arguments
+from ._common import (
+    decode_json,
+    decoder_for,
+    dumps,
+    in_band_error,
+    join_url,
+    raw_or_json_arguments,
+    same_model,
+)
 
 __all__ = ["API", "ChatCompat", "OpenAIChatAPI", "detect_compat"]
 
@@ -153,7 +162,24 @@ def _user_content(msg: UserMessage) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _assistant(msg: AssistantMessage, compat: ChatCompat) -> dict[str, Any] | None:
+# Reasoning fields a server accepts back on an assistant message, by the name it
+# streamed them under (the decoder records that name as the block's signature).
+_REPLAY_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+def _thinking_field(msg: AssistantMessage, model: Model | None) -> str:
+    """The field to replay thinking in: the one it arrived in when the message
+    comes from this very model (handoff rule), else ``reasoning_content``."""
+    if model is not None and same_model(model, msg):
+        for b in msg.content:
+            if isinstance(b, ThinkingContent) and b.signature in _REPLAY_FIELDS:
+                return b.signature
+    return "reasoning_content"
+
+
+def _assistant(
+    msg: AssistantMessage, compat: ChatCompat, model: Model | None = None
+) -> dict[str, Any] | None:
     text = "".join(b.text for b in msg.content if isinstance(b, TextContent))
     thinking = "".join(
         b.thinking for b in msg.content if isinstance(b, ThinkingContent) and not b.redacted
@@ -164,7 +190,7 @@ def _assistant(msg: AssistantMessage, compat: ChatCompat) -> dict[str, Any] | No
         text = f"<thinking>\n{thinking}\n</thinking>\n{text}" if text else thinking
     out["content"] = text if text else None
     if thinking and compat.thinking_replay == "reasoning_content":
-        out["reasoning_content"] = thinking
+        out[_thinking_field(msg, model)] = thinking
     if calls:
         out["tool_calls"] = [
             {
@@ -193,8 +219,13 @@ def _tool_result(msg: ToolResultMessage, compat: ChatCompat) -> dict[str, Any]:
     return out
 
 
-def encode_messages(context: Context, compat: ChatCompat) -> list[dict[str, Any]]:
-    """The ``messages`` array for ``context`` (pure; the context is not changed)."""
+def encode_messages(
+    context: Context, compat: ChatCompat, model: Model | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` array for ``context`` (pure; the context is not changed).
+
+    ``model`` is the target: thinking it produced itself goes back in the field
+    it came in."""
     messages: list[dict[str, Any]] = []
     if context.system_prompt:
         messages.append({"role": compat.system_role, "content": context.system_prompt})
@@ -204,7 +235,7 @@ def encode_messages(context: Context, compat: ChatCompat) -> list[dict[str, Any]
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
-            item = _assistant(msg, compat)
+            item = _assistant(msg, compat, model)
             if item is not None:
                 messages.append(item)
         else:
@@ -212,10 +243,33 @@ def encode_messages(context: Context, compat: ChatCompat) -> list[dict[str, Any]
     return messages
 
 
+def _check_tool_choice(tc: str | dict[str, Any] | None, context: Context) -> None:
+    """Refuse, before any request, a tool choice no response could satisfy."""
+    names = [t.name for t in context.tools or ()]
+    if tc == "required" and not names:
+        raise ConfigurationError('tool_choice="required" needs at least one tool in the context')
+    if isinstance(tc, dict) and tc["name"] not in names:
+        raise ConfigurationError(
+            f"tool_choice forces {tc['name']!r}, which is not among the context's tools "
+            f"({', '.join(map(repr, names)) or 'none declared'})"
+        )
+
+
 def _tool_choice(tc: str | dict[str, Any] | None) -> Any:
     if isinstance(tc, dict):
         return {"type": "function", "function": {"name": tc["name"]}}
     return tc
+
+
+def _check_key(key: str) -> None:
+    """A key read from a file often ends in a newline: the HTTP client would
+    refuse the header only once the request starts, quoting the key in its error.
+    Refuse it here, before any request, without quoting it (DESIGN §3 rule 6)."""
+    if key != key.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        raise ConfigurationError(
+            "api_key contains whitespace at an end or a control character (a trailing "
+            "newline from a file?); strip it before passing it"
+        )
 
 
 class OpenAIChatAPI:
@@ -226,9 +280,10 @@ class OpenAIChatAPI:
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         compat = detect_compat(model)
         check_extra_body(options.extra_body, RESERVED)
+        _check_tool_choice(options.tool_choice, context)
         body: dict[str, Any] = {
             "model": model.id,
-            "messages": encode_messages(context, compat),
+            "messages": encode_messages(context, compat, model),
             "stream": True,
         }
         if compat.stream_options:
@@ -272,15 +327,15 @@ class OpenAIChatAPI:
                 body["enable_thinking"] = True
             elif compat.reasoning_style == "zai":
                 body["thinking"] = {"type": "enabled"}
-        if options.session_id and (model.provider == "openai" or "api.openai.com" in model.url_root):
+        if options.session_id and (
+            model.provider == "openai" or "api.openai.com" in model.url_root
+        ):
             body["prompt_cache_key"] = options.session_id
         if options.extra_body:
             body.update(options.extra_body)
         return body
 
-    def build_request(
-        self, model: Model, context: Context, options: RequestOptions
-    ) -> HTTPRequest:
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         body = self.build_body(model, context, options)
         headers = {
             "Content-Type": "application/json",
@@ -290,6 +345,7 @@ class OpenAIChatAPI:
         headers.update(options.headers or {})
         secrets: tuple[str, ...] = ()
         if options.api_key:
+            _check_key(options.api_key)
             headers["Authorization"] = f"Bearer {options.api_key}"
             secrets = (options.api_key,)
         return HTTPRequest(
@@ -336,10 +392,16 @@ class _PromptDetails(msgspec.Struct, gc=False):
     cached_tokens: int | None = None
 
 
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: int | None = None
+
+
 class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
+    total_tokens: int | None = None
     prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
     prompt_cache_hit_tokens: int | None = None  # DeepSeek
 
 
@@ -373,7 +435,7 @@ class _XGroq(msgspec.Struct, gc=False):
 
 class _Chunk(msgspec.Struct, gc=False):
     id: str | None = None
-    choices: list[_Choice] = msgspec.field(default_factory=list)
+    choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _Error | str | None = None
     x_groq: _XGroq | None = None
@@ -390,11 +452,30 @@ _error_decoder = decoder_for(_ErrorPayload)
 _FINISH: dict[str, Literal["stop", "length", "tool_use"]] = {
     "stop": "stop",
     "length": "length",
+    "model_length": "length",  # Mistral: the model's context window was reached
     "tool_calls": "tool_use",
     "function_call": "tool_use",
     "eos": "stop",
     "end_turn": "stop",
     "stop_sequence": "stop",
+}
+
+# Finish reasons that mean the generation failed: treating them as "stop" would
+# pass a broken response off as a complete one. Mistral and OpenRouter send
+# ``error``; DeepSeek ``insufficient_system_resource`` ("the inference was
+# interrupted for lack of resources", api-docs.deepseek.com); vLLM ``abort``.
+_FAILED_FINISH: dict[str, tuple[str, str]] = {
+    "content_filter": (
+        "content_filter",
+        "the provider's content filter stopped the response (finish_reason content_filter)",
+    ),
+    "error": ("provider_stream", "the provider stopped the response with finish_reason 'error'"),
+    "abort": ("provider_stream", "the server aborted the response (finish_reason 'abort')"),
+    "insufficient_system_resource": (
+        "overloaded",
+        "the provider interrupted the response for lack of resources "
+        "(finish_reason 'insufficient_system_resource')",
+    ),
 }
 
 _TEXT = "text"
@@ -408,10 +489,17 @@ def _usage_delta(u: _Usage) -> UsageUpdate:
         cached = u.prompt_tokens_details.cached_tokens
     elif u.prompt_cache_hit_tokens:
         cached = u.prompt_cache_hit_tokens
-    # ``completion_tokens`` already includes reasoning tokens: count them once.
+    # OpenAI's ``completion_tokens`` includes ``reasoning_tokens``; xAI's does not
+    # (its ``total_tokens`` is prompt + completion + reasoning). ``total_tokens``
+    # tells the two apart, so reasoning is counted exactly once either way.
+    output = u.completion_tokens or 0
+    details = u.completion_tokens_details
+    reasoning = (details.reasoning_tokens or 0) if details is not None else 0
+    if reasoning and u.total_tokens is not None and u.total_tokens == prompt + output + reasoning:
+        output += reasoning
     return UsageUpdate(
         input=max(prompt - cached, 0),
-        output=u.completion_tokens or 0,
+        output=output,
         cache_read=cached,
         cache_write=0,
     )
@@ -432,7 +520,7 @@ def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
 class ChatDecoder:
     """Per-response decoder: SSE events → normalized deltas."""
 
-    __slots__ = ("_compat", "_done", "_finish", "_meta", "_saw_tool")
+    __slots__ = ("_compat", "_done", "_finish", "_meta", "_saw_tool", "_thinking_field")
 
     def __init__(self, compat: ChatCompat) -> None:
         self._compat = compat
@@ -440,12 +528,21 @@ class ChatDecoder:
         self._done = False
         self._meta = False
         self._saw_tool = False
+        self._thinking_field: str | None = None
 
     def decode(self, event: ServerSentEvent) -> list[Delta]:
         data = event.data
         if event.event == "error":
+            # Groq sends ``event: error`` with a JSON error object; a server that
+            # sends plain text there still reported an error, not a malformed chunk.
+            if not data.lstrip().startswith("{"):
+                raise in_band_error(data.strip()[:500] or "the server sent an error event")
             payload = decode_json(data, _error_decoder, "error event")
             _raise_error(payload.error, payload.message)
+        if event.event != "message" or not data or data.isspace():
+            # Chat streams use unnamed events only; other event types and empty
+            # keep-alive payloads carry nothing we use (DESIGN §3 rule 5).
+            return []
         if data == "[DONE]":
             self._done = True
             return self._terminal()
@@ -484,8 +581,14 @@ class ChatDecoder:
     def _delta(self, d: _Delta, out: list[Delta]) -> None:
         # Thinking: one source per chunk, never two (OpenRouter sends both
         # ``reasoning`` and ``reasoning_details`` with the same text).
-        thinking = d.reasoning_content or d.reasoning or d.reasoning_text
+        field = "reasoning_content"
+        thinking = d.reasoning_content
+        if not thinking:
+            field, thinking = "reasoning", d.reasoning
+        if not thinking:
+            field, thinking = "reasoning_text", d.reasoning_text
         if not thinking and d.reasoning_details:
+            field = "reasoning_details"
             thinking = "".join(
                 r.text for r in d.reasoning_details if r.type == "reasoning.text" and r.text
             )
@@ -495,6 +598,7 @@ class ChatDecoder:
             for part in content:
                 if part.type == "thinking":
                     if not thinking:
+                        field = "content"
                         t = part.thinking
                         if isinstance(t, str):
                             thinking = t
@@ -505,6 +609,11 @@ class ChatDecoder:
             content = "".join(text_parts)
         if thinking:
             out.append(ThinkingDelta(_THINKING, thinking))
+            if field != self._thinking_field:
+                # Remember which field the reasoning came in, so a replay to the
+                # same model can send it back in that field (see ``_assistant``).
+                self._thinking_field = field
+                out.append(BlockSignature(_THINKING, field))
         if content:
             out.append(TextDelta(_TEXT, content))
         if d.refusal:
@@ -525,16 +634,16 @@ class ChatDecoder:
                 )
 
     def _finish_delta(self, reason: str) -> Finish:
-        if reason == "content_filter":
-            return Finish(
-                "error",
-                reason,
-                "content_filter",
-                "the provider's content filter stopped the response (finish_reason content_filter)",
-            )
+        failed = _FAILED_FINISH.get(reason)
+        if failed is not None:
+            return Finish("error", reason, failed[0], failed[1])
+        # Unknown reasons are a normal end (forward compatible); the raw value is
+        # kept in ``provider_stop_reason``.
         return Finish(_FINISH.get(reason, "stop"), reason)
 
     def _terminal(self) -> list[Delta]:
+        # Called at ``[DONE]`` only: for servers known to omit ``finish_reason``
+        # (Snowflake Cortex), ``[DONE]`` is the one sign the answer is complete.
         out: list[Delta] = []
         if self._finish is None and self._compat.infer_finish_reason:
             out.append(Finish("tool_use" if self._saw_tool else "stop", None))
@@ -544,8 +653,10 @@ class ChatDecoder:
     def end(self) -> list[Delta]:
         # "One finish is formed at [DONE] or end of input" (DESIGN §3 rule 4): a body
         # that ends after finish_reason without [DONE] is complete; the assembler
-        # reports truncated_stream when no finish reason arrived at all.
-        return self._terminal()
+        # reports truncated_stream when no finish reason arrived at all. Nothing is
+        # inferred here: without finish_reason *and* [DONE] there is no sign at all
+        # that the response is whole.
+        return [EndOfStream()]
 
 
 API = OpenAIChatAPI()

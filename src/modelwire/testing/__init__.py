@@ -1,10 +1,50 @@
 """Test doubles shipped with modelwire (as httpx ships MockTransport).
 
-``MockServer`` is a real loopback HTTP server playing scripted replies.
+* :class:`MockServer` — a real loopback HTTP server that speaks the four wire
+  APIs: it renders scripted replies (text, tool calls, whole messages) in the
+  format of the API the request path names, or plays raw bytes, with faults
+  (split sizes, every byte, random splits, delays, cuts, stalls), and records
+  every request.
+* :class:`ScriptedModel` — the same scripts with no HTTP at all (the
+  ``scripted`` api).
+* :func:`render` — a script as the exact SSE body a provider would send.
+* :func:`text_api` / :func:`register_text_api` — the simplest custom provider
+  (an async generator of text) as a stream function for ``mw.register_api``.
+* :func:`load_script` — MockServer replies from a JSON script file (the format
+  of ``modelwire mock-server --script``).
+* pytest: ``pytest_plugins = ["modelwire.testing.pytest_plugin"]`` gives the
+  ``mock_server`` and ``scripted_model`` fixtures.
 """
 
 from __future__ import annotations
 
-from .server import MockServer, RecordedRequest, Reply, sse_body
+from .render import APIS, api_for_path, render, render_frames, tool_call
+from .script import load_script, parse_script
+from .scripted import (
+    ScriptedModel,
+    deltas_for,
+    events_from_deltas,
+    register_text_api,
+    text_api,
+)
+from .server import MockServer, RecordedRequest, Reply, error_reply, sse_body
 
-__all__ = ["MockServer", "RecordedRequest", "Reply", "sse_body"]
+__all__ = [
+    "APIS",
+    "MockServer",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedModel",
+    "api_for_path",
+    "deltas_for",
+    "error_reply",
+    "events_from_deltas",
+    "load_script",
+    "parse_script",
+    "register_text_api",
+    "render",
+    "render_frames",
+    "sse_body",
+    "text_api",
+    "tool_call",
+]

@@ -2,24 +2,45 @@
 
 Real sockets and chunked bodies, so the whole client path (httpx, SSE, the
 decoders, the assembler) runs as it does against a provider. Each request takes
-the next :class:`Reply`; every request is recorded for assertions.
+the next reply; every request is recorded for assertions.
+
+A reply is raw bytes, a :class:`Reply` (status, headers, body and faults), or a
+*script* — text, a ``ToolCall``, content blocks or an ``AssistantMessage`` —
+that the server renders in the wire format of the API the request path names
+(``/chat/completions``, ``/responses``, ``/messages``,
+``/models/{id}:streamGenerateContent``; see :mod:`modelwire.testing.render`).
+A callable ``(RecordedRequest) -> reply`` decides when the request arrives, so
+a reply can depend on what the client sent (e.g. a tool result).
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import socket
 import socketserver
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from http.server import BaseHTTPRequestHandler
-from typing import Any
+from typing import Any, TypeAlias
 
 import msgspec
 
-__all__ = ["MockServer", "RecordedRequest", "Reply"]
+from ..errors import ConfigurationError
+from ..types import Model, ModelCost
+from .render import API_ENDPOINTS, APIS, api_for_path, frame, render_frames
+
+__all__ = [
+    "MockServer",
+    "RecordedRequest",
+    "Reply",
+    "ReplyLike",
+    "Responder",
+    "error_reply",
+    "sse_body",
+]
 
 
 class Reply(msgspec.Struct, kw_only=True):
@@ -31,9 +52,16 @@ class Reply(msgspec.Struct, kw_only=True):
     after that many body bytes without finishing the chunked body;
     ``stall_after`` stops sending (keeping the connection open) after that
     many bytes, for idle timeouts, for ``stall_seconds``.
+
+    ``message`` instead of ``body``: a script (text, ``ToolCall``, blocks or an
+    ``AssistantMessage``) rendered for the API of the request path when the
+    request arrives, ``piece_chars`` characters per delta. Without an explicit
+    split it is sent one SSE event per chunk, as a provider flushes them.
     """
 
     body: bytes = b""
+    message: Any = None
+    piece_chars: int = 8
     status: int = 200
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     content_type: str = "text/event-stream"
@@ -69,13 +97,68 @@ class RecordedRequest(msgspec.Struct):
     """What the server received."""
 
     method: str
+    """``POST`` or ``GET``."""
     path: str
+    """The request target, query string included (``/v1/chat/completions``)."""
     headers: dict[str, str]
+    """Request headers, names lower-cased."""
     body: bytes
+    """The raw request body."""
 
     def json(self) -> Any:
         """The body parsed as JSON."""
         return json.loads(self.body)
+
+    @property
+    def api(self) -> str | None:
+        """The wire API the path belongs to (``None`` for an unknown path)."""
+        return api_for_path(self.path)
+
+    @property
+    def model(self) -> str | None:
+        """The model id the client asked for: the body's ``model`` field, or the
+        ``/models/{id}:`` path segment of a Gemini request."""
+        if self.api == "google-generative-ai":
+            tail = self.path.split("?", 1)[0].rsplit("/models/", 1)[-1]
+            return tail.split(":", 1)[0] or None
+        try:
+            body = self.json()
+        except ValueError:
+            return None
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) else None
+
+
+#: A callable deciding the reply when a request arrives.
+Responder: TypeAlias = Callable[[RecordedRequest], Any]
+#: What a MockServer accepts as one reply: ``Reply``, raw ``bytes``, a script
+#: (``str``, ``ToolCall``, content blocks, ``AssistantMessage``) or a ``Responder``.
+ReplyLike: TypeAlias = Any
+
+
+def error_reply(
+    status: int,
+    message: str,
+    *,
+    type: str = "mock_error",
+    headers: dict[str, str] | None = None,
+) -> Reply:
+    """A JSON error response as providers send them: ``{"error": {"message", "type"}}``."""
+    body = json.dumps({"error": {"message": message, "type": type}}).encode()
+    return Reply(
+        status=status, body=body, content_type="application/json", headers=dict(headers or {})
+    )
+
+
+def _coerce(item: Any) -> Reply | Responder:
+    if isinstance(item, Reply):
+        return item
+    if callable(item):
+        responder: Responder = item
+        return responder
+    if isinstance(item, bytes | bytearray):
+        return Reply(body=bytes(item))
+    return Reply(message=item)
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
@@ -111,7 +194,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
         )
-        reply = owner._next_reply(rec)
+        reply = owner._resolve(rec, owner._next_reply(rec))
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         for k, v in reply.headers.items():
@@ -162,30 +245,110 @@ class _Handler(BaseHTTPRequestHandler):
 class MockServer:
     """A loopback HTTP server playing ``replies`` in order (the last one repeats
     when ``repeat_last``). Use as a context manager; ``base_url`` ends in ``/v1``
-    (``/v1beta`` style paths work too: any path is accepted and recorded)."""
+    (``/v1beta`` style paths work too: any path is accepted and recorded), and
+    :meth:`model` builds a ``Model`` for any of the four APIs pointing here.
+
+    Each reply is a :class:`Reply`, raw ``bytes``, a script (``str``,
+    ``ToolCall``, content blocks, ``AssistantMessage``: rendered for the API
+    of the request path) or a callable ``(RecordedRequest) -> reply``. When
+    none is left the server answers 500 with a JSON error saying so.
+    """
 
     def __init__(
         self,
-        replies: Iterable[Reply | bytes] = (),
+        replies: Iterable[ReplyLike] = (),
         *,
         repeat_last: bool = False,
         version_segment: str = "/v1",
+        host: str = "127.0.0.1",
+        port: int = 0,
     ) -> None:
-        self._replies: list[Reply] = [r if isinstance(r, Reply) else Reply(body=r) for r in replies]
+        self._replies: list[Reply | Responder] = [_coerce(r) for r in replies]
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
         self.repeat_last = repeat_last
         self.version_segment = version_segment
+        self.host = host
+        self._port = port
         self._stall = threading.Event()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    def add(self, *replies: Reply | bytes) -> None:
+    def add(self, *replies: ReplyLike) -> None:
         """Queue more replies."""
         with self._lock:
-            self._replies.extend(r if isinstance(r, Reply) else Reply(body=r) for r in replies)
+            self._replies.extend(_coerce(r) for r in replies)
 
-    def _next_reply(self, rec: RecordedRequest) -> Reply:
+    @property
+    def pending(self) -> int:
+        """How many queued replies are still unplayed."""
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def last_request(self) -> RecordedRequest:
+        """The most recent request (``IndexError`` when none arrived yet)."""
+        with self._lock:
+            return self.requests[-1]
+
+    def _resolve(self, rec: RecordedRequest, item: Reply | Responder) -> Reply:
+        """Turn a queued item into the concrete ``Reply`` for this request."""
+        try:
+            if not isinstance(item, Reply):
+                item = _coerce(item(rec))
+                if not isinstance(item, Reply):
+                    raise ConfigurationError("a responder must return a reply, not a callable")
+            if item.message is None:
+                return item
+            api = rec.api
+            if api is None:
+                known = ", ".join(API_ENDPOINTS.values())
+                return error_reply(
+                    404,
+                    f"MockServer: no wire API has the path {rec.path!r}, so a scripted reply "
+                    f"cannot be rendered (known endpoints: {known})",
+                    type="not_found_error",
+                )
+            frames = frame(
+                api,
+                render_frames(
+                    item.message, api, model=rec.model or "mock-model",
+                    response_id=f"mock-{len(self.requests)}", piece_chars=item.piece_chars,
+                ),
+            )  # fmt: skip
+            body = b"".join(frames)
+            split = item.chunk_size is None and item.split_points is None and item.seed is None
+            points = tuple(itertools.accumulate(len(f) for f in frames)) if split else None
+            return msgspec.structs.replace(
+                item, body=body, message=None,
+                split_points=points if split else item.split_points,
+            )  # fmt: skip
+        except Exception as exc:  # a bad script must reach the test as an HTTP error
+            return error_reply(500, f"MockServer: the scripted reply failed: {exc}")
+
+    def model(
+        self,
+        api: str = "openai-chat",
+        id: str = "mock-model",
+        *,
+        provider: str = "mock",
+        cost: ModelCost | None = None,
+        **fields: Any,
+    ) -> Model:
+        """A :class:`~modelwire.types.Model` reaching this server through ``api``
+        (``/v1beta`` for Gemini, ``/v1`` otherwise). The provider ``mock`` has no
+        API-key variable, so no key is needed."""
+        if api not in APIS:
+            raise ConfigurationError(
+                f"unknown api {api!r}; the MockServer speaks {', '.join(APIS)}"
+            )
+        segment = "/v1beta" if api == "google-generative-ai" else "/v1"
+        return Model(
+            id=id, api=api, provider=provider, base_url=self.origin + segment,
+            cost=cost or ModelCost(), **fields,
+        )  # fmt: skip
+
+    def _next_reply(self, rec: RecordedRequest) -> Reply | Responder:
         with self._lock:
             self.requests.append(rec)
             if not self._replies:
@@ -205,17 +368,22 @@ class MockServer:
 
     @property
     def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        host = self.host if ":" not in self.host else f"[{self.host}]"
+        return f"http://{host}:{self.port}"
 
     @property
     def base_url(self) -> str:
         return self.origin + self.version_segment
 
     def start(self) -> MockServer:
-        server = _Server(("127.0.0.1", 0), _Handler)
+        server = _Server((self.host, self._port), _Handler)
         server.owner = self
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, daemon=True)
+        # A short poll interval: stop() waits for the serve loop to notice (at
+        # most one interval), and tests start and stop many servers.
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         self._thread.start()
         return self
 

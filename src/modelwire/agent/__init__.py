@@ -1,0 +1,47 @@
+"""The agent loop: a model, tools, and the safe path from proposed calls to actions.
+
+``Agent(model, tools)``; ``await agent.run(prompt)`` → :class:`AgentRun`;
+``agent.stream(prompt)`` → agent events (:mod:`modelwire.agent.events`). See
+:mod:`modelwire.agent._loop` for the execution rule and
+:mod:`modelwire.agent._execute` for the five judgements each call goes through.
+"""
+
+from __future__ import annotations
+
+from ._execute import AfterToolCall, BeforeToolCall
+from ._loop import DEFAULT_MAX_TURNS, Agent, AgentStream
+from ._run import AgentRun, AgentStopReason
+from .events import (
+    AgentEndEvent,
+    AgentEvent,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecutionEndEvent,
+    ToolExecutionStartEvent,
+    ToolExecutionUpdateEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+
+__all__ = [
+    "DEFAULT_MAX_TURNS",
+    "AfterToolCall",
+    "Agent",
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentRun",
+    "AgentStartEvent",
+    "AgentStopReason",
+    "AgentStream",
+    "BeforeToolCall",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "ToolExecutionEndEvent",
+    "ToolExecutionStartEvent",
+    "ToolExecutionUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+]

@@ -1,0 +1,281 @@
+"""One tool call: five separate judgements, each with its own error result.
+
+1. the tool exists (``unknown_tool``);
+2. the arguments are a JSON object valid against the tool's JSON Schema,
+   Draft 2020-12 (``invalid_arguments``, listing each failing path);
+3. ``before_tool_call`` allows it (``blocked``);
+4. the tool's own semantic checks pass (a :class:`ToolFailure` it raises, with
+   its own kind: ``not_found``, ``too_large``…);
+5. execution succeeds (``execution_failed``; ``timeout_unknown`` past the tool's
+   time limit; ``aborted`` when the run is aborted meanwhile).
+
+Before all five, a call id that was already answered in the conversation is not
+executed again (``duplicate_call``): each id executes at most once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import threading
+from collections.abc import Callable, Mapping
+from typing import Any, TypeAlias
+
+from ..assemble import parse_arguments
+from ..tools import Tool, ToolContext, ToolFailure, ToolOutput
+from ..types import Message, TextContent, ToolCall, ToolResultMessage
+
+__all__ = [
+    "AfterToolCall",
+    "BeforeToolCall",
+    "Prepared",
+    "execute",
+    "failure_result",
+    "prepare",
+]
+
+#: ``before_tool_call(call, args)``, sync or async: return ``None``/``True`` to
+#: allow the call; ``False`` or a reason (``str``) to block it; or return/raise a
+#: :class:`ToolFailure` to block it with that kind and text.
+BeforeToolCall: TypeAlias = Callable[[ToolCall, dict[str, Any]], Any]
+#: ``after_tool_call(call, result)``, sync or async: return a replacement
+#: :class:`ToolResultMessage`, or ``None`` to keep ``result``.
+AfterToolCall: TypeAlias = Callable[[ToolCall, ToolResultMessage], Any]
+
+_SNIPPET = 200
+
+
+def failure_result(call: ToolCall, failure: ToolFailure) -> ToolResultMessage:
+    """The error result the model sees for ``failure``."""
+    details: dict[str, Any] = {"failure": failure.kind}
+    details.update(failure.details)
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=(TextContent(text=failure.text),),
+        is_error=True,
+        details=details,
+    )
+
+
+def _snippet(raw: str) -> str:
+    return repr(raw if len(raw) <= _SNIPPET else raw[:_SNIPPET] + "…")
+
+
+class Prepared:
+    """A call that passed (or failed) judgements 1–3."""
+
+    __slots__ = ("args", "call", "failure", "tool")
+
+    def __init__(
+        self,
+        call: ToolCall,
+        tool: Tool | None = None,
+        args: dict[str, Any] | None = None,
+        failure: ToolFailure | None = None,
+    ) -> None:
+        self.call = call
+        self.tool = tool
+        self.args = args
+        self.failure = failure
+
+
+def _arguments(call: ToolCall) -> dict[str, Any] | ToolFailure:
+    # ``raw_arguments`` is what the model sent. A response can end done(tool_use)
+    # with arguments that are not a JSON object: the assembler then keeps the raw
+    # text and sets ``arguments={}`` (DESIGN §2a). Re-parsing the raw text is how
+    # that case is told apart from a real ``{}``; it also gives the tool a fresh
+    # dict that cannot alter the transcript.
+    raw = call.raw_arguments
+    if raw is None:
+        return copy.deepcopy(call.arguments)
+    args = parse_arguments(raw)
+    if args is None:
+        return ToolFailure(
+            "invalid_arguments",
+            f"the arguments of this {call.name} call are not a JSON object: {_snippet(raw)}",
+            hint="Send the arguments as one JSON object matching the tool's parameter "
+            "schema, then call the tool again.",
+        )
+    return args
+
+
+async def _maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+async def prepare(
+    call: ToolCall,
+    tools: Mapping[str, Tool],
+    answered: set[str],
+    before: BeforeToolCall | None,
+) -> Prepared:
+    """Judgements 1–3 (and the once-per-id rule); marks the id as answered."""
+    if call.id in answered:
+        return Prepared(
+            call,
+            failure=ToolFailure(
+                "duplicate_call",
+                f"tool call id {call.id!r} was already answered in this conversation; "
+                "it was not executed again",
+            ),
+        )
+    answered.add(call.id)
+    tool = tools.get(call.name)
+    if tool is None:
+        names = ", ".join(sorted(tools)) or "(none)"
+        return Prepared(
+            call,
+            failure=ToolFailure(
+                "unknown_tool",
+                f"there is no tool named {call.name!r}; the available tools are: {names}",
+            ),
+        )
+    args = _arguments(call)
+    if isinstance(args, ToolFailure):
+        return Prepared(call, tool, failure=args)
+    problems = tool.validate(args)
+    if problems:
+        listing = "\n".join(f"- {p}" for p in problems)
+        return Prepared(
+            call,
+            tool,
+            failure=ToolFailure(
+                "invalid_arguments",
+                f"the arguments of this {call.name} call do not match its parameter "
+                f"schema:\n{listing}",
+                details={"errors": problems},
+            ),
+        )
+    if before is not None:
+        try:
+            verdict = await _maybe_await(before(call, copy.deepcopy(args)))
+        except ToolFailure as failure:
+            verdict = failure
+        except Exception as exc:
+            # Fail closed: a hook that cannot decide does not allow.
+            verdict = f"before_tool_call failed ({type(exc).__name__}: {exc})"
+        if isinstance(verdict, ToolFailure):
+            return Prepared(call, tool, args, failure=verdict)
+        if verdict is False or isinstance(verdict, str):
+            reason = verdict if isinstance(verdict, str) and verdict else "no reason given"
+            return Prepared(
+                call,
+                tool,
+                args,
+                failure=ToolFailure(
+                    "blocked", f"the application did not allow this {call.name} call: {reason}"
+                ),
+            )
+    return Prepared(call, tool, args)
+
+
+async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+    fn: Any = tool.execute
+    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+    ):
+        return await fn(args, ctx)
+    # A sync tool runs in a worker thread so it cannot stall the event loop
+    # (and with it other tools and the model stream).
+    return await _maybe_await(await asyncio.to_thread(fn, args, ctx))
+
+
+def _crashed(call: ToolCall, exc: BaseException) -> ToolFailure:
+    return ToolFailure(
+        "execution_failed", f"the {call.name} tool failed: {type(exc).__name__}: {exc}"
+    )
+
+
+def _kind(result: ToolResultMessage, failure: ToolFailure | None) -> str | None:
+    if not result.is_error:
+        return None
+    if failure is not None:
+        return failure.kind
+    details = result.details
+    kind = details.get("failure") if isinstance(details, dict) else None
+    return kind if isinstance(kind, str) else "execution_failed"
+
+
+async def execute(
+    prep: Prepared,
+    messages: tuple[Message, ...],
+    on_update: Callable[[str | ToolOutput], None],
+    cancel: threading.Event,
+    is_aborted: Callable[[], bool],
+    after: AfterToolCall | None,
+) -> tuple[ToolResultMessage, str | None]:
+    """Judgements 4–5 for a call that passed 1–3: ``(result, failure kind or None)``."""
+    call, tool, args = prep.call, prep.tool, prep.args
+    assert tool is not None and args is not None and prep.failure is None
+    ctx = ToolContext(call, messages=messages, on_update=on_update, cancel=cancel)
+    failure: ToolFailure | None = None
+    output: Any = None
+    scope: asyncio.Timeout | None = None
+    try:
+        if tool.timeout is not None:
+            async with asyncio.timeout(tool.timeout) as scope:
+                output = await _invoke(tool, args, ctx)
+        else:
+            output = await _invoke(tool, args, ctx)
+    except ToolFailure as exc:
+        failure = exc
+    except TimeoutError as exc:
+        if scope is None or not scope.expired():  # the tool's own TimeoutError
+            failure = _crashed(call, exc)
+        else:
+            cancel.set()
+            failure = ToolFailure(
+                "timeout_unknown",
+                f"the {call.name} tool did not finish within {tool.timeout:g} s and was cancelled",
+            )
+    except asyncio.CancelledError:
+        cancel.set()
+        if not is_aborted():
+            raise
+        failure = ToolFailure(
+            "aborted", f"the run was aborted before this {call.name} call finished"
+        )
+    except Exception as exc:
+        failure = _crashed(call, exc)
+    if failure is None and not isinstance(output, str | ToolOutput):
+        failure = ToolFailure(
+            "execution_failed",
+            f"the {call.name} tool returned {type(output).__name__}, not a str or ToolOutput",
+        )
+    if failure is not None:
+        result = failure_result(call, failure)
+    else:
+        assert isinstance(output, str | ToolOutput)
+        content = output if isinstance(output, str) else output.content
+        result = ToolResultMessage(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            content=(TextContent(text=content),) if isinstance(content, str) else content,
+            is_error=False,
+            details=None if isinstance(output, str) else output.details,
+        )
+    if after is not None:
+        try:
+            replaced = await _maybe_await(after(call, result))
+        except Exception as exc:
+            # Fail closed: the hook may exist to redact; an unprocessed result is withheld.
+            failure = ToolFailure(
+                "execution_failed",
+                f"the result of this {call.name} call was withheld: after_tool_call failed "
+                f"({type(exc).__name__})",
+            )
+            return failure_result(call, failure), failure.kind
+        if replaced is not None:
+            if not isinstance(replaced, ToolResultMessage) or replaced.tool_call_id != call.id:
+                failure = ToolFailure(
+                    "execution_failed",
+                    f"the result of this {call.name} call was withheld: after_tool_call "
+                    "returned something other than a ToolResultMessage for this call",
+                )
+                return failure_result(call, failure), failure.kind
+            result = replaced
+    return result, _kind(result, failure)

@@ -1,0 +1,66 @@
+"""``AgentRun``: what one run of the agent produced."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal, TypeAlias
+
+import msgspec
+
+from ..types import AssistantMessage, Cost, ErrorInfo, Message, Usage
+
+__all__ = ["AgentRun", "AgentStopReason", "sum_usage"]
+
+#: Why a run ended: the model finished (``stop``); its response hit the output
+#: limit (``length``, nothing of it was executed); a response failed (``error``);
+#: the caller aborted (``aborted``); or ``max_turns`` responses were used up.
+AgentStopReason: TypeAlias = Literal["stop", "length", "error", "aborted", "max_turns"]
+
+
+class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
+    """The result of ``agent.run(prompt)`` (also carried by the ``agent_end`` event)."""
+
+    messages: tuple[Message, ...]
+    """The whole transcript after the run: earlier runs, then user, assistant and
+    tool-result messages of this one, in order."""
+    new_messages: tuple[Message, ...]
+    """Only the messages this run added."""
+    final: AssistantMessage
+    """The last assistant message (for a run aborted before any response, an empty
+    message with ``stop_reason="aborted"``, not added to the transcript)."""
+    stop_reason: AgentStopReason
+    """Why the run ended."""
+    turns: int
+    """Model responses requested in this run."""
+    usage: Usage
+    """Tokens and cost of this run's responses, summed."""
+
+    @property
+    def text(self) -> str:
+        """The final message's text."""
+        return self.final.text
+
+    @property
+    def error(self) -> ErrorInfo | None:
+        """Why the final response failed, when it did."""
+        return self.final.error
+
+
+def sum_usage(messages: Iterable[Message]) -> Usage:
+    """The sum of the usage of the assistant messages in ``messages``."""
+    i = o = cr = cw = 0
+    ci = co = ccr = ccw = 0.0
+    for m in messages:
+        if isinstance(m, AssistantMessage):
+            u = m.usage
+            i, o, cr, cw = i + u.input, o + u.output, cr + u.cache_read, cw + u.cache_write
+            c = u.cost
+            ci, co, ccr, ccw = ci + c.input, co + c.output, ccr + c.cache_read, ccw + c.cache_write
+    return Usage(
+        input=i,
+        output=o,
+        cache_read=cr,
+        cache_write=cw,
+        total_tokens=i + o + cr + cw,
+        cost=Cost(input=ci, output=co, cache_read=ccr, cache_write=ccw, total=ci + co + ccr + ccw),
+    )

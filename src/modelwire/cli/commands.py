@@ -1,0 +1,391 @@
+"""The CLI commands: each takes the parsed arguments and returns an exit code."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .common import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    CLIError,
+    fail,
+    is_loopback,
+    request_options,
+    resolve_model,
+)
+from .output import (
+    MUTED,
+    TOOL,
+    USER,
+    EventPrinter,
+    Screen,
+    format_usage,
+    json_line,
+    one_line,
+    to_plain,
+)
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..testing import RecordedRequest
+    from ..types import AssistantMessage, Context, Model, ToolCall
+
+__all__ = ["chat", "demo", "mock_server", "models", "replay", "run"]
+
+
+def _screen(args: argparse.Namespace) -> Screen:
+    return Screen(plain=True if (args.plain or args.json) else None)
+
+
+def _exit_for(message: AssistantMessage | None) -> int:
+    if message is None or message.stop_reason in ("error", "aborted"):
+        return EXIT_FAILED
+    return 0
+
+
+def _report_failure(message: AssistantMessage | None) -> None:
+    if message is not None and message.error is not None:
+        fail(message.error.kind, message.error.message)
+
+
+# --------------------------------------------------------------------------- demo
+
+
+def demo(args: argparse.Namespace) -> int:
+    from .demo import run_demo
+
+    return run_demo(args)
+
+
+# --------------------------------------------------------------------------- chat
+
+
+async def _stream_answer(
+    model: Model, ctx: Context, opts: dict[str, Any], printer: EventPrinter, as_json: bool
+) -> AssistantMessage:
+    from ..client import stream
+
+    printer.screen.spinner("waiting for the model…")
+    s = stream(model, ctx, **opts)
+    try:
+        async for ev in s:
+            if as_json:
+                json_line(to_plain(ev))
+            else:
+                printer.model_event(ev)
+    finally:
+        printer.screen.stop_spinner()
+    message = await s.result()
+    if as_json:
+        json_line(msgspec.to_builtins(message))
+        printer.message_done(message, show=False)
+    return message
+
+
+def chat(args: argparse.Namespace) -> int:
+    """``chat -m provider/model [prompt]``: one answer, or interactive without a prompt."""
+    from ..types import Context, UserMessage
+
+    model = resolve_model(args)
+    opts = request_options(args)
+    screen = _screen(args)
+    printer = EventPrinter(screen)
+    ctx = Context(system_prompt=args.system)
+    prompt = " ".join(args.prompt).strip()
+    if prompt:
+        ctx = ctx.with_messages(UserMessage(content=prompt))
+        message = asyncio.run(_stream_answer(model, ctx, opts, printer, args.json))
+        if not args.json:
+            screen.line(format_usage(printer.usage), MUTED)
+        _report_failure(message)
+        return _exit_for(message)
+    if not args.json:
+        screen.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
+                    MUTED)  # fmt: skip
+    last: AssistantMessage | None = None
+    while True:
+        try:
+            text = input("" if args.json else "you › ")
+        except EOFError:
+            break
+        text = text.strip()
+        if not text or text in ("/exit", "/quit"):
+            break
+        ctx = ctx.with_messages(UserMessage(content=text))
+        last = asyncio.run(_stream_answer(model, ctx, opts, printer, args.json))
+        ctx = ctx.with_messages(last)
+        if last.error is not None:
+            _report_failure(last)
+    if not args.json and printer.responses:
+        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+    return 0 if last is None else _exit_for(last)
+
+
+# --------------------------------------------------------------------------- run
+
+
+def run(args: argparse.Namespace) -> int:
+    """``run -m provider/model --root DIR TASK``: the agent with read-only tools."""
+    model = resolve_model(args)
+    root = Path(args.root)
+    if not is_loopback(model.base_url) and not args.allow_paid_api:
+        raise CLIError(
+            "paid_api_not_allowed",
+            f"run sends the contents of files under {str(root)!r} to {model.base_url}, "
+            "a remote API that may bill you; pass --allow-paid-api to allow it",
+        )
+    if not root.is_dir():
+        raise CLIError("configuration", f"--root {args.root!r} is not a directory")
+    screen = _screen(args)
+    task = " ".join(args.task)
+    from ..agent import Agent
+    from ..tools import read_only
+
+    agent = Agent(
+        model, tools=read_only(root=root), system_prompt=args.system, **request_options(args)
+    )
+    printer = EventPrinter(screen)
+    if not args.json:
+        screen.line(f"you › {task}", USER)
+    asyncio.run(run_agent(agent, task, printer, args.json))
+    if not args.json:
+        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+    _report_failure(printer.failed)
+    return _exit_for(printer.final)
+
+
+async def run_agent(agent: Any, task: str, printer: EventPrinter, as_json: bool) -> None:
+    """Stream an agent run, rendering or printing JSON lines."""
+    from ..types import AssistantMessage
+
+    try:
+        async for ev in agent.stream(task):
+            if as_json:
+                json_line(to_plain(ev))
+                msg = getattr(ev, "message", None)
+                if getattr(ev, "type", "") == "message_end" and isinstance(msg, AssistantMessage):
+                    printer.message_done(msg, show=False)
+            else:
+                printer.agent_event(ev)
+    finally:
+        printer.screen.stop_spinner()
+
+
+# --------------------------------------------------------------------------- replay
+
+
+def replay(args: argparse.Namespace) -> int:
+    """``replay --api API FILE``: decode a recorded body, print the events."""
+    from ..pipeline import replay as do_replay
+
+    try:
+        data = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CLIError("file", f"cannot read {args.file!r}: {exc.strerror}") from None
+    events = do_replay(args.api, data)
+    terminal = events[-1]
+    message: AssistantMessage = terminal.message  # type: ignore[union-attr]
+    if args.json:
+        for ev in events:
+            json_line(to_plain(ev))
+        json_line(msgspec.to_builtins(message))
+    else:
+        screen = _screen(args)
+        for ev in events:
+            screen.line(_event_line(ev), _event_style(ev.type))
+        _summary(screen, message)
+    _report_failure(message)
+    return _exit_for(message)
+
+
+def _event_line(ev: Any) -> str:
+    t: str = ev.type
+    head = f"{t:<16}"
+    if t in ("start",):
+        return t
+    idx = f"#{ev.content_index}" if hasattr(ev, "content_index") else ""
+    if t.endswith("_delta"):
+        return f"{head}{idx}  {ev.delta!r}"
+    if t in ("text_end", "thinking_end"):
+        c = ev.content
+        body = c.text if t == "text_end" else c.thinking
+        return f"{head}{idx}  {one_line(body, 80)!r}"
+    if t == "tool_call_start":
+        call: ToolCall = ev.partial.content[ev.content_index]
+        return f"{head}{idx}  {call.name} (id {call.id})"
+    if t == "tool_call_end":
+        call = ev.tool_call
+        return f"{head}{idx}  {call.name} {one_line(call.raw_arguments or '', 120)}"
+    if t == "done":
+        return f"{head}reason={ev.reason}"
+    if t == "error":
+        err = ev.message.error
+        kind = err.kind if err else ev.reason
+        return f"{head}reason={ev.reason} [{kind}] {one_line(err.message if err else '', 200)}"
+    return t
+
+
+def _event_style(t: str) -> str | None:
+    if t.startswith("thinking"):
+        return "dim italic"
+    if t.startswith("tool_call"):
+        return TOOL
+    if t == "error":
+        return "bold red"
+    if t == "done":
+        return "bold green"
+    return None
+
+
+def _summary(screen: Screen, message: AssistantMessage) -> None:
+    screen.line("── final message " + "─" * 40, MUTED)
+    reason: str = message.stop_reason or "?"
+    if message.provider_stop_reason:
+        reason += f" (provider: {message.provider_stop_reason})"
+    screen.line(f"stop_reason: {reason}")
+    if message.response_id:
+        screen.line(f"response_id: {message.response_id}")
+    from ..types import TextContent, ThinkingContent, ToolCall
+
+    for i, b in enumerate(message.content):
+        if isinstance(b, TextContent):
+            screen.line(f"[{i}] text: {one_line(b.text, 300)}")
+        elif isinstance(b, ThinkingContent):
+            kind = "redacted thinking" if b.redacted else "thinking"
+            screen.line(f"[{i}] {kind}: {one_line(b.thinking, 300)}", "dim italic")
+        elif isinstance(b, ToolCall):
+            args = one_line(b.raw_arguments or "", 300)
+            screen.line(f"[{i}] tool call {b.name} (id {b.id}): {args}", TOOL)
+    screen.line(format_usage(message.usage), MUTED)
+
+
+# --------------------------------------------------------------------------- mock-server
+
+
+def _last_user_text(rec: RecordedRequest) -> str:
+    """The last user message's text in a request of any of the four APIs."""
+    try:
+        body = rec.json()
+    except ValueError:
+        return ""
+    if not isinstance(body, dict):
+        return ""
+    items = body.get("messages") or body.get("input") or body.get("contents") or []
+    if isinstance(items, str):
+        return items
+    for item in reversed(items if isinstance(items, list) else []):
+        if not isinstance(item, dict) or item.get("role") not in ("user", None):
+            continue
+        content = item.get("content", item.get("parts"))
+        if isinstance(content, str):
+            return content
+        if isinstance(content, list):
+            texts = [p.get("text") for p in content if isinstance(p, dict)]
+            joined = "".join(t for t in texts if isinstance(t, str))
+            if joined:
+                return joined
+    return ""
+
+
+def mock_server(args: argparse.Namespace) -> int:
+    """``mock-server``: serve a script (or echo) until Ctrl-C / SIGTERM."""
+    from ..testing import MockServer, load_script
+    from ..testing.render import API_ENDPOINTS, APIS
+
+    screen = _screen(args)
+    lock = threading.Lock()
+    count = [0]
+
+    def log(rec: RecordedRequest) -> None:
+        with lock:
+            count[0] += 1
+            n = count[0]
+        if args.json:
+            json_line({"event": "request", "n": n, "method": rec.method, "path": rec.path,
+                       "api": rec.api, "model": rec.model})  # fmt: skip
+        else:
+            screen.line(f"#{n} {rec.method} {rec.path} ({rec.api or 'unknown api'}, "
+                        f"model {rec.model or '?'})", MUTED)  # fmt: skip
+
+    def logged(item: Any) -> Any:
+        def responder(rec: RecordedRequest) -> Any:
+            log(rec)
+            return item(rec) if callable(item) else item
+
+        return responder
+
+    if args.script:
+        replies: list[Any] = list(load_script(args.script))
+        source = f"{len(replies)} replies from {args.script}"
+        repeat = args.repeat_last
+    else:
+        replies = [lambda rec: f"echo: {_last_user_text(rec) or '(no user text)'}"]
+        source = "echo (no --script): each reply repeats the last user message"
+        repeat = True
+    server = MockServer([logged(r) for r in replies], repeat_last=repeat, host=args.host,
+                        port=args.port)  # fmt: skip
+    try:
+        server.start()
+    except OSError as exc:
+        raise CLIError("connect", f"cannot listen on {args.host}:{args.port}: {exc.strerror}",
+                       EXIT_CONFIG) from None  # fmt: skip
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        bases = {api: server.model(api).base_url for api in APIS}
+        if args.json:
+            json_line({"event": "listening", "host": args.host, "port": server.port,
+                       "origin": server.origin, "base_urls": bases, "replies": source})  # fmt: skip
+        else:
+            screen.line(f"modelwire mock-server listening on {server.origin}", "bold")
+            for api in APIS:
+                endpoint = API_ENDPOINTS[api].split("?", 1)[0]
+                screen.line(f"  {api:<22} base_url {bases[api]:<32} POST …{endpoint}")
+            screen.line(f"replies: {source}", MUTED)
+            screen.line("Ctrl-C to stop", MUTED)
+        try:
+            while not stop.wait(0.2):
+                pass
+        except KeyboardInterrupt:
+            pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        server.stop()
+    return 0
+
+
+# --------------------------------------------------------------------------- models
+
+
+def models(args: argparse.Namespace) -> int:
+    """``models [provider]``: the catalog as a table."""
+    from .. import catalog
+
+    entries = list(catalog.models(args.provider))
+    if not entries:
+        what = f"provider {args.provider!r}" if args.provider else "the catalog"
+        raise CLIError("not_found", f"no models for {what}", EXIT_FAILED)
+    if args.json:
+        for m in entries:
+            json_line(msgspec.to_builtins(m))
+        return 0
+    rows = [
+        [m.provider, m.id, m.api, f"{m.context_window:,}", f"{m.max_tokens:,}",
+         _price(m.cost.input), _price(m.cost.output), "yes" if m.reasoning else ""]
+        for m in entries
+    ]  # fmt: skip
+    _screen(args).table(
+        ["provider", "model", "api", "context", "max out", "$/M in", "$/M out", "reasoning"], rows
+    )
+    return 0
+
+
+def _price(value: float) -> str:
+    return f"{value:g}" if value else "-"

@@ -1,0 +1,188 @@
+"""``modelwire demo``: the embedded default — an agent reads README.md, offline.
+
+A :class:`~modelwire.testing.MockServer` on 127.0.0.1 plays the model. Its two
+replies are scripted, but decided when each request arrives:
+
+1. a short text and a ``read`` tool call with ``{"path": "README.md"}``;
+2. a final answer built from the tool result *inside the second request* —
+   the first line of the real file, its length and its section titles — so
+   the answer proves the file travelled: tool → agent → request body → server.
+
+Everything else is real: the agent, the read-only tools rooted at ``--root``,
+HTTP over a socket, SSE framing in the chosen wire API, the shared assembler,
+tool-call validation and execution. No key, no network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .common import EXIT_FAILED, CLIError
+from .output import MUTED, USER, EventPrinter, Screen, format_usage
+
+if TYPE_CHECKING:
+    import argparse
+
+    from ..testing import RecordedRequest, Reply
+
+__all__ = ["PROMPT", "answer_from_tool_result", "run_demo", "tool_result_text"]
+
+PROMPT = "读取 README.md"
+SYSTEM = "回答要简洁。"
+FIRST_REPLY = "好的，我先读取 README.md，看看里面写了什么。"
+# Illustrative prices ($ per million tokens) so the demo can show a cost line.
+DEMO_PRICES = (0.40, 1.60)
+
+_NUMBERED = re.compile(r"^\s*(\d+)\t(.*)$")
+_TOTAL = re.compile(r"lines \d+-\d+ of (\d+)")
+
+
+def tool_result_text(api: str | None, body: Any) -> str | None:
+    """The text of the last tool result in a request body of ``api``."""
+    if not isinstance(body, dict):
+        return None
+    found: list[str] = []
+
+    def text_of(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        if isinstance(value, list):
+            return "".join(text_of(v) for v in value)
+        if isinstance(value, dict):
+            for key in ("text", "output", "content", "result"):
+                if key in value:
+                    return text_of(value[key])
+        return ""
+
+    if api == "openai-chat":
+        found = [text_of(m.get("content")) for m in body.get("messages", [])
+                 if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
+    elif api == "openai-responses":
+        found = [text_of(i.get("output")) for i in body.get("input", [])
+                 if isinstance(i, dict) and i.get("type") == "function_call_output"]  # fmt: skip
+    elif api == "anthropic-messages":
+        for m in body.get("messages", []):
+            for part in m.get("content", []) if isinstance(m.get("content"), list) else []:
+                if isinstance(part, dict) and part.get("type") == "tool_result":
+                    found.append(text_of(part.get("content")))
+    elif api == "google-generative-ai":
+        for c in body.get("contents", []):
+            for part in c.get("parts", []) if isinstance(c, dict) else []:
+                if isinstance(part, dict) and "functionResponse" in part:
+                    found.append(text_of(part["functionResponse"].get("response")))
+    return found[-1] if found else None
+
+
+def answer_from_tool_result(result: str | None) -> str:
+    """The scripted final answer: what the ``read`` result says about the file."""
+    if result is None:
+        return "我在请求里没有找到 read 的结果，所以无法总结 README.md。"
+    lines = result.splitlines()
+    numbered = [m.group(2) for m in map(_NUMBERED.match, lines) if m]
+    if not numbered:
+        first = lines[0] if lines else ""
+        return f"没能读取 README.md：{first[:200]}"
+    first = next((ln for ln in numbered if ln.strip()), "")
+    total_m = _TOTAL.search(lines[0]) if lines else None
+    total = int(total_m.group(1)) if total_m else len(numbered)
+    headings: list[str] = []
+    fenced = False
+    for ln in numbered:
+        if ln.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and ln.startswith("#"):
+            title = ln.lstrip("#").strip()
+            if title and ln.startswith("## "):
+                headings.append(title)
+    parts = [f"README.md 的第一行是「{first.strip()}」，全文共 {total} 行。"]
+    if headings:
+        parts.append("主要章节：" + "、".join(headings[:8]) + "。")
+    parts.append(
+        "（这个回答由模拟服务器根据它收到的工具结果生成；"
+        "HTTP、SSE、组装、工具调用校验与执行都是真的。）"
+    )
+    return "".join(parts)
+
+
+def _estimate_tokens(text: str) -> int:
+    # A rough stand-in for a tokenizer: about 3 UTF-8 bytes per token.
+    return max(1, len(text.encode()) // 3)
+
+
+def _replies(delay: float) -> list[Any]:
+    from ..testing import Reply, tool_call
+    from ..types import AssistantMessage, TextContent, Usage
+
+    def message(rec: RecordedRequest, *blocks: Any) -> Reply:
+        out_text = "".join(
+            b.text if isinstance(b, TextContent) else (b.raw_arguments or "") for b in blocks
+        )
+        u_in = _estimate_tokens(rec.body.decode("utf-8", "replace"))
+        u_out = _estimate_tokens(out_text)
+        usage = Usage(input=u_in, output=u_out, total_tokens=u_in + u_out)
+        msg = AssistantMessage(content=blocks, api="", provider="", model="", usage=usage,
+                               stop_reason="stop")  # fmt: skip
+        return Reply(message=msg, piece_chars=4, delay=delay)
+
+    def turn1(rec: RecordedRequest) -> Reply:
+        return message(rec, TextContent(text=FIRST_REPLY),
+                       tool_call("read", {"path": "README.md"}))  # fmt: skip
+
+    def turn2(rec: RecordedRequest) -> Reply:
+        answer = answer_from_tool_result(tool_result_text(rec.api, rec.json()))
+        return message(rec, TextContent(text=answer))
+
+    return [turn1, turn2]
+
+
+def run_demo(args: argparse.Namespace) -> int:
+    """Run the demo; 0 when the agent finished with a final answer."""
+    from ..testing import MockServer
+    from ..types import ModelCost
+
+    root = Path(args.root)
+    if not root.is_dir():
+        raise CLIError("configuration", f"--root {args.root!r} is not a directory")
+    if args.delay < 0:
+        raise CLIError("usage", "--delay must be zero or positive")
+    from ..agent import Agent
+    from ..tools import read_only
+
+    tools = read_only(root=root)
+    screen = Screen(plain=True if (args.plain or args.json) else None)
+    printer = EventPrinter(screen, show_turns=True)
+    with MockServer(_replies(args.delay)) as server:
+        model = server.model(args.api, "demo-model",
+                             cost=ModelCost(input=DEMO_PRICES[0], output=DEMO_PRICES[1]))  # fmt: skip
+        agent = Agent(model, tools=tools, system_prompt=SYSTEM)
+        if not args.json:
+            screen.line("modelwire demo — no API key, no network", "bold")
+            screen.line(f"  model  {model.provider}/{model.id} at {model.base_url} ({model.api}); "
+                        "its replies are scripted, every byte is real HTTP + SSE", MUTED)  # fmt: skip
+            screen.line(f"  tools  {', '.join(t.name for t in tools)} (read-only, rooted at "
+                        f"{root.resolve()})", MUTED)  # fmt: skip
+            screen.line(f"you › {PROMPT}", USER)
+        from .commands import run_agent
+
+        asyncio.run(run_agent(agent, PROMPT, printer, args.json))
+        requests = list(server.requests)
+    if not args.json:
+        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+        paths = Counter(f"{r.method} {r.path}" for r in requests)
+        served = ", ".join(f"{p} ×{n}" for p, n in paths.items())
+        screen.line(f"served {len(requests)} requests on loopback: {served}", MUTED)
+        screen.line(
+            f"(prices are illustrative: ${DEMO_PRICES[0]}/M in, ${DEMO_PRICES[1]}/M out; "
+            "token counts are estimated by the mock server)",
+            MUTED,
+        )
+    final = printer.final
+    if final is None or final.stop_reason != "stop":
+        if final is not None and final.error is not None:
+            raise CLIError(final.error.kind, final.error.message, EXIT_FAILED)
+        raise CLIError("demo", "the agent did not finish with a final answer", EXIT_FAILED)
+    return 0

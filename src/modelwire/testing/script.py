@@ -1,0 +1,221 @@
+"""MockServer replies from JSON: the script format of ``modelwire mock-server --script``.
+
+A script is a JSON list; each item is one reply, played in order::
+
+    [
+      "Plain text: rendered as a streamed text reply.",
+      {"text": "Let me look.",
+       "tool_calls": [{"name": "read", "arguments": {"path": "README.md"}}]},
+      {"thinking": "The file starts with a title.", "text": "It is a README.",
+       "usage": {"input": 812, "output": 64}},
+      {"content": [{"type": "thinking", "thinking": "…"},
+                   {"type": "text", "text": "…"},
+                   {"type": "tool_call", "id": "call_7", "name": "read", "arguments": {}}],
+       "stop_reason": "length"},
+      {"status": 429, "error": "slow down", "headers": {"retry-after": "1"}},
+      {"body": "data: {\\"choices\\": []}\\n\\n"},
+      {"text": "slowly, byte by byte", "chunk_size": 1, "delay": 0.01}
+    ]
+
+Content keys (a scripted reply, rendered for the API of the request path):
+``text``, ``thinking``, ``tool_calls`` (streamed in the order thinking, text,
+calls; a call is ``{"name", "arguments", "id"?}``) or ``content`` (blocks in
+any order, ``type`` text/thinking/tool_call); ``stop_reason``
+(stop/length/tool_use; default tool_use with calls, else stop); ``usage``
+(``input``, ``output``, ``cache_read``, ``cache_write``); ``piece_chars``
+(characters per delta, default 8).
+
+Raw replies: ``body`` (a string sent verbatim, UTF-8) with ``content_type``;
+``status`` with ``error`` (and ``error_type``) sends a JSON error body
+``{"error": {"message", "type"}}``.
+
+Delivery and faults (any reply): ``status``, ``headers``, ``chunk_size``,
+``split_points``, ``seed``, ``delay``, ``cut_after``, ``stall_after``,
+``stall_seconds`` — the fields of :class:`~modelwire.testing.Reply`.
+
+Unknown keys are refused, and every mistake names its place, e.g.
+``script[1].tool_calls[0].name must be a string``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from ..errors import ConfigurationError
+from ..types import AssistantContent, AssistantMessage, TextContent, ThinkingContent, Usage
+from .render import tool_call
+from .server import Reply
+
+__all__ = ["load_script", "parse_script"]
+
+
+class _Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
+    pass
+
+
+class _Call(_Strict):
+    name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    id: str | None = None
+
+
+class _TextBlock(_Strict, tag_field="type", tag="text"):
+    text: str
+
+
+class _ThinkingBlock(_Strict, tag_field="type", tag="thinking"):
+    thinking: str
+    signature: str | None = None
+
+
+class _ToolBlock(_Strict, tag_field="type", tag="tool_call"):
+    name: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    id: str | None = None
+
+
+class _Usage(_Strict):
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+
+
+class _Item(_Strict):
+    # content
+    text: str | None = None
+    thinking: str | None = None
+    tool_calls: list[_Call] | None = None
+    content: list[_TextBlock | _ThinkingBlock | _ToolBlock] | None = None
+    stop_reason: Literal["stop", "length", "tool_use"] | None = None
+    usage: _Usage | None = None
+    piece_chars: int = 8
+    # raw
+    body: str | None = None
+    content_type: str | None = None
+    error: str | None = None
+    error_type: str = "mock_error"
+    # delivery and faults
+    status: int = 200
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+    chunk_size: int | None = None
+    split_points: list[int] | None = None
+    seed: int | None = None
+    delay: float = 0.0
+    cut_after: int | None = None
+    stall_after: int | None = None
+    stall_seconds: float = 30.0
+
+
+_decoder = msgspec.json.Decoder(list[str | _Item])
+
+
+def _where(exc: msgspec.ValidationError) -> str:
+    # msgspec says "... - at `$[1].tool_calls[0].name`": name it script[1]...
+    text = str(exc)
+    what, sep, path = text.rpartition(" - at `$")
+    if not sep:
+        return text
+    return f"script{path.rstrip('`')}: {what}"
+
+
+def parse_script(data: bytes | str) -> list[Reply]:
+    """Replies from a JSON script (see the module docstring for the format)."""
+    try:
+        items = _decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid script: {_where(exc)}") from None
+    except msgspec.DecodeError as exc:
+        raise ConfigurationError(f"invalid script: not JSON ({exc})") from None
+    return [_reply(i, item) for i, item in enumerate(items)]
+
+
+def load_script(path: str | Path) -> list[Reply]:
+    """Replies from a JSON script file."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read script {str(path)!r}: {exc.strerror}") from None
+    return parse_script(data)
+
+
+def _reply(i: int, item: str | _Item) -> Reply:
+    if isinstance(item, str):
+        return Reply(message=item)
+    where = f"script[{i}]"
+    scripted = any(
+        v is not None
+        for v in (
+            item.text,
+            item.thinking,
+            item.tool_calls,
+            item.content,
+            item.stop_reason,
+            item.usage,
+        )
+    )
+    raw = item.body is not None or item.error is not None
+    if item.content is not None and any(
+        v is not None for v in (item.text, item.thinking, item.tool_calls)
+    ):
+        raise ConfigurationError(f"{where}: give either content or text/thinking/tool_calls")
+    if scripted and raw:
+        raise ConfigurationError(f"{where}: a scripted reply cannot also have body or error")
+    if item.body is not None and item.error is not None:
+        raise ConfigurationError(f"{where}: give either body or error")
+    if item.piece_chars <= 0:
+        raise ConfigurationError(f"{where}.piece_chars must be a positive integer")
+    delivery: dict[str, Any] = {
+        "status": item.status,
+        "headers": dict(item.headers),
+        "chunk_size": item.chunk_size,
+        "split_points": tuple(item.split_points) if item.split_points is not None else None,
+        "seed": item.seed,
+        "delay": item.delay,
+        "cut_after": item.cut_after,
+        "stall_after": item.stall_after,
+        "stall_seconds": item.stall_seconds,
+    }
+    if item.chunk_size is not None and item.chunk_size <= 0:
+        raise ConfigurationError(f"{where}.chunk_size must be a positive integer")
+    if item.error is not None:
+        body = json.dumps({"error": {"message": item.error, "type": item.error_type}})
+        return Reply(body=body.encode(), content_type=item.content_type or "application/json",
+                     **delivery)  # fmt: skip
+    if item.body is not None:
+        return Reply(body=item.body.encode(), content_type=item.content_type or
+                     "text/event-stream", **delivery)  # fmt: skip
+    if not scripted:
+        raise ConfigurationError(
+            f"{where}: say what to reply: text, thinking, tool_calls, content, body or error"
+        )
+    blocks: list[AssistantContent] = []
+    if item.content is not None:
+        for b in item.content:
+            if isinstance(b, _TextBlock):
+                blocks.append(TextContent(text=b.text))
+            elif isinstance(b, _ThinkingBlock):
+                blocks.append(ThinkingContent(thinking=b.thinking, signature=b.signature))
+            else:
+                blocks.append(tool_call(b.name, b.arguments, id=b.id))
+    else:
+        if item.thinking is not None:
+            blocks.append(ThinkingContent(thinking=item.thinking))
+        if item.text is not None:
+            blocks.append(TextContent(text=item.text))
+        for c in item.tool_calls or ():
+            blocks.append(tool_call(c.name, c.arguments, id=c.id))
+    u = item.usage or _Usage()
+    usage = Usage(
+        input=u.input, output=u.output, cache_read=u.cache_read, cache_write=u.cache_write,
+        total_tokens=u.input + u.output + u.cache_read + u.cache_write,
+    )  # fmt: skip
+    message = AssistantMessage(
+        content=tuple(blocks), api="", provider="", model="", usage=usage,
+        stop_reason=item.stop_reason or "stop",
+    )  # fmt: skip
+    return Reply(message=message, piece_chars=item.piece_chars, **delivery)

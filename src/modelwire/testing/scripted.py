@@ -1,0 +1,313 @@
+"""Streams from scripted replies with no HTTP at all, and custom-API adapters.
+
+:class:`ScriptedModel` is the offline twin of :class:`MockServer`: its
+``model`` uses the ``scripted`` api (registered with ``mw.register_api`` on
+first use), and every call to ``mw.stream``/``mw.complete``/an agent takes the
+next scripted reply. The reply is turned into normalized deltas
+(:mod:`modelwire.deltas`) and run through the same shared
+:class:`~modelwire.assemble.Assembler` as a live stream, so events, partial
+snapshots, the tool-call rules and the completion policy by ``tool_choice``
+are exactly those of a real provider — only the wire format is skipped.
+
+:func:`text_api` adapts the simplest custom provider — an async generator of
+text pieces — into a stream function for ``mw.register_api``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any, TypeAlias
+
+from ..assemble import Assembler
+from ..deltas import (
+    BlockEnd,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..errors import ConfigurationError, ProviderStreamError, StreamError, error_class_for_kind
+from ..events import Event
+from ..options import RequestOptions
+from ..types import (
+    AssistantMessage,
+    Context,
+    ErrorInfo,
+    Model,
+    ModelCost,
+    TextContent,
+    ThinkingContent,
+)
+from .render import Script, arguments_text, normalize, split_text
+
+__all__ = [
+    "SCRIPTED_API",
+    "ScriptedModel",
+    "StreamFunction",
+    "TextGenerator",
+    "deltas_for",
+    "events_from_deltas",
+    "register_text_api",
+    "text_api",
+]
+
+#: The api name of every :class:`ScriptedModel`.
+SCRIPTED_API = "scripted"
+
+#: What ``mw.register_api`` accepts besides a wire API object.
+StreamFunction: TypeAlias = Callable[[Model, Context, RequestOptions], AsyncIterator[Event]]
+#: The simplest custom provider: ``(model, context) -> async iterator of text``.
+TextGenerator: TypeAlias = Callable[[Model, Context], AsyncIterator[str]]
+
+# Strong references: ``ScriptedModel([...]).model`` alone must keep working.
+_models: dict[str, ScriptedModel] = {}
+_serial = itertools.count(1)
+_registered = False
+_register_lock = threading.Lock()
+
+
+def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
+    """The normalized deltas a provider stream for ``script`` would decode to.
+
+    An ``AssistantMessage`` with ``stop_reason="error"`` ends with a ``Finish``
+    carrying its ``error.kind`` and ``error.message``, so the stream ends with
+    that typed error after the content (a scripted provider failure).
+    """
+    failure = None
+    if isinstance(script, AssistantMessage) and script.stop_reason == "error":
+        failure = script.error or ErrorInfo(
+            kind=ProviderStreamError.kind, message="the scripted reply failed"
+        )
+        script = AssistantMessage(
+            content=script.content, api=script.api, provider=script.provider,
+            model=script.model, usage=script.usage, stop_reason="stop",
+        )  # fmt: skip
+    reply = normalize(script)
+    out: list[Delta] = []
+    for i, block in enumerate(reply.content):
+        if isinstance(block, TextContent):
+            key: tuple[str, int] = ("text", i)
+            out.append(BlockStart(key, "text", signature=block.signature))
+            out += [TextDelta(key, p) for p in split_text(block.text, piece_chars)]
+        elif isinstance(block, ThinkingContent):
+            key = ("thinking", i)
+            out.append(
+                BlockStart(key, "thinking", signature=block.signature, redacted=block.redacted)
+            )
+            out += [ThinkingDelta(key, p) for p in split_text(block.thinking, piece_chars)]
+        else:
+            key = ("tool", i)
+            text = arguments_text(block)
+            out.append(ToolCallDelta(key, block.id, block.name, ""))
+            out += [ToolCallDelta(key, None, None, p) for p in split_text(text, piece_chars)]
+            if reply.stop_reason == "length":
+                # Left open: the assembler closes it at the end without trusting
+                # its arguments, as for a provider cut off mid-call (rule 3).
+                continue
+        out.append(BlockEnd(key))
+    u = reply.usage
+    out.append(UsageUpdate(u.input, u.output, u.cache_read, u.cache_write))
+    if failure is not None:
+        out.append(Finish("error", "error", failure.kind, failure.message))
+    else:
+        out.append(Finish(reply.stop_reason, reply.stop_reason))
+    out.append(EndOfStream())
+    return out
+
+
+def events_from_deltas(
+    deltas: Iterable[Delta],
+    model: Model,
+    context: Context | None = None,
+    options: RequestOptions | None = None,
+) -> list[Event]:
+    """Run ``deltas`` through a fresh shared assembler: ``start`` … one terminal event.
+
+    ``context`` and ``options`` enable the completion policy (declared tools,
+    ``tool_choice``) exactly as for a live stream. A protocol violation ends
+    the list with an ``error`` event, never an exception.
+    """
+    asm = Assembler(
+        api=model.api,
+        provider=model.provider,
+        model=model.id,
+        tool_choice=options.tool_choice if options is not None else None,
+        tools_declared=bool(context.tools) if context is not None else None,
+        prices=model.cost,
+    )
+    out: list[Event] = []
+    asm.start(out)
+    try:
+        asm.feed(deltas, out)
+        if not asm.done:
+            asm.feed([EndOfStream()], out)
+    except StreamError as exc:
+        asm.fail(exc, out)
+    return out
+
+
+class ScriptedModel:
+    """A model that answers from a script, offline.
+
+    ``replies`` are scripts (``str``, ``ToolCall``, content blocks, an
+    ``AssistantMessage``) or callables ``(context) -> script`` deciding when
+    the call arrives; each call takes the next one (the last repeats when
+    ``repeat_last``). When none is left the stream ends with an error.
+    ``contexts`` records every context received, for assertions. ``delay``
+    seconds pass between events, to watch a stream render.
+
+    Custom stream functions are async, so use ``mw.stream``/``mw.complete``
+    (not the ``_sync`` twins)::
+
+        sm = ScriptedModel(["Hello!"])
+        message = await mw.complete(sm.model, mw.Context(messages=[...]))
+    """
+
+    def __init__(
+        self,
+        replies: Iterable[Script | Callable[[Context], Script]] = (),
+        *,
+        id: str = "scripted-model",
+        provider: str = "scripted",
+        cost: ModelCost | None = None,
+        repeat_last: bool = False,
+        piece_chars: int = 8,
+        delay: float = 0.0,
+    ) -> None:
+        _ensure_registered()
+        self._replies: list[Any] = list(replies)
+        self._lock = threading.Lock()
+        self.repeat_last = repeat_last
+        self.piece_chars = piece_chars
+        self.delay = delay
+        self.contexts: list[Context] = []
+        token = f"m{next(_serial)}"
+        # The base URL identifies this instance to the registered stream function.
+        self.model = Model(
+            id=id,
+            api=SCRIPTED_API,
+            provider=provider,
+            base_url=f"http://scripted.invalid/{token}",
+            cost=cost or ModelCost(),
+        )
+        _models[self.model.base_url] = self
+
+    def add(self, *replies: Script | Callable[[Context], Script]) -> None:
+        """Queue more replies."""
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def pending(self) -> int:
+        """How many queued replies are still unplayed."""
+        with self._lock:
+            return len(self._replies)
+
+    def _next(self, context: Context) -> Script | None:
+        with self._lock:
+            self.contexts.append(context)
+            if not self._replies:
+                return None
+            item = self._replies[0] if self.repeat_last and len(self._replies) == 1 else (
+                self._replies.pop(0)
+            )  # fmt: skip
+        return item(context) if callable(item) else item  # type: ignore[no-any-return]
+
+    def events(self, context: Context, options: RequestOptions | None = None) -> list[Event]:
+        """The events of the next reply for ``context`` (consumes it)."""
+        script = self._next(context)
+        if script is None:
+            deltas: list[Delta] = [
+                Finish("error", None, ProviderStreamError.kind,
+                       "ScriptedModel has no reply left for this call"),
+                EndOfStream(),
+            ]  # fmt: skip
+        else:
+            try:
+                deltas = deltas_for(script, piece_chars=self.piece_chars)
+            except ConfigurationError as exc:
+                deltas = [Finish("error", None, "provider_stream", f"bad script: {exc}"),
+                          EndOfStream()]  # fmt: skip
+        return events_from_deltas(deltas, self.model, context, options)
+
+
+async def _scripted_stream(
+    model: Model, context: Context, options: RequestOptions
+) -> AsyncIterator[Event]:
+    sm = _models.get(model.base_url)
+    if sm is None:
+        raise ConfigurationError(
+            f"no ScriptedModel behind {model.base_url!r}: use ScriptedModel(...).model"
+        )
+    for event in sm.events(context, options):
+        if sm.delay:
+            await asyncio.sleep(sm.delay)
+        yield event
+
+
+def _ensure_registered() -> None:
+    global _registered
+    with _register_lock:
+        if not _registered:
+            from ..client import register_api
+
+            register_api(SCRIPTED_API, _scripted_stream)
+            _registered = True
+
+
+def text_api(fn: TextGenerator) -> StreamFunction:
+    """Adapt ``fn(model, context) -> async iterator of str`` into a stream function.
+
+    Each piece becomes a text delta; the end of the generator finishes the
+    response with ``stop``. A ``StreamError`` the generator raises ends the
+    stream with that error; any other exception with ``provider_stream``
+    (content received so far is kept). Register it with
+    ``mw.register_api(name, text_api(fn))`` or :func:`register_text_api`.
+    """
+
+    async def stream_fn(
+        model: Model, context: Context, options: RequestOptions
+    ) -> AsyncIterator[Event]:
+        asm = Assembler(api=model.api, provider=model.provider, model=model.id,
+                        prices=model.cost)  # fmt: skip
+        out: list[Event] = []
+        asm.start(out)
+        for e in out:
+            yield e
+        try:
+            async for piece in fn(model, context):
+                if not isinstance(piece, str):
+                    raise ProviderStreamError(
+                        f"the text generator yielded {type(piece).__name__}, not str"
+                    )
+                out = []
+                asm.feed([TextDelta("text", piece)], out)
+                for e in out:
+                    yield e
+            out = []
+            asm.feed([BlockEnd("text"), Finish("stop", None), EndOfStream()], out)
+        except StreamError as exc:
+            out = []
+            asm.fail(exc, out)
+        except Exception as exc:
+            out = []
+            asm.fail(error_class_for_kind("provider_stream")(f"the provider failed: {exc!r}"), out)
+        for e in out:
+            yield e
+
+    return stream_fn
+
+
+def register_text_api(name: str, fn: TextGenerator) -> None:
+    """``mw.register_api(name, text_api(fn))``: then ``Model(api=name, ...)`` streams
+    whatever ``fn`` yields."""
+    from ..client import register_api
+
+    register_api(name, text_api(fn))

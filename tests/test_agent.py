@@ -1,0 +1,860 @@
+"""The agent loop over a real loopback server (``MockServer``) with scripted replies.
+
+Replies are built here as the providers send them: OpenAI Chat Completions chunks
+(``sse_body``) and Anthropic Messages frames rendered by hand (``event:`` +
+``data:``). Expectations come from what the test scripted and from the files it
+wrote — the ids it chose, the bytes of README.md, ``mw.replay`` of the same
+reply for the model events — never from the agent's own output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import modelwire as mw
+from modelwire.agent import AgentRun, ToolExecutionEndEvent
+from modelwire.testing import MockServer, Reply, sse_body
+from modelwire.tools import ToolContext, ToolFailure, ToolOutput
+
+pytestmark = pytest.mark.anyio
+
+SECRET = "TOP-SECRET-c0ffee"
+README = "# modelwire\n读取 README.md 的第二行\nthird line\n"
+APIS = ["openai-chat", "anthropic-messages"]
+
+Call = tuple[str, str, str]  # (id, name, raw arguments text)
+
+
+# --------------------------------------------------------------------------- replies
+
+
+def _chunk(delta: dict[str, Any] | None = None, finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "choices": [{"index": 0, "delta": delta or {}, "finish_reason": finish}],
+    }
+
+
+def chat_calls(*calls: Call, finish: str | None = "tool_calls", done: bool = True) -> bytes:
+    """OpenAI Chat: each call's id and name first, then its arguments in two fragments."""
+    payloads: list[dict[str, Any]] = [_chunk({"role": "assistant", "content": None})]
+    for i, (cid, name, args) in enumerate(calls):
+        head = {
+            "index": i,
+            "id": cid,
+            "type": "function",
+            "function": {"name": name, "arguments": ""},
+        }
+        payloads.append(_chunk({"tool_calls": [head]}))
+        half = len(args) // 2
+        for part in (args[:half], args[half:]):
+            payloads.append(_chunk({"tool_calls": [{"index": i, "function": {"arguments": part}}]}))
+    if finish is not None:
+        payloads.append(_chunk(finish=finish))
+    return sse_body(payloads, done=done)
+
+
+def chat_text(text: str, *, usage: tuple[int, int] | None = None) -> bytes:
+    payloads = [_chunk({"role": "assistant", "content": text}), _chunk(finish="stop")]
+    if usage is not None:
+        payloads.append(
+            {
+                "id": "chatcmpl-1",
+                "choices": [],
+                "usage": {"prompt_tokens": usage[0], "completion_tokens": usage[1]},
+            }
+        )
+    return sse_body(payloads)
+
+
+def _anthropic(blocks: list[list[dict[str, Any]]], stop: str) -> bytes:
+    payloads: list[dict[str, Any]] = [
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": [],
+                "stop_reason": None,
+                "usage": {"input_tokens": 12, "output_tokens": 1},
+            },
+        },
+    ]
+    for i, frames in enumerate(blocks):
+        for frame in frames:
+            payloads.append({**frame, "index": i})
+        payloads.append({"type": "content_block_stop", "index": i})
+    payloads.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": 30},
+        }
+    )
+    payloads.append({"type": "message_stop"})
+    return sse_body(payloads, done=False, event_names=True)
+
+
+def anthropic_calls(*calls: Call) -> bytes:
+    blocks = []
+    for cid, name, args in calls:
+        half = len(args) // 2
+        blocks.append(
+            [
+                {
+                    "type": "content_block_start",
+                    "content_block": {"type": "tool_use", "id": cid, "name": name, "input": {}},
+                },
+                *(
+                    {
+                        "type": "content_block_delta",
+                        "delta": {"type": "input_json_delta", "partial_json": part},
+                    }
+                    for part in (args[:half], args[half:])
+                ),
+            ]
+        )
+    return _anthropic(blocks, "tool_use")
+
+
+def anthropic_text(text: str) -> bytes:
+    return _anthropic(
+        [
+            [
+                {"type": "content_block_start", "content_block": {"type": "text", "text": ""}},
+                {"type": "content_block_delta", "delta": {"type": "text_delta", "text": text}},
+            ]
+        ],
+        "end_turn",
+    )
+
+
+def calls_reply(api: str, *calls: Call) -> bytes:
+    return chat_calls(*calls) if api == "openai-chat" else anthropic_calls(*calls)
+
+
+def text_reply(api: str, text: str) -> bytes:
+    return chat_text(text) if api == "openai-chat" else anthropic_text(text)
+
+
+def call_id(api: str, n: int) -> str:
+    return f"call_{n}" if api == "openai-chat" else f"toolu_0{n}"
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def model_for(srv: MockServer, api: str = "openai-chat") -> mw.Model:
+    mid = "gpt-test" if api == "openai-chat" else "claude-test"
+    return mw.Model(id=mid, api=api, provider="local", base_url=srv.base_url)
+
+
+def tool_results_sent(req: Any, api: str) -> list[tuple[str, str]]:
+    """(tool call id, text) of every tool result in a recorded request body."""
+    body = req.json()
+    out = []
+    for m in body["messages"]:
+        if api == "openai-chat" and m["role"] == "tool":
+            out.append((m["tool_call_id"], m["content"]))
+        elif api == "anthropic-messages" and m["role"] == "user" and isinstance(m["content"], list):
+            for b in m["content"]:
+                if b["type"] == "tool_result":
+                    text = "".join(c["text"] for c in b.get("content", []))
+                    out.append((b["tool_use_id"], text))
+    return out
+
+
+def tools_declared(req: Any, api: str) -> list[str]:
+    tools = req.json()["tools"]
+    return [t["function"]["name"] if api == "openai-chat" else t["name"] for t in tools]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    r = tmp_path / "root"
+    r.mkdir()
+    (r / "README.md").write_text(README, encoding="utf-8")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET + "\n")
+    (r / "link-out").symlink_to(outside / "secret.txt")
+    (r / "dir-out").symlink_to(outside, target_is_directory=True)
+    return r
+
+
+class Spy:
+    """A ``read``-shaped tool that records every execution."""
+
+    def __init__(self, name: str = "read") -> None:
+        self.seen: list[tuple[str, dict[str, Any]]] = []
+        self.tool = mw.Tool(
+            name,
+            "Read a file.",
+            {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+            self.execute,
+        )
+
+    def execute(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        self.seen.append((ctx.tool_call_id, args))
+        return f"contents of {args['path']}"
+
+
+async def collect(agent: mw.Agent, prompt: Any) -> tuple[list[Any], AgentRun]:
+    events = [ev async for ev in agent.stream(prompt)]
+    assert events[-1].type == "agent_end"
+    return events, events[-1].run
+
+
+def ends(events: list[Any]) -> list[ToolExecutionEndEvent]:
+    return [e for e in events if isinstance(e, ToolExecutionEndEvent)]
+
+
+# --------------------------------------------------------------------------- round trip
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_read_readme_round_trip(api: str, root: Path) -> None:
+    cid = call_id(api, 1)
+    args = json.dumps({"path": "README.md"})
+    answer = "README 的标题是 modelwire。"
+    replies = [
+        Reply(body=calls_reply(api, (cid, "read", args)), chunk_size=5),
+        Reply(body=text_reply(api, answer)),
+    ]
+    with MockServer(replies) as srv:
+        agent = mw.Agent(model_for(srv, api), tools=mw.tools.read_only(root))
+        run = await agent.run("读取 README.md")
+    assert run.stop_reason == "stop" and run.turns == 2
+    assert run.final.text == answer and run.text == answer
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool_result", "assistant"]
+    assert run.messages == run.new_messages == agent.messages
+    assert len(srv.requests) == 2
+    assert sorted(tools_declared(srv.requests[0], api)) == ["grep", "ls", "read"]
+    # The tool result goes back with the id the model chose, holding the file's lines.
+    ((sent_id, text),) = tool_results_sent(srv.requests[1], api)
+    assert sent_id == cid
+    for n, line in enumerate(README.splitlines(), 1):
+        assert f"{n:>6}\t{line}" in text
+    result = run.messages[2]
+    assert isinstance(result, mw.ToolResultMessage)
+    assert result.tool_call_id == cid and not result.is_error and result.text == text
+    assert result.details["path"] == "README.md"
+    # The assistant's call is replayed with the arguments the model sent.
+    body = srv.requests[1].json()
+    if api == "openai-chat":
+        replayed = body["messages"][1]["tool_calls"][0]
+        assert replayed["id"] == cid and replayed["function"]["arguments"] == args
+    else:
+        (replayed,) = [b for b in body["messages"][1]["content"] if b["type"] == "tool_use"]
+        assert replayed["id"] == cid and replayed["input"] == json.loads(args)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_events_in_order(api: str, root: Path) -> None:
+    first = calls_reply(api, (call_id(api, 1), "read", '{"path": "README.md"}'))
+    second = text_reply(api, "done")
+    with MockServer([first, second]) as srv:
+        agent = mw.Agent(model_for(srv, api), tools=mw.tools.read_only(root))
+        events, run = await collect(agent, "读取 README.md")
+    # The model events each response produces, replayed offline from the same bytes.
+    model1 = [e.type for e in mw.replay(api, first)]
+    model2 = [e.type for e in mw.replay(api, second)]
+    assert model1[0] == "start" and model1[-1] == "done"
+
+    def response(types: list[str]) -> list[str]:
+        return ["message_start", *["message_update"] * (len(types) - 2), "message_end"]
+
+    expected = [
+        "agent_start",
+        "message_start",
+        "message_end",
+        "turn_start",
+        *response(model1),
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",
+        "turn_start",
+        *response(model2),
+        "turn_end",
+        "agent_end",
+    ]
+    assert [e.type for e in events] == expected
+    wrapped = [e.event.type for e in events if getattr(e, "event", None) is not None]
+    assert wrapped == model1 + model2
+    turn_ends = [e for e in events if e.type == "turn_end"]
+    assert [e.turn for e in turn_ends] == [1, 2]
+    assert turn_ends[0].tool_results == (run.messages[2],)
+    assert events[-1].run is run
+    assert all(isinstance(e.to_dict(), dict) for e in events)
+
+
+# --------------------------------------------------------------------------- nothing executed
+
+
+async def test_no_execution_on_length(root: Path) -> None:
+    spy = Spy()
+    cut = chat_calls(("call_1", "read", '{"path": "README.md"}'), finish="length")
+    with MockServer([cut, chat_text("never requested")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool])
+        events, run = await collect(agent, "go")
+    assert spy.seen == []
+    assert run.stop_reason == "length" and run.final.stop_reason == "length"
+    assert len(srv.requests) == 1
+    assert not any(e.type.startswith("tool_execution") for e in events)
+    # The call is answered (the transcript stays valid to continue), saying why.
+    result = run.messages[-1]
+    assert isinstance(result, mw.ToolResultMessage) and result.is_error
+    assert result.tool_call_id == "call_1"
+    assert result.text.startswith("Error [output_limit]") and "nothing was executed" in result.text
+
+
+async def test_no_execution_on_an_in_band_error(root: Path) -> None:
+    spy = Spy()
+    body = chat_calls(("call_1", "read", '{"path": "README.md"}'), finish=None, done=False)
+    body += sse_body(
+        [{"error": {"message": "upstream overloaded", "type": "server_error"}}], done=False
+    )
+    with MockServer([body]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool])
+        events, run = await collect(agent, "go")
+    assert spy.seen == [] and len(srv.requests) == 1
+    assert run.stop_reason == "error"
+    assert run.error is not None and run.error.kind == "server"
+    assert not any(e.type.startswith("tool_execution") for e in events)
+    assert [m.role for m in run.messages] == ["user", "assistant"]
+
+
+@pytest.mark.parametrize(
+    ("reply", "kind"),
+    [
+        # Complete call fragments, but neither finish_reason nor [DONE].
+        (
+            Reply(
+                body=chat_calls(
+                    ("call_1", "read", '{"path": "README.md"}'), finish=None, done=False
+                )
+            ),
+            "truncated_stream",
+        ),
+        # The connection closes mid-body, right after the arguments are complete.
+        (
+            Reply(
+                body=chat_calls(("call_1", "read", '{"path": "README.md"}')),
+                cut_after=len(
+                    chat_calls(("call_1", "read", '{"path": "README.md"}'), finish=None, done=False)
+                ),
+            ),
+            "stream_interrupted",
+        ),
+        (
+            Reply(
+                status=500, content_type="application/json", body=b'{"error": {"message": "boom"}}'
+            ),
+            "server",
+        ),
+    ],
+)
+async def test_no_execution_on_a_broken_stream(reply: Reply, kind: str) -> None:
+    spy = Spy()
+    with MockServer([reply]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool], max_retries=0)
+        events, run = await collect(agent, "go")
+    assert spy.seen == []
+    assert run.stop_reason == "error" and run.error is not None and run.error.kind == kind
+    assert not any(e.type.startswith("tool_execution") for e in events)
+
+
+# --------------------------------------------------------------------------- judgements
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_invalid_arguments_and_unknown_tools_get_errors_and_the_run_continues(
+    api: str,
+) -> None:
+    spy = Spy()
+    ids = [call_id(api, n) for n in range(1, 6)]
+    calls = [
+        (ids[0], "read", '{"path": 5}'),  # schema: path must be a string
+        (ids[1], "read", "{}"),  # schema: path is required
+        (ids[2], "write", '{"path": "x"}'),  # no such tool
+        (ids[3], "read", '{"path": "README.md"}'),  # fine
+    ]
+    if api == "openai-chat":
+        # Not a JSON object: the response still ends done(tool_use) (DESIGN §2a).
+        calls.append((ids[4], "read", "not json"))
+    with MockServer([calls_reply(api, *calls), text_reply(api, "ok")]) as srv:
+        agent = mw.Agent(model_for(srv, api), tools=[spy.tool])
+        events, run = await collect(agent, "go")
+    assert spy.seen == [(ids[3], {"path": "README.md"})]
+    assert run.stop_reason == "stop" and len(srv.requests) == 2
+    sent = tool_results_sent(srv.requests[1], api)
+    assert [cid for cid, _ in sent] == [c[0] for c in calls]
+    texts = [t for _, t in sent]
+    assert (
+        texts[0].startswith("Error [invalid_arguments]")
+        and "$.path: 5 is not of type 'string'" in texts[0]
+    )
+    assert "$: 'path' is a required property" in texts[1]
+    assert (
+        texts[2].startswith("Error [unknown_tool]") and "'write'" in texts[2] and "read" in texts[2]
+    )
+    assert texts[3] == "contents of README.md"
+    kinds = ["invalid_arguments", "invalid_arguments", "unknown_tool", None]
+    if api == "openai-chat":
+        assert texts[4].startswith("Error [invalid_arguments]") and "not a JSON object" in texts[4]
+        assert "'not json'" in texts[4]
+        kinds.append("invalid_arguments")
+    # End events come as calls finish (refusals first); results keep call order.
+    assert {e.tool_call.id: e.failure for e in ends(events)} == dict(zip(ids, kinds, strict=False))
+    results = [m for m in run.messages if isinstance(m, mw.ToolResultMessage)]
+    assert [r.is_error for r in results] == [k is not None for k in kinds]
+    assert results[0].details["failure"] == "invalid_arguments"
+
+
+async def test_a_json_array_is_not_an_arguments_object() -> None:
+    spy = Spy()
+    with MockServer([chat_calls(("call_1", "read", '["README.md"]')), chat_text("ok")]) as srv:
+        run = await mw.Agent(model_for(srv), tools=[spy.tool]).run("go")
+    assert spy.seen == []
+    assert "not a JSON object" in run.messages[2].text  # type: ignore[union-attr]
+
+
+async def test_escapes_never_leak_file_contents(root: Path) -> None:
+    outside_abs = str(root.parent / "outside" / "secret.txt")
+    calls = [
+        ("call_1", "read", json.dumps({"path": "../outside/secret.txt"})),
+        ("call_2", "read", json.dumps({"path": outside_abs})),
+        ("call_3", "read", json.dumps({"path": "link-out"})),
+        ("call_4", "read", json.dumps({"path": "dir-out/secret.txt"})),
+        ("call_5", "ls", json.dumps({"path": "dir-out"})),
+        ("call_6", "grep", json.dumps({"pattern": "TOP-SECRET"})),
+        ("call_7", "grep", json.dumps({"pattern": "TOP", "path": ".."})),
+        ("call_8", "ls", json.dumps({})),
+    ]
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=mw.tools.read_only(root))
+        events, run = await collect(agent, "go")
+    assert SECRET.encode() not in srv.requests[1].body
+    for m in run.messages:
+        assert SECRET not in mw.to_json(m).decode()
+    kinds = {e.tool_call.id: e.failure for e in ends(events)}
+    assert [kinds[c[0]] for c in calls] == ["permission_denied"] * 5 + [
+        None,
+        "permission_denied",
+        None,
+    ]
+    assert "No matches" in run.messages[7].text  # type: ignore[union-attr]
+    listing = run.messages[9].text  # type: ignore[union-attr]
+    assert "link-out -> (outside the root)" in listing and str(root.parent) not in listing
+
+
+async def test_a_50_mb_file_is_refused(root: Path) -> None:
+    with open(root / "big.log", "wb") as f:
+        f.truncate(50 * 1024 * 1024)  # sparse: nothing is written
+    with MockServer(
+        [chat_calls(("call_1", "read", '{"path": "big.log"}')), chat_text("ok")]
+    ) as srv:
+        run = await mw.Agent(model_for(srv), tools=mw.tools.read_only(root)).run("go")
+    ((_, text),) = tool_results_sent(srv.requests[1], "openai-chat")
+    assert text.startswith("Error [too_large]") and str(50 * 1024 * 1024) in text
+    assert "offset" in text and "limit" in text
+    assert len(srv.requests[1].body) < 10_000
+    assert run.stop_reason == "stop"
+
+
+# --------------------------------------------------------------------------- parallel
+
+
+def slow_tool(kind: str, finished: list[str]) -> mw.Tool:
+    schema = {"type": "object", "properties": {"delay": {"type": "number"}}, "required": ["delay"]}
+
+    async def run_async(args: dict[str, Any], ctx: ToolContext) -> str:
+        await asyncio.sleep(args["delay"])
+        finished.append(ctx.tool_call_id)
+        return f"slept {args['delay']}"
+
+    def run_sync(args: dict[str, Any], ctx: ToolContext) -> str:
+        time.sleep(args["delay"])
+        finished.append(ctx.tool_call_id)
+        return f"slept {args['delay']}"
+
+    return mw.Tool("sleep", "Sleep.", schema, run_async if kind == "async" else run_sync)
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_parallel_results_keep_call_order_when_the_first_is_slower(kind: str) -> None:
+    finished: list[str] = []
+    calls = [("call_slow", "sleep", '{"delay": 0.4}'), ("call_fast", "sleep", '{"delay": 0}')]
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[slow_tool(kind, finished)])
+        events, run = await collect(agent, "go")
+    assert finished == ["call_fast", "call_slow"]  # they ran concurrently
+    assert [e.tool_call.id for e in ends(events)] == ["call_fast", "call_slow"]
+    assert [cid for cid, _ in tool_results_sent(srv.requests[1], "openai-chat")] == [
+        "call_slow",
+        "call_fast",
+    ]
+    results = [m.tool_call_id for m in run.messages if isinstance(m, mw.ToolResultMessage)]
+    assert results == ["call_slow", "call_fast"]
+    # Result messages are emitted in call order too, after the slow one ended.
+    order = [
+        e.message.tool_call_id
+        for e in events
+        if e.type == "message_end" and e.message.role == "tool_result"
+    ]
+    assert order == ["call_slow", "call_fast"]
+
+
+async def test_sequential_runs_one_call_at_a_time() -> None:
+    finished: list[str] = []
+    calls = [("call_slow", "sleep", '{"delay": 0.2}'), ("call_fast", "sleep", '{"delay": 0}')]
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        agent = mw.Agent(
+            model_for(srv), tools=[slow_tool("async", finished)], tool_execution="sequential"
+        )
+        events, _ = await collect(agent, "go")
+    assert finished == ["call_slow", "call_fast"]
+    types = [e.type for e in events if e.type.startswith("tool_execution")]
+    assert types == ["tool_execution_start", "tool_execution_end"] * 2
+
+
+# --------------------------------------------------------------------------- once per id
+
+
+async def test_each_id_runs_once_even_when_the_model_repeats_it() -> None:
+    spy = Spy()
+    same = ("call_same", "read", '{"path": "README.md"}')
+    with MockServer([chat_calls(same), chat_calls(same), chat_text("ok")]) as srv:
+        events, run = await collect(mw.Agent(model_for(srv), tools=[spy.tool]), "go")
+    assert spy.seen == [("call_same", {"path": "README.md"})]
+    assert [e.failure for e in ends(events)] == [None, "duplicate_call"]
+    second = run.messages[4]
+    assert isinstance(second, mw.ToolResultMessage) and second.is_error
+    assert "already answered" in second.text and run.stop_reason == "stop"
+
+
+async def test_continue_resumes_unanswered_calls_once() -> None:
+    spy = Spy()
+    asked = mw.AssistantMessage(
+        content=(
+            mw.ToolCall(
+                id="call_r", name="read", arguments={"path": "a"}, raw_arguments='{"path": "a"}'
+            ),
+        ),
+        api="openai-chat",
+        provider="local",
+        model="gpt-test",
+        stop_reason="tool_use",
+    )
+    with MockServer(
+        [chat_text("first"), chat_calls(("call_r", "read", '{"path": "a"}')), chat_text("second")]
+    ) as srv:
+        agent = mw.Agent(
+            model_for(srv), tools=[spy.tool], messages=[mw.UserMessage(content="go"), asked]
+        )
+        agent.steer("a note")
+        events, run = await collect(agent, None)
+        assert spy.seen == [("call_r", {"path": "a"})]
+        # Nothing comes between a call and its result: the queued note goes after it.
+        sent = [m["role"] for m in srv.requests[0].json()["messages"]]
+        assert sent == ["user", "assistant", "tool", "user"]
+        assert [e.type for e in events[:3]] == ["agent_start", "turn_start", "tool_execution_start"]
+        assert events[1].turn == 0 and run.turns == 1 and run.final.text == "first"
+        assert [cid for cid, _ in tool_results_sent(srv.requests[0], "openai-chat")] == ["call_r"]
+        with pytest.raises(mw.ConfigurationError, match="nothing to continue"):
+            await agent.continue_()
+        # The model asks for the same call again: it is not executed twice.
+        again = await agent.run("again")
+    assert spy.seen == [("call_r", {"path": "a"})]
+    assert again.messages[-2].text.startswith("Error [duplicate_call]")  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------- hooks and tools
+
+
+async def test_before_tool_call_can_block_and_fails_closed() -> None:
+    spy = Spy()
+    calls = [
+        ("call_1", "read", '{"path": "a"}'),
+        ("call_2", "read", '{"path": "b"}'),
+        ("call_3", "read", '{"path": "c"}'),
+    ]
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    async def before(call: mw.ToolCall, args: dict[str, Any]) -> Any:
+        seen.append((call.id, args))
+        if args["path"] == "a":
+            return "paths named a are off limits"
+        if args["path"] == "b":
+            raise RuntimeError("policy service down")
+        return None
+
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        events, _ = await collect(
+            mw.Agent(model_for(srv), tools=[spy.tool], before_tool_call=before), "go"
+        )
+    assert seen == [("call_1", {"path": "a"}), ("call_2", {"path": "b"}), ("call_3", {"path": "c"})]
+    assert spy.seen == [("call_3", {"path": "c"})]
+    assert [e.failure for e in ends(events)] == ["blocked", "blocked", None]
+    texts = [t for _, t in tool_results_sent(srv.requests[1], "openai-chat")]
+    assert texts[0].startswith("Error [blocked]") and "off limits" in texts[0]
+    assert "policy service down" in texts[1]
+
+
+async def test_after_tool_call_replaces_and_fails_closed() -> None:
+    spy = Spy()
+    calls = [("call_1", "read", '{"path": "a"}'), ("call_2", "read", '{"path": "b"}')]
+
+    def after(call: mw.ToolCall, result: mw.ToolResultMessage) -> mw.ToolResultMessage | None:
+        if call.id == "call_2":
+            raise ValueError("redactor crashed")
+        return mw.ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content="[redacted]")
+
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        await mw.Agent(model_for(srv), tools=[spy.tool], after_tool_call=after).run("go")
+    texts = [t for _, t in tool_results_sent(srv.requests[1], "openai-chat")]
+    assert texts[0] == "[redacted]"
+    assert texts[1].startswith("Error [execution_failed]") and "withheld" in texts[1]
+    assert "contents of b" not in texts[1]
+
+
+async def test_tool_outcomes_each_have_their_own_result() -> None:
+    schema = {"type": "object", "properties": {"mode": {"type": "string"}}, "required": ["mode"]}
+
+    async def execute(args: dict[str, Any], ctx: ToolContext) -> Any:
+        mode = args["mode"]
+        if mode == "missing":
+            raise ToolFailure("not_found", "no such record 42")
+        if mode == "crash":
+            raise RuntimeError("boom")
+        if mode == "wrong":
+            return 42
+        if mode == "hang":
+            await asyncio.sleep(30)
+        ctx.update("half way")
+        ctx.update(ToolOutput("almost", {"pct": 90}))
+        return ToolOutput("all good", {"rows": 3})
+
+    tool = mw.Tool("work", "Work.", schema, execute, timeout=0.3)
+    modes = ["missing", "crash", "wrong", "hang", "ok"]
+    calls = [(f"call_{m}", "work", json.dumps({"mode": m})) for m in modes]
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        events, run = await collect(mw.Agent(model_for(srv), tools=[tool]), "go")
+    by_id = {e.tool_call.id: e for e in ends(events)}
+    assert {m: by_id[f"call_{m}"].failure for m in modes} == {
+        "missing": "not_found",
+        "crash": "execution_failed",
+        "wrong": "execution_failed",
+        "hang": "timeout_unknown",
+        "ok": None,
+    }
+    texts = dict(tool_results_sent(srv.requests[1], "openai-chat"))
+    assert texts["call_missing"] == ToolFailure("not_found", "no such record 42").text
+    assert "RuntimeError: boom" in texts["call_crash"]
+    assert "returned int" in texts["call_wrong"]
+    assert "0.3 s" in texts["call_hang"] and "unknown" in texts["call_hang"]
+    assert texts["call_ok"] == "all good"
+    ok = next(
+        m
+        for m in run.messages
+        if isinstance(m, mw.ToolResultMessage) and m.tool_call_id == "call_ok"
+    )
+    assert ok.details == {"rows": 3}
+    updates = [e for e in events if e.type == "tool_execution_update"]
+    assert [u.partial for u in updates] == ["half way", ToolOutput("almost", {"pct": 90})]
+    positions = [
+        i
+        for i, e in enumerate(events)
+        if getattr(e, "tool_call", None) is not None and e.tool_call.id == "call_ok"
+    ]
+    assert [events[i].type for i in positions] == [
+        "tool_execution_start",
+        "tool_execution_update",
+        "tool_execution_update",
+        "tool_execution_end",
+    ]
+
+
+async def test_pydantic_parameters_end_to_end() -> None:
+    pydantic = pytest.importorskip("pydantic")
+
+    class Args(pydantic.BaseModel):  # type: ignore[misc, name-defined]
+        path: str
+
+    got: list[Any] = []
+    tool = mw.Tool("read", "Read.", Args, lambda args, ctx: got.append(Args(**args)) or "ok")
+    calls = [("call_1", "read", '{"path": 1}'), ("call_2", "read", '{"path": "x"}')]
+    with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+        await mw.Agent(model_for(srv), tools=[tool]).run("go")
+    assert got == [Args(path="x")]
+    assert srv.requests[0].json()["tools"][0]["function"]["parameters"] == Args.model_json_schema()
+
+
+# --------------------------------------------------------------------------- run control
+
+
+async def test_max_turns_ends_the_run_with_its_reason() -> None:
+    spy = Spy()
+    replies = [chat_calls((f"call_{n}", "read", '{"path": "a"}')) for n in range(3)]
+    with MockServer(replies) as srv:
+        run = await mw.Agent(model_for(srv), tools=[spy.tool], max_turns=2).run("go")
+    assert run.stop_reason == "max_turns" and run.turns == 2 and len(srv.requests) == 2
+    assert [cid for cid, _ in spy.seen] == ["call_0", "call_1"]
+    assert run.messages[-1].role == "tool_result"  # the last turn's results are kept
+
+
+async def test_follow_up_and_steer() -> None:
+    spy = Spy()
+    replies = [
+        chat_calls(("call_1", "read", '{"path": "a"}')),
+        chat_text("first"),
+        chat_text("second"),
+    ]
+    with MockServer(replies) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool])
+        agent.follow_up("and then?")
+        async for ev in agent.stream("go"):
+            if ev.type == "turn_start" and ev.turn == 1:
+                agent.steer("also this")
+    second = [(m["role"], m.get("content")) for m in srv.requests[1].json()["messages"]]
+    assert second[-2:] == [("tool", "contents of a"), ("user", "also this")]
+    third = srv.requests[2].json()["messages"]
+    assert third[-2:] == [
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": "and then?"},
+    ]
+    assert agent.messages[-1].text == "second"  # type: ignore[union-attr]
+
+
+async def test_abort_during_a_tool_call() -> None:
+    started = asyncio.Event()
+    runs: list[str] = []
+
+    async def hang(args: dict[str, Any], ctx: ToolContext) -> str:
+        runs.append(ctx.tool_call_id)
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    tool = mw.Tool("hang", "Hang.", {"type": "object"}, hang)
+    with MockServer([chat_calls(("call_h", "hang", "{}")), chat_text("after")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[tool])
+        task = asyncio.create_task(agent.run("go"))
+        await asyncio.wait_for(started.wait(), 5)
+        t0 = time.monotonic()
+        agent.abort()
+        run = await asyncio.wait_for(task, 5)
+        assert time.monotonic() - t0 < 2
+        assert run.stop_reason == "aborted" and len(srv.requests) == 1
+        result = run.messages[-1]
+        assert isinstance(result, mw.ToolResultMessage) and result.text.startswith(
+            "Error [aborted]"
+        )
+        # Continuing asks the model again; the aborted call is not run a second time.
+        again = await agent.continue_()
+    assert runs == ["call_h"] and again.final.text == "after"
+
+
+async def test_abort_during_the_model_stream() -> None:
+    spy = Spy()
+    body = chat_calls(("call_1", "read", '{"path": "a"}'))
+    with MockServer([Reply(body=body, stall_after=60, stall_seconds=10)]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool])
+        t0 = time.monotonic()
+        stream = agent.stream("go")
+        async for ev in stream:
+            if ev.type == "message_start" and getattr(ev, "event", None) is not None:
+                stream.abort()
+        run = stream.run
+    assert run is not None and time.monotonic() - t0 < 5
+    assert run.stop_reason == "aborted" and run.final.stop_reason == "aborted"
+    assert spy.seen == []
+
+
+async def test_closing_the_stream_early_leaves_a_valid_transcript() -> None:
+    started = asyncio.Event()
+
+    async def hang(args: dict[str, Any], ctx: ToolContext) -> str:
+        started.set()
+        await asyncio.sleep(30)
+        return "never"
+
+    tool = mw.Tool("hang", "Hang.", {"type": "object"}, hang)
+    with MockServer([chat_calls(("call_h", "hang", "{}"))]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[tool])
+        stream = agent.stream("go")
+        async with stream:
+            async for ev in stream:
+                if ev.type == "tool_execution_start":
+                    break
+        assert not agent.running
+    assert stream.run is not None and stream.run.stop_reason == "aborted"
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result"]
+
+
+async def test_options_and_system_prompt_pass_through() -> None:
+    with MockServer([chat_text("hi", usage=(11, 4)), chat_text("again", usage=(20, 5))]) as srv:
+        agent = mw.Agent(
+            model_for(srv),
+            tools=[Spy().tool],
+            system_prompt="回答要简洁。",
+            temperature=0.2,
+            options={"max_tokens": 50, "tool_choice": "auto"},
+        )
+        run = await agent.run("hello")
+        run2 = await agent.run("more")
+    body = srv.requests[0].json()
+    assert body["messages"][0] == {"role": "system", "content": "回答要简洁。"}
+    assert body["temperature"] == 0.2 and body["max_tokens"] == 50 and body["tool_choice"] == "auto"
+    assert run.usage.input == 11 and run.usage.output == 4 and run.usage.total_tokens == 15
+    assert run2.usage.input == 20 and len(run2.messages) == 4 and len(run2.new_messages) == 2
+    assert [m["content"] for m in srv.requests[1].json()["messages"][1:]] == ["hello", "hi", "more"]
+
+
+async def test_caller_mistakes_raise_at_once() -> None:
+    m = mw.Model(id="x", api="openai-chat", provider="openai", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(mw.MissingAPIKeyError):
+        mw.Agent(m)
+    local = mw.Model(id="x", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(mw.ConfigurationError, match="unknown stream option"):
+        mw.Agent(local, temprature=0.1)
+    with pytest.raises(mw.ConfigurationError, match="temperature"):
+        mw.Agent(local, temperature="hot")
+    with pytest.raises(mw.ConfigurationError, match="two tools"):
+        mw.Agent(local, tools=[Spy().tool, Spy().tool])
+    with pytest.raises(mw.ConfigurationError):
+        mw.Agent(local, tool_execution="random")  # type: ignore[arg-type]
+    with pytest.raises(mw.ConfigurationError, match="nothing to continue"):
+        await mw.Agent(local).continue_()
+    with pytest.raises(mw.ConfigurationError):
+        mw.Agent(local).stream(42)  # type: ignore[arg-type]
+
+
+async def test_one_run_at_a_time() -> None:
+    gate = asyncio.Event()
+
+    async def wait(args: dict[str, Any], ctx: ToolContext) -> str:
+        await gate.wait()
+        return "ok"
+
+    tool = mw.Tool("wait", "Wait.", {"type": "object"}, wait)
+    with MockServer([chat_calls(("call_1", "wait", "{}")), chat_text("ok")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[tool])
+        stream = agent.stream("go")
+        async for ev in stream:
+            if ev.type == "tool_execution_start":
+                with pytest.raises(mw.ConfigurationError, match="already running"):
+                    await agent.run("second")
+                gate.set()
+    assert stream.run is not None and stream.run.stop_reason == "stop"

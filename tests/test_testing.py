@@ -1,0 +1,709 @@
+"""modelwire.testing: rendering per wire API, MockServer (framing, faults, recording),
+ScriptedModel, the text-generator adapter, the JSON script format, the pytest plugin.
+
+Expectations are derived from the scripts themselves and from the frames parsed
+here with ``json`` (never from modelwire's own output); ``mw.replay`` then shows
+the rendered bytes decode back to the scripted content.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import modelwire as mw
+from modelwire.errors import ConfigurationError, StreamInterruptedError
+from modelwire.testing import (
+    APIS,
+    MockServer,
+    RecordedRequest,
+    Reply,
+    ScriptedModel,
+    api_for_path,
+    error_reply,
+    load_script,
+    parse_script,
+    register_text_api,
+    render,
+    render_frames,
+    sse_body,
+    text_api,
+    tool_call,
+)
+
+_MODULES = {
+    "openai-chat": "modelwire.apis.openai_chat",
+    "openai-responses": "modelwire.apis.openai_responses",
+    "anthropic-messages": "modelwire.apis.anthropic",
+    "google-generative-ai": "modelwire.apis.google",
+}
+
+
+def _api_param(api: str) -> Any:
+    missing = importlib.util.find_spec(_MODULES[api]) is None
+    return pytest.param(
+        api, marks=pytest.mark.skipif(missing, reason=f"the {api} adapter is not written yet")
+    )
+
+
+ALL_APIS = [_api_param(a) for a in APIS]
+
+README_PARAMS = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}},
+    "required": ["path"],
+}
+TOOLS = [
+    mw.ToolDefinition(name="read", description="Read a file", parameters=README_PARAMS),
+    mw.ToolDefinition(name="ls", description="List", parameters={"type": "object"}),
+]
+CTX = mw.Context(messages=[mw.UserMessage(content="读取 README.md")], tools=TOOLS)
+
+TEXT = "Hello 世界 — streamed in pieces, with émoji 🙂 and a newline\nat the end."
+THINKING = "The user wants the file; 先读取它。"
+
+
+def rich_script(usage: mw.Usage | None = None, stop: Any = "stop") -> mw.AssistantMessage:
+    u = usage or mw.Usage(input=120, output=35, cache_read=40, cache_write=0, total_tokens=195)
+    return mw.AssistantMessage(
+        content=[
+            mw.ThinkingContent(thinking=THINKING, signature="sig-abc"),
+            mw.TextContent(text=TEXT),
+            tool_call("read", {"path": "README.md", "lines": [1, 2], "note": "名字"}, id="call_r1"),
+            tool_call("ls", {}, id="call_l2"),
+        ],
+        api="", provider="", model="", usage=u, stop_reason=stop,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- an independent frame parser
+
+
+def parse_frames(api: str, body: bytes) -> list[tuple[str | None, Any]]:
+    """(event name, parsed data) per frame, split by the API's own separator."""
+    text = body.decode()
+    sep = "\r\n\r\n" if api == "google-generative-ai" else "\n\n"
+    assert text.endswith(sep)
+    out: list[tuple[str | None, Any]] = []
+    for raw in text[: -len(sep)].split(sep):
+        lines = raw.split("\r\n" if api == "google-generative-ai" else "\n")
+        name = None
+        data: list[str] = []
+        for line in lines:
+            field, _, value = line.partition(": ")
+            if field == "event":
+                name = value
+            else:
+                assert field == "data", line
+                data.append(value)
+        payload = "\n".join(data)
+        out.append((name, payload if payload == "[DONE]" else json.loads(payload)))
+    return out
+
+
+def expected_from_frames(api: str, frames: list[tuple[str | None, Any]]) -> dict[str, Any]:
+    """Text, thinking, tool calls and stop signal read from the frames with plain json."""
+    text, thinking = "", ""
+    calls: dict[Any, dict[str, str]] = {}
+    stop = None
+    if api == "openai-chat":
+        for _, d in frames:
+            if d == "[DONE]":
+                continue
+            for c in d["choices"]:
+                delta = c["delta"]
+                text += delta.get("content") or ""
+                thinking += delta.get("reasoning_content") or ""
+                for tc in delta.get("tool_calls") or []:
+                    slot = calls.setdefault(tc["index"], {"id": "", "name": "", "args": ""})
+                    slot["id"] = tc.get("id") or slot["id"]
+                    slot["name"] = tc.get("function", {}).get("name") or slot["name"]
+                    slot["args"] += tc.get("function", {}).get("arguments") or ""
+                stop = c["finish_reason"] or stop
+    elif api == "openai-responses":
+        for name, d in frames:
+            assert name == d["type"]
+            if name == "response.output_text.delta":
+                text += d["delta"]
+            elif name == "response.reasoning_summary_text.delta":
+                thinking += d["delta"]
+            elif name == "response.output_item.added" and d["item"]["type"] == "function_call":
+                it = d["item"]
+                calls[it["id"]] = {"id": it["call_id"], "name": it["name"], "args": ""}
+            elif name == "response.function_call_arguments.delta":
+                calls[d["item_id"]]["args"] += d["delta"]
+            elif name in ("response.completed", "response.incomplete"):
+                stop = d["response"]["status"]
+    elif api == "anthropic-messages":
+        for name, d in frames:
+            assert name == d["type"]
+            if name == "content_block_start" and d["content_block"]["type"] == "tool_use":
+                b = d["content_block"]
+                calls[d["index"]] = {"id": b["id"], "name": b["name"], "args": ""}
+            elif name == "content_block_delta":
+                delta = d["delta"]
+                text += delta.get("text", "")
+                thinking += delta.get("thinking", "")
+                if delta["type"] == "input_json_delta":
+                    calls[d["index"]]["args"] += delta["partial_json"]
+            elif name == "message_delta":
+                stop = d["delta"]["stop_reason"]
+    else:
+        for name, d in frames:
+            assert name is None
+            cand = d["candidates"][0]
+            for part in cand["content"]["parts"]:
+                if "functionCall" in part:
+                    fc = part["functionCall"]
+                    calls[len(calls)] = {"id": fc.get("id", ""), "name": fc["name"],
+                                         "args": json.dumps(fc["args"])}  # fmt: skip
+                elif part.get("thought"):
+                    thinking += part["text"]
+                else:
+                    text += part.get("text", "")
+            stop = cand.get("finishReason") or stop
+    return {"text": text, "thinking": thinking, "calls": list(calls.values()), "stop": stop}
+
+
+# --------------------------------------------------------------------------- render: framing
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_render_framing_matches_each_api(api: str) -> None:
+    body = render(rich_script(), api, model="m-1", response_id="r-1", piece_chars=5)
+    frames = parse_frames(api, body)
+    text = body.decode()
+    if api == "openai-chat":
+        assert "event:" not in text and frames[-1] == (None, "[DONE]")
+        assert text.endswith("data: [DONE]\n\n")
+    elif api == "openai-responses":
+        assert "[DONE]" not in text and frames[-1][0] == "response.completed"
+        assert all(n is not None for n, _ in frames)
+        seqs = [d["sequence_number"] for _, d in frames]
+        assert seqs == list(range(len(frames)))
+    elif api == "anthropic-messages":
+        names = [n for n, _ in frames]
+        assert names[0] == "message_start" and names[-1] == "message_stop"
+        assert names.count("content_block_start") == names.count("content_block_stop") == 4
+    else:
+        assert "event:" not in text and "\r\n\r\n" in text
+        assert "finishReason" in frames[-1][1]["candidates"][0]
+        assert all("finishReason" not in d["candidates"][0] for _, d in frames[:-1])
+    got = expected_from_frames(api, frames)
+    assert got["text"] == TEXT
+    assert got["thinking"] == THINKING
+    assert [c["name"] for c in got["calls"]] == ["read", "ls"]
+    assert json.loads(got["calls"][0]["args"]) == {"path": "README.md", "lines": [1, 2],
+                                                   "note": "名字"}  # fmt: skip
+    assert json.loads(got["calls"][1]["args"]) == {}
+    assert got["stop"] == {"openai-chat": "tool_calls", "openai-responses": "completed",
+                           "anthropic-messages": "tool_use",
+                           "google-generative-ai": "STOP"}[api]  # fmt: skip
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_render_splits_deltas_by_piece_chars(api: str) -> None:
+    frames = render_frames("abcdefghij", api, piece_chars=3)
+    pieces = []
+    for _, d in frames:
+        if api == "openai-chat" and d != "[DONE]" and d["choices"]:
+            pieces.append(d["choices"][0]["delta"].get("content"))
+        elif api == "openai-responses" and d["type"] == "response.output_text.delta":
+            pieces.append(d["delta"])
+        elif api == "anthropic-messages" and d["type"] == "content_block_delta":
+            pieces.append(d["delta"]["text"])
+        elif api == "google-generative-ai":
+            pieces.append(d["candidates"][0]["content"]["parts"][0]["text"])
+    assert [p for p in pieces if p] == ["abc", "def", "ghi", "j"]
+
+
+def test_render_refuses_what_a_stream_cannot_say() -> None:
+    failed = mw.AssistantMessage(content=[], api="", provider="", model="", stop_reason="error")
+    with pytest.raises(ConfigurationError, match="stop_reason 'error'"):
+        render(failed, "openai-chat")
+    with pytest.raises(ConfigurationError, match="cannot render for api"):
+        render("hi", "no-such-api")
+    with pytest.raises(ConfigurationError, match=r"script\[1\]"):
+        render(["ok", 42], "openai-chat")  # type: ignore[list-item]
+    with pytest.raises(ConfigurationError, match="piece_chars"):
+        render("hi", "openai-chat", piece_chars=0)
+
+
+def test_api_for_path_knows_every_endpoint() -> None:
+    assert api_for_path("/v1/chat/completions") == "openai-chat"
+    assert api_for_path("/v1/responses") == "openai-responses"
+    assert api_for_path("/v1/messages") == "anthropic-messages"
+    assert api_for_path("/v1beta/models/gemini-x:streamGenerateContent?alt=sse") == (
+        "google-generative-ai"
+    )
+    assert api_for_path("/v1/embeddings") is None
+
+
+# --------------------------------------------------------------------------- render → replay
+
+
+def _check_message(api: str, msg: mw.AssistantMessage, script: mw.AssistantMessage) -> None:
+    assert msg.stop_reason == "tool_use", msg.error
+    assert [type(b).__name__ for b in msg.content] == [type(b).__name__ for b in script.content]
+    thinking, text, read, ls = msg.content
+    assert isinstance(thinking, mw.ThinkingContent) and thinking.thinking == THINKING
+    assert isinstance(text, mw.TextContent) and text.text == TEXT
+    for got, want in ((read, script.content[2]), (ls, script.content[3])):
+        assert isinstance(got, mw.ToolCall) and isinstance(want, mw.ToolCall)
+        assert (got.id, got.name, got.arguments) == (want.id, want.name, want.arguments)
+        assert json.loads(got.raw_arguments or "") == want.arguments
+    u = script.usage
+    # Only Anthropic reports cache writes; the others count them as input.
+    cw = u.cache_write if api == "anthropic-messages" else 0
+    assert (msg.usage.input, msg.usage.output, msg.usage.cache_read, msg.usage.cache_write) == (
+        u.input + u.cache_write - cw,
+        u.output,
+        u.cache_read,
+        cw,
+    )
+    if api in ("anthropic-messages", "google-generative-ai"):
+        assert thinking.signature == "sig-abc"  # both carry the thinking signature verbatim
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_rendered_stream_decodes_back_whole_and_byte_by_byte(api: str) -> None:
+    usage = mw.Usage(input=120, output=35, cache_read=40, cache_write=7, total_tokens=202)
+    script = rich_script(usage)
+    body = render(script, api)
+    whole = mw.replay(api, body)
+    _check_message(api, whole[-1].message, script)  # type: ignore[union-attr]
+    split = mw.replay(api, [body[i : i + 1] for i in range(len(body))])
+    assert [e.to_dict() for e in split[:-1]] == [e.to_dict() for e in whole[:-1]]
+    assert split[-1].message.content == whole[-1].message.content  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_rendered_stream_decodes_at_random_splits(api: str, data: st.DataObject) -> None:
+    script = rich_script()
+    body = render(script, api, piece_chars=3)
+    points = sorted(data.draw(st.sets(st.integers(1, len(body) - 1), max_size=40)))
+    chunks = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    _check_message(api, mw.replay(api, chunks)[-1].message, script)  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_length_finish_renders_as_length(api: str) -> None:
+    msg = mw.AssistantMessage(content=[mw.TextContent(text="cut of")], api="", provider="",
+                              model="", stop_reason="length")  # fmt: skip
+    out = mw.replay(api, render(msg, api))[-1].message  # type: ignore[union-attr]
+    assert out.stop_reason == "length" and out.text == "cut of"
+
+
+# --------------------------------------------------------------------------- MockServer over HTTP
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_mock_server_speaks_each_api(api: str) -> None:
+    script = rich_script()
+    with MockServer([script, "second reply"]) as srv:
+        model = srv.model(api, "model-x")
+        first = mw.complete_sync(model, CTX)
+        second = mw.complete_sync(model, CTX.with_messages(first))
+    _check_message(api, first, script)
+    assert second.text == "second reply" and second.stop_reason == "stop"
+    assert len(srv.requests) == 2
+    rec = srv.requests[0]
+    assert rec.method == "POST" and rec.api == api and rec.model == "model-x"
+    endpoint = {"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses",
+                "anthropic-messages": "/v1/messages",
+                "google-generative-ai": "/v1beta/models/model-x:streamGenerateContent"}[api]  # fmt: skip
+    assert rec.path.split("?")[0] == endpoint
+    assert "读取 README.md" in rec.body.decode()
+    # the second request carries the first answer's tool calls back
+    assert "README.md" in srv.requests[1].body.decode()
+
+
+def test_mock_server_records_requests(mock_server: MockServer) -> None:
+    mock_server.add("ok")
+    model = mock_server.model()
+    mw.complete_sync(model, CTX, api_key="sk-test-123", headers={"X-Trace": "t1"})
+    rec = mock_server.last_request
+    assert isinstance(rec, RecordedRequest)
+    assert rec.headers["authorization"] == "Bearer sk-test-123"
+    assert rec.headers["x-trace"] == "t1"
+    body = rec.json()
+    assert body["model"] == "mock-model" and body["stream"] is True
+    assert body["messages"][-1] == {"role": "user", "content": "读取 README.md"}
+    assert [t["function"]["name"] for t in body["tools"]] == ["read", "ls"]
+    assert mock_server.pending == 0
+
+
+def test_mock_server_keeps_raw_bytes_and_reply_working() -> None:
+    payloads = [{"id": "c1", "choices": [{"index": 0, "delta": {"content": "raw"}}]},
+                {"id": "c1", "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]}]  # fmt: skip
+    with MockServer([sse_body(payloads), Reply(body=sse_body(payloads), chunk_size=3)]) as srv:
+        model = mw.Model(id="m", api="openai-chat", provider="local", base_url=srv.base_url)
+        assert mw.complete_sync(model, CTX).text == "raw"
+        assert mw.complete_sync(model, CTX).text == "raw"
+
+
+def test_responder_sees_the_request_and_decides() -> None:
+    seen: list[str] = []
+
+    def reply(rec: RecordedRequest) -> Any:
+        seen.append(rec.json()["messages"][-1]["content"])
+        return f"you said {len(seen)}"
+
+    with MockServer([reply], repeat_last=True) as srv:
+        model = srv.model()
+        a = mw.complete_sync(model, mw.Context(messages=[mw.UserMessage(content="one")]))
+        b = mw.complete_sync(model, mw.Context(messages=[mw.UserMessage(content="two")]))
+    assert (a.text, b.text) == ("you said 1", "you said 2")
+    assert seen == ["one", "two"]
+
+
+def test_no_reply_left_and_unknown_path_and_bad_script() -> None:
+    with MockServer(["only one", Reply(message="scripted"), Reply(message=object())]) as srv:
+        model = srv.model()
+        assert mw.complete_sync(model, CTX).text == "only one"
+        r = httpx.post(srv.origin + "/v1/embeddings", json={})
+        assert r.status_code == 404 and "/v1/embeddings" in r.json()["error"]["message"]
+        bad = mw.complete_sync(model, CTX, max_retries=0)
+        assert bad.error is not None and bad.error.kind == "server"
+        assert "scripted reply failed" in bad.error.message
+        empty = mw.complete_sync(model, CTX, max_retries=0)
+        assert empty.error is not None and "no reply left" in empty.error.message
+
+
+def test_error_reply_is_a_typed_provider_error() -> None:
+    with MockServer([error_reply(429, "slow down", type="rate_limit_error",
+                                 headers={"retry-after": "120"})]) as srv:  # fmt: skip
+        msg = mw.complete_sync(srv.model(), CTX, max_retries=0)
+    assert msg.error is not None
+    assert (msg.error.kind, msg.error.status, msg.error.retry_after) == ("rate_limit", 429, 120.0)
+    assert "slow down" in msg.error.message
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_pieces_follow_the_split_options() -> None:
+    body = bytes(range(50))
+    assert Reply(body=body, chunk_size=1).pieces() == [bytes([b]) for b in body]
+    assert [len(p) for p in Reply(body=body, chunk_size=16).pieces()] == [16, 16, 16, 2]
+    assert Reply(body=body, split_points=(0, 10, 10, 60, 30)).pieces() == [
+        body[:10],
+        body[10:30],
+        body[30:],
+    ]
+    a, b = Reply(body=body, seed=1).pieces(), Reply(body=body, seed=1).pieces()
+    assert a == b and b"".join(a) == body
+    assert Reply(body=body, seed=2).pieces() != a  # another seed, other cuts
+    assert Reply(body=body).pieces() == [body]
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+@pytest.mark.parametrize(
+    "delivery",
+    [{"chunk_size": 1}, {"chunk_size": 13}, {"seed": 7}, {"split_points": (1, 2, 3, 50, 51)}],
+    ids=["every-byte", "size-13", "seed-7", "points"],
+)
+def test_split_deliveries_give_the_same_message(api: str, delivery: dict[str, Any]) -> None:
+    script = rich_script()
+    with MockServer([Reply(message=script, **delivery)]) as srv:
+        _check_message(api, mw.complete_sync(srv.model(api), CTX), script)
+
+
+def test_scripted_replies_flush_one_event_per_chunk() -> None:
+    reply = Reply(message="abcdef", piece_chars=2)
+    with MockServer([reply]) as srv:
+        resolved = srv._resolve(RecordedRequest("POST", "/v1/messages", {}, b"{}"), reply)
+    assert resolved.split_points is not None
+    pieces = resolved.pieces()
+    assert all(p.endswith(b"\n\n") and p.startswith(b"event: ") for p in pieces)
+    assert len(pieces) == len(render_frames("abcdef", "anthropic-messages", piece_chars=2))
+
+
+def test_delay_spaces_the_pieces() -> None:
+    with MockServer([Reply(message="abcdefgh", piece_chars=2, delay=0.03)]) as srv:
+        t0 = time.monotonic()
+        msg = mw.complete_sync(srv.model(), CTX)
+        elapsed = time.monotonic() - t0
+    pieces = len(render_frames("abcdefgh", "openai-chat", piece_chars=2))
+    assert msg.text == "abcdefgh"
+    assert elapsed >= 0.03 * (pieces - 1) * 0.9
+
+
+@pytest.mark.parametrize("api", ALL_APIS)
+def test_cut_mid_body_is_stream_interrupted_keeping_content(api: str) -> None:
+    body = render("a long answer " * 20, api)
+    cut = len(body) // 2
+    with MockServer([Reply(body=body, cut_after=cut, chunk_size=40)]) as srv:
+        msg = mw.complete_sync(srv.model(api), CTX)
+    assert msg.stop_reason == "error" and msg.error is not None
+    assert msg.error.kind == StreamInterruptedError.kind
+    assert msg.text and ("a long answer " * 20).startswith(msg.text)
+    assert len(msg.text) < len("a long answer " * 20)
+
+
+@pytest.mark.anyio
+async def test_stall_ends_with_timeout_after_the_idle_limit() -> None:
+    body = render("before the stall, then nothing", "openai-chat")
+    with MockServer([Reply(body=body, stall_after=len(body) // 2, stall_seconds=10)]) as srv:
+        t0 = time.monotonic()
+        msg = await mw.complete(srv.model(), CTX, timeout=mw.Timeout(connect=5, idle=0.3))
+        elapsed = time.monotonic() - t0
+    assert msg.error is not None and msg.error.kind == "timeout"
+    assert 0.25 <= elapsed < 5
+
+
+# --------------------------------------------------------------------------- ScriptedModel
+
+
+@pytest.mark.anyio
+async def test_scripted_model_gives_the_same_events_as_the_wire() -> None:
+    script = rich_script()
+    sm = ScriptedModel([script], piece_chars=8)
+    s = mw.stream(sm.model, CTX)
+    offline = [e async for e in s]
+    with MockServer([script]) as srv:
+        wire = [e async for e in mw.stream(srv.model("anthropic-messages"), CTX)]
+    assert [e.type for e in offline] == [e.type for e in wire]
+    msg = offline[-1].message  # type: ignore[union-attr]
+    assert msg.api == "scripted" and msg.model == sm.model.id
+    assert msg.content == wire[-1].message.content  # type: ignore[union-attr]
+    assert (msg.usage.input, msg.usage.output, msg.usage.cache_read) == (120, 35, 40)
+    assert sm.contexts == [CTX]
+
+
+@pytest.mark.anyio
+async def test_scripted_model_replies_in_order_and_then_fails() -> None:
+    sm = ScriptedModel(["first", lambda ctx: f"saw {len(ctx.messages)} messages"])
+    assert (await mw.complete(sm.model, CTX)).text == "first"
+    assert (await mw.complete(sm.model, CTX)).text == "saw 1 messages"
+    over = await mw.complete(sm.model, CTX)
+    assert over.stop_reason == "error" and over.error is not None
+    assert "no reply left" in over.error.message
+    assert len(sm.contexts) == 3 and sm.pending == 0
+
+
+@pytest.mark.anyio
+async def test_scripted_model_applies_the_tool_choice_policy() -> None:
+    sm = ScriptedModel([tool_call("read", {"path": "x"}), "plain text"])
+    refused = await mw.complete(sm.model, CTX, tool_choice="none")
+    assert refused.error is not None and refused.error.kind == "tool_call_protocol"
+    missing = await mw.complete(sm.model, CTX, tool_choice="required")
+    assert missing.error is not None and missing.error.kind == "tool_call_protocol"
+
+
+@pytest.mark.anyio
+async def test_scripted_failure_keeps_content_and_kind() -> None:
+    failed = mw.AssistantMessage(
+        content=[mw.TextContent(text="partial")], api="", provider="", model="",
+        stop_reason="error", error=mw.ErrorInfo(kind="overloaded", message="busy"),
+    )  # fmt: skip
+    sm = ScriptedModel([failed])
+    msg = await mw.complete(sm.model, CTX)
+    assert (msg.stop_reason, msg.text) == ("error", "partial")
+    assert msg.error is not None and (msg.error.kind, msg.error.message) == ("overloaded", "busy")
+    with pytest.raises(mw.errors.OverloadedError):
+        msg.raise_for_error()
+
+
+@pytest.mark.anyio
+async def test_scripted_model_prices_usage() -> None:
+    sm = ScriptedModel(
+        [mw.AssistantMessage(content=[mw.TextContent(text="x")], api="", provider="", model="",
+                             usage=mw.Usage(input=1_000_000, output=500_000), stop_reason="stop")],
+        cost=mw.ModelCost(input=2.0, output=8.0),
+    )  # fmt: skip
+    msg = await mw.complete(sm.model, CTX)
+    assert msg.usage.cost.total == pytest.approx(2.0 + 4.0)
+
+
+# --------------------------------------------------------------------------- text_api
+
+
+@pytest.mark.anyio
+async def test_text_generator_becomes_a_provider() -> None:
+    async def words(model: mw.Model, context: mw.Context) -> AsyncIterator[str]:
+        for w in ["echo: ", str(context.messages[-1].content)]:  # type: ignore[union-attr]
+            yield w
+
+    register_text_api("test-echo", words)
+    model = mw.Model(id="e", api="test-echo", provider="custom", base_url="http://echo.invalid")
+    events = [e.type async for e in mw.stream(model, CTX)]
+    assert events == ["start", "text_start", "text_delta", "text_delta", "text_end", "done"]
+    msg = await mw.complete(model, CTX)
+    assert msg.text == "echo: 读取 README.md" and msg.stop_reason == "stop"
+
+
+@pytest.mark.anyio
+async def test_text_generator_failures_are_typed_and_keep_content() -> None:
+    async def broken(model: mw.Model, context: mw.Context) -> AsyncIterator[str]:
+        yield "half "
+        raise RuntimeError("backend went away")
+
+    async def timed_out(model: mw.Model, context: mw.Context) -> AsyncIterator[str]:
+        yield "x"
+        raise mw.errors.RequestTimeoutError("idle timeout")
+
+    mw.register_api("test-broken", text_api(broken))
+    mw.register_api("test-timeout", text_api(timed_out))
+    base = dict(provider="custom", base_url="http://x.invalid")
+    m1 = await mw.complete(mw.Model(id="b", api="test-broken", **base), CTX)
+    assert m1.text == "half " and m1.error is not None
+    assert m1.error.kind == "provider_stream" and "backend went away" in m1.error.message
+    m2 = await mw.complete(mw.Model(id="t", api="test-timeout", **base), CTX)
+    assert m2.error is not None and m2.error.kind == "timeout"
+
+
+# --------------------------------------------------------------------------- script files
+
+
+def test_parse_script_covers_every_reply_kind() -> None:
+    replies = parse_script(json.dumps([
+        "plain",
+        {"text": "look", "tool_calls": [{"name": "read", "arguments": {"path": "a"}, "id": "c9"}]},
+        {"content": [{"type": "thinking", "thinking": "hm"}, {"type": "text", "text": "t"}],
+         "stop_reason": "length", "usage": {"input": 3, "output": 4}, "piece_chars": 2},
+        {"status": 429, "error": "slow down", "headers": {"retry-after": "1"}},
+        {"body": "data: [DONE]\n\n", "chunk_size": 1, "delay": 0.5},
+        {"text": "cut", "cut_after": 10, "stall_after": 5, "stall_seconds": 1.5, "seed": 3},
+    ]))  # fmt: skip
+    assert replies[0].message == "plain"
+    calls = replies[1].message.tool_calls
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("c9", "read", {"path": "a"})]
+    assert replies[1].message.text == "look"
+    m2 = replies[2].message
+    assert m2.stop_reason == "length" and replies[2].piece_chars == 2
+    assert (m2.usage.input, m2.usage.output, m2.usage.total_tokens) == (3, 4, 7)
+    assert isinstance(m2.content[0], mw.ThinkingContent)
+    assert replies[3].status == 429 and replies[3].headers == {"retry-after": "1"}
+    assert json.loads(replies[3].body) == {"error": {"message": "slow down", "type": "mock_error"}}
+    assert (replies[4].body, replies[4].chunk_size, replies[4].delay) == (
+        b"data: [DONE]\n\n",
+        1,
+        0.5,
+    )
+    r5 = replies[5]
+    assert (r5.cut_after, r5.stall_after, r5.stall_seconds, r5.seed) == (10, 5, 1.5, 3)
+
+
+@pytest.mark.parametrize(
+    ("script", "message"),
+    [
+        ('[{"text": "x", "tool_calls": [{"name": 5}]}]', r"script\[0\]\.tool_calls\[0\]\.name"),
+        ('["ok", {"txt": "typo"}]', r"script\[1\].*txt"),
+        ('[{"text": "x", "body": "y"}]', r"script\[0\]: a scripted reply cannot"),
+        ('[{"content": [], "text": "x"}]', r"script\[0\]: give either content"),
+        ('[{"status": 200}]', r"script\[0\]: say what to reply"),
+        ('{"not": "a list"}', r"invalid script"),
+        ('["unterminated', r"not JSON"),
+        ('[{"text": "x", "chunk_size": 0}]', r"script\[0\]\.chunk_size"),
+    ],
+)
+def test_bad_scripts_name_the_place(script: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        parse_script(script)
+
+
+def test_load_script_reads_a_file(tmp_path: Any) -> None:
+    path = tmp_path / "s.json"
+    path.write_text('["from a file"]', encoding="utf-8")
+    with MockServer(load_script(path)) as srv:
+        assert mw.complete_sync(srv.model(), CTX).text == "from a file"
+    with pytest.raises(ConfigurationError, match="cannot read script"):
+        load_script(tmp_path / "missing.json")
+
+
+def test_server_model_refuses_unknown_api(mock_server: MockServer) -> None:
+    with pytest.raises(ConfigurationError, match="unknown api"):
+        mock_server.model("grpc")
+    assert mock_server.model("google-generative-ai").base_url.endswith("/v1beta")
+
+
+def test_scripted_model_fixture(scripted_model: ScriptedModel) -> None:
+    scripted_model.add("from the fixture")
+    assert scripted_model.pending == 1
+    assert scripted_model.model.api == "scripted"
+
+
+# --------------------------------------------------------------------------- the documented recipes (docs/testing.md)
+
+
+@pytest.mark.anyio
+async def test_doc_recipe_agent_against_mock_server(tmp_path: Any) -> None:
+    (tmp_path / "README.md").write_text("# Hello\n")
+    replies = [["Let me read it.", tool_call("read", {"path": "README.md"})], "It says hello."]
+    with MockServer(replies) as server:
+        agent = mw.Agent(server.model("anthropic-messages"),
+                         tools=mw.tools.read_only(root=tmp_path))  # fmt: skip
+        run = await agent.run("读取 README.md")
+    assert run.final.text == "It says hello."
+    first, second = server.requests
+    assert first.path == "/v1/messages"
+    result = second.json()["messages"][-1]["content"][0]
+    assert result["type"] == "tool_result"
+    assert "# Hello" in json.dumps(result, ensure_ascii=False)
+
+
+@pytest.mark.anyio
+async def test_doc_recipe_responder_answers_from_the_tool_result(tmp_path: Any) -> None:
+    (tmp_path / "README.md").write_text("# Hello\nworld\n")
+
+    def summarise(request: RecordedRequest) -> str:
+        tool_output = request.json()["messages"][-1]["content"]
+        return f"The file starts with: {tool_output.splitlines()[1]}"
+
+    with MockServer([tool_call("read", {"path": "README.md"}), summarise]) as server:
+        agent = mw.Agent(server.model(), tools=mw.tools.read_only(root=tmp_path))
+        run = await agent.run("读取 README.md")
+    assert run.final.text.startswith("The file starts with: ")
+    assert run.final.text.endswith("# Hello")
+
+
+@pytest.mark.anyio
+async def test_doc_recipe_agent_against_scripted_model(tmp_path: Any) -> None:
+    (tmp_path / "README.md").write_text("# Hello\n")
+    model = ScriptedModel(
+        [tool_call("read", {"path": "README.md"}),
+         lambda context: f"I saw {len(context.messages)} messages."]
+    )  # fmt: skip
+    agent = mw.Agent(model.model, tools=mw.tools.read_only(root=tmp_path))
+    run = await agent.run("读取 README.md")
+    assert model.contexts[1].messages[-1].role == "tool_result"
+    assert "# Hello" in model.contexts[1].messages[-1].text  # type: ignore[union-attr]
+    # user, assistant (call), tool result: three messages when the second reply is decided
+    assert run.final.text == "I saw 3 messages."
+
+
+@pytest.mark.anyio
+async def test_doc_recipe_custom_provider_in_five_lines() -> None:
+    async def shout(model: mw.Model, context: mw.Context) -> AsyncIterator[str]:
+        for word in str(context.messages[-1].content).split():  # type: ignore[union-attr]
+            yield word.upper() + " "
+
+    register_text_api("shout", shout)
+    ctx = mw.Context(messages=[mw.UserMessage(content="hello there")])
+    message = await mw.complete(
+        mw.Model(id="v1", api="shout", provider="me", base_url="http://localhost"), ctx
+    )
+    assert message.text == "HELLO THERE "
+
+
+@pytest.mark.anyio
+async def test_scripted_length_finish_never_trusts_call_arguments() -> None:
+    cut = mw.AssistantMessage(
+        content=[tool_call("read", {"path": "README.md"})], api="", provider="", model="",
+        stop_reason="length",
+    )  # fmt: skip
+    msg = await mw.complete(ScriptedModel([cut]).model, CTX)
+    assert msg.stop_reason == "length"
+    (call,) = msg.tool_calls
+    assert call.arguments == {} and call.raw_arguments == '{"path":"README.md"}'
