@@ -36,7 +36,7 @@ def bench_import() -> None:
                 subprocess.run(
                     [sys.executable, "-c", code], capture_output=True, text=True, check=True
                 ).stdout
-            )  # fmt: skip
+            )
             for _ in range(5)
         ]
         return statistics.median(runs)

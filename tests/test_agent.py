@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 import modelwire as mw
@@ -317,6 +318,23 @@ async def test_no_execution_on_length(root: Path) -> None:
     assert isinstance(result, mw.ToolResultMessage) and result.is_error
     assert result.tool_call_id == "call_1"
     assert result.text.startswith("Error [output_limit]") and "nothing was executed" in result.text
+
+
+async def test_no_execution_on_silent_context_overflow(root: Path) -> None:
+    # The server reports more prompt tokens than the window holds: it truncated
+    # the prompt without an error, so the answer cannot be acted on.
+    spy = Spy()
+    body = chat_calls(("call_1", "read", '{"path": "README.md"}'), done=False)
+    body += sse_body([{"choices": [], "usage": {"prompt_tokens": 5000, "completion_tokens": 9}}])
+    with MockServer([body, chat_text("never requested")]) as srv:
+        small = msgspec.structs.replace(model_for(srv), context_window=4096)
+        agent = mw.Agent(small, tools=[spy.tool])
+        _, run = await collect(agent, "go")
+    assert spy.seen == [] and len(srv.requests) == 1
+    assert run.stop_reason == "context_overflow"
+    result = run.messages[-1]
+    assert isinstance(result, mw.ToolResultMessage) and result.is_error
+    assert result.text.startswith("Error [context_overflow]")
 
 
 async def test_no_execution_on_an_in_band_error(root: Path) -> None:

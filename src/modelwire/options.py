@@ -125,6 +125,7 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
     if api_key is not None:
         if not isinstance(api_key, str) or not api_key:
             raise ConfigurationError("api_key must be a non-empty string or a callable")
+        _check_key(api_key, "api_key")
         return api_key
     names = ENV_KEYS.get(provider)
     if not names:
@@ -132,11 +133,23 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
     for name in names:
         value = os.environ.get(name)
         if value:
+            _check_key(value, name)
             return value
     raise MissingAPIKeyError(
         f"no API key for provider {provider!r}: set {' or '.join(names)} or pass api_key=...",
         env_var=names[0],
     )
+
+
+def _check_key(key: str, source: str) -> None:
+    """A key read from a file often ends in a newline: the HTTP client would refuse
+    the header only once the request starts, quoting the key in its error. Refuse
+    it here, before any request, without quoting it (DESIGN §3 rule 6)."""
+    if key != key.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+        raise ConfigurationError(
+            f"{source} contains whitespace at an end or a control character (a trailing "
+            "newline from a file?); strip it before passing it"
+        )
 
 
 RESERVED_BODY_KEYS = frozenset(

@@ -23,6 +23,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, M
 from contextlib import aclosing
 from typing import Any, Literal
 
+from ..catalog import is_silent_overflow
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
 from ..tools import Tool, ToolFailure, ToolOutput
@@ -152,6 +153,14 @@ def _not_started(call: ToolCall) -> ToolFailure:
 
 def _interrupted(call: ToolCall) -> ToolFailure:
     return ToolFailure("aborted", f"the run was aborted before this {call.name} call finished")
+
+
+def _silent_overflow(call: ToolCall) -> ToolFailure:
+    return ToolFailure(
+        "context_overflow",
+        f"the conversation is larger than the model's context window, so the server "
+        f"dropped part of it; this {call.name} call was not executed",
+    )
 
 
 def _output_limit(call: ToolCall) -> ToolFailure:
@@ -429,6 +438,19 @@ class Agent:
                             yield e
                     yield TurnEndEvent(turn=turns, message=msg, tool_results=tuple(results))
                     stop = "length"
+                    break
+                if is_silent_overflow(msg, self.model):
+                    # The server answered a prompt it could not hold (it truncated it):
+                    # acting on that answer is unsafe, so nothing is executed.
+                    results = []
+                    for call in msg.tool_calls:
+                        answered.add(call.id)
+                        result = failure_result(call, _silent_overflow(call))
+                        results.append(result)
+                        for e in self._record(result, new):
+                            yield e
+                    yield TurnEndEvent(turn=turns, message=msg, tool_results=tuple(results))
+                    stop = "context_overflow"
                     break
                 calls = msg.tool_calls if reason == "tool_use" else ()
                 turn = _Turn(calls)

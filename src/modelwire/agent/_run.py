@@ -13,8 +13,13 @@ __all__ = ["AgentRun", "AgentStopReason", "sum_usage"]
 
 #: Why a run ended: the model finished (``stop``); its response hit the output
 #: limit (``length``, nothing of it was executed); a response failed (``error``);
-#: the caller aborted (``aborted``); or ``max_turns`` responses were used up.
-AgentStopReason: TypeAlias = Literal["stop", "length", "error", "aborted", "max_turns"]
+#: the caller aborted (``aborted``); ``max_turns`` responses were used up; or a
+#: response reported more prompt tokens than the model's context window holds
+#: (``context_overflow``: the server truncated the prompt silently; nothing of that
+#: response was executed).
+AgentStopReason: TypeAlias = Literal[
+    "stop", "length", "error", "aborted", "max_turns", "context_overflow"
+]
 
 
 class AgentRun(msgspec.Struct, frozen=True, kw_only=True):

@@ -261,17 +261,6 @@ def _tool_choice(tc: str | dict[str, Any] | None) -> Any:
     return tc
 
 
-def _check_key(key: str) -> None:
-    """A key read from a file often ends in a newline: the HTTP client would
-    refuse the header only once the request starts, quoting the key in its error.
-    Refuse it here, before any request, without quoting it (DESIGN §3 rule 6)."""
-    if key != key.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
-        raise ConfigurationError(
-            "api_key contains whitespace at an end or a control character (a trailing "
-            "newline from a file?); strip it before passing it"
-        )
-
-
 class OpenAIChatAPI:
     """The ``openai-chat`` wire API."""
 
@@ -345,7 +334,6 @@ class OpenAIChatAPI:
         headers.update(options.headers or {})
         secrets: tuple[str, ...] = ()
         if options.api_key:
-            _check_key(options.api_key)
             headers["Authorization"] = f"Bearer {options.api_key}"
             secrets = (options.api_key,)
         return HTTPRequest(

@@ -86,6 +86,10 @@ FAILURE_HINTS: dict[str, str] = {
         "Nothing was executed. Make the call again with complete arguments; "
         "if they are long, ask for less at once."
     ),
+    "context_overflow": (
+        "Nothing was executed. The conversation no longer fits the model's context "
+        "window: the application must shorten it before continuing."
+    ),
     "aborted": (
         "The user stopped the run before this call finished; whether it had any effect "
         "is unknown. Wait for the user's instructions."
