@@ -212,6 +212,29 @@ def _check_retry_after(err: ProviderError) -> None:
         raise err
 
 
+def _transport_retry(
+    exc: Exception, secrets: tuple[str, ...], attempt: int, max_retries: int
+) -> tuple[StreamError, float | None]:
+    """The typed error for a failed send, and the delay before retrying it (``None``:
+    do not retry — a timeout is not retried, the caller's budget is spent)."""
+    err = _map_exc(exc, secrets, started=False)
+    if attempt < max_retries and not isinstance(err, RequestTimeoutError):
+        return err, _backoff(attempt, None)
+    return err, None
+
+
+def _status_retry(
+    response: httpx.Response, body: bytes, secrets: tuple[str, ...], attempt: int, max_retries: int
+) -> tuple[ProviderError, float | None]:
+    """The typed error for an error status, and the delay before retrying (``None``:
+    give up). A ``Retry-After`` longer than :data:`MAX_RETRY_AFTER` raises at once."""
+    perr = status_error(response.status_code, body, response.headers, secrets)
+    _check_retry_after(perr)
+    if response.status_code in _RETRY_STATUSES and attempt < max_retries:
+        return perr, _backoff(attempt, perr.retry_after)
+    return perr, None
+
+
 # --------------------------------------------------------------------------- async
 
 
@@ -317,25 +340,23 @@ async def open_async(
             except TimeoutError:
                 raise RequestTimeoutError("total timeout expired before the response") from None
             except httpx.HTTPError as exc:
-                err: StreamError = _map_exc(exc, secrets, started=False)
-                if attempt < max_retries and not isinstance(err, RequestTimeoutError):
-                    await asyncio.sleep(_backoff(attempt, None))
-                    attempt += 1
-                    continue
-                raise err from exc
+                err, delay = _transport_retry(exc, secrets, attempt, max_retries)
+                if delay is None:
+                    raise err from exc
+                await asyncio.sleep(delay)
+                attempt += 1
+                continue
             if response.status_code < 300:
                 return AsyncBody(response, own, secrets, deadline)
             try:
                 body = await _read_limited_async(response)
             finally:
                 await response.aclose()
-            perr = status_error(response.status_code, body, response.headers, secrets)
-            _check_retry_after(perr)
-            if response.status_code in _RETRY_STATUSES and attempt < max_retries:
-                await asyncio.sleep(_backoff(attempt, perr.retry_after))
-                attempt += 1
-                continue
-            raise perr
+            perr, delay = _status_retry(response, body, secrets, attempt, max_retries)
+            if delay is None:
+                raise perr
+            await asyncio.sleep(delay)
+            attempt += 1
     except BaseException:
         if own is not None:
             await own.aclose()
@@ -497,12 +518,12 @@ def open_sync(
                 )
                 response = client.send(req, stream=True)
             except httpx.HTTPError as exc:
-                err: StreamError = _map_exc(exc, secrets, started=False)
-                if attempt < max_retries and not isinstance(err, RequestTimeoutError):
-                    time.sleep(_backoff(attempt, None))
-                    attempt += 1
-                    continue
-                raise err from exc
+                err, delay = _transport_retry(exc, secrets, attempt, max_retries)
+                if delay is None:
+                    raise err from exc
+                time.sleep(delay)
+                attempt += 1
+                continue
             if response.status_code < 300:
                 return SyncBody(response, own, secrets, deadline)
             try:
@@ -516,13 +537,11 @@ def open_sync(
                     pass
             finally:
                 response.close()
-            perr = status_error(response.status_code, bytes(buf), response.headers, secrets)
-            _check_retry_after(perr)
-            if response.status_code in _RETRY_STATUSES and attempt < max_retries:
-                time.sleep(_backoff(attempt, perr.retry_after))
-                attempt += 1
-                continue
-            raise perr
+            perr, delay = _status_retry(response, bytes(buf), secrets, attempt, max_retries)
+            if delay is None:
+                raise perr
+            time.sleep(delay)
+            attempt += 1
     except BaseException:
         if own is not None:
             own.close()

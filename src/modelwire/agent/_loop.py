@@ -428,29 +428,23 @@ class Agent:
                     yield TurnEndEvent(turn=turns, message=msg)
                     stop = "aborted" if reason == "aborted" else "error"
                     break
+                # Nothing of a response cut by the output limit, or of one answering a
+                # prompt the server silently truncated, is executed: each call gets an
+                # error result (the transcript stays valid) and the run stops.
+                refusal = None
                 if reason == "length":
+                    refusal, stop = _output_limit, "length"
+                elif is_silent_overflow(msg, self.model):
+                    refusal, stop = _silent_overflow, "context_overflow"
+                if refusal is not None:
                     results = []
                     for call in msg.tool_calls:
                         answered.add(call.id)
-                        result = failure_result(call, _output_limit(call))
+                        result = failure_result(call, refusal(call))
                         results.append(result)
                         for e in self._record(result, new):
                             yield e
                     yield TurnEndEvent(turn=turns, message=msg, tool_results=tuple(results))
-                    stop = "length"
-                    break
-                if is_silent_overflow(msg, self.model):
-                    # The server answered a prompt it could not hold (it truncated it):
-                    # acting on that answer is unsafe, so nothing is executed.
-                    results = []
-                    for call in msg.tool_calls:
-                        answered.add(call.id)
-                        result = failure_result(call, _silent_overflow(call))
-                        results.append(result)
-                        for e in self._record(result, new):
-                            yield e
-                    yield TurnEndEvent(turn=turns, message=msg, tool_results=tuple(results))
-                    stop = "context_overflow"
                     break
                 calls = msg.tool_calls if reason == "tool_use" else ()
                 turn = _Turn(calls)
