@@ -876,3 +876,20 @@ async def test_one_run_at_a_time() -> None:
                     await agent.run("second")
                 gate.set()
     assert stream.run is not None and stream.run.stop_reason == "stop"
+
+
+async def test_trace_option_reaches_every_turn(root: Path) -> None:
+    records: list[Any] = []
+    replies = [
+        Reply(body=chat_calls(("call_1", "read", '{"path": "README.md"}'))),
+        Reply(body=chat_text("done")),
+    ]
+    with MockServer(replies) as srv:
+        agent = mw.Agent(model_for(srv), tools=mw.tools.read_only(root), trace=records.append)
+        run = await agent.run("读取 README.md")
+    assert run.stop_reason == "stop"
+    layers = [r.layer for r in records]
+    # One request and one final message traced per model call.
+    assert layers.count("request") == 2 and layers.count("message") == 2
+    finals = [r for r in records if r.layer == "message"]
+    assert finals[0].message.stop_reason == "tool_use"

@@ -73,6 +73,8 @@ if TYPE_CHECKING:
     from .tools import Tool as Tool
     from .tools import ToolFailure as ToolFailure
     from .tools import ToolOutput as ToolOutput
+    from .trace import TraceLog as TraceLog
+    from .trace import TraceRecord as TraceRecord
 
 __version__ = "0.1.0"
 
@@ -85,6 +87,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Tool": ("modelwire.tools", "Tool"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
+    "TraceLog": ("modelwire.trace", "TraceLog"),
+    "TraceRecord": ("modelwire.trace", "TraceRecord"),
     "complete": ("modelwire.client", "complete"),
     "complete_sync": ("modelwire.client", "complete_sync"),
     "get_model": ("modelwire.catalog", "get_model"),
@@ -154,6 +158,8 @@ __all__ = [
     "ToolFailure",
     "ToolOutput",
     "ToolResultMessage",
+    "TraceLog",
+    "TraceRecord",
     "Usage",
     "UserMessage",
     "complete",

@@ -20,6 +20,7 @@ from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
     from .options import HTTPRequest
+    from .trace import TraceObserver, Tracer
 
 __all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
 
@@ -74,14 +75,40 @@ def _prepare(
     return options, request
 
 
-def _pipeline(model: Model, context: Context, options: RequestOptions) -> Pipeline:
-    return Pipeline(
+def _pipeline(
+    model: Model,
+    context: Context,
+    options: RequestOptions,
+    request: HTTPRequest,
+    trace: TraceObserver | None,
+) -> Pipeline:
+    p = Pipeline(
         model.api,
         model=model,
         tool_choice=options.tool_choice,
         tools_declared=bool(context.tools),
         secrets=(options.api_key,) if options.api_key else (),
+        trace=trace,
+        clock=True,
     )
+    if p.trace is not None:
+        p.trace.context(model, context)
+        p.trace.request(request)
+    return p
+
+
+def _check_trace(trace: object) -> TraceObserver | None:
+    if trace is None:
+        return None
+    from .trace import check_observer
+
+    return check_observer(trace)
+
+
+def _trace_response(t: Tracer | None, body: Any) -> None:
+    # Once per call, after the status line: never on the per-read path.
+    if t is not None:
+        t.response(body.response.status_code, body.response.headers.multi_items())
 
 
 def stream(
@@ -101,13 +128,19 @@ def stream(
     http_client: Any = None,
     session_id: str | None = None,
     cache: bool = True,
+    trace: TraceObserver | None = None,
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
     Caller mistakes (bad options, a missing key) raise ``ConfigurationError`` /
     ``MissingAPIKeyError`` here, at once. Everything after the request starts
     ends the stream with an ``error`` event instead of raising.
+
+    ``trace``: a callable that receives one :mod:`trace record <modelwire.trace>`
+    per item of every layer — context, request, response, network reads, SSE
+    events, deltas, events, final message, errors where they arise.
     """
+    trace = _check_trace(trace)
     opts = dict(
         api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
         reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
@@ -116,14 +149,14 @@ def stream(
     )  # fmt: skip
     options, request = _prepare(model, context, opts)
     if request is None:
-        return _custom_stream(model, context, options)
+        return _custom_stream(model, context, options, trace)
     if http_client is not None and not _is_async_client(http_client):
         raise ConfigurationError("http_client for stream()/complete() must be an httpx.AsyncClient")
 
     async def produce(s: AssistantMessageStream) -> None:
         from .http import open_async, redact
 
-        p = _pipeline(model, context, options)
+        p = _pipeline(model, context, options, request, trace)
         secrets = request.secrets
         s.abort_events = p.abort
         s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
@@ -137,6 +170,7 @@ def stream(
             exc.message = redact(exc.message, secrets)
             await s._emit(p.fail(exc))
             return
+        _trace_response(p.trace, body)
         try:
             async for chunk in body.chunks():
                 events = p.feed(chunk)
@@ -172,7 +206,7 @@ def _is_async_client(client: Any) -> bool:
 
 
 def _custom_stream(
-    model: Model, context: Context, options: RequestOptions
+    model: Model, context: Context, options: RequestOptions, trace: TraceObserver | None
 ) -> AssistantMessageStream:
     fn = _custom[model.api]
 
@@ -180,22 +214,36 @@ def _custom_stream(
         from .assemble import Assembler
 
         asm = Assembler(api=model.api, provider=model.provider, model=model.id)
-        s.abort_events = lambda: _abort(asm)
-        s.fail_events = lambda exc: _fail(asm, exc)
+        # A custom stream function has no wire layers: its trace is the context
+        # and the events it yields.
+        t = None
+        if trace is not None:
+            from .trace import Tracer
+
+            t = Tracer(trace)
+            t.context(model, context)
+        s.abort_events = lambda: _traced(t, _abort(asm))
+        s.fail_events = lambda exc: _traced(t, _fail(asm, exc))
         saw_start = False
         async for event in fn(model, context, options):
             if not saw_start and event.type != "start":
                 start: list[Event] = []
                 asm.start(start)
-                await s._emit(start)
+                await s._emit(_traced(t, start))
             saw_start = True
-            await s._emit([event])
+            await s._emit(_traced(t, [event]))
             if event.type in ("done", "error"):
                 asm.done = True
                 return
         raise ProviderStreamError("the custom stream function ended without a done or error event")
 
     return AssistantMessageStream(produce)
+
+
+def _traced(t: Tracer | None, events: list[Event]) -> list[Event]:
+    if t is not None:
+        t.events(events, t.origin)
+    return events
 
 
 def _abort(asm: Any) -> list[Event]:
@@ -239,8 +287,10 @@ def stream_sync(
     http_client: Any = None,
     session_id: str | None = None,
     cache: bool = True,
+    trace: TraceObserver | None = None,
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop)."""
+    trace = _check_trace(trace)
     opts = dict(
         api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
         reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
@@ -261,7 +311,7 @@ def stream_sync(
     def produce(s: SyncAssistantMessageStream) -> Iterator[list[Event]]:
         from .http import open_sync, redact
 
-        p = _pipeline(model, context, options)
+        p = _pipeline(model, context, options, request, trace)
         secrets = request.secrets
         s.abort_events = p.abort
         s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
@@ -275,6 +325,7 @@ def stream_sync(
             exc.message = redact(exc.message, secrets)
             yield p.fail(exc)
             return
+        _trace_response(p.trace, body)
         s.on_abort = body.abort  # unblocks a read in progress, from any thread
         try:
             for chunk in body.chunks():

@@ -8,7 +8,7 @@ stream failure: they end the stream with an ``error`` event instead.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .apis import get_api
 from .assemble import Assembler, ToolChoice
@@ -16,7 +16,10 @@ from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStr
 from .sse import SSEDecoder
 
 if TYPE_CHECKING:
+    from .deltas import Delta
     from .events import Event
+    from .sse import ServerSentEvent
+    from .trace import ErrorLayer, TraceObserver, Tracer
     from .types import AssistantMessage, Model
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Pipeline", "replay"]
@@ -25,9 +28,14 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
 class Pipeline:
-    """One response's decoding state. ``done`` turns true with the terminal event."""
+    """One response's decoding state. ``done`` turns true with the terminal event.
 
-    __slots__ = ("assembler", "decoder", "observer", "secrets", "sse")
+    With ``trace`` (a :class:`~modelwire.trace.TraceObserver`) every step is also
+    reported as a trace record (:mod:`modelwire.trace`); ``self.trace`` is then the
+    :class:`~modelwire.trace.Tracer`. Without it, the only cost is one test per read.
+    """
+
+    __slots__ = ("assembler", "decoder", "secrets", "sse", "trace")
 
     def __init__(
         self,
@@ -37,8 +45,9 @@ class Pipeline:
         tool_choice: ToolChoice = None,
         tools_declared: bool | None = None,
         max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES,
-        observer: Any = None,
+        trace: TraceObserver | None = None,
         secrets: tuple[str, ...] = (),
+        clock: bool = False,
     ) -> None:
         wire = get_api(api)
         self.decoder = wire.new_decoder(model)
@@ -51,10 +60,14 @@ class Pipeline:
             tools_declared=tools_declared,
             prices=model.cost if model else None,
         )
-        self.observer = observer
         # API keys to redact from error texts: a server may quote the key in an
         # in-band error or in a payload that a malformed-chunk message cites.
         self.secrets = secrets
+        self.trace: Tracer | None = None
+        if trace is not None:
+            from .trace import Tracer
+
+            self.trace = Tracer(trace, secrets=secrets, clock=clock)
 
     @property
     def done(self) -> bool:
@@ -66,11 +79,16 @@ class Pipeline:
 
     def start(self) -> list[Event]:
         out: list[Event] = []
+        if self.trace is not None:
+            self._start_traced(out)
+            return out
         self.assembler.start(out)
         return out
 
     def feed(self, data: bytes) -> list[Event]:
         """Decode one network read; returns the events it completed."""
+        if self.trace is not None:
+            return self._feed_traced(data)
         out: list[Event] = []
         asm = self.assembler
         if asm.done:
@@ -91,6 +109,8 @@ class Pipeline:
 
     def end(self) -> list[Event]:
         """The body is complete: flush, require the terminal signal, finish."""
+        if self.trace is not None:
+            return self._end_traced()
         out: list[Event] = []
         asm = self.assembler
         if asm.done:
@@ -111,8 +131,16 @@ class Pipeline:
             asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
         return out
 
-    def fail(self, exc: StreamError) -> list[Event]:
+    def fail(self, exc: StreamError, at: ErrorLayer = "http") -> list[Event]:
+        """End the stream with ``exc`` (from the HTTP layer unless ``at`` says otherwise)."""
         out: list[Event] = []
+        t = self.trace
+        if t is not None:
+            if not self.assembler.done:
+                self._start_traced(out)
+                where: ErrorLayer = "caller" if isinstance(exc, AbortedError) else at
+                self._fail_traced(exc, where, t.last, None, out)
+            return out
         self.assembler.fail(self._redact(exc), out)
         return out
 
@@ -129,17 +157,136 @@ class Pipeline:
         return exc
 
     def abort(self, reason: str = "the stream was aborted by the caller") -> list[Event]:
-        return self.fail(AbortedError(reason))
+        return self.fail(AbortedError(reason), "caller")
+
+    # ------------------------------------------------------------------ traced
+    # The same steps as feed/end, one delta at a time so each event is linked to
+    # the delta that produced it (``Assembler.feed`` applies deltas in order and
+    # stops at the terminal event, so feeding them singly is equivalent).
+
+    def _start_traced(self, out: list[Event]) -> None:
+        n = len(out)
+        self.assembler.start(out)
+        if len(out) > n:
+            assert self.trace is not None
+            self.trace.events(out[n:], self.trace.origin)
+
+    def _feed_traced(self, data: bytes) -> list[Event]:
+        t = self.trace
+        assert t is not None
+        out: list[Event] = []
+        rid = t.read(data)
+        if self.assembler.done:
+            return out
+        self._start_traced(out)
+        try:
+            events = self.sse.feed(data)
+        except Exception as exc:
+            self._fail_traced(exc, "sse", rid, None, out)
+            return out
+        self._events_traced(events, rid, out)
+        return out
+
+    def _end_traced(self) -> list[Event]:
+        t = self.trace
+        assert t is not None
+        out: list[Event] = []
+        eof = t.eof()
+        asm = self.assembler
+        if asm.done:
+            return out
+        self._start_traced(out)
+        try:
+            events = self.sse.end()
+        except Exception as exc:
+            self._fail_traced(exc, "sse", eof, None, out)
+            return out
+        self._events_traced(events, eof, out)
+        if asm.done:
+            return out
+        try:
+            deltas = self.decoder.end()
+        except Exception as exc:
+            self._fail_traced(exc, "decode", eof, None, out)
+            return out
+        self._deltas_traced(deltas, eof, out)
+        if not asm.done:
+            err = TruncatedStreamError("the stream ended without its terminal event")
+            self._fail_traced(err, "decode", eof, None, out)
+        return out
+
+    def _events_traced(self, events: list[ServerSentEvent], parent: str, out: list[Event]) -> None:
+        t = self.trace
+        assert t is not None
+        decode = self.decoder.decode
+        for ev in events:
+            sid = t.sse(ev, parent)
+            try:
+                deltas = decode(ev)
+            except Exception as exc:
+                self._fail_traced(exc, "decode", sid, ev.data, out)
+                return
+            self._deltas_traced(deltas, sid, out)
+            if self.assembler.done:
+                return
+
+    def _deltas_traced(self, deltas: list[Delta], parent: str, out: list[Event]) -> None:
+        t = self.trace
+        assert t is not None
+        asm = self.assembler
+        for d in deltas:
+            n = len(out)
+            try:
+                asm.feed((d,), out)
+            except Exception as exc:
+                did = t.delta(d, parent, out[n:])
+                self._fail_traced(exc, "assemble", did, None, out)
+                return
+            t.delta(d, parent, out[n:])
+            if asm.done:
+                return
+
+    def _fail_traced(
+        self,
+        exc: BaseException,
+        at: ErrorLayer,
+        parent: str | None,
+        payload: str | None,
+        out: list[Event],
+    ) -> None:
+        t = self.trace
+        assert t is not None
+        if isinstance(exc, StreamError):
+            err = exc
+        else:  # a decoder bug must still end the stream typed
+            err = MalformedChunkError(f"could not decode a chunk: {exc!r}")
+        err = self._redact(err)
+        eid = t.error(err, at, parent, payload)
+        n = len(out)
+        self.assembler.fail(err, out)
+        t.events(out[n:], eid)
 
 
-def replay(api: str, chunks: Iterable[bytes] | bytes, model: Model | None = None) -> list[Event]:
+def replay(
+    api: str,
+    chunks: Iterable[bytes] | bytes,
+    model: Model | None = None,
+    *,
+    trace: TraceObserver | None = None,
+) -> list[Event]:
     """Decode a recorded response body offline: bytes → the full list of events.
 
     ``chunks`` is an iterable of byte strings (split anywhere) or one bytes
     object. ``message.api`` is ``api``; provider and model come from ``model``
     when given, else ``""``. Failures end the list with an ``error`` event.
+    ``trace`` receives one record per read (chunk), SSE event, delta, event and
+    the final message (:mod:`modelwire.trace`).
     """
-    p = Pipeline(api, model=model)
+    if trace is not None:
+        from .trace import check_observer
+
+        check_observer(trace)
+    p = Pipeline(api, model=model, trace=trace)
     if isinstance(chunks, bytes | bytearray | memoryview):
         chunks = (bytes(chunks),)
     out = p.start()

@@ -61,6 +61,7 @@ DEFAULT_MAX_TURNS = 25
 # own argument).
 STREAM_OPTIONS = frozenset(
     {
+        "trace",
         "headers",
         "temperature",
         "max_tokens",
@@ -270,7 +271,10 @@ class Agent:
                 f"known: {', '.join(sorted(STREAM_OPTIONS))}"
             )
         # Validate now (provider "" has no env var, so no key is looked up here).
-        resolve_options("", **opts)
+        trace = opts.get("trace")
+        if trace is not None and not callable(trace):
+            raise ConfigurationError("trace must be a callable receiving trace records")
+        resolve_options("", **{k: v for k, v in opts.items() if k != "trace"})
         return opts
 
     def _check_key(self) -> None:

@@ -6,6 +6,8 @@
     modelwire chat -m provider/model [prompt]       # stream a chat with a real provider
     modelwire run -m provider/model --root DIR TASK # the agent with read-only file tools
     modelwire replay --api API FILE.sse [--json]    # decode a recorded stream offline
+    modelwire trace --api API FILE.sse [--split N,M] # every layer of one call, linked by ids
+    modelwire trace -m provider/model PROMPT        # the same for a live call
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
     modelwire models [provider]                     # the model catalog
 
@@ -43,8 +45,8 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_CONFIG)
 
 
-def _model_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("-m", "--model", required=True, metavar="PROVIDER/MODEL",
+def _model_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
+    p.add_argument("-m", "--model", required=required, metavar="PROVIDER/MODEL",
                    help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url")  # fmt: skip
     p.add_argument("--base-url", help="API root including the version segment, e.g. "
                    "http://127.0.0.1:8000/v1 (instead of the catalog entry)")  # fmt: skip
@@ -87,7 +89,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="wire API the mock server speaks (default openai-chat)")  # fmt: skip
     p.add_argument("--delay", type=float, default=0.02,
                    help="seconds between streamed chunks (default 0.02; 0 = as fast as possible)")  # fmt: skip
-    _output_args(p, "one JSON line per agent event")
+    p.add_argument("--trace", action="store_true",
+                   help="show every layer of each model call (see: modelwire trace --help)")  # fmt: skip
+    _output_args(p, "one JSON line per agent event (with --trace: per trace record)")
 
     p = sub.add_parser("chat", help="stream a chat with a real provider",
                        description="Streams one answer to PROMPT, or chats interactively when no "
@@ -114,6 +118,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--api", choices=APIS, required=True, help="wire API that produced FILE")
     p.add_argument("file", metavar="FILE.sse")
     _output_args(p, "one JSON line per event, the final message last")
+
+    p = sub.add_parser(
+        "trace", help="follow one model call through every layer, linked by ids",
+        description="Prints, for one call, each layer in order: the context; the request "
+        "(URL, headers with the key shown as [redacted], JSON body); every network read (its "
+        "size, and whether it cut a UTF-8 character or a JSON value); every SSE event; the "
+        "normalized deltas it produced with provider key -> content index; the model events; "
+        "the final message. Errors appear at the layer where they arose. Offline: --api API "
+        "FILE.sse; live: -m PROVIDER/MODEL PROMPT.",
+        epilog="Examples: modelwire trace --api openai-chat call.sse --split 40 · "
+        "modelwire trace -m openai/gpt-4.1-mini 'say hi' · modelwire demo --trace",
+    )  # fmt: skip
+    _model_args(p, required=False)
+    p.add_argument("source", nargs="*", metavar="FILE.sse | PROMPT",
+                   help="a recorded response body (offline), or the prompt (with -m)")  # fmt: skip
+    p.add_argument("--split", metavar="N,M,...",
+                   help="FILE: cut the body into reads at these byte offsets")  # fmt: skip
+    p.add_argument("--chunk-size", type=int, metavar="N", help="FILE: reads of N bytes")
+    p.add_argument("--loopback", action="store_true",
+                   help="FILE: serve it from a loopback HTTP server and trace a real call")  # fmt: skip
+    p.add_argument("--cut-after", type=int, metavar="N",
+                   help="with --loopback: the server closes the connection after N body bytes")  # fmt: skip
+    p.add_argument("--delay", type=float, default=0.02,
+                   help="with --loopback: seconds between the server's writes (default 0.02)")  # fmt: skip
+    _output_args(p, "one JSON object per trace record")
 
     p = sub.add_parser("mock-server", help="serve scripted replies on loopback",
                        description="A MockServer speaking all four wire APIs. Without --script it "
@@ -146,6 +175,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "chat": commands.chat,
         "run": commands.run,
         "replay": commands.replay,
+        "trace": commands.trace,
         "mock-server": commands.mock_server,
         "models": commands.models,
     }

@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..testing import RecordedRequest
     from ..types import AssistantMessage, Context, Model, ToolCall
 
-__all__ = ["chat", "demo", "mock_server", "models", "replay", "run"]
+__all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
 
 
 def _screen(args: argparse.Namespace) -> Screen:
@@ -264,6 +264,15 @@ def _summary(screen: Screen, message: AssistantMessage) -> None:
             args = one_line(b.raw_arguments or "", 300)
             screen.line(f"[{i}] tool call {b.name} (id {b.id}): {args}", TOOL)
     screen.line(format_usage(message.usage), MUTED)
+
+
+# --------------------------------------------------------------------------- trace
+
+
+def trace(args: argparse.Namespace) -> int:
+    from .trace_view import trace as run_trace
+
+    return run_trace(args)
 
 
 # --------------------------------------------------------------------------- mock-server

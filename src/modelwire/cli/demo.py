@@ -36,6 +36,13 @@ SYSTEM = "回答要简洁。"
 FIRST_REPLY = "好的，我先读取 README.md，看看里面写了什么。"
 # Illustrative prices ($ per million tokens) so the demo can show a cost line.
 DEMO_PRICES = (0.40, 1.60)
+# With --trace the demo sends this made-up key, so the trace can show that the
+# key never leaves the auth header (the mock server ignores it).
+DEMO_KEY = "sk-demo-0000-not-a-real-key"
+# Characters per streamed delta: 4 shows text arriving; the trace shows every
+# layer of every delta, so it takes bigger pieces.
+PIECE_CHARS = 4
+TRACE_PIECE_CHARS = 12
 
 _NUMBERED = re.compile(r"^\s*(\d+)\t(.*)$")
 _TOTAL = re.compile(r"lines \d+-\d+ of (\d+)")
@@ -113,7 +120,7 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text.encode()) // 3)
 
 
-def _replies(delay: float) -> list[Any]:
+def _replies(delay: float, piece_chars: int = PIECE_CHARS) -> list[Any]:
     from ..testing import Reply, tool_call
     from ..types import AssistantMessage, TextContent, Usage
 
@@ -126,17 +133,30 @@ def _replies(delay: float) -> list[Any]:
         usage = Usage(input=u_in, output=u_out, total_tokens=u_in + u_out)
         msg = AssistantMessage(content=blocks, api="", provider="", model="", usage=usage,
                                stop_reason="stop")  # fmt: skip
-        return Reply(message=msg, piece_chars=4, delay=delay)
+        return Reply(message=msg, piece_chars=piece_chars, delay=delay)
 
     def turn1(rec: RecordedRequest) -> Reply:
+        # A fixed id (one call per conversation, so it cannot repeat) keeps the
+        # output, and the guide that quotes it, the same on every run.
         return message(rec, TextContent(text=FIRST_REPLY),
-                       tool_call("read", {"path": "README.md"}))  # fmt: skip
+                       tool_call("read", {"path": "README.md"}, id="call_1"))  # fmt: skip
 
     def turn2(rec: RecordedRequest) -> Reply:
         answer = answer_from_tool_result(tool_result_text(rec.api, rec.json()))
         return message(rec, TextContent(text=answer))
 
     return [turn1, turn2]
+
+
+async def _run_traced(agent: Any, tracer: Any, printer: EventPrinter) -> None:
+    """The agent run with each model call traced; usage is counted as usual."""
+    from ..types import AssistantMessage
+
+    async for ev in agent.stream(PROMPT):
+        tracer.agent_event(ev)
+        msg = getattr(ev, "message", None)
+        if getattr(ev, "type", "") == "message_end" and isinstance(msg, AssistantMessage):
+            printer.message_done(msg, show=False)
 
 
 def run_demo(args: argparse.Namespace) -> int:
@@ -155,10 +175,19 @@ def run_demo(args: argparse.Namespace) -> int:
     tools = read_only(root=root)
     screen = Screen(plain=True if (args.plain or args.json) else None)
     printer = EventPrinter(screen, show_turns=True)
-    with MockServer(_replies(args.delay)) as server:
+    traced = bool(getattr(args, "trace", False))
+    pieces = TRACE_PIECE_CHARS if traced else PIECE_CHARS
+    with MockServer(_replies(args.delay, pieces)) as server:
         model = server.model(args.api, "demo-model",
                              cost=ModelCost(input=DEMO_PRICES[0], output=DEMO_PRICES[1]))  # fmt: skip
-        agent = Agent(model, tools=tools, system_prompt=SYSTEM)
+        if traced:
+            from .trace_view import DemoTracer, TraceView
+
+            tracer = DemoTracer(TraceView(screen, as_json=args.json))
+            agent = Agent(model, tools=tools, system_prompt=SYSTEM, api_key=DEMO_KEY,
+                          stream_fn=tracer.stream_fn)  # fmt: skip
+        else:
+            agent = Agent(model, tools=tools, system_prompt=SYSTEM)
         if not args.json:
             screen.line("modelwire demo — no API key, no network", "bold")
             screen.line(f"  model  {model.provider}/{model.id} at {model.base_url} ({model.api}); "
@@ -166,9 +195,12 @@ def run_demo(args: argparse.Namespace) -> int:
             screen.line(f"  tools  {', '.join(t.name for t in tools)} (read-only, rooted at "
                         f"{root.resolve()})", MUTED)  # fmt: skip
             screen.line(f"you › {PROMPT}", USER)
-        from .commands import run_agent
+        if traced:
+            asyncio.run(_run_traced(agent, tracer, printer))
+        else:
+            from .commands import run_agent
 
-        asyncio.run(run_agent(agent, PROMPT, printer, args.json))
+            asyncio.run(run_agent(agent, PROMPT, printer, args.json))
         requests = list(server.requests)
     if not args.json:
         screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)

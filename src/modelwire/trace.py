@@ -1,0 +1,559 @@
+"""Follow one model call through every layer: typed trace records and the observer hook.
+
+Pass an observer — any callable taking one :class:`TraceRecord` — as ``trace=`` to
+``mw.stream``, ``mw.complete``, their sync twins or ``mw.replay``, and it receives,
+in order, one record per item of each layer the call goes through::
+
+    context ─▶ request ─▶ response ─▶ read ─▶ sse ─▶ delta ─▶ event ─▶ message
+                                                 (and ``eof``, ``error`` where they arise)
+
+Every record has an ``id`` (``"read-3"``, ``"sse-4"``, ``"delta-7"``, ``"event-9"``…)
+and the ``parent`` id of the record it came from, so one SSE payload can be followed
+to the deltas it produced, the events they produced and the final message::
+
+    log = mw.trace.TraceLog()
+    message = await mw.complete(model, ctx, trace=log)
+    for record in log.records:
+        print(json.dumps(record.to_dict(), default=str))
+
+What each layer shows:
+
+* :class:`ContextTrace` — the conversation as given (``mw.Context``).
+* :class:`RequestTrace` — URL, headers (the API key shown as ``[redacted]``, DESIGN
+  §3 rule 6) and the JSON body the wire API built.
+* :class:`ResponseTrace` — the HTTP status and headers of the response.
+* :class:`ReadTrace` — every network read (every chunk given to ``replay``): its size,
+  offset, and whether it ended inside a UTF-8 character, inside the JSON payload of a
+  ``data:`` line (and whether inside a JSON string), between the lines of one event,
+  or on an event boundary. Where a read ends never changes the result (rule 1); the
+  trace shows that it happened.
+* :class:`SSETrace` — every Server-Sent Event the decoder dispatched.
+* :class:`DeltaTrace` — every normalized delta (:mod:`modelwire.deltas`) the wire API
+  produced from a payload, with its provider ``key`` and the ``content_index`` the
+  assembler gave that key (rule 2: the position where the block first appeared).
+* :class:`EventTrace` — every model event, with its ``content_index``.
+* :class:`EndTrace` — the end of the HTTP body (``eof``): total size and where it ended.
+* :class:`ErrorTrace` — a failure, at the layer where it arose (``at``: ``http``,
+  ``sse``, ``decode``, ``assemble`` or ``caller``), with the offending payload for a
+  ``malformed_chunk`` and the byte offset where the stream stopped.
+* :class:`MessageTrace` — the final assistant message (after ``done``/``error``).
+
+Cost when unused: nothing per event; one ``is not None`` test per network read.
+When used, the records are built as the call runs and the observer is called
+synchronously, on the thread and in the task that decodes the stream. An observer
+that raises is detached (a ``RuntimeWarning`` says why) so telemetry can never
+break the call.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import warnings
+from collections.abc import Hashable, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
+
+import msgspec
+
+from .types import AssistantMessage, Context
+
+if TYPE_CHECKING:
+    from .deltas import Delta
+    from .errors import StreamError
+    from .events import Event
+    from .options import HTTPRequest
+    from .sse import ServerSentEvent
+    from .types import Model
+
+__all__ = [
+    "ContextTrace",
+    "DeltaTrace",
+    "EndTrace",
+    "ErrorTrace",
+    "EventTrace",
+    "MessageTrace",
+    "ReadCut",
+    "ReadTrace",
+    "RequestTrace",
+    "ResponseTrace",
+    "SSETrace",
+    "TraceLog",
+    "TraceObserver",
+    "TraceRecord",
+    "Tracer",
+    "check_observer",
+]
+
+#: Where a read (or the whole body) ended: inside a UTF-8 character (``utf8``), inside
+#: the payload of a ``data:`` line (``json``), inside another field line (``line``),
+#: between the lines of one event (``event``), or on an event boundary (``None``).
+ReadCut: TypeAlias = Literal["utf8", "json", "line", "event"] | None
+#: The layer an error arose in.
+ErrorLayer: TypeAlias = Literal["http", "sse", "decode", "assemble", "caller"]
+
+# Header names whose whole value is a credential (the wire APIs put the key in one
+# of these, DESIGN §3 rule 6).
+_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
+_HIDDEN_RESPONSE_HEADERS = frozenset({"set-cookie"})
+# A line still waiting for its line break is kept up to this many bytes, to tell a
+# cut inside a JSON string from one between tokens; longer lines report no detail.
+_PENDING_LIMIT = 1 << 20
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+# The shortest piece of a key, cut by a read boundary, that a read record redacts.
+_MIN_SECRET_PIECE = 8
+_NO_KEY: Any = object()
+
+
+class TraceRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One item of one layer. ``id`` is unique within the call; ``parent`` is the id
+    of the record this one came from (``None`` at the top)."""
+
+    layer: ClassVar[str] = ""
+    id: str
+    """This record's id, e.g. ``"sse-4"`` (``"context"``, ``"request"``… for the
+    one-per-call layers)."""
+    parent: str | None = None
+    """The id of the record it came from (an SSE event's read, a delta's SSE event…)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain data for JSON (``layer``, ``id``, ``parent`` first)."""
+        out: dict[str, Any] = {"layer": self.layer, "id": self.id, "parent": self.parent}
+        for name in self.__struct_fields__:
+            if name not in out:
+                out[name] = _plain(getattr(self, name))
+        return out
+
+
+class ContextTrace(TraceRecord, frozen=True):
+    """The conversation the call was made with, as the caller gave it."""
+
+    layer: ClassVar[str] = "context"
+    api: str
+    """The wire API (``model.api``)."""
+    provider: str
+    """``model.provider``."""
+    model: str
+    """``model.id``."""
+    context: Context
+    """The context passed to ``stream``/``complete``."""
+
+
+class RequestTrace(TraceRecord, frozen=True):
+    """The HTTP request the wire API built, secrets replaced by ``[redacted]``."""
+
+    layer: ClassVar[str] = "request"
+    method: str
+    """Always ``POST``."""
+    url: str
+    """The endpoint URL."""
+    headers: dict[str, str]
+    """Request headers; credential headers read ``[redacted]`` (or ``Bearer [redacted]``)."""
+    body: Any
+    """The JSON body, parsed (the text itself if it is not JSON)."""
+    size: int
+    """Body size in bytes."""
+
+
+class ResponseTrace(TraceRecord, frozen=True):
+    """The status line and headers of a successful (2xx) response."""
+
+    layer: ClassVar[str] = "response"
+    status: int
+    """HTTP status code."""
+    headers: dict[str, str]
+    """Response headers (names lower-cased; ``set-cookie`` hidden)."""
+
+
+class ReadTrace(TraceRecord, frozen=True):
+    """One network read (or one chunk given to ``replay``)."""
+
+    layer: ClassVar[str] = "read"
+    n: int
+    """1 for the first read."""
+    size: int
+    """Bytes in this read."""
+    offset: int
+    """Bytes of the body before this read."""
+    cut: ReadCut
+    """Where the body stood when this read ended (see :data:`ReadCut`)."""
+    utf8: tuple[int, int] | None
+    """For a ``utf8`` cut: bytes of the character received, and bytes it needs."""
+    in_string: bool | None
+    """For a cut inside a ``data:`` line: whether it fell inside a JSON string
+    (``None`` when not known)."""
+    pending: int
+    """Bytes of the line still waiting for its line break."""
+    data: bytes
+    """The bytes read (an API key the server echoed shows as ``[redacted]``)."""
+    elapsed_ms: float | None = None
+    """Milliseconds since the call started (live calls only)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        # Bytes as text: what a person can read; a cut character shows as \\xNN.
+        out["data"] = self.data.decode("utf-8", "backslashreplace")
+        return out
+
+
+class EndTrace(TraceRecord, frozen=True):
+    """The HTTP body (or the replayed input) is complete."""
+
+    layer: ClassVar[str] = "eof"
+    size: int
+    """Total body bytes."""
+    reads: int
+    """Number of reads."""
+    cut: ReadCut
+    """Where the body ended; anything but ``None`` means mid-event (``truncated_stream``)."""
+    pending: int
+    """Bytes of an unfinished last line."""
+
+
+class SSETrace(TraceRecord, frozen=True):
+    """One dispatched Server-Sent Event (``parent``: the read that completed it)."""
+
+    layer: ClassVar[str] = "sse"
+    event: str
+    """The SSE event type (``"message"`` when the block had no ``event:`` line)."""
+    data: str
+    """The ``data`` payload, as the provider sent it (secrets redacted)."""
+    sse_id: str = ""
+    """The last event id in effect (``""`` if never set)."""
+    retry: int | None = None
+    """A ``retry`` field in this event, if any."""
+
+
+class DeltaTrace(TraceRecord, frozen=True):
+    """One normalized delta a wire API produced from an SSE payload."""
+
+    layer: ClassVar[str] = "delta"
+    delta: Delta
+    """The delta (:mod:`modelwire.deltas`)."""
+    key: Any = None
+    """The provider's key for the block (``"text"``, ``("tool", 4)``, a block index, an
+    item id…); ``None`` for deltas without one (finish, usage, end of stream)."""
+    content_index: int | None = None
+    """The content index the assembler maps ``key`` to."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["delta"] = {"type": type(self.delta).__name__, **_plain(self.delta)}
+        return out
+
+
+class EventTrace(TraceRecord, frozen=True):
+    """One model event (``parent``: the delta, or the error, that produced it)."""
+
+    layer: ClassVar[str] = "event"
+    event: Event
+    """The event, as the stream yields it."""
+    content_index: int | None = None
+    """The event's ``content_index`` (``None`` for ``start``/``done``/``error``)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        out["event"] = self.event.to_dict()
+        return out
+
+
+class ErrorTrace(TraceRecord, frozen=True):
+    """A failure, recorded at the layer where it arose; the ``error`` event follows."""
+
+    layer: ClassVar[str] = "error"
+    at: ErrorLayer
+    """``http`` (status, connection, timeout), ``sse`` (framing, UTF-8, size, a body
+    ending mid-event), ``decode`` (a payload the wire API rejected, or a missing
+    terminal signal), ``assemble`` (tool-call protocol, finish rules) or ``caller``
+    (aborted)."""
+    kind: str
+    """The error kind (``malformed_chunk``, ``stream_interrupted``…)."""
+    message: str
+    """The error text (names the field path for ``malformed_chunk``)."""
+    payload: str | None = None
+    """The SSE payload that failed to decode (``at="decode"``)."""
+    offset: int = 0
+    """Body bytes received when the error arose (where a cut stream stopped)."""
+    status: int | None = None
+    """The HTTP status, for an error status."""
+
+
+class MessageTrace(TraceRecord, frozen=True):
+    """The final assistant message (``parent``: the terminal event)."""
+
+    layer: ClassVar[str] = "message"
+    message: AssistantMessage
+    """The message, as ``await s.result()`` returns it."""
+
+
+class TraceObserver(Protocol):
+    """What ``trace=`` takes: called once per record, in order."""
+
+    def __call__(self, record: TraceRecord, /) -> None: ...
+
+
+class TraceLog:
+    """A ready observer that keeps every record: ``records`` (in order)."""
+
+    def __init__(self) -> None:
+        self.records: list[TraceRecord] = []
+
+    def __call__(self, record: TraceRecord, /) -> None:
+        self.records.append(record)
+
+    def of(self, layer: str) -> list[TraceRecord]:
+        """The records of one layer (``"sse"``, ``"delta"``…)."""
+        return [r for r in self.records if r.layer == layer]
+
+
+def check_observer(trace: object) -> TraceObserver | None:
+    """``trace`` if it is ``None`` or callable; a ``ConfigurationError`` otherwise."""
+    if trace is None or callable(trace):
+        return trace
+    from .errors import ConfigurationError
+
+    raise ConfigurationError(
+        f"trace must be a callable taking a trace record, got {type(trace).__name__}"
+    )
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, TraceRecord):
+        return value.to_dict()
+    try:
+        return msgspec.to_builtins(value)
+    except TypeError:
+        return repr(value)
+
+
+# --------------------------------------------------------------------------- tracer
+
+
+class Tracer:
+    """Turns the steps of one call into records for an observer.
+
+    Used by :class:`~modelwire.pipeline.Pipeline` and the client; one per call. It
+    keeps what the records need and the layers do not: ids, the byte offset, the
+    unfinished line (to say where a read ended), and the provider key → content
+    index mapping, learnt from the events each delta produced.
+    """
+
+    def __init__(
+        self, observer: TraceObserver, *, secrets: tuple[str, ...] = (), clock: bool = False
+    ) -> None:
+        self.observer: TraceObserver | None = observer
+        self.secrets = tuple(s for s in secrets if s)
+        self._t0 = time.monotonic() if clock else None
+        self._n: dict[str, int] = {}
+        self._ci: dict[Hashable, int] = {}
+        self.offset = 0
+        self.reads = 0
+        # The top record (request when live) and the latest position in the body:
+        # the parents of the start event and of an error from the HTTP layer.
+        self.origin: str | None = None
+        self.last: str | None = None
+        self._tail = b""
+        self._pending = bytearray()
+        self._pending_n = 0  # its length (``_pending`` keeps only a head past the limit)
+        self._pending_over = False
+        self._boundary = True
+        self._content = False
+        self._body_parent: str | None = None
+
+    # ------------------------------------------------------------------ plumbing
+
+    def emit(self, record: TraceRecord) -> None:
+        obs = self.observer
+        if obs is None:
+            return
+        try:
+            obs(record)
+        except Exception as exc:
+            # Telemetry must never break the call it observes.
+            self.observer = None
+            warnings.warn(
+                f"the trace observer raised {exc!r}; it is detached for the rest of this call",
+                RuntimeWarning,
+                stacklevel=2,
+            )
+
+    def _id(self, layer: str) -> str:
+        n = self._n.get(layer, 0) + 1
+        self._n[layer] = n
+        return f"{layer}-{n}"
+
+    def redact(self, text: str) -> str:
+        if not self.secrets:
+            return text
+        from .http import redact  # the live path has imported httpx already
+
+        return redact(text, self.secrets)
+
+    # ------------------------------------------------------------------ call
+
+    def context(self, model: Model, context: Context) -> None:
+        self.emit(ContextTrace(id="context", api=model.api, provider=model.provider,
+                               model=model.id, context=context))  # fmt: skip
+        self.origin = "context"
+
+    def request(self, request: HTTPRequest) -> None:
+        headers = {}
+        for k, v in request.headers.items():
+            shown = self.redact(v)
+            if k.lower() in _SECRET_HEADERS and "[redacted]" not in shown:
+                shown = "[redacted]"
+            headers[k] = shown
+        text = self.redact(request.body.decode("utf-8", "replace"))
+        try:
+            body: Any = msgspec.json.decode(text)
+        except msgspec.DecodeError:
+            body = text
+        self.emit(RequestTrace(id="request", parent=self.origin, method="POST",
+                               url=self.redact(request.url), headers=headers, body=body,
+                               size=len(request.body)))  # fmt: skip
+        self.origin = self.last = "request"
+
+    def response(self, status: int, headers: Sequence[tuple[str, str]]) -> None:
+        shown = {k.lower(): self.redact(v) for k, v in headers
+                 if k.lower() not in _HIDDEN_RESPONSE_HEADERS}  # fmt: skip
+        self.emit(ResponseTrace(id="response", parent=self.origin, status=status, headers=shown))
+        self.last = self._body_parent = "response"
+
+    # ------------------------------------------------------------------ bytes
+
+    def read(self, data: bytes) -> str:
+        """Record one read; returns its id (the parent of the events it completes)."""
+        rid = self._id("read")
+        self.reads += 1
+        offset = self.offset
+        self.offset += len(data)
+        self._track(data, offset == 0)
+        cut, utf8, in_string = self._where()
+        elapsed = None if self._t0 is None else (time.monotonic() - self._t0) * 1000.0
+        shown = self._redact_bytes(data) if self.secrets else data
+        self.emit(ReadTrace(id=rid, parent=self._body_parent, n=self.reads,
+                            size=len(data), offset=offset, cut=cut, utf8=utf8,
+                            in_string=in_string, pending=self._pending_n, data=shown,
+                            elapsed_ms=elapsed))  # fmt: skip
+        self.last = rid
+        return rid
+
+    def _redact_bytes(self, data: bytes) -> bytes:
+        # Raw reads are logged too (rule 6): a key a server echoes may also be cut
+        # by a read boundary, so a long enough piece of it at either end goes too.
+        for secret in self.secrets:
+            s = secret.encode()
+            data = data.replace(s, b"[redacted]")
+            for n in range(min(len(s), len(data)) - 1, _MIN_SECRET_PIECE - 1, -1):
+                if data.endswith(s[:n]):
+                    data = data[:-n] + b"[redacted]"
+                    break
+            for n in range(min(len(s), len(data)) - 1, _MIN_SECRET_PIECE - 1, -1):
+                if data.startswith(s[-n:]):
+                    data = b"[redacted]" + data[n:]
+                    break
+        return data
+
+    def eof(self) -> str:
+        cut, _, _ = self._where()
+        self.emit(EndTrace(id="eof", parent=self.last, size=self.offset, reads=self.reads,
+                           cut=cut, pending=self._pending_n))  # fmt: skip
+        self.last = "eof"
+        return "eof"
+
+    def _track(self, data: bytes, first: bool) -> None:
+        # The unfinished line and whether the last complete line was blank — enough
+        # to say where a read ended without touching the SSE decoder (WHATWG: lines
+        # end at CR, LF or CRLF; a blank line dispatches the event).
+        if first and data.startswith(b"\xef\xbb\xbf"):
+            data = data[3:]
+        self._tail = (self._tail + data)[-4:]
+        if not self._content and data.strip(b"\r\n"):
+            self._content = True
+        last = max(data.rfind(b"\n"), data.rfind(b"\r"))
+        if last < 0:
+            self._pending_n += len(data)
+            if not self._pending_over:
+                self._pending += data
+                if len(self._pending) > _PENDING_LIMIT:
+                    self._pending_over = True
+                    del self._pending[16:]
+            return
+        self._pending = bytearray(data[last + 1 :])
+        self._pending_n = len(self._pending)
+        self._pending_over = len(self._pending) > _PENDING_LIMIT
+        if self._pending_over:
+            del self._pending[16:]
+        norm = self._tail.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if not self._pending:
+            # Only line breaks so far is a boundary too: nothing is pending.
+            self._boundary = norm.endswith(b"\n\n") or not self._content
+
+    def _where(self) -> tuple[ReadCut, tuple[int, int] | None, bool | None]:
+        pending = bytes(self._pending)
+        utf8 = _utf8_cut(self._tail) if pending else None
+        in_string = None
+        is_data = pending.startswith(b"data")
+        if is_data and not self._pending_over:
+            value = pending[5:] if pending.startswith(b"data:") else b""
+            unescaped = _ESCAPE.sub(b"", value.lstrip())
+            in_string = unescaped.count(b'"') % 2 == 1
+        if utf8 is not None:
+            return "utf8", utf8, in_string
+        if pending:
+            return ("json" if is_data else "line"), None, in_string
+        return (None if self._boundary else "event"), None, None
+
+    # ------------------------------------------------------------------ layers
+
+    def sse(self, ev: ServerSentEvent, parent: str | None) -> str:
+        sid = self._id("sse")
+        self.emit(SSETrace(id=sid, parent=parent, event=ev.event, data=self.redact(ev.data),
+                           sse_id=ev.id, retry=ev.retry))  # fmt: skip
+        return sid
+
+    def delta(self, d: Delta, parent: str | None, events: Sequence[Event]) -> str:
+        """Record a delta and the events it produced; returns the delta's id."""
+        did = self._id("delta")
+        key = getattr(d, "key", _NO_KEY)
+        ci: int | None = None
+        if key is not _NO_KEY:
+            for ev in events:
+                c = getattr(ev, "content_index", None)
+                if c is not None:
+                    ci = self._ci[key] = c
+                    break
+            else:
+                ci = self._ci.get(key)
+        self.emit(DeltaTrace(id=did, parent=parent, delta=d,
+                             key=None if key is _NO_KEY else key, content_index=ci))  # fmt: skip
+        self.events(events, did)
+        return did
+
+    def events(self, events: Sequence[Event], parent: str | None) -> None:
+        for ev in events:
+            eid = self._id("event")
+            self.emit(EventTrace(id=eid, parent=parent, event=ev,
+                                 content_index=getattr(ev, "content_index", None)))  # fmt: skip
+            message = getattr(ev, "message", None)
+            if isinstance(message, AssistantMessage):
+                self.emit(MessageTrace(id="message", parent=eid, message=message))
+
+    def error(
+        self, exc: StreamError, at: ErrorLayer, parent: str | None, payload: str | None = None
+    ) -> str:
+        eid = self._id("error")
+        self.emit(ErrorTrace(id=eid, parent=parent, at=at, kind=exc.kind, message=exc.message,
+                             payload=None if payload is None else self.redact(payload),
+                             offset=self.offset, status=exc.status))  # fmt: skip
+        return eid
+
+
+def _utf8_cut(tail: bytes) -> tuple[int, int] | None:
+    """``(received, needed)`` when ``tail`` ends inside a UTF-8 sequence (RFC 3629 §3)."""
+    for i in range(1, min(4, len(tail)) + 1):
+        b = tail[-i]
+        if b & 0xC0 == 0x80:  # a continuation byte: keep looking for the lead byte
+            continue
+        need = 4 if b >= 0xF0 else 3 if b >= 0xE0 else 2 if b >= 0xC0 else 1
+        return (i, need) if i < need else None
+    return None
