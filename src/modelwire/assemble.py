@@ -78,6 +78,9 @@ __all__ = ["Assembler", "SnapshotSource", "ToolChoice", "compute_cost", "parse_a
 
 ToolChoice = str | dict[str, Any] | None
 _json_decode = msgspec.json.decode
+# Frozen values, shared rather than built again for every response and usage update.
+_NO_COST = Cost()
+_NO_USAGE = Usage(cost=_NO_COST)
 
 
 def parse_arguments(raw: str) -> dict[str, Any] | None:
@@ -123,6 +126,7 @@ class _Block:
 
     __slots__ = (
         "args_override",
+        "cache",
         "call_id",
         "ci",
         "closed",
@@ -153,6 +157,10 @@ class _Block:
         self.closed = False
         self.final: AssistantContent | None = None
         self.final_v = -1
+        # (n, the first n pieces joined): snapshots read in stream order extend it
+        # with the pieces since, instead of joining every piece again. One tuple, so
+        # a reader on another thread never sees a count and a text that disagree.
+        self.cache: tuple[int, str] = (0, "")
 
     def text_at(self, v: int) -> str:
         pieces = self.pieces
@@ -161,7 +169,15 @@ class _Block:
             n = bisect_right(self.vs, v)
         if self.args_override is not None and self.args_override[0] <= v:
             return self.args_override[1]
-        return "".join(pieces[:n]) if n != len(pieces) else "".join(pieces)
+        cn, cached = self.cache
+        if cn == n:
+            return cached
+        if 0 < cn < n:
+            text = cached + "".join(pieces[cn:n])
+        else:
+            text = "".join(pieces[:n]) if n != len(pieces) else "".join(pieces)
+        self.cache = (n, text)
+        return text
 
     def signature_at(self, v: int) -> str | None:
         if not self.sigs:
@@ -189,39 +205,50 @@ class _Block:
 
 
 class SnapshotSource:
-    """Builds the message as it stood at a version; shared by all events of a stream."""
+    """Builds the message as it stood at a version; shared by all events of a stream.
 
-    __slots__ = ("_asm",)
+    The :class:`Assembler` is its own snapshot source: events point at it, and it
+    points at no event, so a finished stream is freed by reference counting alone
+    (no cycle for the garbage collector to find).
+    """
 
-    def __init__(self, asm: Assembler) -> None:
-        self._asm = asm
+    __slots__ = ()
 
     def snapshot(self, v: int) -> AssistantMessage:
-        a = self._asm
-        content = tuple(b.build(v) for b in a._blocks if b.start_v <= v)
-        usage = a._usage
-        if a._usage_vs and a._usage_vs[-1] > v:
-            i = bisect_right(a._usage_vs, v)
-            usage = a._usage_hist[i - 1] if i else Usage()
-        return AssistantMessage(
-            content=content,
-            api=a.api,
-            provider=a.provider,
-            model=a.model,
-            usage=usage,
-            stop_reason=None,
-            response_id=a._response_id,
-            timestamp=a.timestamp,
-        )
+        """The assistant message as it stood at version ``v``."""
+        raise NotImplementedError
 
 
-class Assembler:
+class Assembler(SnapshotSource):
     """State machine from deltas to events; one per response.
 
     ``tool_choice`` and ``tools_declared`` drive the completion policy (DESIGN
     §2a): with ``tools_declared=None`` (replay, where the request is unknown)
     calls are accepted as the stream presents them.
     """
+
+    __slots__ = (
+        "_blocks",
+        "_call_ids",
+        "_finish",
+        "_forced_name",
+        "_keys",
+        "_response_id",
+        "_usage",
+        "_usage_hist",
+        "_usage_vs",
+        "_v",
+        "api",
+        "done",
+        "message",
+        "model",
+        "prices",
+        "provider",
+        "started",
+        "timestamp",
+        "tool_choice",
+        "tools_declared",
+    )
 
     def __init__(
         self,
@@ -245,8 +272,7 @@ class Assembler:
         self._keys: dict[Hashable, _Block] = {}
         self._call_ids: dict[str, _Block] = {}
         self._v = 0
-        self._src = SnapshotSource(self)
-        self._usage = Usage()
+        self._usage = _NO_USAGE
         self._usage_hist: list[Usage] = []
         self._usage_vs: list[int] = []
         self._finish: Finish | None = None
@@ -254,19 +280,26 @@ class Assembler:
         self.started = False
         self.done = False
         self.message: AssistantMessage | None = None
-        self._handlers: dict[type, Any] = {
-            TextDelta: self._on_text,
-            ThinkingDelta: self._on_thinking,
-            ToolCallDelta: self._on_tool,
-            ToolCallArguments: self._on_tool_args,
-            BlockStart: self._on_block_start,
-            BlockSignature: self._on_signature,
-            BlockEnd: self._on_block_end,
-            Finish: self._on_finish,
-            UsageUpdate: self._on_usage,
-            ResponseMeta: self._on_meta,
-            EndOfStream: self._on_end,
-        }
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self, v: int) -> AssistantMessage:
+        """The message as it stood at version ``v`` (``event.partial``)."""
+        content = tuple(b.build(v) for b in self._blocks if b.start_v <= v)
+        usage = self._usage
+        if self._usage_vs and self._usage_vs[-1] > v:
+            i = bisect_right(self._usage_vs, v)
+            usage = self._usage_hist[i - 1] if i else _NO_USAGE
+        return AssistantMessage(
+            content=content,
+            api=self.api,
+            provider=self.provider,
+            model=self.model,
+            usage=usage,
+            stop_reason=None,
+            response_id=self._response_id,
+            timestamp=self.timestamp,
+        )
 
     # ------------------------------------------------------------------ driving
 
@@ -274,7 +307,7 @@ class Assembler:
         """Append the ``start`` event (once)."""
         if not self.started:
             self.started = True
-            out.append(StartEvent(_src=self._src, _v=self._v))
+            out.append(StartEvent(_src=self, _v=self._v))
             self._v += 1
 
     def feed(self, deltas: Iterable[Delta], out: list[Event]) -> None:
@@ -283,11 +316,11 @@ class Assembler:
         Raises a :class:`StreamError` on a protocol violation; events appended
         before it stay valid, and the caller ends the stream with :meth:`fail`.
         """
-        handlers = self._handlers
+        handlers = _HANDLERS
         for d in deltas:
             if self.done:
                 return
-            handlers[type(d)](d, out)
+            handlers[type(d)](self, d, out)
 
     def fail(self, exc: StreamError, out: list[Event]) -> None:
         """End the stream with an ``error``/``aborted`` event keeping all content."""
@@ -318,9 +351,9 @@ class Assembler:
         ci = b.ci = len(self._blocks)
         self._blocks.append(b)
         if kind == "text":
-            out.append(TextStartEvent(content_index=ci, _src=self._src, _v=self._v))
+            out.append(TextStartEvent(content_index=ci, _src=self, _v=self._v))
         elif kind == "thinking":
-            out.append(ThinkingStartEvent(content_index=ci, _src=self._src, _v=self._v))
+            out.append(ThinkingStartEvent(content_index=ci, _src=self, _v=self._v))
         self._v += 1
         return b
 
@@ -329,30 +362,33 @@ class Assembler:
 
     # ------------------------------------------------------------------ text/thinking
 
+    # The two handlers below run once per event of nearly every stream: locals, no
+    # helper calls.
+
     def _on_text(self, d: TextDelta, out: list[Event]) -> None:
-        if not d.text:
+        text = d.text
+        if not text:
             return
         b = self._keys.get(d.key)
         if b is None or b.closed or b.kind != "text":
             b = self._block(d.key, "text", out)
         v = self._v
-        b.pieces.append(d.text)
+        b.pieces.append(text)
         b.vs.append(v)
-        out.append(TextDeltaEvent(content_index=self._index(b), delta=d.text, _src=self._src, _v=v))
+        out.append(TextDeltaEvent(content_index=b.ci, delta=text, _src=self, _v=v))
         self._v = v + 1
 
     def _on_thinking(self, d: ThinkingDelta, out: list[Event]) -> None:
-        if not d.text:
+        text = d.text
+        if not text:
             return
         b = self._keys.get(d.key)
         if b is None or b.closed or b.kind != "thinking":
             b = self._block(d.key, "thinking", out)
         v = self._v
-        b.pieces.append(d.text)
+        b.pieces.append(text)
         b.vs.append(v)
-        out.append(
-            ThinkingDeltaEvent(content_index=self._index(b), delta=d.text, _src=self._src, _v=v)
-        )
+        out.append(ThinkingDeltaEvent(content_index=b.ci, delta=text, _src=self, _v=v))
         self._v = v + 1
 
     def _on_block_start(self, d: BlockStart, out: list[Event]) -> None:
@@ -383,6 +419,23 @@ class Assembler:
 
     def _on_tool(self, d: ToolCallDelta, out: list[Event]) -> None:
         b = self._keys.get(d.key)
+        if (
+            b is not None
+            and d.id is None
+            and d.name is None
+            and b.kind == "tool_call"
+            and not b.closed
+        ):
+            # The hot path: more arguments for an open call (what the checks below
+            # amount to when the fragment carries no id and no name).
+            args = d.arguments
+            if args:
+                v = self._v
+                b.pieces.append(args)
+                b.vs.append(v)
+                out.append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
+                self._v = v + 1
+            return
         if b is not None and (b.closed or b.kind != "tool_call"):
             b = None if b.closed else b
             if b is not None:
@@ -409,7 +462,7 @@ class Assembler:
             self._keys[d.key] = b
             ci = b.ci = len(self._blocks)
             self._blocks.append(b)
-            out.append(ToolCallStartEvent(content_index=ci, _src=self._src, _v=self._v))
+            out.append(ToolCallStartEvent(content_index=ci, _src=self, _v=self._v))
             self._v += 1
         if d.id and b.call_id is None:
             b.call_id = d.id
@@ -427,11 +480,7 @@ class Assembler:
             v = self._v
             b.pieces.append(d.arguments)
             b.vs.append(v)
-            out.append(
-                ToolCallDeltaEvent(
-                    content_index=self._index(b), delta=d.arguments, _src=self._src, _v=v
-                )
-            )
+            out.append(ToolCallDeltaEvent(content_index=b.ci, delta=d.arguments, _src=self, _v=v))
             self._v = v + 1
 
     def _on_tool_args(self, d: ToolCallArguments, out: list[Event]) -> None:
@@ -484,9 +533,7 @@ class Assembler:
         b.final_v = self._v
         b.closed = True
         out.append(
-            ToolCallEndEvent(
-                content_index=self._index(b), tool_call=call, _src=self._src, _v=self._v
-            )
+            ToolCallEndEvent(content_index=self._index(b), tool_call=call, _src=self, _v=self._v)
         )
         self._v += 1
 
@@ -504,11 +551,9 @@ class Assembler:
         b.closed = True
         ci = self._index(b)
         if isinstance(content, TextContent):
-            out.append(TextEndEvent(content_index=ci, content=content, _src=self._src, _v=self._v))
+            out.append(TextEndEvent(content_index=ci, content=content, _src=self, _v=self._v))
         elif isinstance(content, ThinkingContent):
-            out.append(
-                ThinkingEndEvent(content_index=ci, content=content, _src=self._src, _v=self._v)
-            )
+            out.append(ThinkingEndEvent(content_index=ci, content=content, _src=self, _v=self._v))
         self._v += 1
 
     def _on_block_end(self, d: BlockEnd, out: list[Event]) -> None:
@@ -522,14 +567,13 @@ class Assembler:
 
     def _on_usage(self, d: UsageUpdate, out: list[Event]) -> None:
         u = self._usage
+        i = u.input if d.input is None else d.input
+        o = u.output if d.output is None else d.output
+        cr = u.cache_read if d.cache_read is None else d.cache_read
+        cw = u.cache_write if d.cache_write is None else d.cache_write
+        total = i + o + cr + cw
         new = Usage(
-            input=u.input if d.input is None else d.input,
-            output=u.output if d.output is None else d.output,
-            cache_read=u.cache_read if d.cache_read is None else d.cache_read,
-            cache_write=u.cache_write if d.cache_write is None else d.cache_write,
-        )
-        new = msgspec.structs.replace(
-            new, total_tokens=new.input + new.output + new.cache_read + new.cache_write
+            input=i, output=o, cache_read=cr, cache_write=cw, total_tokens=total, cost=_NO_COST
         )
         self._usage = new
         self._usage_hist.append(new)
@@ -618,6 +662,23 @@ class Assembler:
         self.done = True
         self.message = msg
         return msg
+
+
+# Delta type → handler, shared by every assembler: a per-instance table of bound
+# methods would cost eleven allocations per response, which shows on short streams.
+_HANDLERS: dict[type, Any] = {
+    TextDelta: Assembler._on_text,
+    ThinkingDelta: Assembler._on_thinking,
+    ToolCallDelta: Assembler._on_tool,
+    ToolCallArguments: Assembler._on_tool_args,
+    BlockStart: Assembler._on_block_start,
+    BlockSignature: Assembler._on_signature,
+    BlockEnd: Assembler._on_block_end,
+    Finish: Assembler._on_finish,
+    UsageUpdate: Assembler._on_usage,
+    ResponseMeta: Assembler._on_meta,
+    EndOfStream: Assembler._on_end,
+}
 
 
 def _key_str(key: Hashable) -> str:

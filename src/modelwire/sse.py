@@ -52,6 +52,12 @@ DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 _BOM = b"\xef\xbb\xbf"
 
+# ``event: NAME`` line (bytes, valid UTF-8) → the event type it sets, shared by every
+# decoder: streams use a handful of names, so the table stays tiny; it stops growing at
+# _EVENT_LINES_MAX entries (further names take the ordinary path).
+_EVENT_LINES: dict[bytes, str] = {}
+_EVENT_LINES_MAX = 64
+
 
 class ServerSentEvent(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One dispatched Server-Sent Event (WHATWG "dispatch the event").
@@ -357,6 +363,7 @@ class SSEDecoder:
             # last event ID needs no update here.
             append = out.append
             id_ = self._id
+            names = _EVENT_LINES
             for block in blocks:
                 if block[:6] == b"data: " and 10 not in block:
                     try:
@@ -364,11 +371,30 @@ class SSEDecoder:
                     except UnicodeDecodeError as exc:
                         raise self._bad_utf8(exc, "event data") from None
                     append(ServerSentEvent(data=text, id=id_))
-                else:
-                    lines = block.split(b"\n")
-                    lines.append(b"")
-                    self._lines(lines, out)
-                    id_ = self._id
+                    continue
+                # ``event: NAME\ndata: JSON``, as Anthropic and OpenAI Responses send every
+                # event: the event line is looked up whole in a small table of event lines
+                # already seen (it is one of a handful of names), so such a block costs a
+                # partition, a lookup and one decode instead of the line loop.
+                head, _, line = block.partition(b"\n")
+                name = names.get(head)
+                if name is None and head[:7] == b"event: " and len(names) < _EVENT_LINES_MAX:
+                    try:
+                        name = names[head] = head[7:].decode() or "message"
+                    except UnicodeDecodeError:
+                        pass  # the line loop below raises the error, worded as always
+                if name is not None and line[:6] == b"data: " and 10 not in line:
+                    try:
+                        text = line[6:].decode()
+                    except UnicodeDecodeError:
+                        pass  # as above
+                    else:
+                        append(ServerSentEvent(event=name, data=text, id=id_))
+                        continue
+                lines = block.split(b"\n")
+                lines.append(b"")
+                self._lines(lines, out)
+                id_ = self._id
         if rest:
             if 10 in rest:
                 self._general(rest, out)

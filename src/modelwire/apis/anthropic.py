@@ -543,6 +543,7 @@ class _Loose(msgspec.Struct, gc=False):
 
 
 _event_decoder = decoder_for(_Event)
+_decode_event = _event_decoder.decode
 _loose_decoder = decoder_for(_Loose)
 
 _KNOWN_EVENTS = frozenset(
@@ -620,14 +621,35 @@ class AnthropicDecoder:
         self._streamed_input: set[int] = set()
 
     def decode(self, event: ServerSentEvent) -> list[Delta]:
+        data = event.data
         try:
-            ev = decode_json(event.data, _event_decoder)
-        except MalformedChunkError:
-            if self._ignorable(event.data):
+            ev = _decode_event(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            if self._ignorable(data):
                 return []
-            raise
+            decode_json(data, _event_decoder)  # raises MalformedChunkError with the field path
+            raise  # pragma: no cover - decode_json raised already
         t = ev.type
         if t == "content_block_delta":
+            # The hot path (nearly every event of a stream): a well-formed text,
+            # thinking or tool-input delta to an open block of its kind is handled
+            # inline; everything else, errors included, by _block_delta.
+            d = ev.delta
+            i = ev.index
+            if i is not None and d is not None and i not in self._stopped:
+                dt = d.type
+                if dt == "text_delta":
+                    if d.text is not None and self._kinds.get(i) == "text":
+                        return [TextDelta(i, d.text)]
+                elif dt == "input_json_delta":
+                    pj = d.partial_json
+                    if pj is not None and self._kinds.get(i) == "tool":
+                        if pj:
+                            self._streamed_input.add(i)
+                        return [ToolCallDelta(i, None, None, pj)]
+                elif dt == "thinking_delta":
+                    if d.thinking is not None and self._kinds.get(i) == "thinking":
+                        return [ThinkingDelta(i, d.thinking)]
             return self._block_delta(ev)
         if t == "content_block_start":
             return self._block_start(ev)

@@ -435,6 +435,9 @@ class _ErrorPayload(msgspec.Struct, gc=False):
 
 
 _chunk_decoder = decoder_for(_Chunk)
+_decode_chunk = _chunk_decoder.decode
+# The assembler keys of tool calls 0..15, made once (a tuple per fragment otherwise).
+_TOOL_KEYS = tuple(("tool", i) for i in range(16))
 _error_decoder = decoder_for(_ErrorPayload)
 
 _FINISH: dict[str, Literal["stop", "length", "tool_use"]] = {
@@ -520,6 +523,14 @@ class ChatDecoder:
 
     def decode(self, event: ServerSentEvent) -> list[Delta]:
         data = event.data
+        if event.event == "message" and data[:1] == "{":
+            # The hot path: an ordinary chunk (not an error event, keep-alive or [DONE]).
+            try:
+                chunk = _decode_chunk(data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                decode_json(data, _chunk_decoder)  # raises MalformedChunkError with the path
+                raise  # pragma: no cover - decode_json raised already
+            return self._chunk(chunk)
         if event.event == "error":
             # Groq sends ``event: error`` with a JSON error object; a server that
             # sends plain text there still reported an error, not a malformed chunk.
@@ -534,7 +545,9 @@ class ChatDecoder:
         if data == "[DONE]":
             self._done = True
             return self._terminal()
-        chunk = decode_json(data, _chunk_decoder)
+        return self._chunk(decode_json(data, _chunk_decoder))
+
+    def _chunk(self, chunk: _Chunk) -> list[Delta]:
         if chunk.error is not None:
             _raise_error(chunk.error)
         out: list[Delta] = []
@@ -567,6 +580,27 @@ class ChatDecoder:
         return out
 
     def _delta(self, d: _Delta, out: list[Delta]) -> None:
+        if (
+            d.reasoning_content is None
+            and d.reasoning is None
+            and d.reasoning_text is None
+            and d.reasoning_details is None
+            and d.refusal is None
+        ):
+            # The hot path: plain text and/or tool-call fragments, nothing else.
+            content = d.content
+            if content.__class__ is str:
+                if content:
+                    out.append(TextDelta(_TEXT, content))
+            elif content is not None:
+                self._full_delta(d, out)
+                return
+            if d.tool_calls:
+                self._tool_calls(d.tool_calls, out)
+            return
+        self._full_delta(d, out)
+
+    def _full_delta(self, d: _Delta, out: list[Delta]) -> None:
         # Thinking: one source per chunk, never two (OpenRouter sends both
         # ``reasoning`` and ``reasoning_details`` with the same text).
         field = "reasoning_content"
@@ -608,18 +642,18 @@ class ChatDecoder:
             # A refusal is what the model said: it goes to the text block.
             out.append(TextDelta(_TEXT, d.refusal))
         if d.tool_calls:
-            for pos, tc in enumerate(d.tool_calls):
-                fn = tc.function
-                index = tc.index if tc.index is not None else pos
-                self._saw_tool = True
-                out.append(
-                    ToolCallDelta(
-                        ("tool", index),
-                        tc.id or None,
-                        (fn.name or None) if fn else None,
-                        (fn.arguments or "") if fn else "",
-                    )
-                )
+            self._tool_calls(d.tool_calls, out)
+
+    def _tool_calls(self, calls: list[_ToolCallPart], out: list[Delta]) -> None:
+        self._saw_tool = True
+        for pos, tc in enumerate(calls):
+            fn = tc.function
+            index = tc.index if tc.index is not None else pos
+            key = _TOOL_KEYS[index] if 0 <= index < len(_TOOL_KEYS) else ("tool", index)
+            if fn is None:
+                out.append(ToolCallDelta(key, tc.id or None, None, ""))
+            else:
+                out.append(ToolCallDelta(key, tc.id or None, fn.name or None, fn.arguments or ""))
 
     def _finish_delta(self, reason: str) -> Finish:
         failed = _FAILED_FINISH.get(reason)
