@@ -27,8 +27,10 @@ unit: $(STAMP)
 
 test: lint types unit
 
-bench: $(STAMP)
-	$(BIN)/python bench/run.py
+# The peers (openai, anthropic, httpx-sse, litellm) live only in bench/.venv.
+bench:
+	sh bench/setup_env.sh
+	bench/.venv/bin/python bench/run.py
 
 clean:
 	rm -rf $(VENV) build dist

@@ -1,122 +1,566 @@
 """Benchmarks (``make bench``; never part of ``make test``).
 
-Every figure is reported next to a reference measured in the same run, as a
-ratio: absolute times vary by machine, ratios much less.
+Every figure is reported next to a reference measured in the same run, on the same
+bytes, as a ratio: absolute times vary by machine (and by what else it is doing),
+ratios much less. Times are CPU time of this process (``time.process_time``), so other
+load on the machine skews them less; each comparison runs its contenders in alternating
+rounds and reports medians, the ratio being the median of the per-round ratios.
 
-    python bench/run.py            # all
-    python bench/run.py replay     # one section: import | replay | sse
+    python bench/run.py                  # everything, then the goals table
+    python bench/run.py replay peers     # some sections: import sse replay peers args concurrency
+    python bench/run.py --quick          # smaller sizes and fewer rounds (a smoke run)
+
+The peers (OpenAI and Anthropic SDKs, httpx-sse, LiteLLM) come from
+``bench/requirements.txt``; a missing one is reported as such. The output is Markdown:
+``bench/RESULTS.md`` holds a commented copy of a full run.
 """
 
 from __future__ import annotations
 
+import gc
 import json
+import os
+import platform
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
-import modelwire as mw
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+import peers  # noqa: E402
+from streams import (  # noqa: E402
+    anthropic_stream,
+    anthropic_tool_stream,
+    chat_stream,
+    chat_tool_stream,
+    expected_text,
+    fixture_bodies,
+    pieces,
+    tool_arguments,
+)
+
+import modelwire as mw  # noqa: E402
+from modelwire.events import Event  # noqa: E402
+from modelwire.pipeline import Pipeline  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+#: Goal name → (measured value, goal text, met?). Filled by the sections, printed last.
+GOALS: dict[str, tuple[str, str, bool]] = {}
+
+# Pydantic warns about Mistral's content-part lists in the OpenAI SDK's snapshot; the
+# SDK's result is not what is measured.
+warnings.simplefilter("ignore")
 
 
-def _median_time(fn: Callable[[], object], repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+# --------------------------------------------------------------------------- timing
+
+
+def cpu(fn: Callable[[], object]) -> float:
+    t0 = time.process_time()
+    fn()
+    return time.process_time() - t0
+
+
+def rounds(contenders: dict[str, Callable[[], object]], n: int) -> dict[str, list[float]]:
+    """Run every contender once per round, in a rotating order; CPU seconds per run."""
+    names = list(contenders)
+    out: dict[str, list[float]] = {k: [] for k in names}
+    for r in range(n):
+        for k in names[r % len(names) :] + names[: r % len(names)]:
+            gc.collect()
+            out[k].append(cpu(contenders[k]))
+    return out
+
+
+def med(xs: list[float]) -> float:
+    return statistics.median(xs)
+
+
+def ratio(times: dict[str, list[float]], a: str, b: str) -> float:
+    """Median over rounds of ``time(a) / time(b)``."""
+    return med([x / y for x, y in zip(times[a], times[b], strict=True)])
+
+
+def ms(t: float) -> str:
+    return f"{t * 1e3:,.1f} ms" if t < 10 else f"{t:,.2f} s"
+
+
+def row(*cells: object) -> None:
+    print("| " + " | ".join(str(c) for c in cells) + " |")
+
+
+def header(*cells: str) -> None:
+    row(*cells)
+    row(*("---" for _ in cells))
+
+
+def goal(name: str, value: str, target: str, met: bool) -> None:
+    GOALS[name] = (value, target, met)
+
+
+def floor(body: bytes) -> int:
+    """The floor: split the body on blank lines and ``json.loads`` each payload."""
+    n = 0
+    loads = json.loads
+    for frame in body.split(b"\n\n"):
+        i = frame.find(b"data: ")
+        if i >= 0 and frame[i + 6 :] != b"[DONE]":
+            loads(frame[i + 6 :])
+            n += 1
+    return n
+
+
+def _check_text(api: str, chunks: list[bytes], n: int) -> None:
+    events = mw.replay(api, chunks)
+    last = events[-1]
+    assert last.type == "done", last
+    assert last.message.content[0].text == expected_text(n)
+
+
+def _read_partials(api: str, chunks: list[bytes]) -> None:
+    """A consumer that reads ``.partial`` on every 100th event as the events arrive.
+
+    It runs the same pipeline as ``mw.replay`` but, like a live consumer, keeps no
+    event: every partial is a full copy of the message so far, and a list holding
+    2,000 of them from a 200,000-chunk stream would hold gigabytes.
+    """
+    p = Pipeline(api)
+
+    def batches() -> Iterator[list[Event]]:
+        yield p.start()
+        for c in chunks:
+            yield p.feed(c)
+        yield p.end()
+
+    n = 0
+    for batch in batches():  # one read's events at a time, as a live stream has them
+        for ev in batch:
+            n += 1
+            if n % 100 == 0:
+                ev.partial  # noqa: B018 - the read is what is measured
+
+
+# --------------------------------------------------------------------------- import
 
 
 def bench_import() -> None:
     def fresh(module: str) -> float:
         code = f"import time; t=time.perf_counter(); import {module}; print(time.perf_counter()-t)"
-        runs = [
-            float(
-                subprocess.run(
-                    [sys.executable, "-c", code], capture_output=True, text=True, check=True
-                ).stdout
+        runs = []
+        for _ in range(5):
+            done = subprocess.run(
+                [sys.executable, "-X", "frozen_modules=on", "-c", code],
+                capture_output=True,
+                text=True,
+                check=False,
+                env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
             )
-            for _ in range(5)
-        ]
-        return statistics.median(runs)
+            if done.returncode:
+                return float("nan")
+            runs.append(float(done.stdout))
+        return med(runs)
 
-    mw_t, httpx_t = fresh("modelwire"), fresh("httpx")
-    print(f"import modelwire  {mw_t * 1000:7.1f} ms")
-    print(f"import httpx      {httpx_t * 1000:7.1f} ms")
-    print(f"ratio             {mw_t / httpx_t:7.2f}x  (goal <= 1.3x)")
-
-
-def chat_stream(n_chunks: int) -> bytes:
-    """A synthetic OpenAI Chat stream of ``n_chunks`` text deltas."""
-    parts = []
-    for i in range(n_chunks):
-        payload = {
-            "id": "chatcmpl-bench",
-            "object": "chat.completion.chunk",
-            "created": 1,
-            "model": "gpt-bench",
-            "choices": [{"index": 0, "delta": {"content": f"word{i} "}, "finish_reason": None}],
-        }
-        parts.append(b"data: " + json.dumps(payload).encode() + b"\n\n")
-    final = {
-        "id": "chatcmpl-bench",
-        "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-    }
-    parts.append(b"data: " + json.dumps(final).encode() + b"\n\n")
-    parts.append(b'data: {"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":9}}\n\n')
-    parts.append(b"data: [DONE]\n\n")
-    return b"".join(parts)
+    # Interleave nothing here: each import is its own fresh interpreter (median of 5).
+    times = {m: fresh(m) for m in ("modelwire", "httpx", "openai", "anthropic")}
+    header("import (fresh interpreter, median of 5)", "time", "vs httpx")
+    for m, t in times.items():
+        row(f"`import {m}`", ms(t), f"{t / times['httpx']:.2f}×")
+    r = times["modelwire"] / times["httpx"]
+    goal("import modelwire ≤ 1.3× import httpx", f"{r:.2f}×", "≤ 1.3×", r <= 1.3)
 
 
-def _floor(body: bytes) -> None:
-    # The floor: split on blank lines and json.loads each payload.
-    for frame in body.split(b"\n\n"):
-        if frame.startswith(b"data: ") and frame != b"data: [DONE]":
-            json.loads(frame[6:])
-
-
-def _pieces(body: bytes, size: int) -> list[bytes]:
-    return [body[i : i + size] for i in range(0, len(body), size)]
-
-
-def bench_replay() -> None:
-    for n in (20_000, 200_000):
-        body = chat_stream(n)
-        pieces = _pieces(body, 4096)
-        floor = _median_time(lambda b=body: _floor(b))  # type: ignore[misc]
-        ours = _median_time(lambda p=pieces: mw.replay("openai-chat", p))  # type: ignore[misc]
-        events = mw.replay("openai-chat", pieces)
-        assert events[-1].type == "done", events[-1]
-        print(
-            f"replay openai-chat {n:>7} chunks: floor {floor * 1000:8.1f} ms  "
-            f"modelwire {ours * 1000:8.1f} ms  ratio {ours / floor:5.2f}x  "
-            f"({len(body) / ours / 1e6:6.1f} MB/s)"
-        )
+# --------------------------------------------------------------------------- sse
 
 
 def bench_sse() -> None:
-    from bench_sse import main as sse_main  # type: ignore[import-not-found]
+    from bench_sse import main as sse_main
 
+    print("```")
     sse_main()
+    print("```")
 
+
+# --------------------------------------------------------------------------- replay
+
+
+def bench_replay() -> None:
+    """bytes → events → final message, against the floor, at two sizes."""
+    small, big = (2_000, 20_000) if QUICK else (20_000, 200_000)
+    factor = big // small
+    header(
+        "stream", "chunks", "MB", "floor", "modelwire", "ratio", "+ .partial every 100th",
+        "MB/s", "µs/event",
+    )  # fmt: skip
+    growth: list[str] = []
+    for label, api, make in (
+        ("OpenAI Chat", "openai-chat", chat_stream),
+        ("Anthropic", "anthropic-messages", anthropic_stream),
+    ):
+        bodies = {n: make(n) for n in (small, big)}
+        chunks = {n: pieces(b) for n, b in bodies.items()}
+        contenders: dict[str, Callable[[], object]] = {}
+        for n in (small, big):
+            _check_text(api, chunks[n], n)
+            contenders[f"floor {n}"] = lambda b=bodies[n]: floor(b)  # type: ignore[misc]
+            contenders[f"modelwire {n}"] = lambda c=chunks[n], a=api: mw.replay(a, c)  # type: ignore[misc]
+            contenders[f"partial {n}"] = lambda c=chunks[n], a=api: _read_partials(a, c)  # type: ignore[misc]
+        # Both sizes in every round, so that the growth is a per-round ratio too.
+        times = rounds(contenders, 3 if QUICK else 9)
+        for n in (small, big):
+            t_mw = med(times[f"modelwire {n}"])
+            r = ratio(times, f"modelwire {n}", f"floor {n}")
+            rp = ratio(times, f"partial {n}", f"floor {n}")
+            row(
+                label, f"{n:,}", f"{len(bodies[n]) / 1e6:.1f}", ms(med(times[f"floor {n}"])),
+                ms(t_mw), f"**{r:.2f}×**", f"{ms(med(times[f'partial {n}']))} ({rp:.2f}×)",
+                f"{len(bodies[n]) / t_mw / 1e6:.0f}", f"{t_mw / n * 1e6:.2f}",
+            )  # fmt: skip
+            goal(f"{label}, {n:,} chunks: bytes → events vs floor", f"{r:.2f}×",
+                 "≤ 1.0× (≤ 1.5× minimum)", r <= 1.0)  # fmt: skip
+        grow = ratio(times, f"modelwire {big}", f"modelwire {small}")
+        fgrow = ratio(times, f"floor {big}", f"floor {small}")
+        best = min(times[f"modelwire {big}"]) / min(times[f"modelwire {small}"])
+        growth.append(
+            f"{label}: {factor}× the chunks took {grow:.2f}× the time (median of the per-round "
+            f"ratios; fastest run to fastest run: {best:.2f}×; the floor: {fgrow:.2f}×)."
+        )
+        goal(f"{label}: linear ({factor}× the stream)", f"{grow:.2f}×",
+             f"≤ {factor * 1.1:.0f}×", grow <= factor * 1.1)  # fmt: skip
+    print()
+    for line in growth:
+        print(f"- {line}")
+    print(
+        "\n`.partial` is built on access and costs O(content) by design (DESIGN §2a), so "
+        "reading it every 100th event grows with the square of the stream; producing the "
+        "events does not."
+    )
+
+
+# --------------------------------------------------------------------------- peers
+
+
+def _peer_table(
+    label: str, api: str, body: bytes, n: int, names: list[str], rounds_n: int
+) -> dict[str, float]:
+    """modelwire against the floor and the peers on one stream; returns ratios to modelwire."""
+    chunks = pieces(body)
+    available = peers.available(names)
+    contenders: dict[str, Callable[[], object]] = {
+        "floor": lambda: floor(body),
+        "modelwire": lambda: mw.replay(api, chunks),
+    }
+    for name, run in available.items():
+        if not isinstance(run, str):
+            contenders[name] = lambda r=run: r(chunks)  # type: ignore[misc]
+    times = rounds(contenders, rounds_n)
+    out: dict[str, float] = {}
+    for name in ["floor", "modelwire", *names]:
+        run_or_why = available.get(name)
+        if isinstance(run_or_why, str):
+            row(label, f"{n:,}", name, run_or_why, "-", "-")
+            continue
+        t = med(times[name])
+        r = ratio(times, name, "modelwire")
+        out[name] = r
+        version = "" if name in ("floor", "modelwire") else f" {peers.version(name)}"
+        row(label, f"{n:,}", f"{name}{version}", ms(t), f"{t / n * 1e6:,.1f}", f"{r:,.2f}×")
+    return out
+
+
+def _fixture_table(
+    label: str, api: str, folder: str, peer: str, budget: float
+) -> tuple[float, float, str] | None:
+    """Every recorded fixture the peer also reads: modelwire and peer time per pass."""
+    available = peers.available([peer])[peer]
+    if isinstance(available, str):
+        print(f"{label} fixtures: {peer} {available}")
+        return None
+    bodies = {name: pieces(b) for name, b in fixture_bodies(folder).items()}
+    usable: dict[str, list[bytes]] = {}
+    for name, chunks in bodies.items():
+        try:
+            available(chunks)
+        except Exception:  # the peer rejects it (e.g. an in-band error): not comparable
+            continue
+        usable[name] = chunks
+    if not usable:
+        return None
+    per: dict[str, tuple[float, float]] = {}
+    for name, chunks in usable.items():
+        # Repeat each side enough to take ~budget CPU seconds per measurement, so that
+        # a fixture of a few events is not timed at the clock's granularity.
+        n_mw = max(1, round(budget / max(cpu(lambda c=chunks: mw.replay(api, c)), 1e-6)))  # type: ignore[misc]
+        n_peer = max(1, round(budget / max(cpu(lambda c=chunks: available(c)), 1e-6)))  # type: ignore[misc]
+        times = rounds(
+            {
+                "modelwire": lambda c=chunks, k=n_mw: [mw.replay(api, c) for _ in range(k)],  # type: ignore[misc]
+                "peer": lambda c=chunks, p=available, k=n_peer: [p(c) for _ in range(k)],  # type: ignore[misc]
+            },
+            5,
+        )
+        per[name] = (med(times["modelwire"]) / n_mw, med(times["peer"]) / n_peer)
+    total_mw = sum(m for m, _ in per.values())
+    total_peer = sum(p for _, p in per.values())
+    worst = min(per, key=lambda k: per[k][1] / per[k][0])
+    row(
+        f"{label}: {len(per)} recorded fixtures, one pass",
+        ms(total_mw),
+        f"{peer}: {ms(total_peer)}",
+        f"{total_peer / total_mw:.1f}×",
+        f"{per[worst][1] / per[worst][0]:.1f}× (`{worst}`: {per[worst][0] * 1e6:,.0f} µs)",
+    )
+    return total_peer / total_mw, per[worst][1] / per[worst][0], worst
+
+
+def bench_peers() -> None:
+    """The same bytes through modelwire and through the peers' own streaming code."""
+    sizes = (500, 2_000) if QUICK else (2_000, 20_000)
+    print("Ratio = peer time / modelwire time (higher: modelwire faster), median over rounds.")
+    print()
+    header("stream", "chunks", "library", "time", "µs/chunk", "vs modelwire")
+    chat: dict[int, dict[str, float]] = {}
+    anth: dict[int, dict[str, float]] = {}
+    for n in sizes:
+        rn = 3 if n >= 20_000 or QUICK else 5
+        chat[n] = _peer_table(
+            "OpenAI Chat", "openai-chat", chat_stream(n), n,
+            ["OpenAI SDK", "LiteLLM", "httpx-sse + json"], rn,
+        )  # fmt: skip
+    for n in sizes:
+        rn = 3 if n >= 20_000 or QUICK else 5
+        anth[n] = _peer_table(
+            "Anthropic", "anthropic-messages", anthropic_stream(n), n,
+            ["Anthropic SDK", "httpx-sse + json"], rn,
+        )  # fmt: skip
+    print()
+    header("recorded fixtures", "modelwire", "peer", "peer / modelwire", "smallest ratio")
+    budget = 0.005 if QUICK else 0.02
+    fx_chat = _fixture_table("OpenAI Chat", "openai-chat", "openai-chat", "OpenAI SDK", budget)
+    fx_anth = _fixture_table(
+        "Anthropic", "anthropic-messages", "anthropic", "Anthropic SDK", budget
+    )
+    print()
+    oa = [chat[n].get("OpenAI SDK") for n in sizes]
+    an = [anth[n].get("Anthropic SDK") for n in sizes]
+    if all(x is not None for x in oa):
+        lo = min(x for x in oa if x is not None)
+        fx = f"; fixtures {fx_chat[0]:.0f}×, worst {fx_chat[1]:.0f}×" if fx_chat else ""
+        goal("≥ 30× faster than the OpenAI SDK", f"{lo:.0f}× (synthetic){fx}", "≥ 30×",
+             lo >= 30 and (fx_chat is None or fx_chat[1] >= 30))  # fmt: skip
+    if all(x is not None for x in an):
+        lo = min(x for x in an if x is not None)
+        fx = f"; fixtures {fx_anth[0]:.0f}×, worst {fx_anth[1]:.1f}×" if fx_anth else ""
+        goal("≥ 10× faster than the Anthropic SDK", f"{lo:.0f}× (synthetic){fx}", "≥ 10×",
+             lo >= 10 and (fx_anth is None or fx_anth[1] >= 10))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- tool arguments
+
+
+def bench_args() -> None:
+    """500 KB of tool-call arguments in 20-byte deltas."""
+    size = 100_000 if QUICK else 500_000
+    args = tool_arguments(size)
+    want = json.loads(args)
+    chat_chunks = pieces(chat_tool_stream(args, 20))
+    anth_chunks = pieces(anthropic_tool_stream(args, 20))
+    for api, chunks in (("openai-chat", chat_chunks), ("anthropic-messages", anth_chunks)):
+        last = mw.replay(api, chunks)[-1]
+        assert last.type == "done" and last.message.content[0].arguments == want, last
+    chat_body = b"".join(chat_chunks)
+    anth_body = b"".join(anth_chunks)
+    n = -(-len(args) // 20)
+    print(f"{len(args):,} characters of arguments in {n:,} deltas of 20.")
+    print()
+    header("library", "OpenAI Chat", "Anthropic")
+    mine = rounds(
+        {
+            "floor chat": lambda: floor(chat_body),
+            "floor anthropic": lambda: floor(anth_body),
+            "modelwire chat": lambda: mw.replay("openai-chat", chat_chunks),
+            "modelwire anthropic": lambda: mw.replay("anthropic-messages", anth_chunks),
+        },
+        3 if QUICK else 9,
+    )
+    t_chat, t_anth = med(mine["modelwire chat"]), med(mine["modelwire anthropic"])
+    row("floor (split + json.loads)", ms(med(mine["floor chat"])), ms(med(mine["floor anthropic"])))
+    rc = ratio(mine, "modelwire chat", "floor chat")
+    ra = ratio(mine, "modelwire anthropic", "floor anthropic")
+    row("**modelwire**", f"**{ms(t_chat)}** ({rc:.2f}× the floor)",
+        f"**{ms(t_anth)}** ({ra:.2f}× the floor)")  # fmt: skip
+    available = peers.available(["OpenAI SDK", "LiteLLM", "httpx-sse + json", "Anthropic SDK"])
+    peer_times: dict[str, float] = {}
+    for name, chunks, col in (
+        ("OpenAI SDK", chat_chunks, 0),
+        ("LiteLLM", chat_chunks, 0),
+        ("httpx-sse + json", chat_chunks, 0),
+        ("Anthropic SDK", anth_chunks, 1),
+    ):
+        run = available[name]
+        if isinstance(run, str):
+            cells = [run, "-"] if col == 0 else ["-", run]
+        else:
+            # One run each: the SDKs take seconds here, quadratic in the arguments.
+            t = cpu(lambda r=run, c=chunks: r(c))  # type: ignore[misc]
+            peer_times[name] = t
+            base = t_chat if col == 0 else t_anth
+            cell = f"{ms(t)} ({t / base:,.0f}× modelwire)"
+            cells = [cell, "-"] if col == 0 else ["-", cell]
+        row(f"{name} {peers.version(name)}", *cells)
+    if QUICK:
+        return  # the goal is about 500 KB; a quick run measures less
+    worst = max(t_chat, t_anth)
+    note = ""
+    if "OpenAI SDK" in peer_times:
+        # The issue's reference machine ran the OpenAI SDK in 2.98 s: the 0.05 s goal is
+        # 60× faster than the SDK; this is the same goal scaled to this machine.
+        scaled = 0.05 * peer_times["OpenAI SDK"] / 2.98
+        note = f"; scaled to this machine (OpenAI SDK 2.98 s there): < {ms(scaled)}"
+    goal("500 KB of arguments", f"{ms(t_chat)} chat, {ms(t_anth)} Anthropic",
+         f"< 50 ms{note}", worst < 0.05)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- concurrency
+
+
+def _concurrency_run(lib: str, streams: int, chunks: int) -> dict[str, Any] | None:
+    script = str(HERE / "concurrency.py")
+    server = subprocess.Popen(
+        [sys.executable, script, "server", str(streams), str(chunks)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert server.stdout is not None
+        port = server.stdout.readline().strip()
+        done = subprocess.run(
+            [sys.executable, script, "client", lib, port, str(streams), str(chunks)],
+            capture_output=True,
+            text=True,
+            timeout=180,
+            check=False,
+        )
+        summary = server.stdout.readline().strip()
+        server.wait(timeout=30)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+    if done.returncode:
+        print(f"{lib}: failed: {done.stderr.strip().splitlines()[-1:]}")
+        return None
+    report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    report["held_at_once"] = json.loads(summary)["held_at_once"] if summary else 0
+    return report
+
+
+def bench_concurrency() -> None:
+    """N concurrent streams from one process over loopback, against a local server."""
+    chunks = 200
+    counts = (100, 250) if QUICK else (100, 1000)
+    libs = ["modelwire", "modelwire-default", "openai"]
+    print(f"Each stream: the same {chunks}-delta OpenAI Chat body ({len(chat_stream(chunks)):,}"
+          " bytes), sent in 1 KiB chunks; all streams held open at once.")  # fmt: skip
+    print()
+    header(
+        "client", "streams", "held at once", "correct", "wall", "CPU", "deltas/s (wall)",
+        "CPU µs/delta", "RSS before → peak", "KiB/stream",
+    )  # fmt: skip
+    results: dict[tuple[str, int], dict[str, Any]] = {}
+    for streams in counts:
+        for lib in libs:
+            if lib == "openai" and isinstance(peers.available(["OpenAI SDK"])["OpenAI SDK"], str):
+                continue
+            r = _concurrency_run(lib, streams, chunks)
+            if r is None:
+                continue
+            results[(lib, streams)] = r
+            per = (r["peak_rss_kib"] - r["base_rss_kib"]) / streams
+            row(
+                {"modelwire": "modelwire (shared httpx client)",
+                 "modelwire-default": "modelwire (no client given)",
+                 "openai": f"AsyncOpenAI {peers.version('OpenAI SDK')}"}[lib],
+                streams, r["held_at_once"], f"{r['correct']}/{streams}", ms(r["wall"]),
+                ms(r["cpu"]), f"{r['deltas'] / r['wall']:,.0f}",
+                f"{r['cpu'] / max(r['deltas'], 1) * 1e6:.1f}",
+                f"{r['base_rss_kib'] / 1024:.0f} → {r['peak_rss_kib'] / 1024:.0f} MiB", f"{per:.0f}",
+            )  # fmt: skip
+    lo, hi = counts
+    a, b = results.get(("modelwire", lo)), results.get(("modelwire", hi))
+    if a and b:
+        per_lo = (a["peak_rss_kib"] - a["base_rss_kib"]) / lo
+        per_hi = (b["peak_rss_kib"] - b["base_rss_kib"]) / hi
+        flat = per_hi <= per_lo * 1.25 and b["correct"] == hi and b["held_at_once"] == hi
+        goal(f"{hi:,} concurrent streams, flat per-stream memory",
+             f"{per_lo:.0f} KiB/stream at {lo}, {per_hi:.0f} at {hi:,}; all correct",
+             "per-stream memory does not grow with the count", flat)  # fmt: skip
+    o = results.get(("openai", hi))
+    if b and o:
+        print()
+        print(
+            f"At {hi:,} streams modelwire received {b['deltas'] / b['wall']:,.0f} deltas/s, the "
+            f"OpenAI SDK {o['deltas'] / o['wall']:,.0f} ({o['cpu'] / b['cpu']:.1f}× the CPU time)."
+        )
+
+
+# --------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[], None]] = {
     "import": bench_import,
     "sse": bench_sse,
     "replay": bench_replay,
+    "peers": bench_peers,
+    "args": bench_args,
+    "concurrency": bench_concurrency,
 }
 
 
-def main() -> None:
-    import platform
+def _machine() -> str:
+    cpu_name = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu_name = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{cpu_name}, {os.cpu_count()} cores, {platform.system()} {platform.release()}"
 
-    print(f"# modelwire bench — {time.strftime('%Y-%m-%d')} — Python {platform.python_version()}"
-          f" on {platform.machine()}")  # fmt: skip
-    wanted = sys.argv[1:] or list(SECTIONS)
+
+def _load() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
+def main() -> None:
+    wanted = [a for a in sys.argv[1:] if not a.startswith("--")] or list(SECTIONS)
+    unknown = [w for w in wanted if w not in SECTIONS]
+    if unknown:
+        raise SystemExit(f"unknown section(s) {unknown}; choose from {list(SECTIONS)}")
+    print(f"# modelwire bench — {time.strftime('%Y-%m-%d %H:%M %Z')}")
+    print()
+    print(f"- machine: {_machine()}")
+    print(f"- Python {platform.python_version()} ({platform.python_implementation()}), "
+          f"modelwire {mw.__version__ if hasattr(mw, '__version__') else '?'}, "
+          f"msgspec {peers.version_of('msgspec')}")  # fmt: skip
+    print(f"- load average at start: {_load()}{' (quick run)' if QUICK else ''}")
+    started = time.perf_counter()
     for name in wanted:
-        print(f"\n## {name}")
+        print(f"\n## {name}\n")
         SECTIONS[name]()
+    print(f"\n## goals\n\nload average at end: {_load()}; the run took "
+          f"{time.perf_counter() - started:,.0f} s.\n")  # fmt: skip
+    header("goal", "measured", "target", "met")
+    for name, (value, target, met) in GOALS.items():
+        row(name, value, target, "yes" if met else "**no**")
 
 
 if __name__ == "__main__":
