@@ -33,4 +33,4 @@ bench:
 	bench/.venv/bin/python bench/run.py
 
 clean:
-	rm -rf $(VENV) build dist
+	rm -rf $(VENV) bench/.venv build dist

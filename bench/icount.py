@@ -43,7 +43,10 @@ WORKLOADS: dict[str, tuple[str, int]] = {
     "anthropic-assemble": ("Assembler.feed only", 2000),
     "tool": ("mw.replay, OpenAI Chat, 100 KB of arguments in 20-char deltas", 5000),
     "tool-floor": ("the floor on the same bytes", 5000),
+    "tool-sse": ("SSEDecoder.feed only", 5000),
+    "tool-decode": ("ChatDecoder.decode only (msgspec + Python)", 5000),
     "tool-msgspec": ("msgspec typed decode of the payloads only", 5000),
+    "tool-assemble": ("Assembler.feed only", 5000),
     "fixture": ("mw.replay of claude-haiku-4-5-stop-sequence.sse (per stream)", 1),
 }
 
