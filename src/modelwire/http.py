@@ -212,6 +212,18 @@ def _check_retry_after(err: ProviderError) -> None:
         raise err
 
 
+def _build(
+    client: httpx.AsyncClient | httpx.Client, request: HTTPRequest, t: Timeout
+) -> httpx.Request:
+    return client.build_request(
+        "POST",
+        request.url,
+        headers=request.headers,
+        content=request.body,
+        timeout=_httpx_timeout(t),
+    )
+
+
 def _transport_retry(
     exc: Exception, secrets: tuple[str, ...], attempt: int, max_retries: int
 ) -> tuple[StreamError, float | None]:
@@ -325,13 +337,7 @@ async def open_async(
     try:
         while True:
             try:
-                req = client.build_request(
-                    "POST",
-                    request.url,
-                    headers=request.headers,
-                    content=request.body,
-                    timeout=_httpx_timeout(timeout),
-                )
+                req = _build(client, request, timeout)
                 if deadline is not None:
                     async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
                         response = await client.send(req, stream=True)
@@ -509,13 +515,7 @@ def open_sync(
     try:
         while True:
             try:
-                req = client.build_request(
-                    "POST",
-                    request.url,
-                    headers=request.headers,
-                    content=request.body,
-                    timeout=_httpx_timeout(timeout),
-                )
+                req = _build(client, request, timeout)
                 response = client.send(req, stream=True)
             except httpx.HTTPError as exc:
                 err, delay = _transport_retry(exc, secrets, attempt, max_retries)
