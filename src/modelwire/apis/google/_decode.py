@@ -460,6 +460,13 @@ class GoogleDecoder:
         if fc.name is None:
             if fc.args:
                 raise MalformedChunkError(f"malformed chunk: {where}.functionCall.name is missing")
+            if fc.willContinue is True and self._stream is not None:
+                # ``{"functionCall": {"willContinue": true}}`` between fragments: "another
+                # partial message for the current FunctionCall is expected to follow"
+                # (FunctionCall.willContinue), so the call stays open, its string too.
+                if signature:
+                    out.append(BlockSignature(self._stream.key, signature))
+                return
             self._close_stream(out, trusted=True)  # ``functionCall: {}`` ends a streamed call
             return
         # A whole call: its arguments arrive complete, as one object.
