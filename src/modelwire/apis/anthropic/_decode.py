@@ -56,6 +56,12 @@ class _Message(msgspec.Struct, gc=False):
     id: str | None = None
     model: str | None = None
     usage: _Usage | None = None
+    # Programmatic tool calling (code execution calling client tools) may send
+    # blocks already complete, and the stop_reason, in ``message_start`` itself,
+    # sometimes followed by nothing but ``message_stop``. Blocks stay raw: only
+    # the kinds modelwire surfaces are validated (``_start_content``).
+    content: list[msgspec.Raw] | None = None
+    stop_reason: str | None = None
 
 
 class _Block(msgspec.Struct, gc=False):
@@ -103,6 +109,12 @@ class _Loose(msgspec.Struct, gc=False):
     delta: Any = None
 
 
+class _Head(msgspec.Struct, gc=False):
+    type: str
+
+
+_head_decoder = decoder_for(_Head)
+_block_decoder = decoder_for(_Block)
 _event_decoder = decoder_for(_Event)
 _decode_event = _event_decoder.decode
 _loose_decoder = decoder_for(_Loose)
@@ -172,9 +184,10 @@ def _missing(path: str) -> MalformedChunkError:
 class AnthropicDecoder:
     """Per-response decoder: SSE events → normalized deltas keyed by block ``index``."""
 
-    __slots__ = ("_kinds", "_pending_input", "_stopped", "_streamed_input")
+    __slots__ = ("_kinds", "_n_start", "_pending_input", "_stopped", "_streamed_input")
 
     def __init__(self) -> None:
+        self._n_start = 0  # blocks message_start carried (indexes 0…n-1)
         self._kinds: dict[int, str] = {}
         self._stopped: set[int] = set()
         # tool_use input given whole in content_block_start (not streamed).
@@ -221,6 +234,11 @@ class AnthropicDecoder:
             if msg is None:
                 raise _missing("message")
             out: list[Delta] = [ResponseMeta(msg.id, msg.model)]
+            if msg.content:
+                self._start_content(msg.content, out)
+            if msg.stop_reason is not None:
+                # A later message_delta's stop_reason wins (the last Finish does).
+                out.append(_finish(msg.stop_reason))
             if msg.usage is not None:
                 out.append(_usage(msg.usage))
             return out
@@ -267,14 +285,35 @@ class AnthropicDecoder:
             raise _missing("index")
         return ev.index
 
+    def _start_content(self, content: list[msgspec.Raw], out: list[Delta]) -> None:
+        """Blocks already complete in ``message_start``: block ``k`` of ``content``
+        is content index ``k`` of the message (the streaming docs: ``index`` is the
+        block's position in the final ``content``), so blocks streamed after them
+        carry the next indexes and keep their order."""
+        self._n_start = len(content)
+        for k, raw in enumerate(content):
+            head = decode_json(raw, _head_decoder, "message_start", f"message.content[{k}].")
+            if head.type not in _BLOCK_KINDS:
+                self._kinds[k] = _IGNORED  # server_tool_use, code_execution_tool_result…
+                self._stopped.add(k)
+                continue
+            block = decode_json(raw, _block_decoder, "message_start", f"message.content[{k}].")
+            out.extend(self._open_block(k, block, f"message.content[{k}]"))
+            out.extend(self._stop_block(k))
+
     def _block_start(self, ev: _Event) -> list[Delta]:
         i = self._index(ev)
         block = ev.content_block
         if block is None:
             raise _missing("content_block")
+        return self._open_block(i, block, "content_block")
+
+    def _open_block(self, i: int, block: _Block, where: str) -> list[Delta]:
         if i in self._kinds:
+            where_from = " in message_start" if i < self._n_start else ""
             raise MalformedChunkError(
-                f"malformed chunk: content_block_start for index {i}, which already started"
+                f"malformed chunk: content_block_start for index {i}, which already "
+                f"started{where_from}"
             )
         kind = _BLOCK_KINDS.get(block.type, _IGNORED)
         self._kinds[i] = kind
@@ -287,7 +326,7 @@ class AnthropicDecoder:
             if block.type == "redacted_thinking":
                 # The encrypted reasoning is kept as the block's signature.
                 if block.data is None:
-                    raise _missing("content_block.data")
+                    raise _missing(f"{where}.data")
                 return [BlockStart(i, "thinking", signature=block.data, redacted=True)]
             out = [BlockStart(i, "thinking", signature=block.signature or None)]
             if block.thinking:
@@ -296,7 +335,7 @@ class AnthropicDecoder:
         if kind == "tool":
             if block.input is not None and not isinstance(block.input, dict):
                 raise MalformedChunkError(
-                    "malformed chunk: content_block.input must be an object "
+                    f"malformed chunk: {where}.input must be an object "
                     f"(got {type(block.input).__name__})"
                 )
             if block.input:
@@ -347,7 +386,9 @@ class AnthropicDecoder:
         return [ToolCallDelta(i, None, None, d.partial_json)]
 
     def _block_stop(self, ev: _Event) -> list[Delta]:
-        i = self._index(ev)
+        return self._stop_block(self._index(ev))
+
+    def _stop_block(self, i: int) -> list[Delta]:
         kind = self._kinds.get(i)
         if kind is None or i in self._stopped:
             state = "never started" if kind is None else "already stopped"
