@@ -1037,3 +1037,31 @@ async def test_agent_answers_client_items_over_loopback() -> None:
         {"type": "apply_patch_call_output", "call_id": "call_apc_s2", "status": "completed",
          "output": "patched src/app.py"},
     ]  # fmt: skip
+
+
+def test_custom_tool_input_streamed_but_left_out_of_the_done_item() -> None:
+    added = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "grep"}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": added},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 0, "delta": "TODO "},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 0, "delta": "src/"},
+        {"type": "response.output_item.done", "output_index": 0, "item": added},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    msg = replay(API_NAME, body)[-1].message  # type: ignore[union-attr]
+    assert msg.stop_reason == "tool_use", msg.error
+    (call,) = msg.tool_calls
+    assert (call.id, call.name, call.arguments) == ("call_1", "grep", {"input": "TODO src/"})
+
+
+def test_null_arguments_of_a_client_tool_search_call() -> None:
+    item = {"type": "tool_search_call", "id": "ts_1", "call_id": "call_ts", "execution": "client",
+            "arguments": None, "status": "completed"}  # fmt: skip
+    events = [
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    (call,) = replay(API_NAME, body)[-1].message.tool_calls  # type: ignore[union-attr]
+    assert (call.name, call.arguments, call.raw_arguments) == ("tool_search", {}, "{}")

@@ -533,6 +533,9 @@ class ResponsesDecoder:
                 return out
             call_id, name, args = client_call(ci, etype)
             st = self._done_state(key, _CLIENT, out, call=_CallItem(call_id, name), item_id=head.id)
+            if args is None and ci.type == "custom_tool_call" and st.pieces:
+                # The done item left ``input`` out: the streamed input stands.
+                args = dumps({"input": "".join(st.pieces)}).decode()
             out.append(ToolCallArguments(key, args if args is not None else "{}"))
             # The whole item as received: replayed byte for byte, answered by type.
             out.append(BlockSignature(key, bytes(raw).decode()))
