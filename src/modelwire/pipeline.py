@@ -2,7 +2,9 @@
 
 Shared by the live HTTP path and :func:`replay`, so a recorded stream and a
 live one run the same code (DESIGN §1). ``feed``/``end``/``fail`` never raise a
-stream failure: they end the stream with an ``error`` event instead.
+stream failure: they end the stream with an ``error`` event instead. Until the
+decoder recognises a first payload, a payload that is plainly another API's ends
+the stream with a ``malformed_chunk`` naming that API (:mod:`modelwire.apis._sniff`).
 """
 
 from __future__ import annotations

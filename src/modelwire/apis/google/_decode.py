@@ -209,7 +209,9 @@ class _StreamedCall:
     """Arguments of one call streamed as ``partialArgs`` (Vertex AI streaming
     function calling): each fragment sets the value at a JSON path, or, after a
     fragment with ``willContinue``, extends the string there ("another PartialArg
-    for the current json_path is expected to follow").
+    for the current json_path is expected to follow"). The call stays open while
+    its parts say ``willContinue`` — also parts with nothing else — and ends with
+    ``functionCall: {}`` or a part without it.
 
     The text streamed for display is the serialized object without its closing
     brackets (nor the quote of a string still growing). Extending the string at
