@@ -21,6 +21,7 @@ from .._common import dumps
 
 __all__ = [
     "CLIENT_ITEMS",
+    "ClientItem",
     "client_call",
     "client_item",
     "client_item_type",
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 
-class _ClientItem(msgspec.Struct, gc=False):
+class ClientItem(msgspec.Struct, gc=False):
     # An output item the client executes (see ``CLIENT_ITEMS``), fields as in the
     # API reference's output item types.
     type: str
@@ -44,7 +45,7 @@ class _ClientItem(msgspec.Struct, gc=False):
     execution: str | None = None  # tool_search_call: "client" or "server"
 
 
-client_item = msgspec.json.Decoder(_ClientItem)
+client_item = msgspec.json.Decoder(ClientItem)
 
 
 #: Output items the *client* executes, by item type → the ``ToolCall.name`` they
@@ -70,7 +71,7 @@ CLIENT_ITEMS: dict[str, str] = {
 }
 
 
-def is_client(item: _ClientItem) -> bool:
+def is_client(item: ClientItem) -> bool:
     return item.type in CLIENT_ITEMS and (
         item.type != "tool_search_call" or item.execution == "client"
     )
@@ -87,7 +88,7 @@ def _object_text(raw: msgspec.Raw, where: str, etype: str) -> str:
     return text
 
 
-def client_call(item: _ClientItem, etype: str) -> tuple[str | None, str | None, str | None]:
+def client_call(item: ClientItem, etype: str) -> tuple[str | None, str | None, str | None]:
     """``(ToolCall.id, ToolCall.name, arguments text)`` of a client-executed item;
     the arguments are ``None`` while the item does not carry them yet (``.added``)."""
     t = item.type

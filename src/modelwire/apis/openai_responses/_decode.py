@@ -42,7 +42,7 @@ from .._common import (
     in_band_error,
     is_context_overflow,
 )
-from ._client import CLIENT_ITEMS, client_call, client_item, is_client
+from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
 
 __all__ = ["ResponsesDecoder"]
 
@@ -439,7 +439,7 @@ class ResponsesDecoder:
                 out.append(ToolCallDelta(key, None, None, c.arguments))
             return out
         if head.type in CLIENT_ITEMS:
-            ci: Any = _decode(ev.item, client_item, etype, "item.")
+            ci: ClientItem = _decode(ev.item, client_item, etype, "item.")
             if is_client(ci):
                 call_id, name, args = client_call(ci, etype)
                 out = self._start(key, _CLIENT, call=_CallItem(call_id, name), item_id=head.id)
@@ -525,7 +525,7 @@ class ResponsesDecoder:
                 out.append(ToolCallArguments(key, c.arguments))
         else:
             prior = self._items.get(key)
-            ci: Any = None
+            ci: ClientItem | None = None
             if head.type in CLIENT_ITEMS:
                 ci = _decode(raw, client_item, etype, "item.")
             if ci is None or not is_client(ci) or (prior is not None and prior.kind == _IGNORED):
