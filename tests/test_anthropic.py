@@ -1205,3 +1205,109 @@ def test_http_errors_are_typed_and_redacted() -> None:
     assert first.error is not None and first.error.kind == "overloaded"
     assert second.error is not None and second.error.kind == "authentication"
     assert KEY not in second.error.message and "[redacted]" in second.error.message
+
+
+# --------------------------------------------------------------------------- message_start content
+
+PTC_TOOL = "ptc-message-start-tool-use.sse"
+PTC_BLOCKS = "ptc-message-start-then-blocks.sse"
+
+
+def test_message_start_content_and_stop_reason_belong_to_the_message() -> None:
+    # Programmatic tool calling: the client tool call and stop_reason arrive
+    # complete in message_start, followed only by message_stop.
+    events = _load(PTC_TOOL)
+    check_event_stream(events)
+    done = events[-1]
+    assert done.type == "done" and done.reason == "tool_use", done.message.error
+    (call,) = done.message.tool_calls
+    expected = sse_payloads((DATA / PTC_TOOL).read_bytes())[0]["message"]["content"][1]
+    assert (call.id, call.name, call.arguments) == (
+        "toolu_ptc_01",
+        "query_db",
+        expected["input"],
+    )
+    assert json.loads(call.raw_arguments or "") == expected["input"]
+    assert done.message.content == (call,)  # server_tool_use is not surfaced
+    assert done.message.provider_stop_reason == "tool_use"
+    assert [e.type for e in events] == [
+        "start", "tool_call_start", "tool_call_delta", "tool_call_end", "done",
+    ]  # fmt: skip
+
+
+def test_message_start_blocks_keep_their_order_with_later_blocks() -> None:
+    events = _load(PTC_BLOCKS)
+    check_event_stream(events)
+    msg = events[-1].message
+    assert events[-1].type == "done" and msg.stop_reason == "stop"
+    # message_delta's stop_reason (end_turn) replaces message_start's (tool_use).
+    assert msg.provider_stop_reason == "end_turn"
+    assert msg.content == (
+        mw.ThinkingContent(thinking="The query ran; summarise.", signature="c2lnLXB0Yw=="),
+        mw.TextContent(text="Sales by region: "),
+        mw.TextContent(text="north leads, south follows."),
+    )
+    assert [e.content_index for e in events if e.type.endswith("_start") and e.type != "start"] == [
+        0, 1, 2,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", [PTC_TOOL, PTC_BLOCKS])
+def test_message_start_content_at_every_split_point(name: str) -> None:
+    raw = (DATA / name).read_bytes()
+    whole = run(raw)
+    for i in range(1, len(raw)):
+        split = run(raw, [raw[:i], raw[i:]])
+        assert event_trace(split) == event_trace(whole), i
+        assert norm_message(split[-1].message) == norm_message(whole[-1].message), i
+
+
+def test_a_block_reusing_a_message_start_index_is_malformed() -> None:
+    start = {**MSG_START, "message": {**MSG_START["message"],
+             "content": [{"type": "text", "text": "already here"}]}}  # fmt: skip
+    err = run(sse(start, TEXT_START, HELLO, STOP0, END_TURN, MSG_STOP))[-1]
+    assert err.type == "error" and err.message.error.kind == "malformed_chunk"
+    assert "index 0, which already started in message_start" in err.message.error.message
+    assert err.message.text == "already here"  # content received so far is kept
+
+
+def test_a_bad_block_in_message_start_names_its_path() -> None:
+    start = {**MSG_START, "message": {**MSG_START["message"],
+             "content": [{"type": "server_tool_use", "id": 7, "text": 1},
+                         {"type": "text", "text": 5}]}}  # fmt: skip
+    err = run(sse(start, END_TURN, MSG_STOP))[-1]
+    assert err.type == "error" and err.message.error.kind == "malformed_chunk"
+    assert "message.content[1].text must be a string" in err.message.error.message
+
+
+@pytest.mark.anyio
+async def test_agent_answers_a_call_carried_in_message_start() -> None:
+    seen: list[dict[str, Any]] = []
+
+    def query_db(args: dict[str, Any], ctx: Any) -> str:
+        seen.append(args)
+        return "north 10, south 7"
+
+    tool = mw.Tool(
+        name="query_db",
+        description="Run SQL",
+        parameters={"type": "object", "properties": {"sql": {"type": "string"}}},
+        execute=query_db,
+    )
+    replies = [
+        mw.testing.Reply(body=(DATA / PTC_TOOL).read_bytes(), chunk_size=53),
+        mw.testing.Reply(body=_answer_stream("North leads.")),
+    ]
+    with mw.testing.MockServer(replies) as server:
+        agent = mw.Agent(_loopback_model(server), tools=[tool], api_key=KEY)
+        run_ = await agent.run("Sales by region?")
+        requests = server.requests
+    assert seen and seen[0]["sql"].startswith("select region")
+    assert run_.final.text == "North leads."
+    sent = requests[1].json()["messages"]
+    assert (
+        sent[1]["content"][0]["type"] == "tool_use"
+        and sent[1]["content"][0]["id"] == "toolu_ptc_01"
+    )
+    assert sent[2]["content"][0]["tool_use_id"] == "toolu_ptc_01"
+    assert "north 10, south 7" in json.dumps(sent[2]["content"][0])

@@ -430,6 +430,51 @@ def test_nested_streamed_arguments() -> None:
     assert m.stop_reason == "tool_use" and m.text == "Saved."
 
 
+WILL_CONTINUE = "SYNTHETIC-streamed-args-will-continue.sse"
+
+
+def test_will_continue_only_parts_keep_the_streamed_call_open() -> None:
+    # Vertex streamed function-call arguments: parts carrying only
+    # ``{"functionCall": {"willContinue": true}}`` sit between argument fragments
+    # (also inside a string still growing); they neither close nor restart the call.
+    m = final(WILL_CONTINUE)
+    assert m.stop_reason == "tool_use", m.error
+    plan, weather = m.tool_calls
+    assert (plan.name, weather.name) == ("planTrip", "checkWeather")
+    assert plan.arguments == {
+        "trip": {"title": 'Tour de France ☀️ "été"',
+                 "stops": [{"city": "Paris", "nights": 2, "tags": ["museums", "cafés"]},
+                           {"city": "Lyon", "nights": 1.5, "tags": ["food"]}]},
+        "budget": 1200,
+        "flexible": True,
+        "notes": None,
+    }  # fmt: skip
+    assert weather.arguments == {"cities": ["Paris", "Lyon"]}
+    assert plan.signature == "c2lnLXRyaXA=" and weather.signature is None
+    assert [b.type for b in m.content] == ["tool_call", "tool_call", "text"]
+    assert m.text == "Planning."
+
+
+def test_will_continue_stream_at_every_split_point() -> None:
+    body = (DATA / WILL_CONTINUE).read_bytes()
+    whole = summary(replay(API_NAME, body))
+    assert whole[-1]["type"] == "done"
+    for i in range(1, len(body)):
+        assert summary(replay(API_NAME, [body[:i], body[i:]])) == whole, i
+
+
+def test_will_continue_only_part_before_any_call_is_still_an_error() -> None:
+    # Nothing to continue: the part is not a call, and no fragment may follow it.
+    body = (
+        f"data: {_chunk([{'functionCall': {'willContinue': True}}])}\n\n"
+        f"data: {_chunk([{'functionCall': {'partialArgs': [], 'willContinue': True}}])}\n\n"
+    )
+    events = replay(API_NAME, body.encode())
+    assert events[-1].type == "error"
+    assert "parts[0].functionCall.partialArgs" in events[-1].message.error.message
+    assert events[-1].message.tool_calls == ()
+
+
 def _streamed(*fragments: list[dict[str, Any]], exact_args: bool = False) -> list[Any]:
     body = f"data: {_chunk([{'functionCall': {'name': 'f', 'willContinue': True}}])}\n\n"
     for args in fragments:

@@ -807,3 +807,261 @@ def test_two_request_tool_round_trip_over_loopback() -> None:
         "output": "19",
     }
     assert b"sk-loop" not in r1.body + r2.body
+
+
+# --------------------------------------------------------------------------- client-executed items
+
+# Synthetic stream → (item type, ToolCall.name, how the item gives the arguments).
+CLIENT_STREAMS = {
+    "local-shell-call.sse": ("local_shell_call", "local_shell", lambda it: it["action"]),
+    "apply-patch-call.sse": ("apply_patch_call", "apply_patch", lambda it: it["operation"]),
+    "custom-tool-call.sse": ("custom_tool_call", "apply_grammar_patch",
+                             lambda it: {"input": it["input"]}),
+    "mcp-approval-request.sse": ("mcp_approval_request", "mcp_approval_request",
+                                 lambda it: {k: it[k] for k in ("server_label", "name", "arguments")}),
+    "tool-search-call-client.sse": ("tool_search_call", "tool_search", lambda it: it["arguments"]),
+}  # fmt: skip
+
+
+def _client_item(name: str) -> tuple[dict[str, Any], str]:
+    """The client item of a stream (parsed, and its exact text in output_item.done)."""
+    kind = CLIENT_STREAMS[name][0]
+    for d in payloads((DATA / name).read_bytes()):
+        ev = json.loads(d)
+        if ev["type"] == "response.output_item.done" and ev["item"]["type"] == kind:
+            if ev["item"].get("execution", "client") == "client":
+                return ev["item"], raw_item(d)
+    raise AssertionError(name)
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_STREAMS))
+def test_client_executed_item_is_an_answerable_tool_call(name: str) -> None:
+    # Before: the response ended "stop" with no call, and the agent stopped silently.
+    kind, tool_name, args_of = CLIENT_STREAMS[name]
+    item, text = _client_item(name)
+    events = replay(API_NAME, (DATA / name).read_bytes(), model=MODEL)
+    check_events(events)
+    msg = events[-1].message  # type: ignore[union-attr]
+    assert events[-1].type == "done" and msg.stop_reason == "tool_use", msg.error
+    (call,) = msg.tool_calls
+    call_id = item["id"] if kind == "mcp_approval_request" else item["call_id"]
+    assert (call.id, call.name, call.arguments) == (call_id, tool_name, args_of(item))
+    assert json.loads(call.raw_arguments or "") == call.arguments
+    assert call.signature == text  # the item exactly as received
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_STREAMS))
+def test_client_item_streams_at_every_split_point(name: str) -> None:
+    raw = (DATA / name).read_bytes()
+    whole = norm(replay(API_NAME, raw))
+    for i in range(1, len(raw)):
+        assert norm(replay(API_NAME, [raw[:i], raw[i:]])) == whole, i
+
+
+def test_custom_tool_input_streams_as_the_arguments_object() -> None:
+    events = replay(API_NAME, (DATA / "custom-tool-call.sse").read_bytes())
+    item, _ = _client_item("custom-tool-call.sse")
+    shown = "".join(e.delta for e in events if e.type == "tool_call_delta")  # type: ignore[union-attr]
+    assert json.loads(shown) == {"input": item["input"]}
+    assert len([e for e in events if e.type == "tool_call_delta"]) > 2  # it streamed
+
+
+def test_server_executed_tool_search_is_not_surfaced() -> None:
+    msg = replay(API_NAME, (DATA / "tool-search-call-client.sse").read_bytes())[-1].message  # type: ignore[union-attr]
+    assert [c.id for c in msg.tool_calls] == ["call_tsc_s5b"]
+
+
+_RESULTS = {
+    "local-shell-call.sse": ("total 0\n", False),
+    "apply-patch-call.sse": ("patch rejected: context mismatch", True),
+    "custom-tool-call.sse": ("applied", False),
+    "mcp-approval-request.sse": ("approve", False),
+    "tool-search-call-client.sse": ('[{"type":"function","name":"get_weather","parameters":{}}]', False),
+}  # fmt: skip
+
+
+def _answered(name: str, model: Model = MODEL) -> tuple[Context, ToolCall]:
+    turn = replay(API_NAME, (DATA / name).read_bytes(), model=model)[-1].message  # type: ignore[union-attr]
+    (call,) = turn.tool_calls
+    text, is_error = _RESULTS[name]
+    result = ToolResultMessage(
+        tool_call_id=call.id, tool_name=call.name, content=text, is_error=is_error
+    )
+    return Context(messages=[UserMessage(content="go"), turn, result]), call
+
+
+@pytest.mark.parametrize("name", sorted(CLIENT_STREAMS))
+def test_client_item_replayed_byte_exact_and_answered_by_type(name: str) -> None:
+    item, text = _client_item(name)
+    ctx, call = _answered(name)
+    before = mw.to_json(ctx)
+    body = API.build_request(MODEL, ctx, options()).body
+    assert text.encode() in body  # the item exactly as received
+    items = json.loads(body)["input"]
+    assert items[-2] == item
+    out = items[-1]
+    expected_out = {
+        "local-shell-call.sse": {"type": "local_shell_call_output", "id": call.id,
+                                 "output": "total 0\n"},
+        "apply-patch-call.sse": {"type": "apply_patch_call_output", "call_id": call.id,
+                                 "status": "failed", "output": "patch rejected: context mismatch"},
+        "custom-tool-call.sse": {"type": "custom_tool_call_output", "call_id": call.id,
+                                 "output": "applied"},
+        "mcp-approval-request.sse": {"type": "mcp_approval_response",
+                                     "approval_request_id": "mcpr_s4", "approve": True},
+        "tool-search-call-client.sse": {"type": "tool_search_output", "call_id": call.id,
+                                        "execution": "client",
+                                        "tools": [{"type": "function", "name": "get_weather",
+                                                   "parameters": {}}]},
+    }[name]  # fmt: skip
+    assert out == expected_out
+    assert mw.to_json(ctx) == before  # pure
+    assert API.build_request(MODEL, ctx, options()).body == body  # deterministic
+
+
+def test_client_item_to_another_model_is_a_plain_function_call() -> None:
+    ctx, call = _answered("local-shell-call.sse")
+    other = msgspec.structs.replace(MODEL, id="gpt-5")
+    items = body_of(other, ctx)["input"]
+    assert items[-2] == {"type": "function_call", "call_id": call.id, "name": "local_shell",
+                         "arguments": call.raw_arguments}  # fmt: skip
+    assert items[-1] == {"type": "function_call_output", "call_id": call.id, "output": "total 0\n"}
+
+
+@pytest.mark.parametrize(
+    ("content", "is_error", "approve", "reason"),
+    [
+        ("approve", False, True, None),
+        ("DENY", False, False, None),
+        ("true", False, True, None),
+        ('{"approve": false, "reason": "not this repo"}', False, False, "not this repo"),
+        ("tool refused by policy", True, False, "tool refused by policy"),
+    ],
+)
+def test_mcp_approval_answers(
+    content: str, is_error: bool, approve: bool, reason: str | None
+) -> None:
+    ctx, call = _answered("mcp-approval-request.sse")
+    result = ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=content,
+                               is_error=is_error)  # fmt: skip
+    ctx = Context(messages=[*ctx.messages[:2], result])
+    out = body_of(MODEL, ctx)["input"][-1]
+    want: dict[str, Any] = {"type": "mcp_approval_response", "approval_request_id": "mcpr_s4",
+                            "approve": approve}  # fmt: skip
+    if reason:
+        want["reason"] = reason
+    assert out == want
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "match"),
+    [
+        (
+            "mcp-approval-request.sse",
+            "maybe later",
+            r"messages\[2\] answers an mcp_approval_request",
+        ),
+        (
+            "tool-search-call-client.sse",
+            "no tools",
+            r"messages\[2\] answers a client tool_search_call",
+        ),
+    ],
+)
+def test_unusable_answers_to_client_items_raise_before_any_request(
+    name: str, content: str, match: str
+) -> None:
+    ctx, call = _answered(name)
+    result = ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=content)
+    with pytest.raises(ConfigurationError, match=match):
+        body_of(MODEL, Context(messages=[*ctx.messages[:2], result]))
+
+
+@pytest.mark.parametrize(
+    ("item", "path"),
+    [
+        (
+            '{"type":"local_shell_call","id":"l","call_id":"c","action":[1]}',
+            "item.action must be an object",
+        ),
+        (
+            '{"type":"mcp_approval_request","id":"m","name":"n","arguments":{}}',
+            "item.arguments must be a string",
+        ),
+        (
+            '{"type":"custom_tool_call","id":"x","call_id":"c","name":"n","input":5}',
+            "item.input must be a string",
+        ),
+    ],
+)
+def test_malformed_client_items_name_the_field(item: str, path: str) -> None:
+    data = f'{{"type":"response.output_item.done","output_index":0,"item":{item}}}'
+    events = replay(API_NAME, f"data: {data}\n\n".encode())
+    assert events[-1].type == "error"
+    assert path in events[-1].message.error.message  # type: ignore[union-attr]
+
+
+@pytest.mark.anyio
+async def test_agent_answers_client_items_over_loopback() -> None:
+    # Two requests: the apply_patch call, then the answer; the second request
+    # replays the reasoning and apply_patch items byte for byte with the result.
+    seen: list[dict[str, Any]] = []
+
+    def apply_patch(args: dict[str, Any], ctx: Any) -> str:
+        seen.append(args)
+        return "patched src/app.py"
+
+    tool = mw.Tool(name="apply_patch", description="Apply a patch", execute=apply_patch,
+                   parameters={"type": "object", "properties": {"path": {"type": "string"}}})  # fmt: skip
+    first = (DATA / "apply-patch-call.sse").read_bytes()
+    item, text = _client_item("apply-patch-call.sse")
+    reasoning = next(raw_item(d) for d in payloads(first)
+                     if "output_item.done" in d and '"type":"reasoning"' in d)  # fmt: skip
+    replies = [
+        mw.testing.Reply(body=first, seed=3),
+        mw.testing.Reply(body=(FIXTURES / "gpt-4o-text.sse").read_bytes(), chunk_size=5),
+    ]
+    with mw.testing.MockServer(replies) as server:
+        model = server.model(API_NAME, id="gpt-5.1-codex", reasoning=True)
+        agent = mw.Agent(model, tools=[tool])
+        run = await agent.run("fix the typo")
+        r1, r2 = server.requests
+    assert [t["name"] for t in r1.json()["tools"]] == ["apply_patch"]
+    assert seen == [item["operation"]]
+    assert run.final.text == "The capital of France is Paris."
+    assert text.encode() in r2.body and reasoning.encode() in r2.body
+    items = r2.json()["input"]
+    assert items[-3:] == [
+        json.loads(reasoning),
+        item,
+        {"type": "apply_patch_call_output", "call_id": "call_apc_s2", "status": "completed",
+         "output": "patched src/app.py"},
+    ]  # fmt: skip
+
+
+def test_custom_tool_input_streamed_but_left_out_of_the_done_item() -> None:
+    added = {"type": "custom_tool_call", "id": "ctc_1", "call_id": "call_1", "name": "grep"}
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": added},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 0, "delta": "TODO "},
+        {"type": "response.custom_tool_call_input.delta", "output_index": 0, "delta": "src/"},
+        {"type": "response.output_item.done", "output_index": 0, "item": added},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    msg = replay(API_NAME, body)[-1].message  # type: ignore[union-attr]
+    assert msg.stop_reason == "tool_use", msg.error
+    (call,) = msg.tool_calls
+    assert (call.id, call.name, call.arguments) == ("call_1", "grep", {"input": "TODO src/"})
+
+
+def test_null_arguments_of_a_client_tool_search_call() -> None:
+    item = {"type": "tool_search_call", "id": "ts_1", "call_id": "call_ts", "execution": "client",
+            "arguments": None, "status": "completed"}  # fmt: skip
+    events = [
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    (call,) = replay(API_NAME, body)[-1].message.tool_calls  # type: ignore[union-attr]
+    assert (call.name, call.arguments, call.raw_arguments) == ("tool_search", {}, "{}")

@@ -2,15 +2,18 @@
 
 Shared by the live HTTP path and :func:`replay`, so a recorded stream and a
 live one run the same code (DESIGN §1). ``feed``/``end``/``fail`` never raise a
-stream failure: they end the stream with an ``error`` event instead.
+stream failure: they end the stream with an ``error`` event instead. Until the
+decoder recognises a first payload, a payload that is plainly another API's ends
+the stream with a ``malformed_chunk`` naming that API (:mod:`modelwire.apis._sniff`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from .apis import get_api
+from .apis._sniff import wrong_api_error
 from .assemble import Assembler, ToolChoice
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
 from .sse import SSEDecoder
@@ -35,7 +38,7 @@ class Pipeline:
     :class:`~modelwire.trace.Tracer`. Without it, the only cost is one test per read.
     """
 
-    __slots__ = ("assembler", "decoder", "secrets", "sse", "trace")
+    __slots__ = ("_decode", "_sniffing", "api", "assembler", "decoder", "secrets", "sse", "trace")
 
     def __init__(
         self,
@@ -50,7 +53,12 @@ class Pipeline:
         clock: bool = False,
     ) -> None:
         wire = get_api(api)
+        self.api = api
         self.decoder = wire.new_decoder(model)
+        # Until the decoder recognises a payload, check it is not another API's
+        # (``apis._sniff``); then decode directly.
+        self._sniffing = True
+        self._decode: Callable[[ServerSentEvent], list[Delta]] = self._first_decode
         self.sse = SSEDecoder(max_event_bytes=max_event_bytes)
         self.assembler = Assembler(
             api=api,
@@ -68,6 +76,25 @@ class Pipeline:
             from .trace import Tracer
 
             self.trace = Tracer(trace, secrets=secrets, clock=clock)
+
+    def _first_decode(self, event: ServerSentEvent) -> list[Delta]:
+        if not self._sniffing:
+            return self._decode(event)  # recognised earlier in this read
+        try:
+            deltas: list[Delta] = self.decoder.decode(event)
+        except MalformedChunkError as exc:
+            err = wrong_api_error(self.api, event.data, exc.message)
+            if err is not None:
+                raise err from None
+            raise
+        if deltas:
+            self._sniffing = False
+            self._decode = self.decoder.decode
+            return deltas
+        err = wrong_api_error(self.api, event.data)
+        if err is not None:
+            raise err
+        return deltas
 
     @property
     def done(self) -> bool:
@@ -96,7 +123,7 @@ class Pipeline:
         asm.start(out)
         try:
             events = self.sse.feed(data)
-            decode = self.decoder.decode
+            decode = self._decode
             for ev in events:
                 asm.feed(decode(ev), out)
                 if asm.done:
@@ -117,7 +144,7 @@ class Pipeline:
             return out
         asm.start(out)
         try:
-            decode = self.decoder.decode
+            decode = self._decode
             for ev in self.sse.end():
                 asm.feed(decode(ev), out)
                 if asm.done:
@@ -218,7 +245,7 @@ class Pipeline:
     def _events_traced(self, events: list[ServerSentEvent], parent: str, out: list[Event]) -> None:
         t = self.trace
         assert t is not None
-        decode = self.decoder.decode
+        decode = self._decode
         for ev in events:
             sid = t.sse(ev, parent)
             try:

@@ -209,7 +209,9 @@ class _StreamedCall:
     """Arguments of one call streamed as ``partialArgs`` (Vertex AI streaming
     function calling): each fragment sets the value at a JSON path, or, after a
     fragment with ``willContinue``, extends the string there ("another PartialArg
-    for the current json_path is expected to follow").
+    for the current json_path is expected to follow"). The call stays open while
+    its parts say ``willContinue`` — also parts with nothing else — and ends with
+    ``functionCall: {}`` or a part without it.
 
     The text streamed for display is the serialized object without its closing
     brackets (nor the quote of a string still growing). Extending the string at
@@ -460,6 +462,13 @@ class GoogleDecoder:
         if fc.name is None:
             if fc.args:
                 raise MalformedChunkError(f"malformed chunk: {where}.functionCall.name is missing")
+            if fc.willContinue is True and self._stream is not None:
+                # ``{"functionCall": {"willContinue": true}}`` between fragments: "another
+                # partial message for the current FunctionCall is expected to follow"
+                # (FunctionCall.willContinue), so the call stays open, its string too.
+                if signature:
+                    out.append(BlockSignature(self._stream.key, signature))
+                return
             self._close_stream(out, trusted=True)  # ``functionCall: {}`` ends a streamed call
             return
         # A whole call: its arguments arrive complete, as one object.

@@ -25,9 +25,21 @@ provider, API and model — ``_encode._replay_signatures``):
   plain provider id, safe to hand to any other API); ``ToolCall.signature`` — the
   ``function_call`` item id (``fc_…``), which OpenAI pairs with the reasoning item
   before it.
+* Items the client executes (``local_shell_call``, ``apply_patch_call``,
+  ``custom_tool_call``, ``mcp_approval_request``, ``tool_search_call`` with
+  ``execution: "client"``) are ToolCalls too, named and given arguments as
+  :data:`CLIENT_ITEMS` says; their ``signature`` is the whole item as received. To
+  the same model the item is replayed byte for byte and the tool result becomes
+  the matching output item (``local_shell_call_output``, ``apply_patch_call_output``
+  with status ``failed`` for an error result, ``custom_tool_call_output``,
+  ``mcp_approval_response`` — the result says ``approve``/``deny``, true/false or
+  ``{"approve": …, "reason": …}``; an error result denies —, ``tool_search_output``
+  with the result's JSON array of tools). To another model it is a plain
+  ``function_call``.
 
 Compat flags (``Model(compat={...})``, unknown keys refused) are the fields of
-:class:`ResponsesCompat`. ``_encode`` holds the outbound half, ``_decode`` the inbound.
+:class:`ResponsesCompat`. ``_encode`` holds the outbound half, ``_decode`` the inbound,
+``_client`` the client-executed items of both directions.
 """
 
 from __future__ import annotations
@@ -38,6 +50,7 @@ from ...errors import ConfigurationError
 from ...options import HTTPRequest, RequestOptions, check_extra_body
 from ...types import Context, Model
 from .._common import dumps, join_url
+from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
     RESERVED,
@@ -50,6 +63,7 @@ from ._encode import (
 
 __all__ = [
     "API",
+    "CLIENT_ITEMS",
     "RESERVED",
     "OpenAIResponsesAPI",
     "ResponsesCompat",

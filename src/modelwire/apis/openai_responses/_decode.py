@@ -42,6 +42,7 @@ from .._common import (
     in_band_error,
     is_context_overflow,
 )
+from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
 
 __all__ = ["ResponsesDecoder"]
 
@@ -152,6 +153,12 @@ class _ErrorEvent(msgspec.Struct, gc=False):
     error: _Error | None = None
 
 
+class _InputDoneEvent(msgspec.Struct, gc=False):
+    input: str
+    output_index: int | None = None
+    item_id: str | None = None
+
+
 _envelope = decoder_for(_Envelope)
 _item_head_decoder = decoder_for(_ItemHead)
 _response_event = decoder_for(_ResponseEvent)
@@ -160,6 +167,7 @@ _text_item = decoder_for(_TextItem)
 _call_item = decoder_for(_CallItem)
 _delta_event = decoder_for(_DeltaEvent)
 _args_done_event = decoder_for(_ArgsDoneEvent)
+_input_done_event = decoder_for(_InputDoneEvent)
 _error_event = decoder_for(_ErrorEvent)
 
 
@@ -191,7 +199,7 @@ def _error_from_code(message: str, code: str | int | None, type_: str | None) ->
     return in_band_error(message, type_=type_ if type_ != c else None, code=c or None)
 
 
-_TEXT, _THINKING, _TOOL, _IGNORED = 0, 1, 2, 3
+_TEXT, _THINKING, _TOOL, _IGNORED, _CLIENT = 0, 1, 2, 3, 4
 _PART_SEP = "\n\n"
 
 
@@ -231,6 +239,8 @@ class ResponsesDecoder:
             "response.reasoning_text.delta": self._reasoning_delta,
             "response.function_call_arguments.delta": self._args_delta,
             "response.function_call_arguments.done": self._args_done,
+            "response.custom_tool_call_input.delta": self._input_delta,
+            "response.custom_tool_call_input.done": self._input_done,
             "response.output_item.added": self._item_added,
             "response.output_item.done": self._item_done,
             "response.created": self._meta_event,
@@ -307,7 +317,7 @@ class ResponsesDecoder:
         if st.kind != kind:
             raise MalformedChunkError(
                 f"malformed {etype} event: output item {key!r} is not a "
-                f"{('message', 'reasoning', 'function_call')[kind]} item"
+                f"{('message', 'reasoning', 'function_call', '', 'client-executed')[kind]} item"
             )
         return st
 
@@ -385,6 +395,30 @@ class ResponsesDecoder:
             )
         return [ToolCallArguments(key, ev.arguments)]
 
+    def _input_delta(self, data: str, etype: str) -> list[Delta]:
+        # custom_tool_call input streams as free text; the call's arguments are
+        # {"input": text}, so the display text is that object as it grows.
+        ev: _DeltaEvent = _decode(data, _delta_event, etype)
+        key = self._key(ev.output_index, ev.item_id, etype)
+        st = self._open(key, _CLIENT, etype)
+        if st is None or not ev.delta:
+            return []
+        head = "" if st.pieces else '{"input":"'
+        st.pieces.append(ev.delta)
+        return [ToolCallDelta(key, None, None, head + dumps(ev.delta).decode()[1:-1])]
+
+    def _input_done(self, data: str, etype: str) -> list[Delta]:
+        ev: _InputDoneEvent = _decode(data, _input_done_event, etype)
+        key = self._key(ev.output_index, ev.item_id, etype)
+        st = self._items.get(key)
+        if st is None or st.kind != _CLIENT:
+            if st is not None and st.kind == _IGNORED:
+                return []
+            raise MalformedChunkError(
+                f"malformed {etype} event: output item {key!r} is not a custom_tool_call item"
+            )
+        return [ToolCallArguments(key, dumps({"input": ev.input}).decode())]
+
     # ------------------------------------------------------------------ items
 
     def _item_added(self, data: str, etype: str) -> list[Delta]:
@@ -404,6 +438,16 @@ class ResponsesDecoder:
                 # (as the SDK's accumulator does).
                 out.append(ToolCallDelta(key, None, None, c.arguments))
             return out
+        if head.type in CLIENT_ITEMS:
+            ci: ClientItem = _decode(ev.item, client_item, etype, "item.")
+            if is_client(ci):
+                call_id, name, args = client_call(ci, etype)
+                out = self._start(key, _CLIENT, call=_CallItem(call_id, name), item_id=head.id)
+                if args is not None and head.type == "custom_tool_call" and ci.input:
+                    st = self._items[key]
+                    st.pieces.append(ci.input)
+                    out.append(ToolCallDelta(key, None, None, args[:-2]))  # without '"}'
+                return out
         # Built-in tools (web_search_call, file_search_call, code_interpreter_call…)
         # run on the provider's side: not blocks of ours, their events are ignored.
         self._items.setdefault(key, _ItemState(_IGNORED))
@@ -480,8 +524,21 @@ class ResponsesDecoder:
             if c.arguments is not None:
                 out.append(ToolCallArguments(key, c.arguments))
         else:
-            self._items.setdefault(key, _ItemState(_IGNORED))
-            return out
+            prior = self._items.get(key)
+            ci: ClientItem | None = None
+            if head.type in CLIENT_ITEMS:
+                ci = _decode(raw, client_item, etype, "item.")
+            if ci is None or not is_client(ci) or (prior is not None and prior.kind == _IGNORED):
+                self._items.setdefault(key, _ItemState(_IGNORED))
+                return out
+            call_id, name, args = client_call(ci, etype)
+            st = self._done_state(key, _CLIENT, out, call=_CallItem(call_id, name), item_id=head.id)
+            if args is None and ci.type == "custom_tool_call" and st.pieces:
+                # The done item left ``input`` out: the streamed input stands.
+                args = dumps({"input": "".join(st.pieces)}).decode()
+            out.append(ToolCallArguments(key, args if args is not None else "{}"))
+            # The whole item as received: replayed byte for byte, answered by type.
+            out.append(BlockSignature(key, bytes(raw).decode()))
         st.closed = True
         st.pieces = []
         out.append(BlockEnd(key))

@@ -24,6 +24,7 @@ from ...types import (
 )
 from .._common import decoder_for, same_model
 from .._common import raw_or_json_arguments as _raw_args
+from ._client import client_item_type, client_output
 from ._decode import _item_head_decoder
 
 __all__ = ["RESERVED", "ResponsesCompat", "detect_compat", "encode_input"]
@@ -145,7 +146,9 @@ def _user_item(msg: UserMessage) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": parts}
 
 
-def _assistant_items(msg: AssistantMessage, i: int, same: bool, out: list[Any]) -> None:
+def _assistant_items(
+    msg: AssistantMessage, i: int, same: bool, out: list[Any], answers: dict[str, str]
+) -> None:
     # A reasoning item that could not be replayed orphans the fc_ ids OpenAI paired
     # with it ("Item 'rs_…' … provided without its required following item"), so
     # call item ids are sent only while every reasoning item before them was.
@@ -177,18 +180,28 @@ def _assistant_items(msg: AssistantMessage, i: int, same: bool, out: list[Any]) 
                 # No item id to keep: the "easy" message form, which needs none.
                 out.append({"type": "message", "role": "assistant", "content": block.text})
         else:
+            sig = block.signature
+            kind = client_item_type(sig)
+            if sig is not None and kind is not None and same and not skipped_reasoning:
+                # A client-executed item (local shell, apply_patch, custom tool…):
+                # sent back exactly as received; its result answers it by type.
+                out.append(msgspec.Raw(sig.encode()))
+                answers[block.id] = kind
+                continue
+            # Otherwise (another model, or a plain function call) a function_call,
+            # which any Responses model accepts.
             call: dict[str, Any] = {
                 "type": "function_call",
                 "call_id": block.id,
                 "name": block.name,
                 "arguments": _raw_args(block.raw_arguments, block.arguments),
             }
-            if same and block.signature and not skipped_reasoning:
+            if same and block.signature and kind is None and not skipped_reasoning:
                 call["id"] = block.signature
             out.append(call)
 
 
-def _tool_output(msg: ToolResultMessage) -> dict[str, Any]:
+def _tool_output(msg: ToolResultMessage, i: int, answers: dict[str, str]) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if any(isinstance(b, ImageContent) for b in msg.content):
         # function_call_output.output may be a list of input_text/input_image parts.
@@ -200,6 +213,9 @@ def _tool_output(msg: ToolResultMessage) -> dict[str, Any]:
         ]
     else:
         output = msg.text
+    kind = answers.get(msg.tool_call_id)
+    if kind is not None:
+        return client_output(msg, kind, output, f"messages[{i}]")
     return {"type": "function_call_output", "call_id": msg.tool_call_id, "output": output}
 
 
@@ -212,6 +228,9 @@ def encode_input(
     """
     compat = compat or detect_compat(model)
     items: list[Any] = []
+    # call id → type of the client-executed item replayed for it, so its result
+    # becomes the matching output item (``_client.client_output``).
+    answers: dict[str, str] = {}
     if context.system_prompt and compat.system_role != "instructions":
         items.append(
             {"type": "message", "role": compat.system_role, "content": context.system_prompt}
@@ -222,9 +241,9 @@ def encode_input(
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
-            _assistant_items(msg, i, _replay_signatures(model, msg), items)
+            _assistant_items(msg, i, _replay_signatures(model, msg), items, answers)
         else:
-            items.append(_tool_output(msg))
+            items.append(_tool_output(msg, i, answers))
     return items
 
 
