@@ -39,9 +39,11 @@ from ..types import (
     UserMessage,
 )
 from ._common import (
+    bearer_auth,
+    check_context_values,
     decode_json,
     decoder_for,
-    dumps,
+    http_request,
     in_band_error,
     join_url,
     raw_or_json_arguments,
@@ -325,22 +327,14 @@ class OpenAIChatAPI:
         return body
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
-        body = self.build_body(model, context, options)
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream",
-        }
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
-        secrets: tuple[str, ...] = ()
-        if options.api_key:
-            headers["Authorization"] = f"Bearer {options.api_key}"
-            secrets = (options.api_key,)
-        return HTTPRequest(
+        check_context_values(context)
+        return http_request(
+            model,
+            options,
             url=join_url(model, "/chat/completions"),
-            headers=headers,
-            body=dumps(body),
-            secrets=secrets,
+            body=self.build_body(model, context, options),
+            defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
+            auth=bearer_auth,
         )
 
     def new_decoder(self, model: Model | None) -> ChatDecoder:
