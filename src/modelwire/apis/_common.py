@@ -50,8 +50,8 @@ T = TypeVar("T")
 _encoder = msgspec.json.Encoder()
 _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
-# msgspec's text for a failed ``Meta`` constraint: "Expected `int` >= 0, got `-1`".
-_CONSTRAINT = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+), got `(.+?)`$")
+# msgspec's text for a failed ``Meta`` constraint: "Expected `int` >= 0".
+_CONSTRAINT = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+)$")
 #: Characters of a payload a malformed-chunk message quotes (after redaction).
 EXCERPT_CHARS = 120
 _NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
@@ -76,7 +76,7 @@ def _path_message(exc: msgspec.ValidationError) -> str:
     c = _CONSTRAINT.match(what)
     if c:
         want = _NAMES.get(c.group(1), c.group(1))
-        return f"{path or 'payload'} must be {want} {c.group(2)} (got {c.group(3)})"
+        return f"{path or 'payload'} must be {want} {c.group(2)}"
     e = _EXPECTED.match(what)
     if e:
         want = " or ".join(_NAMES.get(p.strip(), p.strip()) for p in e.group(1).split("|"))

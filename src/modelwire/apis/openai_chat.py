@@ -9,7 +9,7 @@ data, detected from the provider and base URL and overridable with
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
 
@@ -24,8 +24,9 @@ from ..deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..errors import ConfigurationError, MalformedChunkError
+from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..options import HTTPRequest, RequestOptions, check_extra_body
+from ..redact import head
 from ..sse import ServerSentEvent
 from ..types import (
     AssistantMessage,
@@ -352,8 +353,14 @@ class _Fn(msgspec.Struct, gc=False):
     arguments: str | None = None
 
 
+# Counts and indexes are non-negative integers: a negative tool-call index would
+# key a call no one can finish, a negative count would corrupt usage and cost.
+# msgspec checks the bound while decoding (MalformedChunkError names the path).
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class _ToolCallPart(msgspec.Struct, gc=False):
-    index: int | None = None
+    index: _Count | None = None
     id: str | None = None
     function: _Fn | None = None
 
@@ -371,20 +378,20 @@ class _ReasoningDetail(msgspec.Struct, gc=False):
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
+    cached_tokens: _Count | None = None
 
 
 class _CompletionDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: _Count | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
+    prompt_tokens: _Count | None = None
+    completion_tokens: _Count | None = None
+    total_tokens: _Count | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
-    prompt_cache_hit_tokens: int | None = None  # DeepSeek
+    prompt_cache_hit_tokens: _Count | None = None  # DeepSeek
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -529,7 +536,13 @@ class ChatDecoder:
             # Groq sends ``event: error`` with a JSON error object; a server that
             # sends plain text there still reported an error, not a malformed chunk.
             if not data.lstrip().startswith("{"):
-                raise in_band_error(data.strip()[:500] or "the server sent an error event")
+                text = data.strip()
+                if not text:
+                    raise in_band_error("the server sent an error event")
+                # Quoted whole on the error: the live path redacts keys before the cut.
+                err = in_band_error(head(text, 500))
+                err.excerpt = Excerpt("", text, "", 500, quote=False)
+                raise err
             payload = decode_json(data, _error_decoder, "error event")
             _raise_error(payload.error, payload.message)
         if event.event != "message" or not data or data.isspace():
