@@ -221,7 +221,7 @@ def _check_headers(headers: object, where: str) -> Mapping[str, str]:
             raise ConfigurationError(f"{where} has an empty header name")
         if not _TOKEN.match(name):
             raise ConfigurationError(
-                f"{where} header name {name!r} is not a valid HTTP header name "
+                f"{where}: header name {name!r} is not a valid HTTP header name "
                 "(letters, digits and !#$%&'*+.^_`|~- only; no spaces, colons or line breaks)"
             )
         # The value is never quoted: it may be a key.
