@@ -292,3 +292,54 @@ def test_valid_indexes_and_counts_still_pass() -> None:
     message = mw.replay("openai-chat", [body])[-1].message  # type: ignore[union-attr]
     assert message.stop_reason == "tool_use" and message.error is None
     assert (message.usage.input, message.usage.output) == (0, 3)
+
+
+def _named(frames: list[dict[str, Any]]) -> bytes:
+    return b"".join(f"event: {f['type']}\ndata: {json.dumps(f)}\n\n".encode() for f in frames)
+
+
+_A_START = {
+    "type": "message_start",
+    "message": {"id": "m", "model": "c", "usage": {"input_tokens": 5, "output_tokens": 1}},
+}
+_R_START = {
+    "type": "response.created",
+    "response": {"id": "r", "status": "in_progress", "output": []},
+}
+OTHER_APIS = [
+    ("anthropic-messages",
+     _named([{**_A_START, "message": {"id": "m", "usage": {"input_tokens": -5}}}]),
+     "message.usage.input_tokens must be an integer >= 0"),
+    ("anthropic-messages",
+     _named([_A_START, {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                        "usage": {"output_tokens": -3}}]),
+     "usage.output_tokens must be an integer >= 0"),
+    ("anthropic-messages",
+     _named([_A_START, {"type": "content_block_start", "index": -1,
+                        "content_block": {"type": "tool_use", "id": "t", "name": "f"}}]),
+     "index must be an integer >= 0"),
+    ("openai-responses",
+     _named([_R_START, {"type": "response.output_item.added", "output_index": -1,
+                        "item": {"type": "function_call", "id": "i", "call_id": "c",
+                                 "name": "f", "arguments": ""}}]),
+     "output_index must be an integer >= 0"),
+    ("openai-responses",
+     _named([_R_START, {"type": "response.completed",
+                        "response": {"id": "r", "status": "completed", "output": [],
+                                     "usage": {"input_tokens": -2, "output_tokens": 1}}}]),
+     "response.usage.input_tokens must be an integer >= 0"),
+    ("google-generative-ai",
+     b'data: {"candidates":[{"content":{"parts":[{"text":"hi"}]},"finishReason":"STOP"}],'
+     b'"usageMetadata":{"promptTokenCount":-4,"candidatesTokenCount":2}}\n\n',
+     "usageMetadata.promptTokenCount must be an integer >= 0"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("api", "body", "path"), OTHER_APIS)
+def test_indexes_and_counts_of_the_other_apis(api: str, body: bytes, path: str) -> None:
+    """Before: Anthropic summed ``input_tokens: -5`` into usage and keyed a block
+    at index -1; Responses did the same with ``output_index``."""
+    for chunks in ([body], [bytes([b]) for b in body]):
+        message = mw.replay(api, chunks)[-1].message  # type: ignore[union-attr]
+        assert message.error is not None and message.error.kind == "malformed_chunk"
+        assert path in message.error.message, message.error.message

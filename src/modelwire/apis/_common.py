@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -32,6 +32,7 @@ from ..types import AssistantMessage, Context, Model, ToolCall
 
 __all__ = [
     "EXCERPT_CHARS",
+    "Count",
     "bearer_auth",
     "check_context_values",
     "check_json",
@@ -47,6 +48,10 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: A count or index in a chunk: a non-negative integer. msgspec checks the bound
+#: while decoding, so a negative tool-call index or token count is a
+#: ``malformed_chunk`` naming its path (``usage.input_tokens must be an integer >= 0``).
+Count = Annotated[int, msgspec.Meta(ge=0)]
 _encoder = msgspec.json.Encoder()
 _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")

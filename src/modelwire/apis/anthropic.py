@@ -62,6 +62,7 @@ from ..types import (
     UserMessage,
 )
 from ._common import (
+    Count,
     check_context_values,
     decode_json,
     decoder_for,
@@ -472,10 +473,10 @@ class AnthropicMessagesAPI:
 class _Usage(msgspec.Struct, gc=False):
     # input_tokens already excludes cache reads and writes (prompt-caching docs:
     # "total input tokens = input_tokens + cache_creation + cache_read").
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cache_read_input_tokens: Count | None = None
+    cache_creation_input_tokens: Count | None = None
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -513,7 +514,7 @@ class _Error(msgspec.Struct, gc=False):
 
 class _Event(msgspec.Struct, gc=False):
     type: str
-    index: int | None = None
+    index: Count | None = None
     message: _Message | None = None
     content_block: _Block | None = None
     delta: _Delta | None = None

@@ -9,7 +9,7 @@ data, detected from the provider and base URL and overridable with
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -40,6 +40,7 @@ from ..types import (
     UserMessage,
 )
 from ._common import (
+    Count,
     bearer_auth,
     check_context_values,
     decode_json,
@@ -353,14 +354,10 @@ class _Fn(msgspec.Struct, gc=False):
     arguments: str | None = None
 
 
-# Counts and indexes are non-negative integers: a negative tool-call index would
-# key a call no one can finish, a negative count would corrupt usage and cost.
-# msgspec checks the bound while decoding (MalformedChunkError names the path).
-_Count = Annotated[int, msgspec.Meta(ge=0)]
-
-
+# Counts and indexes are ``Count``s (non-negative integers): a negative tool-call
+# index would key a call no one can finish, a negative count corrupt usage and cost.
 class _ToolCallPart(msgspec.Struct, gc=False):
-    index: _Count | None = None
+    index: Count | None = None
     id: str | None = None
     function: _Fn | None = None
 
@@ -378,20 +375,20 @@ class _ReasoningDetail(msgspec.Struct, gc=False):
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: _Count | None = None
+    cached_tokens: Count | None = None
 
 
 class _CompletionDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: _Count | None = None
+    reasoning_tokens: Count | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: _Count | None = None
-    completion_tokens: _Count | None = None
-    total_tokens: _Count | None = None
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
-    prompt_cache_hit_tokens: _Count | None = None  # DeepSeek
+    prompt_cache_hit_tokens: Count | None = None  # DeepSeek
 
 
 class _Delta(msgspec.Struct, gc=False):
