@@ -146,6 +146,9 @@ def test_credential_headers_any_case_and_their_secrets() -> None:
     # ``Bearer X``: X (which covers the whole value), each long cookie value.
     assert got == [KEY, "a=1; session=abcdefgh12345", "abcdefgh12345"]
     assert redact(f"Bearer {KEY}", got) == f"Bearer {MARK}"
+    # Basic credentials (RFC 7617): the encoded token, the pair and the password.
+    basic = credential_secrets({"proxy-authorization": "Basic dXNlcjpodW50ZXIyLXNlY3JldA=="})
+    assert basic == ["dXNlcjpodW50ZXIyLXNlY3JldA==", "user:hunter2-secret", "hunter2-secret"]
 
 
 # --------------------------------------------------------------------------- requests

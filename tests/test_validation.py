@@ -343,3 +343,12 @@ def test_indexes_and_counts_of_the_other_apis(api: str, body: bytes, path: str) 
         message = mw.replay(api, chunks)[-1].message  # type: ignore[union-attr]
         assert message.error is not None and message.error.kind == "malformed_chunk"
         assert path in message.error.message, message.error.message
+
+
+@pytest.mark.parametrize("limit", ["max_tokens", "context_window"])
+@pytest.mark.parametrize("value", [-1, 0, 1.5, True])
+def test_model_limits_must_be_positive_integers(limit: str, value: Any) -> None:
+    """Before: ``Model(max_tokens=-1)`` was sent as ``max_tokens: -1``."""
+    with pytest.raises(mw.ConfigurationError, match=f"Model.{limit} must be a positive integer"):
+        mw.Model(id="m", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1",
+                 **{limit: value})  # fmt: skip

@@ -25,6 +25,7 @@ reads.
 
 from __future__ import annotations
 
+import base64
 import functools
 import re
 from collections.abc import Iterable, Mapping
@@ -99,12 +100,25 @@ def credential_secrets(headers: Mapping[str, str]) -> list[str]:
         secret = m.group(1).strip() if m else value
         if secret and (known or len(secret) >= MIN_FRAGMENT):
             out.append(secret)
+        if m and value[:6].lower() == "basic ":
+            out.extend(_basic(secret))
         if "cookie" in low:
             for part in value.split(";"):
                 v = part.partition("=")[2].strip()
                 if len(v) >= MIN_FRAGMENT:
                     out.append(v)
     return list(dict.fromkeys(out))
+
+
+def _basic(token: str) -> list[str]:
+    """``Basic base64(user:password)`` (RFC 7617 §2): a server may echo the
+    decoded pair or the password, so both are secrets too (from 8 characters)."""
+    try:
+        pair = base64.b64decode(token, validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        return []
+    password = pair.partition(":")[2]
+    return [s for s in (pair, password) if len(s) >= MIN_FRAGMENT]
 
 
 @functools.lru_cache(maxsize=64)
