@@ -62,6 +62,7 @@ def refused(server: MockServer, model: mw.Model, ctx: mw.Context = CTX, **kw: An
         ("X Trace", "val-9Zq", "not a valid HTTP header name"),
         ("X-Tracé", "val-9Zq", "not a valid HTTP header name"),
         ("X-Trace:", "val-9Zq", "not a valid HTTP header name"),
+        ("X-Trace\n", "val-9Zq", "not a valid HTTP header name"),
         ("Authorization", f"Bearer {KEY}\n", "line break"),
     ],
 )
@@ -156,7 +157,7 @@ def _with_call(arguments: dict[str, Any]) -> mw.Context:
         (float("nan"), "is nan, which JSON cannot carry"),
         (float("-inf"), "is -inf, which JSON cannot carry"),
         (object(), "is a object, which JSON cannot encode"),
-        ({1.5: "x"}, "has a key 1.5 of type float"),
+        ({(1, 2): "x"}, "has a key (1, 2) of type tuple"),
     ],
 )
 def test_tool_call_arguments_json_cannot_carry_name_their_path(

@@ -211,7 +211,7 @@ def in_band_error(
 # RFC 9110 §5.1: a field name is a token; §5.5: a field value may not contain CR,
 # LF or NUL. h11 refuses the rest only once the request starts, quoting the value
 # (which may be a key) in its error; refusing here names the header instead.
-_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 def _check_headers(headers: object, where: str) -> Mapping[str, str]:
@@ -224,7 +224,7 @@ def _check_headers(headers: object, where: str) -> Mapping[str, str]:
             raise ConfigurationError(f"{where} must map str header names to str values")
         if not name:
             raise ConfigurationError(f"{where} has an empty header name")
-        if not _TOKEN.match(name):
+        if not _TOKEN.fullmatch(name):
             raise ConfigurationError(
                 f"{where}: header name {name!r} is not a valid HTTP header name "
                 "(letters, digits and !#$%&'*+.^_`|~- only; no spaces, colons or line breaks)"
@@ -284,11 +284,11 @@ def http_request(
     out: dict[str, str] = {}
     spelled: dict[str, str] = {}  # lower-case name -> the key used in ``out``
     layers = (
-        (defaults, "headers"),
-        (_check_headers(model.headers, "Model.headers"), "Model.headers"),
-        (_check_headers(options.headers, "headers"), "headers"),
+        defaults,
+        _check_headers(model.headers, "Model.headers"),
+        _check_headers(options.headers, "headers"),
     )
-    for layer, _ in layers:
+    for layer in layers:
         for name, value in layer.items():
             low = name.lower()
             old = spelled.pop(low, None)
@@ -337,7 +337,8 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 def check_json(value: Any, path: str) -> None:
     """Raise ``ConfigurationError`` naming the path of the first value in
     ``value`` that JSON (RFC 8259) cannot carry: NaN or an infinity (§6), a str
-    with a lone surrogate (§8.2), a non-string key, an unsupported type."""
+    with a lone surrogate (§8.2), a key that is neither a str nor a number, a
+    type msgspec cannot encode. What msgspec encodes faithfully passes."""
     t = type(value)
     if t is str:
         if not value.isascii():
@@ -358,11 +359,14 @@ def check_json(value: Any, path: str) -> None:
     elif isinstance(value, Mapping):
         for k, v in value.items():
             if not isinstance(k, str):
-                raise ConfigurationError(
-                    f"{path or 'value'} has a key {k!r} of type {type(k).__name__}: "
-                    "JSON object keys are strings"
-                )
-            check_json(v, f"{path}.{k}" if path else k)
+                try:  # numbers are written as strings, as msgspec does in the body
+                    _encoder.encode({k: None})
+                except (TypeError, ValueError):
+                    raise ConfigurationError(
+                        f"{path or 'value'} has a key {k!r} of type {type(k).__name__}: "
+                        "JSON object keys are strings"
+                    ) from None
+            check_json(v, f"{path}.{k}" if path else str(k))
     elif isinstance(value, list | tuple):
         for i, v in enumerate(value):
             check_json(v, f"{path}[{i}]")
