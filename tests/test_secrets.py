@@ -308,15 +308,22 @@ async def test_a_key_split_over_three_reads_is_hidden_in_the_trace(
     characters (a piece cut by two read boundaries is neither a head nor a tail)."""
     body = f": echo {KEY}\n\n".encode()  # an SSE comment: every decoder ignores it
     at = body.index(KEY.encode())
-    server.add(Reply(body=body, split_points=(at + 2, at + 35), delay=0.05))
-    log = TraceLog()
-    msg = await mw.complete(server.model(api), CTX, api_key=KEY, trace=log, timeout=FAST)
-    assert msg.error is not None and msg.error.kind == "truncated_stream"
-    reads = [r for r in log.records if isinstance(r, ReadTrace)]
-    assert [r.size for r in reads] == [at + 2, 33, len(body) - at - 35]
-    assert not fragments(reads[1].data.decode()) and not fragments(reads[2].data.decode())
-    dumped = json.dumps([r.to_dict() for r in log.records], default=str)
-    assert not fragments(dumped, n=MIN_FRAGMENT)
+    reply = Reply(body=body, split_points=(at + 2, at + 35), delay=0.05)
+    for sync in (False, True):
+        server.add(reply)
+        log = TraceLog()
+        if sync:
+            events = list(mw.stream_sync(server.model(api), CTX, api_key=KEY, trace=log,
+                                         timeout=FAST))  # fmt: skip
+            msg = events[-1].message  # type: ignore[union-attr]
+        else:
+            msg = await mw.complete(server.model(api), CTX, api_key=KEY, trace=log, timeout=FAST)
+        assert msg.error is not None and msg.error.kind == "truncated_stream"
+        reads = [r for r in log.records if isinstance(r, ReadTrace)]
+        assert [r.size for r in reads] == [at + 2, 33, len(body) - at - 35]
+        assert not fragments(reads[1].data.decode()) and not fragments(reads[2].data.decode())
+        dumped = json.dumps([r.to_dict() for r in log.records], default=str)
+        assert not fragments(dumped, n=MIN_FRAGMENT)
 
 
 @pytest.mark.parametrize("api", APIS)
