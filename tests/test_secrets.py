@@ -82,6 +82,7 @@ def test_head_redacts_before_cutting_at_every_position() -> None:
         body = shown.removesuffix("…")
         # The marker is whole or absent: the cut moved before it.
         assert MARK in body or "[" not in body, (limit, shown)
+        assert (MARK in body) == (limit >= 20 + len(MARK)), (limit, shown)
 
 
 def test_tail_drops_a_marker_the_cut_would_split() -> None:

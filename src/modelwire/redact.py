@@ -1,8 +1,8 @@
 """Secret redaction: pure functions, no I/O (DESIGN §3 rule 6: no secret ever leaks).
 
-Imported by the sans-IO layers (pipeline, trace, wire APIs) and by ``http.py``;
-it imports nothing of modelwire's but the value of a few constants, so using it
-never pulls in httpx.
+Imported by the sans-IO layers (errors, pipeline, trace, wire APIs, options) and
+by ``http.py``; it imports nothing but the standard library, so using it never
+pulls in httpx.
 
 **The one rule.** A secret is every credential a request carries: the API key
 and the value of every credential header (see :func:`is_credential_header`), with
@@ -171,8 +171,8 @@ def head(text: str, limit: int, secrets: Iterable[str] = ()) -> str:
         return text
     cut = text[:limit]
     i = cut.rfind("[")
-    if i >= 0 and MARK.startswith(cut[i:]) and text.startswith(MARK, i):
-        cut = cut[:i]
+    if i >= 0 and len(cut) - i < len(MARK) and text.startswith(MARK, i):
+        cut = cut[:i]  # the cut fell inside a marker
     return cut + "…"
 
 
