@@ -87,7 +87,7 @@ def _pipeline(
         model=model,
         tool_choice=options.tool_choice,
         tools_declared=bool(context.tools),
-        secrets=(options.api_key,) if options.api_key else (),
+        secrets=request.secrets,  # the key and every credential header (apis._common)
         trace=trace,
         clock=True,
     )

@@ -37,7 +37,8 @@ class below. Third-party exceptions (httpx) are mapped in ``modelwire.http`` onl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, ClassVar
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
 
 if TYPE_CHECKING:
     from .types import ErrorInfo
@@ -70,6 +71,27 @@ __all__ = [
     "TruncatedStreamError",
     "error_class_for_kind",
 ]
+
+
+class Excerpt(NamedTuple):
+    """A message that quotes the head of a payload: ``prefix``, then the first
+    ``limit`` characters of ``payload`` (``repr``-quoted when ``quote``), then
+    ``suffix``. Kept on the error so the payload is redacted whole before it is
+    cut (``modelwire.redact``: a cut edge never shows a piece of a key)."""
+
+    prefix: str
+    payload: str
+    suffix: str = ""
+    limit: int = 120
+    quote: bool = True
+
+    def render(self, secrets: Iterable[str] = ()) -> str:
+        from .redact import head, redact
+
+        keys = tuple(secrets)
+        shown = head(self.payload, self.limit, keys)
+        quoted = repr(shown) if self.quote else shown
+        return redact(self.prefix, keys) + quoted + redact(self.suffix, keys)
 
 
 class ModelwireError(Exception):
@@ -109,6 +131,8 @@ class StreamError(ModelwireError):
     """
 
     kind = "stream"
+    #: Set when the message quotes the head of a payload (see :class:`Excerpt`).
+    excerpt: Excerpt | None = None
 
     def __init__(
         self, message: str, *, status: int | None = None, retry_after: float | None = None
@@ -116,6 +140,32 @@ class StreamError(ModelwireError):
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+
+    @classmethod
+    def quoting(cls, excerpt: Excerpt, *, status: int | None = None) -> Self:
+        """An error whose message is ``excerpt`` rendered (no secrets known yet)."""
+        err = cls(excerpt.render(), status=status)
+        err.excerpt = excerpt
+        return err
+
+    def redact(self, secrets: Iterable[str]) -> None:
+        """Hide ``secrets`` in the message, in place (``str``, ``args`` and
+        :meth:`to_info` follow). A quoted payload is redacted whole, then cut."""
+        keys = tuple(s for s in secrets if s)
+        if not keys:
+            return
+        from .redact import redact
+
+        ex = self.excerpt
+        if ex is not None and self.message.startswith(ex.render()):
+            # Rebuilt from the whole payload; text appended since (context) is kept.
+            rest = self.message[len(ex.render()) :]
+            text = ex.render(keys) + redact(rest, keys)
+        else:
+            text = redact(self.message, keys)
+        if text != self.message:
+            self.message = text
+            self.args = (text,)
 
     def to_info(self) -> ErrorInfo:
         """The :class:`ErrorInfo` stored on a failed message."""

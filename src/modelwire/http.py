@@ -41,6 +41,7 @@ from .errors import (
     StreamInterruptedError,
 )
 from .options import HTTPRequest, Timeout
+from .redact import head, redact, redact_bytes
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -60,19 +61,6 @@ _DRAIN_BYTES = 64 * 1024
 _DRAIN_SECONDS = 0.25
 _BACKOFF_BASE = 0.5
 _BACKOFF_CAP = 8.0
-
-
-def redact(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every secret replaced by ``[redacted]``: verbatim, and as
-    ``repr`` shows it inside a str or bytes (h11 quotes an illegal header value
-    as ``b'Bearer sk-…\\n'``)."""
-    for s in secrets:
-        if not s:
-            continue
-        for form in (s, repr(s)[1:-1], repr(s.encode())[2:-1]):
-            if form in text:
-                text = text.replace(form, "[redacted]")
-    return text
 
 
 @functools.cache
@@ -122,19 +110,19 @@ def _error_text(body: bytes) -> tuple[str, str | None]:
     try:
         parsed = msgspec.json.decode(body, type=_ErrorBody)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return (text[:500] or "(empty body)"), None
+        return (head(text, 500) or "(empty body)"), None
     err = parsed.error
     if isinstance(err, dict):
         msg = err.get("message")
         typ = err.get("type") or err.get("status") or err.get("code")
-        return (str(msg) if msg else text[:500]), (str(typ) if typ else None)
+        return (str(msg) if msg else head(text, 500)), (str(typ) if typ else None)
     if isinstance(err, str):
         return err, None
     if parsed.message:
         return parsed.message, None
     if isinstance(parsed.detail, str):
         return parsed.detail, None
-    return text[:500] or "(empty body)", None
+    return head(text, 500) or "(empty body)", None
 
 
 def _is_rate_limit(message: str, typ: str | None) -> bool:
@@ -150,6 +138,7 @@ def status_error(
     status: int, body: bytes, headers: httpx.Headers, secrets: tuple[str, ...]
 ) -> ProviderError:
     """The typed error for an HTTP error status, message taken from the body."""
+    body = redact_bytes(body, secrets)  # before any cut (modelwire.redact)
     message, typ = _error_text(body)
     message = redact(message, secrets)
     detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")

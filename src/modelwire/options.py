@@ -7,6 +7,7 @@ once, DESIGN §2).
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Mapping
 from typing import Any, Literal, TypeAlias
@@ -14,6 +15,7 @@ from typing import Any, Literal, TypeAlias
 import msgspec
 
 from .errors import ConfigurationError, MissingAPIKeyError
+from .redact import is_credential_header, redact
 
 __all__ = [
     "REASONING_LEVELS",
@@ -64,8 +66,16 @@ class Timeout(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         for name in ("connect", "idle", "total"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int | float) or value <= 0):
-                raise ConfigurationError(f"Timeout.{name} must be a positive number or None")
+            if value is not None and (
+                isinstance(value, bool)
+                or not isinstance(value, int | float)
+                or not math.isfinite(value)  # NaN compares false: it would never expire
+                or value <= 0
+            ):
+                raise ConfigurationError(
+                    f"Timeout.{name} must be a positive finite number of seconds, or None "
+                    f"for no limit (got {value!r})"
+                )
 
 
 class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
@@ -81,13 +91,10 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
     secrets: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
-        headers = {k: ("[redacted]" if v in self.secrets or _is_secret(k) else v)
+        headers = {k: "[redacted]" if is_credential_header(k) else redact(v, self.secrets)
                    for k, v in self.headers.items()}  # fmt: skip
-        return f"HTTPRequest(url={self.url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
-
-
-def _is_secret(header: str) -> bool:
-    return header.lower() in ("authorization", "x-api-key", "x-goog-api-key", "api-key")
+        url = redact(self.url, self.secrets)
+        return f"HTTPRequest(url={url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
 
 
 class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -150,6 +157,12 @@ def _check_key(key: str, source: str) -> None:
             f"{source} contains whitespace at an end or a control character (a trailing "
             "newline from a file?); strip it before passing it"
         )
+    if not key.isascii():
+        # HTTP header values are ASCII (RFC 9110 §5.5); httpx would fail mid-request.
+        raise ConfigurationError(
+            f"{source} contains a non-ASCII character (a typographic quote or dash from "
+            "a copy-paste?); API keys are ASCII: copy the key again"
+        )
 
 
 RESERVED_BODY_KEYS = frozenset(
@@ -203,6 +216,9 @@ def resolve_options(
         isinstance(temperature, bool) or not isinstance(temperature, int | float)
     ):
         raise ConfigurationError("temperature must be a number")
+    if temperature is not None and (not math.isfinite(temperature) or temperature < 0):
+        # JSON has no NaN or infinity (RFC 8259 §6): msgspec would send null.
+        raise ConfigurationError(f"temperature must be a finite number >= 0, got {temperature!r}")
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0
     ):
@@ -235,11 +251,21 @@ def resolve_options(
             isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
         ):
             raise ConfigurationError("headers must be a dict of str to str")
+    if extra_body is not None:
+        from .apis._common import check_json
+
+        # Named by its option path (``extra_body.x``) before it is merged into the body.
+        check_json(dict(extra_body), "extra_body")
     if timeout is None:
         to = Timeout()
     elif isinstance(timeout, Timeout):
         to = timeout
     elif isinstance(timeout, int | float) and not isinstance(timeout, bool):
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise ConfigurationError(
+                f"timeout must be a positive finite number of seconds, got {timeout!r} "
+                "(mw.Timeout(connect=None, idle=None) for no limit)"
+            )
         # A float sets connect and idle; total stays unlimited (DESIGN §2a).
         to = Timeout(connect=float(timeout), idle=float(timeout), total=None)
     else:

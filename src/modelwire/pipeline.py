@@ -172,15 +172,9 @@ class Pipeline:
         return out
 
     def _redact(self, exc: StreamError) -> StreamError:
-        if not self.secrets:
-            return exc
-        # Only the live path has secrets, and it has imported httpx already.
-        from .http import redact
-
-        text = redact(exc.message, self.secrets)
-        if text != exc.message:
-            exc.message = text
-            exc.args = (text,)
+        # A quoted payload is redacted whole before its excerpt is cut (StreamError.redact).
+        if self.secrets:
+            exc.redact(self.secrets)
         return exc
 
     def abort(self, reason: str = "the stream was aborted by the caller") -> list[Event]:

@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
 import msgspec
 
+from .redact import StreamRedactor, is_credential_header, redact
 from .types import AssistantMessage, Context
 
 if TYPE_CHECKING:
@@ -91,16 +92,11 @@ ReadCut: TypeAlias = Literal["utf8", "json", "line", "event"] | None
 #: The layer an error arose in.
 ErrorLayer: TypeAlias = Literal["http", "sse", "decode", "assemble", "caller"]
 
-# Header names whose whole value is a credential (the wire APIs put the key in one
-# of these, DESIGN §3 rule 6).
-_SECRET_HEADERS = frozenset({"authorization", "x-api-key", "x-goog-api-key", "api-key"})
 _HIDDEN_RESPONSE_HEADERS = frozenset({"set-cookie"})
 # A line still waiting for its line break is kept up to this many bytes, to tell a
 # cut inside a JSON string from one between tokens; longer lines report no detail.
 _PENDING_LIMIT = 1 << 20
 _ESCAPE = re.compile(rb"\\.", re.DOTALL)
-# The shortest piece of a key, cut by a read boundary, that a read record redacts.
-_MIN_SECRET_PIECE = 8
 _NO_KEY: Any = object()
 
 
@@ -342,6 +338,7 @@ class Tracer:
     ) -> None:
         self.observer: TraceObserver | None = observer
         self.secrets = tuple(s for s in secrets if s)
+        self._reads = StreamRedactor(self.secrets) if self.secrets else None
         self._t0 = time.monotonic() if clock else None
         self._n: dict[str, int] = {}
         self._ci: dict[Hashable, int] = {}
@@ -382,11 +379,7 @@ class Tracer:
         return f"{layer}-{n}"
 
     def redact(self, text: str) -> str:
-        if not self.secrets:
-            return text
-        from .http import redact  # the live path has imported httpx already
-
-        return redact(text, self.secrets)
+        return redact(text, self.secrets) if self.secrets else text
 
     # ------------------------------------------------------------------ call
 
@@ -399,7 +392,7 @@ class Tracer:
         headers = {}
         for k, v in request.headers.items():
             shown = self.redact(v)
-            if k.lower() in _SECRET_HEADERS and "[redacted]" not in shown:
+            if is_credential_header(k) and "[redacted]" not in shown:
                 shown = "[redacted]"
             headers[k] = shown
         text = self.redact(request.body.decode("utf-8", "replace"))
@@ -429,29 +422,15 @@ class Tracer:
         self._track(data, offset == 0)
         cut, utf8, in_string = self._where()
         elapsed = None if self._t0 is None else (time.monotonic() - self._t0) * 1000.0
-        shown = self._redact_bytes(data) if self.secrets else data
+        # A key a server echoes may be split over reads: the redactor remembers the
+        # end of the reads before (modelwire.redact, the one rule).
+        shown = self._reads.feed(data) if self._reads is not None else data
         self.emit(ReadTrace(id=rid, parent=self._body_parent, n=self.reads,
                             size=len(data), offset=offset, cut=cut, utf8=utf8,
                             in_string=in_string, pending=self._pending_n, data=shown,
                             elapsed_ms=elapsed))  # fmt: skip
         self.last = rid
         return rid
-
-    def _redact_bytes(self, data: bytes) -> bytes:
-        # Raw reads are logged too (rule 6): a key a server echoes may also be cut
-        # by a read boundary, so a long enough piece of it at either end goes too.
-        for secret in self.secrets:
-            s = secret.encode()
-            data = data.replace(s, b"[redacted]")
-            for n in range(min(len(s), len(data)) - 1, _MIN_SECRET_PIECE - 1, -1):
-                if data.endswith(s[:n]):
-                    data = data[:-n] + b"[redacted]"
-                    break
-            for n in range(min(len(s), len(data)) - 1, _MIN_SECRET_PIECE - 1, -1):
-                if data.startswith(s[-n:]):
-                    data = b"[redacted]" + data[n:]
-                    break
-        return data
 
     def eof(self) -> str:
         cut, _, _ = self._where()

@@ -452,6 +452,10 @@ class Model(_Value, frozen=True):
             _require_str("Model", field, getattr(self, field), non_empty=True)
         if type(self.input) is not tuple:
             _set(self, "input", tuple(self.input))
+        for limit in ("context_window", "max_tokens"):
+            value = getattr(self, limit)
+            if type(value) is not int or value <= 0:  # sent as max_tokens when no option is
+                raise ConfigurationError(f"Model.{limit} must be a positive integer, got {value!r}")
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigurationError(
                 f"Model.base_url must start with http:// or https://, got {self.base_url!r}"

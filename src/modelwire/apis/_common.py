@@ -1,16 +1,21 @@
-"""Helpers shared by the wire APIs: typed payload decoding with field paths,
-JSON encoding, and the replay test "is this the same model?"."""
+"""Helpers shared by the wire APIs: the one request builder (headers, secrets,
+checked JSON body), typed payload decoding with field paths, JSON encoding, and
+the replay test "is this the same model?"."""
 
 from __future__ import annotations
 
+import math
 import re
-from typing import Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
 from ..errors import (
     AuthenticationError,
+    ConfigurationError,
     ContextOverflowError,
+    Excerpt,
     InvalidRequestError,
     MalformedChunkError,
     NotFoundError,
@@ -21,9 +26,17 @@ from ..errors import (
     ServerError,
     StreamError,
 )
-from ..types import AssistantMessage, Model
+from ..options import HTTPRequest, RequestOptions
+from ..redact import credential_secrets
+from ..types import AssistantMessage, Context, Model, ToolCall
 
 __all__ = [
+    "EXCERPT_CHARS",
+    "Count",
+    "bearer_auth",
+    "check_context_values",
+    "check_json",
+    "http_request",
     "decode_json",
     "decoder_for",
     "dumps",
@@ -35,9 +48,17 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: A count or index in a chunk: a non-negative integer. msgspec checks the bound
+#: while decoding, so a negative tool-call index or token count is a
+#: ``malformed_chunk`` naming its path (``usage.input_tokens must be an integer >= 0``).
+Count = Annotated[int, msgspec.Meta(ge=0)]
 _encoder = msgspec.json.Encoder()
 _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
+# msgspec's text for a failed ``Meta`` constraint: "Expected `int` >= 0".
+_CONSTRAINT = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+)$")
+#: Characters of a payload a malformed-chunk message quotes (after redaction).
+EXCERPT_CHARS = 120
 _NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
           "object": "an object", "array": "an array", "null": "null"}  # fmt: skip
 
@@ -57,6 +78,10 @@ def _path_message(exc: msgspec.ValidationError) -> str:
     if not m:
         return text
     what, path = m.group(1), m.group(2).lstrip(".")
+    c = _CONSTRAINT.match(what)
+    if c:
+        want = _NAMES.get(c.group(1), c.group(1))
+        return f"{path or 'payload'} must be {want} {c.group(2)}"
     e = _EXPECTED.match(what)
     if e:
         want = " or ".join(_NAMES.get(p.strip(), p.strip()) for p in e.group(1).split("|"))
@@ -75,8 +100,11 @@ def decode_json(
     except msgspec.ValidationError as exc:
         raise MalformedChunkError(f"malformed {what}: {prefix}{_path_message(exc)}") from None
     except msgspec.DecodeError as exc:
-        snippet = data[:120] if isinstance(data, str) else data[:120].decode("utf-8", "replace")
-        raise MalformedChunkError(f"malformed {what}: invalid JSON ({exc}): {snippet!r}") from None
+        text = data if isinstance(data, str) else data.decode("utf-8", "replace")
+        # The whole payload goes with the error: only the live path knows the keys,
+        # and it must redact them before the excerpt is cut (modelwire.redact).
+        excerpt = Excerpt(f"malformed {what}: invalid JSON ({exc}): ", text, "", EXCERPT_CHARS)
+        raise MalformedChunkError.quoting(excerpt) from None
 
 
 def join_url(model: Model, endpoint: str) -> str:
@@ -177,3 +205,190 @@ def in_band_error(
     ):
         return ServerError(text, status=status)
     return ProviderStreamError(text, status=status)
+
+
+# --------------------------------------------------------------------------- requests
+# RFC 9110 §5.1: a field name is a token; §5.5: a field value may not contain CR,
+# LF or NUL. h11 refuses the rest only once the request starts, quoting the value
+# (which may be a key) in its error; refusing here names the header instead.
+_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+def _check_headers(headers: object, where: str) -> Mapping[str, str]:
+    if headers is None:
+        return {}
+    if not isinstance(headers, Mapping):
+        raise ConfigurationError(f"{where} must be a dict of header name to value")
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):
+            raise ConfigurationError(f"{where} must map str header names to str values")
+        if not name:
+            raise ConfigurationError(f"{where} has an empty header name")
+        if not _TOKEN.fullmatch(name):
+            raise ConfigurationError(
+                f"{where}: header name {name!r} is not a valid HTTP header name "
+                "(letters, digits and !#$%&'*+.^_`|~- only; no spaces, colons or line breaks)"
+            )
+        # The value is never quoted: it may be a key.
+        if "\r" in value or "\n" in value:
+            raise ConfigurationError(
+                f"{where}[{name!r}] value contains a line break (CR or LF); HTTP cannot "
+                "carry it: remove it (a key read from a file often ends in a newline)"
+            )
+        if not value.isascii():
+            raise ConfigurationError(
+                f"{where}[{name!r}] value contains a non-ASCII character; HTTP header "
+                "values must be ASCII: percent-encode it or send it in the body"
+            )
+        if any((ord(c) < 0x20 and c != "\t") or ord(c) == 0x7F for c in value):
+            raise ConfigurationError(
+                f"{where}[{name!r}] value contains a control character; remove it"
+            )
+        if value != value.strip(" \t"):
+            raise ConfigurationError(f"{where}[{name!r}] value has whitespace at an end; strip it")
+    return headers
+
+
+def bearer_auth(key: str) -> dict[str, str]:
+    """``Authorization: Bearer <key>`` (RFC 6750 §2.1): OpenAI and compatible servers."""
+    return {"Authorization": f"Bearer {key}"}
+
+
+def http_request(
+    model: Model,
+    options: RequestOptions,
+    *,
+    url: str,
+    body: Mapping[str, Any],
+    defaults: Mapping[str, str],
+    auth: Callable[[str], Mapping[str, str]] | None,
+    replaces: Iterable[str] = (),
+    lower: bool = False,
+    combine: Iterable[str] = (),
+) -> HTTPRequest:
+    """The one builder of every wire API's request: headers, secrets and body.
+
+    Headers merge case-insensitively, later wins: ``defaults``, then
+    ``Model.headers``, then the ``headers=`` option, then ``auth(api_key)`` when
+    there is a key (after dropping the ``replaces`` headers). ``lower`` lower-cases
+    every name; a ``combine`` header's values are joined with commas instead of
+    replaced (``anthropic-beta``). Bad names or values raise
+    ``ConfigurationError`` naming the header, before any I/O.
+
+    The secrets are the API key and the value of every credential header,
+    wherever it came from (:func:`modelwire.redact.credential_secrets`).
+    The body is JSON-checked (:func:`check_json`): a value JSON cannot encode
+    raises ``ConfigurationError`` naming its path.
+    """
+    joined = {k.lower() for k in combine}
+    out: dict[str, str] = {}
+    spelled: dict[str, str] = {}  # lower-case name -> the key used in ``out``
+    layers = (
+        defaults,
+        _check_headers(model.headers, "Model.headers"),
+        _check_headers(options.headers, "headers"),
+    )
+    for layer in layers:
+        for name, value in layer.items():
+            low = name.lower()
+            old = spelled.pop(low, None)
+            previous = out.pop(old) if old is not None else None
+            if low in joined and previous:
+                parts = [p.strip() for p in f"{previous},{value}".split(",") if p.strip()]
+                value = ",".join(dict.fromkeys(parts))
+            key = low if lower else name
+            spelled[low] = key
+            out[key] = value
+    secrets: list[str] = []
+    if options.api_key and auth is not None:
+        for name in replaces:
+            old = spelled.pop(name.lower(), None)
+            if old is not None:
+                del out[old]
+        for name, value in auth(options.api_key).items():
+            old = spelled.pop(name.lower(), None)
+            if old is not None:
+                del out[old]
+            key = name.lower() if lower else name
+            spelled[name.lower()] = key
+            out[key] = value
+        secrets.append(options.api_key)
+    secrets.extend(credential_secrets(out))
+    return HTTPRequest(
+        url=url, headers=out, body=encode_body(body), secrets=tuple(dict.fromkeys(secrets))
+    )
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """The JSON body; a value JSON cannot carry raises ``ConfigurationError``
+    naming its path (``tools[0].parameters.properties.x.default``)."""
+    try:
+        data = _encoder.encode(body)
+    except (TypeError, ValueError, OverflowError):
+        check_json(body, "")
+        raise  # pragma: no cover - check_json raised already
+    # msgspec writes NaN and infinities as ``null`` (silently changing the value):
+    # only a body with a ``null`` in it can hold one, so only then is it walked.
+    if b"null" in data:
+        check_json(body, "")
+    return data
+
+
+def check_json(value: Any, path: str) -> None:
+    """Raise ``ConfigurationError`` naming the path of the first value in
+    ``value`` that JSON (RFC 8259) cannot carry: NaN or an infinity (§6), a str
+    with a lone surrogate (§8.2), a key that is neither a str nor a number, a
+    type msgspec cannot encode. What msgspec encodes faithfully passes."""
+    t = type(value)
+    if t is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigurationError(
+                    f"{path or 'value'} contains a lone surrogate, which JSON text cannot "
+                    "carry: fix the string (decode bytes with errors='replace')"
+                ) from None
+    elif t is float:
+        if not math.isfinite(value):
+            raise ConfigurationError(
+                f"{path or 'value'} is {value!r}, which JSON cannot carry: use a finite number"
+            )
+    elif value is None or t is bool or t is int:
+        return
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                try:  # numbers are written as strings, as msgspec does in the body
+                    _encoder.encode({k: None})
+                except (TypeError, ValueError):
+                    raise ConfigurationError(
+                        f"{path or 'value'} has a key {k!r} of type {type(k).__name__}: "
+                        "JSON object keys are strings"
+                    ) from None
+            check_json(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_json(v, f"{path}[{i}]")
+    elif isinstance(value, float):
+        check_json(float(value), path)
+    else:
+        try:
+            _encoder.encode(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ConfigurationError(
+                f"{path or 'value'} is a {type(value).__name__}, which JSON cannot encode "
+                f"({exc}): pass a str, number, bool, None, list or dict"
+            ) from None
+
+
+def check_context_values(context: Context) -> None:
+    """Tool-call arguments are encoded to text before the body is built (OpenAI
+    Chat sends them as a string), so they are checked here, by their path in the
+    context: ``messages[1].content[0].arguments.x``."""
+    for i, message in enumerate(context.messages):
+        if message.role != "assistant":
+            continue
+        for j, block in enumerate(message.content):
+            if isinstance(block, ToolCall) and not (block.raw_arguments or "").strip():
+                check_json(block.arguments, f"messages[{i}].content[{j}].arguments")

@@ -24,8 +24,9 @@ from ..deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..errors import ConfigurationError, MalformedChunkError
+from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..options import HTTPRequest, RequestOptions, check_extra_body
+from ..redact import head
 from ..sse import ServerSentEvent
 from ..types import (
     AssistantMessage,
@@ -39,9 +40,12 @@ from ..types import (
     UserMessage,
 )
 from ._common import (
+    Count,
+    bearer_auth,
+    check_context_values,
     decode_json,
     decoder_for,
-    dumps,
+    http_request,
     in_band_error,
     join_url,
     raw_or_json_arguments,
@@ -325,22 +329,14 @@ class OpenAIChatAPI:
         return body
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
-        body = self.build_body(model, context, options)
-        headers = {
-            "Content-Type": "application/json",
-            "Accept": "text/event-stream",
-        }
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
-        secrets: tuple[str, ...] = ()
-        if options.api_key:
-            headers["Authorization"] = f"Bearer {options.api_key}"
-            secrets = (options.api_key,)
-        return HTTPRequest(
+        check_context_values(context)
+        return http_request(
+            model,
+            options,
             url=join_url(model, "/chat/completions"),
-            headers=headers,
-            body=dumps(body),
-            secrets=secrets,
+            body=self.build_body(model, context, options),
+            defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
+            auth=bearer_auth,
         )
 
     def new_decoder(self, model: Model | None) -> ChatDecoder:
@@ -358,8 +354,10 @@ class _Fn(msgspec.Struct, gc=False):
     arguments: str | None = None
 
 
+# Counts and indexes are ``Count``s (non-negative integers): a negative tool-call
+# index would key a call no one can finish, a negative count corrupt usage and cost.
 class _ToolCallPart(msgspec.Struct, gc=False):
-    index: int | None = None
+    index: Count | None = None
     id: str | None = None
     function: _Fn | None = None
 
@@ -377,20 +375,20 @@ class _ReasoningDetail(msgspec.Struct, gc=False):
 
 
 class _PromptDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
+    cached_tokens: Count | None = None
 
 
 class _CompletionDetails(msgspec.Struct, gc=False):
-    reasoning_tokens: int | None = None
+    reasoning_tokens: Count | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-    total_tokens: int | None = None
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
     prompt_tokens_details: _PromptDetails | None = None
     completion_tokens_details: _CompletionDetails | None = None
-    prompt_cache_hit_tokens: int | None = None  # DeepSeek
+    prompt_cache_hit_tokens: Count | None = None  # DeepSeek
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -535,7 +533,13 @@ class ChatDecoder:
             # Groq sends ``event: error`` with a JSON error object; a server that
             # sends plain text there still reported an error, not a malformed chunk.
             if not data.lstrip().startswith("{"):
-                raise in_band_error(data.strip()[:500] or "the server sent an error event")
+                text = data.strip()
+                if not text:
+                    raise in_band_error("the server sent an error event")
+                # Quoted whole on the error: the live path redacts keys before the cut.
+                err = in_band_error(head(text, 500))
+                err.excerpt = Excerpt("", text, "", 500, quote=False)
+                raise err
             payload = decode_json(data, _error_decoder, "error event")
             _raise_error(payload.error, payload.message)
         if event.event != "message" or not data or data.isspace():

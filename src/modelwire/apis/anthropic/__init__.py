@@ -42,7 +42,7 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import dumps, join_url, same_model
+from .._common import check_context_values, http_request, join_url, same_model
 from ._decode import AnthropicDecoder
 
 __all__ = [
@@ -367,23 +367,6 @@ def _thinking(
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-def _merge_headers(*sources: dict[str, str] | None) -> dict[str, str]:
-    """Merge header dicts case-insensitively (later wins, lower-case keys);
-    ``anthropic-beta`` values are combined, not replaced."""
-    out: dict[str, str] = {}
-    betas: list[str] = []
-    for src in sources:
-        for key, value in (src or {}).items():
-            k = key.lower()
-            if k == "anthropic-beta":
-                betas.extend(v.strip() for v in value.split(",") if v.strip())
-            else:
-                out[k] = value
-    if betas:
-        out["anthropic-beta"] = ",".join(dict.fromkeys(betas))
-    return out
-
-
 class AnthropicMessagesAPI:
     """The ``anthropic-messages`` wire API."""
 
@@ -417,6 +400,7 @@ class AnthropicMessagesAPI:
         return body
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        check_context_values(context)
         compat = detect_compat(model)
         body = self.build_body(model, context, options)
         betas: dict[str, str] = {}
@@ -428,30 +412,24 @@ class AnthropicMessagesAPI:
                 interleaved = version is not None and version >= (4, 0)
             if interleaved:
                 betas["anthropic-beta"] = INTERLEAVED_THINKING_BETA
-        headers = _merge_headers(
-            {
+        bearer = compat.auth == "bearer"
+        return http_request(
+            model,
+            options,
+            url=join_url(model, "/messages"),
+            body=body,
+            defaults={
                 "content-type": "application/json",
                 "accept": "text/event-stream",
                 "anthropic-version": ANTHROPIC_VERSION,
+                **betas,
             },
-            betas,
-            model.headers,
-            options.headers,
-        )
-        # A key given in a header by the caller is a secret too.
-        secrets = [v for k, v in headers.items() if k in ("x-api-key", "authorization")]
-        if options.api_key:
-            if compat.auth == "bearer":
-                headers.pop("x-api-key", None)
-                headers["authorization"] = f"Bearer {options.api_key}"
-            else:
-                headers["x-api-key"] = options.api_key
-            secrets.insert(0, options.api_key)
-        return HTTPRequest(
-            url=join_url(model, "/messages"),
-            headers=headers,
-            body=dumps(body),
-            secrets=tuple(dict.fromkeys(secrets)),
+            auth=(lambda key: {"authorization": f"Bearer {key}"})
+            if bearer
+            else (lambda key: {"x-api-key": key}),
+            replaces=("x-api-key",) if bearer else (),
+            lower=True,
+            combine=("anthropic-beta",),
         )
 
     def new_decoder(self, model: Model | None) -> AnthropicDecoder:

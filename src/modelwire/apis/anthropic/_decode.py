@@ -32,7 +32,7 @@ from ...errors import (
     TruncatedStreamError,
 )
 from ...sse import ServerSentEvent
-from .._common import decode_json, decoder_for, dumps, in_band_error
+from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 
 __all__ = ["AnthropicDecoder"]
 
@@ -46,10 +46,10 @@ __all__ = ["AnthropicDecoder"]
 class _Usage(msgspec.Struct, gc=False):
     # input_tokens already excludes cache reads and writes (prompt-caching docs:
     # "total input tokens = input_tokens + cache_creation + cache_read").
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-    cache_read_input_tokens: int | None = None
-    cache_creation_input_tokens: int | None = None
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cache_read_input_tokens: Count | None = None
+    cache_creation_input_tokens: Count | None = None
 
 
 class _Message(msgspec.Struct, gc=False):
@@ -93,7 +93,7 @@ class _Error(msgspec.Struct, gc=False):
 
 class _Event(msgspec.Struct, gc=False):
     type: str
-    index: int | None = None
+    index: Count | None = None
     message: _Message | None = None
     content_block: _Block | None = None
     delta: _Delta | None = None

@@ -40,7 +40,7 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import dumps, join_url, same_model
+from .._common import check_context_values, http_request, join_url, same_model
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder
 from ._schema import gemini_schema
 
@@ -331,17 +331,15 @@ class GoogleAPI:
         return body
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
-        body = self.build_body(model, context, options)
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
-        secrets_: tuple[str, ...] = ()
-        if options.api_key:
-            headers["x-goog-api-key"] = options.api_key
-            secrets_ = (options.api_key,)
+        check_context_values(context)
         endpoint = f"/models/{quote(model.id, safe='/')}:streamGenerateContent?alt=sse"
-        return HTTPRequest(
-            url=join_url(model, endpoint), headers=headers, body=dumps(body), secrets=secrets_
+        return http_request(
+            model,
+            options,
+            url=join_url(model, endpoint),
+            body=self.build_body(model, context, options),
+            defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
+            auth=lambda key: {"x-goog-api-key": key},
         )
 
     def new_decoder(self, model: Model | None) -> GoogleDecoder:

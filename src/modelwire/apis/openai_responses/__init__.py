@@ -49,7 +49,7 @@ from typing import Any
 from ...errors import ConfigurationError
 from ...options import HTTPRequest, RequestOptions, check_extra_body
 from ...types import Context, Model
-from .._common import dumps, join_url
+from .._common import bearer_auth, check_context_values, http_request, join_url
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
@@ -124,16 +124,14 @@ class OpenAIResponsesAPI:
         return body
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
-        body = self.build_body(model, context, options)
-        headers = {"Content-Type": "application/json", "Accept": "text/event-stream"}
-        headers.update(model.headers or {})
-        headers.update(options.headers or {})
-        secrets: tuple[str, ...] = ()
-        if options.api_key:
-            headers["Authorization"] = f"Bearer {options.api_key}"
-            secrets = (options.api_key,)
-        return HTTPRequest(
-            url=join_url(model, "/responses"), headers=headers, body=dumps(body), secrets=secrets
+        check_context_values(context)
+        return http_request(
+            model,
+            options,
+            url=join_url(model, "/responses"),
+            body=self.build_body(model, context, options),
+            defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
+            auth=bearer_auth,
         )
 
     def new_decoder(self, model: Model | None) -> ResponsesDecoder:

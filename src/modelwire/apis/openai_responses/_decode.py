@@ -36,6 +36,7 @@ from ...errors import (
 )
 from ...sse import ServerSentEvent
 from .._common import (
+    Count,
     decode_json,
     decoder_for,
     dumps,
@@ -72,13 +73,13 @@ class _Envelope(msgspec.Struct, gc=False):
 
 
 class _InputDetails(msgspec.Struct, gc=False):
-    cached_tokens: int | None = None
-    cache_write_tokens: int | None = None
+    cached_tokens: Count | None = None
+    cache_write_tokens: Count | None = None
 
 
 class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int = 0
-    output_tokens: int = 0
+    input_tokens: Count = 0
+    output_tokens: Count = 0
     input_tokens_details: _InputDetails | None = None
 
 
@@ -107,7 +108,7 @@ class _ResponseEvent(msgspec.Struct, gc=False):
 
 class _ItemEvent(msgspec.Struct, gc=False):
     item: msgspec.Raw
-    output_index: int | None = None
+    output_index: Count | None = None
 
 
 class _Part(msgspec.Struct, gc=False):
@@ -133,15 +134,15 @@ class _CallItem(msgspec.Struct, gc=False):
 class _DeltaEvent(msgspec.Struct, gc=False):
     # Every *.delta event: text, refusal, summary, reasoning text, arguments.
     delta: str
-    output_index: int | None = None
+    output_index: Count | None = None
     item_id: str | None = None
-    summary_index: int | None = None
-    content_index: int | None = None
+    summary_index: Count | None = None
+    content_index: Count | None = None
 
 
 class _ArgsDoneEvent(msgspec.Struct, gc=False):
     arguments: str
-    output_index: int | None = None
+    output_index: Count | None = None
     item_id: str | None = None
 
 
