@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire.tools import FAILURE_HINTS, FileTools, ToolContext, ToolFailure, ToolOutput
+from modelwire.tools import _grep as grep_mod
 from modelwire.tools import files as files_mod
 
 SECRET = "TOP-SECRET-7f3a91"
@@ -35,7 +38,8 @@ def ctx() -> ToolContext:
 
 def expected_version(path: Path) -> str:
     st_ = path.stat()
-    return hashlib.sha256(f"{st_.st_mtime_ns}:{st_.st_size}".encode()).hexdigest()[:16]
+    key = f"{st_.st_dev}:{st_.st_ino}:{st_.st_ctime_ns}:{st_.st_mtime_ns}:{st_.st_size}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def numbered(lines: list[str], start: int = 1) -> list[str]:
@@ -526,7 +530,7 @@ def test_grep_no_match_is_a_normal_result(tree: Path) -> None:
 
 def test_grep_regex_error_is_invalid_arguments(tree: Path) -> None:
     err = failure(tools(tree)["grep"], pattern="(unclosed")
-    assert err.kind == "invalid_arguments" and "position" in err.message
+    assert err.kind == "invalid_arguments" and "missing )" in err.message
 
 
 def test_grep_is_capped(tmp_path: Path) -> None:
@@ -543,8 +547,219 @@ def test_grep_snippet_is_short_and_centred_on_the_match(tmp_path: Path) -> None:
     assert "NEEDLE" in text and len(text) <= 202
 
 
-def test_grep_stops_at_its_time_budget(tmp_path: Path) -> None:
+def test_grep_over_its_time_budget_is_a_timeout_unknown_result(tmp_path: Path) -> None:
+    # Issue 15: over the budget grep answers timeout_unknown with a hint (it used
+    # to return a partial list; the budget now also holds inside one file).
     for i in range(5):
         (tmp_path / f"f{i}.txt").write_text("x\n")
-    out = call(tools(tmp_path, grep_time_budget=-1.0)["grep"], pattern="x")
-    assert out.details["truncated"] is True and "stopped after" in out.text
+    err = failure(tools(tmp_path, grep_time_budget=-1.0)["grep"], pattern="x")
+    assert err.kind == "timeout_unknown" and "time budget" in err.message
+    assert "narrower path" in err.text and "read-only" in err.text
+
+
+# --------------------------------------------------------------------------- grep never hangs
+
+
+def run_bounded(fn: Any, seconds: float) -> Any:
+    """Run ``fn`` in a thread; fail (instead of hanging the suite) if it runs too long."""
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(fn())
+        except BaseException as exc:  # handed to the test thread
+            box.append(exc)
+
+    t = threading.Thread(target=target, daemon=True)
+    started = time.monotonic()
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s"
+    assert box, "no result"
+    return box[0], time.monotonic() - started
+
+
+def test_grep_catastrophic_pattern_returns_at_once(tmp_path: Path) -> None:
+    # Issue 15: with Python's re, (a+)+$ on 34 "a" and a "!" backtracks for minutes.
+    (tmp_path / "evil.txt").write_text("a" * 34 + "!\n" + "a" * 20 + "\n")
+    grep = tools(tmp_path)["grep"]
+    out, took = run_bounded(lambda: grep.execute({"pattern": "(a+)+$"}, ctx()), 5.0)
+    assert isinstance(out, ToolOutput), out
+    assert [(m["path"], m["line"]) for m in out.details["matches"]] == [("evil.txt", 2)]
+    assert took < 2.0
+
+
+def test_grep_catastrophic_pattern_on_a_big_file_stays_fast(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text(("a" * 34 + "!\n") * 50_000)  # 1.7 MiB
+    grep = tools(tmp_path)["grep"]
+    out, took = run_bounded(lambda: grep.execute({"pattern": "(a+)+$"}, ctx()), 10.0)
+    assert isinstance(out, ToolOutput) and out.details["matches"] == [], out
+    assert took < 3.0
+
+
+NORMAL_PATTERNS = [
+    "TODO", "^def ", r"\bfoo\b", r"\d+$", "a.c", "^$", "x|y", "[A-Z]{2,}", r"\s+$", "^",
+    r"(ab)+", "é", r"^\s*#", "[^a]b", r"\.py", "Ab",
+]  # fmt: skip
+LINE_TEXT = st.text(alphabet="abcxy fo#TODOdef.pyé123\t", max_size=30)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(LINE_TEXT, max_size=12),
+    ending=st.sampled_from(["\n", "\r\n", "\r"]),
+    last_newline=st.booleans(),
+    pattern=st.sampled_from(NORMAL_PATTERNS),
+    ignore_case=st.booleans(),
+)
+def test_grep_matches_lines_exactly_as_python_re_does(
+    tmp_path: Path, lines: list[str], ending: str, last_newline: bool, pattern: str,
+    ignore_case: bool,
+) -> None:  # fmt: skip
+    body = ending.join(lines) + (ending if last_newline and lines else "")
+    (tmp_path / "f.txt").write_bytes(body.encode())
+    rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    want = [n for n, line in enumerate(body.splitlines(), 1) if rx.search(line)]
+    args = {"pattern": pattern, "path": "f.txt", "ignore_case": ignore_case}
+    out = call(tools(tmp_path, max_matches=1000)["grep"], **args)
+    assert [m["line"] for m in out.details["matches"]] == want
+    for m in out.details["matches"]:
+        assert m["text"] == body.splitlines()[m["line"] - 1].strip()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [(r"(a)\1", "backreference"), ("foo(?=bar)", "lookahead"), ("(?<!x)y", "lookbehind"),
+     (r"end\Z", r"\z")],
+)  # fmt: skip
+def test_grep_explains_syntax_re2_refuses(tree: Path, pattern: str, why: str) -> None:
+    err = failure(tools(tree)["grep"], pattern=pattern)
+    assert err.kind == "invalid_arguments" and "RE2" in err.message
+    assert why in err.text and "call grep again" in err.text
+
+
+class SlowPattern:
+    """Wraps the compiled pattern: each search call is counted and takes ``delay``."""
+
+    def __init__(self, real: Any, delay: float, on_call: Any = None) -> None:
+        self.real, self.delay, self.on_call, self.calls = real, delay, on_call, 0
+
+    def search(self, *args: Any) -> Any:
+        self.calls += 1
+        if self.on_call is not None:
+            self.on_call()
+        time.sleep(self.delay)
+        return self.real.search(*args)
+
+
+def test_grep_stops_promptly_when_cancelled_mid_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "big.txt").write_text("no match here\n" * 200_000)  # ~11 slices
+    c = ctx()
+    slow: list[SlowPattern] = []
+
+    def compile_slow(text: str, ignore_case: bool) -> SlowPattern:
+        slow.append(SlowPattern(grep_mod.compile_pattern(text, ignore_case), 0.0, c.cancel))
+        return slow[0]
+
+    monkeypatch.setattr(files_mod, "compile_pattern", compile_slow)
+    with pytest.raises(ToolFailure) as info:
+        tools(tmp_path)["grep"].execute({"pattern": "zzz"}, c)
+    assert info.value.kind == "aborted"
+    assert slow[0].calls == 1  # the cancel was seen before the second slice
+
+
+def test_grep_budget_holds_inside_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "big.txt").write_text("no match here\n" * 200_000)
+    slow: list[SlowPattern] = []
+
+    def compile_slow(text: str, ignore_case: bool) -> SlowPattern:
+        slow.append(SlowPattern(grep_mod.compile_pattern(text, ignore_case), 0.05))
+        return slow[0]
+
+    monkeypatch.setattr(files_mod, "compile_pattern", compile_slow)
+    started = time.monotonic()
+    err = failure(tools(tmp_path, grep_time_budget=0.1)["grep"], pattern="zzz")
+    assert err.kind == "timeout_unknown"
+    assert time.monotonic() - started < 0.5
+    assert slow[0].calls < 5
+
+
+def test_grep_results_carry_the_version_token(tree: Path) -> None:
+    ft = FileTools(tree)
+    out = call(tools(tree)["grep"], pattern="TODO")
+    by_path = {m["path"]: m["version"] for m in out.details["matches"]}
+    assert by_path == {
+        "docs/guide.md": expected_version(tree / "docs/guide.md"),
+        "docs/deep/notes.py": expected_version(tree / "docs/deep/notes.py"),
+    }
+    assert out.details["versions"] == by_path
+    versions_line = out.text.split("\n")[-1]
+    for path, version in by_path.items():
+        assert f"{path} {version}" in versions_line
+        ft.check_version(path, version)  # usable as is
+    (tree / "docs/guide.md").write_text("intro\nTODO: write less\n")
+    with pytest.raises(ToolFailure) as info:
+        ft.check_version("docs/guide.md", by_path["docs/guide.md"])
+    assert info.value.kind == "stale_version"
+
+
+@pytest.mark.parametrize("how", ["rename", "in_place"])
+def test_version_detects_same_size_replacement_with_preserved_mtime(tree: Path, how: str) -> None:
+    # cp -p / rsync -t: same size, same mtime, other content.
+    ft = FileTools(tree)
+    path = tree / "README.md"
+    before = path.stat()
+    version = ft.version_of("README.md")
+    replacement = path.read_bytes().replace(b"third", b"THIRD")
+    assert len(replacement) == before.st_size
+    if how == "rename":
+        tmp = tree / ".README.md.tmp"
+        tmp.write_bytes(replacement)
+        os.utime(tmp, ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.replace(tmp, path)
+    else:
+        time.sleep(0.01)
+        path.write_bytes(replacement)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    with pytest.raises(ToolFailure) as info:
+        ft.check_version("README.md", version)
+    assert info.value.kind == "stale_version"
+
+
+# --------------------------------------------------------------------------- file types
+
+
+def test_read_only_file_types_allow_list(tree: Path) -> None:
+    (tree / ".env").write_text(f"KEY={SECRET}\n")
+    (tree / "notes.txt").symlink_to(tree / ".env")
+    t = tools(tree, file_types=["*.md", ".PY"])
+    assert "# modelwire" in call(t["read"], path="README.md").text
+    assert call(t["read"], path="docs/deep/notes.py").details["total_lines"] == 1
+    for path in (".env", "notes.txt", "latin1.txt"):
+        err = failure(t["read"], path=path)
+        assert err.kind == "permission_denied" and SECRET not in err.text
+        assert "*.md, .PY" in err.text
+    assert failure(t["grep"], pattern="KEY", path=".env").kind == "permission_denied"
+    out = call(t["grep"], pattern="TODO|KEY|modelwire")
+    assert {m["path"] for m in out.details["matches"]} == {
+        "README.md",
+        "docs/guide.md",
+        "docs/deep/notes.py",
+    }
+    assert SECRET not in out.text
+    # ls still lists every name (names are not content).
+    assert ".env" in {e["name"] for e in call(t["ls"]).details["entries"]}
+    # Without the list everything text is readable, as before.
+    assert SECRET in call(tools(tree)["read"], path=".env").text
+
+
+@pytest.mark.parametrize("bad", ["*.py", [], [""], [3]])
+def test_file_types_must_be_a_list_of_patterns(tree: Path, bad: Any) -> None:
+    with pytest.raises(mw.ConfigurationError, match="file_types"):
+        mw.tools.read_only(tree, file_types=bad)

@@ -16,13 +16,19 @@ show anything outside ``root``:
   a bigger file is refused with ``too_large``, its size, and how to read a range;
   ``ls`` lists at most ``max_entries``; ``grep`` returns at most ``max_matches``,
   skips binary and non-UTF-8 files and files over ``max_grep_file_bytes``, does
-  not follow symlinks while walking, and stops after ``grep_time_budget`` seconds.
-  Each cut is flagged as truncated, with how to see the rest. (The time budget
-  is checked between files: one pathological regular expression on one long
-  line can still run long — Python's ``re`` has no timeout.)
-* **Versioned.** ``read`` returns a version token (a hash of the file's
-  ``st_mtime_ns`` and ``st_size``) in its text and in ``details``; editing tools
-  call :meth:`FileTools.check_version` to refuse a stale edit (``stale_version``).
+  not follow symlinks while walking. Each cut is flagged as truncated, with how
+  to see the rest.
+* **grep never hangs.** Patterns run on RE2 (linear time, no backtracking; see
+  :mod:`modelwire.tools._grep`); ``grep_time_budget`` seconds is a hard limit per
+  call, checked between files and every 256 KiB of a file, and so is
+  ``ctx.cancelled`` (an aborted run stops the worker thread promptly). Over the
+  budget the call fails with ``timeout_unknown`` and a hint to search less.
+* **Typed.** ``file_types`` optionally allow-lists globs or extensions; ``read``
+  and ``grep`` refuse any other file with ``permission_denied`` naming the list.
+* **Versioned.** ``read`` and each ``grep`` match carry a version token (a hash
+  of the file's device, inode, ``st_ctime_ns``, ``st_mtime_ns`` and size) in the
+  text and in ``details``; editing tools call :meth:`FileTools.check_version` to
+  refuse a stale edit (``stale_version``).
 """
 
 from __future__ import annotations
@@ -30,15 +36,14 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
-import re
 import stat
-import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ConfigurationError
 from ._core import Tool, ToolContext, ToolFailure, ToolOutput
+from ._grep import Search, compile_pattern
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
@@ -63,7 +68,6 @@ SKIP_DIRS = frozenset(
 # A NUL byte in the first 8 KiB marks a binary file (what git and grep do).
 _SNIFF = 8192
 _CHUNK = 64 * 1024
-_SNIPPET = 200
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -79,8 +83,31 @@ _DIR_FD = (
 
 
 def version_token(st: os.stat_result) -> str:
-    """The version of a file as ``read`` reports it: a hash of mtime (ns) and size."""
-    return hashlib.sha256(f"{st.st_mtime_ns}:{st.st_size}".encode()).hexdigest()[:16]
+    """The version of a file as ``read`` and ``grep`` report it.
+
+    A hash of device, inode, ctime, mtime (ns) and size. mtime and size alone miss a
+    same-size replacement whose mtime was preserved (``cp -p``, ``rsync -t``): the
+    replacement is a new inode (rename) or at least a new ctime, which no
+    unprivileged program can set back (POSIX ``stat``: ``st_ctime`` changes on
+    every write and every ``utime``).
+    """
+    key = f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns}:{st.st_mtime_ns}:{st.st_size}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
+
+
+def _file_types(types: Iterable[str] | None) -> tuple[str, ...] | None:
+    if types is None:
+        return None
+    if isinstance(types, str):
+        raise ConfigurationError(
+            f"file_types must be a list of globs or extensions, e.g. [{types!r}], not a string"
+        )
+    out = tuple(types)
+    if not out or not all(isinstance(t, str) and t.strip() for t in out):
+        raise ConfigurationError(
+            'file_types must be a non-empty list of globs or extensions, e.g. ["*.py", ".md"]'
+        )
+    return out
 
 
 def _human(n: int) -> str:
@@ -113,6 +140,7 @@ class FileTools:
         max_grep_file_bytes: int = DEFAULT_MAX_GREP_FILE_BYTES,
         grep_time_budget: float = DEFAULT_GREP_TIME_BUDGET,
         skip_dirs: frozenset[str] = SKIP_DIRS,
+        file_types: Iterable[str] | None = None,
     ) -> None:
         try:
             self.root = Path(root).resolve(strict=True)
@@ -136,6 +164,38 @@ class FileTools:
         self.max_grep_file_bytes = max_grep_file_bytes
         self.grep_time_budget = grep_time_budget
         self.skip_dirs = frozenset(skip_dirs)
+        self.file_types = _file_types(file_types)
+
+    # ------------------------------------------------------------------ file types
+
+    def allows(self, shown: str) -> bool:
+        """Whether the file at ``shown`` (relative to the root) is an allowed type."""
+        if self.file_types is None:
+            return True
+        path = PurePosixPath(shown)
+        name = path.name.lower()
+        for entry in self.file_types:
+            if entry.startswith(".") and not any(c in entry for c in "*?["):
+                if name.endswith(entry.lower()) and name != entry.lower():
+                    return True
+            elif path.match(entry):
+                return True
+        return False
+
+    def _check_type(self, parts: tuple[str, ...], raw: str) -> None:
+        # Checked on the resolved path: a link named notes.txt to .env is a .env file.
+        shown = self.display(parts)
+        if not self.allows(shown):
+            listed = ", ".join(self.file_types or ())
+            raise ToolFailure(
+                "permission_denied",
+                f"{raw!r} is not an allowed file type; nothing was read",
+                hint=(
+                    f"Do not retry this file: only these file types can be read: {listed}. "
+                    "Find allowed files with ls or grep."
+                ),
+                details={"path": shown, "file_types": list(self.file_types or ())},
+            )
 
     # ------------------------------------------------------------------ paths
 
@@ -266,6 +326,8 @@ class FileTools:
             raise self._raced(raw, exc) from None
         try:
             st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                self._check_type(parts, raw)
             if stat.S_ISDIR(st.st_mode):
                 raise _invalid(
                     f"{shown!r} is a directory, not a file", hint="List it with ls instead."
@@ -452,20 +514,10 @@ class FileTools:
         pattern_text: str = args["pattern"]
         raw = args.get("path", ".")
         glob: str | None = args.get("glob")
-        flags = re.IGNORECASE if args.get("ignore_case") else 0
-        try:
-            pattern = re.compile(pattern_text, flags)
-        except re.error as exc:
-            where = f" at position {exc.pos}" if exc.pos is not None else ""
-            raise _invalid(
-                f"pattern {pattern_text!r} is not a valid regular expression "
-                f"(Python re syntax): {exc.msg}{where}",
-                hint="Fix the pattern (escape special characters such as ( [ . * + ? with a "
-                "backslash to match them literally) and call grep again.",
-            ) from None
+        pattern = compile_pattern(pattern_text, bool(args.get("ignore_case")))
         _, parts = self.locate(raw)
         shown = self.display(parts)
-        search = _Search(self, pattern, glob, ctx)
+        search = Search(self, pattern, ctx, self.allows)
         try:
             fd = self._open_file(parts)
         except OSError as exc:
@@ -473,8 +525,9 @@ class FileTools:
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
-                search.walk(parts)
+                self._walk(search, parts, glob)
             elif stat.S_ISREG(st.st_mode):
+                self._check_type(parts, raw)
                 if st.st_size > self.max_grep_file_bytes:
                     raise ToolFailure(
                         "too_large",
@@ -489,140 +542,62 @@ class FileTools:
             os.close(fd)
         return search.output(pattern_text, shown)
 
-
-class _Search:
-    """State of one grep call."""
-
-    def __init__(
-        self, tools: FileTools, pattern: re.Pattern[str], glob: str | None, ctx: ToolContext
-    ) -> None:
-        self.tools = tools
-        self.pattern = pattern
-        self.glob = glob
-        self.ctx = ctx
-        self.matches: list[dict[str, Any]] = []
-        self.truncated = False
-        self.stopped: str | None = None
-        self.searched = 0
-        self.skipped = 0
-        self.deadline = time.monotonic() + tools.grep_time_budget
-
-    def _full(self) -> bool:
-        return self.truncated or self.stopped is not None
-
-    def walk(self, parts: tuple[str, ...]) -> None:
+    def _walk(self, search: Search, parts: tuple[str, ...], glob: str | None) -> None:
         # Depth-first over an explicit stack (deep trees must not hit the recursion
         # limit). Each directory is reopened from the root without following
         # symlinks, and symlinks found inside are skipped, never followed.
         stack = [parts]
-        while stack and not self._full():
+        while stack and not search.truncated:
+            search.check()
             here = stack.pop()
             try:
-                dfd = self.tools._open_dir(here)
+                dfd = self._open_dir(here)
             except OSError:
-                self.skipped += 1
+                search.skipped += 1
                 continue
             try:
                 files: list[str] = []
                 dirs: list[str] = []
-                with os.scandir(dfd if _DIR_FD else self.tools.root.joinpath(*here)) as it:
+                with os.scandir(dfd if _DIR_FD else self.root.joinpath(*here)) as it:
                     for e in it:
                         try:
                             if e.is_symlink():
-                                self.skipped += 1
+                                search.skipped += 1
                             elif e.is_dir(follow_symlinks=False):
-                                if e.name not in self.tools.skip_dirs:
+                                if e.name not in self.skip_dirs:
                                     dirs.append(e.name)
                             elif e.is_file(follow_symlinks=False):
                                 files.append(e.name)
                         except OSError:
-                            self.skipped += 1
+                            search.skipped += 1
                 for name in sorted(files):
-                    if self._full():
+                    if search.truncated:
                         return
-                    shown = FileTools.display((*here, name))
-                    if self.glob and not PurePosixPath(shown).match(self.glob):
+                    shown = self.display((*here, name))
+                    if glob and not PurePosixPath(shown).match(glob):
                         continue
-                    self._search_at(dfd, here, name, shown)
+                    if not self.allows(shown):
+                        search.skipped += 1
+                        continue
+                    self._search_at(search, dfd, here, name, shown)
                 stack.extend((*here, d) for d in sorted(dirs, reverse=True))
             finally:
                 os.close(dfd)
 
-    def _search_at(self, dfd: int, here: tuple[str, ...], name: str, shown: str) -> None:
-        if time.monotonic() > self.deadline:
-            self.stopped = f"the search stopped after {self.tools.grep_time_budget:g} s"
-            return
-        if self.ctx.cancelled:
-            self.stopped = "the search was cancelled"
-            return
+    def _search_at(
+        self, search: Search, dfd: int, here: tuple[str, ...], name: str, shown: str
+    ) -> None:
+        search.check()
         flags = os.O_RDONLY | _O_CLOEXEC | _O_NONBLOCK | _O_NOFOLLOW
         try:
             if _DIR_FD:
                 fd = os.open(name, flags, dir_fd=dfd)
             else:
-                fd = os.open(self.tools.root.joinpath(*here, name), flags)
+                fd = os.open(self.root.joinpath(*here, name), flags)
         except OSError:
-            self.skipped += 1
+            search.skipped += 1
             return
-        self.search_fd(fd, shown)
-
-    def search_fd(self, fd: int, shown: str) -> None:
-        """Search one open file (the descriptor is closed here)."""
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > self.tools.max_grep_file_bytes:
-                self.skipped += 1
-                return
-            data = f.read(self.tools.max_grep_file_bytes + 1)
-        if b"\x00" in data[:_SNIFF]:
-            self.skipped += 1
-            return
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            self.skipped += 1
-            return
-        self.searched += 1
-        search = self.pattern.search
-        for lineno, line in enumerate(text.splitlines(), 1):
-            m = search(line)
-            if m is None:
-                continue
-            if len(self.matches) >= self.tools.max_matches:
-                self.truncated = True
-                return
-            self.matches.append({"path": shown, "line": lineno, "text": _snippet(line, m)})
-
-    def output(self, pattern: str, shown: str) -> ToolOutput:
-        n = len(self.matches)
-        skipped = (
-            f"; {self.skipped} skipped (binary, non-UTF-8, too large or symlinks)"
-            if self.skipped
-            else ""
-        )
-        scope = f"{_count(self.searched, 'file', 'files')} searched{skipped}"
-        if n == 0 and not self.stopped:
-            head = f"No matches for /{pattern}/ in {shown} ({scope})."
-        else:
-            head = f"{_count(n, 'match', 'matches')} for /{pattern}/ in {shown} ({scope})"
-        lines = [head]
-        lines.extend(f"{m['path']}:{m['line']}: {m['text']}" for m in self.matches)
-        if self.truncated:
-            lines.append(
-                f"[truncated: showing the first {self.tools.max_matches} matches; narrow the "
-                "pattern, the path or the glob to see the rest]"
-            )
-        if self.stopped:
-            lines.append(f"[incomplete: {self.stopped}; narrow the path or the glob]")
-        details = {
-            "pattern": pattern,
-            "path": shown,
-            "matches": self.matches,
-            "truncated": self.truncated or self.stopped is not None,
-            "files_searched": self.searched,
-            "files_skipped": self.skipped,
-        }
-        return ToolOutput("\n".join(lines), details)
+        search.search_fd(fd, shown)
 
 
 def _pieces(f: Any, first: bytes) -> Iterator[bytes]:
@@ -639,17 +614,6 @@ def _pieces(f: Any, first: bytes) -> Iterator[bytes]:
         end = len(data) if nl < 0 else nl + 1
         yield data[pos:end]
         pos = end
-
-
-def _snippet(line: str, m: re.Match[str]) -> str:
-    line = line.strip()
-    if len(line) <= _SNIPPET:
-        return line
-    # Centre a window on the match so the model sees what matched.
-    at = max(line.find(m.group(0)), 0)
-    lo = max(0, at - _SNIPPET // 2)
-    hi = lo + _SNIPPET
-    return ("…" if lo else "") + line[lo:hi] + ("…" if hi < len(line) else "")
 
 
 # ---------------------------------------------------------------------- the tools
@@ -677,8 +641,9 @@ Each line is one entry: "name/" for a directory, "name  (N bytes)" for a file, \
 {cap} entries are shown; a last line "[truncated …]" says how many there are in total."""
 
 _GREP_DESCRIPTION = """\
-Search the text files of the workspace for a regular expression (Python re syntax) and \
-get each matching line as "path:line: text". Use it to find where something is defined \
+Search the text files of the workspace for a regular expression (RE2 syntax: like Python \
+re, without backreferences or lookaround) and get each matching line as \
+"path:line: text", then a line "versions: <path> <version token>, …". Use it to find where something is defined \
 or mentioned before reading the file.
 
 path (default ".") is a directory to search recursively or one file; glob limits the \
@@ -747,7 +712,7 @@ def _tools(ft: FileTools) -> list[Tool]:
                     "type": "string",
                     "minLength": 1,
                     "maxLength": 1000,
-                    "description": "Regular expression (Python re syntax).",
+                    "description": "Regular expression (RE2 syntax).",
                 },
                 "path": {
                     "type": "string",
@@ -778,11 +743,16 @@ def read_only(
     max_grep_file_bytes: int = DEFAULT_MAX_GREP_FILE_BYTES,
     grep_time_budget: float = DEFAULT_GREP_TIME_BUDGET,
     skip_dirs: frozenset[str] = SKIP_DIRS,
+    file_types: Iterable[str] | None = None,
 ) -> list[Tool]:
     """The read-only tools ``read``, ``ls`` and ``grep``, confined to ``root``.
 
     ``root`` must exist (``ConfigurationError`` otherwise). The caps are per
-    call; see the module docstring for the safety rules.
+    call; see the module docstring for the safety rules. ``file_types`` (optional)
+    is an allow-list of globs (``"*.py"``, ``"docs/*.md"``, ``"Makefile"``) or
+    extensions (``".py"``, case-insensitive): ``read`` and ``grep`` on any other
+    file fail with ``permission_denied`` naming the list, and ``grep`` skips them
+    while walking (``ls`` still lists every name).
     """
     ft = FileTools(
         root,
@@ -792,5 +762,6 @@ def read_only(
         max_grep_file_bytes=max_grep_file_bytes,
         grep_time_budget=grep_time_budget,
         skip_dirs=skip_dirs,
+        file_types=file_types,
     )
     return _tools(ft)
