@@ -142,11 +142,13 @@ class Search:
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]  # a BOM is not part of the first line
         search = self.pattern.search
-        end = len(data)
+        # The last newline ends the last line; nothing after it is another line.
+        end = len(data) - 1 if data.endswith(b"\n") else len(data)
         pos = 0
         lineno = 1
         counted = 0  # data[:counted] holds lineno - 1 newlines
-        while pos <= end:
+        # An empty last line (data ends "\n\n", or is "\n") starts at ``end``.
+        while pos < end or (pos == end and data and data[pos - 1 : pos] in (b"\n", b"")):
             self.check()
             # Search a slice of whole lines; never_nl keeps each match inside a line.
             stop = data.find(b"\n", min(pos + _SLICE, end))
