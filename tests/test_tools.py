@@ -156,6 +156,92 @@ def test_bad_schemas_raise_at_construction() -> None:
         mw.Tool("t", "d", SCHEMA, echo, timeout=0)
 
 
+@pytest.mark.parametrize(
+    ("ref", "why"),
+    [
+        ("#/$defs/missing", "JSON Pointer"),
+        ("https://example.com/schemas/path.json", "remote URL"),
+        ("other.json#/x", "another document"),
+        ("#no-such-anchor", "$anchor"),
+    ],
+)
+def test_unresolvable_ref_raises_when_the_tool_is_made(ref: str, why: str) -> None:
+    # Issue 15: jsonschema only resolves a $ref when validation reaches it, so this
+    # used to crash the agent mid-turn (_WrappedReferencingError) after the model
+    # was paid.
+    schema = {
+        "type": "object",
+        "$defs": {"path": {"type": "string"}},
+        "properties": {"items": {"type": "array", "items": {"$ref": ref}}},
+    }
+    for make in (
+        lambda: mw.Tool("lookup", "d", schema, echo),
+        lambda: mw.ToolDefinition(name="lookup", description="d", parameters=schema),
+    ):
+        with pytest.raises(mw.ConfigurationError) as info:
+            make()
+        message = str(info.value)
+        assert "'lookup'" in message and repr(ref) in message and why in message
+        assert "$.properties.items.items.$ref" in message and "$defs" in message
+
+
+def test_resolvable_refs_are_accepted_and_validate() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {
+            "path": {"type": "string", "minLength": 1},
+            "a/b": {"$anchor": "count", "type": "integer"},
+            "item": {"$id": "https://example.com/item.json", "$defs": {"n": {"type": "null"}}},
+        },
+        "properties": {
+            "p": {"$ref": "#/$defs/path"},
+            "c": {"$ref": "#count"},
+            "e": {"$ref": "#/$defs/a~1b"},
+            "n": {"$ref": "https://example.com/item.json#/$defs/n"},
+            "self": {"$ref": "#"},
+            "meta": {"$ref": "https://json-schema.org/draft/2020-12/schema"},
+            "const": {"const": {"$ref": "#/not/a/ref/just/data"}},
+        },
+    }
+    tool = mw.Tool("t", "d", schema, echo)
+    mw.ToolDefinition(name="t", description="d", parameters=schema)
+    assert tool.validate({"p": "x", "c": 1, "e": 2, "n": None}) == []
+    assert [e.split(":")[0] for e in tool.validate({"p": "", "c": "x", "n": 0})] == [
+        "$.c", "$.n", "$.p"
+    ]  # fmt: skip
+
+
+def two_args(args: dict[str, Any], ctx: ToolContext) -> str:
+    return "ok"
+
+
+class Callable2:
+    def __call__(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return "ok"
+
+
+async def async_two(args: dict[str, Any], ctx: ToolContext, *, extra: int = 0) -> str:
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    "execute",
+    [two_args, Callable2(), async_two, lambda *a: "ok", lambda args, ctx=None, more=1: "ok"],
+)
+def test_execute_that_takes_args_and_ctx_is_accepted(execute: Any) -> None:
+    mw.Tool("t", "d", SCHEMA, execute)
+
+
+@pytest.mark.parametrize(
+    "execute",
+    [lambda args: "ok", lambda: "ok", lambda args, ctx, more: "ok", lambda *, args, ctx: "ok"],
+)
+def test_execute_that_cannot_take_args_and_ctx_is_refused(execute: Any) -> None:
+    # Issue 15: this used to reach the model as a TypeError tool result.
+    with pytest.raises(mw.ConfigurationError, match=r"'t'.*execute\(args, ctx\)"):
+        mw.Tool("t", "d", SCHEMA, execute)
+
+
 def test_pydantic_model_as_parameters() -> None:
     pydantic = pytest.importorskip("pydantic")
 
