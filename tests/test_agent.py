@@ -1084,3 +1084,53 @@ async def test_agent_passes_its_completion_policy_to_every_call() -> None:
     model = mw.Model(id="m", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(mw.ConfigurationError, match="completion_policy"):
         mw.Agent(model, completion_policy="strict")
+
+
+async def test_abort_stops_a_running_grep_worker_promptly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 15: abort() used to leave grep's worker thread spinning until the file
+    # (or the pattern's backtracking) was done. Each slice of the search is slowed
+    # down here so the search would take 3 s without the abort.
+    from modelwire.tools import _grep as grep_mod
+    from modelwire.tools import files as files_mod
+
+    (tmp_path / "big.txt").write_text("no match here\n" * 280_000)  # 3.7 MiB: 15 slices
+    calls: list[float] = []
+
+    class Slow:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def search(self, *args: Any) -> Any:
+            calls.append(time.monotonic())
+            time.sleep(0.2)
+            return self.real.search(*args)
+
+    def compile_slow(text: str, ignore_case: bool) -> Slow:
+        return Slow(grep_mod.compile_pattern(text, ignore_case))
+
+    monkeypatch.setattr(files_mod, "compile_pattern", compile_slow)
+    grep = chat_calls(("call_1", "grep", json.dumps({"pattern": "zzz"})))
+    with MockServer([grep, chat_text("never")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=mw.tools.read_only(tmp_path))
+        aborted_at: list[float] = []
+
+        async def abort_once_grep_runs() -> None:
+            for _ in range(500):  # at most 5 s
+                if calls:
+                    break
+                await asyncio.sleep(0.01)
+            aborted_at.append(time.monotonic())
+            agent.abort()
+
+        aborter = asyncio.create_task(abort_once_grep_runs())
+        events, run = await collect(agent, "search")
+        await aborter
+    assert run.stop_reason == "aborted"
+    await asyncio.sleep(0.4)
+    # At most the slice that was running when abort() came; none started after it.
+    assert len(calls) <= 2
+    assert all(t < aborted_at[0] + 0.25 for t in calls)
+    [end] = ends(events)
+    assert end.failure == "aborted" and end.result.is_error
