@@ -24,6 +24,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ._core import ToolContext, ToolFailure, ToolOutput
+from ._paths import version_token
 
 if TYPE_CHECKING:
     from .files import FileTools
@@ -119,8 +120,6 @@ class Search:
 
     def search_fd(self, fd: int, shown: str) -> None:
         """Search one open file (the descriptor is closed here)."""
-        from .files import version_token
-
         self.check()
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
