@@ -686,8 +686,10 @@ def test_grep_catastrophic_pattern_on_a_big_file_stays_fast(tmp_path: Path) -> N
 NORMAL_PATTERNS = [
     "TODO", "^def ", r"\bfoo\b", r"\d+$", "a.c", "^$", "x|y", "[A-Z]{2,}", r"\s+$", "^",
     r"(ab)+", "é", r"^\s*#", "[^a]b", r"\.py", "Ab",
+    # Unicode classes as Python's str patterns mean them (RE2's are ASCII).
+    r"\w+", r"\W", r"[\w.]+$", r"\d", r"\D\d", r"\s", r"\S+", r"[\s_]", "读.",
 ]  # fmt: skip
-LINE_TEXT = st.text(alphabet="abcxy fo#TODOdef.pyé123\t", max_size=30)
+LINE_TEXT = st.text(alphabet="abcxy fo#TODOdef.pyé123\t读取٣_\u00a0\u3000\x0b", max_size=30)
 
 
 @settings(
@@ -706,13 +708,18 @@ def test_grep_matches_lines_exactly_as_python_re_does(
 ) -> None:  # fmt: skip
     body = ending.join(lines) + (ending if last_newline and lines else "")
     (tmp_path / "f.txt").write_bytes(body.encode())
+    # Lines end at \n, \r\n or \r (as read counts them and editors show them;
+    # not at \v, \f or U+2028, which str.splitlines would also split at).
+    split = re.split(r"\r\n|\r|\n", body)
+    if split and split[-1] == "":
+        split.pop()
     rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-    want = [n for n, line in enumerate(body.splitlines(), 1) if rx.search(line)]
+    want = [n for n, line in enumerate(split, 1) if rx.search(line)]
     args = {"pattern": pattern, "path": "f.txt", "ignore_case": ignore_case}
     out = call(tools(tmp_path, max_matches=1000)["grep"], **args)
     assert [m["line"] for m in out.details["matches"]] == want
     for m in out.details["matches"]:
-        assert m["text"] == body.splitlines()[m["line"] - 1].strip()
+        assert m["text"] == split[m["line"] - 1].strip()
 
 
 @pytest.mark.parametrize(

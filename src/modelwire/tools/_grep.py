@@ -13,6 +13,10 @@ searched in one pass per match with ``never_nl`` (no match spans a newline) and
 ``(?m)``, which gives exactly the per-line answer at C speed. RE2 refuses
 backreferences, lookaround and possessive quantifiers, and spells Python's
 ``\\Z`` as ``\\z``: such a pattern gets ``invalid_arguments`` saying so.
+``\\w``, ``\\d``, ``\\s`` and their negations are rewritten to the Unicode
+classes Python's ``str`` patterns use (RE2's own are ASCII); ``\\b`` stays ASCII.
+``\\v``, ``\\f`` and U+2028 do not end a line (``str.splitlines`` used to split
+there), so line numbers agree with ``read``'s offsets for ordinary files.
 """
 
 from __future__ import annotations
@@ -46,6 +50,50 @@ _SYNTAX_HINT = (
 )
 
 
+# Python's str patterns are Unicode-aware; RE2's \w \d \s are ASCII. These
+# spellings give Python's classes (str.isalnum + "_", Unicode decimal digits,
+# str.isspace) so "\w+" still matches 读取 and é. Inside [...] only the
+# positive ones can be spelled; \W and \S there (and \b) stay ASCII.
+_WORD = r"\p{L}\p{N}_"
+_SPACE = r"\t\n\v\f\r \x{1c}-\x{1f}\x{85}\p{Z}"
+_OUTSIDE = {
+    "w": f"[{_WORD}]", "W": f"[^{_WORD}]", "d": r"\p{Nd}", "D": r"\P{Nd}",
+    "s": f"[{_SPACE}]", "S": f"[^{_SPACE}]",
+}  # fmt: skip
+_INSIDE = {"w": _WORD, "d": r"\p{Nd}", "D": r"\P{Nd}", "s": _SPACE}
+
+
+def unicode_classes(pattern: str) -> str:
+    """``pattern`` with ``\\w``, ``\\d``, ``\\s`` (and negations) spelled as Python means them."""
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    in_class = False
+    class_start = -1  # where the current class's members start (a "]" there is literal)
+    while i < n:
+        c = pattern[i]
+        if c == "\\" and i + 1 < n:
+            e = pattern[i + 1]
+            table = _INSIDE if in_class else _OUTSIDE
+            out.append(table.get(e, pattern[i : i + 2]))
+            i += 2
+            continue
+        if in_class:
+            if pattern.startswith("[:", i):  # a POSIX class such as [:alpha:]
+                end = pattern.find(":]", i + 2)
+                if end >= 0:
+                    out.append(pattern[i : end + 2])
+                    i = end + 2
+                    continue
+            if c == "]" and i != class_start:
+                in_class = False
+        elif c == "[":
+            in_class = True
+            class_start = i + 2 if pattern.startswith("^", i + 1) else i + 1
+        out.append(c)
+        i += 1
+    return "".join(out)
+
+
 def compile_pattern(text: str, ignore_case: bool) -> Any:
     """The RE2 program for ``text``; ``invalid_arguments`` with a hint if RE2 refuses it."""
     import re2  # here, not at import: ``import modelwire`` stays fast
@@ -56,7 +104,7 @@ def compile_pattern(text: str, ignore_case: bool) -> Any:
     options.case_sensitive = not ignore_case
     try:
         # (?m): ^ and $ match at every line's ends, as they did on a single line.
-        return re2.compile("(?m)" + text, options)
+        return re2.compile("(?m)" + unicode_classes(text), options)
     except re2.error as exc:
         reason = exc.args[0] if exc.args else str(exc)
         if isinstance(reason, bytes):
