@@ -893,3 +893,244 @@ async def test_trace_option_reaches_every_turn(root: Path) -> None:
     assert layers.count("request") == 2 and layers.count("message") == 2
     finals = [r for r in records if r.layer == "message"]
     assert finals[0].message.stop_reason == "tool_use"
+
+
+# --------------------------------------------------------------------------- hooks (issue 15)
+
+
+def read_call_reply(n: int) -> bytes:
+    return chat_calls((f"call_{n}", "read", json.dumps({"path": f"f{n}.txt"})))
+
+
+def _sync_or_async(kind: str, fn: Any) -> Any:
+    if kind == "sync":
+        return fn
+
+    async def wrapped(*args: Any) -> Any:
+        await asyncio.sleep(0)
+        return fn(*args)
+
+    return wrapped
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_should_stop_after_turn_ends_the_run_after_that_turn(kind: str) -> None:
+    spy = Spy()
+    seen: list[Any] = []
+
+    def stop_after_first(turn: Any) -> bool:
+        seen.append(turn)
+        return turn.turn == 1
+
+    replies = [read_call_reply(1), read_call_reply(2), chat_text("never requested")]
+    with MockServer(replies) as srv:
+        agent = mw.Agent(
+            model_for(srv), tools=[spy.tool],
+            should_stop_after_turn=_sync_or_async(kind, stop_after_first),
+        )  # fmt: skip
+        agent.follow_up("stays queued")
+        events, run = await collect(agent, "go")
+    assert len(srv.requests) == 1
+    assert run.stop_reason == "stopped" and run.turns == 1
+    assert [c for c, _ in spy.seen] == ["call_1"]  # the turn's tools ran
+    assert [m.role for m in run.messages] == ["user", "assistant", "tool_result"]
+    [turn] = seen
+    assert turn.type == "turn_end" and turn.turn == 1
+    assert [r.tool_call_id for r in turn.tool_results] == ["call_1"]
+    assert [e.type for e in events[-2:]] == ["turn_end", "agent_end"]
+    assert events[-2] is turn
+    # The follow-up was not delivered: it is still queued for the next run.
+    assert agent._follow_ups and agent._follow_ups[0].content == "stays queued"
+
+
+async def test_should_stop_after_turn_false_lets_the_run_go_on_and_is_not_asked_at_the_end() -> (
+    None
+):
+    spy = Spy()
+    asked: list[int] = []
+
+    def never(turn: Any) -> bool:
+        asked.append(turn.turn)
+        return False
+
+    with MockServer([read_call_reply(1), read_call_reply(2), chat_text("done")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool], should_stop_after_turn=never)
+        run = await agent.run("go")
+    assert run.stop_reason == "stop" and run.turns == 3 and run.text == "done"
+    assert asked == [1, 2]  # not after the final answer: the run ends anyway
+
+
+async def test_should_stop_after_turn_must_return_a_bool() -> None:
+    with MockServer([read_call_reply(1)]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[Spy().tool], should_stop_after_turn=lambda t: 1)
+        with pytest.raises(mw.ConfigurationError, match="must return a bool"):
+            await agent.run("go")
+        assert not agent.running
+        with pytest.raises(mw.ConfigurationError, match="should_stop_after_turn"):
+            mw.Agent(model_for(srv), should_stop_after_turn="yes")  # type: ignore[arg-type]
+
+
+def compact(context: mw.Context) -> mw.Context:
+    """Keep the first user message and a summary once the transcript grows past 3."""
+    msgs = context.messages
+    if len(msgs) <= 3:
+        return context
+    summary = mw.UserMessage(content=f"[summary of {len(msgs) - 1} messages]")
+    return mw.Context(
+        system_prompt=context.system_prompt, messages=(msgs[0], summary), tools=context.tools
+    )
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_prepare_next_turn_compacts_the_conversation(kind: str) -> None:
+    spy = Spy()
+    replies = [read_call_reply(1), read_call_reply(2), chat_text("done")]
+    with MockServer(replies) as srv:
+        agent = mw.Agent(
+            model_for(srv), tools=[spy.tool], system_prompt="be brief",
+            prepare_next_turn=_sync_or_async(kind, compact),
+        )  # fmt: skip
+        events, run = await collect(agent, "go")
+    sent = [[m["role"] for m in r.json()["messages"]] for r in srv.requests]
+    # Turn 1: system + user. Turn 2: 3 messages, not compacted yet. Turn 3: the
+    # 5-message transcript was compacted to the prompt and a summary.
+    assert sent == [
+        ["system", "user"],
+        ["system", "user", "assistant", "tool"],
+        ["system", "user", "user"],
+    ]
+    assert srv.requests[2].json()["messages"][2]["content"] == "[summary of 4 messages]"
+    prepared = [e for e in events if e.type == "context_prepared"]
+    assert [(e.turn, e.replaced) for e in prepared] == [(1, False), (2, False), (3, True)]
+    # The event comes between turn_start and the model's message_start.
+    i = events.index(prepared[2])
+    assert events[i - 1].type == "turn_start" and events[i + 1].type == "message_start"
+    # The compaction sticks: the transcript continues from the compacted messages.
+    assert [m.role for m in agent.messages] == ["user", "user", "assistant"]
+    assert run.messages == agent.messages and run.text == "done"
+
+
+async def test_prepare_next_turn_must_return_a_context() -> None:
+    with MockServer([chat_text("never")]) as srv:
+        agent = mw.Agent(model_for(srv), prepare_next_turn=lambda ctx: ctx.messages)
+        with pytest.raises(mw.ConfigurationError, match="prepare_next_turn must return"):
+            await agent.run("go")
+        assert srv.requests == [] and not agent.running
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_dynamic_model_and_options_are_evaluated_at_every_call(kind: str) -> None:
+    # The whole per-call config (base URL, headers, model id, stream options) may
+    # come from callables, as api_key can (agent-core "dynamic configuration").
+    spy = Spy()
+    with (
+        MockServer([read_call_reply(1)]) as first,
+        MockServer([chat_text("done")]) as second,
+    ):
+        calls: list[int] = []
+
+        def current_model() -> mw.Model:
+            calls.append(len(calls))
+            srv, mid = (first, "model-a") if len(calls) == 1 else (second, "model-b")
+            return mw.Model(
+                id=mid, api="openai-chat", provider="local", base_url=srv.base_url,
+                headers={"x-turn": str(len(calls))},
+            )  # fmt: skip
+
+        def current_options() -> dict[str, Any]:
+            return {"temperature": 0.5 * len(calls), "headers": {"x-tenant": f"t{len(calls)}"}}
+
+        agent = mw.Agent(
+            _sync_or_async(kind, current_model), tools=[spy.tool],
+            options=_sync_or_async(kind, current_options), max_tokens=77,
+        )  # fmt: skip
+        run = await agent.run("go")
+    assert run.stop_reason == "stop" and run.text == "done"
+    [a] = first.requests
+    [b] = second.requests
+    assert (a.model, b.model) == ("model-a", "model-b")
+    assert (a.headers["x-turn"], b.headers["x-turn"]) == ("1", "2")
+    assert (a.headers["x-tenant"], b.headers["x-tenant"]) == ("t1", "t2")
+    assert (a.json()["temperature"], b.json()["temperature"]) == (0.5, 1.0)
+    assert a.json()["max_tokens"] == b.json()["max_tokens"] == 77  # static options kept
+    assert run.messages[1].model == "model-a" and run.final.model == "model-b"
+
+
+async def test_dynamic_config_that_returns_garbage_is_a_configuration_error() -> None:
+    with MockServer([chat_text("never")]) as srv:
+        bad_model = mw.Agent(lambda: "gpt-4")  # type: ignore[arg-type, return-value]
+        with pytest.raises(mw.ConfigurationError, match=r"must return a modelwire\.Model"):
+            await bad_model.run("go")
+        bad_opts = mw.Agent(model_for(srv), options=lambda: {"temprature": 1})
+        with pytest.raises(mw.ConfigurationError, match="temprature"):
+            await bad_opts.run("go")
+        assert srv.requests == []
+    with pytest.raises(mw.ConfigurationError, match="model must be"):
+        mw.Agent("gpt-4")  # type: ignore[arg-type]
+
+
+async def test_agent_passes_its_completion_policy_to_every_call() -> None:
+    def must_use_a_tool(message: mw.AssistantMessage, tool_choice: Any, declared: Any) -> Any:
+        return None if message.tool_calls else "answer only after reading a file"
+
+    spy = Spy()
+    with MockServer([chat_text("guessing")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool], completion_policy=must_use_a_tool)
+        run = await agent.run("go")
+    assert run.stop_reason == "error" and run.error is not None
+    assert run.error.kind == "tool_call_protocol"
+    assert run.error.message == "answer only after reading a file"
+    assert spy.seen == []
+    model = mw.Model(id="m", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(mw.ConfigurationError, match="completion_policy"):
+        mw.Agent(model, completion_policy="strict")
+
+
+async def test_abort_stops_a_running_grep_worker_promptly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Issue 15: abort() used to leave grep's worker thread spinning until the file
+    # (or the pattern's backtracking) was done. Each slice of the search is slowed
+    # down here so the search would take 3 s without the abort.
+    from modelwire.tools import _grep as grep_mod
+    from modelwire.tools import files as files_mod
+
+    (tmp_path / "big.txt").write_text("no match here\n" * 280_000)  # 3.7 MiB: 15 slices
+    calls: list[float] = []
+
+    class Slow:
+        def __init__(self, real: Any) -> None:
+            self.real = real
+
+        def search(self, *args: Any) -> Any:
+            calls.append(time.monotonic())
+            time.sleep(0.2)
+            return self.real.search(*args)
+
+    def compile_slow(text: str, ignore_case: bool) -> Slow:
+        return Slow(grep_mod.compile_pattern(text, ignore_case))
+
+    monkeypatch.setattr(files_mod, "compile_pattern", compile_slow)
+    grep = chat_calls(("call_1", "grep", json.dumps({"pattern": "zzz"})))
+    with MockServer([grep, chat_text("never")]) as srv:
+        agent = mw.Agent(model_for(srv), tools=mw.tools.read_only(tmp_path))
+        aborted_at: list[float] = []
+
+        async def abort_once_grep_runs() -> None:
+            for _ in range(500):  # at most 5 s
+                if calls:
+                    break
+                await asyncio.sleep(0.01)
+            aborted_at.append(time.monotonic())
+            agent.abort()
+
+        aborter = asyncio.create_task(abort_once_grep_runs())
+        events, run = await collect(agent, "search")
+        await aborter
+    assert run.stop_reason == "aborted"
+    await asyncio.sleep(0.4)
+    # At most the slice that was running when abort() came; none started after it.
+    assert len(calls) <= 2
+    assert all(t < aborted_at[0] + 0.25 for t in calls)
+    [end] = ends(events)
+    assert end.failure == "aborted" and end.result.is_error

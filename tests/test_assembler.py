@@ -685,3 +685,134 @@ def test_final_message_round_trips_json() -> None:
     again = mw.from_json(mw.to_json(msg), mw.AssistantMessage)
     assert again == msg
     assert json.loads(mw.to_json(msg))["content"][1]["arguments"] == {"path": "a.txt"}
+
+
+# --------------------------------------------------------------------------- completion policy
+
+
+def run_with_policy(payloads: list[Any], policy: Any, **kw: Any) -> list[Event]:
+    p = Pipeline("openai-chat", **kw)
+    p.assembler.policy = policy
+    out = p.start()
+    out += p.feed(sse_body(payloads))
+    out += p.end()
+    return out
+
+
+class Recorder:
+    def __init__(self, verdict: Any) -> None:
+        self.verdict = verdict
+        self.seen: list[tuple[mw.AssistantMessage, Any, Any]] = []
+
+    def __call__(self, message: mw.AssistantMessage, tool_choice: Any, declared: Any) -> Any:
+        self.seen.append((message, tool_choice, declared))
+        return self.verdict
+
+
+def test_a_custom_policy_sees_the_finished_response_and_may_accept() -> None:
+    # tool_choice "none" would end this stream at the first call fragment; a caller's
+    # policy (e.g. for a server that ignores tool_choice) accepts it instead.
+    policy = Recorder(None)
+    events = run_with_policy(
+        [chunk({"content": "ok"}), *read_call(0), chunk(finish="tool_calls")],
+        policy,
+        tool_choice="none",
+        tools_declared=True,
+    )
+    done = terminal(events)
+    assert done.type == "done" and done.reason == "tool_use"
+    [(message, tool_choice, declared)] = policy.seen
+    assert message is done.message
+    assert [c.arguments for c in message.tool_calls] == [{"path": "a.txt"}]
+    assert (tool_choice, declared) == ("none", True)
+
+
+def test_a_custom_policy_may_reject_a_response_the_default_accepts() -> None:
+    def must_call_a_tool(message: mw.AssistantMessage, tool_choice: Any, declared: Any) -> Any:
+        return None if message.tool_calls else "the model must call a tool before answering"
+
+    payloads = [chunk({"content": "the answer is 42"}), chunk(finish="stop")]
+    assert terminal(run(payloads, tool_choice="auto", tools_declared=True)).type == "done"
+    events = run_with_policy(payloads, must_call_a_tool, tool_choice="auto", tools_declared=True)
+    err = terminal(events)
+    assert err.type == "error" and err.message.error.kind == "tool_call_protocol"
+    assert err.message.error.message == "the model must call a tool before answering"
+    assert err.message.text == "the answer is 42"  # content kept
+    with pytest.raises(mw.errors.ToolCallProtocolError):
+        err.message.raise_for_error()
+
+
+def test_length_is_never_judged_by_the_policy() -> None:
+    policy = Recorder("reject")
+    events = run_with_policy([chunk({"content": "cut"}), chunk(finish="length")], policy)
+    assert terminal(events).reason == "length" and policy.seen == []
+
+
+@pytest.mark.parametrize(
+    "verdict", [RuntimeError("policy bug"), True, 0], ids=["raises", "bool", "int"]
+)
+def test_a_broken_policy_ends_the_stream_typed(verdict: Any) -> None:
+    def policy(message: mw.AssistantMessage, tool_choice: Any, declared: Any) -> Any:
+        if isinstance(verdict, Exception):
+            raise verdict
+        return verdict
+
+    events = run_with_policy([chunk({"content": "x"}), chunk(finish="stop")], policy)
+    err = terminal(events)
+    assert err.type == "error" and err.message.error.kind == "tool_call_protocol"
+    assert "completion policy" in err.message.error.message
+
+
+DEFAULT_CASES = [
+    ([chunk({"content": "ok"}), *read_call(0), chunk(finish="tool_calls")], "none", True),
+    ([chunk({"content": "ok"}), *read_call(0), chunk(finish="tool_calls")], "auto", True),
+    ([chunk({"content": "ok"}), *read_call(0), chunk(finish="tool_calls")], None, False),
+    ([chunk({"content": "no"}), chunk(finish="stop")], "required", True),
+    ([chunk({"content": "no"}), chunk(finish="stop")], "auto", True),
+    ([*read_call(0), chunk(finish="tool_calls")], "required", True),
+    ([*read_call(0, name="delete"), chunk(finish="tool_calls")], {"name": "read"}, True),
+    ([*read_call(0), chunk(finish="tool_calls")], {"name": "read"}, True),
+    ([chunk({"content": "hm"}), chunk(finish="stop")], {"name": "read"}, True),
+]
+
+
+@pytest.mark.parametrize(("payloads", "tool_choice", "declared"), DEFAULT_CASES)
+def test_default_completion_policy_decides_as_the_built_in_rules(
+    payloads: list[Any], tool_choice: Any, declared: bool
+) -> None:
+    built_in = terminal(run(payloads, tool_choice=tool_choice, tools_declared=declared))
+    explicit = terminal(
+        run_with_policy(
+            payloads, mw.default_completion_policy, tool_choice=tool_choice,
+            tools_declared=declared,
+        )
+    )  # fmt: skip
+    assert explicit.type == built_in.type
+    kinds = [e.message.error.kind if e.type == "error" else None for e in (explicit, built_in)]
+    assert kinds[0] == kinds[1]
+    if built_in.type == "done":
+        assert explicit.message.content == built_in.message.content
+
+
+@pytest.mark.anyio
+async def test_completion_policy_is_an_option_of_stream_and_complete() -> None:
+    from modelwire.testing import MockServer
+
+    body = sse_body([chunk({"content": "no tool"}), chunk(finish="stop")])
+
+    def policy(message: mw.AssistantMessage, tool_choice: Any, declared: Any) -> Any:
+        return f"rejected ({tool_choice}, {declared})"
+
+    ctx = mw.Context(
+        messages=[mw.UserMessage(content="hi")],
+        tools=[mw.ToolDefinition(name="read", description="d", parameters={"type": "object"})],
+    )
+    with MockServer([body, body, body]) as srv:
+        model = mw.Model(id="m", api="openai-chat", provider="local", base_url=srv.base_url)
+        msg = await mw.complete(model, ctx, completion_policy=policy, tool_choice="auto")
+        assert msg.error is not None and msg.error.message == "rejected (auto, True)"
+        sync = mw.complete_sync(model, ctx, completion_policy=policy)
+        assert sync.error is not None and sync.error.message == "rejected (None, True)"
+        assert (await mw.complete(model, ctx)).stop_reason == "stop"
+    with pytest.raises(mw.ConfigurationError, match="completion_policy"):
+        mw.stream(model, ctx, completion_policy="strict")  # type: ignore[arg-type]

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +22,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire.tools import FAILURE_HINTS, FileTools, ToolContext, ToolFailure, ToolOutput
+from modelwire.tools import _grep as grep_mod
 from modelwire.tools import files as files_mod
 
 SECRET = "TOP-SECRET-7f3a91"
@@ -35,7 +38,8 @@ def ctx() -> ToolContext:
 
 def expected_version(path: Path) -> str:
     st_ = path.stat()
-    return hashlib.sha256(f"{st_.st_mtime_ns}:{st_.st_size}".encode()).hexdigest()[:16]
+    key = f"{st_.st_dev}:{st_.st_ino}:{st_.st_ctime_ns}:{st_.st_mtime_ns}:{st_.st_size}"
+    return hashlib.sha256(key.encode()).hexdigest()[:16]
 
 
 def numbered(lines: list[str], start: int = 1) -> list[str]:
@@ -150,6 +154,92 @@ def test_bad_schemas_raise_at_construction() -> None:
         mw.Tool("t", "d", SCHEMA, "not callable")  # type: ignore[arg-type]
     with pytest.raises(mw.ConfigurationError):
         mw.Tool("t", "d", SCHEMA, echo, timeout=0)
+
+
+@pytest.mark.parametrize(
+    ("ref", "why"),
+    [
+        ("#/$defs/missing", "JSON Pointer"),
+        ("https://example.com/schemas/path.json", "remote URL"),
+        ("other.json#/x", "another document"),
+        ("#no-such-anchor", "$anchor"),
+    ],
+)
+def test_unresolvable_ref_raises_when_the_tool_is_made(ref: str, why: str) -> None:
+    # Issue 15: jsonschema only resolves a $ref when validation reaches it, so this
+    # used to crash the agent mid-turn (_WrappedReferencingError) after the model
+    # was paid.
+    schema = {
+        "type": "object",
+        "$defs": {"path": {"type": "string"}},
+        "properties": {"items": {"type": "array", "items": {"$ref": ref}}},
+    }
+    for make in (
+        lambda: mw.Tool("lookup", "d", schema, echo),
+        lambda: mw.ToolDefinition(name="lookup", description="d", parameters=schema),
+    ):
+        with pytest.raises(mw.ConfigurationError) as info:
+            make()
+        message = str(info.value)
+        assert "'lookup'" in message and repr(ref) in message and why in message
+        assert "$.properties.items.items.$ref" in message and "$defs" in message
+
+
+def test_resolvable_refs_are_accepted_and_validate() -> None:
+    schema = {
+        "type": "object",
+        "$defs": {
+            "path": {"type": "string", "minLength": 1},
+            "a/b": {"$anchor": "count", "type": "integer"},
+            "item": {"$id": "https://example.com/item.json", "$defs": {"n": {"type": "null"}}},
+        },
+        "properties": {
+            "p": {"$ref": "#/$defs/path"},
+            "c": {"$ref": "#count"},
+            "e": {"$ref": "#/$defs/a~1b"},
+            "n": {"$ref": "https://example.com/item.json#/$defs/n"},
+            "self": {"$ref": "#"},
+            "meta": {"$ref": "https://json-schema.org/draft/2020-12/schema"},
+            "const": {"const": {"$ref": "#/not/a/ref/just/data"}},
+        },
+    }
+    tool = mw.Tool("t", "d", schema, echo)
+    mw.ToolDefinition(name="t", description="d", parameters=schema)
+    assert tool.validate({"p": "x", "c": 1, "e": 2, "n": None}) == []
+    assert [e.split(":")[0] for e in tool.validate({"p": "", "c": "x", "n": 0})] == [
+        "$.c", "$.n", "$.p"
+    ]  # fmt: skip
+
+
+def two_args(args: dict[str, Any], ctx: ToolContext) -> str:
+    return "ok"
+
+
+class Callable2:
+    def __call__(self, args: dict[str, Any], ctx: ToolContext) -> str:
+        return "ok"
+
+
+async def async_two(args: dict[str, Any], ctx: ToolContext, *, extra: int = 0) -> str:
+    return "ok"
+
+
+@pytest.mark.parametrize(
+    "execute",
+    [two_args, Callable2(), async_two, lambda *a: "ok", lambda args, ctx=None, more=1: "ok"],
+)
+def test_execute_that_takes_args_and_ctx_is_accepted(execute: Any) -> None:
+    mw.Tool("t", "d", SCHEMA, execute)
+
+
+@pytest.mark.parametrize(
+    "execute",
+    [lambda args: "ok", lambda: "ok", lambda args, ctx, more: "ok", lambda *, args, ctx: "ok"],
+)
+def test_execute_that_cannot_take_args_and_ctx_is_refused(execute: Any) -> None:
+    # Issue 15: this used to reach the model as a TypeError tool result.
+    with pytest.raises(mw.ConfigurationError, match=r"'t'.*execute\(args, ctx\)"):
+        mw.Tool("t", "d", SCHEMA, execute)
 
 
 def test_pydantic_model_as_parameters() -> None:
@@ -526,7 +616,7 @@ def test_grep_no_match_is_a_normal_result(tree: Path) -> None:
 
 def test_grep_regex_error_is_invalid_arguments(tree: Path) -> None:
     err = failure(tools(tree)["grep"], pattern="(unclosed")
-    assert err.kind == "invalid_arguments" and "position" in err.message
+    assert err.kind == "invalid_arguments" and "missing )" in err.message
 
 
 def test_grep_is_capped(tmp_path: Path) -> None:
@@ -543,8 +633,226 @@ def test_grep_snippet_is_short_and_centred_on_the_match(tmp_path: Path) -> None:
     assert "NEEDLE" in text and len(text) <= 202
 
 
-def test_grep_stops_at_its_time_budget(tmp_path: Path) -> None:
+def test_grep_over_its_time_budget_is_a_timeout_unknown_result(tmp_path: Path) -> None:
+    # Issue 15: over the budget grep answers timeout_unknown with a hint (it used
+    # to return a partial list; the budget now also holds inside one file).
     for i in range(5):
         (tmp_path / f"f{i}.txt").write_text("x\n")
-    out = call(tools(tmp_path, grep_time_budget=-1.0)["grep"], pattern="x")
-    assert out.details["truncated"] is True and "stopped after" in out.text
+    err = failure(tools(tmp_path, grep_time_budget=-1.0)["grep"], pattern="x")
+    assert err.kind == "timeout_unknown" and "time budget" in err.message
+    assert "narrower path" in err.text and "read-only" in err.text
+
+
+# --------------------------------------------------------------------------- grep never hangs
+
+
+def run_bounded(fn: Any, seconds: float) -> Any:
+    """Run ``fn`` in a thread; fail (instead of hanging the suite) if it runs too long."""
+    box: list[Any] = []
+
+    def target() -> None:
+        try:
+            box.append(fn())
+        except BaseException as exc:  # handed to the test thread
+            box.append(exc)
+
+    t = threading.Thread(target=target, daemon=True)
+    started = time.monotonic()
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"still running after {seconds} s"
+    assert box, "no result"
+    return box[0], time.monotonic() - started
+
+
+def test_grep_catastrophic_pattern_returns_at_once(tmp_path: Path) -> None:
+    # Issue 15: with Python's re, (a+)+$ on 34 "a" and a "!" backtracks for minutes.
+    (tmp_path / "evil.txt").write_text("a" * 34 + "!\n" + "a" * 20 + "\n")
+    grep = tools(tmp_path)["grep"]
+    out, took = run_bounded(lambda: grep.execute({"pattern": "(a+)+$"}, ctx()), 5.0)
+    assert isinstance(out, ToolOutput), out
+    assert [(m["path"], m["line"]) for m in out.details["matches"]] == [("evil.txt", 2)]
+    assert took < 2.0
+
+
+def test_grep_catastrophic_pattern_on_a_big_file_stays_fast(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_text(("a" * 34 + "!\n") * 50_000)  # 1.7 MiB
+    grep = tools(tmp_path)["grep"]
+    out, took = run_bounded(lambda: grep.execute({"pattern": "(a+)+$"}, ctx()), 10.0)
+    assert isinstance(out, ToolOutput) and out.details["matches"] == [], out
+    assert took < 3.0
+
+
+NORMAL_PATTERNS = [
+    "TODO", "^def ", r"\bfoo\b", r"\d+$", "a.c", "^$", "x|y", "[A-Z]{2,}", r"\s+$", "^",
+    r"(ab)+", "é", r"^\s*#", "[^a]b", r"\.py", "Ab",
+    # Unicode classes as Python's str patterns mean them (RE2's are ASCII).
+    r"\w+", r"\W", r"[\w.]+$", r"\d", r"\D\d", r"\s", r"\S+", r"[\s_]", "读.",
+]  # fmt: skip
+LINE_TEXT = st.text(alphabet="abcxy fo#TODOdef.pyé123\t读取٣_\u00a0\u3000\x0b", max_size=30)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    lines=st.lists(LINE_TEXT, max_size=12),
+    ending=st.sampled_from(["\n", "\r\n", "\r"]),
+    last_newline=st.booleans(),
+    pattern=st.sampled_from(NORMAL_PATTERNS),
+    ignore_case=st.booleans(),
+)
+def test_grep_matches_lines_exactly_as_python_re_does(
+    tmp_path: Path, lines: list[str], ending: str, last_newline: bool, pattern: str,
+    ignore_case: bool,
+) -> None:  # fmt: skip
+    body = ending.join(lines) + (ending if last_newline and lines else "")
+    (tmp_path / "f.txt").write_bytes(body.encode())
+    # Lines end at \n, \r\n or \r (as read counts them and editors show them;
+    # not at \v, \f or U+2028, which str.splitlines would also split at).
+    split = re.split(r"\r\n|\r|\n", body)
+    if split and split[-1] == "":
+        split.pop()
+    rx = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+    want = [n for n, line in enumerate(split, 1) if rx.search(line)]
+    args = {"pattern": pattern, "path": "f.txt", "ignore_case": ignore_case}
+    out = call(tools(tmp_path, max_matches=1000)["grep"], **args)
+    assert [m["line"] for m in out.details["matches"]] == want
+    for m in out.details["matches"]:
+        assert m["text"] == split[m["line"] - 1].strip()
+
+
+@pytest.mark.parametrize(
+    ("pattern", "why"),
+    [(r"(a)\1", "backreference"), ("foo(?=bar)", "lookahead"), ("(?<!x)y", "lookbehind"),
+     (r"end\Z", r"\z")],
+)  # fmt: skip
+def test_grep_explains_syntax_re2_refuses(tree: Path, pattern: str, why: str) -> None:
+    err = failure(tools(tree)["grep"], pattern=pattern)
+    assert err.kind == "invalid_arguments" and "RE2" in err.message
+    assert why in err.text and "call grep again" in err.text
+
+
+class SlowPattern:
+    """Wraps the compiled pattern: each search call is counted and takes ``delay``."""
+
+    def __init__(self, real: Any, delay: float, on_call: Any = None) -> None:
+        self.real, self.delay, self.on_call, self.calls = real, delay, on_call, 0
+
+    def search(self, *args: Any) -> Any:
+        self.calls += 1
+        if self.on_call is not None:
+            self.on_call()
+        time.sleep(self.delay)
+        return self.real.search(*args)
+
+
+def test_grep_stops_promptly_when_cancelled_mid_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "big.txt").write_text("no match here\n" * 200_000)  # ~11 slices
+    c = ctx()
+    slow: list[SlowPattern] = []
+
+    def compile_slow(text: str, ignore_case: bool) -> SlowPattern:
+        slow.append(SlowPattern(grep_mod.compile_pattern(text, ignore_case), 0.0, c.cancel))
+        return slow[0]
+
+    monkeypatch.setattr(files_mod, "compile_pattern", compile_slow)
+    with pytest.raises(ToolFailure) as info:
+        tools(tmp_path)["grep"].execute({"pattern": "zzz"}, c)
+    assert info.value.kind == "aborted"
+    assert slow[0].calls == 1  # the cancel was seen before the second slice
+
+
+def test_grep_budget_holds_inside_one_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "big.txt").write_text("no match here\n" * 200_000)
+    slow: list[SlowPattern] = []
+
+    def compile_slow(text: str, ignore_case: bool) -> SlowPattern:
+        slow.append(SlowPattern(grep_mod.compile_pattern(text, ignore_case), 0.05))
+        return slow[0]
+
+    monkeypatch.setattr(files_mod, "compile_pattern", compile_slow)
+    started = time.monotonic()
+    err = failure(tools(tmp_path, grep_time_budget=0.1)["grep"], pattern="zzz")
+    assert err.kind == "timeout_unknown"
+    assert time.monotonic() - started < 0.5
+    assert slow[0].calls < 5
+
+
+def test_grep_results_carry_the_version_token(tree: Path) -> None:
+    ft = FileTools(tree)
+    out = call(tools(tree)["grep"], pattern="TODO")
+    by_path = {m["path"]: m["version"] for m in out.details["matches"]}
+    assert by_path == {
+        "docs/guide.md": expected_version(tree / "docs/guide.md"),
+        "docs/deep/notes.py": expected_version(tree / "docs/deep/notes.py"),
+    }
+    assert out.details["versions"] == by_path
+    versions_line = out.text.split("\n")[-1]
+    for path, version in by_path.items():
+        assert f"{path} {version}" in versions_line
+        ft.check_version(path, version)  # usable as is
+    (tree / "docs/guide.md").write_text("intro\nTODO: write less\n")
+    with pytest.raises(ToolFailure) as info:
+        ft.check_version("docs/guide.md", by_path["docs/guide.md"])
+    assert info.value.kind == "stale_version"
+
+
+@pytest.mark.parametrize("how", ["rename", "in_place"])
+def test_version_detects_same_size_replacement_with_preserved_mtime(tree: Path, how: str) -> None:
+    # cp -p / rsync -t: same size, same mtime, other content.
+    ft = FileTools(tree)
+    path = tree / "README.md"
+    before = path.stat()
+    version = ft.version_of("README.md")
+    replacement = path.read_bytes().replace(b"third", b"THIRD")
+    assert len(replacement) == before.st_size
+    if how == "rename":
+        tmp = tree / ".README.md.tmp"
+        tmp.write_bytes(replacement)
+        os.utime(tmp, ns=(before.st_atime_ns, before.st_mtime_ns))
+        os.replace(tmp, path)
+    else:
+        time.sleep(0.01)
+        path.write_bytes(replacement)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    after = path.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    with pytest.raises(ToolFailure) as info:
+        ft.check_version("README.md", version)
+    assert info.value.kind == "stale_version"
+
+
+# --------------------------------------------------------------------------- file types
+
+
+def test_read_only_file_types_allow_list(tree: Path) -> None:
+    (tree / ".env").write_text(f"KEY={SECRET}\n")
+    (tree / "notes.txt").symlink_to(tree / ".env")
+    t = tools(tree, file_types=["*.md", ".PY"])
+    assert "# modelwire" in call(t["read"], path="README.md").text
+    assert call(t["read"], path="docs/deep/notes.py").details["total_lines"] == 1
+    for path in (".env", "notes.txt", "latin1.txt"):
+        err = failure(t["read"], path=path)
+        assert err.kind == "permission_denied" and SECRET not in err.text
+        assert "*.md, .PY" in err.text
+    assert failure(t["grep"], pattern="KEY", path=".env").kind == "permission_denied"
+    out = call(t["grep"], pattern="TODO|KEY|modelwire")
+    assert {m["path"] for m in out.details["matches"]} == {
+        "README.md",
+        "docs/guide.md",
+        "docs/deep/notes.py",
+    }
+    assert SECRET not in out.text
+    # ls still lists every name (names are not content).
+    assert ".env" in {e["name"] for e in call(t["ls"]).details["entries"]}
+    # Without the list everything text is readable, as before.
+    assert SECRET in call(tools(tree)["read"], path=".env").text
+
+
+@pytest.mark.parametrize("bad", ["*.py", [], [""], [3]])
+def test_file_types_must_be_a_list_of_patterns(tree: Path, bad: Any) -> None:
+    with pytest.raises(mw.ConfigurationError, match="file_types"):
+        mw.tools.read_only(tree, file_types=bad)

@@ -59,6 +59,8 @@ if TYPE_CHECKING:
     from . import tools as tools
     from .agent import Agent as Agent
     from .agent import AgentRun as AgentRun
+    from .assemble import CompletionPolicy as CompletionPolicy
+    from .assemble import default_completion_policy as default_completion_policy
     from .catalog import get_model as get_model
     from .catalog import models as models
     from .client import complete as complete
@@ -83,6 +85,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Agent": ("modelwire.agent", "Agent"),
     "AgentRun": ("modelwire.agent", "AgentRun"),
     "AssistantMessageStream": ("modelwire.streams", "AssistantMessageStream"),
+    "CompletionPolicy": ("modelwire.assemble", "CompletionPolicy"),
     "SyncAssistantMessageStream": ("modelwire.streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
@@ -91,6 +94,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
     "complete": ("modelwire.client", "complete"),
     "complete_sync": ("modelwire.client", "complete_sync"),
+    "default_completion_policy": ("modelwire.assemble", "default_completion_policy"),
     "get_model": ("modelwire.catalog", "get_model"),
     "handoff": ("modelwire.handoffs", "handoff"),
     "models": ("modelwire.catalog", "models"),
@@ -122,6 +126,7 @@ __all__ = [
     "AgentRun",
     "AssistantMessage",
     "AssistantMessageStream",
+    "CompletionPolicy",
     "ConfigurationError",
     "Context",
     "Cost",
@@ -164,6 +169,7 @@ __all__ = [
     "UserMessage",
     "complete",
     "complete_sync",
+    "default_completion_policy",
     "errors",
     "from_json",
     "get_model",

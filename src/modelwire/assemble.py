@@ -9,8 +9,9 @@ Sans-IO and API-neutral (DESIGN §1). It owns:
   the version at which they arrived, so an event records only ``(source,
   version)`` and ``event.partial`` is rebuilt on access — producing an event
   never copies content;
-* the tool-call collector and the completion policy by ``tool_choice``
-  (DESIGN §2a, "Tool-call protocol");
+* the tool-call collector and the completion policy: by default derived from
+  ``tool_choice`` and the declared tools (DESIGN §2a, "Tool-call protocol"); a
+  caller may pass another :data:`CompletionPolicy`;
 * finish semantics: the last ``Finish`` is remembered and one terminal event is
   formed at ``EndOfStream`` (rule 4); no finish at all → ``truncated_stream``;
 * usage and cost.
@@ -19,8 +20,8 @@ Sans-IO and API-neutral (DESIGN §1). It owns:
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Hashable, Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any, Literal, TypeAlias
 
 import jiter
 import msgspec
@@ -74,9 +75,56 @@ from .types import (
     now_ms,
 )
 
-__all__ = ["Assembler", "SnapshotSource", "ToolChoice", "compute_cost", "parse_arguments"]
+__all__ = [
+    "Assembler",
+    "CompletionPolicy",
+    "SnapshotSource",
+    "ToolChoice",
+    "compute_cost",
+    "default_completion_policy",
+    "parse_arguments",
+]
 
 ToolChoice = str | dict[str, Any] | None
+#: Decides whether a finished response is acceptable:
+#: ``policy(message, tool_choice, tools_declared) -> None | str``. ``message`` is
+#: the final message of a response that finished ``stop`` or ``tool_use`` (its tool
+#: calls complete and parsed); ``tool_choice`` is the request's (``None``,
+#: ``"auto"``, ``"required"``, ``"none"`` or ``{"name": ...}``); ``tools_declared``
+#: whether the request declared tools (``None`` when unknown). Return ``None`` to
+#: accept, or a reason: the stream then ends with an ``error`` event of kind
+#: ``tool_call_protocol`` whose message is that reason (all content kept, nothing
+#: executed). A ``length`` finish is never judged (nothing of it is trusted).
+CompletionPolicy: TypeAlias = Callable[[AssistantMessage, ToolChoice, "bool | None"], "str | None"]
+
+
+def default_completion_policy(
+    message: AssistantMessage, tool_choice: ToolChoice, tools_declared: bool | None
+) -> str | None:
+    """The policy used when none is given, as one function a custom policy can wrap.
+
+    A call when ``tool_choice`` is ``"none"`` or no tools were declared; no call
+    when it is ``"required"``; with ``{"name": n}``, a call to another tool or no
+    call to ``n``. (Without a custom policy the assembler applies the same rules,
+    the first two and the wrong name as soon as the call starts.)
+    """
+    calls = message.tool_calls
+    if calls and tool_choice == "none":
+        return f'the model called {calls[0].name!r} although tool_choice was "none"'
+    if calls and tools_declared is False:
+        return f"the model called {calls[0].name!r} although no tools were declared"
+    if tool_choice == "required" and not calls:
+        return 'tool_choice was "required" but the model made no complete tool call'
+    if isinstance(tool_choice, dict):
+        forced = tool_choice.get("name")
+        for c in calls:
+            if c.name != forced:
+                return f"tool_choice forced {forced!r} but the model called {c.name!r}"
+        if not calls:
+            return f"tool_choice forced {forced!r} but the model did not call it"
+    return None
+
+
 _json_decode = msgspec.json.decode
 # Frozen values, shared rather than built again for every response and usage update.
 _NO_COST = Cost()
@@ -224,7 +272,10 @@ class Assembler(SnapshotSource):
 
     ``tool_choice`` and ``tools_declared`` drive the completion policy (DESIGN
     §2a): with ``tools_declared=None`` (replay, where the request is unknown)
-    calls are accepted as the stream presents them.
+    calls are accepted as the stream presents them. ``policy`` (a
+    :data:`CompletionPolicy`) replaces the checks derived from ``tool_choice``
+    and ``tools_declared``: it judges the finished response instead. Protocol
+    integrity (ids, names, a ``tool_use`` finish without a call) is always checked.
     """
 
     __slots__ = (
@@ -242,6 +293,7 @@ class Assembler(SnapshotSource):
         "done",
         "message",
         "model",
+        "policy",
         "prices",
         "provider",
         "started",
@@ -259,8 +311,10 @@ class Assembler(SnapshotSource):
         tool_choice: ToolChoice = None,
         tools_declared: bool | None = None,
         prices: ModelCost | None = None,
+        policy: CompletionPolicy | None = None,
     ) -> None:
         self.api = api
+        self.policy = policy
         self.provider = provider
         self.model = model
         self.tool_choice = tool_choice
@@ -452,7 +506,8 @@ class Assembler(SnapshotSource):
                     f"tool call id {d.id!r} appears at two provider indexes"
                 )
         if b is None:
-            self._check_call_allowed(d)
+            if self.policy is None:
+                self._check_call_allowed(d)
             if not d.id and not d.name:
                 raise ToolCallProtocolError(
                     f"tool call {_key_str(d.key)}: a fragment arrived before the call "
@@ -470,7 +525,8 @@ class Assembler(SnapshotSource):
         if d.name:
             if b.name is None:
                 b.name = d.name  # kept in the error message if the check below fails
-                self._check_name(d.name)
+                if self.policy is None:
+                    self._check_name(d.name)
             elif d.name != b.name:
                 raise ToolCallProtocolError(
                     f"tool call {b.call_id or _key_str(d.key)}: name changed from "
@@ -607,6 +663,7 @@ class Assembler(SnapshotSource):
                 )
             if complete:
                 reason = "tool_use"
+        if not length and self.policy is None:
             if self.tool_choice == "required" and not complete:
                 raise ToolCallProtocolError(
                     'tool_choice was "required" but the model made no complete tool call'
@@ -621,10 +678,29 @@ class Assembler(SnapshotSource):
         # Rule 3: after a length finish no call is trusted, not even one whose block
         # closed before the limit; the raw text stays for inspection.
         msg = self._final_message(reason, None, fin.provider_reason, untrusted=length)
+        if not length and self.policy is not None:
+            verdict = self._judge(msg)
+            if verdict is not None:
+                self.done = False  # fail() forms the terminal error event
+                self.message = None
+                raise ToolCallProtocolError(verdict)
         out.append(DoneEvent(reason=reason, message=msg, _partial=msg))
         self._v += 1
         self.done = True
         self.message = msg
+
+    def _judge(self, msg: AssistantMessage) -> str | None:
+        assert self.policy is not None
+        try:
+            verdict = self.policy(msg, self.tool_choice, self.tools_declared)
+        except Exception as exc:  # the stream must still end typed, never raise
+            return f"the completion policy failed: {exc!r}"
+        if verdict is None or isinstance(verdict, str):
+            return verdict
+        return (
+            f"the completion policy returned {verdict!r}; it must return None (accept) "
+            "or a string (the reason to reject)"
+        )
 
     def _final_message(
         self,

@@ -19,6 +19,7 @@ from .streams import AssistantMessageStream, SyncAssistantMessageStream
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
+    from .assemble import CompletionPolicy
     from .options import HTTPRequest
     from .trace import TraceObserver, Tracer
 
@@ -81,6 +82,7 @@ def _pipeline(
     options: RequestOptions,
     request: HTTPRequest,
     trace: TraceObserver | None,
+    policy: CompletionPolicy | None = None,
 ) -> Pipeline:
     p = Pipeline(
         model.api,
@@ -91,10 +93,19 @@ def _pipeline(
         trace=trace,
         clock=True,
     )
+    p.assembler.policy = policy
     if p.trace is not None:
         p.trace.context(model, context)
         p.trace.request(request)
     return p
+
+
+def _check_policy(policy: object) -> None:
+    if policy is not None and not callable(policy):
+        raise ConfigurationError(
+            "completion_policy must be a callable (message, tool_choice, tools_declared) "
+            "-> None | str; see modelwire.assemble.CompletionPolicy"
+        )
 
 
 def _check_trace(trace: object) -> TraceObserver | None:
@@ -129,6 +140,7 @@ def stream(
     session_id: str | None = None,
     cache: bool = True,
     trace: TraceObserver | None = None,
+    completion_policy: CompletionPolicy | None = None,
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
@@ -139,8 +151,13 @@ def stream(
     ``trace``: a callable that receives one :mod:`trace record <modelwire.trace>`
     per item of every layer — context, request, response, network reads, SSE
     events, deltas, events, final message, errors where they arise.
+
+    ``completion_policy``: decides whether a finished response is acceptable
+    (:data:`modelwire.assemble.CompletionPolicy`); by default derived from
+    ``tool_choice`` and the context's tools.
     """
     trace = _check_trace(trace)
+    _check_policy(completion_policy)
     opts = dict(
         api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
         reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
@@ -156,7 +173,7 @@ def stream(
     async def produce(s: AssistantMessageStream) -> None:
         from .http import open_async, redact
 
-        p = _pipeline(model, context, options, request, trace)
+        p = _pipeline(model, context, options, request, trace, completion_policy)
         secrets = request.secrets
         s.abort_events = p.abort
         s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
@@ -288,9 +305,11 @@ def stream_sync(
     session_id: str | None = None,
     cache: bool = True,
     trace: TraceObserver | None = None,
+    completion_policy: CompletionPolicy | None = None,
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop)."""
     trace = _check_trace(trace)
+    _check_policy(completion_policy)
     opts = dict(
         api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
         reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
@@ -311,7 +330,7 @@ def stream_sync(
     def produce(s: SyncAssistantMessageStream) -> Iterator[list[Event]]:
         from .http import open_sync, redact
 
-        p = _pipeline(model, context, options, request, trace)
+        p = _pipeline(model, context, options, request, trace, completion_policy)
         secrets = request.secrets
         s.abort_events = p.abort
         s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))

@@ -353,6 +353,9 @@ class ToolDefinition(_Value, frozen=True):
         _require_str("ToolDefinition", "name", self.name, non_empty=True)
         if not isinstance(self.parameters, dict):
             raise ConfigurationError("ToolDefinition.parameters must be a JSON Schema dict")
+        from .tools._refs import check_refs  # every $ref must resolve (issue 15)
+
+        check_refs(self.parameters, f"ToolDefinition {self.name!r}")
 
 
 class Context(_Value, frozen=True):

@@ -9,12 +9,21 @@
 from __future__ import annotations
 
 from ._execute import AfterToolCall, BeforeToolCall
-from ._loop import DEFAULT_MAX_TURNS, Agent, AgentStream
+from ._loop import (
+    DEFAULT_MAX_TURNS,
+    Agent,
+    AgentStream,
+    DynamicModel,
+    DynamicOptions,
+    PrepareNextTurn,
+    ShouldStopAfterTurn,
+)
 from ._run import AgentRun, AgentStopReason
 from .events import (
     AgentEndEvent,
     AgentEvent,
     AgentStartEvent,
+    ContextPreparedEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -36,9 +45,14 @@ __all__ = [
     "AgentStopReason",
     "AgentStream",
     "BeforeToolCall",
+    "ContextPreparedEvent",
+    "DynamicModel",
+    "DynamicOptions",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "PrepareNextTurn",
+    "ShouldStopAfterTurn",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",

@@ -17,11 +17,20 @@ refused with ``duplicate_call``, also after a resumed run.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import threading
 from collections import deque
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Mapping, Sequence
+from collections.abc import (
+    AsyncGenerator,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Mapping,
+    Sequence,
+)
 from contextlib import aclosing
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..catalog import is_silent_overflow
 from ..errors import ConfigurationError
@@ -43,6 +52,7 @@ from .events import (
     AgentEndEvent,
     AgentEvent,
     AgentStartEvent,
+    ContextPreparedEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -74,10 +84,27 @@ STREAM_OPTIONS = frozenset(
         "http_client",
         "session_id",
         "cache",
+        "completion_policy",
     }
 )
 
 Prompt = str | UserMessage | Sequence[str | UserMessage]
+#: ``should_stop_after_turn(turn_end_event) -> bool`` (sync or async).
+ShouldStopAfterTurn = Callable[[TurnEndEvent], "bool | Awaitable[bool]"]
+#: ``prepare_next_turn(context) -> Context`` (sync or async).
+PrepareNextTurn = Callable[[Context], "Context | Awaitable[Context]"]
+#: A zero-argument callable returning the stream options of one call (sync or async).
+DynamicOptions = Callable[[], "Mapping[str, Any] | Awaitable[Mapping[str, Any]]"]
+#: A zero-argument callable returning the model of one call (sync or async).
+DynamicModel = Callable[[], "Model | Awaitable[Model]"]
+
+_T = TypeVar("_T")
+
+
+async def _maybe_await(value: _T | Awaitable[_T]) -> _T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
 
 
 def _user(message: object) -> UserMessage:
@@ -190,16 +217,33 @@ class Agent:
     (see :mod:`modelwire.agent._execute`; both fail closed); ``messages`` to start
     from an existing transcript; ``options`` (a dict) and/or keyword arguments:
     the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
-    ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``…), passed on
-    every turn; ``stream_fn`` replaces ``mw.stream`` (same signature).
+    ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
+    ``completion_policy``…), passed on every turn; ``stream_fn`` replaces
+    ``mw.stream`` (same signature).
+
+    Dynamic configuration: ``model`` may be a zero-argument callable returning a
+    ``Model`` (its ``base_url``, ``id`` and ``headers`` are the call's), and
+    ``options`` a zero-argument callable returning a dict of stream options
+    (merged over the keyword options); either may be async and is evaluated
+    before every model call, as a callable ``api_key`` is read at every call. What
+    they return is checked like static values (``ConfigurationError``).
+
+    Turn hooks (sync or async): ``should_stop_after_turn(turn_end_event) -> bool``
+    is asked after each turn the run would go on from (tool calls to answer, or
+    queued messages); ``True`` ends the run with ``stop_reason="stopped"``.
+    ``prepare_next_turn(context) -> Context`` runs before every model call with
+    the context about to be sent; its result is sent instead (a
+    ``context_prepared`` event carries it), and its messages replace the
+    transcript — so a compaction of a long conversation sticks.
 
     Caller mistakes (unknown options, a missing API key, duplicate tool names)
-    raise ``ConfigurationError`` here, at once.
+    raise ``ConfigurationError`` here, at once (a hook or dynamic callable that
+    returns the wrong type raises it from the run).
     """
 
     def __init__(
         self,
-        model: Model,
+        model: Model | DynamicModel,
         tools: Iterable[Tool] = (),
         *,
         system_prompt: str | None = None,
@@ -209,13 +253,20 @@ class Agent:
         before_tool_call: BeforeToolCall | None = None,
         after_tool_call: AfterToolCall | None = None,
         messages: Iterable[Message] = (),
-        options: Mapping[str, Any] | None = None,
+        options: Mapping[str, Any] | DynamicOptions | None = None,
         stream_fn: Callable[..., Any] | None = None,
+        should_stop_after_turn: ShouldStopAfterTurn | None = None,
+        prepare_next_turn: PrepareNextTurn | None = None,
         **stream_options: Any,
     ) -> None:
-        if not isinstance(model, Model):
-            raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
+        if not isinstance(model, Model) and not callable(model):
+            raise ConfigurationError(
+                "model must be a modelwire.Model or a callable returning one, "
+                f"got {type(model).__name__}"
+            )
         self.model = model
+        # The model of the latest call (a callable model is evaluated at every call).
+        self._model: Model | None = model if isinstance(model, Model) else None
         self.tools: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):
@@ -240,13 +291,28 @@ class Agent:
                 raise ConfigurationError(f"{name} must be callable")
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
+        for name, fn in (
+            ("should_stop_after_turn", should_stop_after_turn),
+            ("prepare_next_turn", prepare_next_turn),
+        ):
+            if fn is not None and not callable(fn):
+                raise ConfigurationError(f"{name} must be callable (sync or async)")
+        self.should_stop_after_turn = should_stop_after_turn
+        self.prepare_next_turn = prepare_next_turn
+        self._options_fn: DynamicOptions | None = None
+        if callable(options):
+            self._options_fn = options
+            options = None
+        elif options is not None and not isinstance(options, Mapping):
+            raise ConfigurationError("options must be a dict of stream options or a callable")
         self.options = self._check_options({**(options or {}), **stream_options})
         self.api_key = api_key
         if stream_fn is None:
             from ..client import stream
 
             stream_fn = stream
-            self._check_key()
+            if self._model is not None:
+                self._check_key(self._model)
         self._stream_fn = stream_fn
         self._messages: list[Message] = []
         for m in messages:
@@ -274,17 +340,46 @@ class Agent:
         trace = opts.get("trace")
         if trace is not None and not callable(trace):
             raise ConfigurationError("trace must be a callable receiving trace records")
-        resolve_options("", **{k: v for k, v in opts.items() if k != "trace"})
+        policy = opts.get("completion_policy")
+        if policy is not None and not callable(policy):
+            raise ConfigurationError(
+                "completion_policy must be a callable (message, tool_choice, tools_declared) "
+                "-> None | str"
+            )
+        resolve_options(
+            "", **{k: v for k, v in opts.items() if k not in ("trace", "completion_policy")}
+        )
         return opts
 
-    def _check_key(self) -> None:
+    def _check_key(self, model: Model) -> None:
         from ..apis import BUILTIN_APIS
         from ..options import resolve_api_key
 
         # A missing key is a caller mistake: say so now, not on the first turn.
         # A callable key is read at each call, as mw.stream does.
-        if self.model.api in BUILTIN_APIS and not callable(self.api_key):
-            resolve_api_key(self.model.provider, self.api_key)
+        if model.api in BUILTIN_APIS and not callable(self.api_key):
+            resolve_api_key(model.provider, self.api_key)
+
+    async def _call_config(self) -> tuple[Model, dict[str, Any]]:
+        """The model and stream options of one call: a callable model or options is
+        evaluated here, at every call (sync or async), and checked like the static ones."""
+        model = self.model
+        if not isinstance(model, Model):
+            model = await _maybe_await(model())
+            if not isinstance(model, Model):
+                raise ConfigurationError(
+                    f"the model callable must return a modelwire.Model, got {type(model).__name__}"
+                )
+        self._model = model
+        options = self.options
+        if self._options_fn is not None:
+            dynamic = await _maybe_await(self._options_fn())
+            if not isinstance(dynamic, Mapping):
+                raise ConfigurationError(
+                    f"the options callable must return a dict, got {type(dynamic).__name__}"
+                )
+            options = self._check_options({**options, **dynamic})
+        return model, options
 
     # ------------------------------------------------------------------ public
 
@@ -423,7 +518,7 @@ class Agent:
                 turns += 1
                 yield TurnStartEvent(turn=turns)
                 final: list[AssistantMessage] = []
-                async with aclosing(self._respond(st, new, final)) as model_events:
+                async with aclosing(self._respond(st, turns, new, final)) as model_events:
                     async for e in model_events:
                         yield e
                 msg = final[0]
@@ -438,7 +533,7 @@ class Agent:
                 refusal = None
                 if reason == "length":
                     refusal, stop = _output_limit, "length"
-                elif is_silent_overflow(msg, self.model):
+                elif self._model is not None and is_silent_overflow(msg, self._model):
                     refusal, stop = _silent_overflow, "context_overflow"
                 if refusal is not None:
                     results = []
@@ -457,10 +552,23 @@ class Agent:
                     async with aclosing(self._run_tools(st, turn, answered, new)) as tool_events:
                         async for e in tool_events:
                             yield e
-                yield TurnEndEvent(turn=turns, message=msg, tool_results=_done(turn))
+                end = TurnEndEvent(turn=turns, message=msg, tool_results=_done(turn))
+                yield end
                 if st.aborted:
                     stop = "aborted"
                     break
+                hook = self.should_stop_after_turn
+                if hook is not None and (calls or self._steering or self._follow_ups):
+                    # Asked only when the run would go on; queued messages stay queued.
+                    verdict = await _maybe_await(hook(end))
+                    if not isinstance(verdict, bool):
+                        raise ConfigurationError(
+                            "should_stop_after_turn must return a bool, "
+                            f"got {type(verdict).__name__}"
+                        )
+                    if verdict:
+                        stop = "stopped"
+                        break
                 queued = self._drain(self._steering)
                 if not calls and not queued:
                     queued = self._drain(self._follow_ups)
@@ -498,11 +606,12 @@ class Agent:
             earlier = (m for m in reversed(self._messages) if isinstance(m, AssistantMessage))
             final = next(earlier, None)
         if final is None:
+            model = self._model
             final = AssistantMessage(
                 content=(),
-                api=self.model.api,
-                provider=self.model.provider,
-                model=self.model.id,
+                api=model.api if model else "",
+                provider=model.provider if model else "",
+                model=model.id if model else "",
                 stop_reason="aborted" if stop == "aborted" else "stop",
                 error=ErrorInfo(kind="aborted", message="the run was aborted before any response")
                 if stop == "aborted"
@@ -518,7 +627,7 @@ class Agent:
         )
 
     async def _respond(
-        self, st: _RunState, new: list[Message], final: list[AssistantMessage]
+        self, st: _RunState, turn: int, new: list[Message], final: list[AssistantMessage]
     ) -> AsyncGenerator[AgentEvent, None]:
         """One model response: wraps each model event once; appends the message."""
         context = Context(
@@ -526,7 +635,21 @@ class Agent:
             messages=tuple(self._messages),
             tools=tuple(t.definition for t in self.tools.values()) or None,
         )
-        s = self._stream_fn(self.model, context, api_key=self.api_key, **self.options)
+        if self.prepare_next_turn is not None:
+            prepared = await _maybe_await(self.prepare_next_turn(context))
+            if not isinstance(prepared, Context):
+                raise ConfigurationError(
+                    "prepare_next_turn must return a modelwire.Context, "
+                    f"got {type(prepared).__name__}"
+                )
+            replaced = prepared.messages != context.messages
+            if replaced:
+                # The prepared messages become the transcript, so a compaction sticks.
+                self._messages[:] = prepared.messages
+            context = prepared
+            yield ContextPreparedEvent(turn=turn, context=context, replaced=replaced)
+        model, options = await self._call_config()
+        s = self._stream_fn(model, context, api_key=self.api_key, **options)
         st.stream = s
         if st.aborted:
             s.abort()

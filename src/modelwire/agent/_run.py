@@ -16,9 +16,11 @@ __all__ = ["AgentRun", "AgentStopReason", "sum_usage"]
 #: the caller aborted (``aborted``); ``max_turns`` responses were used up; or a
 #: response reported more prompt tokens than the model's context window holds
 #: (``context_overflow``: the server truncated the prompt silently; nothing of that
-#: response was executed).
+#: response was executed); or ``should_stop_after_turn`` returned true after a
+#: turn the run would have gone on from (``stopped``: that turn's tool results are
+#: in the transcript, queued steering and follow-up messages stay queued).
 AgentStopReason: TypeAlias = Literal[
-    "stop", "length", "error", "aborted", "max_turns", "context_overflow"
+    "stop", "length", "error", "aborted", "max_turns", "context_overflow", "stopped"
 ]
 
 

@@ -5,6 +5,7 @@
     agent_start
       message_start / message_end                 for each new user message
       turn_start                                  one per model response
+        context_prepared (only with prepare_next_turn: the context sent)
         message_start   (wraps the model's ``start`` event)
         message_update  (wraps every model event in between)
         message_end     (wraps the terminal ``done``/``error`` event)
@@ -13,6 +14,10 @@
       turn_end
       ...                                         more turns
     agent_end                                     always last, carries the run
+
+With ``should_stop_after_turn``, a turn after which the run would go on may be
+the last: ``agent_end`` follows its ``turn_end`` with ``run.stop_reason ==
+"stopped"``.
 
 Every model event of a response is wrapped exactly once, in order. Events are
 frozen ``msgspec.Struct`` values tagged by the ``type`` class variable, like
@@ -27,13 +32,14 @@ import msgspec
 
 from ..events import Event
 from ..tools import ToolOutput
-from ..types import AssistantMessage, Message, ToolCall, ToolResultMessage
+from ..types import AssistantMessage, Context, Message, ToolCall, ToolResultMessage
 from ._run import AgentRun
 
 __all__ = [
     "AgentEndEvent",
     "AgentEvent",
     "AgentStartEvent",
+    "ContextPreparedEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
@@ -143,6 +149,19 @@ class ToolExecutionEndEvent(_AgentEvent, frozen=True):
         return self.result.is_error
 
 
+class ContextPreparedEvent(_AgentEvent, frozen=True):
+    """``prepare_next_turn`` returned the context this turn's request is made from."""
+
+    type: ClassVar[str] = "context_prepared"
+    turn: int
+    """The turn number."""
+    context: Context
+    """What is sent to the model."""
+    replaced: bool
+    """True when its messages differ from the transcript before the hook (e.g. a
+    compaction): they replace the agent's transcript from here on."""
+
+
 class TurnEndEvent(_AgentEvent, frozen=True):
     """The turn ended: its response and the results of its tool calls."""
 
@@ -166,6 +185,7 @@ class AgentEndEvent(_AgentEvent, frozen=True):
 AgentEvent: TypeAlias = (
     AgentStartEvent
     | TurnStartEvent
+    | ContextPreparedEvent
     | MessageStartEvent
     | MessageUpdateEvent
     | MessageEndEvent

@@ -10,6 +10,7 @@ message with ``is_error=True`` whose text names the kind and what to do next
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -254,6 +255,22 @@ def _schema_of(parameters: Any) -> dict[str, Any]:
     )
 
 
+def _check_signature(name: str, execute: Callable[..., Any]) -> None:
+    # The agent calls execute(args, ctx): a function that cannot take that would
+    # only fail at the first call, as a TypeError result the model cannot fix.
+    try:
+        sig = inspect.signature(execute)
+    except (TypeError, ValueError):  # some builtins have no signature: trust them
+        return
+    try:
+        sig.bind({}, None)
+    except TypeError as exc:
+        raise ConfigurationError(
+            f"Tool {name!r}: execute{sig} cannot be called as execute(args, ctx) ({exc}); "
+            "define it as def execute(args, ctx): ... (ctx may be unused)"
+        ) from None
+
+
 class Tool:
     """A tool the model may call.
 
@@ -268,8 +285,11 @@ class Tool:
     bounds one execution: past it the call is cancelled and answered with
     ``timeout_unknown``.
 
-    The schema is checked against the Draft 2020-12 meta-schema at construction;
-    a bad schema raises ``ConfigurationError`` at once.
+    Checked at construction, each a ``ConfigurationError`` at once (not a crash
+    mid-run after the model was paid): the schema against the Draft 2020-12
+    meta-schema; every ``$ref`` must resolve inside the schema (a dangling
+    ``#/…`` pointer or a remote URL is refused, naming the tool and the
+    reference); ``execute`` must accept ``(args, ctx)``.
     """
 
     __slots__ = ("_validator", "description", "execute", "name", "parameters", "timeout")
@@ -291,6 +311,7 @@ class Tool:
             raise ConfigurationError("Tool.description must be a string")
         if not callable(execute):
             raise ConfigurationError("Tool.execute must be callable: execute(args, ctx)")
+        _check_signature(name, execute)
         if timeout is not None and (
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
         ):
@@ -301,8 +322,10 @@ class Tool:
                 f'Tool {name!r}: parameters must be an object schema ({{"type": "object", ...}}); '
                 "providers accept nothing else for function arguments"
             )
+        from ._refs import check_refs
         from ._schema import compile_validator
 
+        check_refs(schema, f"Tool {name!r}")
         self.name = name
         self.description = description
         self.parameters: dict[str, Any] = schema

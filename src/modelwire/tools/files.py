@@ -16,29 +16,42 @@ show anything outside ``root``:
   a bigger file is refused with ``too_large``, its size, and how to read a range;
   ``ls`` lists at most ``max_entries``; ``grep`` returns at most ``max_matches``,
   skips binary and non-UTF-8 files and files over ``max_grep_file_bytes``, does
-  not follow symlinks while walking, and stops after ``grep_time_budget`` seconds.
-  Each cut is flagged as truncated, with how to see the rest. (The time budget
-  is checked between files: one pathological regular expression on one long
-  line can still run long — Python's ``re`` has no timeout.)
-* **Versioned.** ``read`` returns a version token (a hash of the file's
-  ``st_mtime_ns`` and ``st_size``) in its text and in ``details``; editing tools
-  call :meth:`FileTools.check_version` to refuse a stale edit (``stale_version``).
+  not follow symlinks while walking. Each cut is flagged as truncated, with how
+  to see the rest.
+* **grep never hangs.** Patterns run on RE2 (linear time, no backtracking; see
+  :mod:`modelwire.tools._grep`); ``grep_time_budget`` seconds is a hard limit per
+  call, checked between files and every 256 KiB of a file, and so is
+  ``ctx.cancelled`` (an aborted run stops the worker thread promptly). Over the
+  budget the call fails with ``timeout_unknown`` and a hint to search less.
+* **Typed.** ``file_types`` optionally allow-lists globs or extensions; ``read``
+  and ``grep`` refuse any other file with ``permission_denied`` naming the list.
+* **Versioned.** ``read`` and each ``grep`` match carry a version token (a hash
+  of the file's device, inode, ``st_ctime_ns``, ``st_mtime_ns`` and size) in the
+  text and in ``details``; editing tools call :meth:`FileTools.check_version` to
+  refuse a stale edit (``stale_version``).
 """
 
 from __future__ import annotations
 
 import codecs
-import hashlib
 import os
-import re
 import stat
-import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from ..errors import ConfigurationError
 from ._core import Tool, ToolContext, ToolFailure, ToolOutput
+from ._grep import Search, compile_pattern
+from ._paths import (
+    _DIR_FD,
+    _O_CLOEXEC,
+    _O_NOFOLLOW,
+    _O_NONBLOCK,
+    Sandbox,
+    _file_types,
+    version_token,
+)
 
 __all__ = [
     "DEFAULT_MAX_ENTRIES",
@@ -63,24 +76,6 @@ SKIP_DIRS = frozenset(
 # A NUL byte in the first 8 KiB marks a binary file (what git and grep do).
 _SNIFF = 8192
 _CHUNK = 64 * 1024
-_SNIPPET = 200
-
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-# O_NONBLOCK so opening a FIFO never blocks; it has no effect on regular files.
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_DIR_FD = (
-    os.open in os.supports_dir_fd
-    and os.scandir in os.supports_fd
-    and bool(_O_NOFOLLOW)
-    and bool(_O_DIRECTORY)
-)
-
-
-def version_token(st: os.stat_result) -> str:
-    """The version of a file as ``read`` reports it: a hash of mtime (ns) and size."""
-    return hashlib.sha256(f"{st.st_mtime_ns}:{st.st_size}".encode()).hexdigest()[:16]
 
 
 def _human(n: int) -> str:
@@ -100,7 +95,7 @@ def _invalid(message: str, hint: str | None = None) -> ToolFailure:
     return ToolFailure("invalid_arguments", message, hint=hint)
 
 
-class FileTools:
+class FileTools(Sandbox):
     """The read-only tools bound to one root; ``tools()`` returns read, ls, grep."""
 
     def __init__(
@@ -113,6 +108,7 @@ class FileTools:
         max_grep_file_bytes: int = DEFAULT_MAX_GREP_FILE_BYTES,
         grep_time_budget: float = DEFAULT_GREP_TIME_BUDGET,
         skip_dirs: frozenset[str] = SKIP_DIRS,
+        file_types: Iterable[str] | None = None,
     ) -> None:
         try:
             self.root = Path(root).resolve(strict=True)
@@ -136,121 +132,7 @@ class FileTools:
         self.max_grep_file_bytes = max_grep_file_bytes
         self.grep_time_budget = grep_time_budget
         self.skip_dirs = frozenset(skip_dirs)
-
-    # ------------------------------------------------------------------ paths
-
-    def locate(self, raw: object) -> tuple[Path, tuple[str, ...]]:
-        """Resolve ``raw`` under the root: ``(resolved path, parts relative to root)``.
-
-        Raises ``ToolFailure``: ``invalid_arguments`` for a non-string,
-        ``permission_denied`` when it resolves outside the root (through ``..``,
-        an absolute path or a symlink), ``not_found`` when nothing is there.
-        """
-        if not isinstance(raw, str) or not raw:
-            raise _invalid("path must be a non-empty string")
-        if "\x00" in raw:
-            raise _invalid("path must not contain a NUL character")
-        given = Path(raw)
-        candidate = given if given.is_absolute() else self.root / given
-        # First without strict, so that a path outside the root is refused
-        # before we say whether anything exists there (no probing outside).
-        try:
-            loose = candidate.resolve(strict=False)
-        except (OSError, RuntimeError):
-            loose = Path(os.path.normpath(candidate))
-        if not loose.is_relative_to(self.root):
-            raise self._outside(raw, candidate)
-        try:
-            resolved = candidate.resolve(strict=True)
-        except (FileNotFoundError, NotADirectoryError):
-            raise ToolFailure(
-                "not_found", f"there is no file or directory at {raw!r} under the workspace root"
-            ) from None
-        except PermissionError:
-            raise ToolFailure("permission_denied", f"{raw!r} cannot be accessed") from None
-        except (OSError, RuntimeError):  # a symlink loop (RuntimeError before 3.13)
-            raise ToolFailure(
-                "not_found", f"{raw!r} is a symlink loop, not a file or directory"
-            ) from None
-        if not resolved.is_relative_to(self.root):
-            raise self._outside(raw, candidate)
-        return resolved, resolved.relative_to(self.root).parts
-
-    def _outside(self, raw: str, candidate: Path) -> ToolFailure:
-        lexical = Path(os.path.normpath(candidate))
-        why = (
-            "leads outside the workspace root through a symlink"
-            if lexical.is_relative_to(self.root)
-            else "is outside the workspace root"
-        )
-        return ToolFailure("permission_denied", f"{raw!r} {why}; nothing was read")
-
-    @staticmethod
-    def display(parts: tuple[str, ...]) -> str:
-        """A path as the model sees it: relative to the root, ``/``-separated."""
-        return PurePosixPath(*parts).as_posix() if parts else "."
-
-    def _open_dir(self, parts: tuple[str, ...]) -> int:
-        """A descriptor of the directory ``parts`` under the root, no symlink followed."""
-        flags = os.O_RDONLY | _O_CLOEXEC | _O_DIRECTORY
-        if not _DIR_FD:
-            return os.open(self.root.joinpath(*parts), flags)
-        fd = os.open(self.root, flags)
-        try:
-            for part in parts:
-                nfd = os.open(part, flags | _O_NOFOLLOW, dir_fd=fd)
-                os.close(fd)
-                fd = nfd
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
-
-    def _open_file(self, parts: tuple[str, ...]) -> int:
-        """A descriptor of the file ``parts`` (a directory is opened too: callers fstat)."""
-        flags = os.O_RDONLY | _O_CLOEXEC | _O_NONBLOCK | _O_NOFOLLOW
-        if not parts:
-            return self._open_dir(parts)
-        if not _DIR_FD:
-            return os.open(self.root.joinpath(*parts), flags)
-        dfd = self._open_dir(parts[:-1])
-        try:
-            return os.open(parts[-1], flags, dir_fd=dfd)
-        finally:
-            os.close(dfd)
-
-    @staticmethod
-    def _raced(raw: str, exc: OSError) -> ToolFailure:
-        # Only reached when opening fails after the path was checked.
-        if isinstance(exc, PermissionError):
-            return ToolFailure("permission_denied", f"{raw!r} cannot be opened (permission denied)")
-        if isinstance(exc, FileNotFoundError):
-            return ToolFailure("not_found", f"{raw!r} was removed while it was being opened")
-        return ToolFailure(
-            "permission_denied", f"{raw!r} changed while it was being opened; nothing was read"
-        )
-
-    def version_of(self, path: str) -> str:
-        """The current version token of ``path`` (raises ``ToolFailure`` like ``read``)."""
-        _, parts = self.locate(path)
-        try:
-            fd = self._open_file(parts)
-        except OSError as exc:
-            raise self._raced(path, exc) from None
-        try:
-            return version_token(os.fstat(fd))
-        finally:
-            os.close(fd)
-
-    def check_version(self, path: str, version: str) -> None:
-        """Raise ``ToolFailure("stale_version")`` unless ``path`` is still at ``version``."""
-        current = self.version_of(path)
-        if current != version:
-            raise ToolFailure(
-                "stale_version",
-                f"{path!r} changed since it was read (version {version}, now {current})",
-                details={"path": path, "expected": version, "current": current},
-            )
+        self.file_types = _file_types(file_types)
 
     # ------------------------------------------------------------------ read
 
@@ -266,6 +148,8 @@ class FileTools:
             raise self._raced(raw, exc) from None
         try:
             st = os.fstat(fd)
+            if stat.S_ISREG(st.st_mode):
+                self._check_type(parts, raw)
             if stat.S_ISDIR(st.st_mode):
                 raise _invalid(
                     f"{shown!r} is a directory, not a file", hint="List it with ls instead."
@@ -452,20 +336,10 @@ class FileTools:
         pattern_text: str = args["pattern"]
         raw = args.get("path", ".")
         glob: str | None = args.get("glob")
-        flags = re.IGNORECASE if args.get("ignore_case") else 0
-        try:
-            pattern = re.compile(pattern_text, flags)
-        except re.error as exc:
-            where = f" at position {exc.pos}" if exc.pos is not None else ""
-            raise _invalid(
-                f"pattern {pattern_text!r} is not a valid regular expression "
-                f"(Python re syntax): {exc.msg}{where}",
-                hint="Fix the pattern (escape special characters such as ( [ . * + ? with a "
-                "backslash to match them literally) and call grep again.",
-            ) from None
+        pattern = compile_pattern(pattern_text, bool(args.get("ignore_case")))
         _, parts = self.locate(raw)
         shown = self.display(parts)
-        search = _Search(self, pattern, glob, ctx)
+        search = Search(self, pattern, ctx, self.allows)
         try:
             fd = self._open_file(parts)
         except OSError as exc:
@@ -473,8 +347,9 @@ class FileTools:
         try:
             st = os.fstat(fd)
             if stat.S_ISDIR(st.st_mode):
-                search.walk(parts)
+                self._walk(search, parts, glob)
             elif stat.S_ISREG(st.st_mode):
+                self._check_type(parts, raw)
                 if st.st_size > self.max_grep_file_bytes:
                     raise ToolFailure(
                         "too_large",
@@ -489,140 +364,62 @@ class FileTools:
             os.close(fd)
         return search.output(pattern_text, shown)
 
-
-class _Search:
-    """State of one grep call."""
-
-    def __init__(
-        self, tools: FileTools, pattern: re.Pattern[str], glob: str | None, ctx: ToolContext
-    ) -> None:
-        self.tools = tools
-        self.pattern = pattern
-        self.glob = glob
-        self.ctx = ctx
-        self.matches: list[dict[str, Any]] = []
-        self.truncated = False
-        self.stopped: str | None = None
-        self.searched = 0
-        self.skipped = 0
-        self.deadline = time.monotonic() + tools.grep_time_budget
-
-    def _full(self) -> bool:
-        return self.truncated or self.stopped is not None
-
-    def walk(self, parts: tuple[str, ...]) -> None:
+    def _walk(self, search: Search, parts: tuple[str, ...], glob: str | None) -> None:
         # Depth-first over an explicit stack (deep trees must not hit the recursion
         # limit). Each directory is reopened from the root without following
         # symlinks, and symlinks found inside are skipped, never followed.
         stack = [parts]
-        while stack and not self._full():
+        while stack and not search.truncated:
+            search.check()
             here = stack.pop()
             try:
-                dfd = self.tools._open_dir(here)
+                dfd = self._open_dir(here)
             except OSError:
-                self.skipped += 1
+                search.skipped += 1
                 continue
             try:
                 files: list[str] = []
                 dirs: list[str] = []
-                with os.scandir(dfd if _DIR_FD else self.tools.root.joinpath(*here)) as it:
+                with os.scandir(dfd if _DIR_FD else self.root.joinpath(*here)) as it:
                     for e in it:
                         try:
                             if e.is_symlink():
-                                self.skipped += 1
+                                search.skipped += 1
                             elif e.is_dir(follow_symlinks=False):
-                                if e.name not in self.tools.skip_dirs:
+                                if e.name not in self.skip_dirs:
                                     dirs.append(e.name)
                             elif e.is_file(follow_symlinks=False):
                                 files.append(e.name)
                         except OSError:
-                            self.skipped += 1
+                            search.skipped += 1
                 for name in sorted(files):
-                    if self._full():
+                    if search.truncated:
                         return
-                    shown = FileTools.display((*here, name))
-                    if self.glob and not PurePosixPath(shown).match(self.glob):
+                    shown = self.display((*here, name))
+                    if glob and not PurePosixPath(shown).match(glob):
                         continue
-                    self._search_at(dfd, here, name, shown)
+                    if not self.allows(shown):
+                        search.skipped += 1
+                        continue
+                    self._search_at(search, dfd, here, name, shown)
                 stack.extend((*here, d) for d in sorted(dirs, reverse=True))
             finally:
                 os.close(dfd)
 
-    def _search_at(self, dfd: int, here: tuple[str, ...], name: str, shown: str) -> None:
-        if time.monotonic() > self.deadline:
-            self.stopped = f"the search stopped after {self.tools.grep_time_budget:g} s"
-            return
-        if self.ctx.cancelled:
-            self.stopped = "the search was cancelled"
-            return
+    def _search_at(
+        self, search: Search, dfd: int, here: tuple[str, ...], name: str, shown: str
+    ) -> None:
+        search.check()
         flags = os.O_RDONLY | _O_CLOEXEC | _O_NONBLOCK | _O_NOFOLLOW
         try:
             if _DIR_FD:
                 fd = os.open(name, flags, dir_fd=dfd)
             else:
-                fd = os.open(self.tools.root.joinpath(*here, name), flags)
+                fd = os.open(self.root.joinpath(*here, name), flags)
         except OSError:
-            self.skipped += 1
+            search.skipped += 1
             return
-        self.search_fd(fd, shown)
-
-    def search_fd(self, fd: int, shown: str) -> None:
-        """Search one open file (the descriptor is closed here)."""
-        with os.fdopen(fd, "rb") as f:
-            st = os.fstat(f.fileno())
-            if not stat.S_ISREG(st.st_mode) or st.st_size > self.tools.max_grep_file_bytes:
-                self.skipped += 1
-                return
-            data = f.read(self.tools.max_grep_file_bytes + 1)
-        if b"\x00" in data[:_SNIFF]:
-            self.skipped += 1
-            return
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            self.skipped += 1
-            return
-        self.searched += 1
-        search = self.pattern.search
-        for lineno, line in enumerate(text.splitlines(), 1):
-            m = search(line)
-            if m is None:
-                continue
-            if len(self.matches) >= self.tools.max_matches:
-                self.truncated = True
-                return
-            self.matches.append({"path": shown, "line": lineno, "text": _snippet(line, m)})
-
-    def output(self, pattern: str, shown: str) -> ToolOutput:
-        n = len(self.matches)
-        skipped = (
-            f"; {self.skipped} skipped (binary, non-UTF-8, too large or symlinks)"
-            if self.skipped
-            else ""
-        )
-        scope = f"{_count(self.searched, 'file', 'files')} searched{skipped}"
-        if n == 0 and not self.stopped:
-            head = f"No matches for /{pattern}/ in {shown} ({scope})."
-        else:
-            head = f"{_count(n, 'match', 'matches')} for /{pattern}/ in {shown} ({scope})"
-        lines = [head]
-        lines.extend(f"{m['path']}:{m['line']}: {m['text']}" for m in self.matches)
-        if self.truncated:
-            lines.append(
-                f"[truncated: showing the first {self.tools.max_matches} matches; narrow the "
-                "pattern, the path or the glob to see the rest]"
-            )
-        if self.stopped:
-            lines.append(f"[incomplete: {self.stopped}; narrow the path or the glob]")
-        details = {
-            "pattern": pattern,
-            "path": shown,
-            "matches": self.matches,
-            "truncated": self.truncated or self.stopped is not None,
-            "files_searched": self.searched,
-            "files_skipped": self.skipped,
-        }
-        return ToolOutput("\n".join(lines), details)
+        search.search_fd(fd, shown)
 
 
 def _pieces(f: Any, first: bytes) -> Iterator[bytes]:
@@ -639,17 +436,6 @@ def _pieces(f: Any, first: bytes) -> Iterator[bytes]:
         end = len(data) if nl < 0 else nl + 1
         yield data[pos:end]
         pos = end
-
-
-def _snippet(line: str, m: re.Match[str]) -> str:
-    line = line.strip()
-    if len(line) <= _SNIPPET:
-        return line
-    # Centre a window on the match so the model sees what matched.
-    at = max(line.find(m.group(0)), 0)
-    lo = max(0, at - _SNIPPET // 2)
-    hi = lo + _SNIPPET
-    return ("…" if lo else "") + line[lo:hi] + ("…" if hi < len(line) else "")
 
 
 # ---------------------------------------------------------------------- the tools
@@ -677,8 +463,9 @@ Each line is one entry: "name/" for a directory, "name  (N bytes)" for a file, \
 {cap} entries are shown; a last line "[truncated …]" says how many there are in total."""
 
 _GREP_DESCRIPTION = """\
-Search the text files of the workspace for a regular expression (Python re syntax) and \
-get each matching line as "path:line: text". Use it to find where something is defined \
+Search the text files of the workspace for a regular expression (RE2 syntax: like Python \
+re, without backreferences or lookaround) and get each matching line as \
+"path:line: text", then a line "versions: <path> <version token>, …". Use it to find where something is defined \
 or mentioned before reading the file.
 
 path (default ".") is a directory to search recursively or one file; glob limits the \
@@ -747,7 +534,7 @@ def _tools(ft: FileTools) -> list[Tool]:
                     "type": "string",
                     "minLength": 1,
                     "maxLength": 1000,
-                    "description": "Regular expression (Python re syntax).",
+                    "description": "Regular expression (RE2 syntax).",
                 },
                 "path": {
                     "type": "string",
@@ -778,11 +565,16 @@ def read_only(
     max_grep_file_bytes: int = DEFAULT_MAX_GREP_FILE_BYTES,
     grep_time_budget: float = DEFAULT_GREP_TIME_BUDGET,
     skip_dirs: frozenset[str] = SKIP_DIRS,
+    file_types: Iterable[str] | None = None,
 ) -> list[Tool]:
     """The read-only tools ``read``, ``ls`` and ``grep``, confined to ``root``.
 
     ``root`` must exist (``ConfigurationError`` otherwise). The caps are per
-    call; see the module docstring for the safety rules.
+    call; see the module docstring for the safety rules. ``file_types`` (optional)
+    is an allow-list of globs (``"*.py"``, ``"docs/*.md"``, ``"Makefile"``) or
+    extensions (``".py"``, case-insensitive): ``read`` and ``grep`` on any other
+    file fail with ``permission_denied`` naming the list, and ``grep`` skips them
+    while walking (``ls`` still lists every name).
     """
     ft = FileTools(
         root,
@@ -792,5 +584,6 @@ def read_only(
         max_grep_file_bytes=max_grep_file_bytes,
         grep_time_budget=grep_time_budget,
         skip_dirs=skip_dirs,
+        file_types=file_types,
     )
     return _tools(ft)
