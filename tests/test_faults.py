@@ -114,6 +114,9 @@ class RawServer:
                     buf += conn.recv(65536)
                 body, buf = buf[:length], buf[length:]
                 plan = self._next_plan(body)
+                if plan.status == 0:  # hang up without a response (a transport error)
+                    conn.shutdown(socket.SHUT_RDWR)
+                    return
                 lines = [f"HTTP/1.1 {plan.status} X", f"Content-Type: {plan.content_type}",
                          "Transfer-Encoding: chunked"]  # fmt: skip
                 lines += [f"{k}: {v}" for k, v in plan.headers.items()]
@@ -529,3 +532,38 @@ def test_connect_error_names_the_origin_only(api: str, mode: str) -> None:
     assert f"http://127.0.0.1:{port}" in message.error.message
     for secret in ("hunter2pw", "user:", "tenant", "?", "/v1", KEY):
         assert secret not in message.error.message
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_sync_and_async_take_the_same_decisions(
+    api: str, monkeypatch: pytest.MonkeyPatch, fast_backoff: None
+) -> None:
+    """One RetryPolicy for both loops: the same server sequence gives the same
+    attempts, statuses, kinds, waits and terminal on both paths."""
+    monkeypatch.setattr(modelwire.retry.random, "random", lambda: 0.5)  # fixed jitter
+    plans = lambda: [  # noqa: E731
+        error_json(429, {"retry-after": "0.01"}),
+        Plan(status=0),  # the server hangs up before answering: a transport error
+        error_json(500, {"retry-after-ms": "20"}),
+        error_json(503),
+        error_json(401),
+        ok(api),
+    ]
+    seen = {}
+    for mode in MODES:
+        log = TraceLog()
+        with serving(plans()) as server:
+            _, message = run(mode, model_for(api, server.port), "plain", api_key=KEY,
+                             trace=log, max_retries=5)  # fmt: skip
+            n = len(server.requests)
+            assert server.wait_closed()
+        retries = [(r.attempt, r.status, r.kind, r.wait) for r in log.records
+                   if isinstance(r, RetryTrace)]  # fmt: skip
+        seen[mode] = (retries, message.error and message.error.kind, n)
+    assert seen["async"] == seen["sync"]
+    assert seen["sync"] == (
+        [(1, 429, "rate_limit", 0.01), (2, None, "connect", 0.75 * BACKOFF_BASE * 2),
+         (3, 500, "server", 0.02), (4, 503, "overloaded", 0.75 * BACKOFF_BASE * 8)],
+        "authentication",
+        5,
+    )  # fmt: skip

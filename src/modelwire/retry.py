@@ -96,12 +96,12 @@ class RetryPolicy:
         max_retries: int,
         *,
         clock: Callable[[], float] = time.monotonic,
-        rng: Callable[[], float] = random.random,
+        rng: Callable[[], float] | None = None,
     ) -> None:
         self.timeout = timeout
         self.max_retries = max_retries
         self._clock = clock
-        self._rng = rng
+        self._rng = rng or random.random
         #: Attempts that failed so far (the next attempt is number ``attempts + 1``).
         self.attempts = 0
         #: The ``clock`` value at which the call's total timeout expires (``None``: never).
