@@ -1038,7 +1038,7 @@ def test_total_timeout_bounds_a_retry_after_wait(srv: Scripted, mode: str) -> No
         msg = asyncio.run(mw.complete(srv.model(), CTX, **opts))
     else:
         msg = mw.complete_sync(srv.model(), CTX, **opts)
-    assert time.monotonic() - t0 < 0.5
+    assert time.monotonic() - t0 < 1.0  # not the 3 s the provider asked for
     assert msg.error is not None and msg.error.kind == "rate_limit"
     assert msg.error.retry_after == 3.0
     assert len(srv.requests) == 1
@@ -1061,8 +1061,7 @@ def test_total_timeout_bounds_the_wait_for_headers(srv: Scripted, mode: str) -> 
     elapsed = time.monotonic() - t0
     assert msg.error is not None and msg.error.kind == "timeout"
     assert "total timeout (0.5 s) expired before the response" in msg.error.message
-    assert 0.45 <= elapsed < 1.2
-    time.sleep(1.6)  # let the slow handler finish before the next test's script
+    assert 0.45 <= elapsed < 1.6  # the server answers after 2 s
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])

@@ -1,7 +1,9 @@
 """HTTP transport: the only module that imports httpx (DESIGN §1, §5).
 
 It sends one :class:`~modelwire.options.HTTPRequest`, retries before the first
-byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
+byte only (every decision — what to retry, how long to wait, the total deadline —
+is taken by :class:`~modelwire.retry.RetryPolicy`, the same for the async and the
+sync loop, which differ only in how they wait), maps statuses and httpx exceptions to :mod:`modelwire.errors`
 (``raise … from exc`` in exactly this one place), enforces the connect / idle /
 total timeouts, redacts secrets from every error text, and closes the response
 in every path. After the stream's terminal event the rest of the body is
@@ -313,6 +315,9 @@ class AsyncBody:
             except TimeoutError:
                 raise RequestTimeoutError("total timeout expired while reading") from None
             except httpx.HTTPError as exc:
+                if self._deadline is not None and time.monotonic() >= self._deadline:
+                    # The per-read timeout was cut to the deadline (``_httpx_timeout``).
+                    raise RequestTimeoutError("total timeout expired while reading") from exc
                 raise _map_exc(exc, self._secrets, started=True) from exc
             self.bytes_read += len(chunk)
             yield chunk
