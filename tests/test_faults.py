@@ -239,6 +239,7 @@ class Case:
     retries: list[tuple[int, int | None, str]] = field(default_factory=list)
     wait: Callable[[RetryTrace], bool] = lambda r: True
     says: str = ""  # a phrase the error message must contain
+    retry_after: float | None = None  # the wait the failed message reports
 
 
 def backoff(r: RetryTrace) -> bool:
@@ -264,9 +265,15 @@ CASES: dict[str, Case] = {
     "body_ends_mid_event": Case(
         lambda api: [Plan(body=mid_event(api))], "truncated_stream", "Hello wö", 1
     ),
-    "401": Case(lambda api: [error_json(401)], "authentication", "", 1),
-    "403": Case(lambda api: [error_json(403)], "permission", "", 1),
-    "404": Case(lambda api: [error_json(404)], "not_found", "", 1),
+    # A Retry-After does not make a client error retryable, whatever its form.
+    "401": Case(lambda api: [error_json(401, {"retry-after": "0"})], "authentication", "", 1),
+    "403": Case(
+        lambda api: [error_json(403, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})],
+        "permission",
+        "",
+        1,
+    ),
+    "404": Case(lambda api: [error_json(404, {"retry-after": "nan"})], "not_found", "", 1),
     "429_seconds": Case(r429("0"), None, TEXT, 2, retries=RETRY_429, wait=lambda r: r.wait == 0),
     "429_http_date": Case(
         r429("Wed, 21 Oct 2015 07:28:00 GMT"),
@@ -302,6 +309,7 @@ CASES: dict[str, Case] = {
         "",
         1,
         says="longer than modelwire waits",
+        retry_after=120.0,
     ),
     "429_retries_used_up": Case(
         lambda api: [error_json(429, {"retry-after": "0"})],
@@ -318,13 +326,14 @@ CASES: dict[str, Case] = {
         1,
         opts={"timeout": mw.Timeout(total=0.5)},
         says="not retried: the total timeout",
+        retry_after=3.0,
     ),
     "5xx_then_ok": Case(
-        lambda api: [error_json(500), error_json(503), ok(api)],
+        lambda api: [error_json(500), error_json(529), ok(api)],
         None,
         TEXT,
         3,
-        retries=[(1, 500, "server"), (2, 503, "overloaded")],
+        retries=[(1, 500, "server"), (2, 529, "overloaded")],
         wait=backoff,
     ),
     "5xx_not_retried_with_max_retries_0": Case(
@@ -464,6 +473,8 @@ def test_fault_matrix(
         assert (terminal.type, message.error.kind) == ("error", kind), message.error
         assert message.stop_reason == ("aborted" if kind == "aborted" else "error")
         assert case.says in message.error.message
+        if case.retry_after is not None:
+            assert message.error.retry_after == case.retry_after
     # The content kept, the requests the server saw, every socket closed.
     assert message.text == case.text
     assert n_requests == case.requests

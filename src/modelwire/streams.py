@@ -57,22 +57,19 @@ class StreamChannel:
     timeout (issue 14).
     """
 
-    __slots__ = ("_aborted", "abort_events", "fail_events", "overflow", "queue")
+    __slots__ = ("abort_events", "aborted", "fail_events", "overflow", "queue")
 
     def __init__(self, queue_size: int) -> None:
         self.queue: asyncio.Queue[list[Event]] = asyncio.Queue(queue_size)
         self.overflow: list[Event] | None = None
-        self._aborted = False
+        #: Set by the stream when the caller aborts: the producer stops reading.
+        self.aborted = False
         # Set by the producer: build the aborted / failed terminal from what was received.
         self.abort_events: Callable[[], list[Event]] | None = None
         self.fail_events: Callable[[BaseException], list[Event]] | None = None
 
     async def _emit(self, events: list[Event]) -> None:
         await self.queue.put(events)
-
-    @property
-    def aborted(self) -> bool:
-        return self._aborted
 
     def put_final(self, events: list[Event]) -> None:
         try:
@@ -147,7 +144,7 @@ class AssistantMessageStream:
                 batch = await self._next_batch(ch)
             except asyncio.CancelledError:
                 # The consumer was cancelled: stop the producer and its connection.
-                self._abort_requested = ch._aborted = True
+                self._abort_requested = ch.aborted = True
                 if self._task is not None:
                     self._task.cancel()
                 raise
@@ -229,7 +226,7 @@ class AssistantMessageStream:
             return
         self._abort_requested = True
         if self._ch is not None:
-            self._ch._aborted = True
+            self._ch.aborted = True
         loop, task = self._loop, self._task
         if loop is not None and task is not None and not task.done():
             try:
