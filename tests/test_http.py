@@ -10,6 +10,7 @@ requests it caused from ``srv.requests``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import socket
@@ -1097,3 +1098,36 @@ def test_connect_error_names_the_url_it_tried() -> None:
     msg = mw.complete_sync(m, CTX, max_retries=0, timeout=FAST)
     assert msg.error is not None and msg.error.kind == "connect"
     assert msg.error.message.startswith(f"could not connect to http://127.0.0.1:{port} (")
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_total_timeout_bounds_the_connect(mode: str) -> None:
+    # A listener that never accepts, its backlog full: the kernel drops further SYNs,
+    # so connecting hangs. Before, the sync path waited the whole 5 s connect timeout.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(("127.0.0.1", port))
+        fillers.append(c)
+    try:
+        m = mw.Model(id="m", api="openai-chat", provider="local",
+                     base_url=f"http://127.0.0.1:{port}/v1")  # fmt: skip
+        opts: dict[str, Any] = {"timeout": mw.Timeout(connect=5, idle=5, total=0.5)}
+        t0 = time.monotonic()
+        if mode == "async":
+            msg = asyncio.run(mw.complete(m, CTX, **opts))
+        else:
+            msg = mw.complete_sync(m, CTX, **opts)
+        assert msg.error is not None and msg.error.kind == "timeout"
+        assert "total timeout (0.5 s)" in msg.error.message
+        assert 0.45 <= time.monotonic() - t0 < 2.0
+    finally:
+        for c in fillers:
+            c.close()
+        listener.close()
