@@ -273,9 +273,19 @@ def _traced(t: Tracer | None, events: list[Event]) -> list[Event]:
     return events
 
 
+def _last_partial(last: list[Event]) -> AssistantMessage | None:
+    if not last:
+        return None
+    try:
+        return last[-1].partial
+    except Exception:  # an event built by hand, without a snapshot
+        return None
+
+
 def _abort(asm: Any, last: list[Event]) -> list[Event]:
-    if last:
-        return [aborted_from(last[-1].partial)]
+    partial = _last_partial(last)
+    if partial is not None:
+        return [aborted_from(partial)]
     out: list[Event] = []
     asm.abort(out)
     return out
@@ -287,8 +297,9 @@ def _fail(asm: Any, exc: BaseException, last: list[Event]) -> list[Event]:
         if isinstance(exc, StreamError)
         else ProviderStreamError(f"the custom stream function failed: {exc!r}")
     )
-    if last:
-        return [failed_from(last[-1].partial, err)]
+    partial = _last_partial(last)
+    if partial is not None:
+        return [failed_from(partial, err)]
     out: list[Event] = []
     asm.fail(err, out)
     return out
