@@ -1131,3 +1131,15 @@ def test_total_timeout_bounds_the_connect(mode: str) -> None:
         for c in fillers:
             c.close()
         listener.close()
+
+
+def test_an_unusable_url_is_not_retried() -> None:
+    from modelwire.http import open_async, open_sync
+    from modelwire.options import HTTPRequest
+
+    request = HTTPRequest(url="ftp://127.0.0.1/v1/chat/completions", headers={}, body=b"{}")
+    retries: list[Any] = []
+    for open_ in (open_sync, lambda *a, **k: asyncio.run(open_async(*a, **k))):
+        with pytest.raises(mw.errors.ConnectError, match="invalid URL"):
+            open_(request, timeout=FAST, max_retries=3, on_retry=lambda *a: retries.append(a))
+    assert retries == []

@@ -1,12 +1,12 @@
 """HTTP transport: the only module that imports httpx (DESIGN §1, §5).
 
 It sends one :class:`~modelwire.options.HTTPRequest`, retries before the first
-byte only (every decision — what to retry, how long to wait, the total deadline —
-is taken by :class:`~modelwire.retry.RetryPolicy`, the same for the async and the
-sync loop, which differ only in how they wait), maps statuses and httpx exceptions to :mod:`modelwire.errors`
+byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
 (``raise … from exc`` in exactly this one place), enforces the connect / idle /
 total timeouts, redacts secrets from every error text, and closes the response
-in every path. After the stream's terminal event the rest of the body is
+in every path. Every retry decision — what to retry, how long to wait, what is
+left of the total deadline — is taken by :class:`~modelwire.retry.RetryPolicy`,
+the same for the async and the sync loop, which differ only in how they wait. After the stream's terminal event the rest of the body is
 drained briefly so the connection can go back to the pool.
 """
 
@@ -233,9 +233,9 @@ def _send_failed(exc: httpx.HTTPError, request: HTTPRequest, policy: RetryPolicy
     return _map_exc(exc, request.secrets, started=False, url=request.url)
 
 
-def _no_retry(err: StreamError) -> bool:
+def _no_retry(exc: httpx.HTTPError) -> bool:
     # An unusable URL fails the same way every time.
-    return err.kind == "connect" and err.message.startswith("invalid URL")
+    return isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL)
 
 
 def _media_type(value: str) -> str:
@@ -363,6 +363,8 @@ async def open_async(
     try:
         while True:
             err: StreamError
+            if policy.expired():
+                raise policy.total_timeout("before the response")
             try:
                 async with asyncio.timeout(policy.remaining()):
                     response = await client.send(
@@ -372,7 +374,7 @@ async def open_async(
                 raise policy.total_timeout("before the response") from None
             except httpx.HTTPError as exc:
                 err = _send_failed(exc, request, policy)
-                if _no_retry(err):
+                if _no_retry(exc):
                     raise err from exc
                 response = None
             if response is not None:
@@ -556,7 +558,7 @@ def open_sync(
                 response = client.send(_build(client, request, timeout, policy), stream=True)
             except httpx.HTTPError as exc:
                 err = _send_failed(exc, request, policy)
-                if _no_retry(err):
+                if _no_retry(exc):
                     raise err from exc
                 response = None
             if response is not None:
