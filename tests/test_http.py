@@ -10,6 +10,7 @@ requests it caused from ``srv.requests``.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gzip
 import json
 import socket
@@ -921,3 +922,242 @@ async def test_live_and_replay_agree(srv: Scripted, name: str) -> None:
     sync = list(mw.stream_sync(m, ctx, timeout=FAST))
     assert trace(sync) == trace(ref)
     assert comparable(sync[-1].message) == comparable(ref[-1].message)
+
+
+# =========================================================================== issue 14: one policy
+
+
+@pytest.mark.parametrize(
+    ("value", "ms", "want"),
+    [
+        ("3", None, 3.0),
+        ("0", None, 0.0),
+        ("1.5", None, 1.5),
+        ("nan", None, None),
+        ("NaN", None, None),
+        ("inf", None, None),
+        ("-inf", None, None),
+        ("-1", None, None),
+        ("soon", None, None),
+        ("", None, None),
+        (None, "250", 0.25),
+        (None, "nan", None),
+        (None, "-5", None),
+        ("2", "garbage", 2.0),  # an unusable retry-after-ms falls back to Retry-After
+        ("Wed, 21 Oct 2015 07:28:00 GMT", None, 0.0),  # a date in the past: now
+        ("Wed, 21 Oct 2015 07:28:30 GMT", None, 30.0),
+        ("Wed, 99 Foo 2015 07:28:00 GMT", None, None),
+    ],
+)
+def test_parse_retry_after(value: str | None, ms: str | None, want: float | None) -> None:
+    from modelwire.retry import parse_retry_after
+
+    now = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
+    assert parse_retry_after(value, ms, now=now) == want
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.t = 100.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def _err(status: int | None, retry_after: float | None = None) -> mw.errors.StreamError:
+    from modelwire.http import status_error
+
+    if status is None:
+        return mw.errors.ConnectError("refused")
+    headers = httpx.Headers({} if retry_after is None else {"retry-after": str(retry_after)})
+    return status_error(status, b"{}", headers, ())
+
+
+def test_retry_policy_decisions() -> None:
+    from modelwire.retry import RetryPolicy
+
+    clock = _Clock()
+    p = RetryPolicy(mw.Timeout(total=10), 3, clock=clock, rng=lambda: 0.0)
+    assert p.next_wait(_err(None)) == 0.25  # connect refused: backoff 0.5 × [0.5, 1)
+    assert p.next_wait(_err(503)) == 0.5
+    assert p.next_wait(_err(429, 2)) == 2.0  # Retry-After wins over the backoff
+    with pytest.raises(mw.errors.ServerError):  # the 4th failure: retries used up
+        p.next_wait(_err(500))
+    assert p.attempts == 4
+    for status in (400, 401, 403, 404, 422):
+        with pytest.raises(mw.errors.StreamError):
+            RetryPolicy(mw.Timeout(), 3).next_wait(_err(status))
+    with pytest.raises(mw.errors.RequestTimeoutError):  # a timeout spent the budget
+        RetryPolicy(mw.Timeout(), 3).next_wait(mw.errors.RequestTimeoutError("idle"))
+    with pytest.raises(mw.errors.RateLimitError, match="longer than modelwire waits"):
+        RetryPolicy(mw.Timeout(), 3).next_wait(_err(429, 61))
+
+
+def test_retry_policy_never_waits_past_the_deadline() -> None:
+    from modelwire.retry import RetryPolicy
+
+    clock = _Clock()
+    p = RetryPolicy(mw.Timeout(connect=10, idle=300, total=5), 5, clock=clock, rng=lambda: 0.0)
+    assert p.bound(10) == 5 and p.bound(None) == 5  # every phase is cut to the deadline
+    clock.t += 4
+    assert p.remaining() == 1 and p.bound(300) == 1
+    with pytest.raises(mw.errors.RateLimitError, match="not retried: the total timeout"):
+        p.next_wait(_err(429, 3))
+    clock.t += 2
+    assert p.expired() and p.remaining() == 0
+    unbounded = RetryPolicy(mw.Timeout(total=None), 1, clock=clock)
+    assert unbounded.remaining() is None and unbounded.bound(7) == 7
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "garbage"])
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_an_unusable_retry_after_gets_the_normal_backoff(
+    srv: Scripted, mode: str, value: str
+) -> None:
+    # Before: "nan" made the async stream sleep forever and the sync one raise an
+    # untyped ValueError; "inf" ended the call as a wait beyond the cap.
+    srv.script(busy(429, value), Reply(body=TEXT))
+    t0 = time.monotonic()
+    if mode == "async":
+        msg = asyncio.run(
+            asyncio.wait_for(mw.complete(srv.model(), CTX, max_retries=1, timeout=FAST), 5)
+        )
+    else:
+        msg = mw.complete_sync(srv.model(), CTX, max_retries=1, timeout=FAST)
+    assert (msg.stop_reason, msg.text) == ("stop", "正在读取")
+    assert len(srv.requests) == 2
+    assert time.monotonic() - t0 < 2.0  # the first backoff is at most 0.5 s
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_total_timeout_bounds_a_retry_after_wait(srv: Scripted, mode: str) -> None:
+    # Before: both paths slept the whole 3 s under total=0.5 (sync then re-sent).
+    srv.script(busy(429, "3"), Reply(body=TEXT))
+    opts: dict[str, Any] = {"timeout": mw.Timeout(total=0.5), "max_retries": 2}
+    t0 = time.monotonic()
+    if mode == "async":
+        msg = asyncio.run(mw.complete(srv.model(), CTX, **opts))
+    else:
+        msg = mw.complete_sync(srv.model(), CTX, **opts)
+    assert time.monotonic() - t0 < 1.0  # not the 3 s the provider asked for
+    assert msg.error is not None and msg.error.kind == "rate_limit"
+    assert msg.error.retry_after == 3.0
+    assert len(srv.requests) == 1
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_total_timeout_bounds_the_wait_for_headers(srv: Scripted, mode: str) -> None:
+    # Before: the sync path waited the 2 s for the headers under total=0.5.
+    def slow(rec: RecordedRequest) -> Reply:
+        time.sleep(2)
+        return Reply(body=TEXT)
+
+    srv.script(slow)
+    opts: dict[str, Any] = {"timeout": mw.Timeout(connect=5, idle=5, total=0.5)}
+    t0 = time.monotonic()
+    if mode == "async":
+        msg = asyncio.run(mw.complete(srv.model(), CTX, **opts))
+    else:
+        msg = mw.complete_sync(srv.model(), CTX, **opts)
+    elapsed = time.monotonic() - t0
+    assert msg.error is not None and msg.error.kind == "timeout"
+    assert "total timeout (0.5 s) expired before the response" in msg.error.message
+    assert 0.45 <= elapsed < 1.6  # the server answers after 2 s
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_non_event_stream_200_is_a_typed_error(srv: Scripted, mode: str) -> None:
+    page = f"<html><head><title>502</title></head><body>upstream {KEY} down</body></html>"
+    srv.script(Reply(status=200, content_type="text/html", body=page.encode()))
+    if mode == "async":
+        msg = asyncio.run(mw.complete(srv.model(), CTX, api_key=KEY))
+    else:
+        msg = mw.complete_sync(srv.model(), CTX, api_key=KEY)
+    assert msg.error is not None
+    assert (msg.error.kind, msg.error.status) == ("provider_stream", 200)
+    assert "'text/html'" in msg.error.message and "text/event-stream" in msg.error.message
+    assert "upstream [redacted] down" in msg.error.message
+    assert KEY not in repr(msg)
+    assert "without a finish reason" not in msg.error.message
+    assert len(srv.requests) == 1  # a 200 is an answer: never retried
+
+
+def test_connect_error_names_the_url_it_tried() -> None:
+    from modelwire.http import origin
+
+    assert origin("http://127.0.0.1:11434/api/chat") == "http://127.0.0.1:11434"
+    assert origin("https://u:pw@api.example.com/v1/x?key=s") == "https://api.example.com:443"
+    assert origin("http://[::1]/v1") == "http://[::1]:80"
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    sock.close()
+    m = mw.Model(
+        id="m", api="openai-chat", provider="local", base_url=f"http://127.0.0.1:{port}/v1"
+    )
+    msg = mw.complete_sync(m, CTX, max_retries=0, timeout=FAST)
+    assert msg.error is not None and msg.error.kind == "connect"
+    assert msg.error.message.startswith(f"could not connect to http://127.0.0.1:{port} (")
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+def test_total_timeout_bounds_the_connect(mode: str) -> None:
+    # A listener that never accepts, its backlog full: the kernel drops further SYNs,
+    # so connecting hangs. Before, the sync path waited the whole 5 s connect timeout.
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(3):
+        c = socket.socket()
+        c.setblocking(False)
+        with contextlib.suppress(BlockingIOError):
+            c.connect(("127.0.0.1", port))
+        fillers.append(c)
+    try:
+        m = mw.Model(id="m", api="openai-chat", provider="local",
+                     base_url=f"http://127.0.0.1:{port}/v1")  # fmt: skip
+        opts: dict[str, Any] = {"timeout": mw.Timeout(connect=5, idle=5, total=0.5)}
+        t0 = time.monotonic()
+        if mode == "async":
+            msg = asyncio.run(mw.complete(m, CTX, **opts))
+        else:
+            msg = mw.complete_sync(m, CTX, **opts)
+        assert msg.error is not None and msg.error.kind == "timeout"
+        assert "total timeout (0.5 s)" in msg.error.message
+        assert 0.45 <= time.monotonic() - t0 < 2.0
+    finally:
+        for c in fillers:
+            c.close()
+        listener.close()
+
+
+def test_an_unusable_url_is_not_retried() -> None:
+    from modelwire.http import open_async, open_sync
+    from modelwire.options import HTTPRequest
+
+    request = HTTPRequest(url="ftp://127.0.0.1/v1/chat/completions", headers={}, body=b"{}")
+    retries: list[Any] = []
+    for open_ in (open_sync, lambda *a, **k: asyncio.run(open_async(*a, **k))):
+        with pytest.raises(mw.errors.ConnectError, match="invalid URL"):
+            open_(request, timeout=FAST, max_retries=3, on_retry=lambda *a: retries.append(a))
+    assert retries == []
+
+
+@pytest.mark.parametrize("mode", ["async", "sync"])
+@pytest.mark.parametrize("offset", [180, 190, 196, 199, 205])
+def test_non_event_stream_200_excerpt_cut_shows_no_piece_of_the_key(
+    srv: Scripted, mode: str, offset: int
+) -> None:
+    # The excerpt is cut at 200 characters: a key straddling the cut must be
+    # redacted before the cut, never left as a fragment at the edge.
+    page = "x" * offset + KEY + " tail"
+    srv.script(Reply(status=200, content_type="text/html", body=page.encode()))
+    if mode == "async":
+        msg = asyncio.run(mw.complete(srv.model(), CTX, api_key=KEY))
+    else:
+        msg = mw.complete_sync(srv.model(), CTX, api_key=KEY)
+    assert msg.error is not None and msg.error.kind == "provider_stream"
+    text = msg.error.message
+    assert not any(KEY[i : i + 8] in text for i in range(len(KEY) - 7)), text

@@ -179,3 +179,153 @@ def test_stream_raises_configuration_errors_at_once() -> None:
     )
     with pytest.raises(mw.MissingAPIKeyError, match="OPENAI_API_KEY"):
         mw.stream(openai, CTX)
+
+
+# --------------------------------------------------------------------------- issue 14
+
+
+@pytest.mark.anyio
+async def test_a_dropped_stream_stops_its_producer_at_once() -> None:
+    # The producer task holds the stream's channel, never the stream: dropping the
+    # last reference (with the GC off: reference counting alone) cancels it. Before,
+    # the task held the stream, so nothing ran until the idle timeout.
+    closed = asyncio.Event()
+
+    async def produce(ch: Any) -> None:
+        asm = Assembler(api="custom", provider="p", model="m")
+        out: list[Event] = []
+        asm.start(out)
+        asm.feed([TextDelta("t", "x")], out)
+        await ch._emit(out)
+        try:
+            await asyncio.sleep(60)  # a stalled connection
+        finally:
+            closed.set()  # where the HTTP producer closes its response
+
+    import gc
+
+    gc.disable()
+    try:
+        s = AssistantMessageStream(produce)
+        async for e in s:
+            if e.type == "text_delta":
+                break
+        del s
+        await asyncio.wait_for(closed.wait(), 1)
+    finally:
+        gc.enable()
+
+
+def test_a_dropped_sync_stream_closes_its_producer_at_once() -> None:
+    from modelwire.streams import SyncAssistantMessageStream
+
+    closed = threading.Event()
+
+    def produce(ch: Any) -> Any:
+        asm = Assembler(api="custom", provider="p", model="m")
+        out: list[Event] = []
+        asm.start(out)
+        asm.feed([TextDelta("t", "x")], out)
+        try:
+            yield out
+            yield []  # never reached: the consumer drops the stream
+        finally:
+            closed.set()
+
+    import gc
+
+    gc.disable()
+    try:
+        s = SyncAssistantMessageStream(produce)
+        for e in s:
+            if e.type == "text_delta":
+                break
+        del s
+        assert closed.is_set()
+    finally:
+        gc.enable()
+
+
+async def _abort_after_text(model: mw.Model) -> tuple[list[str], mw.AssistantMessage]:
+    s = mw.stream(model, CTX)
+    seen = []
+    async for e in s:
+        seen.append(e.type)
+        if e.type == "text_delta":
+            s.abort()
+    return seen, await s.result()
+
+
+@pytest.mark.anyio
+async def test_abort_keeps_the_content_of_a_custom_stream_function() -> None:
+    # Before: the aborted message was built by an assembler that saw none of the
+    # function's events, so its text was empty although a text_delta was delivered.
+    async def fn(model: mw.Model, ctx: mw.Context, options: RequestOptions) -> AsyncIterator[Event]:
+        asm = Assembler(api=model.api, provider=model.provider, model=model.id)
+        out: list[Event] = []
+        asm.start(out)
+        asm.feed([TextDelta("t", "kept so far")], out)
+        for e in out:
+            yield e
+        await asyncio.sleep(60)
+
+    mw.register_api("custom-abort", fn)
+    seen, msg = await _abort_after_text(_model("custom-abort"))
+    assert seen[-1] == "error"
+    assert (msg.stop_reason, msg.text) == ("aborted", "kept so far")
+    assert msg.error is not None and msg.error.kind == "aborted"
+    assert msg.api == "custom-abort"
+
+
+@pytest.mark.anyio
+async def test_a_failing_custom_stream_function_keeps_its_content() -> None:
+    async def fn(model: mw.Model, ctx: mw.Context, options: RequestOptions) -> AsyncIterator[Event]:
+        asm = Assembler(api=model.api, provider=model.provider, model=model.id)
+        out: list[Event] = []
+        asm.start(out)
+        asm.feed([TextDelta("t", "half")], out)
+        for e in out:
+            yield e
+        raise RuntimeError("backend went away")
+
+    mw.register_api("custom-fail", fn)
+    msg = await mw.complete(_model("custom-fail"), CTX)
+    assert (msg.stop_reason, msg.text) == ("error", "half")
+    assert msg.error is not None and msg.error.kind == "provider_stream"
+    assert "backend went away" in msg.error.message
+
+
+@pytest.mark.anyio
+async def test_abort_keeps_the_content_of_a_text_api() -> None:
+    async def gen(model: mw.Model, ctx: mw.Context) -> AsyncIterator[str]:
+        yield "first piece"
+        await asyncio.sleep(60)
+        yield "never"
+
+    mw.testing.register_text_api("text-abort", gen)
+    seen, msg = await _abort_after_text(_model("text-abort"))
+    assert (seen[-1], msg.stop_reason, msg.text) == ("error", "aborted", "first piece")
+
+
+@pytest.mark.anyio
+async def test_abort_keeps_the_content_of_a_scripted_model() -> None:
+    sm = mw.testing.ScriptedModel(["Hello there, world"], piece_chars=6, delay=0.01)
+    seen, msg = await _abort_after_text(sm.model)
+    assert (seen[-1], msg.stop_reason, msg.text) == ("error", "aborted", "Hello ")
+    assert msg.provider == "scripted"
+
+
+@pytest.mark.anyio
+async def test_abort_before_iterating_sends_nothing_and_yields_only_the_terminal() -> None:
+    calls = []
+
+    async def fn(model: mw.Model, ctx: mw.Context, options: RequestOptions) -> AsyncIterator[Event]:
+        calls.append(1)
+        yield  # type: ignore[misc]
+
+    mw.register_api("custom-never", fn)
+    s = mw.stream(_model("custom-never"), CTX)
+    s.abort()
+    events = [e async for e in s]
+    assert [(e.type, e.reason) for e in events] == [("error", "aborted")]
+    assert calls == []

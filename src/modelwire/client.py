@@ -15,11 +15,19 @@ from .errors import ConfigurationError, ProviderStreamError, StreamError
 from .events import Event
 from .options import RequestOptions, Timeout, resolve_options
 from .pipeline import Pipeline
-from .streams import AssistantMessageStream, SyncAssistantMessageStream
+from .streams import (
+    AssistantMessageStream,
+    StreamChannel,
+    SyncAssistantMessageStream,
+    SyncStreamChannel,
+    aborted_from,
+    failed_from,
+)
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
     from .assemble import CompletionPolicy
+    from .http import OnRetry
     from .options import HTTPRequest
     from .trace import TraceObserver, Tracer
 
@@ -116,6 +124,19 @@ def _check_trace(trace: object) -> TraceObserver | None:
     return check_observer(trace)
 
 
+def _on_retry(t: Tracer | None) -> OnRetry | None:
+    """One :class:`~modelwire.trace.RetryTrace` per retry, on both paths."""
+    if t is None:
+        return None
+    from .trace import RetryTrace
+
+    def on_retry(attempt: int, status: int | None, kind: str, wait: float) -> None:
+        t.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
+                          status=status, kind=kind, wait=wait))  # fmt: skip
+
+    return on_retry
+
+
 def _trace_response(t: Tracer | None, body: Any) -> None:
     # Once per call, after the status line: never on the per-read path.
     if t is not None:
@@ -170,7 +191,7 @@ def stream(
     if http_client is not None and not _is_async_client(http_client):
         raise ConfigurationError("http_client for stream()/complete() must be an httpx.AsyncClient")
 
-    async def produce(s: AssistantMessageStream) -> None:
+    async def produce(s: StreamChannel) -> None:
         from .http import open_async, redact
 
         p = _pipeline(model, context, options, request, trace, completion_policy)
@@ -181,7 +202,7 @@ def stream(
         try:
             body = await open_async(
                 request, timeout=options.timeout, max_retries=options.max_retries,
-                client=http_client,
+                client=http_client, on_retry=_on_retry(p.trace),
             )  # fmt: skip
         except StreamError as exc:
             exc.message = redact(exc.message, secrets)
@@ -227,7 +248,7 @@ def _custom_stream(
 ) -> AssistantMessageStream:
     fn = _custom[model.api]
 
-    async def produce(s: AssistantMessageStream) -> None:
+    async def produce(s: StreamChannel) -> None:
         from .assemble import Assembler
 
         asm = Assembler(api=model.api, provider=model.provider, model=model.id)
@@ -239,15 +260,21 @@ def _custom_stream(
 
             t = Tracer(trace)
             t.context(model, context)
-        s.abort_events = lambda: _traced(t, _abort(asm))
-        s.fail_events = lambda exc: _traced(t, _fail(asm, exc))
+        # The function's events carry the message as it stood (``partial``); this
+        # assembler saw none of them, so an abort or a failure starts from the last
+        # partial, or the content already delivered would be lost (issue 14).
+        last: list[Event] = []
+        s.abort_events = lambda: _traced(t, _abort(asm, last))
+        s.fail_events = lambda exc: _traced(t, _fail(asm, exc, last))
         saw_start = False
         async for event in fn(model, context, options):
             if not saw_start and event.type != "start":
                 start: list[Event] = []
                 asm.start(start)
+                last[:] = start
                 await s._emit(_traced(t, start))
             saw_start = True
+            last[:] = (event,)
             await s._emit(_traced(t, [event]))
             if event.type in ("done", "error"):
                 asm.done = True
@@ -263,19 +290,34 @@ def _traced(t: Tracer | None, events: list[Event]) -> list[Event]:
     return events
 
 
-def _abort(asm: Any) -> list[Event]:
+def _last_partial(last: list[Event]) -> AssistantMessage | None:
+    if not last:
+        return None
+    try:
+        return last[-1].partial
+    except Exception:  # an event built by hand, without a snapshot
+        return None
+
+
+def _abort(asm: Any, last: list[Event]) -> list[Event]:
+    partial = _last_partial(last)
+    if partial is not None:
+        return [aborted_from(partial)]
     out: list[Event] = []
     asm.abort(out)
     return out
 
 
-def _fail(asm: Any, exc: BaseException) -> list[Event]:
-    out: list[Event] = []
+def _fail(asm: Any, exc: BaseException, last: list[Event]) -> list[Event]:
     err = (
         exc
         if isinstance(exc, StreamError)
         else ProviderStreamError(f"the custom stream function failed: {exc!r}")
     )
+    partial = _last_partial(last)
+    if partial is not None:
+        return [failed_from(partial, err)]
+    out: list[Event] = []
     asm.fail(err, out)
     return out
 
@@ -327,7 +369,7 @@ def stream_sync(
         if not isinstance(http_client, httpx.Client):
             raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
 
-    def produce(s: SyncAssistantMessageStream) -> Iterator[list[Event]]:
+    def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
         from .http import open_sync, redact
 
         p = _pipeline(model, context, options, request, trace, completion_policy)
@@ -338,7 +380,7 @@ def stream_sync(
         try:
             body = open_sync(
                 request, timeout=options.timeout, max_retries=options.max_retries,
-                client=http_client,
+                client=http_client, on_retry=_on_retry(p.trace),
             )  # fmt: skip
         except StreamError as exc:
             exc.message = redact(exc.message, secrets)

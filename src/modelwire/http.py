@@ -4,22 +4,22 @@ It sends one :class:`~modelwire.options.HTTPRequest`, retries before the first
 byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
 (``raise … from exc`` in exactly this one place), enforces the connect / idle /
 total timeouts, redacts secrets from every error text, and closes the response
-in every path. After the stream's terminal event the rest of the body is
+in every path. Every retry decision — what to retry, how long to wait, what is
+left of the total deadline — is taken by :class:`~modelwire.retry.RetryPolicy`,
+the same for the async and the sync loop, which differ only in how they wait. After the stream's terminal event the rest of the body is
 drained briefly so the connection can go back to the pool.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import functools
-import random
 import socket
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any, TypeAlias
 
 import httpx
 import msgspec
@@ -34,6 +34,7 @@ from .errors import (
     OverloadedError,
     PermissionDeniedError,
     ProviderError,
+    ProviderStreamError,
     RateLimitError,
     RequestTimeoutError,
     ServerError,
@@ -42,10 +43,12 @@ from .errors import (
 )
 from .options import HTTPRequest, Timeout
 from .redact import head, redact, redact_bytes
+from .retry import MAX_RETRY_AFTER, RetryPolicy, parse_retry_after
 
 __all__ = [
     "MAX_RETRY_AFTER",
     "AsyncBody",
+    "OnRetry",
     "SyncBody",
     "open_async",
     "open_sync",
@@ -53,14 +56,15 @@ __all__ = [
     "status_error",
 ]
 
-#: ``Retry-After`` is honoured up to this many seconds; longer ends the call (DESIGN §2a).
-MAX_RETRY_AFTER = 60.0
-_RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
 _ERROR_BODY_LIMIT = 64 * 1024
 _DRAIN_BYTES = 64 * 1024
 _DRAIN_SECONDS = 0.25
-_BACKOFF_BASE = 0.5
-_BACKOFF_CAP = 8.0
+#: How much of a non-event-stream 200 body its error quotes.
+_EXCERPT_CHARS = 200
+
+#: Called once per retry: (1-based number of the attempt that failed, its HTTP status
+#: or ``None`` for a transport error, the error kind, seconds waited before the next).
+OnRetry: TypeAlias = Callable[[int, int | None, str, float], None]
 
 
 @functools.cache
@@ -71,30 +75,32 @@ def _ssl_context() -> ssl.SSLContext:
     return httpx.create_ssl_context()
 
 
-def _httpx_timeout(t: Timeout) -> httpx.Timeout:
-    # httpx's read timeout is per read: exactly our idle timeout.
-    return httpx.Timeout(connect=t.connect, read=t.idle, write=t.connect, pool=t.connect)
+def _httpx_timeout(t: Timeout, policy: RetryPolicy | None = None) -> httpx.Timeout:
+    # httpx's read timeout is per read: exactly our idle timeout. Each phase is cut
+    # to what is left of the total deadline, so that waiting for the connection or
+    # for the response headers cannot outlast ``Timeout(total=…)`` either.
+    if policy is None:
+        return httpx.Timeout(connect=t.connect, read=t.idle, write=t.connect, pool=t.connect)
+    connect = policy.bound(t.connect)
+    return httpx.Timeout(connect=connect, read=policy.bound(t.idle), write=connect, pool=connect)
 
 
 def _retry_after(headers: httpx.Headers) -> float | None:
-    ms = headers.get("retry-after-ms")
-    if ms:
-        try:
-            return max(float(ms) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = headers.get("retry-after")
-    if not value:
-        return None
+    return parse_retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
+
+
+def origin(url: str) -> str:
+    """``scheme://host:port`` of ``url``: what a connect error names. Never the path,
+    the query string (Gemini may carry ``?key=``) or user:password."""
     try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(when.timestamp() - time.time(), 0.0)
+        u = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError, ValueError):
+        return "(an invalid URL)"
+    host = u.host
+    if ":" in host:
+        host = f"[{host}]"
+    port = u.port or {"http": 80, "https": 443}.get(u.scheme)
+    return f"{u.scheme}://{host}" + (f":{port}" if port else "")
 
 
 class _ErrorBody(msgspec.Struct):
@@ -167,73 +173,91 @@ def status_error(
     return cls(detail, status=status, retry_after=retry_after)
 
 
-def _map_exc(exc: Exception, secrets: tuple[str, ...], *, started: bool) -> StreamError:
+def _map_exc(
+    exc: Exception, secrets: tuple[str, ...], *, started: bool, url: str = ""
+) -> StreamError:
     text = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
+    # Naming the server a connection failed to reach says what to fix (a local
+    # server not running, a wrong base_url); only its origin, never a query string.
+    to = f" to {origin(url)}" if url else ""
     if isinstance(exc, httpx.TimeoutException):
-        what = "connect" if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout) else "idle"
-        return RequestTimeoutError(f"{what} timeout expired ({text})")
+        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return RequestTimeoutError(f"connect timeout expired connecting{to} ({text})")
+        return RequestTimeoutError(f"idle timeout expired ({text})")
     if isinstance(exc, httpx.ConnectError) and not started:
-        return ConnectError(f"could not connect ({text})")
+        return ConnectError(f"could not connect{to} ({text})")
     if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
         return ConnectError(f"invalid URL ({text})")
     if isinstance(exc, httpx.HTTPError | OSError):
         if not started:
-            return ConnectError(f"the connection failed before a response ({text})")
+            return ConnectError(f"the connection{to} failed before a response ({text})")
         return StreamInterruptedError(
             f"the connection closed before the response body was complete ({text})"
         )
     return StreamInterruptedError(text)
 
 
-def _backoff(attempt: int, retry_after: float | None) -> float:
-    if retry_after is not None:
-        return float(retry_after)
-    return float(min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0**attempt)) * (0.5 + random.random() / 2)
-
-
-def _check_retry_after(err: ProviderError) -> None:
-    if err.retry_after is not None and err.retry_after > MAX_RETRY_AFTER:
-        err.message += (
-            f" — the provider asked to retry after {err.retry_after:.0f} s, longer than "
-            f"modelwire waits ({MAX_RETRY_AFTER:.0f} s)"
-        )
-        err.args = (err.message,)
-        raise err
-
-
 def _build(
-    client: httpx.AsyncClient | httpx.Client, request: HTTPRequest, t: Timeout
+    client: httpx.AsyncClient | httpx.Client,
+    request: HTTPRequest,
+    t: Timeout,
+    policy: RetryPolicy,
 ) -> httpx.Request:
     return client.build_request(
         "POST",
         request.url,
         headers=request.headers,
         content=request.body,
-        timeout=_httpx_timeout(t),
+        timeout=_httpx_timeout(t, policy),
     )
 
 
-def _transport_retry(
-    exc: Exception, secrets: tuple[str, ...], attempt: int, max_retries: int
-) -> tuple[StreamError, float | None]:
-    """The typed error for a failed send, and the delay before retrying it (``None``:
-    do not retry — a timeout is not retried, the caller's budget is spent)."""
-    err = _map_exc(exc, secrets, started=False)
-    if attempt < max_retries and not isinstance(err, RequestTimeoutError):
-        return err, _backoff(attempt, None)
-    return err, None
+def _send_failed(exc: httpx.HTTPError, request: HTTPRequest, policy: RetryPolicy) -> StreamError:
+    """The typed error for a send that failed before any response."""
+    left = policy.remaining()
+    if isinstance(exc, httpx.TimeoutException) and left is not None and left < 0.01:
+        # The phase timeout was cut to the deadline (``_httpx_timeout``): the
+        # whole call's budget, not the connect/idle one, is what ran out.
+        return policy.total_timeout("before the response")
+    return _map_exc(exc, request.secrets, started=False, url=request.url)
 
 
-def _status_retry(
-    response: httpx.Response, body: bytes, secrets: tuple[str, ...], attempt: int, max_retries: int
-) -> tuple[ProviderError, float | None]:
-    """The typed error for an error status, and the delay before retrying (``None``:
-    give up). A ``Retry-After`` longer than :data:`MAX_RETRY_AFTER` raises at once."""
-    perr = status_error(response.status_code, body, response.headers, secrets)
-    _check_retry_after(perr)
-    if response.status_code in _RETRY_STATUSES and attempt < max_retries:
-        return perr, _backoff(attempt, perr.retry_after)
-    return perr, None
+def _no_retry(exc: httpx.HTTPError) -> bool:
+    # An unusable URL fails the same way every time.
+    return isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL)
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _unexpected_type(request: HTTPRequest, response: httpx.Response) -> str | None:
+    """The response's content type when it is not the one the request asked for
+    (``Accept: text/event-stream`` for every wire API): an HTML or JSON page from
+    a proxy or gateway, sent with ``200``, is not the stream."""
+    accept = next((v for k, v in request.headers.items() if k.lower() == "accept"), "")
+    wanted = _media_type(accept.split(",", 1)[0])
+    got = response.headers.get("content-type")
+    if not wanted or "*" in wanted or got is None:
+        return None
+    return None if _media_type(got) == wanted else got
+
+
+def _wrong_type_error(
+    request: HTTPRequest, response: httpx.Response, content_type: str, body: bytes
+) -> ProviderStreamError:
+    # Redacted before the cut (redact.head), so the cut never leaves a piece of a key.
+    excerpt = head(
+        " ".join(body.decode("utf-8", "replace").split()), _EXCERPT_CHARS, request.secrets
+    )
+    accept = next((v for k, v in request.headers.items() if k.lower() == "accept"), "")
+    message = (
+        f"HTTP {response.status_code} with content type {content_type!r} instead of "
+        f"{_media_type(accept)!r}: {origin(request.url)} answered with a page, not the "
+        f"stream (a proxy, gateway or wrong base_url?); the body begins: "
+        f"{excerpt or '(empty)'!r}"
+    )
+    return ProviderStreamError(redact(message, request.secrets), status=response.status_code)
 
 
 # --------------------------------------------------------------------------- async
@@ -281,6 +305,9 @@ class AsyncBody:
             except TimeoutError:
                 raise RequestTimeoutError("total timeout expired while reading") from None
             except httpx.HTTPError as exc:
+                if self._deadline is not None and time.monotonic() >= self._deadline:
+                    # The per-read timeout was cut to the deadline (``_httpx_timeout``).
+                    raise RequestTimeoutError("total timeout expired while reading") from exc
                 raise _map_exc(exc, self._secrets, started=True) from exc
             self.bytes_read += len(chunk)
             yield chunk
@@ -311,47 +338,54 @@ async def open_async(
     timeout: Timeout,
     max_retries: int,
     client: httpx.AsyncClient | None = None,
+    on_retry: OnRetry | None = None,
 ) -> AsyncBody:
     """Send ``request``; return the open 2xx body or raise a typed ``StreamError``.
 
-    Retries (connect failures, 408/409/429/5xx/529) happen only here, before
-    the first byte of a successful response is read.
+    Retries (connect failures, 408/409/429/5xx/529) happen only here, before the
+    first byte of a successful response is read; :class:`~modelwire.retry.RetryPolicy`
+    takes every decision and :func:`open_sync` asks it the same questions.
     """
     own = None
     if client is None:
         own = client = httpx.AsyncClient(timeout=_httpx_timeout(timeout), verify=_ssl_context())
-    deadline = time.monotonic() + timeout.total if timeout.total is not None else None
-    secrets = request.secrets
-    attempt = 0
+    policy = RetryPolicy(timeout, max_retries)
     try:
         while True:
+            err: StreamError
+            if policy.expired():
+                raise policy.total_timeout("before the response")
             try:
-                req = _build(client, request, timeout)
-                if deadline is not None:
-                    async with asyncio.timeout(max(deadline - time.monotonic(), 0.001)):
-                        response = await client.send(req, stream=True)
-                else:
-                    response = await client.send(req, stream=True)
+                async with asyncio.timeout(policy.remaining()):
+                    response = await client.send(
+                        _build(client, request, timeout, policy), stream=True
+                    )
             except TimeoutError:
-                raise RequestTimeoutError("total timeout expired before the response") from None
+                raise policy.total_timeout("before the response") from None
             except httpx.HTTPError as exc:
-                err, delay = _transport_retry(exc, secrets, attempt, max_retries)
-                if delay is None:
+                err = _send_failed(exc, request, policy)
+                if _no_retry(exc):
                     raise err from exc
-                await asyncio.sleep(delay)
-                attempt += 1
-                continue
-            if response.status_code < 300:
-                return AsyncBody(response, own, secrets, deadline)
-            try:
-                body = await _read_limited_async(response)
-            finally:
-                await response.aclose()
-            perr, delay = _status_retry(response, body, secrets, attempt, max_retries)
-            if delay is None:
-                raise perr
-            await asyncio.sleep(delay)
-            attempt += 1
+                response = None
+            if response is not None:
+                if response.status_code < 300:
+                    wrong = _unexpected_type(request, response)
+                    if wrong is None:
+                        return AsyncBody(response, own, request.secrets, policy.deadline)
+                try:
+                    async with asyncio.timeout(policy.remaining()):
+                        body = await _read_limited_async(response)
+                except TimeoutError:
+                    body = b""
+                finally:
+                    await response.aclose()
+                if response.status_code < 300:
+                    raise _wrong_type_error(request, response, wrong or "", body)
+                err = status_error(response.status_code, body, response.headers, request.secrets)
+            wait = policy.next_wait(err)  # raises ``err`` when there is no next attempt
+            if on_retry is not None:
+                on_retry(policy.attempts, err.status, err.kind, wait)
+            await asyncio.sleep(wait)
     except BaseException:
         if own is not None:
             await own.aclose()
@@ -493,45 +527,59 @@ def open_sync(
     timeout: Timeout,
     max_retries: int,
     client: httpx.Client | None = None,
+    on_retry: OnRetry | None = None,
 ) -> SyncBody:
-    """Synchronous :func:`open_async`."""
+    """Synchronous :func:`open_async`: the same policy, only the waiting differs.
+
+    A blocking send cannot be wrapped in a deadline as a task can, so each of its
+    phases (connect, write, waiting for the headers) gets a timeout cut to what is
+    left of the total (``_httpx_timeout``).
+    """
     own = None
     if client is None:
         own = client = httpx.Client(timeout=_httpx_timeout(timeout), verify=_ssl_context())
-    deadline = time.monotonic() + timeout.total if timeout.total is not None else None
-    secrets = request.secrets
-    attempt = 0
+    policy = RetryPolicy(timeout, max_retries)
     try:
         while True:
+            err: StreamError
+            if policy.expired():
+                raise policy.total_timeout("before the response")
             try:
-                req = _build(client, request, timeout)
-                response = client.send(req, stream=True)
+                response = client.send(_build(client, request, timeout, policy), stream=True)
             except httpx.HTTPError as exc:
-                err, delay = _transport_retry(exc, secrets, attempt, max_retries)
-                if delay is None:
+                err = _send_failed(exc, request, policy)
+                if _no_retry(exc):
                     raise err from exc
-                time.sleep(delay)
-                attempt += 1
-                continue
-            if response.status_code < 300:
-                return SyncBody(response, own, secrets, deadline)
-            try:
-                buf = bytearray()
+                response = None
+            if response is not None:
+                if response.status_code < 300:
+                    wrong = _unexpected_type(request, response)
+                    if wrong is None:
+                        return SyncBody(response, own, request.secrets, policy.deadline)
                 try:
-                    for chunk in response.iter_bytes():
-                        buf += chunk
-                        if len(buf) >= _ERROR_BODY_LIMIT:
-                            break
-                except httpx.HTTPError:
-                    pass
-            finally:
-                response.close()
-            perr, delay = _status_retry(response, bytes(buf), secrets, attempt, max_retries)
-            if delay is None:
-                raise perr
-            time.sleep(delay)
-            attempt += 1
+                    body = _read_limited_sync(response, policy)
+                finally:
+                    response.close()
+                if response.status_code < 300:
+                    raise _wrong_type_error(request, response, wrong or "", body)
+                err = status_error(response.status_code, body, response.headers, request.secrets)
+            wait = policy.next_wait(err)  # raises ``err`` when there is no next attempt
+            if on_retry is not None:
+                on_retry(policy.attempts, err.status, err.kind, wait)
+            time.sleep(wait)
     except BaseException:
         if own is not None:
             own.close()
         raise
+
+
+def _read_limited_sync(response: httpx.Response, policy: RetryPolicy) -> bytes:
+    buf = bytearray()
+    try:
+        for chunk in response.iter_bytes():
+            buf += chunk
+            if len(buf) >= _ERROR_BODY_LIMIT or policy.expired():
+                break
+    except httpx.HTTPError:
+        pass
+    return bytes(buf[:_ERROR_BODY_LIMIT])

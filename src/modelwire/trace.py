@@ -21,6 +21,8 @@ What each layer shows:
 * :class:`ContextTrace` — the conversation as given (``mw.Context``).
 * :class:`RequestTrace` — URL, headers (the API key shown as ``[redacted]``, DESIGN
   §3 rule 6) and the JSON body the wire API built.
+* :class:`RetryTrace` — a failed attempt that will be retried: its number, status,
+  error kind and the wait before the next attempt (one per retry).
 * :class:`ResponseTrace` — the HTTP status and headers of the response.
 * :class:`ReadTrace` — every network read (every chunk given to ``replay``): its size,
   offset, and whether it ended inside a UTF-8 character, inside the JSON payload of a
@@ -77,6 +79,7 @@ __all__ = [
     "ReadTrace",
     "RequestTrace",
     "ResponseTrace",
+    "RetryTrace",
     "SSETrace",
     "TraceLog",
     "TraceObserver",
@@ -158,6 +161,21 @@ class ResponseTrace(TraceRecord, frozen=True):
     """HTTP status code."""
     headers: dict[str, str]
     """Response headers (names lower-cased; ``set-cookie`` hidden)."""
+
+
+class RetryTrace(TraceRecord, frozen=True):
+    """An attempt failed before the first byte and will be retried (DESIGN §2a: retries
+    happen before the first byte only); emitted once per retry, before the wait."""
+
+    layer: ClassVar[str] = "retry"
+    attempt: int
+    """1-based number of the attempt that just failed."""
+    status: int | None
+    """Its HTTP status; ``None`` for a transport error (connection refused…)."""
+    kind: str
+    """The error kind that caused the retry (``rate_limit``, ``server``, ``connect``…)."""
+    wait: float
+    """Seconds slept before the next attempt."""
 
 
 class ReadTrace(TraceRecord, frozen=True):
