@@ -196,7 +196,9 @@ class SigV4Signer:
             frozen = self._frozen()
         return self._sign(frozen, method, url, headers, body)
 
-    def sign(self, method: str, url: str, headers: Mapping[str, str], body: bytes) -> dict[str, str]:
+    def sign(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> dict[str, str]:
         """The headers to add (see :meth:`authorize`), without the secrets."""
         return self.authorize(method, url, headers, body)[0]
 
@@ -247,7 +249,9 @@ class BedrockAuth:
         profile: str | None = None,
         signer: SigV4Signer | None = None,
     ) -> None:
-        self.region = signer.region if signer is not None else resolve_region(region, profile=profile)
+        self.region = (
+            signer.region if signer is not None else resolve_region(region, profile=profile)
+        )
         self._api_key = api_key.strip() if api_key else bedrock_api_key()
         self._signer: SigV4Signer | None = None
         if self._api_key is None:
