@@ -12,8 +12,10 @@ Project and location, in order: the explicit value; ``GOOGLE_CLOUD_PROJECT``
 ``GOOGLE_CLOUD_LOCATION`` (google-genai), then ``CLOUD_ML_REGION`` (the
 anthropic SDK's ``AnthropicVertex``); for the project, last, the one ADC names.
 
-google-auth (with its urllib3 transport, so no ``requests``) is the optional
-extra ``modelwire[vertex]``, imported only when ADC is used.
+google-auth with its ``requests`` transport is the optional extra
+``modelwire[vertex]``, imported only when ADC is used: ``google.auth.default()``
+needs ``requests`` to detect the metadata server (Compute Engine, Cloud Run,
+GKE), so it is the one transport that covers every ADC source.
 """
 
 from __future__ import annotations
@@ -101,7 +103,7 @@ def resolve_location(location: str | None = None) -> str:
 def _require_google_auth() -> None:
     try:
         import google.auth
-        import google.auth.transport.urllib3  # noqa: F401
+        import google.auth.transport.requests  # noqa: F401
     except ImportError as exc:
         raise ConfigurationError(
             "Vertex AI Application Default Credentials need google-auth: install "
@@ -167,7 +169,7 @@ class VertexAuth:
             self._credentials = credentials
         self._secret = token or api_key or ""
         self._cache = TokenCache(self._refresh, clock=clock, margin=margin)
-        self._http: Any = None
+        self._session: Any = None
 
     def __repr__(self) -> str:
         kind = (
@@ -201,16 +203,16 @@ class VertexAuth:
     def _refresh(self) -> tuple[str, float | None]:
         """Fetch a new access token (blocking); runs under the cache's lock."""
         from google.auth.exceptions import GoogleAuthError
-        from google.auth.transport.urllib3 import Request
+        from google.auth.transport.requests import Request
 
         from ..http import redact
 
-        if self._http is None:
-            import urllib3
+        if self._session is None:
+            import requests
 
-            self._http = urllib3.PoolManager()
+            self._session = requests.Session()
         try:
-            self._credentials.refresh(Request(self._http))  # type: ignore[no-untyped-call]
+            self._credentials.refresh(Request(self._session))
         except (GoogleAuthError, OSError) as exc:
             # `from None`: the original exception's text may quote the refresh
             # token or the token endpoint's answer; only the redacted text goes on.
