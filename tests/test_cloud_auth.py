@@ -75,7 +75,9 @@ class Loopback:
                 status, payload = handler(self.command, self.path, headers, body)
                 data = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 self.send_response(status)
-                self.send_header("content-type", "application/json")
+                kind = "text/plain" if isinstance(payload, bytes) else "application/json"
+                self.send_header("content-type", kind)
+                self.send_header("metadata-flavor", "Google")  # GCE metadata-server answers
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -625,6 +627,46 @@ def test_vertex_adc_authorized_user_and_a_failed_refresh_is_redacted(
     with pytest.raises(AuthenticationError) as ainfo:
         anyio.run(auth.atoken)
     assert refresh_token not in str(ainfo.value)
+
+
+def test_vertex_adc_on_a_loopback_metadata_server(
+    serve: Callable[[Handler], Loopback], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ADC on Compute Engine / Cloud Run / GKE: google-auth finds the metadata
+    server (through the extra's requests transport) and refreshes from it."""
+    from google.auth.compute_engine import _metadata
+
+    issued = iter(range(1, 100))
+
+    def metadata(method: str, target: str, headers: dict[str, str], body: bytes) -> tuple[int, Any]:
+        assert headers.get("metadata-flavor") == "Google"
+        path = urlsplit(target).path
+        if path == "/":
+            return 200, b""
+        if path == "/computeMetadata/v1/project/project-id":
+            return 200, b"proj-gce-42"
+        # The account is addressed as "default", then by its email.
+        account, _, leaf = path.removeprefix(
+            "/computeMetadata/v1/instance/service-accounts/"
+        ).partition("/")
+        if account in ("default", "gce@proj-gce-42.iam.gserviceaccount.com"):
+            if leaf == "":
+                return 200, {"email": "gce@proj-gce-42.iam.gserviceaccount.com", "scopes": []}
+            if leaf == "token":
+                return 200, {"access_token": f"ya29.gce-{next(issued)}", "expires_in": 3600}
+        return 404, b"not found"
+
+    server = serve(metadata)
+    host = server.url.removeprefix("http://")
+    monkeypatch.setattr(_metadata, "_NO_GCE_CHECK", False)
+    monkeypatch.setattr(_metadata, "_GCE_METADATA_HOST", host)
+    monkeypatch.setenv("GCE_METADATA_IP", host)
+    clock = Clock()
+    auth = VertexAuth(location="us-central1", clock=clock)
+    assert auth.project == "proj-gce-42"
+    assert auth.token() == "ya29.gce-1" and auth.token() == "ya29.gce-1"
+    clock.now += 3600
+    assert anyio.run(auth.atoken) == "ya29.gce-2"
 
 
 def test_vertex_token_or_api_key_given_directly(monkeypatch: pytest.MonkeyPatch) -> None:
