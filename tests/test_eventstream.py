@@ -681,3 +681,13 @@ def test_botocore_and_we_both_reject_the_negative_vectors() -> None:
             list(buffer)
         with pytest.raises(MalformedChunkError):
             decode_messages(data)
+
+
+def test_repeated_header_sections_decode_to_separate_equal_dicts() -> None:
+    # Header sections are remembered for speed; each message still owns its headers.
+    data = encode_event("contentBlockDelta", b"{}")
+    first, second = decode_messages(data + data)
+    assert first.headers == second.headers
+    assert first.headers is not second.headers
+    first.headers[":event-type"] = "changed"  # type: ignore[index]
+    assert decode_messages(data)[0].headers[":event-type"] == "contentBlockDelta"

@@ -178,6 +178,15 @@ _FIXED: dict[int, tuple[int, type[Int8 | Int16 | Int32 | Int64 | Timestamp]]] = 
 _STRINGS: dict[bytes, str] = {}
 _STRINGS_MAX = 256
 
+# Whole header sections seen so far → their parse (for typed messages) or their frame
+# ``event`` (for frames). Bedrock repeats the same three headers for every event of a
+# type, so a message costs one lookup instead of a header loop; only sections that parsed
+# and classified without error are stored, so a hit is exactly what parsing would give.
+_HEADERS: dict[bytes, dict[str, HeaderValue]] = {}
+_FRAME_EVENTS: dict[bytes, str] = {}
+_BLOCK_MAX = 512
+_BLOCKS_MAX = 256
+
 
 class EventStreamMessage(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One decoded AWS event stream message."""
@@ -245,26 +254,25 @@ class _MessageReader(IncrementalDecoder[T]):
         """Check the prelude at ``pos``; return the message's total length."""
         total, headers_len, crc = _PRELUDE_STRUCT.unpack_from(buf, pos)
         actual = zlib.crc32(view[pos : pos + 8])
-        where = self._where()
         if actual != crc:
             raise MalformedChunkError(
-                f"AWS event stream prelude CRC mismatch in {where}: the prelude says "
+                f"AWS event stream prelude CRC mismatch in {self._where()}: the prelude says "
                 f"0x{crc:08x}, its first 8 bytes give 0x{actual:08x}; the body is corrupt "
                 "or is not an AWS event stream"
             )
         if total < _OVERHEAD:
             raise MalformedChunkError(
-                f"AWS event stream {where} has total length {total}, less than the "
+                f"AWS event stream {self._where()} has total length {total}, less than the "
                 f"{_OVERHEAD} bytes of its prelude and CRCs"
             )
         if headers_len > total - _OVERHEAD:
             raise MalformedChunkError(
-                f"AWS event stream {where} has headers length {headers_len}, which does "
+                f"AWS event stream {self._where()} has headers length {headers_len}, which does "
                 f"not fit in its total length {total}"
             )
         if total > self._max:
             raise EventTooLargeError(
-                f"AWS event stream {where} is {total} bytes, over "
+                f"AWS event stream {self._where()} is {total} bytes, over "
                 f"max_event_bytes={self._max}; raise max_event_bytes if such messages "
                 "are expected"
             )
@@ -286,9 +294,7 @@ class _MessageReader(IncrementalDecoder[T]):
                 f"says 0x{crc:08x}, its bytes give 0x{actual:08x}; the body is corrupt"
             )
         (headers_len,) = _UINT32.unpack_from(buf, pos + 4)
-        start = pos + _PRELUDE
-        headers = self._headers(buf, start, start + headers_len, pos)
-        out.append(self._make(headers, buf, start + headers_len, end - 4, pos))
+        out.append(self._make(buf, pos + _PRELUDE, pos + _PRELUDE + headers_len, end - 4, pos))
 
     def _headers(self, buf: bytes, p: int, stop: int, base: int) -> dict[str, HeaderValue]:
         """Parse the headers section ``buf[p:stop]`` of the message starting at ``base``."""
@@ -365,9 +371,9 @@ class _MessageReader(IncrementalDecoder[T]):
             f"AWS event stream headers are malformed: {what}, in {self._where(at - base)}"
         )
 
-    def _make(
-        self, headers: dict[str, HeaderValue], buf: bytes, start: int, stop: int, base: int
-    ) -> T:
+    def _make(self, buf: bytes, start: int, headers_end: int, stop: int, base: int) -> T:
+        """The value for the message at ``base``: headers ``buf[start:headers_end]``,
+        payload ``buf[headers_end:stop]`` (both CRCs already checked)."""
         raise NotImplementedError
 
     def _finish(self) -> None:
@@ -401,9 +407,18 @@ class EventStreamMessageDecoder(_MessageReader[EventStreamMessage]):
         super().__init__(max_event_bytes)
 
     def _make(
-        self, headers: dict[str, HeaderValue], buf: bytes, start: int, stop: int, base: int
+        self, buf: bytes, start: int, headers_end: int, stop: int, base: int
     ) -> EventStreamMessage:
-        return EventStreamMessage(headers=headers, payload=buf[start:stop], offset=self._offset)
+        raw = buf[start:headers_end]
+        headers = _HEADERS.get(raw)
+        if headers is None:
+            headers = self._headers(buf, start, headers_end, base)
+            if len(raw) <= _BLOCK_MAX and len(_HEADERS) < _BLOCKS_MAX:
+                _HEADERS[raw] = headers
+        # A copy: the table's dict is shared, the message's is the caller's.
+        return EventStreamMessage(
+            headers=dict(headers), payload=buf[headers_end:stop], offset=self._offset
+        )
 
 
 class EventStreamDecoder(_MessageReader[ServerSentEvent]):
@@ -438,25 +453,39 @@ class EventStreamDecoder(_MessageReader[ServerSentEvent]):
         super().__init__(max_event_bytes)
 
     def _make(
-        self, headers: dict[str, HeaderValue], buf: bytes, start: int, stop: int, base: int
+        self, buf: bytes, start: int, headers_end: int, stop: int, base: int
     ) -> ServerSentEvent:
+        raw = buf[start:headers_end]
+        event = _FRAME_EVENTS.get(raw)
+        if event is None:
+            event, text = self._classify(self._headers(buf, start, headers_end, base))
+            if text is not None:
+                return ServerSentEvent(event=event, data=text)
+            if len(raw) <= _BLOCK_MAX and len(_FRAME_EVENTS) < _BLOCKS_MAX:
+                _FRAME_EVENTS[raw] = event
+        payload = buf[headers_end:stop]
+        try:
+            return ServerSentEvent(event=event, data=payload.decode())
+        except UnicodeDecodeError as exc:
+            bad = payload[exc.start : exc.end]
+            raise MalformedChunkError(
+                f"AWS event stream payload is not valid UTF-8: {exc.reason} "
+                f"(byte(s) {bad.hex(' ')}) in "
+                f"{self._where(headers_end - base + exc.start)}"
+            ) from None
+
+    def _classify(self, headers: dict[str, HeaderValue]) -> tuple[str, str | None]:
+        """The frame's ``event`` for these headers, and its ``data`` when that is not the
+        payload (an error's ``:error-message``)."""
         kind = headers.get(":message-type")
         if kind == "event":
-            return ServerSentEvent(
-                event=self._name(headers, ":event-type", "event"),
-                data=self._payload(buf, start, stop, base),
-            )
+            return self._name(headers, ":event-type", "event"), None
         if kind == "exception":
-            name = self._name(headers, ":exception-type", "exception")
-            return ServerSentEvent(
-                event="exception:" + name, data=self._payload(buf, start, stop, base)
-            )
+            return "exception:" + self._name(headers, ":exception-type", "exception"), None
         if kind == "error":
-            name = self._name(headers, ":error-code", "error")
+            name = "error:" + self._name(headers, ":error-code", "error")
             message = headers.get(":error-message")
-            if not isinstance(message, str):
-                message = self._payload(buf, start, stop, base)
-            return ServerSentEvent(event="error:" + name, data=message)
+            return name, message if isinstance(message, str) else None
         raise MalformedChunkError(
             f"AWS event stream {self._where()} has "
             + (
@@ -474,17 +503,6 @@ class EventStreamDecoder(_MessageReader[ServerSentEvent]):
                 f"non-empty string {header} header (got {value!r})"
             )
         return value
-
-    def _payload(self, buf: bytes, start: int, stop: int, base: int) -> str:
-        raw = buf[start:stop]
-        try:
-            return raw.decode()
-        except UnicodeDecodeError as exc:
-            bad = raw[exc.start : exc.end]
-            raise MalformedChunkError(
-                f"AWS event stream payload is not valid UTF-8: {exc.reason} "
-                f"(byte(s) {bad.hex(' ')}) in {self._where(start - base + exc.start)}"
-            ) from None
 
 
 def decode_messages(
