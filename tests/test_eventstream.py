@@ -683,11 +683,12 @@ def test_botocore_and_we_both_reject_the_negative_vectors() -> None:
             decode_messages(data)
 
 
-def test_repeated_header_sections_decode_to_separate_equal_dicts() -> None:
-    # Header sections are remembered for speed; each message still owns its headers.
+def test_decoded_headers_are_read_only_so_repeated_sections_can_share_them() -> None:
     data = encode_event("contentBlockDelta", b"{}")
     first, second = decode_messages(data + data)
     assert first.headers == second.headers
-    assert first.headers is not second.headers
-    first.headers[":event-type"] = "changed"  # type: ignore[index]
+    with pytest.raises(TypeError):
+        first.headers[":event-type"] = "changed"  # type: ignore[index]
+    with pytest.raises(AttributeError):
+        first.payload = b"x"  # type: ignore[misc]
     assert decode_messages(data)[0].headers[":event-type"] == "contentBlockDelta"

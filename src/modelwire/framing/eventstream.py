@@ -61,6 +61,7 @@ import struct
 import uuid
 import zlib
 from collections.abc import Mapping
+from types import MappingProxyType
 from typing import ClassVar, Self, TypeVar
 
 import msgspec
@@ -182,7 +183,7 @@ _STRINGS_MAX = 256
 # ``event`` (for frames). Bedrock repeats the same three headers for every event of a
 # type, so a message costs one lookup instead of a header loop; only sections that parsed
 # and classified without error are stored, so a hit is exactly what parsing would give.
-_HEADERS: dict[bytes, dict[str, HeaderValue]] = {}
+_HEADERS: dict[bytes, MappingProxyType[str, HeaderValue]] = {}
 _FRAME_EVENTS: dict[bytes, str] = {}
 _BLOCK_MAX = 512
 _BLOCKS_MAX = 256
@@ -192,7 +193,8 @@ class EventStreamMessage(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """One decoded AWS event stream message."""
 
     headers: Mapping[str, HeaderValue]
-    """The headers in wire order, typed (see :data:`HeaderValue`); names are unique."""
+    """The headers in wire order, typed (see :data:`HeaderValue`); names are unique.
+    Read-only (a ``types.MappingProxyType``) when decoded."""
 
     payload: bytes = b""
     """The payload bytes (Bedrock sends JSON)."""
@@ -412,12 +414,12 @@ class EventStreamMessageDecoder(_MessageReader[EventStreamMessage]):
         raw = buf[start:headers_end]
         headers = _HEADERS.get(raw)
         if headers is None:
-            headers = self._headers(buf, start, headers_end, base)
+            # Read-only, so that the value stays immutable and can be shared.
+            headers = MappingProxyType(self._headers(buf, start, headers_end, base))
             if len(raw) <= _BLOCK_MAX and len(_HEADERS) < _BLOCKS_MAX:
                 _HEADERS[raw] = headers
-        # A copy: the table's dict is shared, the message's is the caller's.
         return EventStreamMessage(
-            headers=dict(headers), payload=buf[headers_end:stop], offset=self._offset
+            headers=headers, payload=buf[headers_end:stop], offset=self._offset
         )
 
 
