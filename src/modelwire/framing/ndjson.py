@@ -14,9 +14,9 @@ field-path errors. Deliberate choices, each raising a typed error instead of gue
    from :meth:`NDJSONDecoder.end`), even when it happens to be a complete JSON value. The spec
    only says each JSON text is *followed by* LF, and Ollama's server writes every line as
    ``json.Marshal(value)`` plus ``"\\n"`` (``streamResponse`` in ollama's
-   ``server/routes.go``): a body that ends without that LF was cut, and ``{"done": true}``
-   cut after the ``}`` of an inner object would parse fine while being only part of the line.
-   A pending line of whitespace only is dropped.
+   ``server/routes.go``): a body that ends without that LF was cut, and a cut line can
+   still parse (``12`` of ``123``, ``[]`` of ``[]  ``…), so "it parses" does not prove it
+   is whole. A pending line of whitespace only is dropped.
 2. **Invalid UTF-8 is an error** (:class:`~modelwire.errors.MalformedChunkError`, with the
    byte offset in the stream), never U+FFFD.
 3. **A line over ``max_event_bytes``** (LF and a CR before it not counted) raises
