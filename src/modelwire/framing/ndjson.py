@@ -15,7 +15,7 @@ field-path errors. Deliberate choices, each raising a typed error instead of gue
    only says each JSON text is *followed by* LF, and Ollama's server writes every line as
    ``json.Marshal(value)`` plus ``"\\n"`` (``streamResponse`` in ollama's
    ``server/routes.go``): a body that ends without that LF was cut, and a cut line can
-   still parse (``12`` of ``123``, ``[]`` of ``[]  ``…), so "it parses" does not prove it
+   still parse (``12`` of ``123``, ``1e1`` of ``1e10``), so "it parses" does not prove it
    is whole. A pending line of whitespace only is dropped.
 2. **Invalid UTF-8 is an error** (:class:`~modelwire.errors.MalformedChunkError`, with the
    byte offset in the stream), never U+FFFD.
