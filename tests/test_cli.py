@@ -24,8 +24,9 @@ import pytest
 import modelwire as mw
 from modelwire.options import ENV_KEYS
 from modelwire.testing import MockServer, error_reply, tool_call
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = recorded_streams()
 COMMANDS = ("demo", "chat", "run", "replay", "mock-server", "models")
 _KEY_VARS = {v for names in ENV_KEYS.values() for v in names}
 
