@@ -33,6 +33,8 @@ from recorded import (
     recorded_streams,
 )
 
+pytest_plugins = ["pytester"]
+
 FIXTURES = recorded_streams()
 
 _KEY_VARS = sorted({v for names in ENV_KEYS.values() for v in names})
