@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from modelwire.catalog import BASE_URL_ENV
 from modelwire.options import ENV_KEYS
 from recorded import (
     PLACEHOLDER,
@@ -37,7 +38,10 @@ pytest_plugins = ["pytester"]
 
 FIXTURES = recorded_streams()
 
-_KEY_VARS = sorted({v for names in ENV_KEYS.values() for v in names})
+# The API keys, and the SDKs' base-URL variables (they would point the catalog elsewhere).
+_KEY_VARS = sorted(
+    {v for names in ENV_KEYS.values() for v in names} | {v for v, _ in BASE_URL_ENV.values()}
+)
 for _var in _KEY_VARS:
     os.environ.pop(_var, None)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from .common import (
     CLIError,
     fail,
     is_loopback,
+    read_prompt,
     request_options,
     resolve_model,
 )
@@ -25,6 +28,7 @@ from .output import (
     USER,
     EventPrinter,
     Screen,
+    _isatty,
     format_usage,
     json_line,
     one_line,
@@ -68,47 +72,149 @@ def demo(args: argparse.Namespace) -> int:
 
 
 async def _stream_answer(
-    model: Model, ctx: Context, opts: dict[str, Any], printer: EventPrinter, as_json: bool
+    model: Model,
+    ctx: Context,
+    opts: dict[str, Any],
+    printer: EventPrinter,
+    as_json: bool,
+    *,
+    show_stream: bool = True,
 ) -> AssistantMessage:
+    """One answer, rendered live (or, ``show_stream=False``, once complete).
+
+    Ctrl-C cancels this task (``asyncio.run`` turns SIGINT into a cancellation): the
+    stream is aborted and still ends with its terminal ``error(aborted)`` event, which
+    carries the partial message — in ``--json`` it is the last line.
+    """
     from ..client import stream
 
     printer.screen.spinner("waiting for the model…")
     s = stream(model, ctx, **opts)
+
+    def show(ev: Any) -> None:
+        if as_json:
+            json_line(to_plain(ev))
+        elif show_stream:
+            printer.model_event(ev)
+
+    aborted = False
     try:
-        async for ev in s:
-            if as_json:
-                json_line(to_plain(ev))
-            else:
-                printer.model_event(ev)
+        try:
+            async for ev in s:
+                show(ev)
+        except asyncio.CancelledError:
+            aborted = True
+            s.abort()
+            async for ev in s:  # the terminal error(aborted), partial message inside
+                show(ev)
     finally:
         printer.screen.stop_spinner()
     message = await s.result()
     if as_json:
-        json_line(msgspec.to_builtins(message))
+        if not aborted:
+            json_line(msgspec.to_builtins(message))
         printer.message_done(message, show=False)
+    elif not show_stream:
+        if message.text:
+            printer.screen.line(message.text)
+        printer.message_done(message)
+    if aborted:
+        printer.screen.newline()
+        raise _Interrupted(message)
     return message
+
+
+class _Interrupted(Exception):
+    def __init__(self, message: AssistantMessage) -> None:
+        super().__init__("interrupted")
+        self.message = message
+
+
+def _history_path() -> Path:
+    from .common import data_dir
+
+    return data_dir() / "last-chat.json"
+
+
+def _load_history(args: argparse.Namespace) -> tuple[Model | None, Context | None]:
+    from ..types import Context, Model, from_json
+
+    path = _history_path()
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        model = from_json(json.dumps(saved["model"]), Model)
+        ctx = from_json(json.dumps(saved["context"]), Context)
+    except FileNotFoundError:
+        raise CLIError("not_found", f"no conversation to continue: {path} does not exist "
+                       "(chat once without -c first)") from None  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CLIError("configuration", f"cannot continue from {path}: {exc}; delete it "
+                       "to start afresh") from None  # fmt: skip
+    return model, ctx
+
+
+def _save_history(model: Model, ctx: Context) -> None:
+    from ..types import to_json
+
+    path = _history_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"model": json.loads(to_json(model)), "context": json.loads(to_json(ctx))}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        fail("history", f"could not save the conversation to {path}: {exc.strerror}")
 
 
 def chat(args: argparse.Namespace) -> int:
     """``chat -m provider/model [prompt]``: one answer, or interactive without a prompt."""
     from ..types import Context, UserMessage
 
-    model = resolve_model(args)
+    ctx = Context(system_prompt=args.system)
+    if args.cont:
+        saved_model, saved_ctx = _load_history(args)
+        ctx = saved_ctx or ctx
+        if args.system:
+            ctx = msgspec.structs.replace(ctx, system_prompt=args.system)
+        if args.model is None and args.base_url is None and saved_model is not None:
+            model = saved_model
+            from ..options import resolve_api_key
+
+            resolve_api_key(model.provider, args.key)
+        else:
+            model = resolve_model(args)
+    else:
+        model = resolve_model(args)
     opts = request_options(args)
     screen = _screen(args)
+    notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
     printer = EventPrinter(screen)
-    ctx = Context(system_prompt=args.system)
-    prompt = " ".join(args.prompt).strip()
-    if prompt:
+    interactive = args.interactive or (not args.prompt and _isatty(sys.stdin))
+    prompt = "" if interactive else read_prompt(args.prompt, stdin_is_prompt=not _isatty(sys.stdin))
+
+    def answer(ctx: Context) -> AssistantMessage:
+        try:
+            return asyncio.run(_stream_answer(model, ctx, opts, printer, args.json,
+                                              show_stream=not args.no_stream))  # fmt: skip
+        except _Interrupted as exc:
+            _save_history(model, ctx.with_messages(exc.message))
+            raise KeyboardInterrupt from None
+
+    if not interactive:
+        if not prompt:
+            raise CLIError("usage", "no prompt: give it as an argument or on stdin ('-'), or "
+                           "run chat in a terminal (or with -i) to chat line by line")  # fmt: skip
         ctx = ctx.with_messages(UserMessage(content=prompt))
-        message = asyncio.run(_stream_answer(model, ctx, opts, printer, args.json))
-        if not args.json:
-            screen.line(format_usage(printer.usage), MUTED)
+        message = answer(ctx)
+        _save_history(model, ctx.with_messages(message))
+        if args.usage:
+            notes.line(format_usage(printer.usage), MUTED)
         _report_failure(message)
         return _exit_for(message)
     if not args.json:
-        screen.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
-                    MUTED)  # fmt: skip
+        notes.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
+                   MUTED)  # fmt: skip
     last: AssistantMessage | None = None
     while True:
         try:
@@ -119,12 +225,13 @@ def chat(args: argparse.Namespace) -> int:
         if not text or text in ("/exit", "/quit"):
             break
         ctx = ctx.with_messages(UserMessage(content=text))
-        last = asyncio.run(_stream_answer(model, ctx, opts, printer, args.json))
+        last = answer(ctx)
         ctx = ctx.with_messages(last)
+        _save_history(model, ctx)
         if last.error is not None:
             _report_failure(last)
-    if not args.json and printer.responses:
-        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+    if args.usage and printer.responses:
+        notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
     return 0 if last is None else _exit_for(last)
 
 
@@ -144,7 +251,9 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CLIError("configuration", f"--root {args.root!r} is not a directory")
     screen = _screen(args)
-    task = " ".join(args.task)
+    task = read_prompt(args.task, stdin_is_prompt=not _isatty(sys.stdin))
+    if not task:
+        raise CLIError("usage", "no task: give it as arguments or on stdin ('-')")
     from ..agent import Agent
     from ..tools import read_only
 
@@ -155,8 +264,9 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         screen.line(f"you › {task}", USER)
     asyncio.run(run_agent(agent, task, printer, args.json))
-    if not args.json:
-        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+    if args.usage:
+        notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
+        notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
     _report_failure(printer.failed)
     return _exit_for(printer.final)
 
