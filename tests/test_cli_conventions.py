@@ -260,3 +260,43 @@ def test_piped_output_has_no_escape_sequence(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("# Title\n", encoding="utf-8")
     proc = cli("demo", "--delay", "0", "--root", str(tmp_path))
     assert proc.returncode == 0 and "\x1b" not in proc.stdout + proc.stderr
+
+
+# --------------------------------------------------------------------------- trace, mock-server
+
+
+def test_trace_loopback_declares_the_tools_the_recording_calls(tmp_path: Path) -> None:
+    from modelwire.testing import render, tool_call
+
+    body = tmp_path / "call.sse"
+    body.write_bytes(
+        render(["Looking.", tool_call("get_weather", {"city": "Paris"})], "openai-chat")
+    )
+    proc = cli("trace", "--loopback", "--delay", "0", "--api", "openai-chat", str(body))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "tool_call_protocol" not in proc.stdout + proc.stderr
+    assert "stop_reason: tool_use" in proc.stdout
+
+
+def test_mock_server_log_shows_every_request_status_and_retry(tmp_path: Path) -> None:
+    from test_cli import _start_server, _stop
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"status": 429, "error": "slow down",
+                                   "headers": {"retry-after": "0"}}, "ok"]))  # fmt: skip
+    proc, hello = _start_server("--script", str(script))
+    try:
+        model = mw.Model(id="m", api="openai-chat", provider="local",
+                         base_url=hello["base_urls"]["openai-chat"])  # fmt: skip
+        ctx = mw.Context(messages=[mw.UserMessage(content="go")])
+        first = mw.complete_sync(model, ctx)  # 429, retried: "ok"
+        second = mw.complete_sync(model, ctx, max_retries=0)  # nothing left: 500
+        assert first.text == "ok" and second.stop_reason == "error"
+        assert proc.stdout is not None
+        log = [json.loads(proc.stdout.readline()) for _ in range(3)]
+    finally:
+        _stop(proc)
+    assert [(e["n"], e["status"], e["retry"]) for e in log] == [
+        (1, 429, False), (2, 200, True), (3, 500, False),
+    ]  # fmt: skip
+    assert log[0]["note"] == "slow down" and log[2]["note"] == "MockServer has no reply left"

@@ -38,7 +38,7 @@ from .output import (
 if TYPE_CHECKING:
     import argparse
 
-    from ..testing import RecordedRequest
+    from ..testing import RecordedRequest, Reply
     from ..types import AssistantMessage, Context, Model, ToolCall
 
 __all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
@@ -413,6 +413,18 @@ def _last_user_text(rec: RecordedRequest) -> str:
     return ""
 
 
+def _reply_note(reply: Reply) -> str:
+    """The error message of a JSON error reply (e.g. "MockServer has no reply left")."""
+    if reply.status < 400 or not reply.body:
+        return ""
+    try:
+        err = json.loads(reply.body).get("error", {})
+    except (ValueError, AttributeError):
+        return ""
+    message = err.get("message") if isinstance(err, dict) else err
+    return one_line(message, 200) if isinstance(message, str) else ""
+
+
 def mock_server(args: argparse.Namespace) -> int:
     """``mock-server``: serve a script (or echo) until Ctrl-C / SIGTERM."""
     from ..testing import MockServer, load_script
@@ -420,25 +432,25 @@ def mock_server(args: argparse.Namespace) -> int:
 
     screen = _screen(args)
     lock = threading.Lock()
-    count = [0]
+    answered: list[tuple[bytes, int]] = []  # (body, status) of every request so far
 
-    def log(rec: RecordedRequest) -> None:
+    def log(rec: RecordedRequest, reply: Reply) -> None:
+        # Every request, answered or not ("no reply left"), with its status; a request
+        # repeating the body of one answered 429/5xx is the client's retry.
         with lock:
-            count[0] += 1
-            n = count[0]
+            retry = bool(answered) and answered[-1][0] == rec.body and (
+                answered[-1][1] == 429 or answered[-1][1] >= 500)  # fmt: skip
+            answered.append((rec.body, reply.status))
+            n = len(answered)
+        note = _reply_note(reply)
         if args.json:
             json_line({"event": "request", "n": n, "method": rec.method, "path": rec.path,
-                       "api": rec.api, "model": rec.model})  # fmt: skip
+                       "api": rec.api, "model": rec.model, "status": reply.status,
+                       "retry": retry, **({"note": note} if note else {})})  # fmt: skip
         else:
+            extra = (" · retry" if retry else "") + (f" · {note}" if note else "")
             screen.line(f"#{n} {rec.method} {rec.path} ({rec.api or 'unknown api'}, "
-                        f"model {rec.model or '?'})", MUTED)  # fmt: skip
-
-    def logged(item: Any) -> Any:
-        def responder(rec: RecordedRequest) -> Any:
-            log(rec)
-            return item(rec) if callable(item) else item
-
-        return responder
+                        f"model {rec.model or '?'}) → {reply.status}{extra}", MUTED)  # fmt: skip
 
     if args.script:
         replies: list[Any] = list(load_script(args.script))
@@ -448,8 +460,8 @@ def mock_server(args: argparse.Namespace) -> int:
         replies = [lambda rec: f"echo: {_last_user_text(rec) or '(no user text)'}"]
         source = "echo (no --script): each reply repeats the last user message"
         repeat = True
-    server = MockServer([logged(r) for r in replies], repeat_last=repeat, host=args.host,
-                        port=args.port)  # fmt: skip
+    server = MockServer(replies, repeat_last=repeat, host=args.host, port=args.port,
+                        on_request=log)  # fmt: skip
     try:
         server.start()
     except OSError as exc:
