@@ -481,11 +481,10 @@ def mock_server(args: argparse.Namespace) -> int:
                 screen.line(f"  {api:<22} base_url {bases[api]:<32} POST …{endpoint}")
             screen.line(f"replies: {source}", MUTED)
             screen.line("Ctrl-C to stop", MUTED)
-        try:
-            while not stop.wait(0.2):
-                pass
-        except KeyboardInterrupt:
+        while not stop.wait(0.2):
             pass
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how it stops, whenever it comes
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.stop()
