@@ -109,6 +109,11 @@ class Screen:
         self._bol = True
         _SCREENS.append(self)
 
+    @property
+    def width(self) -> int | None:
+        """The terminal's width in columns (``None``: not a terminal, no limit)."""
+        return int(self._console.width) if self._console is not None else None
+
     def write(self, text: str, style: str | None = None) -> None:
         """Append ``text`` (no newline added)."""
         if not text:
@@ -296,7 +301,9 @@ class EventPrinter:
             s.line(f"✗ {name} failed{kind}: {one_line(text, 300)}", FAILED)
             return
         s.line(f"← {name} result:", RESULT)
-        for ln in trim_block(text, self.result_lines).splitlines():
+        # On a terminal each result line fits its width (two columns of indent).
+        width = 100 if s.width is None else max(20, min(100, s.width - 2))
+        for ln in trim_block(text, self.result_lines, width).splitlines():
             s.line("  " + ln, MUTED)
 
 
