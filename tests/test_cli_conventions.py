@@ -10,6 +10,7 @@ import os
 import pty
 import select
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -300,3 +301,12 @@ def test_mock_server_log_shows_every_request_status_and_retry(tmp_path: Path) ->
         (1, 429, False), (2, 200, True), (3, 500, False),
     ]  # fmt: skip
     assert log[0]["note"] == "slow down" and log[2]["note"] == "MockServer has no reply left"
+
+
+def test_a_connect_error_names_the_address_it_tried() -> None:
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    base = f"http://127.0.0.1:{port}/v1"
+    proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "hi")
+    assert_one_line_error(proc, "connect", f"127.0.0.1:{port}")

@@ -54,9 +54,17 @@ def _exit_for(message: AssistantMessage | None) -> int:
     return 0
 
 
-def _report_failure(message: AssistantMessage | None) -> None:
+def _report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
     if message is not None and message.error is not None:
-        fail(message.error.kind, message.error.message)
+        text = message.error.message
+        if model is not None and message.error.kind == "connect":
+            # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
+            from urllib.parse import urlsplit
+
+            where = urlsplit(model.base_url).netloc
+            if where and where not in text:
+                text += f" (tried {model.base_url})"
+        fail(message.error.kind, text)
 
 
 # --------------------------------------------------------------------------- demo
@@ -210,7 +218,7 @@ def chat(args: argparse.Namespace) -> int:
         _save_history(model, ctx.with_messages(message))
         if args.usage:
             notes.line(format_usage(printer.usage), MUTED)
-        _report_failure(message)
+        _report_failure(message, model)
         return _exit_for(message)
     if not args.json:
         notes.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
@@ -229,7 +237,7 @@ def chat(args: argparse.Namespace) -> int:
         ctx = ctx.with_messages(last)
         _save_history(model, ctx)
         if last.error is not None:
-            _report_failure(last)
+            _report_failure(last, model)
     if args.usage and printer.responses:
         notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
     return 0 if last is None else _exit_for(last)
@@ -267,7 +275,7 @@ def run(args: argparse.Namespace) -> int:
     if args.usage:
         notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
         notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
-    _report_failure(printer.failed)
+    _report_failure(printer.failed, model)
     return _exit_for(printer.final)
 
 
