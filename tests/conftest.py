@@ -34,7 +34,8 @@ from recorded import (
     recorded_streams,
 )
 
-pytest_plugins = ["pytester"]
+# The mock_server and scripted_model fixtures, enabled as the docs tell users to.
+pytest_plugins = ["pytester", "modelwire.testing.pytest_plugin"]
 
 FIXTURES = recorded_streams()
 
