@@ -157,3 +157,22 @@ def test_demo_in_a_terminal_has_colour_and_ends_at_the_prompt(pane: Pane, tmp_pa
     assert "\x1b[" in coloured
     screen = pane.screen(joined=True)
     assert "第一行是「# Terminal」" in screen and "Traceback" not in screen
+
+
+def test_interactive_chat_in_a_terminal(pane: Pane) -> None:
+    with MockServer(["first answer", "second answer"]) as srv:
+        pane.type(_cmd("chat", *_local(srv, "openai-chat")))
+        pane.wait_for(lambda s: _last_line(s).startswith("you ›"), "the chat prompt")
+        pane.type("first question")
+        pane.wait_for(lambda s: "first answer" in s and _last_line(s).startswith("you ›"),
+                      "the answer, then the prompt")  # fmt: skip
+        pane.type("second question")
+        pane.wait_for(lambda s: "second answer" in s and _last_line(s).startswith("you ›"),
+                      "the second answer")  # fmt: skip
+        pane.key("C-c")  # at the prompt: leaves, the error on a line of its own
+        screen = pane.wait_for(lambda s: _last_line(s) == PROMPT.rstrip(), "the shell prompt")
+    assert [m["content"] for m in srv.requests[1].json()["messages"]] == [
+        "first question", "first answer", "second question",
+    ]  # fmt: skip
+    error = next(ln for ln in screen.splitlines() if "modelwire: error" in ln)
+    assert error.startswith("modelwire: error [interrupted]"), screen

@@ -227,7 +227,13 @@ def chat(args: argparse.Namespace) -> int:
     while True:
         try:
             text = input("" if args.json else "you › ")
-        except EOFError:
+        except (EOFError, KeyboardInterrupt) as exc:
+            # The cursor is still after the prompt (and ^C or ^D): end that line first.
+            if _isatty(sys.stdin):
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             break
         text = text.strip()
         if not text or text in ("/exit", "/quit"):
