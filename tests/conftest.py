@@ -58,10 +58,20 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
+@pytest.fixture(scope="session")
+def _user_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("user-dirs")
+
+
 @pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _hermetic(monkeypatch: pytest.MonkeyPatch, _user_dirs: Path) -> Iterator[None]:
     for var in _KEY_VARS:
         monkeypatch.delenv(var, raising=False)
+    # The CLI's config file, saved conversations and default model: never the user's.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(_user_dirs / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(_user_dirs / "data"))
+    monkeypatch.delenv("MODELWIRE_MODEL", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
 

@@ -310,3 +310,16 @@ def test_a_connect_error_names_the_address_it_tried() -> None:
     base = f"http://127.0.0.1:{port}/v1"
     proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "hi")
     assert_one_line_error(proc, "connect", f"127.0.0.1:{port}")
+
+
+def test_the_library_reads_the_base_url_variables(monkeypatch: pytest.MonkeyPatch) -> None:
+    catalog_url = mw.get_model("anthropic", "claude-haiku-4-5").base_url
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://proxy.example.com/")
+    assert mw.get_model("anthropic", "claude-haiku-4-5").base_url == "https://proxy.example.com/v1"
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+    assert mw.catalog.resolve_model("openai/gpt-4.1-mini").base_url == "http://127.0.0.1:8000/v1"
+    monkeypatch.delenv("ANTHROPIC_BASE_URL")
+    assert mw.get_model("anthropic", "claude-haiku-4-5").base_url == catalog_url
+    monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "ftp://x")
+    with pytest.raises(mw.ConfigurationError, match="GOOGLE_GEMINI_BASE_URL"):
+        mw.get_model("google", "gemini-2.5-flash")

@@ -11,6 +11,14 @@
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
     modelwire models [provider]                     # the model catalog
 
+Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
+``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
+``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` are read without ``--base-url``;
+piped stdin (or ``-``) is the prompt; ``--key``, ``--system``, ``-o KEY VALUE``,
+``--no-stream``, ``-u`` (usage on stderr); ``chat -c`` continues the last
+conversation (``$XDG_DATA_HOME/modelwire/last-chat.json``); ``NO_COLOR`` or a pipe
+gives output without escape sequences.
+
 Every failure prints one line, ``modelwire: error [kind]: message``, on stderr
 and exits non-zero — never a traceback (set ``MODELWIRE_DEBUG=1`` to see one
 for an unexpected internal error). Exit codes: 0 success, 1 the model call or
@@ -103,9 +111,9 @@ def build_parser() -> argparse.ArgumentParser:
     _output_args(p, "one JSON line per agent event (with --trace: per trace record)")
 
     p = sub.add_parser("chat", help="stream a chat with a real provider",
-                       description="Streams one answer to PROMPT, or chats interactively when no "
-                       "prompt is given. The API key comes from the provider's environment "
-                       "variable.")  # fmt: skip
+                       description="Streams one answer to PROMPT (with piped stdin before it), or "
+                       "chats line by line in a terminal when no prompt is given. The API key "
+                       "comes from --key or the provider's environment variable.")  # fmt: skip
     _model_args(p)
     p.add_argument("prompt", nargs="*",
                    help="the message; '-' or piped stdin is read too (stdin first); "
