@@ -323,3 +323,12 @@ def test_the_library_reads_the_base_url_variables(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "ftp://x")
     with pytest.raises(mw.ConfigurationError, match="GOOGLE_GEMINI_BASE_URL"):
         mw.get_model("google", "gemini-2.5-flash")
+
+
+def test_no_stream_json_prints_the_terminal_event_and_the_message() -> None:
+    with MockServer([Reply(message="whole", piece_chars=1)]) as srv:
+        proc = cli("chat", *_local(srv), "--no-stream", "--json", "hi")
+    assert proc.returncode == 0, proc.stderr
+    lines = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert [x.get("type", x.get("role")) for x in lines] == ["done", "assistant"]
+    assert lines[-1]["content"][0]["text"] == "whole"

@@ -101,7 +101,9 @@ async def _stream_answer(
 
     def show(ev: Any) -> None:
         if as_json:
-            json_line(to_plain(ev))
+            # --no-stream --json: the terminal event and the message, nothing before.
+            if show_stream or ev.type in ("done", "error"):
+                json_line(to_plain(ev))
         elif show_stream:
             printer.model_event(ev)
 
