@@ -186,10 +186,19 @@ def _start_chat(srv: MockServer, *extra: str) -> subprocess.Popen[str]:
     )  # fmt: skip
 
 
-def _interrupt_after_first_output(proc: subprocess.Popen[str]) -> tuple[str, str]:
+def _interrupt_after_first_output(
+    proc: subprocess.Popen[str], *, json_lines: bool = False
+) -> tuple[str, str]:
     assert proc.stdout is not None
-    first = proc.stdout.read(1)  # the answer has started streaming
-    assert first
+    if json_lines:  # wait for the first text_delta line, not just `start`
+        first = ""
+        while '"text_delta"' not in first:
+            line = proc.stdout.readline()
+            assert line, first
+            first += line
+    else:
+        first = proc.stdout.read(1)  # the answer has started streaming
+        assert first
     time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=30)
@@ -200,7 +209,7 @@ def test_ctrl_c_with_json_ends_with_the_aborted_event() -> None:
     slow = Reply(message="one two three four five six seven eight", piece_chars=2, delay=0.2)
     with MockServer([slow]) as srv:
         proc = _start_chat(srv, "--json")
-        out, err = _interrupt_after_first_output(proc)
+        out, err = _interrupt_after_first_output(proc, json_lines=True)
     assert proc.returncode == 130, err
     last = json.loads(out.splitlines()[-1])
     assert last["type"] == "error" and last["reason"] == "aborted"
@@ -211,7 +220,7 @@ def test_ctrl_c_with_json_ends_with_the_aborted_event() -> None:
 
 
 def test_ctrl_c_error_starts_on_a_new_line() -> None:
-    slow = Reply(message="abcdefghijklmnopqrstuvwxyz", piece_chars=1, delay=0.1)
+    slow = Reply(message="abcdefghijklmnopqrstuvwxyz", piece_chars=1, delay=0.2)
     with MockServer([slow]) as srv:
         proc = _start_chat(srv)
         out, err = _interrupt_after_first_output(proc)

@@ -107,7 +107,7 @@ def test_chat_streams_incrementally_and_renders_thinking(pane: Pane) -> None:
     reply = [mw.ThinkingContent(thinking="pondering"), mw.TextContent(text=ANSWER)]
     with MockServer([Reply(message=mw.AssistantMessage(
             content=reply, api="", provider="", model="", stop_reason="stop"),
-            piece_chars=3, delay=0.12)]) as srv:  # fmt: skip
+            piece_chars=3, delay=0.25)]) as srv:  # fmt: skip
         pane.type(_cmd("chat", *_local(srv, "anthropic-messages"), "hi"))
         # Part of the answer is on screen before the whole of it: it streams.
         partial = pane.wait_for(lambda s: "streamed pi" in s, "the first pieces")
