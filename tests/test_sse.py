@@ -39,12 +39,11 @@ from modelwire.sse import ServerSentEvent, SSEDecoder
 from recorded import PLACEHOLDER, recorded_streams
 
 FIXTURES = recorded_streams()
+# Without the fixture folder: one placeholder vector, collected, then skipped by conftest.
 VECTORS: list[dict[str, Any]] = (
     json.loads((FIXTURES / "sse-vectors.json").read_text(encoding="utf-8"))["vectors"]
     if FIXTURES.is_dir()
-    else [
-        {"name": PLACEHOLDER, "chunks": []}
-    ]  # collected, then skipped by conftest (tests/recorded.py)
+    else [{"name": PLACEHOLDER, "chunks": []}]
 )
 BOM = b"\xef\xbb\xbf"
 
