@@ -341,3 +341,16 @@ def test_no_stream_json_prints_the_terminal_event_and_the_message() -> None:
     lines = [json.loads(x) for x in proc.stdout.splitlines()]
     assert [x.get("type", x.get("role")) for x in lines] == ["done", "assistant"]
     assert lines[-1]["content"][0]["text"] == "whole"
+
+
+def test_chat_against_a_script_declares_the_tools_it_calls(tmp_path: Path) -> None:
+    script = tmp_path / "replies.json"
+    script.write_text(json.dumps([
+        "Plain text.",
+        {"text": "Let me look.", "tool_calls": [{"name": "read", "arguments": {"path": "a"}}]},
+    ]), encoding="utf-8")  # fmt: skip
+    proc = cli("chat", "--script", str(script), "-i", "--api", "anthropic-messages",
+               stdin="first\nsecond\n")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "tool_call_protocol" not in proc.stderr and proc.stderr.count("modelwire: error") == 0
+    assert "Plain text." in proc.stdout and '→ read {"path":"a"}' in proc.stdout

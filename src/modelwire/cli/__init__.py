@@ -124,6 +124,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="chat line by line, even when stdin is not a terminal")  # fmt: skip
     p.add_argument("--no-stream", action="store_true",
                    help="print the answer once, when it is complete")  # fmt: skip
+    p.add_argument("--script", metavar="FILE",
+                   help="answer from a mock: a loopback MockServer plays FILE (the mock-server "
+                   "script format), declaring the tools it calls; no key, no network")  # fmt: skip
     _output_args(p, "one JSON line per event, the final message last")
 
     p = sub.add_parser("run", help="run the agent with read-only file tools on a task",

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     import argparse
 
     from ..testing import RecordedRequest, Reply
-    from ..types import AssistantMessage, Context, Model, ToolCall
+    from ..types import AssistantMessage, Context, Model, ToolCall, ToolDefinition
 
 __all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
 
@@ -177,12 +177,54 @@ def _save_history(model: Model, ctx: Context) -> None:
         fail("history", f"could not save the conversation to {path}: {exc.strerror}")
 
 
+def _script_tools(replies: list[Reply]) -> tuple[ToolDefinition, ...] | None:
+    """A definition for every tool a script calls: a real request declares the tools the
+    model may call, and a call to an undeclared one is a ``tool_call_protocol`` error."""
+    from ..types import AssistantMessage, ToolCall, ToolDefinition
+
+    names: list[str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, ToolCall) and item.name not in names:
+            names.append(item.name)
+        elif isinstance(item, AssistantMessage):
+            walk(item.content)
+        elif isinstance(item, list | tuple):
+            for x in item:
+                walk(x)
+
+    for reply in replies:
+        walk(reply.message)
+    if not names:
+        return None
+    return tuple(ToolDefinition(name=n, description="called by the script",
+                                parameters={"type": "object"}) for n in names)  # fmt: skip
+
+
 def chat(args: argparse.Namespace) -> int:
     """``chat -m provider/model [prompt]``: one answer, or interactive without a prompt."""
+    if args.script is None:
+        return _chat(args, None)
+    from ..testing import MockServer, load_script
+    from ..types import Context
+
+    if args.base_url or args.cont:
+        raise CLIError("usage", "--script plays its own server: it takes no --base-url or -c")
+    replies = load_script(args.script)
+    with MockServer(replies) as server:
+        spec = (args.model or "mock/mock-model").partition("/")
+        model = server.model(args.api or "openai-chat", spec[2] or spec[0])
+        ctx = Context(system_prompt=args.system, tools=_script_tools(replies))
+        return _chat(args, (model, ctx))
+
+
+def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> int:
     from ..types import Context, UserMessage
 
     ctx = Context(system_prompt=args.system)
-    if args.cont:
+    if scripted is not None:
+        model, ctx = scripted
+    elif args.cont:
         saved_model, saved_ctx = _load_history(args)
         ctx = saved_ctx or ctx
         if args.system:
@@ -208,8 +250,12 @@ def chat(args: argparse.Namespace) -> int:
             return asyncio.run(_stream_answer(model, ctx, opts, printer, args.json,
                                               show_stream=not args.no_stream))  # fmt: skip
         except _Interrupted as exc:
-            _save_history(model, ctx.with_messages(exc.message))
+            save(ctx.with_messages(exc.message))
             raise KeyboardInterrupt from None
+
+    def save(ctx: Context) -> None:
+        if scripted is None:  # a scripted server is gone once chat ends: nothing to continue
+            _save_history(model, ctx)
 
     if not interactive:
         if not prompt:
@@ -217,7 +263,7 @@ def chat(args: argparse.Namespace) -> int:
                            "run chat in a terminal (or with -i) to chat line by line")  # fmt: skip
         ctx = ctx.with_messages(UserMessage(content=prompt))
         message = answer(ctx)
-        _save_history(model, ctx.with_messages(message))
+        save(ctx.with_messages(message))
         if args.usage:
             notes.line(format_usage(printer.usage), MUTED)
         _report_failure(message, model)
@@ -243,7 +289,7 @@ def chat(args: argparse.Namespace) -> int:
         ctx = ctx.with_messages(UserMessage(content=text))
         last = answer(ctx)
         ctx = ctx.with_messages(last)
-        _save_history(model, ctx)
+        save(ctx)
         if last.error is not None:
             _report_failure(last, model)
     if args.usage and printer.responses:
