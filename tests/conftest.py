@@ -1,20 +1,48 @@
-"""Hermetic tests: provider API keys cleared, no network but loopback."""
+"""Hermetic tests: provider API keys cleared, no network but loopback.
+
+Tests over the recorded provider streams (see ``tests/recorded.py``) are found by reading
+each test module: a module-level name is *recorded* when its definition mentions
+``FIXTURES`` (or another recorded name), and a test is when its body, its decorators or
+its fixtures do. Without the fixture folder those tests skip with one reason and one
+summary line; with ``MODELWIRE_REQUIRE_FIXTURES=1`` (CI) the missing folder fails the run.
+"""
 
 from __future__ import annotations
 
+import ast
+import inspect
 import os
 import socket
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
 
+from modelwire.catalog import BASE_URL_ENV
 from modelwire.options import ENV_KEYS
+from recorded import (
+    PLACEHOLDER,
+    PRESENT,
+    REASON,
+    REQUIRE_ENV,
+    REQUIRED,
+    ROOT,
+    MissingFixtures,
+    recorded_streams,
+)
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+# The mock_server and scripted_model fixtures, enabled as the docs tell users to.
+pytest_plugins = ["pytester", "modelwire.testing.pytest_plugin"]
 
-_KEY_VARS = sorted({v for names in ENV_KEYS.values() for v in names})
+FIXTURES = recorded_streams()
+
+# The API keys, and the SDKs' base-URL variables (they would point the catalog elsewhere).
+_KEY_VARS = sorted(
+    {v for names in ENV_KEYS.values() for v in names} | {v for v, _ in BASE_URL_ENV.values()}
+)
 for _var in _KEY_VARS:
     os.environ.pop(_var, None)
 
@@ -30,10 +58,20 @@ def _loopback_only(self: socket.socket, address: Any) -> Any:
     return _real_connect(self, address)
 
 
+@pytest.fixture(scope="session")
+def _user_dirs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("user-dirs")
+
+
 @pytest.fixture(autouse=True)
-def _hermetic(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def _hermetic(monkeypatch: pytest.MonkeyPatch, _user_dirs: Path) -> Iterator[None]:
     for var in _KEY_VARS:
         monkeypatch.delenv(var, raising=False)
+    # The CLI's config file, saved conversations and default model: never the user's.
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(_user_dirs / "config"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(_user_dirs / "data"))
+    monkeypatch.delenv("MODELWIRE_MODEL", raising=False)
+    monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
 
@@ -46,3 +84,107 @@ def anyio_backend() -> str:
 @pytest.fixture
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+# ------------------------------------------------------------------ recorded provider streams
+
+_SEEDS = frozenset({"FIXTURES", "fixtures_dir"})
+_recorded_names: dict[str, frozenset[str]] = {}
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+
+
+def _module_recorded_names(module: ModuleType) -> frozenset[str]:
+    """Module-level names whose definition reaches ``FIXTURES`` (fixpoint over the module)."""
+    key = module.__name__
+    if key not in _recorded_names:
+        tree = ast.parse(inspect.getsource(module))
+        defs: list[tuple[set[str], set[str]]] = []
+        for stmt in tree.body:
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                defs.append(({stmt.name}, _names(stmt)))
+            elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
+                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                defs.append((set().union(*(_names(t) for t in targets)), _names(stmt)))
+        found = set(_SEEDS)
+        changed = True
+        while changed:
+            changed = False
+            for targets, used in defs:
+                if not targets <= found and used & found:
+                    found |= targets
+                    changed = True
+        _recorded_names[key] = frozenset(found)
+    return _recorded_names[key]
+
+
+def _is_placeholder(value: object) -> bool:
+    if isinstance(value, MissingFixtures):
+        return True
+    if isinstance(value, str):
+        return PLACEHOLDER in value
+    if isinstance(value, dict):
+        return any(_is_placeholder(v) for v in value.values())
+    if isinstance(value, list | tuple):
+        return any(_is_placeholder(v) for v in value)
+    return False
+
+
+def _uses_recorded_streams(item: pytest.Function) -> bool:
+    recorded = _module_recorded_names(item.module)
+    if set(item.fixturenames) & recorded:
+        return True
+    try:
+        source = textwrap.dedent(inspect.getsource(item.function))
+    except (OSError, TypeError):
+        return False
+    (node,) = ast.parse(source).body
+    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    decorators = set().union(*(_names(d) for d in node.decorator_list))
+    node.decorator_list = []
+    if _names(node) & recorded:
+        return True
+    if not decorators & recorded:
+        return False
+    # Only the parameter list mentions the streams (``RECORDED + SYNTHETIC``): a
+    # synthetic parameter runs; a recorded one is a real path or, without the folder,
+    # the placeholder.
+    params = item.callspec.params.values() if hasattr(item, "callspec") else ()
+    return PRESENT or any(_is_placeholder(v) for v in params)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "recorded: reads the recorded provider streams (MODELWIRE_FIXTURES)"
+    )
+    if REQUIRED and not PRESENT:
+        raise pytest.UsageError(f"{REQUIRE_ENV} is set but {REASON}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if isinstance(item, pytest.Function) and _uses_recorded_streams(item):
+            item.add_marker(pytest.mark.recorded)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Raised here, so every skip reports the same location and folds into one `-rs` line.
+    if not PRESENT and item.get_closest_marker("recorded") is not None:
+        pytest.skip(REASON)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    if PRESENT:
+        return
+    skipped = sum(
+        1
+        for report in terminalreporter.stats.get("skipped", [])
+        if isinstance(report.longrepr, tuple) and report.longrepr[2] == f"Skipped: {REASON}"
+    )
+    if skipped:
+        terminalreporter.write_line(f"modelwire: {skipped} tests skipped: {REASON}")
+
+
+__all__ = ["ROOT"]

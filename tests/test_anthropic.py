@@ -29,8 +29,9 @@ from modelwire.apis.anthropic import (
 from modelwire.deltas import EndOfStream
 from modelwire.options import resolve_options
 from modelwire.pipeline import replay
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "anthropic"
+FIXTURES = recorded_streams("anthropic")
 DATA = Path(__file__).resolve().parent / "data" / "anthropic"
 RECORDED = sorted(FIXTURES.glob("*.sse"))
 SYNTHETIC = sorted(DATA.glob("*.sse"))

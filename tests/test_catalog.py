@@ -29,9 +29,10 @@ from modelwire.assemble import compute_cost
 from modelwire.errors import ConfigurationError, MissingAPIKeyError
 from modelwire.options import ENV_KEYS, REASONING_LEVELS, resolve_api_key, resolve_options
 from modelwire.testing import MockServer, Reply
+from recorded import recorded_streams
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = recorded_streams()
 DATA = ROOT / "src" / "modelwire" / "data" / "models.json"
 DOCS = ROOT / "docs" / "providers.md"
 RAW: dict[str, Any] = json.loads(DATA.read_text("utf-8"))

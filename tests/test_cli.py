@@ -24,8 +24,9 @@ import pytest
 import modelwire as mw
 from modelwire.options import ENV_KEYS
 from modelwire.testing import MockServer, error_reply, tool_call
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = recorded_streams()
 COMMANDS = ("demo", "chat", "run", "replay", "mock-server", "models")
 _KEY_VARS = {v for names in ENV_KEYS.values() for v in names}
 
@@ -37,12 +38,12 @@ def _env() -> dict[str, str]:
 
 
 def cli(
-    *args: str, cwd: Path | None = None, stdin: str | None = None
+    *args: str, cwd: Path | None = None, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "modelwire", *args],
-        capture_output=True, text=True, encoding="utf-8", timeout=90, cwd=cwd, env=_env(),
-        input=stdin if stdin is not None else "",
+        capture_output=True, text=True, encoding="utf-8", timeout=90, cwd=cwd,
+        env={**_env(), **(env or {})}, input=stdin if stdin is not None else "",
     )  # fmt: skip
 
 
@@ -153,11 +154,21 @@ def test_demo_json_lines_are_agent_events(tmp_path: Path) -> None:
     assert "text_delta" in updates and "tool_call_delta" in updates
 
 
-def test_demo_without_a_readme_reports_the_tool_failure(tmp_path: Path) -> None:
+def test_demo_without_a_readme_reads_a_file_that_exists(tmp_path: Path) -> None:
+    # Issue 16 changed this: no `not_found` tool failure, the demo reads another file.
+    (tmp_path / "notes.txt").write_text("Première ligne\nsecond\n", encoding="utf-8")
+    (tmp_path / "image.bin").write_bytes(b"\x00\x01\x02")
     proc = cli("demo", "--delay", "0", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "✗ read failed [not_found]" in proc.stdout
-    assert "没能读取 README.md" in proc.stdout
+    assert "you › 读取 notes.txt" in proc.stdout
+    assert "failed" not in proc.stdout
+    assert "notes.txt 的第一行是「Première ligne」，全文共 2 行" in proc.stdout
+
+
+def test_demo_in_an_empty_folder_says_what_it_needs(tmp_path: Path) -> None:
+    proc = cli("demo", "--delay", "0", cwd=tmp_path)
+    assert_one_line_error(proc, "demo", "no text file to read", "README.md", "--root")
+    assert proc.returncode == 2
 
 
 def test_demo_root_must_exist(tmp_path: Path) -> None:
@@ -177,7 +188,8 @@ def test_chat_one_prompt_streams_the_answer() -> None:
     with MockServer(["Bonjour, 世界!"]) as srv:
         proc = cli("chat", *_local(srv), "say", "hello")
     assert proc.returncode == 0, proc.stderr
-    assert "Bonjour, 世界!" in proc.stdout and "usage:" in proc.stdout
+    # Issue 16: `chat … > answer.txt` captures only the answer; usage is behind -u.
+    assert proc.stdout == "Bonjour, 世界!\n" and proc.stderr == ""
     body = srv.requests[0].json()
     assert body["model"] == "test-model"
     assert body["messages"][-1] == {"role": "user", "content": "say hello"}
@@ -196,7 +208,8 @@ def test_chat_json_prints_events_then_the_message() -> None:
 
 def test_chat_interactive_keeps_the_conversation() -> None:
     with MockServer(["answer one", "answer two"]) as srv:
-        proc = cli("chat", *_local(srv), stdin="first question\nsecond question\n")
+        # Issue 16: piped stdin is one prompt; -i keeps the line-by-line chat.
+        proc = cli("chat", *_local(srv), "-i", stdin="first question\nsecond question\n")
     assert proc.returncode == 0, proc.stderr
     assert "answer one" in proc.stdout and "answer two" in proc.stdout
     second = srv.requests[1].json()["messages"]
@@ -246,10 +259,10 @@ def test_run_the_agent_on_loopback(tmp_path: Path) -> None:
     root = _readme(tmp_path)
     replies = [["Reading.", tool_call("read", {"path": "README.md"})], "It is a French README."]
     with MockServer(replies) as srv:
-        proc = cli("run", *_local(srv), "--root", str(root), "what", "is", "this?")
+        proc = cli("run", *_local(srv), "-u", "--root", str(root), "what", "is", "this?")
     assert proc.returncode == 0, proc.stderr
     assert "→ read" in proc.stdout and "It is a French README." in proc.stdout
-    assert "usage over 2 responses" in proc.stdout
+    assert "usage over 2 responses" in proc.stderr and "usage" not in proc.stdout
     tool_msg = srv.requests[1].json()["messages"][-1]
     assert tool_msg["role"] == "tool" and README.splitlines()[0] in tool_msg["content"]
     assert srv.requests[0].json()["messages"][-1]["content"] == "what is this?"
@@ -260,7 +273,8 @@ def test_run_failure_exits_nonzero(tmp_path: Path) -> None:
         proc = cli("run", *_local(srv), "--timeout", "5", "--root", str(tmp_path), "task")
     assert_one_line_error(proc, "invalid_request", "boom")
     assert proc.returncode == 1
-    assert "✗ the response ended with invalid_request" in proc.stdout
+    # Issue 16: the error is printed once (stderr), no second `✗` line on stdout.
+    assert "boom" not in proc.stdout and "✗" not in proc.stdout
 
 
 def test_run_root_must_be_a_directory(tmp_path: Path) -> None:

@@ -31,9 +31,10 @@ from modelwire.errors import ConfigurationError, MalformedChunkError
 from modelwire.options import resolve_options
 from modelwire.pipeline import replay
 from modelwire.sse import ServerSentEvent
+from recorded import recorded_streams
 
 API_NAME = "google-generative-ai"
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "google"
+FIXTURES = recorded_streams("google")
 DATA = Path(__file__).resolve().parent / "data" / "google"
 RECORDED = sorted(FIXTURES.glob("*.sse"))
 SYNTHETIC = sorted(DATA.glob("*.sse"))

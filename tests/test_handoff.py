@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -21,8 +20,9 @@ from hypothesis import strategies as st
 import modelwire as mw
 from modelwire.handoffs import IMAGE_NOTE, NO_RESULT, handoff, tool_id_rule
 from modelwire.testing import MockServer
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
+FIXTURES = recorded_streams()
 
 CLAUDE = mw.Model(id="claude-sonnet-4-5", api="anthropic-messages", provider="anthropic",
                   base_url="https://api.anthropic.com/v1", reasoning=True, input=("text", "image"))  # fmt: skip

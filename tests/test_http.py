@@ -17,7 +17,6 @@ import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -28,8 +27,9 @@ import modelwire as mw
 from modelwire.apis.openai_chat import API
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, sse_body
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "openai-chat"
+FIXTURES = recorded_streams("openai-chat")
 KEY = "sk-test-Zq81_only_in_the_header_4c2b"
 FAST = mw.Timeout(connect=2, idle=2)
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -24,8 +23,9 @@ import modelwire as mw
 from modelwire.apis.openai_chat import API, RESERVED, detect_compat
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, Reply, sse_body
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "openai-chat"
+FIXTURES = recorded_streams("openai-chat")
 FIXTURE_FILES = sorted(p.name for p in FIXTURES.glob("*.sse"))
 KEY = "sk-test-QX7_distinctive_9f3e"
 

@@ -41,8 +41,9 @@ from modelwire.types import (
     ToolResultMessage,
     UserMessage,
 )
+from recorded import recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures" / "openai-responses"
+FIXTURES = recorded_streams("openai-responses")
 DATA = Path(__file__).resolve().parent / "data" / "openai-responses"
 RECORDED = sorted(p.name for p in FIXTURES.glob("*.sse"))
 SYNTHETIC = sorted(p.name for p in DATA.glob("*.sse"))

@@ -9,6 +9,7 @@ and ``--json``.
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from collections.abc import Iterator
@@ -336,6 +337,8 @@ def test_cli_stderr_and_json_show_no_piece_of_the_key(
            "google-generative-ai": "GEMINI_API_KEY"}[api]  # fmt: skip
     provider = {"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}.get(env, "google")
     monkeypatch.setenv(env, KEY)
+    # The CLI reads piped stdin as part of the prompt (issue 16): give it an empty one.
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
     base = server.model(api).base_url
     body = ("." * 485 + KEY + "." * 40).encode()  # cut at 500 falls inside the key
     for extra in ([], ["--json"]):

@@ -36,11 +36,15 @@ from modelwire.errors import (
     TruncatedStreamError,
 )
 from modelwire.sse import ServerSentEvent, SSEDecoder
+from recorded import PLACEHOLDER, recorded_streams
 
-FIXTURES = Path(__file__).resolve().parents[1].parent / "shared" / "fixtures"
-VECTORS: list[dict[str, Any]] = json.loads(
-    (FIXTURES / "sse-vectors.json").read_text(encoding="utf-8")
-)["vectors"]
+FIXTURES = recorded_streams()
+# Without the fixture folder: one placeholder vector, collected, then skipped by conftest.
+VECTORS: list[dict[str, Any]] = (
+    json.loads((FIXTURES / "sse-vectors.json").read_text(encoding="utf-8"))["vectors"]
+    if FIXTURES.is_dir()
+    else [{"name": PLACEHOLDER, "chunks": []}]
+)
 BOM = b"\xef\xbb\xbf"
 
 # Deviation 1: WHATWG silently drops the event that never got its blank line.

@@ -45,9 +45,10 @@ from modelwire.trace import (
     TraceLog,
     TraceRecord,
 )
+from recorded import recorded_streams
 
 ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = ROOT.parent / "shared" / "fixtures"
+FIXTURES = recorded_streams()
 EXAMPLES = ROOT / "docs" / "examples"
 KEY = "sk-test-trace-9f3c_only_in_the_header"
 API_DIRS = {

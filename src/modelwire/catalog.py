@@ -24,6 +24,7 @@ to ``mw.stream``/``mw.replay`` gets priced messages.
 from __future__ import annotations
 
 import ipaddress
+import os
 import threading
 from collections.abc import Iterable
 from typing import Any
@@ -43,6 +44,7 @@ __all__ = [
     "ProviderEntry",
     "clamp_reasoning",
     "dump_catalog",
+    "BASE_URL_ENV",
     "env_vars",
     "get_model",
     "is_overflow",
@@ -416,6 +418,30 @@ def models(provider: str | None = None) -> list[Model]:
     return list(index.models[_provider(provider).id])
 
 
+#: The base-URL variables the official SDKs read, and the version segment their value
+#: lacks: OPENAI_BASE_URL includes ``/v1`` (openai-python); ANTHROPIC_BASE_URL is the
+#: server root (anthropic-sdk-python appends ``/v1/messages``); GOOGLE_GEMINI_BASE_URL
+#: too (google-genai appends the API version). DESIGN §2b.
+BASE_URL_ENV: dict[str, tuple[str, str]] = {
+    "openai": ("OPENAI_BASE_URL", ""),
+    "anthropic": ("ANTHROPIC_BASE_URL", "/v1"),
+    "google": ("GOOGLE_GEMINI_BASE_URL", "/v1beta"),
+}
+
+
+def _env_base_url(m: Model) -> Model:
+    """``m`` at the address its provider's base-URL variable names, if one is set."""
+    var, version = BASE_URL_ENV.get(m.provider, ("", ""))
+    url = os.environ.get(var, "").strip().rstrip("/") if var else ""
+    if not url:
+        return m
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+        raise ConfigurationError(f"{var} must be an http(s) URL, got {url!r}")
+    if version and not url.endswith(version):
+        url += version
+    return msgspec.structs.replace(m, base_url=url)
+
+
 def get_model(provider: str, model_id: str) -> Model:
     """The catalog entry for ``provider`` and ``model_id``.
 
@@ -428,7 +454,7 @@ def get_model(provider: str, model_id: str) -> Model:
     index = _load()
     found = index.by_key.get((p.id, model_id))
     if found is not None:
-        return found
+        return _env_base_url(found)
     ids = [m.id for m in p.models]
     close = _close(model_id, ids)
     elsewhere = [k[0] for k in index.by_key if k[1] == model_id]
@@ -465,7 +491,7 @@ def resolve_model(spec: str) -> Model:
         p = index.providers[provider]
         found = index.by_key.get((p.id, tail))
         if found is not None:
-            return found
+            return _env_base_url(found)
         if p.local and p.template is not None:
             t = p.template
             return Model(id=tail, api=t.api, provider=p.id, base_url=t.base_url, name=tail,
@@ -473,7 +499,7 @@ def resolve_model(spec: str) -> Model:
         return get_model(p.id, tail)  # raises with close matches
     matches = [m for (_, mid), m in index.by_key.items() if mid == spec]
     if len(matches) == 1:
-        return matches[0]
+        return _env_base_url(matches[0])
     if matches:
         names = ", ".join(f"{m.provider}/{m.id}" for m in matches)
         raise ConfigurationError(f"{spec!r} is listed by several providers; pick one of {names}")

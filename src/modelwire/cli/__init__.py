@@ -11,6 +11,14 @@
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
     modelwire models [provider]                     # the model catalog
 
+Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
+``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
+``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` are read without ``--base-url``;
+piped stdin (or ``-``) is the prompt; ``--key``, ``--system``, ``-o KEY VALUE``,
+``--no-stream``, ``-u`` (usage on stderr); ``chat -c`` continues the last
+conversation (``$XDG_DATA_HOME/modelwire/last-chat.json``); ``NO_COLOR`` or a pipe
+gives output without escape sequences.
+
 Every failure prints one line, ``modelwire: error [kind]: message``, on stderr
 and exits non-zero — never a traceback (set ``MODELWIRE_DEBUG=1`` to see one
 for an unexpected internal error). Exit codes: 0 success, 1 the model call or
@@ -45,11 +53,17 @@ class _Parser(argparse.ArgumentParser):
         sys.exit(EXIT_CONFIG)
 
 
-def _model_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
-    p.add_argument("-m", "--model", required=required, metavar="PROVIDER/MODEL",
-                   help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url")  # fmt: skip
+def _model_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("-m", "--model", metavar="PROVIDER/MODEL",
+                   help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url (default: "
+                   "$MODELWIRE_MODEL, else model = ... in ~/.config/modelwire/config.toml)")  # fmt: skip
+    p.add_argument("--key", help="API key (default: the provider's environment variable)")
+    p.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
+                   help="a request option (temperature, max_tokens, reasoning, tool_choice, …) "
+                   "or a vendor body field; VALUE is JSON or a word; repeatable")  # fmt: skip
     p.add_argument("--base-url", help="API root including the version segment, e.g. "
-                   "http://127.0.0.1:8000/v1 (instead of the catalog entry)")  # fmt: skip
+                   "http://127.0.0.1:8000/v1 (instead of the catalog entry; default: "
+                   "$OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL)")  # fmt: skip
     p.add_argument("--api", choices=APIS, help="wire API for --base-url (default openai-chat)")
     p.add_argument("--system", help="system prompt")
     p.add_argument("--max-tokens", type=int, help="output token limit")
@@ -60,6 +74,9 @@ def _model_args(p: argparse.ArgumentParser, *, required: bool = True) -> None:
 
 def _output_args(p: argparse.ArgumentParser, json_help: str) -> None:
     p.add_argument("--json", action="store_true", help=json_help)
+    if p.prog.split()[-1] in ("chat", "run"):
+        p.add_argument("-u", "--usage", action="store_true",
+                       help="print token usage and cost on stderr at the end")  # fmt: skip
     p.add_argument("--plain", action="store_true", help="plain text even on a terminal")
 
 
@@ -94,11 +111,22 @@ def build_parser() -> argparse.ArgumentParser:
     _output_args(p, "one JSON line per agent event (with --trace: per trace record)")
 
     p = sub.add_parser("chat", help="stream a chat with a real provider",
-                       description="Streams one answer to PROMPT, or chats interactively when no "
-                       "prompt is given. The API key comes from the provider's environment "
-                       "variable.")  # fmt: skip
+                       description="Streams one answer to PROMPT (with piped stdin before it), or "
+                       "chats line by line in a terminal when no prompt is given. The API key "
+                       "comes from --key or the provider's environment variable.")  # fmt: skip
     _model_args(p)
-    p.add_argument("prompt", nargs="*", help="the message (interactive when omitted)")
+    p.add_argument("prompt", nargs="*",
+                   help="the message; '-' or piped stdin is read too (stdin first); "
+                   "interactive in a terminal when omitted")  # fmt: skip
+    p.add_argument("-c", "--continue", dest="cont", action="store_true",
+                   help="continue the last conversation (kept under $XDG_DATA_HOME/modelwire)")  # fmt: skip
+    p.add_argument("-i", "--interactive", action="store_true",
+                   help="chat line by line, even when stdin is not a terminal")  # fmt: skip
+    p.add_argument("--no-stream", action="store_true",
+                   help="print the answer once, when it is complete")  # fmt: skip
+    p.add_argument("--script", metavar="FILE",
+                   help="answer from a mock: a loopback MockServer plays FILE (the mock-server "
+                   "script format), declaring the tools it calls; no key, no network")  # fmt: skip
     _output_args(p, "one JSON line per event, the final message last")
 
     p = sub.add_parser("run", help="run the agent with read-only file tools on a task",
@@ -109,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="directory the tools may read (default: .)")
     p.add_argument("--allow-paid-api", action="store_true",
                    help="allow sending file contents to a remote (paid) API")  # fmt: skip
-    p.add_argument("task", nargs="+", help="what the agent should do")
+    p.add_argument(
+        "task", nargs="*", help="what the agent should do ('-' or piped stdin is read too)"
+    )
     _output_args(p, "one JSON line per agent event")
 
     p = sub.add_parser("replay", help="decode a recorded SSE stream offline",
@@ -130,7 +160,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Examples: modelwire trace --api openai-chat call.sse --split 40 · "
         "modelwire trace -m openai/gpt-4.1-mini 'say hi' · modelwire demo --trace",
     )  # fmt: skip
-    _model_args(p, required=False)
+    _model_args(p)
     p.add_argument("source", nargs="*", metavar="FILE.sse | PROMPT",
                    help="a recorded response body (offline), or the prompt (with -m)")  # fmt: skip
     p.add_argument("--split", metavar="N,M,...",
@@ -182,6 +212,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:
+        from .output import end_lines
+
+        end_lines()  # the error starts on a line of its own, after any partial output
         fail("interrupted", "stopped by Ctrl-C")
         return EXIT_INTERRUPTED
     except BrokenPipeError:

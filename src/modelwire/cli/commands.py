@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
+import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +18,7 @@ from .common import (
     CLIError,
     fail,
     is_loopback,
+    read_prompt,
     request_options,
     resolve_model,
 )
@@ -25,6 +28,7 @@ from .output import (
     USER,
     EventPrinter,
     Screen,
+    _isatty,
     format_usage,
     json_line,
     one_line,
@@ -34,8 +38,8 @@ from .output import (
 if TYPE_CHECKING:
     import argparse
 
-    from ..testing import RecordedRequest
-    from ..types import AssistantMessage, Context, Model, ToolCall
+    from ..testing import RecordedRequest, Reply
+    from ..types import AssistantMessage, Context, Model, ToolCall, ToolDefinition
 
 __all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
 
@@ -50,9 +54,17 @@ def _exit_for(message: AssistantMessage | None) -> int:
     return 0
 
 
-def _report_failure(message: AssistantMessage | None) -> None:
+def _report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
     if message is not None and message.error is not None:
-        fail(message.error.kind, message.error.message)
+        text = message.error.message
+        if model is not None and message.error.kind == "connect":
+            # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
+            from urllib.parse import urlsplit
+
+            where = urlsplit(model.base_url).netloc
+            if where and where not in text:
+                text += f" (tried {model.base_url})"
+        fail(message.error.kind, text)
 
 
 # --------------------------------------------------------------------------- demo
@@ -68,63 +80,220 @@ def demo(args: argparse.Namespace) -> int:
 
 
 async def _stream_answer(
-    model: Model, ctx: Context, opts: dict[str, Any], printer: EventPrinter, as_json: bool
+    model: Model,
+    ctx: Context,
+    opts: dict[str, Any],
+    printer: EventPrinter,
+    as_json: bool,
+    *,
+    show_stream: bool = True,
 ) -> AssistantMessage:
+    """One answer, rendered live (or, ``show_stream=False``, once complete).
+
+    Ctrl-C cancels this task (``asyncio.run`` turns SIGINT into a cancellation): the
+    stream is aborted and still ends with its terminal ``error(aborted)`` event, which
+    carries the partial message — in ``--json`` it is the last line.
+    """
     from ..client import stream
 
     printer.screen.spinner("waiting for the model…")
     s = stream(model, ctx, **opts)
-    try:
-        async for ev in s:
-            if as_json:
+
+    def show(ev: Any) -> None:
+        if as_json:
+            # --no-stream --json: the terminal event and the message, nothing before.
+            if show_stream or ev.type in ("done", "error"):
                 json_line(to_plain(ev))
-            else:
-                printer.model_event(ev)
+        elif show_stream:
+            printer.model_event(ev)
+
+    aborted = False
+    try:
+        try:
+            async for ev in s:
+                show(ev)
+        except asyncio.CancelledError:
+            aborted = True
+            s.abort()
+            async for ev in s:  # the terminal error(aborted), partial message inside
+                show(ev)
     finally:
         printer.screen.stop_spinner()
     message = await s.result()
     if as_json:
-        json_line(msgspec.to_builtins(message))
+        if not aborted:
+            json_line(msgspec.to_builtins(message))
         printer.message_done(message, show=False)
+    elif not show_stream:
+        if message.text:
+            printer.screen.line(message.text)
+        printer.message_done(message)
+    if aborted:
+        printer.screen.newline()
+        raise _Interrupted(message)
     return message
+
+
+class _Interrupted(Exception):
+    def __init__(self, message: AssistantMessage) -> None:
+        super().__init__("interrupted")
+        self.message = message
+
+
+def _history_path() -> Path:
+    from .common import data_dir
+
+    return data_dir() / "last-chat.json"
+
+
+def _load_history(args: argparse.Namespace) -> tuple[Model | None, Context | None]:
+    from ..types import Context, Model, from_json
+
+    path = _history_path()
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+        model = from_json(json.dumps(saved["model"]), Model)
+        ctx = from_json(json.dumps(saved["context"]), Context)
+    except FileNotFoundError:
+        raise CLIError("not_found", f"no conversation to continue: {path} does not exist "
+                       "(chat once without -c first)") from None  # fmt: skip
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise CLIError("configuration", f"cannot continue from {path}: {exc}; delete it "
+                       "to start afresh") from None  # fmt: skip
+    return model, ctx
+
+
+def _save_history(model: Model, ctx: Context) -> None:
+    from ..types import to_json
+
+    path = _history_path()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = {"model": json.loads(to_json(model)), "context": json.loads(to_json(ctx))}
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)
+    except OSError as exc:
+        fail("history", f"could not save the conversation to {path}: {exc.strerror}")
+
+
+def _script_tools(replies: list[Reply]) -> tuple[ToolDefinition, ...] | None:
+    """A definition for every tool a script calls: a real request declares the tools the
+    model may call, and a call to an undeclared one is a ``tool_call_protocol`` error."""
+    from ..types import AssistantMessage, ToolCall, ToolDefinition
+
+    names: list[str] = []
+
+    def walk(item: Any) -> None:
+        if isinstance(item, ToolCall) and item.name not in names:
+            names.append(item.name)
+        elif isinstance(item, AssistantMessage):
+            walk(item.content)
+        elif isinstance(item, list | tuple):
+            for x in item:
+                walk(x)
+
+    for reply in replies:
+        walk(reply.message)
+    if not names:
+        return None
+    return tuple(ToolDefinition(name=n, description="called by the script",
+                                parameters={"type": "object"}) for n in names)  # fmt: skip
 
 
 def chat(args: argparse.Namespace) -> int:
     """``chat -m provider/model [prompt]``: one answer, or interactive without a prompt."""
+    if args.script is None:
+        return _chat(args, None)
+    from ..testing import MockServer, load_script
+    from ..types import Context
+
+    if args.base_url or args.cont:
+        raise CLIError("usage", "--script plays its own server: it takes no --base-url or -c")
+    replies = load_script(args.script)
+    with MockServer(replies) as server:
+        spec = (args.model or "mock/mock-model").partition("/")
+        model = server.model(args.api or "openai-chat", spec[2] or spec[0])
+        ctx = Context(system_prompt=args.system, tools=_script_tools(replies))
+        return _chat(args, (model, ctx))
+
+
+def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> int:
     from ..types import Context, UserMessage
 
-    model = resolve_model(args)
+    ctx = Context(system_prompt=args.system)
+    if scripted is not None:
+        model, ctx = scripted
+    elif args.cont:
+        saved_model, saved_ctx = _load_history(args)
+        ctx = saved_ctx or ctx
+        if args.system:
+            ctx = msgspec.structs.replace(ctx, system_prompt=args.system)
+        if args.model is None and args.base_url is None and saved_model is not None:
+            model = saved_model
+            from ..options import resolve_api_key
+
+            resolve_api_key(model.provider, args.key)
+        else:
+            model = resolve_model(args)
+    else:
+        model = resolve_model(args)
     opts = request_options(args)
     screen = _screen(args)
+    notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
     printer = EventPrinter(screen)
-    ctx = Context(system_prompt=args.system)
-    prompt = " ".join(args.prompt).strip()
-    if prompt:
+    interactive = args.interactive or (not args.prompt and _isatty(sys.stdin))
+    prompt = "" if interactive else read_prompt(args.prompt, stdin_is_prompt=not _isatty(sys.stdin))
+
+    def answer(ctx: Context) -> AssistantMessage:
+        try:
+            return asyncio.run(_stream_answer(model, ctx, opts, printer, args.json,
+                                              show_stream=not args.no_stream))  # fmt: skip
+        except _Interrupted as exc:
+            save(ctx.with_messages(exc.message))
+            raise KeyboardInterrupt from None
+
+    def save(ctx: Context) -> None:
+        if scripted is None:  # a scripted server is gone once chat ends: nothing to continue
+            _save_history(model, ctx)
+
+    if not interactive:
+        if not prompt:
+            raise CLIError("usage", "no prompt: give it as an argument or on stdin ('-'), or "
+                           "run chat in a terminal (or with -i) to chat line by line")  # fmt: skip
         ctx = ctx.with_messages(UserMessage(content=prompt))
-        message = asyncio.run(_stream_answer(model, ctx, opts, printer, args.json))
-        if not args.json:
-            screen.line(format_usage(printer.usage), MUTED)
-        _report_failure(message)
+        message = answer(ctx)
+        save(ctx.with_messages(message))
+        if args.usage:
+            notes.line(format_usage(printer.usage), MUTED)
+        _report_failure(message, model)
         return _exit_for(message)
     if not args.json:
-        screen.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
-                    MUTED)  # fmt: skip
+        notes.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
+                   MUTED)  # fmt: skip
     last: AssistantMessage | None = None
     while True:
         try:
             text = input("" if args.json else "you › ")
-        except EOFError:
+        except (EOFError, KeyboardInterrupt) as exc:
+            # The cursor is still after the prompt (and ^C or ^D): end that line first.
+            if _isatty(sys.stdin):
+                sys.stdout.write("\n")
+                sys.stdout.flush()
+            if isinstance(exc, KeyboardInterrupt):
+                raise
             break
         text = text.strip()
         if not text or text in ("/exit", "/quit"):
             break
         ctx = ctx.with_messages(UserMessage(content=text))
-        last = asyncio.run(_stream_answer(model, ctx, opts, printer, args.json))
+        last = answer(ctx)
         ctx = ctx.with_messages(last)
+        save(ctx)
         if last.error is not None:
-            _report_failure(last)
-    if not args.json and printer.responses:
-        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+            _report_failure(last, model)
+    if args.usage and printer.responses:
+        notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
     return 0 if last is None else _exit_for(last)
 
 
@@ -144,7 +313,9 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CLIError("configuration", f"--root {args.root!r} is not a directory")
     screen = _screen(args)
-    task = " ".join(args.task)
+    task = read_prompt(args.task, stdin_is_prompt=not _isatty(sys.stdin))
+    if not task:
+        raise CLIError("usage", "no task: give it as arguments or on stdin ('-')")
     from ..agent import Agent
     from ..tools import read_only
 
@@ -155,9 +326,10 @@ def run(args: argparse.Namespace) -> int:
     if not args.json:
         screen.line(f"you › {task}", USER)
     asyncio.run(run_agent(agent, task, printer, args.json))
-    if not args.json:
-        screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)
-    _report_failure(printer.failed)
+    if args.usage:
+        notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
+        notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
+    _report_failure(printer.failed, model)
     return _exit_for(printer.final)
 
 
@@ -303,6 +475,18 @@ def _last_user_text(rec: RecordedRequest) -> str:
     return ""
 
 
+def _reply_note(reply: Reply) -> str:
+    """The error message of a JSON error reply (e.g. "MockServer has no reply left")."""
+    if reply.status < 400 or not reply.body:
+        return ""
+    try:
+        err = json.loads(reply.body).get("error", {})
+    except (ValueError, AttributeError):
+        return ""
+    message = err.get("message") if isinstance(err, dict) else err
+    return one_line(message, 200) if isinstance(message, str) else ""
+
+
 def mock_server(args: argparse.Namespace) -> int:
     """``mock-server``: serve a script (or echo) until Ctrl-C / SIGTERM."""
     from ..testing import MockServer, load_script
@@ -310,25 +494,25 @@ def mock_server(args: argparse.Namespace) -> int:
 
     screen = _screen(args)
     lock = threading.Lock()
-    count = [0]
+    answered: list[tuple[bytes, int]] = []  # (body, status) of every request so far
 
-    def log(rec: RecordedRequest) -> None:
+    def log(rec: RecordedRequest, reply: Reply) -> None:
+        # Every request, answered or not ("no reply left"), with its status; a request
+        # repeating the body of one answered 429/5xx is the client's retry.
         with lock:
-            count[0] += 1
-            n = count[0]
+            retry = bool(answered) and answered[-1][0] == rec.body and (
+                answered[-1][1] == 429 or answered[-1][1] >= 500)  # fmt: skip
+            answered.append((rec.body, reply.status))
+            n = len(answered)
+        note = _reply_note(reply)
         if args.json:
             json_line({"event": "request", "n": n, "method": rec.method, "path": rec.path,
-                       "api": rec.api, "model": rec.model})  # fmt: skip
+                       "api": rec.api, "model": rec.model, "status": reply.status,
+                       "retry": retry, **({"note": note} if note else {})})  # fmt: skip
         else:
+            extra = (" · retry" if retry else "") + (f" · {note}" if note else "")
             screen.line(f"#{n} {rec.method} {rec.path} ({rec.api or 'unknown api'}, "
-                        f"model {rec.model or '?'})", MUTED)  # fmt: skip
-
-    def logged(item: Any) -> Any:
-        def responder(rec: RecordedRequest) -> Any:
-            log(rec)
-            return item(rec) if callable(item) else item
-
-        return responder
+                        f"model {rec.model or '?'}) → {reply.status}{extra}", MUTED)  # fmt: skip
 
     if args.script:
         replies: list[Any] = list(load_script(args.script))
@@ -338,8 +522,8 @@ def mock_server(args: argparse.Namespace) -> int:
         replies = [lambda rec: f"echo: {_last_user_text(rec) or '(no user text)'}"]
         source = "echo (no --script): each reply repeats the last user message"
         repeat = True
-    server = MockServer([logged(r) for r in replies], repeat_last=repeat, host=args.host,
-                        port=args.port)  # fmt: skip
+    server = MockServer(replies, repeat_last=repeat, host=args.host, port=args.port,
+                        on_request=log)  # fmt: skip
     try:
         server.start()
     except OSError as exc:
@@ -359,11 +543,10 @@ def mock_server(args: argparse.Namespace) -> int:
                 screen.line(f"  {api:<22} base_url {bases[api]:<32} POST …{endpoint}")
             screen.line(f"replies: {source}", MUTED)
             screen.line("Ctrl-C to stop", MUTED)
-        try:
-            while not stop.wait(0.2):
-                pass
-        except KeyboardInterrupt:
+        while not stop.wait(0.2):
             pass
+    except KeyboardInterrupt:
+        pass  # Ctrl-C is how it stops, whenever it comes
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.stop()

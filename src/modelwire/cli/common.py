@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import ipaddress
+import json
+import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
@@ -18,11 +21,21 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "CLIError",
+    "config_dir",
+    "data_dir",
+    "default_model",
     "fail",
     "is_loopback",
+    "read_prompt",
     "request_options",
     "resolve_model",
 ]
+
+#: Options ``-o KEY VALUE`` sets directly; any other key goes into ``extra_body``.
+DIRECT_OPTIONS = frozenset({
+    "temperature", "max_tokens", "reasoning", "tool_choice", "parallel_tool_calls",
+    "timeout", "max_retries", "session_id",
+})  # fmt: skip
 
 EXIT_FAILED = 1
 EXIT_CONFIG = 2
@@ -58,6 +71,63 @@ def is_loopback(url: str) -> bool:
         return False
 
 
+def _xdg(var: str, fallback: str) -> Path:
+    # XDG Base Directory spec: a relative value is invalid and ignored.
+    value = os.environ.get(var, "")
+    return Path(value) if os.path.isabs(value) else Path.home() / fallback
+
+
+def config_dir() -> Path:
+    """``$XDG_CONFIG_HOME/modelwire`` (``~/.config/modelwire``)."""
+    return _xdg("XDG_CONFIG_HOME", ".config") / "modelwire"
+
+
+def data_dir() -> Path:
+    """``$XDG_DATA_HOME/modelwire`` (``~/.local/share/modelwire``; on macOS
+    ``~/Library/Application Support/modelwire``)."""
+    if sys.platform == "darwin" and not os.environ.get("XDG_DATA_HOME"):
+        return Path.home() / "Library" / "Application Support" / "modelwire"
+    return _xdg("XDG_DATA_HOME", ".local/share") / "modelwire"
+
+
+def default_model() -> str | None:
+    """``$MODELWIRE_MODEL``, else ``model = "…"`` in ``config_dir()/config.toml``."""
+    import tomllib
+
+    env = os.environ.get("MODELWIRE_MODEL", "").strip()
+    if env:
+        return env
+    path = config_dir() / "config.toml"
+    try:
+        config = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CLIError("configuration", f"cannot read {path}: {exc}") from None
+    model = config.get("model")
+    if model is not None and not isinstance(model, str):
+        raise CLIError(
+            "configuration", f'{path}: model must be a string like "openai/gpt-4.1-mini"'
+        )
+    return model
+
+
+def read_prompt(parts: list[str], *, stdin_is_prompt: bool) -> str:
+    """The prompt from the arguments and stdin, as ``llm`` reads it: ``-`` is stdin;
+    piped stdin (``stdin_is_prompt``) comes first and the arguments are appended."""
+    words = list(parts)
+    if "-" in words:
+        text = sys.stdin.read()
+        words = [text if w == "-" else w for w in words]
+        return " ".join(words).strip()
+    prompt = " ".join(words).strip()
+    if stdin_is_prompt:
+        piped = sys.stdin.read().strip()
+        if piped:
+            return f"{piped}\n\n{prompt}" if prompt else piped
+    return prompt
+
+
 def resolve_model(args: argparse.Namespace) -> Model:
     """The model for ``-m provider/model`` (+ ``--base-url``/``--api``).
 
@@ -74,7 +144,13 @@ def resolve_model(args: argparse.Namespace) -> Model:
     from ..options import resolve_api_key
     from ..types import Model
 
-    spec: str = args.model.strip()
+    spec = (args.model or default_model() or "").strip()
+    if not spec:
+        raise CLIError(
+            "usage",
+            "no model: pass -m PROVIDER/MODEL, set MODELWIRE_MODEL, or put "
+            f'model = "provider/model" in {config_dir() / "config.toml"}',
+        )
     model: Model | None = None
     if args.base_url:
         provider, sep, model_id = spec.partition("/")
@@ -94,7 +170,7 @@ def resolve_model(args: argparse.Namespace) -> Model:
         model = catalog.resolve_model(spec)
         if args.api and args.api != model.api:
             model = msgspec.structs.replace(model, api=args.api)
-    resolve_api_key(model.provider, None)  # MissingAPIKeyError names the variable
+    resolve_api_key(model.provider, args.key)  # MissingAPIKeyError names the variable
     return model
 
 
@@ -109,4 +185,18 @@ def request_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["reasoning"] = args.reasoning
     if args.timeout is not None:
         opts["timeout"] = args.timeout
+    if args.key:
+        opts["api_key"] = args.key
+    extra: dict[str, Any] = {}
+    for key, raw in args.option or ():
+        try:
+            value: Any = json.loads(raw)
+        except ValueError:
+            value = raw  # a bare word: -o reasoning high
+        if key in DIRECT_OPTIONS:
+            opts[key] = value
+        else:
+            extra[key] = value
+    if extra:
+        opts["extra_body"] = extra
     return opts

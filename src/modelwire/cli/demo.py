@@ -1,4 +1,5 @@
-"""``modelwire demo``: the embedded default — an agent reads README.md, offline.
+"""``modelwire demo``: the embedded default — an agent reads README.md (or, without one,
+another text file in the folder), offline.
 
 A :class:`~modelwire.testing.MockServer` on 127.0.0.1 plays the model. Its two
 replies are scripted, but decided when each request arrives:
@@ -21,7 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_FAILED, CLIError
+from .common import EXIT_CONFIG, EXIT_FAILED, CLIError
 from .output import MUTED, USER, EventPrinter, Screen, format_usage
 
 if TYPE_CHECKING:
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     from ..testing import RecordedRequest, Reply
 
-__all__ = ["PROMPT", "answer_from_tool_result", "run_demo", "tool_result_text"]
+__all__ = ["PROMPT", "answer_from_tool_result", "demo_file", "run_demo", "tool_result_text"]
 
 PROMPT = "读取 README.md"
 SYSTEM = "回答要简洁。"
@@ -84,15 +85,15 @@ def tool_result_text(api: str | None, body: Any) -> str | None:
     return found[-1] if found else None
 
 
-def answer_from_tool_result(result: str | None) -> str:
+def answer_from_tool_result(result: str | None, name: str = "README.md") -> str:
     """The scripted final answer: what the ``read`` result says about the file."""
     if result is None:
-        return "我在请求里没有找到 read 的结果，所以无法总结 README.md。"
+        return f"我在请求里没有找到 read 的结果，所以无法总结 {name}。"
     lines = result.splitlines()
     numbered = [m.group(2) for m in map(_NUMBERED.match, lines) if m]
     if not numbered:
         first = lines[0] if lines else ""
-        return f"没能读取 README.md：{first[:200]}"
+        return f"没能读取 {name}：{first[:200]}"
     first = next((ln for ln in numbered if ln.strip()), "")
     total_m = _TOTAL.search(lines[0]) if lines else None
     total = int(total_m.group(1)) if total_m else len(numbered)
@@ -105,7 +106,7 @@ def answer_from_tool_result(result: str | None) -> str:
             title = ln.lstrip("#").strip()
             if title and ln.startswith("## "):
                 headings.append(title)
-    parts = [f"README.md 的第一行是「{first.strip()}」，全文共 {total} 行。"]
+    parts = [f"{name} 的第一行是「{first.strip()}」，全文共 {total} 行。"]
     if headings:
         parts.append("主要章节：" + "、".join(headings[:8]) + "。")
     parts.append(
@@ -120,7 +121,29 @@ def _estimate_tokens(text: str) -> int:
     return max(1, len(text.encode()) // 3)
 
 
-def _replies(delay: float, piece_chars: int = PIECE_CHARS) -> list[Any]:
+def demo_file(root: Path) -> str | None:
+    """The file the demo reads: ``README.md``, else another README, else the first
+    small UTF-8 text file in ``root`` (by name); ``None`` when there is none."""
+    if (root / "README.md").is_file():
+        return "README.md"
+    try:
+        files = sorted((p for p in root.iterdir() if p.is_file() and not p.name.startswith(".")),
+                       key=lambda p: (not p.name.upper().startswith("README"), p.name))  # fmt: skip
+    except OSError:
+        return None
+    for path in files:
+        try:
+            with path.open("rb") as f:
+                head = f.read(4096)
+            head.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue  # unreadable or binary (a cut multi-byte character is rare: skip it too)
+        if head and b"\0" not in head:
+            return path.name
+    return None
+
+
+def _replies(delay: float, piece_chars: int = PIECE_CHARS, name: str = "README.md") -> list[Any]:
     from ..testing import Reply, tool_call
     from ..types import AssistantMessage, TextContent, Usage
 
@@ -138,21 +161,22 @@ def _replies(delay: float, piece_chars: int = PIECE_CHARS) -> list[Any]:
     def turn1(rec: RecordedRequest) -> Reply:
         # A fixed id (one call per conversation, so it cannot repeat) keeps the
         # output, and the guide that quotes it, the same on every run.
-        return message(rec, TextContent(text=FIRST_REPLY),
-                       tool_call("read", {"path": "README.md"}, id="call_1"))  # fmt: skip
+        first = FIRST_REPLY.replace("README.md", name)
+        return message(rec, TextContent(text=first),
+                       tool_call("read", {"path": name}, id="call_1"))  # fmt: skip
 
     def turn2(rec: RecordedRequest) -> Reply:
-        answer = answer_from_tool_result(tool_result_text(rec.api, rec.json()))
+        answer = answer_from_tool_result(tool_result_text(rec.api, rec.json()), name)
         return message(rec, TextContent(text=answer))
 
     return [turn1, turn2]
 
 
-async def _run_traced(agent: Any, tracer: Any, printer: EventPrinter) -> None:
+async def _run_traced(agent: Any, tracer: Any, printer: EventPrinter, prompt: str) -> None:
     """The agent run with each model call traced; usage is counted as usual."""
     from ..types import AssistantMessage
 
-    async for ev in agent.stream(PROMPT):
+    async for ev in agent.stream(prompt):
         tracer.agent_event(ev)
         msg = getattr(ev, "message", None)
         if getattr(ev, "type", "") == "message_end" and isinstance(msg, AssistantMessage):
@@ -169,6 +193,12 @@ def run_demo(args: argparse.Namespace) -> int:
         raise CLIError("configuration", f"--root {args.root!r} is not a directory")
     if args.delay < 0:
         raise CLIError("usage", "--delay must be zero or positive")
+    name = demo_file(root)
+    if name is None:
+        raise CLIError("demo", f"the demo has the agent read a file, and {str(root.resolve())!r} "
+                       "has no text file to read: run it in a folder with a README.md, or pass "
+                       "--root DIR", EXIT_CONFIG)  # fmt: skip
+    prompt = PROMPT.replace("README.md", name)
     from ..agent import Agent
     from ..tools import read_only
 
@@ -177,7 +207,7 @@ def run_demo(args: argparse.Namespace) -> int:
     printer = EventPrinter(screen, show_turns=True)
     traced = bool(getattr(args, "trace", False))
     pieces = TRACE_PIECE_CHARS if traced else PIECE_CHARS
-    with MockServer(_replies(args.delay, pieces)) as server:
+    with MockServer(_replies(args.delay, pieces, name)) as server:
         model = server.model(args.api, "demo-model",
                              cost=ModelCost(input=DEMO_PRICES[0], output=DEMO_PRICES[1]))  # fmt: skip
         if traced:
@@ -194,13 +224,13 @@ def run_demo(args: argparse.Namespace) -> int:
                         "its replies are scripted, every byte is real HTTP + SSE", MUTED)  # fmt: skip
             screen.line(f"  tools  {', '.join(t.name for t in tools)} (read-only, rooted at "
                         f"{root.resolve()})", MUTED)  # fmt: skip
-            screen.line(f"you › {PROMPT}", USER)
+            screen.line(f"you › {prompt}", USER)
         if traced:
-            asyncio.run(_run_traced(agent, tracer, printer))
+            asyncio.run(_run_traced(agent, tracer, printer, prompt))
         else:
             from .commands import run_agent
 
-            asyncio.run(run_agent(agent, PROMPT, printer, args.json))
+            asyncio.run(run_agent(agent, prompt, printer, args.json))
         requests = list(server.requests)
     if not args.json:
         screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)

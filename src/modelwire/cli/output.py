@@ -10,6 +10,7 @@ runs never load it. ``--json`` output bypasses both: one JSON object per line.
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterable
 from typing import Any, TextIO
@@ -18,7 +19,7 @@ import msgspec
 
 from ..types import AssistantMessage, ToolCall, ToolResultMessage, Usage
 
-__all__ = ["EventPrinter", "Screen", "format_usage", "one_line", "trim_block"]
+__all__ = ["EventPrinter", "Screen", "end_lines", "format_usage", "one_line", "trim_block"]
 
 #: Styles (rich markup names); the plain backend ignores them.
 THINKING = "dim italic"
@@ -78,6 +79,9 @@ def add_usage(a: Usage, b: Usage) -> Usage:
     )
 
 
+_SCREENS: list[Screen] = []
+
+
 class Screen:
     """Where the CLI writes: rich on a terminal, plain text elsewhere.
 
@@ -88,7 +92,10 @@ class Screen:
     def __init__(self, *, plain: bool | None = None, out: TextIO | None = None) -> None:
         self.out = out or sys.stdout
         if plain is None:
-            plain = not _isatty(self.out)
+            # https://no-color.org: NO_COLOR set and not empty disables colour; rich's
+            # spinner and cursor codes go with it, so the output has no escape at all.
+            plain = not _isatty(self.out) or bool(os.environ.get("NO_COLOR"))
+            plain = plain or os.environ.get("TERM") == "dumb"
         self._console: Any = None
         if not plain:
             try:
@@ -100,6 +107,12 @@ class Screen:
         self.plain = plain
         self._status: Any = None
         self._bol = True
+        _SCREENS.append(self)
+
+    @property
+    def width(self) -> int | None:
+        """The terminal's width in columns (``None``: not a terminal, no limit)."""
+        return int(self._console.width) if self._console is not None else None
 
     def write(self, text: str, style: str | None = None) -> None:
         """Append ``text`` (no newline added)."""
@@ -153,6 +166,16 @@ class Screen:
                   for i, h in enumerate(headers)]  # fmt: skip
         for r in [headers, *rows]:
             self.line("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+
+
+def end_lines() -> None:
+    """Stop spinners and end every partly written line (before an error on stderr)."""
+    for screen in _SCREENS:
+        try:
+            screen.stop_spinner()
+            screen.newline()
+        except (OSError, ValueError):
+            pass
 
 
 def _isatty(f: TextIO) -> bool:
@@ -238,12 +261,8 @@ class EventPrinter:
             self.failed = message
         if not show:
             return
-        if message.stop_reason in ("error", "aborted"):
-            err = message.error
-            kind = err.kind if err else message.stop_reason
-            text = err.message if err else "the response failed"
-            self.screen.line(f"✗ the response ended with {kind}: {one_line(text)}", FAILED)
-        elif message.stop_reason == "length":
+        # A failure is reported once, by the caller, as the one stderr error line.
+        if message.stop_reason == "length":
             self.screen.line("(the response was cut off at the output token limit)", MUTED)
 
     # ------------------------------------------------------------ agent events
@@ -282,7 +301,9 @@ class EventPrinter:
             s.line(f"✗ {name} failed{kind}: {one_line(text, 300)}", FAILED)
             return
         s.line(f"← {name} result:", RESULT)
-        for ln in trim_block(text, self.result_lines).splitlines():
+        # On a terminal each result line fits its width (two columns of indent).
+        width = 100 if s.width is None else max(20, min(100, s.width - 2))
+        for ln in trim_block(text, self.result_lines, width).splitlines():
             s.line("  " + ln, MUTED)
 
 

@@ -53,7 +53,7 @@ def _silence_stdout() -> None:
 if TYPE_CHECKING:
     import argparse
 
-    from ..types import Context, Model
+    from ..types import Context, Model, ToolDefinition
 
 __all__ = ["TraceView", "describe", "trace"]
 
@@ -439,10 +439,28 @@ def _loopback(
                   cut_after=args.cut_after)  # fmt: skip
     with MockServer([reply]) as server:
         model = server.model(args.api, "replay")
-        ctx = Context(messages=(UserMessage(content=f"(the server replays {Path(path).name})"),))
+        ctx = Context(messages=(UserMessage(content=f"(the server replays {Path(path).name})"),),
+                      tools=_recorded_tools(args.api, data))  # fmt: skip
         view.header(f"{path} · {args.api} · served over loopback HTTP")
         _run_call(model, ctx, view, {"max_retries": 0})
     return view.message
+
+
+def _recorded_tools(api: str, data: bytes) -> tuple[ToolDefinition, ...] | None:
+    """A definition for every tool the recording calls: a real request declares the tools
+    the model may call, and a call to an undeclared tool is a ``tool_call_protocol`` error."""
+    from ..events import ToolCallEndEvent
+    from ..pipeline import replay
+    from ..types import ToolDefinition
+
+    names: list[str] = []
+    for ev in replay(api, data):
+        if isinstance(ev, ToolCallEndEvent) and ev.tool_call.name not in names:
+            names.append(ev.tool_call.name)
+    if not names:
+        return None
+    return tuple(ToolDefinition(name=n, description="called by the recording",
+                                 parameters={"type": "object"}) for n in names)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- demo

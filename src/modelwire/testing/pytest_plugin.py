@@ -1,6 +1,7 @@
 """pytest fixtures for testing an agent against modelwire's test doubles.
 
-Enable in a ``conftest.py`` (or a test module)::
+Opt-in (no ``pytest11`` entry point, so installing modelwire loads nothing into other
+projects' pytest runs): enable it in a ``conftest.py``::
 
     pytest_plugins = ["modelwire.testing.pytest_plugin"]
 

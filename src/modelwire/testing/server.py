@@ -195,6 +195,8 @@ class _Handler(BaseHTTPRequestHandler):
             body=body,
         )
         reply = owner._resolve(rec, owner._next_reply(rec))
+        if owner.on_request is not None:
+            owner.on_request(rec, reply)
         self.send_response(reply.status)
         self.send_header("Content-Type", reply.content_type)
         for k, v in reply.headers.items():
@@ -262,7 +264,11 @@ class MockServer:
         version_segment: str = "/v1",
         host: str = "127.0.0.1",
         port: int = 0,
+        on_request: Callable[[RecordedRequest, Reply], None] | None = None,
     ) -> None:
+        #: Called (on the server thread) with every request and the reply chosen for
+        #: it — also the 500 "no reply left" and the 404 for an unknown path.
+        self.on_request = on_request
         self._replies: list[Reply | Responder] = [_coerce(r) for r in replies]
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
