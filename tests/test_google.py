@@ -15,7 +15,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
@@ -1034,6 +1034,7 @@ _schemas = st.recursive(
 
 @settings(max_examples=60, deadline=None)
 @given(body=_schemas, a=_schemas)
+@example(body={"type": "string", "enum": None, "format": []}, a=None)  # found by hypothesis
 def test_schema_reduction_never_fails_and_emits_only_gemini_keys(body: Any, a: Any) -> None:
     schema = {"type": "object", "$defs": {"A": a}, "properties": {"x": body}}
     reduced = gemini_schema(schema)

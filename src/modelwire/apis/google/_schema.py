@@ -129,7 +129,7 @@ def _reduce_plain(node: Mapping[str, Any], defs: dict[str, Any], stack: tuple[st
     if isinstance(kind, str):
         out["type"] = kind
     fmt = node.get("format")
-    if isinstance(kind, str) and fmt in _FORMATS.get(kind, ()):
+    if isinstance(kind, str) and isinstance(fmt, str) and fmt in _FORMATS.get(kind, ()):
         out["format"] = fmt
     for key in _COPY:
         if key in node:
