@@ -317,8 +317,15 @@ def test_a_connect_error_names_the_address_it_tried() -> None:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     base = f"http://127.0.0.1:{port}/v1"
-    proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "hi")
+    proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "--max-retries",
+               "0", "hi")  # fmt: skip
     assert_one_line_error(proc, "connect", f"127.0.0.1:{port}")
+    # With retries (issue 14) each is one line before the single error line.
+    proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "--max-retries",
+               "1", "hi")  # fmt: skip
+    lines = proc.stderr.strip().splitlines()
+    assert [line.split(":")[1] for line in lines] == [" retry [connect]", " error [connect]"]
+    assert f"127.0.0.1:{port}" in lines[-1]
 
 
 def test_the_library_reads_the_base_url_variables(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -70,6 +70,9 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--temperature", type=float)
     p.add_argument("--reasoning", choices=("minimal", "low", "medium", "high", "xhigh"))
     p.add_argument("--timeout", type=float, help="connect and idle timeout in seconds")
+    p.add_argument("--max-retries", type=int, metavar="N",
+                   help="automatic retries before the first byte (429, 5xx, connect), each "
+                   "shown on stderr (default 2; run: 0, a repeated paid call is your choice)")  # fmt: skip
 
 
 def _output_args(p: argparse.ArgumentParser, json_help: str) -> None:

@@ -18,6 +18,7 @@ from .common import (
     CLIError,
     fail,
     is_loopback,
+    note_retries,
     read_prompt,
     request_options,
     resolve_model,
@@ -238,7 +239,7 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
             model = resolve_model(args)
     else:
         model = resolve_model(args)
-    opts = request_options(args)
+    opts = note_retries(request_options(args))
     screen = _screen(args)
     notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
     printer = EventPrinter(screen)
@@ -319,9 +320,10 @@ def run(args: argparse.Namespace) -> int:
     from ..agent import Agent
     from ..tools import read_only
 
-    agent = Agent(
-        model, tools=read_only(root=root), system_prompt=args.system, **request_options(args)
-    )
+    # The live paid mode retries nothing unless asked (--max-retries): a repeated
+    # paid call is the caller's decision.
+    opts = note_retries({"max_retries": 0, **request_options(args)})
+    agent = Agent(model, tools=read_only(root=root), system_prompt=args.system, **opts)
     printer = EventPrinter(screen)
     if not args.json:
         screen.line(f"you › {task}", USER)

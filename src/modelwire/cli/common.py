@@ -16,19 +16,21 @@ if TYPE_CHECKING:
     from ..types import Model
 
 __all__ = [
+    "CLIError",
     "EXIT_CONFIG",
     "EXIT_FAILED",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
-    "CLIError",
     "config_dir",
     "data_dir",
     "default_model",
     "fail",
     "is_loopback",
+    "note_retries",
     "read_prompt",
     "request_options",
     "resolve_model",
+    "retry_text",
 ]
 
 #: Options ``-o KEY VALUE`` sets directly; any other key goes into ``extra_body``.
@@ -58,6 +60,34 @@ def fail(kind: str, message: str) -> None:
     flat = " ".join(message.split())
     sys.stderr.write(f"modelwire: error [{kind}]: {flat}\n")
     sys.stderr.flush()
+
+
+def note_retries(opts: dict[str, Any]) -> dict[str, Any]:
+    """``opts`` with a trace observer that prints one stderr line per automatic retry
+    (issue 14: every retry is visible), e.g. ``modelwire: retry [rate_limit]: attempt 1
+    got HTTP 429; next attempt in 1.5 s``. An observer already in ``opts`` still gets
+    every record."""
+    from ..trace import RetryTrace
+
+    inner = opts.get("trace")
+
+    def observe(record: Any) -> None:
+        if isinstance(record, RetryTrace):
+            sys.stderr.write(f"modelwire: {retry_text(record)}\n")
+            sys.stderr.flush()
+        if inner is not None:
+            inner(record)
+
+    return {**opts, "trace": observe}
+
+
+def retry_text(record: Any) -> str:
+    """One retry record as text: ``retry [kind]: attempt N got …; next attempt in W s``."""
+    got = f"HTTP {record.status}" if record.status is not None else "no response"
+    return (
+        f"retry [{record.kind}]: attempt {record.attempt} got {got}; "
+        f"next attempt in {record.wait:.1f} s"
+    )
 
 
 def is_loopback(url: str) -> bool:
@@ -185,6 +215,10 @@ def request_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["reasoning"] = args.reasoning
     if args.timeout is not None:
         opts["timeout"] = args.timeout
+    if getattr(args, "max_retries", None) is not None:
+        if args.max_retries < 0:
+            raise CLIError("usage", "--max-retries must be 0 or more", EXIT_CONFIG)
+        opts["max_retries"] = args.max_retries
     if args.key:
         opts["api_key"] = args.key
     extra: dict[str, Any] = {}

@@ -29,6 +29,7 @@ from ..trace import (
     ReadTrace,
     RequestTrace,
     ResponseTrace,
+    RetryTrace,
     SSETrace,
     TraceRecord,
 )
@@ -40,7 +41,15 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from .common import EXIT_CONFIG, EXIT_FAILED, CLIError, fail, request_options, resolve_model
+from .common import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    CLIError,
+    fail,
+    request_options,
+    resolve_model,
+    retry_text,
+)
 from .output import Screen, json_line, one_line
 
 
@@ -72,6 +81,7 @@ STYLES = {
     "event": "green",
     "eof": "yellow",
     "error": "bold red",
+    "retry": "bold yellow",
     "message": "bold green",
     "tool": "bold cyan",
 }
@@ -286,6 +296,8 @@ def describe(record: TraceRecord) -> list[str]:
         return _error_lines(record)
     if isinstance(record, MessageTrace):
         return _message_lines(record)
+    if isinstance(record, RetryTrace):
+        return [retry_text(record)]
     return [trim(_json(record.to_dict()))]
 
 
