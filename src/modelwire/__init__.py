@@ -59,6 +59,7 @@ if TYPE_CHECKING:
     from . import tools as tools
     from .agent import Agent as Agent
     from .agent import AgentRun as AgentRun
+    from .batch import batch as batch
     from .catalog import get_model as get_model
     from .catalog import models as models
     from .client import complete as complete
@@ -89,6 +90,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
     "TraceLog": ("modelwire.trace", "TraceLog"),
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
+    "batch": ("modelwire.batch", "batch"),
     "complete": ("modelwire.client", "complete"),
     "complete_sync": ("modelwire.client", "complete_sync"),
     "get_model": ("modelwire.catalog", "get_model"),
@@ -162,6 +164,7 @@ __all__ = [
     "TraceRecord",
     "Usage",
     "UserMessage",
+    "batch",
     "complete",
     "complete_sync",
     "errors",

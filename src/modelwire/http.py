@@ -48,6 +48,7 @@ __all__ = [
     "SyncBody",
     "open_async",
     "open_sync",
+    "pooled_async_client",
     "redact",
     "status_error",
 ]
@@ -546,3 +547,11 @@ def open_sync(
         if own is not None:
             own.close()
         raise
+
+
+def pooled_async_client(max_connections: int) -> httpx.AsyncClient:
+    """One shared client for many concurrent calls (``mw.batch``): a pool sized to
+    the concurrency, so workers reuse connections instead of opening one each."""
+    n = max(1, max_connections)
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    return httpx.AsyncClient(limits=limits, verify=_ssl_context())
