@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
@@ -454,3 +455,66 @@ def test_kill_9_at_random_moments_then_resume_gives_every_id_exactly_once(tmp_pa
     assert kills == 4
     # Only requests in flight at a kill are sent twice.
     assert n <= requests <= n + kills * 16
+
+
+# --------------------------------------------------------------------------- docs
+
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
+
+
+def _doc_steps(text: str) -> list[tuple[str, list[str]]]:
+    """(python source, expected output lines) for each python block; a ``text``
+    block right after one is what it must print (``…`` matches anything)."""
+    blocks = [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+    steps = []
+    for i, (lang, body) in enumerate(blocks):
+        if lang == "python":
+            after = blocks[i + 1] if i + 1 < len(blocks) else ("", "")
+            steps.append((body, after[1].splitlines() if after[0] == "text" else []))
+    return steps
+
+
+def _matches(expected: list[str], actual: str) -> str | None:
+    lines = [x.rstrip() for x in actual.splitlines()]
+    pos = 0
+    for exp in expected:
+        pat = re.compile(".*".join(re.escape(p) for p in exp.rstrip().split("…")))
+        while pos < len(lines) and not pat.fullmatch(lines[pos]):
+            pos += 1
+        if pos == len(lines):
+            return exp
+        pos += 1
+    return None
+
+
+def _batch_section(readme: str) -> str:
+    start = readme.index("\n## Batch")
+    nxt = readme.find("\n## ", start + 1)
+    return readme[start : nxt if nxt > 0 else None]
+
+
+DOCS = {
+    "docs/batch.md": lambda: (ROOT / "docs" / "batch.md").read_text(encoding="utf-8"),
+    "README.md#Batch": lambda: _batch_section((ROOT / "README.md").read_text(encoding="utf-8")),
+}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("doc", sorted(DOCS))
+def test_every_block_of_the_batch_docs_runs_as_printed(
+    doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    import io
+
+    steps = _doc_steps(DOCS[doc]())
+    assert steps, f"{doc} has no python block"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # restored after: a block sets it
+    for n, (source, expected) in enumerate(steps, 1):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(source, f"<{doc} block {n}>", "exec"), {"__name__": "__doc__"})
+        missing = _matches(expected, out.getvalue())
+        assert missing is None, f"{doc} block {n} did not print:\n{missing}\n---\n{out.getvalue()}"
