@@ -518,3 +518,22 @@ def test_every_block_of_the_batch_docs_runs_as_printed(
             exec(compile(source, f"<{doc} block {n}>", "exec"), {"__name__": "__doc__"})
         missing = _matches(expected, out.getvalue())
         assert missing is None, f"{doc} block {n} did not print:\n{missing}\n---\n{out.getvalue()}"
+
+
+def test_the_terminal_bar_shows_counts_rates_cost_errors_and_the_summary(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from modelwire.batch import RichProgress
+
+    screen = io.StringIO()
+    bar = RichProgress(interval=0, console=Console(file=screen, force_terminal=True, width=160))
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(3))
+    with MockServer(["ok", "ok", error_reply(400, "bad")]) as srv:
+        mw.batch(src, tmp_path / "o.jsonl", models={"mock/m": srv.model()}, concurrency=1,
+                 progress=bar)  # fmt: skip
+    text = screen.getvalue()
+    assert "3/3" in text and "req/s" in text and "tok/s" in text and "$0.0000" in text
+    assert "errors invalid_request:1" in text
+    assert "2 done, 1 failed (invalid_request 1), 0 already in the output" in text

@@ -71,12 +71,12 @@ def format_summary(s: dict[str, Any]) -> str:
 class RichProgress(Progress):
     """A rich live bar on a terminal (rich is the CLI extra)."""
 
-    def __init__(self, interval: float = 0.2) -> None:
+    def __init__(self, interval: float = 0.2, console: Any = None) -> None:
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bar
 
-        self.console = Console(stderr=True)
+        self.console = console or Console(stderr=True)
         self.bar = Bar(
             TextColumn("batch"), BarColumn(), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
@@ -107,4 +107,4 @@ class RichProgress(Progress):
         if self._task is not None:
             self.bar.update(self._task, completed=summary["ok"] + summary["failed"])
         self.bar.stop()
-        self.console.print(format_summary(summary))
+        self.console.print(format_summary(summary), highlight=False, markup=False)
