@@ -167,11 +167,15 @@ class _LocalLimiter:
 class _LocalSink:
     def __init__(self, log: OutputLog, stats: Stats, progress: Progress) -> None:
         self.log, self.stats, self.progress = log, stats, progress
+        self._next = 0.0
 
     async def write(self, record: dict[str, Any]) -> None:
         if self.log.write(record):
             self.stats.add(record)
-            self.progress.update(self.stats.snapshot())
+            now = time.monotonic()
+            if now >= self._next:  # a snapshot per 50 ms at most, not per result
+                self._next = now + 0.05
+                self.progress.update(self.stats.snapshot())
 
 
 def _check_settings(concurrency: int, max_attempts: int, max_cost: float | None) -> None:
