@@ -251,8 +251,6 @@ async def batch_async(
         if _ray_inline:
             return job()  # type: ignore[no-any-return]
         return await asyncio.to_thread(job)
-    from ..http import pooled_async_client
-
     limits_for = _limits_for(limits)
     limiters: dict[str, _LocalLimiter] = {}
 
@@ -267,15 +265,12 @@ async def batch_async(
         stats = Stats(len(pending), already_done=len(requests) - len(pending))
         skipped: list[BatchRequest] = []
         progress.start(len(pending))
-        client = pooled_async_client(concurrency)
         try:
             await run_requests(
                 pending, _LocalSink(log, stats, progress), settings=settings,
-                limiter_for=limiter_for, budget=Budget(max_cost), http_client=client,
-                on_skip=skipped.append,
+                limiter_for=limiter_for, budget=Budget(max_cost), on_skip=skipped.append,
             )  # fmt: skip
         finally:
-            await client.aclose()
             log.sync()
         progress.update(stats.snapshot(), force=True)
     summary = summarize(

@@ -165,19 +165,13 @@ def run_shard(
     skipped: list[BatchRequest] = []
 
     async def main() -> None:
-        from ..http import pooled_async_client
-
         run = RunSettings(**settings)
-        client = pooled_async_client(run.concurrency)
         proxies = {p: _Remote(h) for p, h in limiters.items()}
-        try:
-            await run_requests(
-                requests, _RemoteSink(sink, chaos), settings=run,
-                limiter_for=lambda m: proxies[m.provider], budget=_Remote(budget),
-                http_client=client, on_skip=skipped.append,
-            )  # fmt: skip
-        finally:
-            await client.aclose()
+        await run_requests(
+            requests, _RemoteSink(sink, chaos), settings=run,
+            limiter_for=lambda m: proxies[m.provider], budget=_Remote(budget),
+            on_skip=skipped.append,
+        )  # fmt: skip
 
     asyncio.run(main())
     return len(skipped)

@@ -46,6 +46,8 @@ RETRYABLE = frozenset(
 )
 #: A ``Retry-After`` longer than this ends the request instead of pausing everyone.
 MAX_PAUSE = 600.0
+#: Connections per HTTP client (see ``run_requests``).
+POOL_SIZE = 16
 
 
 class LimiterLike(Protocol):
@@ -239,15 +241,22 @@ async def run_requests(
     settings: RunSettings,
     limiter_for: Callable[[Model], LimiterLike],
     budget: BudgetLike,
-    http_client: Any,
     on_skip: Callable[[BatchRequest], None] | None = None,
 ) -> None:
     """Run every request with ``settings.concurrency`` workers, writing one record
     per request to ``sink`` — except those the budget refused (``on_skip``)."""
+    from ..http import pooled_async_client
+
     it = iter(requests)
     stop = False
+    n = max(1, settings.concurrency)
+    # httpcore's pool scans every connection to place each request
+    # (connection_pool.py, _assign_requests_to_connections): one pool of 512
+    # costs O(512) per event. Pools of POOL_SIZE, each shared by as many workers
+    # (one request in flight each), keep that constant.
+    clients = [pooled_async_client(min(POOL_SIZE, n - i)) for i in range(0, n, POOL_SIZE)]
 
-    async def worker() -> None:
+    async def worker(http_client: Any) -> None:
         nonlocal stop
         for req in it:
             if stop:
@@ -268,7 +277,11 @@ async def run_requests(
             finally:
                 await budget.settle(estimate, actual)
 
-    await asyncio.gather(*(worker() for _ in range(max(1, settings.concurrency))))
+    try:
+        await asyncio.gather(*(worker(clients[i // POOL_SIZE]) for i in range(n)))
+    finally:
+        for c in clients:
+            await c.aclose()
 
 
 async def _one(
