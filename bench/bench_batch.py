@@ -10,12 +10,15 @@ Three kinds of process, so each one's CPU time and memory are its own:
   once (a semaphore), one shared ``httpx.AsyncClient`` with a pool of
   CONCURRENCY connections; each call POSTs the same request body modelwire
   sends and reads the whole streamed body — no parsing, no output file;
+* ``client floor16``: the same loop over pools of 16 connections (as
+  ``mw.batch`` uses: httpcore scans a whole pool per request placement);
 * ``client batch``: ``mw.batch`` on a JSONL file of the same N requests, with
   ``concurrency=CONCURRENCY``: validation, SSE decoding, assembly, retries
   policy, the limiter and one fsynced output line per request included.
 * ``client ray1`` / ``client ray2``: the same job with ``backend="ray"`` on a
   local cluster with 1 or 2 workers (cluster start-up included in wall time,
-  reported apart; CPU of the driver process only — the workers' CPU is their own).
+  reported apart; the CPU column is the driver process, the note adds the CPU
+  of the cluster's processes — GCS, raylet, workers — read from /proc).
 
 Printed: one Markdown table (requests/s by wall clock, CPU ms per request of
 the client process, peak RSS) — the figures in bench/RESULTS.md. Everything
@@ -49,6 +52,31 @@ def _rss_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
+def _descendants_cpu() -> float:
+    """CPU seconds (user + system) of every live process below this one (the
+    Ray cluster this process started: GCS, raylet, workers), from /proc."""
+    parent: dict[int, int] = {}
+    ticks: dict[int, int] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        parent[int(d)] = int(fields[1])
+        ticks[int(d)] = int(fields[11]) + int(fields[12])
+    me, total = os.getpid(), 0
+    for pid in ticks:
+        p = parent.get(pid)
+        while p is not None and p != me and p > 1:
+            p = parent.get(p)
+        if p == me:
+            total += ticks[pid]
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def _raise_fd_limit(need: int) -> None:
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     want = min(hard, max(soft, need))
@@ -70,7 +98,7 @@ def _lines(n: int) -> list[dict[str, object]]:
     return [{"custom_id": f"r{i}", "model": "bench/m", "prompt": f"question {i}"} for i in range(n)]
 
 
-async def _floor(base_url: str, n: int, conc: int) -> int:
+async def _floor(base_url: str, n: int, conc: int, pool: int | None = None) -> int:
     import httpx
 
     import modelwire as mw
@@ -86,19 +114,23 @@ async def _floor(base_url: str, n: int, conc: int) -> int:
         bodies.append(api.build_request(model, ctx, opts).body)
     url = base_url + "/chat/completions"
     sem = asyncio.Semaphore(conc)
-    limits = httpx.Limits(max_connections=conc, max_keepalive_connections=conc)
+    size = pool or conc
+    limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
+    clients = [httpx.AsyncClient(limits=limits, timeout=60) for _ in range(0, conc, size)]
     ok = 0
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
 
-        async def one(body: bytes) -> None:
-            nonlocal ok
-            headers = {"content-type": "application/json"}
-            async with sem, client.stream("POST", url, content=body, headers=headers) as r:
-                data = b"".join([c async for c in r.aiter_bytes()])
-                if r.status_code == 200 and b"[DONE]" in data:
-                    ok += 1
+    async def one(i: int, body: bytes) -> None:
+        nonlocal ok
+        headers = {"content-type": "application/json"}
+        client = clients[i % len(clients)]
+        async with sem, client.stream("POST", url, content=body, headers=headers) as r:
+            data = b"".join([c async for c in r.aiter_bytes()])
+            if r.status_code == 200 and b"[DONE]" in data:
+                ok += 1
 
-        await asyncio.gather(*(one(b) for b in bodies))
+    await asyncio.gather(*(one(i, b) for i, b in enumerate(bodies)))
+    for c in clients:
+        await c.aclose()
     return ok
 
 
@@ -108,8 +140,8 @@ def client(kind: str, base_url: str, n: int, conc: int) -> None:
 
     result: dict[str, object] = {"kind": kind}
     t_wall, t_cpu = time.perf_counter(), time.process_time()
-    if kind == "floor":
-        ok = asyncio.run(_floor(base_url, n, conc))
+    if kind.startswith("floor"):
+        ok = asyncio.run(_floor(base_url, n, conc, int(kind[5:]) if kind[5:] else None))
     else:
         with tempfile.TemporaryDirectory() as d:
             src = Path(d) / "in.jsonl"
@@ -129,8 +161,11 @@ def client(kind: str, base_url: str, n: int, conc: int) -> None:
             else:
                 conc_each = conc
             t_run = time.perf_counter()
+            cluster_cpu = _descendants_cpu()
             s = mw.batch(src, Path(d) / "out.jsonl", base_url=base_url, concurrency=conc_each, **extra)  # fmt: skip
             result["run_s"] = round(time.perf_counter() - t_run, 3)
+            if kind.startswith("ray"):
+                result["cluster_cpu_s"] = round(_descendants_cpu() - cluster_cpu, 3)
             ok = s.ok
             lines = (Path(d) / "out.jsonl").read_text().count("\n")
             assert lines == n, (lines, n)
@@ -147,7 +182,7 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     n = int(args[0]) if args else 10_000
     conc = int(args[1]) if len(args) > 1 else 512
-    kinds = ["floor", "batch"] + ([] if "--no-ray" in sys.argv else ["ray1", "ray2"])
+    kinds = ["floor", "floor16", "batch"] + ([] if "--no-ray" in sys.argv else ["ray1", "ray2"])
     env = {**os.environ, "PYTHONPATH": str(HERE.parent / "src")}
     me = str(Path(__file__).resolve())
     rows = []
@@ -181,7 +216,9 @@ def main() -> None:
         if floor and r is not floor:
             note += f"; {cpu_ms / (floor['cpu_s'] * 1000 / n):.2f}× the floor's CPU"
         if "startup_s" in r:
-            note += f"; cluster start {r['startup_s']} s not counted"
+            cluster_ms = r["cluster_cpu_s"] * 1000 / n
+            note += (f"; + {cluster_ms:.2f} CPU ms/request in the Ray cluster's processes"
+                     f"; cluster start {r['startup_s']} s not counted")  # fmt: skip
         print(f"| {r['kind']} | {r['ok']:,} | {rps:,.0f} | {cpu_ms:.2f} | {r['peak_rss_mib']} MiB | {note} |")  # fmt: skip
 
 
