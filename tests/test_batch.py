@@ -537,3 +537,19 @@ def test_the_terminal_bar_shows_counts_rates_cost_errors_and_the_summary(tmp_pat
     assert "3/3" in text and "req/s" in text and "tok/s" in text and "$0.0000" in text
     assert "errors invalid_request:1" in text
     assert "2 done, 1 failed (invalid_request 1), 0 already in the output" in text
+
+
+@pytest.mark.anyio
+async def test_the_async_twin_and_the_sync_call_inside_a_running_loop(tmp_path: Path) -> None:
+    from modelwire.batch import batch_async
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(4))
+    with MockServer([echo], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        a = await batch_async(src, tmp_path / "a.jsonl", models=models)
+        b = mw.batch(src, tmp_path / "b.jsonl", models=models)  # runs on a helper thread
+        assert len(srv.requests) == 8
+    assert a.ok == b.ok == 4
+    assert sorted(r["custom_id"] for r in results(tmp_path / "a.jsonl")) == [f"r{i}" for i in range(4)]  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match="concurrency must be a positive integer"):
+        await batch_async(src, tmp_path / "c.jsonl", concurrency=0)
