@@ -311,15 +311,36 @@ def test_requests_per_minute_paces_the_provider(tmp_path: Path) -> None:
     assert took >= 0.45
 
 
+def test_tokens_per_minute_paces_the_provider(tmp_path: Path) -> None:
+    from modelwire.batch import load_requests, model_resolver
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(20))
+    with MockServer(["ok"], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        reqs, _ = load_requests(src, model_resolver(models))
+        tokens = sum(r.estimated_input_tokens for r in reqs)
+        t0 = time.monotonic()
+        mw.batch(src, tmp_path / "o.jsonl", models=models, concurrency=20,
+                 limits={"mock": Limits(tpm=12_000)})  # fmt: skip
+        took = time.monotonic() - t0
+        assert len(srv.requests) == 20
+    # 200 tokens/s after the first second's worth: the estimate of every prompt is paid.
+    assert took >= 0.9 * (tokens - 200) / 200 > 0.5, (took, tokens)
+
+
 @pytest.mark.anyio
 async def test_token_bucket_takes_variable_amounts_and_settles() -> None:
-    bucket = TokenBucket(6000)  # 100 tokens/s
-    await bucket.take(6000)
+    bucket = TokenBucket(6000)  # 100 tokens/s, starting with one second's worth
     t0 = time.monotonic()
+    await bucket.take(100)
+    assert time.monotonic() - t0 < 0.05
     await bucket.take(20)
     assert 0.15 <= time.monotonic() - t0 < 1.0
     bucket.settle(30)  # the response used 30 more than estimated: a debt
     assert bucket.level < 0
+    t0 = time.monotonic()
+    await bucket.take(10)  # waits for the debt and its own 10
+    assert time.monotonic() - t0 >= 0.35
     limiter = ProviderLimiter(Limits(tpm=6000))
     limiter.pause(0.2)
     t0 = time.monotonic()

@@ -36,14 +36,17 @@ class Limits:
 
 
 class TokenBucket:
-    """``capacity`` tokens refilled at ``capacity`` per minute; the level may go
-    negative after :meth:`settle` (more was used than estimated), which makes
-    later takers wait until it is paid back."""
+    """Up to ``per_minute`` tokens, refilled at ``per_minute`` per minute. It
+    starts with one second's worth, not a minute's, so a fresh run does not
+    burst a whole minute of tokens at once. A request larger than what is
+    available waits for ``min(amount, capacity)`` and then takes all of it: the
+    level goes negative, and later takers wait until the debt is paid back (the
+    same happens after :meth:`settle` charges more than was estimated)."""
 
     def __init__(self, per_minute: float) -> None:
         self.capacity = float(per_minute)
         self.rate = per_minute / 60.0
-        self.level = float(per_minute)
+        self.level = self.rate
         self._t = time.monotonic()
         self._lock = asyncio.Lock()
 
@@ -53,15 +56,14 @@ class TokenBucket:
         self._t = now
 
     async def take(self, amount: float) -> None:
-        # A request bigger than a minute's budget still runs (alone, with a full bucket).
-        amount = min(amount, self.capacity)
+        need = min(amount, self.capacity)
         async with self._lock:  # FIFO: a big request is not starved by small ones
             while True:
                 self._refill()
-                if self.level >= amount:
+                if self.level >= need:
                     self.level -= amount
                     return
-                await asyncio.sleep((amount - self.level) / self.rate)
+                await asyncio.sleep((need - self.level) / self.rate)
 
     def settle(self, delta: float) -> None:
         """Charge ``delta`` more tokens (negative: give back an over-estimate)."""
