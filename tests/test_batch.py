@@ -3,6 +3,8 @@ kill -9, retries, shared Retry-After pauses, rate limits, the cost cap, progress
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import os
 import random
@@ -574,3 +576,19 @@ async def test_the_async_twin_and_the_sync_call_inside_a_running_loop(tmp_path: 
     assert sorted(r["custom_id"] for r in results(tmp_path / "a.jsonl")) == [f"r{i}" for i in range(4)]  # fmt: skip
     with pytest.raises(mw.ConfigurationError, match="concurrency must be a positive integer"):
         await batch_async(src, tmp_path / "c.jsonl", concurrency=0)
+
+
+def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:
+    from modelwire.cli import main
+    from modelwire.cli.batch import parse_limits
+
+    limits = parse_limits(["100", "openai=3000"], ["openai=2e6"])
+    assert limits is not None
+    assert (limits["*"].rpm, limits["*"].tpm) == (100.0, None)
+    assert (limits["openai"].rpm, limits["openai"].tpm) == (3000.0, 2e6)
+    assert parse_limits(None, None) is None
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["batch", "in.jsonl", "-o", "o.jsonl", "--rpm", "openai=fast"])
+    assert code == 2
+    assert "--rpm takes N or PROVIDER=N with N > 0, got 'openai=fast'" in err.getvalue()

@@ -145,7 +145,8 @@ def load_requests(
 def _limits_for(limits: Limits | Mapping[str, Limits] | None) -> Callable[[str], Limits | None]:
     if limits is None or isinstance(limits, Limits):
         return lambda provider: limits
-    return lambda provider: limits.get(provider)
+    # "*" holds the limits of every provider not named.
+    return lambda provider: limits.get(provider) or limits.get("*")
 
 
 class _LocalLimiter:

@@ -29,8 +29,10 @@ def add_parser(sub: Any) -> None:
                    help="tries per request for retryable errors (default 4)")  # fmt: skip
     p.add_argument("--max-cost", type=float, metavar="USD",
                    help="stop starting requests once spend + requests in flight could pass it")  # fmt: skip
-    p.add_argument("--rpm", type=float, metavar="N", help="requests per minute, per provider")
-    p.add_argument("--tpm", type=float, metavar="N", help="tokens per minute, per provider")
+    p.add_argument("--rpm", action="append", metavar="[PROVIDER=]N",
+                   help="requests per minute for each provider, or for one (repeatable)")  # fmt: skip
+    p.add_argument("--tpm", action="append", metavar="[PROVIDER=]N",
+                   help="tokens per minute for each provider, or for one (repeatable)")  # fmt: skip
     p.add_argument("--base-url", help="send every model to this API root (e.g. a local server)")
     p.add_argument("--api", choices=("openai-chat", "openai-responses", "anthropic-messages",
                    "google-generative-ai"), help="wire API for --base-url models not in the catalog")  # fmt: skip
@@ -51,8 +53,31 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--plain", action="store_true", help="no live bar: only the summary")
 
 
+def parse_limits(rpm: list[str] | None, tpm: list[str] | None) -> dict[str, Any] | None:
+    """``--rpm 500 --rpm openai=3000 --tpm openai=2e6`` as ``{provider or "*": Limits}``."""
+    from ..batch import Limits
+    from .common import CLIError
+
+    values: dict[str, dict[str, float]] = {}
+    for flag, items in (("rpm", rpm), ("tpm", tpm)):
+        for item in items or ():
+            provider, sep, number = item.rpartition("=")
+            try:
+                value = float(number)
+            except ValueError:
+                value = -1.0
+            if value <= 0 or (sep and not provider):
+                raise CLIError("usage", f"--{flag} takes N or PROVIDER=N with N > 0, got {item!r}")
+            values.setdefault(provider or "*", {})[flag] = value
+    if not values:
+        return None
+    default = values.get("*", {})
+    # A provider named in one flag keeps the "*" value of the other.
+    return {p: Limits(**{**default, **v}) for p, v in values.items()}
+
+
 def run(args: argparse.Namespace) -> int:
-    from ..batch import JsonProgress, Limits, Progress, RichProgress, batch
+    from ..batch import JsonProgress, Progress, RichProgress, batch
     from ..batch._progress import format_summary
 
     progress: Progress
@@ -62,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
         progress = Progress()
     else:
         progress = RichProgress()
-    limits = Limits(rpm=args.rpm, tpm=args.tpm) if (args.rpm or args.tpm) else None
+    limits = parse_limits(args.rpm, args.tpm)
     options: dict[str, Any] = {}
     if args.ray is not None:
         options = {"backend": "ray", "ray_workers": args.ray_workers,
