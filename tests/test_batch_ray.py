@@ -139,3 +139,26 @@ def test_a_worker_killed_mid_shard_is_retried_by_ray(cluster: None, tmp_path: Pa
     # Only the requests in flight when the worker died were sent twice.
     assert 30 <= total <= 30 + 2
     assert summary.skipped_done == 0 and summary.skipped_cost == 0
+
+
+def test_max_cost_holds_across_workers_and_a_local_rerun_goes_on(
+    cluster: None, tmp_path: Path
+) -> None:
+    answer = mw.AssistantMessage(
+        content=(mw.TextContent(text="ok"),), api="", provider="", model="", stop_reason="stop",
+        usage=mw.Usage(output=500, total_tokens=500),
+    )  # fmt: skip
+    items = [{**x, "options": {"max_tokens": 1000}} for x in lines(12)]
+    out = tmp_path / "out.jsonl"
+    with MockServer([answer], repeat_last=True) as srv:
+        models = {"mock/m": srv.model(cost=mw.ModelCost(input=0.0, output=1.0))}
+        # Each request may cost $0.001 and costs $0.0005; the budget actor is shared.
+        s1 = mw.batch(items, out, models=models, backend="ray", ray_workers=2, concurrency=2,
+                      max_cost=0.004)  # fmt: skip
+        sent = len(srv.requests)
+        s2 = mw.batch(items, out, models=models, max_cost=1.0)  # the same file, locally
+    assert s1.skipped_cost > 0 and s1.ok == sent == len(ids(out)) - s2.ok
+    assert s1.cost <= 0.004
+    assert s2.skipped_done == s1.ok and s2.complete
+    got = ids(out)
+    assert len(got) == 12 and set(got) == {f"r{i}" for i in range(12)}
