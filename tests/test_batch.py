@@ -592,3 +592,13 @@ def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:
         code = main(["batch", "in.jsonl", "-o", "o.jsonl", "--rpm", "openai=fast"])
     assert code == 2
     assert "--rpm takes N or PROVIDER=N with N > 0, got 'openai=fast'" in err.getvalue()
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_writes(tmp_path: Path) -> None:
+    out = str(tmp_path / "out.jsonl")
+    with OutputLog(out) as first:
+        first.write({"custom_id": "a", "ok": True})
+        with pytest.raises(mw.ConfigurationError, match="being written by another modelwire batch"):
+            OutputLog(out)
+    with OutputLog(out) as again:  # released on close (and by the kernel on kill -9)
+        assert list(again.done) == ["a"]

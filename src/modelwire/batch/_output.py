@@ -8,6 +8,8 @@ Why it holds (the resume rule):
   loss or a full disk can leave a torn *last* line.
 * ``fsync`` runs every ``fsync_every`` lines or ``fsync_seconds`` (small groups:
   one fsync per line would cap throughput at the disk's sync rate).
+* One run at a time writes a file (an exclusive ``flock``, released by the
+  kernel when the process dies).
 * On open, the file is read: ids on whole lines are *done* and skipped; a
   trailing partial line (no ``\\n``) is cut away with ``ftruncate`` before the
   first new write, so it can never glue onto the next line.
@@ -16,12 +18,16 @@ Why it holds (the resume rule):
 from __future__ import annotations
 
 import os
+import sys
 import time
 from typing import Any
 
 import msgspec
 
 from ..errors import ConfigurationError
+
+if sys.platform != "win32":
+    import fcntl
 
 __all__ = ["OutputLog", "read_done"]
 
@@ -77,6 +83,20 @@ class OutputLog:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise ConfigurationError(f"cannot write {path}: {exc.strerror}") from None
+        if sys.platform != "win32":
+            try:
+                # Two runs appending to one file would each skip only what they saw
+                # at start and write the rest twice: one writer at a time. The kernel
+                # drops the lock when the process dies, even by kill -9.
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(self._fd)
+                raise ConfigurationError(
+                    f"{path} is being written by another modelwire batch run: wait for it "
+                    "to finish (or stop it), then run again to resume"
+                ) from None
+        # Re-read under the lock: the run that held it may have appended since.
+        self.done, whole = read_done(path)
         if os.fstat(self._fd).st_size > whole:
             # A torn last line from a crash: cut it before appending anything.
             os.ftruncate(self._fd, whole)
