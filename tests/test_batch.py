@@ -602,3 +602,14 @@ def test_a_second_run_on_the_same_output_is_refused_while_the_first_writes(tmp_p
             OutputLog(out)
     with OutputLog(out) as again:  # released on close (and by the kernel on kill -9)
         assert list(again.done) == ["a"]
+
+
+def test_a_writer_may_wait_for_the_lock_of_one_that_is_going_away(tmp_path: Path) -> None:
+    out = str(tmp_path / "out.jsonl")
+    first = OutputLog(out)
+    first.write({"custom_id": "a", "ok": True})
+    threading.Timer(0.3, first.close).start()
+    t0 = time.monotonic()
+    with OutputLog(out, lock_wait=10) as second:  # as the Ray sink after a killed driver
+        assert 0.2 < time.monotonic() - t0 < 5
+        assert list(second.done) == ["a"]

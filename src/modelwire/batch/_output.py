@@ -76,7 +76,14 @@ class OutputLog:
     """Append-only result lines with the resume rule above. Not thread-safe:
     one writer (the runner's event loop, or the Ray sink actor)."""
 
-    def __init__(self, path: str, *, fsync_every: int = 64, fsync_seconds: float = 0.5) -> None:
+    def __init__(
+        self,
+        path: str,
+        *,
+        fsync_every: int = 64,
+        fsync_seconds: float = 0.5,
+        lock_wait: float = 0.0,
+    ) -> None:
         self.path = path
         self.done, whole = read_done(path)
         try:
@@ -84,17 +91,25 @@ class OutputLog:
         except OSError as exc:
             raise ConfigurationError(f"cannot write {path}: {exc.strerror}") from None
         if sys.platform != "win32":
-            try:
-                # Two runs appending to one file would each skip only what they saw
-                # at start and write the rest twice: one writer at a time. The kernel
-                # drops the lock when the process dies, even by kill -9.
-                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except OSError:
-                os.close(self._fd)
-                raise ConfigurationError(
-                    f"{path} is being written by another modelwire batch run: wait for it "
-                    "to finish (or stop it), then run again to resume"
-                ) from None
+            # Two runs appending to one file would each skip only what they saw
+            # at start and write the rest twice: one writer at a time. The kernel
+            # drops the lock when the process dies, even by kill -9. ``lock_wait``
+            # lets a Ray sink wait out the sink of a killed driver, which the
+            # cluster stops a few seconds later.
+            deadline = time.monotonic() + lock_wait
+            while True:
+                try:
+                    fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() < deadline:
+                        time.sleep(0.1)
+                        continue
+                    os.close(self._fd)
+                    raise ConfigurationError(
+                        f"{path} is being written by another modelwire batch run: wait for "
+                        "it to finish (or stop it), then run again to resume"
+                    ) from None
         # Re-read under the lock: the run that held it may have appended since.
         self.done, whole = read_done(path)
         if os.fstat(self._fd).st_size > whole:

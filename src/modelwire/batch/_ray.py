@@ -41,6 +41,9 @@ __all__ = ["run_on_ray"]
 
 #: Retries of a shard whose worker died (Ray's ``max_retries`` for system failures).
 SHARD_RETRIES = 3
+#: Seconds the sink waits for the output's lock (held by the sink of a killed driver
+#: until its cluster notices; see OutputLog).
+SINK_LOCK_WAIT = 30.0
 
 
 @ray.remote(num_cpus=0)
@@ -48,8 +51,17 @@ class SinkActor:
     """The one writer of the output file (see :class:`OutputLog`)."""
 
     def __init__(self, path: str) -> None:
-        self.log = OutputLog(path)
+        self.path = path
         self.stats = Stats(0)
+
+    def open(self, lock_wait: float) -> str | None:
+        """Open the output; the error text when it cannot be (no exception, so
+        the driver reports it as the one-line error it is)."""
+        try:
+            self.log = OutputLog(self.path, lock_wait=lock_wait)
+        except ConfigurationError as exc:
+            return exc.message
+        return None
 
     def done_ids(self) -> list[str]:
         return list(self.log.done)
@@ -217,6 +229,9 @@ def run_on_ray(
         sink = SinkActor.options(  # type: ignore[attr-defined]
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
         ).remote(out)  # the file lives on the driver's machine
+        problem = ray.get(sink.open.remote(SINK_LOCK_WAIT))
+        if problem is not None:
+            raise ConfigurationError(problem)
         done = set(ray.get(sink.done_ids.remote()))
         pending = [r for r in requests if r.custom_id not in done]
         ray.get(sink.start.remote(len(pending)))
