@@ -7,7 +7,7 @@ load on the machine skews them less; each comparison runs its contenders in alte
 rounds and reports medians, the ratio being the median of the per-round ratios.
 
     python bench/run.py                  # everything, then the goals table
-    python bench/run.py replay peers     # some sections: import sse replay peers args concurrency
+    python bench/run.py replay peers     # some sections: import sse replay peers args concurrency batch
     python bench/run.py --quick          # smaller sizes and fewer rounds (a smoke run)
 
 The peers (OpenAI and Anthropic SDKs, httpx-sse, LiteLLM) come from
@@ -509,6 +509,14 @@ def bench_concurrency() -> None:
         )
 
 
+def bench_batch() -> None:
+    """``mw.batch`` against an asyncio + httpx floor, then Ray 1 vs 2 workers
+    (bench/bench_batch.py; a smaller job with --quick)."""
+    args = ["2000", "256"] if QUICK else []
+    sys.stdout.flush()
+    subprocess.run([sys.executable, str(HERE / "bench_batch.py"), *args], check=False)
+
+
 # --------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[], None]] = {
@@ -518,6 +526,7 @@ SECTIONS: dict[str, Callable[[], None]] = {
     "peers": bench_peers,
     "args": bench_args,
     "concurrency": bench_concurrency,
+    "batch": bench_batch,
 }
 
 

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from .agent import AgentRun as AgentRun
     from .assemble import CompletionPolicy as CompletionPolicy
     from .assemble import default_completion_policy as default_completion_policy
+    from .batch import batch as batch
     from .catalog import get_model as get_model
     from .catalog import models as models
     from .client import complete as complete
@@ -92,6 +93,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
     "TraceLog": ("modelwire.trace", "TraceLog"),
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
+    "batch": ("modelwire.batch", "batch"),
     "complete": ("modelwire.client", "complete"),
     "complete_sync": ("modelwire.client", "complete_sync"),
     "default_completion_policy": ("modelwire.assemble", "default_completion_policy"),
@@ -167,6 +169,7 @@ __all__ = [
     "TraceRecord",
     "Usage",
     "UserMessage",
+    "batch",
     "complete",
     "complete_sync",
     "default_completion_policy",

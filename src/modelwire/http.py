@@ -52,6 +52,7 @@ __all__ = [
     "SyncBody",
     "open_async",
     "open_sync",
+    "pooled_async_client",
     "redact",
     "status_error",
 ]
@@ -583,3 +584,11 @@ def _read_limited_sync(response: httpx.Response, policy: RetryPolicy) -> bytes:
     except httpx.HTTPError:
         pass
     return bytes(buf[:_ERROR_BODY_LIMIT])
+
+
+def pooled_async_client(max_connections: int) -> httpx.AsyncClient:
+    """One shared client for many concurrent calls (``mw.batch``): a pool sized to
+    the concurrency, so workers reuse connections instead of opening one each."""
+    n = max(1, max_connections)
+    limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
+    return httpx.AsyncClient(limits=limits, verify=_ssl_context())

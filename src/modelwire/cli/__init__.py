@@ -10,6 +10,7 @@
     modelwire trace -m provider/model PROMPT        # the same for a live call
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
     modelwire models [provider]                     # the model catalog
+    modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
 
 Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
 ``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
@@ -187,6 +188,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat-last", action="store_true", help="repeat the last reply forever")
     _output_args(p, "JSON lines: the address first, then one per request")
 
+    from . import batch
+
+    batch.add_parser(sub)
+
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
     _output_args(p, "one JSON line per model")
@@ -201,7 +206,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import commands
+    from . import batch, commands
 
     handlers = {
         "demo": commands.demo,
@@ -211,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "trace": commands.trace,
         "mock-server": commands.mock_server,
         "models": commands.models,
+        "batch": batch.run,
     }
     try:
         return handlers[args.command](args)

@@ -164,6 +164,7 @@ def _coerce(item: Any) -> Reply | Responder:
 class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 1024  # listen backlog: many concurrent clients (batch, bench)
     owner: MockServer
 
     def handle_error(self, request: Any, client_address: Any) -> None:

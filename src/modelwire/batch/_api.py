@@ -1,0 +1,332 @@
+"""``mw.batch``: run a JSONL file of requests with exactly-once output."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from ..errors import ConfigurationError
+from ..types import Model
+from ._input import BatchRequest, InputProblem, problems_error, read_requests
+from ._limits import Limits, ProviderLimiter
+from ._output import OutputLog
+from ._progress import Progress
+from ._runner import Budget, RunSettings, Stats, run_requests
+
+__all__ = ["BatchSummary", "batch", "batch_async", "load_requests", "model_resolver"]
+
+
+class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run did. ``ok + failed`` lines were written this run;
+    ``skipped_done`` ids were already in the output (resume)."""
+
+    total: int
+    """Valid requests in the input."""
+    ok: int
+    failed: int
+    errors: dict[str, int]
+    """Failed requests by error kind."""
+    skipped_done: int
+    skipped_cost: int
+    """Not started because of ``max_cost`` (run again with a higher cap to go on)."""
+    skipped_invalid: int
+    requests: int
+    """HTTP requests made (attempts, retries included)."""
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    wall_s: float
+    invalid: tuple[InputProblem, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every valid request has a line in the output."""
+        return self.skipped_cost == 0
+
+
+def model_resolver(
+    models: Mapping[str, Model] | None = None,
+    *,
+    base_url: str | None = None,
+    api: str | None = None,
+) -> Callable[[str], Model]:
+    """``"provider/id"`` -> Model: ``models`` first, then the catalog. With
+    ``base_url`` every model goes there (a catalog entry keeps its prices and
+    limits; an unknown name becomes a plain Model speaking ``api``)."""
+    from .. import catalog
+
+    cache: dict[str, Model] = {}
+
+    def resolve(name: str) -> Model:
+        hit = cache.get(name)
+        if hit is not None:
+            return hit
+        if models is not None and name in models:
+            model = models[name]
+        elif base_url is not None:
+            provider, sep, mid = name.partition("/")
+            if not sep or not provider or not mid:
+                raise ConfigurationError(f'model must be "provider/id", got {name!r}')
+            try:
+                model = catalog.resolve_model(name)
+                model = msgspec.structs.replace(model, base_url=base_url, api=api or model.api)
+            except ConfigurationError:
+                model = Model(id=mid, api=api or "openai-chat", provider=provider, base_url=base_url)  # fmt: skip
+        else:
+            model = catalog.resolve_model(name)
+        cache[name] = model
+        return model
+
+    return resolve
+
+
+def _validator(api_key: Any, timeout: Any) -> Callable[[BatchRequest], None]:
+    from ..client import stream
+
+    def check(req: BatchRequest) -> None:
+        # Building the stream builds the HTTP request: bad options, a context the
+        # API cannot carry, a missing key all fail here, before anything is sent.
+        stream(req.model, req.context, api_key=api_key, **_call_options(req.options, timeout))
+
+    return check
+
+
+def _call_options(options: dict[str, Any], timeout: Any) -> dict[str, Any]:
+    if timeout is not None and "timeout" not in options:
+        return {**options, "timeout": timeout}
+    return options
+
+
+def _lines(source: str | os.PathLike[str] | Iterable[Any]) -> tuple[str, Iterable[bytes]]:
+    if isinstance(source, str | os.PathLike):
+        path = os.fspath(source)
+        try:
+            data = Path(path).read_bytes()
+        except OSError as exc:
+            raise ConfigurationError(f"cannot read {path}: {exc.strerror}") from None
+        return path, data.split(b"\n")
+    enc = msgspec.json.Encoder()
+    return "requests", (
+        item if isinstance(item, bytes) else item.encode() if isinstance(item, str) else enc.encode(item)
+        for item in source
+    )  # fmt: skip
+
+
+def load_requests(
+    source: str | os.PathLike[str] | Iterable[Any],
+    resolve: Callable[[str], Model],
+    *,
+    skip_invalid: bool = False,
+    api_key: Any = None,
+    timeout: Any = None,
+) -> tuple[list[BatchRequest], list[InputProblem]]:
+    """Parse and validate every line; raise listing every bad line unless ``skip_invalid``."""
+    name, lines = _lines(source)
+    requests, problems = read_requests(lines, resolve, _validator(api_key, timeout))
+    if problems and not skip_invalid:
+        raise problems_error(problems, name)
+    if api_key is not None or timeout is not None:
+        extra = {"api_key": api_key} if api_key is not None else {}
+        requests = [
+            msgspec.structs.replace(r, options={**_call_options(r.options, timeout), **extra})
+            for r in requests
+        ]
+    return requests, problems
+
+
+def _limits_for(limits: Limits | Mapping[str, Limits] | None) -> Callable[[str], Limits | None]:
+    if limits is None or isinstance(limits, Limits):
+        return lambda provider: limits
+    # "*" holds the limits of every provider not named.
+    return lambda provider: limits.get(provider) or limits.get("*")
+
+
+class _LocalLimiter:
+    """The limiter interface of the runner over a local :class:`ProviderLimiter`."""
+
+    def __init__(self, inner: ProviderLimiter) -> None:
+        self.inner = inner
+
+    async def acquire(self, tokens: int) -> None:
+        await self.inner.acquire(tokens)
+
+    async def pause(self, seconds: float) -> None:
+        self.inner.pause(seconds)
+
+    async def settle(self, estimated: int, actual: int) -> None:
+        self.inner.settle(estimated, actual)
+
+
+class _LocalSink:
+    def __init__(self, log: OutputLog, stats: Stats, progress: Progress) -> None:
+        self.log, self.stats, self.progress = log, stats, progress
+        self._next = 0.0
+
+    async def write(self, record: dict[str, Any]) -> None:
+        if self.log.write(record):
+            self.stats.add(record)
+            now = time.monotonic()
+            if now >= self._next:  # a snapshot per 50 ms at most, not per result
+                self._next = now + 0.05
+                self.progress.update(self.stats.snapshot())
+
+
+def _check_settings(concurrency: int, max_attempts: int, max_cost: float | None) -> None:
+    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+        raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
+    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
+        raise ConfigurationError(f"max_attempts must be a positive integer, got {max_attempts!r}")
+    if max_cost is not None and (not isinstance(max_cost, int | float) or max_cost < 0):
+        raise ConfigurationError(f"max_cost must be a number of dollars >= 0, got {max_cost!r}")
+
+
+def summarize(
+    stats: Stats, *, total: int, skipped_done: int, skipped_cost: int,
+    invalid: list[InputProblem], started: float,
+) -> BatchSummary:  # fmt: skip
+    return BatchSummary(
+        total=total, ok=stats.ok, failed=sum(stats.failed.values()),
+        errors=dict(sorted(stats.failed.items())), skipped_done=skipped_done,
+        skipped_cost=skipped_cost, skipped_invalid=len(invalid), requests=stats.attempts,
+        input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
+        cost=round(stats.cost, 9), wall_s=round(time.monotonic() - started, 3),
+        invalid=tuple(invalid),
+    )  # fmt: skip
+
+
+async def batch_async(
+    input: str | os.PathLike[str] | Iterable[Any],
+    output: str | os.PathLike[str],
+    *,
+    concurrency: int = 16,
+    max_attempts: int = 4,
+    max_cost: float | None = None,
+    limits: Limits | Mapping[str, Limits] | None = None,
+    models: Mapping[str, Model] | None = None,
+    base_url: str | None = None,
+    api: str | None = None,
+    api_key: Any = None,
+    timeout: Any = None,
+    skip_invalid: bool = False,
+    agent_root: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+    backend: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    ray_workers: int = 2,
+    _backoff_base: float = 0.5,
+    _chaos: dict[str, Any] | None = None,
+    _ray_inline: bool = False,
+) -> BatchSummary:
+    """The async twin of :func:`batch` (same arguments, same decisions; a Ray
+    run waits on a helper thread)."""
+    started = time.monotonic()
+    if backend not in ("local", "ray"):
+        raise ConfigurationError(f'backend must be "local" or "ray", got {backend!r}')
+    _check_settings(concurrency, max_attempts, max_cost)
+    resolve = model_resolver(models, base_url=base_url, api=api)
+    requests, invalid = load_requests(
+        input, resolve, skip_invalid=skip_invalid, api_key=api_key, timeout=timeout
+    )
+    settings = RunSettings(
+        concurrency=concurrency, max_attempts=max_attempts, backoff_base=_backoff_base,
+        agent_root=os.fspath(agent_root) if agent_root is not None else None,
+    )  # fmt: skip
+    progress = progress or Progress()
+    out = os.fspath(output)
+    if backend == "ray":
+        from ._ray import run_on_ray
+
+        job = functools.partial(
+            run_on_ray, requests, out, settings=settings, max_cost=max_cost,
+            limits=_limits_for(limits), address=ray_address, workers=ray_workers,
+            progress=progress, invalid=invalid, started=started, chaos=_chaos,
+        )  # fmt: skip
+        if _ray_inline:
+            return job()  # type: ignore[no-any-return]
+        return await asyncio.to_thread(job)
+    limits_for = _limits_for(limits)
+    limiters: dict[str, _LocalLimiter] = {}
+
+    def limiter_for(model: Model) -> _LocalLimiter:
+        lim = limiters.get(model.provider)
+        if lim is None:
+            lim = limiters[model.provider] = _LocalLimiter(ProviderLimiter(limits_for(model.provider)))  # fmt: skip
+        return lim
+
+    with OutputLog(out) as log:
+        pending = [r for r in requests if r.custom_id not in log.done]
+        stats = Stats(len(pending), already_done=len(requests) - len(pending))
+        skipped: list[BatchRequest] = []
+        progress.start(len(pending))
+        try:
+            await run_requests(
+                pending, _LocalSink(log, stats, progress), settings=settings,
+                limiter_for=limiter_for, budget=Budget(max_cost), on_skip=skipped.append,
+            )  # fmt: skip
+        finally:
+            log.sync()
+        progress.update(stats.snapshot(), force=True)
+    summary = summarize(
+        stats, total=len(requests), skipped_done=len(requests) - len(pending),
+        skipped_cost=len(skipped), invalid=invalid, started=started,
+    )  # fmt: skip
+    progress.close(summary_dict(summary))
+    return summary
+
+
+def summary_dict(summary: BatchSummary) -> dict[str, Any]:
+    d: dict[str, Any] = msgspec.to_builtins(summary)
+    d["invalid"] = [{"line": p.line, "message": p.message} for p in summary.invalid]
+    return d
+
+
+def batch(
+    input: str | os.PathLike[str] | Iterable[Any],
+    output: str | os.PathLike[str],
+    **options: Any,
+) -> BatchSummary:
+    """Run every request of ``input`` (a JSONL path, or an iterable of line
+    dicts) and append one result line per ``custom_id`` to ``output``.
+
+    Re-running with the same ``output`` resumes: ids already there are skipped.
+    Options: ``concurrency``, ``max_attempts``, ``max_cost`` (dollars),
+    ``limits`` (``Limits(rpm, tpm)`` for every provider, or a dict by provider),
+    ``models`` (``{"provider/id": Model}`` overriding the catalog), ``base_url``
+    and ``api`` (send every model there), ``api_key``, ``timeout``,
+    ``skip_invalid``, ``agent_root`` (run ``mw.Agent`` with the read-only tools
+    rooted there), ``progress``, ``backend`` (``"local"`` or ``"ray"``),
+    ``ray_address``, ``ray_workers``. See docs/batch.md.
+
+    Works inside a running event loop too (it then runs on a helper thread).
+    """
+    if options.get("backend") == "ray":
+        # Ray wants the main thread (signal handlers); nothing here awaits.
+        options["_ray_inline"] = True
+    coro = batch_async(input, output, **options)
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    result: list[BatchSummary] = []
+    error: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            result.append(asyncio.run(coro))
+        except BaseException as exc:
+            error.append(exc)
+
+    t = threading.Thread(target=target, name="modelwire-batch")
+    t.start()
+    t.join()
+    if error:
+        raise error[0]
+    return result[0]

@@ -1,0 +1,110 @@
+"""Progress people expect: a live bar on a terminal, JSON lines otherwise.
+
+Both read :meth:`Stats.snapshot` (done/total, requests/s, tokens/s, cost so
+far, errors by kind, ETA) at most every ``interval`` seconds, and print the
+summary at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from typing import Any, TextIO
+
+__all__ = ["JsonProgress", "NoProgress", "Progress", "RichProgress", "format_summary"]
+
+
+class Progress:
+    def start(self, total: int) -> None:
+        pass
+
+    def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
+        pass
+
+    def close(self, summary: dict[str, Any]) -> None:
+        pass
+
+
+NoProgress = Progress
+
+
+class JsonProgress(Progress):
+    """``{"type": "progress", ...}`` lines, then one ``{"type": "summary", ...}``."""
+
+    def __init__(self, out: TextIO | None = None, interval: float = 1.0) -> None:
+        self.out = out or sys.stderr
+        self.interval = interval
+        self._last = 0.0
+
+    def _line(self, kind: str, data: dict[str, Any]) -> None:
+        self.out.write(json.dumps({"type": kind, **data}) + "\n")
+        self.out.flush()
+
+    def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
+        now = time.monotonic()
+        if force or now - self._last >= self.interval:
+            self._last = now
+            self._line("progress", snapshot)
+
+    def close(self, summary: dict[str, Any]) -> None:
+        self._line("summary", summary)
+
+
+def _money(x: float) -> str:
+    return f"${x:.4f}" if x < 1 else f"${x:,.2f}"
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    """The end-of-run summary in one short paragraph."""
+    failed = ", ".join(f"{k} {v}" for k, v in s["errors"].items()) or "none"
+    parts = [
+        f"{s['ok']} done, {s['failed']} failed ({failed}), "
+        f"{s['skipped_done']} already in the output, {s['skipped_cost']} not started (cost cap), "
+        f"{s['skipped_invalid']} invalid lines skipped",
+        f"{s['input_tokens']:,} input + {s['output_tokens']:,} output tokens, "
+        f"{_money(s['cost'])}, {s['requests']} requests, {s['wall_s']:.2f} s",
+    ]
+    return "\n".join(parts)
+
+
+class RichProgress(Progress):
+    """A rich live bar on a terminal (rich is the CLI extra)."""
+
+    def __init__(self, interval: float = 0.2, console: Any = None) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
+        from rich.progress import Progress as Bar
+
+        self.console = console or Console(stderr=True)
+        self.bar = Bar(
+            TextColumn("batch"), BarColumn(), MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"), TimeRemainingColumn(),
+            TextColumn("{task.fields[extra]}"),
+            console=self.console, refresh_per_second=5, transient=False,
+        )  # fmt: skip
+        self.interval = interval
+        self._last = 0.0
+        self._task: Any = None
+
+    def start(self, total: int) -> None:
+        self.bar.start()
+        self._task = self.bar.add_task("batch", total=total, rate="", extra="")
+
+    def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
+        now = time.monotonic()
+        if self._task is None or not (force or now - self._last >= self.interval):
+            return
+        self._last = now
+        errors = " ".join(f"{k}:{v}" for k, v in snapshot["errors"].items())
+        self.bar.update(
+            self._task, completed=snapshot["done"],
+            rate=f"{snapshot['requests_per_s']:.1f} req/s {snapshot['tokens_per_s']:.0f} tok/s",
+            extra=f"{_money(snapshot['cost'])}" + (f" errors {errors}" if errors else ""),
+        )  # fmt: skip
+
+    def close(self, summary: dict[str, Any]) -> None:
+        if self._task is not None:
+            self.bar.update(self._task, completed=summary["ok"] + summary["failed"])
+        self.bar.stop()
+        self.console.print(format_summary(summary), highlight=False, markup=False)

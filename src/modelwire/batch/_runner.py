@@ -1,0 +1,324 @@
+"""The async runner: workers, retries, pacing, the cost cap, one result per id.
+
+The same coroutine runs on one machine and inside every Ray worker; only the
+*sink* (where results go), the *limiters* and the *budget* differ — local
+objects here, proxies to Ray actors there (:mod:`modelwire.batch._ray`) — so
+both backends share every decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+import msgspec
+
+from ..types import AssistantMessage, Model, Usage
+from ._input import BatchRequest
+
+__all__ = [
+    "RETRYABLE",
+    "Budget",
+    "RunSettings",
+    "Sink",
+    "Stats",
+    "estimate_cost",
+    "run_requests",
+]
+
+#: Error kinds worth another attempt: the provider or the network may do better
+#: next time. Everything else (authentication, invalid_request, context_overflow,
+#: content_filter, malformed_chunk, tool_call_protocol, …) is recorded at once.
+RETRYABLE = frozenset(
+    {
+        "rate_limit",
+        "overloaded",
+        "server",
+        "connect",
+        "timeout",
+        "stream_interrupted",
+        "truncated_stream",
+        "provider_stream",
+    }
+)
+#: A ``Retry-After`` longer than this ends the request instead of pausing everyone.
+MAX_PAUSE = 600.0
+#: Connections per HTTP client (see ``run_requests``).
+POOL_SIZE = 16
+
+
+class LimiterLike(Protocol):
+    async def acquire(self, tokens: int) -> None: ...
+    async def pause(self, seconds: float) -> None: ...
+    async def settle(self, estimated: int, actual: int) -> None: ...
+
+
+class Sink(Protocol):
+    async def write(self, record: dict[str, Any]) -> None: ...
+
+
+class BudgetLike(Protocol):
+    async def reserve(self, estimate: float) -> bool: ...
+    async def settle(self, estimate: float, actual: float) -> None: ...
+
+
+class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
+    concurrency: int = 16
+    max_attempts: int = 4
+    backoff_base: float = 0.5
+    backoff_cap: float = 30.0
+    agent_root: str | None = None
+    agent_max_turns: int = 8
+
+
+class Budget:
+    """``max_cost`` in dollars: a request starts only if the spend so far plus
+    the estimates of the requests in flight plus its own estimate stay within
+    it (DESIGN: "stops starting new requests once … could pass it")."""
+
+    def __init__(self, max_cost: float | None) -> None:
+        self.max_cost = max_cost
+        self.spent = 0.0
+        self.in_flight = 0.0
+        self.stopped = False
+
+    def try_reserve(self, estimate: float) -> bool:
+        if self.max_cost is None:
+            return True
+        if self.stopped or self.spent + self.in_flight + estimate > self.max_cost:
+            self.stopped = True  # once stopped, stays stopped: no cheap line sneaks in later
+            return False
+        self.in_flight += estimate
+        return True
+
+    def release(self, estimate: float, actual: float) -> None:
+        if self.max_cost is not None:
+            self.in_flight = max(0.0, self.in_flight - estimate)
+        self.spent += actual
+
+    async def reserve(self, estimate: float) -> bool:
+        return self.try_reserve(estimate)
+
+    async def settle(self, estimate: float, actual: float) -> None:
+        self.release(estimate, actual)
+
+
+def estimate_cost(req: BatchRequest) -> float:
+    """The most this request may cost: its estimated prompt plus the whole output
+    allowance (``max_tokens``, else the model's limit), at catalog prices."""
+    c = req.model.cost
+    out = req.options.get("max_tokens") or req.model.max_tokens or 4096
+    return (req.estimated_input_tokens * c.input + out * c.output) / 1e6
+
+
+class Stats:
+    """Counters built from the result records alone, so a Ray sink actor and
+    the local runner report the same figures."""
+
+    def __init__(self, total: int, already_done: int = 0) -> None:
+        self.total = total
+        self.already_done = already_done
+        self.ok = 0
+        self.failed: dict[str, int] = {}
+        self.attempts = 0
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.cost = 0.0
+        self.started = time.monotonic()
+
+    @property
+    def finished(self) -> int:
+        return self.ok + sum(self.failed.values())
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        if record.get("ok"):
+            self.ok += 1
+        else:
+            kind = record["error"]["kind"]
+            self.failed[kind] = self.failed.get(kind, 0) + 1
+        self.attempts += record.get("attempts", 0)
+        usage = record.get("usage") or {}
+        self.input_tokens += (
+            usage.get("input", 0) + usage.get("cache_read", 0) + usage.get("cache_write", 0)
+        )
+        self.output_tokens += usage.get("output", 0)
+        self.cost += record.get("cost", 0.0)
+
+    def snapshot(self) -> dict[str, Any]:
+        elapsed = max(time.monotonic() - self.started, 1e-9)
+        n = self.finished
+        rate = n / elapsed
+        left = self.total - n
+        return {
+            "done": n,
+            "total": self.total,
+            "ok": self.ok,
+            "failed": sum(self.failed.values()),
+            "errors": dict(sorted(self.failed.items())),
+            "requests_per_s": round(rate, 2),
+            "tokens_per_s": round((self.input_tokens + self.output_tokens) / elapsed, 1),
+            "cost": round(self.cost, 6),
+            "elapsed_s": round(elapsed, 3),
+            "eta_s": round(left / rate, 1)
+            if rate > 0 and left > 0
+            else (0.0 if left <= 0 else None),
+        }
+
+
+def _usage_dict(u: Usage) -> dict[str, Any]:
+    return {
+        "input": u.input,
+        "output": u.output,
+        "cache_read": u.cache_read,
+        "cache_write": u.cache_write,
+        "total_tokens": u.total_tokens,
+    }
+
+
+def _tokens(u: Usage) -> int:
+    return u.input + u.output + u.cache_read + u.cache_write
+
+
+def _record(
+    req: BatchRequest, message: AssistantMessage, usage: Usage, attempts: int, started: float,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    ok = message.error is None and message.stop_reason not in ("error", "aborted")
+    rec: dict[str, Any] = {"custom_id": req.custom_id, "ok": ok}
+    if ok:
+        rec["message"] = msgspec.to_builtins(message)
+        rec["stop_reason"] = message.stop_reason
+    else:
+        err = message.error
+        rec["error"] = {
+            "kind": err.kind if err else "provider_stream",
+            "message": err.message if err else "the response failed",
+            "status": err.status if err else None,
+        }
+    rec["model"] = f"{req.model.provider}/{req.model.id}"
+    rec["usage"] = _usage_dict(usage)
+    rec["cost"] = usage.cost.total
+    rec["attempts"] = attempts
+    rec["latency_ms"] = round((time.monotonic() - started) * 1000, 1)
+    if extra:
+        rec.update(extra)
+    return rec
+
+
+async def _attempt(
+    req: BatchRequest, settings: RunSettings, http_client: Any
+) -> tuple[AssistantMessage, Usage, dict[str, Any] | None]:
+    """One try: the library's own path with ``max_retries=0`` (the runner retries)."""
+    if settings.agent_root is None:
+        from ..client import complete
+
+        msg = await complete(
+            req.model, req.context, max_retries=0, http_client=http_client, **req.options
+        )
+        return msg, msg.usage, None
+    from ..agent import Agent
+    from ..tools import read_only
+
+    history = list(req.context.messages)
+    prompt = history.pop() if history else None
+    agent = Agent(
+        req.model, read_only(root=settings.agent_root), system_prompt=req.context.system_prompt,
+        messages=history, max_turns=settings.agent_max_turns, max_retries=0,
+        http_client=http_client, **req.options,
+    )  # fmt: skip
+    run = await agent.run(prompt)  # type: ignore[arg-type]
+    extra = {"turns": run.turns, "messages": [msgspec.to_builtins(m) for m in run.new_messages]}
+    return run.final, run.usage, extra
+
+
+async def run_requests(
+    requests: Iterable[BatchRequest],
+    sink: Sink,
+    *,
+    settings: RunSettings,
+    limiter_for: Callable[[Model], LimiterLike],
+    budget: BudgetLike,
+    on_skip: Callable[[BatchRequest], None] | None = None,
+) -> None:
+    """Run every request with ``settings.concurrency`` workers, writing one record
+    per request to ``sink`` — except those the budget refused (``on_skip``)."""
+    from ..http import pooled_async_client
+
+    it = iter(requests)
+    stop = False
+    n = max(1, settings.concurrency)
+    # httpcore's pool scans every connection to place each request
+    # (connection_pool.py, _assign_requests_to_connections): one pool of 512
+    # costs O(512) per event. Pools of POOL_SIZE, each shared by as many workers
+    # (one request in flight each), keep that constant.
+    clients = [pooled_async_client(min(POOL_SIZE, n - i)) for i in range(0, n, POOL_SIZE)]
+
+    async def worker(http_client: Any) -> None:
+        nonlocal stop
+        for req in it:
+            if stop:
+                if on_skip is not None:
+                    on_skip(req)
+                continue
+            estimate = estimate_cost(req)
+            if not await budget.reserve(estimate):
+                stop = True
+                if on_skip is not None:
+                    on_skip(req)
+                continue
+            actual = 0.0
+            try:
+                record = await _one(req, settings, limiter_for(req.model), http_client)
+                actual = record["cost"]
+                await sink.write(record)
+            finally:
+                await budget.settle(estimate, actual)
+
+    try:
+        await asyncio.gather(*(worker(clients[i // POOL_SIZE]) for i in range(n)))
+    finally:
+        for c in clients:
+            await c.aclose()
+
+
+async def _one(
+    req: BatchRequest, settings: RunSettings, limiter: LimiterLike, http_client: Any
+) -> dict[str, Any]:
+    started = time.monotonic()
+    spent = Usage()
+    attempt = 0
+    while True:
+        attempt += 1
+        await limiter.acquire(req.estimated_input_tokens)
+        msg, usage, extra = await _attempt(req, settings, http_client)
+        await limiter.settle(req.estimated_input_tokens, _tokens(usage))
+        spent = _add_usage(spent, usage)  # a failed try that streamed something still cost
+        err = msg.error
+        if err is None or err.kind not in RETRYABLE or attempt >= settings.max_attempts:
+            return _record(req, msg, spent, attempt, started, extra)
+        if err.retry_after is not None:
+            if err.retry_after > MAX_PAUSE:
+                return _record(req, msg, spent, attempt, started, extra)
+            # Every worker of this provider waits, not only this one.
+            await limiter.pause(err.retry_after)
+        else:
+            # Full jitter (AWS architecture blog, "Exponential Backoff and Jitter").
+            cap = min(settings.backoff_cap, settings.backoff_base * 2 ** (attempt - 1))
+            await asyncio.sleep(random.uniform(0, cap))
+
+
+def _add_usage(a: Usage, b: Usage) -> Usage:
+    from ..types import Cost
+
+    ca, cb = a.cost, b.cost
+    return Usage(
+        input=a.input + b.input, output=a.output + b.output,
+        cache_read=a.cache_read + b.cache_read, cache_write=a.cache_write + b.cache_write,
+        total_tokens=a.total_tokens + b.total_tokens,
+        cost=Cost(input=ca.input + cb.input, output=ca.output + cb.output,
+                  cache_read=ca.cache_read + cb.cache_read,
+                  cache_write=ca.cache_write + cb.cache_write, total=ca.total + cb.total),
+    )  # fmt: skip

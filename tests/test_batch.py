@@ -1,0 +1,615 @@
+"""mw.batch / `modelwire batch`: validation, exactly-once output, resume after
+kill -9, retries, shared Retry-After pauses, rate limits, the cost cap, progress."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import random
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import modelwire as mw
+from modelwire.batch import Limits
+from modelwire.batch._limits import ProviderLimiter, TokenBucket
+from modelwire.batch._output import OutputLog, read_done
+from modelwire.testing import MockServer, Reply, error_reply, tool_call
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def write_jsonl(path: Path, items: list[Any]) -> Path:
+    path.write_text("".join((i if isinstance(i, str) else json.dumps(i)) + "\n" for i in items))
+    return path
+
+
+def results(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def prompts(n: int, model: str = "mock/m") -> list[dict[str, Any]]:
+    return [{"custom_id": f"r{i}", "model": model, "prompt": f"q{i}"} for i in range(n)]
+
+
+def echo(rec: Any) -> str:
+    """A reply naming the prompt, so each result can be checked against its id."""
+    return "answer to " + rec.json()["messages"][-1]["content"]
+
+
+# --------------------------------------------------------------------------- input
+
+
+def test_bad_lines_are_reported_with_line_numbers_and_nothing_is_sent(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": "a", "model": "mock/m", "prompt": "hi"},
+        "{not json",
+        {"custom_id": "a", "model": "mock/m", "prompt": "again"},
+        {"custom_id": "c", "model": "nosuchprovider/x", "prompt": "hi"},
+        {"custom_id": "d", "model": "mock/m"},
+        {"custom_id": "e", "model": "mock/m", "prompt": "hi", "options": {"max_tokens": -1}},
+    ])  # fmt: skip
+    with MockServer(["ok"], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        with pytest.raises(mw.ConfigurationError) as info:
+            mw.batch(src, tmp_path / "out.jsonl", models=models)
+        assert srv.requests == []
+    text = str(info.value)
+    assert "5 invalid line(s), nothing was sent" in text
+    assert "line 2: invalid JSON" in text
+    assert "line 3: duplicate custom_id 'a' (first on line 1)" in text
+    assert "line 4: unknown model 'nosuchprovider/x'" in text
+    assert "line 5: give a context" in text
+    assert "line 6: max_tokens must be a positive integer" in text
+    assert "--skip-invalid" in text
+    assert not (tmp_path / "out.jsonl").exists() or results(tmp_path / "out.jsonl") == []
+
+
+def test_skip_invalid_runs_the_valid_lines_and_lists_the_others(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [*prompts(2), "[1, 2]"])
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as srv:
+        summary = mw.batch(src, out, models={"mock/m": srv.model()}, skip_invalid=True)
+        assert len(srv.requests) == 2
+    assert [(p.line, p.message) for p in summary.invalid] == [(3, "a line must be a JSON object")]
+    assert summary.skipped_invalid == 1 and summary.ok == 2
+    assert sorted(r["custom_id"] for r in results(out)) == ["r0", "r1"]
+
+
+def test_openai_batch_api_lines_run_as_they_are(tmp_path: Path) -> None:
+    line = {
+        "custom_id": "req-1", "method": "POST", "url": "/v1/chat/completions",
+        "body": {
+            "model": "gpt-4o-mini", "max_completion_tokens": 50, "top_p": 0.5,
+            "tool_choice": {"type": "function", "function": {"name": "read"}},
+            "tools": [{"type": "function", "function": {"name": "read", "description": "Read a file",
+                       "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}}],
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": [{"type": "text", "text": "Read a.txt"}]},
+                {"role": "assistant", "content": None, "tool_calls": [{"id": "call_1", "type": "function",
+                 "function": {"name": "read", "arguments": "{\"path\": \"a.txt\"}"}}]},
+                {"role": "tool", "tool_call_id": "call_1", "content": "hello"},
+            ],
+        },
+    }  # fmt: skip
+    src = write_jsonl(tmp_path / "in.jsonl", [line])
+    out = tmp_path / "out.jsonl"
+    with MockServer([tool_call("read", {"path": "b.txt"})]) as srv:
+        summary = mw.batch(src, out, base_url=srv.base_url, api_key="sk-test")
+        sent = srv.last_request.json()
+    assert summary.ok == 1
+    assert sent["model"] == "gpt-4o-mini"
+    assert sent["top_p"] == 0.5
+    assert sent["tool_choice"] == {"type": "function", "function": {"name": "read"}}
+    assert sent["tools"][0]["function"]["name"] == "read"
+    roles = [m["role"] for m in sent["messages"]]
+    assert roles == ["system", "user", "assistant", "tool"]
+    assert sent["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"path": "a.txt"}'
+    assert sent["messages"][3]["tool_call_id"] == "call_1"
+    [rec] = results(out)
+    assert rec["custom_id"] == "req-1" and rec["stop_reason"] == "tool_use"
+    assert rec["message"]["content"][0]["arguments"] == {"path": "b.txt"}
+    assert rec["model"] == "openai/gpt-4o-mini"
+
+
+@pytest.mark.parametrize(
+    ("line", "message"),
+    [
+        ({"custom_id": "x", "url": "/v1/embeddings", "body": {"model": "m", "input": "a"}},
+         "url must be /v1/chat/completions"),
+        ({"custom_id": "x", "url": "/v1/chat/completions", "body": {"model": "gpt-4o-mini",
+          "messages": [{"role": "tool", "tool_call_id": "c9", "content": "x"}]}},
+         "body.messages[0].tool_call_id 'c9' answers no earlier tool call"),
+        ({"custom_id": "x", "url": "/v1/chat/completions", "body": {"model": "gpt-4o-mini",
+          "messages": [{"role": "user", "content": [{"type": "image_url",
+                        "image_url": {"url": "https://example.com/a.png"}}]}]}},
+         "body.messages[0].content[0].image_url.url must be a data:"),
+        ({"custom_id": "x", "model": "mock/m", "context": {"messages": [{"role": "user", "content": 5}]}},
+         "invalid context"),
+        ({"custom_id": 7, "model": "mock/m", "prompt": "x"}, "custom_id must be a non-empty string"),
+        ({"custom_id": "x", "model": "mock/m", "prompt": "x", "optons": {}}, "unknown keys: optons"),
+    ],
+)  # fmt: skip
+def test_each_bad_line_says_what_to_fix(tmp_path: Path, line: Any, message: str) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [line])
+    with pytest.raises(mw.ConfigurationError, match="line 1: ") as info:
+        mw.batch(src, tmp_path / "o.jsonl", base_url="http://127.0.0.1:9/v1", api_key="k")
+    assert message in str(info.value)
+
+
+# --------------------------------------------------------------------------- output
+
+
+def test_one_line_per_id_with_message_usage_cost_attempts_latency(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(20))
+    out = tmp_path / "out.jsonl"
+    cost = mw.ModelCost(input=1.0, output=2.0)
+    with MockServer([echo], repeat_last=True) as srv:
+        summary = mw.batch(src, out, models={"mock/m": srv.model(cost=cost)}, concurrency=5)
+        assert len(srv.requests) == 20
+    recs = results(out)
+    assert sorted(r["custom_id"] for r in recs) == sorted(f"r{i}" for i in range(20))
+    for r in recs:
+        msg = mw.from_json(json.dumps(r["message"]), mw.AssistantMessage)
+        assert msg.content[0].text == f"answer to q{r['custom_id'][1:]}"  # type: ignore[union-attr]
+        assert r["ok"] is True and r["stop_reason"] == "stop" and r["attempts"] == 1
+        assert r["latency_ms"] > 0 and r["usage"]["total_tokens"] >= 0
+        assert r["cost"] == msg.usage.cost.total
+    assert summary.ok == 20 and summary.failed == 0 and summary.requests == 20
+
+
+def test_rerun_resumes_skipping_ids_already_in_the_output(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(6))
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as srv:
+        model = {"mock/m": srv.model()}
+        mw.batch(write_jsonl(tmp_path / "first.jsonl", prompts(3)), out, models=model)
+        # A crash mid-write at worst leaves a torn last line: it is cut and redone.
+        with open(out, "ab") as f:
+            f.write(b'{"custom_id":"r3","ok":tr')
+        before = len(srv.requests)
+        summary = mw.batch(src, out, models=model)
+        assert len(srv.requests) - before == 3
+        again = mw.batch(src, out, models=model)
+        assert len(srv.requests) - before == 3  # nothing left to do
+    assert summary.skipped_done == 3 and summary.ok == 3
+    assert again.skipped_done == 6 and again.ok == 0
+    ids = [r["custom_id"] for r in results(out)]
+    assert sorted(ids) == [f"r{i}" for i in range(6)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_a_file_cut_at_any_byte_resumes_with_exactly_the_whole_lines(data: Any) -> None:
+    import tempfile
+
+    lines = [json.dumps({"custom_id": f"id{i}", "ok": i % 2 == 0, "x": "é" * i}) + "\n" for i in range(5)]  # fmt: skip
+    blob = "".join(lines).encode()
+    cut = data.draw(st.integers(0, len(blob)))
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "out.jsonl")
+        Path(path).write_bytes(blob[:cut])
+        whole = blob[:cut].count(b"\n")
+        with OutputLog(path) as log:
+            assert list(log.done) == [f"id{i}" for i in range(whole)]
+            assert log.write({"custom_id": "new", "ok": True})
+            assert not log.write({"custom_id": "new", "ok": True})
+        done, _ = read_done(path)
+        assert list(done) == [*(f"id{i}" for i in range(whole)), "new"]
+        assert done.get("id0", True) is True and done.get("id1", False) is False
+
+
+def test_an_output_file_that_is_not_ours_is_refused(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    out.write_text('{"custom_id": "a", "ok": true}\nhello\n')
+    with pytest.raises(mw.ConfigurationError, match="line 2 is not a batch result"):
+        OutputLog(str(out))
+
+
+# --------------------------------------------------------------------------- faults
+
+
+def test_retryable_errors_are_retried_and_others_recorded_at_once(tmp_path: Path) -> None:
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def reply(rec: Any) -> Any:
+        prompt = rec.json()["messages"][-1]["content"]
+        with lock:
+            n = calls[prompt] = calls.get(prompt, 0) + 1
+        if prompt == "5xx-then-ok":
+            return error_reply(502, "bad gateway") if n == 1 else "fine"
+        if prompt == "cut-then-ok":
+            return Reply(message="a long answer that is cut", piece_chars=2, cut_after=40) if n == 1 else "fine"  # fmt: skip
+        if prompt == "inband-then-ok":
+            body = b'data: {"error": {"message": "overloaded", "type": "server_error"}}\n\n'
+            return Reply(body=body) if n == 1 else "fine"
+        if prompt == "always-500":
+            return error_reply(500, "down")
+        if prompt == "auth":
+            return error_reply(401, "bad key")
+        if prompt == "bad-request":
+            return error_reply(400, "no such parameter")
+        raise AssertionError(prompt)
+
+    names = ["5xx-then-ok", "cut-then-ok", "inband-then-ok", "always-500", "auth", "bad-request"]
+    src = write_jsonl(tmp_path / "in.jsonl", [{"custom_id": n, "model": "mock/m", "prompt": n} for n in names])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer([reply], repeat_last=True) as srv:
+        summary = mw.batch(src, out, models={"mock/m": srv.model()}, max_attempts=3, _backoff_base=0.01)  # fmt: skip
+    by = {r["custom_id"]: r for r in results(out)}
+    assert len(by) == 6 == len(results(out))
+    for n in ("5xx-then-ok", "cut-then-ok", "inband-then-ok"):
+        assert by[n]["ok"] and by[n]["attempts"] == 2 and calls[n] == 2, n
+    assert by["always-500"]["error"]["kind"] == "server" and by["always-500"]["attempts"] == 3
+    assert calls["always-500"] == 3
+    assert by["auth"]["error"] == {"kind": "authentication", "message": by["auth"]["error"]["message"], "status": 401}  # fmt: skip
+    assert calls["auth"] == 1 and by["auth"]["attempts"] == 1
+    assert by["bad-request"]["error"]["kind"] == "invalid_request" and calls["bad-request"] == 1
+    assert summary.errors == {"authentication": 1, "invalid_request": 1, "server": 1}
+    assert summary.requests == sum(calls.values()) == 11
+
+
+def test_a_stall_times_out_and_is_retried(tmp_path: Path) -> None:
+    replies = [Reply(message="stalled reply", stall_after=10, stall_seconds=5), "fine"]
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(1))
+    out = tmp_path / "out.jsonl"
+    with MockServer(replies, repeat_last=True) as srv:
+        mw.batch(src, out, models={"mock/m": srv.model()}, timeout=0.3, _backoff_base=0.01)
+        assert len(srv.requests) == 2
+    [rec] = results(out)
+    assert rec["ok"] and rec["attempts"] == 2
+
+
+def test_retry_after_pauses_the_provider_for_every_worker(tmp_path: Path) -> None:
+    arrivals: list[tuple[float, str]] = []
+    lock = threading.Lock()
+    first = threading.Event()
+
+    def reply(rec: Any) -> Any:
+        prompt = rec.json()["messages"][-1]["content"]
+        with lock:
+            arrivals.append((time.monotonic(), prompt))
+        if prompt == "q0" and not first.is_set():
+            first.set()
+            return error_reply(429, "slow down", headers={"retry-after": "1"})
+        return Reply(message="ok", delay=0.1 if prompt == "q1" else 0.01)
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(6))
+    out = tmp_path / "out.jsonl"
+    with MockServer([reply], repeat_last=True) as srv:
+        summary = mw.batch(src, out, models={"mock/m": srv.model()}, concurrency=2)
+    # q0 and q1 go out together (either first); q0 is answered 429 at once while
+    # q1 streams slowly. Every request sent after the 429 waited for the pause,
+    # whichever worker sent it (q0's retry and q2..q5).
+    t429 = next(t for t, p in arrivals if p == "q0")
+    later = [t - t429 for t, p in arrivals if t > t429 and p != "q1"]
+    assert len(later) == 5 and min(later) >= 0.95, arrivals
+    assert summary.ok == 6 and summary.requests == 7
+    assert {r["custom_id"]: r["attempts"] for r in results(out)}["r0"] == 2
+
+
+def test_requests_per_minute_paces_the_provider(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(30))
+    with MockServer(["ok"], repeat_last=True) as srv:
+        t0 = time.monotonic()
+        mw.batch(src, tmp_path / "o.jsonl", models={"mock/m": srv.model()}, concurrency=30,
+                 limits=Limits(rpm=1200))  # fmt: skip
+        took = time.monotonic() - t0
+        assert len(srv.requests) == 30
+    # 20 per second, a one-second bucket: the last 10 wait about half a second.
+    assert took >= 0.45
+
+
+def test_tokens_per_minute_paces_the_provider(tmp_path: Path) -> None:
+    from modelwire.batch import load_requests, model_resolver
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(20))
+    with MockServer(["ok"], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        reqs, _ = load_requests(src, model_resolver(models))
+        tokens = sum(r.estimated_input_tokens for r in reqs)
+        t0 = time.monotonic()
+        mw.batch(src, tmp_path / "o.jsonl", models=models, concurrency=20,
+                 limits={"mock": Limits(tpm=12_000)})  # fmt: skip
+        took = time.monotonic() - t0
+        assert len(srv.requests) == 20
+    # 200 tokens/s after the first second's worth: the estimate of every prompt is paid.
+    assert took >= 0.9 * (tokens - 200) / 200 > 0.5, (took, tokens)
+
+
+@pytest.mark.anyio
+async def test_token_bucket_takes_variable_amounts_and_settles() -> None:
+    bucket = TokenBucket(6000)  # 100 tokens/s, starting with one second's worth
+    t0 = time.monotonic()
+    await bucket.take(100)
+    assert time.monotonic() - t0 < 0.05
+    await bucket.take(20)
+    assert 0.15 <= time.monotonic() - t0 < 1.0
+    bucket.settle(30)  # the response used 30 more than estimated: a debt
+    assert bucket.level < 0
+    t0 = time.monotonic()
+    await bucket.take(10)  # waits for the debt and its own 10
+    assert time.monotonic() - t0 >= 0.35
+    limiter = ProviderLimiter(Limits(tpm=6000))
+    limiter.pause(0.2)
+    t0 = time.monotonic()
+    await limiter.acquire(10)
+    assert time.monotonic() - t0 >= 0.19
+    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive number"):
+        Limits(rpm=0)
+
+
+def test_max_cost_stops_starting_requests_and_a_rerun_goes_on(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": f"r{i}", "model": "mock/m", "prompt": "x", "options": {"max_tokens": 1000}}
+        for i in range(10)
+    ])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    usage_reply = mw.AssistantMessage(
+        content=(mw.TextContent(text="ok"),), api="", provider="", model="", stop_reason="stop",
+        usage=mw.Usage(input=10, output=500, total_tokens=510),
+    )  # fmt: skip
+    cost = mw.ModelCost(input=0.0, output=1.0)  # $1 per million output tokens
+    with MockServer([usage_reply], repeat_last=True) as srv:
+        models = {"mock/m": srv.model(cost=cost)}
+        # Each request may cost up to 1000 output tokens = $0.001; it really costs $0.0005.
+        s1 = mw.batch(src, out, models=models, concurrency=1, max_cost=0.0035)
+        assert len(srv.requests) == s1.ok
+        s2 = mw.batch(src, out, models=models, concurrency=1, max_cost=1.0)
+    # Sequential: spent + next estimate <= cap lets 6 start ($0.0025 + $0.001 = $0.0035).
+    assert s1.ok == 6 and s1.skipped_cost == 4 and s1.cost == pytest.approx(0.003)
+    assert s1.cost <= 0.0035 and not s1.complete
+    assert s2.ok == 4 and s2.skipped_done == 6 and s2.complete
+    assert sorted(r["custom_id"] for r in results(out)) == sorted(f"r{i}" for i in range(10))
+
+
+def test_agent_mode_runs_the_agent_with_read_only_tools(tmp_path: Path) -> None:
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("the secret word is lime")
+
+    def reply(rec: Any) -> Any:
+        msgs = rec.json()["messages"]
+        if msgs[-1]["role"] == "tool":
+            return "It says: " + msgs[-1]["content"]
+        return tool_call("read", {"path": "a.txt"})
+
+    src = write_jsonl(tmp_path / "in.jsonl", [{"custom_id": "a", "model": "mock/m", "prompt": "read a.txt"}])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer([reply], repeat_last=True) as srv:
+        mw.batch(src, out, models={"mock/m": srv.model()}, agent_root=tmp_path / "docs")
+        assert len(srv.requests) == 2
+    [rec] = results(out)
+    assert rec["ok"] and rec["turns"] == 2
+    assert "lime" in rec["message"]["content"][0]["text"]
+    assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "tool_result", "assistant"]
+
+
+def test_mw_batch_stays_callable_after_importing_the_package(tmp_path: Path) -> None:
+    import modelwire.batch as pkg
+
+    assert callable(mw.batch) and callable(pkg)
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(1))
+    with MockServer(["ok"]) as srv:
+        assert pkg(src, tmp_path / "o.jsonl", models={"mock/m": srv.model()}).ok == 1
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def _cli(*args: str, **kw: Any) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.Popen([sys.executable, "-m", "modelwire", "batch", *args], env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)  # fmt: skip
+
+
+def test_cli_json_progress_and_summary(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(8))
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo, error_reply(401, "no")] * 4) as srv:
+        p = _cli(str(src), "-o", str(out), "--base-url", srv.base_url, "--concurrency", "1", "--json")  # fmt: skip
+        stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 1, stderr  # some failed for good
+    lines = [json.loads(x) for x in stdout.splitlines()]
+    assert {x["type"] for x in lines[:-1]} == {"progress"}
+    last_progress, summary = lines[-2], lines[-1]
+    assert last_progress["done"] == 8 and last_progress["total"] == 8
+    assert last_progress["errors"] == {"authentication": 4}
+    assert {"requests_per_s", "tokens_per_s", "cost", "eta_s"} <= set(last_progress)
+    assert summary["type"] == "summary"
+    assert summary["ok"] == 4 and summary["failed"] == 4 and summary["requests"] == 8
+    assert summary["errors"] == {"authentication": 4}
+    assert len(results(out)) == 8
+
+
+def test_cli_invalid_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", ["{oops"])
+    p = _cli(str(src), "-o", str(tmp_path / "o.jsonl"), "--base-url", "http://127.0.0.1:9/v1")
+    _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 2
+    assert stderr.startswith("modelwire: error [configuration]: ")
+    assert "line 1: invalid JSON" in stderr and "Traceback" not in stderr
+
+
+def test_kill_9_at_random_moments_then_resume_gives_every_id_exactly_once(tmp_path: Path) -> None:
+    n = 300
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(n))
+    out = tmp_path / "out.jsonl"
+    rng = random.Random(19)
+    with MockServer([Reply(message="answer", delay=0.01)], repeat_last=True) as srv:
+        args = (str(src), "-o", str(out), "--base-url", srv.base_url, "--concurrency", "16", "--json")  # fmt: skip
+        seen: set[str] = set()
+        kills = 0
+        # The first kill lands during startup; the others once a random number of
+        # further results are written, i.e. with requests in flight.
+        for target in (0, *sorted(rng.sample(range(20, n - 20), 3))):
+            p = _cli(*args)
+            if target == 0:
+                time.sleep(rng.uniform(0.05, 0.3))
+            else:
+                while p.poll() is None and len(read_done(str(out))[0]) < target:
+                    time.sleep(0.005)
+            if p.poll() is None:
+                p.send_signal(signal.SIGKILL)
+                kills += 1
+            p.communicate(timeout=60)
+            done, _ = read_done(str(out))
+            assert seen <= set(done)  # no completed result is ever lost
+            seen = set(done)
+        p = _cli(*args)
+        _, stderr = p.communicate(timeout=120)
+        assert p.returncode == 0, stderr
+        requests = len(srv.requests)
+    ids = [r["custom_id"] for r in results(out)]
+    assert len(ids) == n and set(ids) == {f"r{i}" for i in range(n)}
+    assert all(r["ok"] for r in results(out))
+    assert kills == 4
+    # Only requests in flight at a kill are sent twice.
+    assert n <= requests <= n + kills * 16
+
+
+# --------------------------------------------------------------------------- docs
+
+FENCE = re.compile(r"^```(\w*)\n(.*?)^```\n", re.M | re.S)
+
+
+def _doc_steps(text: str) -> list[tuple[str, list[str]]]:
+    """(python source, expected output lines) for each python block; a ``text``
+    block right after one is what it must print (``…`` matches anything)."""
+    blocks = [(m.group(1), m.group(2)) for m in FENCE.finditer(text)]
+    steps = []
+    for i, (lang, body) in enumerate(blocks):
+        if lang == "python":
+            after = blocks[i + 1] if i + 1 < len(blocks) else ("", "")
+            steps.append((body, after[1].splitlines() if after[0] == "text" else []))
+    return steps
+
+
+def _matches(expected: list[str], actual: str) -> str | None:
+    lines = [x.rstrip() for x in actual.splitlines()]
+    pos = 0
+    for exp in expected:
+        pat = re.compile(".*".join(re.escape(p) for p in exp.rstrip().split("…")))
+        while pos < len(lines) and not pat.fullmatch(lines[pos]):
+            pos += 1
+        if pos == len(lines):
+            return exp
+        pos += 1
+    return None
+
+
+def _batch_section(readme: str) -> str:
+    start = readme.index("\n## Batch")
+    nxt = readme.find("\n## ", start + 1)
+    return readme[start : nxt if nxt > 0 else None]
+
+
+DOCS = {
+    "docs/batch.md": lambda: (ROOT / "docs" / "batch.md").read_text(encoding="utf-8"),
+    "README.md#Batch": lambda: _batch_section((ROOT / "README.md").read_text(encoding="utf-8")),
+}
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("doc", sorted(DOCS))
+def test_every_block_of_the_batch_docs_runs_as_printed(
+    doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import contextlib
+    import io
+
+    steps = _doc_steps(DOCS[doc]())
+    assert steps, f"{doc} has no python block"
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("RAY_AUTH_MODE", "disabled")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # restored after: a block sets it
+    for n, (source, expected) in enumerate(steps, 1):
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(source, f"<{doc} block {n}>", "exec"), {"__name__": "__doc__"})
+        missing = _matches(expected, out.getvalue())
+        assert missing is None, f"{doc} block {n} did not print:\n{missing}\n---\n{out.getvalue()}"
+
+
+def test_the_terminal_bar_shows_counts_rates_cost_errors_and_the_summary(tmp_path: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from modelwire.batch import RichProgress
+
+    screen = io.StringIO()
+    bar = RichProgress(interval=0, console=Console(file=screen, force_terminal=True, width=160))
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(3))
+    with MockServer(["ok", "ok", error_reply(400, "bad")]) as srv:
+        mw.batch(src, tmp_path / "o.jsonl", models={"mock/m": srv.model()}, concurrency=1,
+                 progress=bar)  # fmt: skip
+    text = screen.getvalue()
+    assert "3/3" in text and "req/s" in text and "tok/s" in text and "$0.0000" in text
+    assert "errors invalid_request:1" in text
+    assert "2 done, 1 failed (invalid_request 1), 0 already in the output" in text
+
+
+@pytest.mark.anyio
+async def test_the_async_twin_and_the_sync_call_inside_a_running_loop(tmp_path: Path) -> None:
+    from modelwire.batch import batch_async
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(4))
+    with MockServer([echo], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        a = await batch_async(src, tmp_path / "a.jsonl", models=models)
+        b = mw.batch(src, tmp_path / "b.jsonl", models=models)  # runs on a helper thread
+        assert len(srv.requests) == 8
+    assert a.ok == b.ok == 4
+    assert sorted(r["custom_id"] for r in results(tmp_path / "a.jsonl")) == [f"r{i}" for i in range(4)]  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match="concurrency must be a positive integer"):
+        await batch_async(src, tmp_path / "c.jsonl", concurrency=0)
+
+
+def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:
+    from modelwire.cli import main
+    from modelwire.cli.batch import parse_limits
+
+    limits = parse_limits(["100", "openai=3000"], ["openai=2e6"])
+    assert limits is not None
+    assert (limits["*"].rpm, limits["*"].tpm) == (100.0, None)
+    assert (limits["openai"].rpm, limits["openai"].tpm) == (3000.0, 2e6)
+    assert parse_limits(None, None) is None
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        code = main(["batch", "in.jsonl", "-o", "o.jsonl", "--rpm", "openai=fast"])
+    assert code == 2
+    assert "--rpm takes N or PROVIDER=N with N > 0, got 'openai=fast'" in err.getvalue()
+
+
+def test_a_second_run_on_the_same_output_is_refused_while_the_first_writes(tmp_path: Path) -> None:
+    out = str(tmp_path / "out.jsonl")
+    with OutputLog(out) as first:
+        first.write({"custom_id": "a", "ok": True})
+        with pytest.raises(mw.ConfigurationError, match="being written by another modelwire batch"):
+            OutputLog(out)
+    with OutputLog(out) as again:  # released on close (and by the kernel on kill -9)
+        assert list(again.done) == ["a"]
+
+
+def test_a_writer_may_wait_for_the_lock_of_one_that_is_going_away(tmp_path: Path) -> None:
+    out = str(tmp_path / "out.jsonl")
+    first = OutputLog(out)
+    first.write({"custom_id": "a", "ok": True})
+    threading.Timer(0.3, first.close).start()
+    t0 = time.monotonic()
+    with OutputLog(out, lock_wait=10) as second:  # as the Ray sink after a killed driver
+        assert 0.2 < time.monotonic() - t0 < 5
+        assert list(second.done) == ["a"]
