@@ -42,8 +42,8 @@ from modelwire.testing import (
 _MODULES = {
     "openai-chat": "modelwire.apis.openai_chat",
     "openai-responses": "modelwire.apis.openai_responses",
-    "anthropic-messages": "modelwire.apis.anthropic",
-    "google-generative-ai": "modelwire.apis.google",
+    "anthropic-messages": "modelwire.apis.anthropic_messages",
+    "google-generative-ai": "modelwire.apis.google_generative_ai",
 }
 
 

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..apis import DEFAULT_API
 from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -213,7 +214,7 @@ def chat(args: argparse.Namespace) -> int:
     replies = load_script(args.script)
     with MockServer(replies) as server:
         spec = (args.model or "mock/mock-model").partition("/")
-        model = server.model(args.api or "openai-chat", spec[2] or spec[0])
+        model = server.model(args.api or DEFAULT_API, spec[2] or spec[0])
         ctx = Context(system_prompt=args.system, tools=_script_tools(replies))
         return _chat(args, (model, ctx))
 

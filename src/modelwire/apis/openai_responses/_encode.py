@@ -253,18 +253,10 @@ def _replay_signatures(model: Model, msg: AssistantMessage) -> bool:
 
 
 def _tool_choice(tc: str | dict[str, Any] | None, names: set[str]) -> Any:
-    if tc is None:
-        return None
-    if not names:
-        if tc in ("auto", "none"):
-            return None  # nothing to choose from; OpenAI rejects tool_choice without tools
-        raise ConfigurationError(f"tool_choice {tc!r} needs tools: the context declares none")
+    # Checked before (apis._common.check_tool_choice).
+    if tc is None or not names:
+        return None  # nothing to choose from; OpenAI rejects tool_choice without tools
     if isinstance(tc, dict):
-        if tc["name"] not in names:
-            raise ConfigurationError(
-                f"tool_choice names {tc['name']!r}, which is not among the context's tools "
-                f"({', '.join(sorted(names))})"
-            )
         return {"type": "function", "name": tc["name"]}
     return tc
 

@@ -42,8 +42,19 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import check_context_values, http_request, join_url, same_model
+from .. import IdRule
+from .._common import (
+    SAFE_ID_RULE,
+    SSEWireAPI,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+    same_model,
+)
+from .._mock import Frame, ScriptedReply
 from ._decode import AnthropicDecoder
+from ._render import render, tool_results
 
 __all__ = [
     "ADAPTIVE_EFFORTS",
@@ -295,13 +306,8 @@ def _tool_choice(
     context: Context, options: RequestOptions, thinking: bool
 ) -> dict[str, Any] | None:
     tc = options.tool_choice
+    check_tool_choice(tc, context)
     names = {t.name for t in context.tools or ()}
-    if tc == "required" and not names:
-        raise ConfigurationError('tool_choice "required" but the context declares no tools')
-    if isinstance(tc, dict) and tc["name"] not in names:
-        raise ConfigurationError(
-            f"tool_choice names tool {tc['name']!r}, which the context does not declare"
-        )
     if thinking and (tc == "required" or isinstance(tc, dict)):
         # Extended thinking docs: with thinking only tool_choice auto or none is allowed.
         raise ConfigurationError(
@@ -344,11 +350,7 @@ def _thinking(
     level = options.reasoning
     if level is None:
         return requested, {}
-    if not model.reasoning:
-        raise ConfigurationError(
-            f"model {model.id!r} does not support a reasoning level "
-            "(Model.reasoning is False); pass reasoning=None"
-        )
+    check_reasoning(model, level)
     if uses_adaptive_thinking(model, compat):
         effort = {**ADAPTIVE_EFFORTS, **(compat.efforts or {})}[level]
         return requested, {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
@@ -367,10 +369,12 @@ def _thinking(
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-class AnthropicMessagesAPI:
+class AnthropicMessagesAPI(SSEWireAPI):
     """The ``anthropic-messages`` wire API."""
 
     name = "anthropic-messages"
+    endpoint = "/messages"
+    named_events = True
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         """The JSON body (pure); ``ConfigurationError`` for impossible options."""
@@ -416,7 +420,7 @@ class AnthropicMessagesAPI:
         return http_request(
             model,
             options,
-            url=join_url(model, "/messages"),
+            url=self.url(model),
             body=body,
             defaults={
                 "content-type": "application/json",
@@ -434,6 +438,17 @@ class AnthropicMessagesAPI:
 
     def new_decoder(self, model: Model | None) -> AnthropicDecoder:
         return AnthropicDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        return SAFE_ID_RULE
 
 
 API = AnthropicMessagesAPI()
