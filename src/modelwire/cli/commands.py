@@ -490,8 +490,10 @@ def _reply_note(reply: Reply) -> str:
 
 def mock_server(args: argparse.Namespace) -> int:
     """``mock-server``: serve a script (or echo) until Ctrl-C / SIGTERM."""
+    from ..apis import builtin_api_names, get_api
     from ..testing import MockServer, load_script
-    from ..testing.render import API_ENDPOINTS, APIS
+
+    apis = builtin_api_names()
 
     screen = _screen(args)
     lock = threading.Lock()
@@ -533,14 +535,14 @@ def mock_server(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        bases = {api: server.model(api).base_url for api in APIS}
+        bases = {api: server.model(api).base_url for api in apis}
         if args.json:
             json_line({"event": "listening", "host": args.host, "port": server.port,
                        "origin": server.origin, "base_urls": bases, "replies": source})  # fmt: skip
         else:
             screen.line(f"modelwire mock-server listening on {server.origin}", "bold")
-            for api in APIS:
-                endpoint = API_ENDPOINTS[api].split("?", 1)[0]
+            for api in apis:
+                endpoint = get_api(api).path("MODEL").split("?", 1)[0]
                 screen.line(f"  {api:<22} base_url {bases[api]:<32} POST …{endpoint}")
             screen.line(f"replies: {source}", MUTED)
             screen.line("Ctrl-C to stop", MUTED)

@@ -315,7 +315,7 @@ class MockServer:
                 return item
             api = rec.api
             if api is None:
-                known = ", ".join(get_api(n).path("{model}") for n in api_names())
+                known = ", ".join(get_api(n).path("MODEL") for n in api_names())
                 return error_reply(
                     404,
                     f"MockServer: no wire API has the path {rec.path!r}, so a scripted reply "
