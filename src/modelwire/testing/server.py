@@ -69,8 +69,8 @@ class Reply(msgspec.Struct, kw_only=True):
     status: int = 200
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     content_type: str = "text/event-stream"
-    """The response's media type; a scripted ``message`` gets its API's own
-    (``application/x-ndjson`` for NDJSON APIs) unless another was set."""
+    """The response's media type; left at this default, the reply gets the media
+    type of the request path's API (``application/x-ndjson`` for NDJSON APIs)."""
     chunk_size: int | None = None
     split_points: tuple[int, ...] | None = None
     seed: int | None = None
@@ -312,6 +312,11 @@ class MockServer:
                 if not isinstance(item, Reply):
                     raise ConfigurationError("a responder must return a reply, not a callable")
             if item.message is None:
+                # A raw body left at the default media type gets its API's own
+                # (application/x-ndjson on an NDJSON API's path).
+                wire = find_api(rec.api) if rec.api is not None else None
+                if wire is not None and item.content_type == _DEFAULT_CONTENT_TYPE:
+                    return msgspec.structs.replace(item, content_type=wire.content_type)
                 return item
             api = rec.api
             if api is None:
