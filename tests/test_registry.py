@@ -37,7 +37,7 @@ from modelwire.framing import NDJSONDecoder
 from modelwire.options import resolve_options
 from modelwire.pipeline import Pipeline
 from modelwire.sse import SSEDecoder
-from modelwire.testing import MockServer, api_for_path, render
+from modelwire.testing import MockServer, Reply, api_for_path, render
 
 SRC = Path(mw.__file__).parent
 BUILTIN = ("anthropic-messages", "google-generative-ai", "ollama-chat", "openai-chat",
@@ -286,3 +286,19 @@ def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:
     # The grep would see a name spelled out: prove it looks (a check that cannot fail
     # proves nothing).
     assert names.search('api="openai-chat"') and names.search("ollama-chat")
+
+
+def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(
+    clean_registry: None,
+) -> None:
+    import httpx
+
+    async def fn(model: mw.Model, context: mw.Context, options: Any) -> Any:
+        yield  # pragma: no cover
+
+    mw.register_api("a-stream-function", fn)  # has no endpoint: it must not break the list
+    with MockServer([Reply(message="never sent")]) as srv:
+        r = httpx.post(srv.origin + "/v1/embeddings", json={})
+    assert r.status_code == 404
+    text = r.json()["error"]["message"]
+    assert "/api/chat" in text and "/chat/completions" in text

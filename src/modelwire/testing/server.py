@@ -320,7 +320,8 @@ class MockServer:
                 return item
             api = rec.api
             if api is None:
-                known = ", ".join(get_api(n).path("MODEL") for n in api_names())
+                wires = [w for w in map(find_api, api_names()) if w is not None]
+                known = ", ".join(w.path("MODEL") for w in wires)
                 return error_reply(
                     404,
                     f"MockServer: no wire API has the path {rec.path!r}, so a scripted reply "
