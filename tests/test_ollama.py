@@ -175,6 +175,7 @@ def test_invalid_json_and_an_sse_body_are_malformed() -> None:
     sse = render("hi", "openai-chat")
     err = final(mw.replay(API, sse)).error
     assert err is not None and err.kind == "malformed_chunk"
+    assert "Server-Sent Events" in err.message and "api='openai-chat'" in err.message
 
 
 # --------------------------------------------------------------------------- request

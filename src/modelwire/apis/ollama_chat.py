@@ -259,7 +259,15 @@ class OllamaDecoder:
         self._meta = False
 
     def decode(self, event: ServerSentEvent) -> list[Delta]:
-        line = decode_json(event.data, _line_decoder, "line")
+        data = event.data
+        if not self._meta and data.startswith(("data:", "event:", ":")):
+            # A Server-Sent-Events body (an OpenAI-compatible /v1 endpoint?), not NDJSON.
+            raise MalformedChunkError(
+                "malformed line: the body is Server-Sent Events (it starts with "
+                f"{data.split(':', 1)[0]!r}:), not Ollama's NDJSON: decode it with the API "
+                "that sent it (e.g. api='openai-chat' for Ollama's /v1 endpoint)"
+            )
+        line = decode_json(data, _line_decoder, "line")
         if line.error is not None:
             raise in_band_error(line.error)
         out: list[Delta] = []
