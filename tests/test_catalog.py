@@ -88,7 +88,7 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
         assert not _loopback(entry["base_url"])
     # base_url carries the API's version segment, except where the API's base_url is the
     # server root (ollama-chat, DESIGN §2b; issue 17).
-    if get_api(entry["api"]).mock_prefix:
+    if get_api(entry["api"]).version_segment:
         assert url.path not in ("", "/"), "base_url carries the API's version segment"
     else:
         assert url.path == "", "base_url is the server root"

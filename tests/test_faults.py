@@ -165,7 +165,7 @@ def serving(plans: list[Plan]) -> Iterator[RawServer]:
 
 
 def model_for(api: str, port: int) -> mw.Model:
-    segment = get_api(api).mock_prefix  # /v1, /v1beta, or the server root
+    segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
     return mw.Model(id="mock-model", api=api, provider="mock",
                     base_url=f"http://127.0.0.1:{port}{segment}")  # fmt: skip
 
@@ -547,7 +547,7 @@ def test_a_dropped_stream_closes_its_connection_promptly(api: str, mode: str) ->
 def test_connect_error_names_the_origin_only(api: str, mode: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed on exit: connecting is refused
-    segment = get_api(api).mock_prefix  # /v1, /v1beta, or the server root
+    segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
     model = mw.Model(id="m", api=api, provider="mock",
                      base_url=f"http://user:hunter2pw@127.0.0.1:{port}{segment}?tenant=q1")  # fmt: skip
     _events, message = run(mode, model, "plain", api_key=KEY, max_retries=0)

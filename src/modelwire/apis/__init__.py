@@ -111,7 +111,7 @@ class WireAPI(Protocol):
         ...
 
     @property
-    def mock_prefix(self) -> str:
+    def version_segment(self) -> str:
         """The version segment of a ``base_url`` for this API (``/v1``, ``/v1beta``,
         ``""`` for a server root): what ``MockServer.model(api)`` appends."""
         ...
@@ -178,7 +178,7 @@ class ProviderRules(Protocol):
         ...
 
 
-_MEMBERS = ("name", "content_type", "mock_prefix", "path", "matches_path", "request_model",
+_MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
             "build_request", "framing", "new_decoder", "render", "encode_frames",
             "tool_results", "tool_id_rule")  # fmt: skip
 _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")

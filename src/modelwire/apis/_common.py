@@ -263,6 +263,11 @@ def bearer_auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+def _fixed(headers: dict[str, str]) -> Callable[[str], Mapping[str, str]]:
+    """An ``auth`` that sends ``headers`` (a provider rule's) whatever the key."""
+    return lambda _key: headers
+
+
 def http_request(
     model: Model,
     options: RequestOptions,
@@ -316,7 +321,7 @@ def http_request(
         if options.api_key:
             own = rules.auth(model, options.api_key)
             if own is not None:
-                auth = lambda _key, _own=dict(own): _own  # noqa: E731
+                auth = _fixed(dict(own))
     secrets: list[str] = []
     if options.api_key and auth is not None:
         for name in replaces:
@@ -459,7 +464,7 @@ class SSEWireAPI:
     name: str = ""
     endpoint: str = ""
     content_type: str = "text/event-stream"
-    mock_prefix: str = "/v1"
+    version_segment: str = "/v1"
     #: SSE ``event:`` lines in rendered frames (Responses, Anthropic name their events).
     named_events: bool = False
     #: What ends one rendered event (Gemini sends CRLF CRLF).

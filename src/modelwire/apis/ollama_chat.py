@@ -378,7 +378,7 @@ class OllamaChatAPI:
     name = "ollama-chat"
     endpoint = "/api/chat"
     content_type = "application/x-ndjson"
-    mock_prefix = ""  # base_url is the server root
+    version_segment = ""  # base_url is the server root
 
     def path(self, model_id: str) -> str:
         return self.endpoint

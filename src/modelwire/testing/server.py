@@ -359,7 +359,7 @@ class MockServer:
         **fields: Any,
     ) -> Model:
         """A :class:`~modelwire.types.Model` reaching this server through ``api``
-        (its base URL ends in the API's own version segment, ``WireAPI.mock_prefix``:
+        (its base URL ends in the API's own version segment, ``WireAPI.version_segment``:
         ``/v1``, ``/v1beta``, or none for a server root). The provider ``mock`` has no
         API-key variable, so no key is needed."""
         wire = find_api(api)
@@ -368,7 +368,7 @@ class MockServer:
                 f"unknown api {api!r}; the MockServer speaks {', '.join(api_names())}"
             )
         return Model(
-            id=id, api=api, provider=provider, base_url=self.origin + wire.mock_prefix,
+            id=id, api=api, provider=provider, base_url=self.origin + wire.version_segment,
             cost=cost or ModelCost(), **fields,
         )  # fmt: skip
 

@@ -290,7 +290,7 @@ class GoogleAPI(SSEWireAPI):
 
     name = "google-generative-ai"
     endpoint = ":streamGenerateContent"
-    mock_prefix = "/v1beta"
+    version_segment = "/v1beta"
     # Gemini ends each event with CRLF CRLF.
     event_separator = "\r\n\r\n"
 
