@@ -50,6 +50,7 @@ __all__ = [
     "decoder_for",
     "dumps",
     "in_band_error",
+    "merge_compat",
     "is_context_overflow",
     "join_url",
     "raw_or_json_arguments",
@@ -57,6 +58,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+C = TypeVar("C", bound=msgspec.Struct)
 #: A count or index in a chunk: a non-negative integer. msgspec checks the bound
 #: while decoding, so a negative tool-call index or token count is a
 #: ``malformed_chunk`` naming its path (``usage.input_tokens must be an integer >= 0``).
@@ -418,6 +420,31 @@ def check_context_values(context: Context) -> None:
 
 
 # --------------------------------------------------------------------------- shared checks
+
+
+def merge_compat(
+    api: str,
+    cls: type[C],
+    overrides: Mapping[str, Any] | None,
+    base: Mapping[str, Any] | None = None,
+) -> C:
+    """An API's compat flags: the ``base`` detected for the provider, then
+    ``overrides`` (``Model.compat``). An unknown flag or a mistyped value is a
+    ``ConfigurationError`` naming the API, before any request."""
+    known = cls.__struct_fields__
+    merged = dict(base or {})
+    if overrides:
+        unknown = set(overrides) - set(known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown {api} compat flag(s): {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        merged.update(overrides)
+    try:
+        return msgspec.convert(merged, cls)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid {api} compat: {exc}") from None
 
 
 def check_tool_choice(tc: str | dict[str, Any] | None, context: Context) -> None:

@@ -50,6 +50,7 @@ from .._common import (
     check_reasoning,
     check_tool_choice,
     http_request,
+    merge_compat,
     same_model,
 )
 from .._mock import Frame, ScriptedReply
@@ -109,23 +110,11 @@ class AnthropicCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     (some proxies and gateways)."""
 
 
-_ALLOWED_COMPAT = set(AnthropicCompat.__struct_fields__)
-
-
 def detect_compat(model: Model) -> AnthropicCompat:
     """The defaults overridden by ``model.compat``; unknown flags are refused."""
     if not model.compat:
         return AnthropicCompat()
-    unknown = set(model.compat) - _ALLOWED_COMPAT
-    if unknown:
-        raise ConfigurationError(
-            f"unknown anthropic-messages compat flag(s): {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
-        )
-    try:
-        return msgspec.convert(model.compat, AnthropicCompat)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid anthropic-messages compat: {exc}") from None
+    return merge_compat("anthropic-messages", AnthropicCompat, model.compat)
 
 
 # "claude-<family>-<major>[-<minor>]" anywhere in the id (also Bedrock/Vertex ids

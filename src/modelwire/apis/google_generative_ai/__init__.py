@@ -46,6 +46,7 @@ from .._common import (
     check_reasoning,
     check_tool_choice,
     http_request,
+    merge_compat,
     same_model,
 )
 from .._mock import Frame, ScriptedReply
@@ -92,7 +93,6 @@ class GoogleCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     (Gemini 3 validates their signatures)."""
 
 
-_ALLOWED_COMPAT = frozenset(GoogleCompat.__struct_fields__)
 _VERSION = re.compile(r"gemini-(\d+)")
 
 
@@ -111,18 +111,7 @@ def detect_compat(model: Model) -> GoogleCompat:
         base["budget_max"] = 32768
     elif "flash-lite" in mid:
         base["budget_min"] = 512
-    if model.compat:
-        unknown = set(model.compat) - _ALLOWED_COMPAT
-        if unknown:
-            raise ConfigurationError(
-                f"unknown google-generative-ai compat flag(s): {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
-            )
-        base.update(model.compat)
-    try:
-        return msgspec.convert(base, GoogleCompat)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid google-generative-ai compat: {exc}") from None
+    return merge_compat("google-generative-ai", GoogleCompat, model.compat, base)
 
 
 # --------------------------------------------------------------------------- outbound

@@ -6,8 +6,8 @@ from typing import Any, Literal
 
 import msgspec
 
-from ...errors import ConfigurationError
 from ...types import Model
+from .._common import merge_compat
 
 __all__ = ["ChatCompat", "detect_compat"]
 
@@ -45,9 +45,6 @@ class ChatCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     known to omit it); otherwise that is ``truncated_stream``."""
 
 
-_ALLOWED_COMPAT = set(ChatCompat.__struct_fields__)
-
-
 def detect_compat(model: Model) -> ChatCompat:
     """Defaults for the model's provider and base URL, then ``model.compat`` overrides."""
     url = model.base_url.lower()
@@ -77,15 +74,4 @@ def detect_compat(model: Model) -> ChatCompat:
         base["reasoning_effort_map"] = {"minimal": "low", "xhigh": "high"}
     elif provider == "xai" or "x.ai" in url:
         base["reasoning_effort_map"] = {"minimal": "low", "medium": "low", "xhigh": "high"}
-    if model.compat:
-        unknown = set(model.compat) - _ALLOWED_COMPAT
-        if unknown:
-            raise ConfigurationError(
-                f"unknown openai-chat compat flag(s): {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
-            )
-        base.update(model.compat)
-    try:
-        return msgspec.convert(base, ChatCompat)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid openai-chat compat: {exc}") from None
+    return merge_compat("openai-chat", ChatCompat, model.compat, base)
