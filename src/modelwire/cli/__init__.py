@@ -177,7 +177,7 @@ def build_parser() -> argparse.ArgumentParser:
     _output_args(p, "one JSON object per trace record")
 
     p = sub.add_parser("mock-server", help="serve scripted replies on loopback",
-                       description="A MockServer speaking all four wire APIs. Without --script it "
+                       description="A MockServer speaking every wire API. Without --script it "
                        "echoes the last user message. Script format: see "
                        "docs/testing.md or `python -m pydoc modelwire.testing.script`.")  # fmt: skip
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")

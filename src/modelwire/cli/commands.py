@@ -452,7 +452,7 @@ def trace(args: argparse.Namespace) -> int:
 
 
 def _last_user_text(rec: RecordedRequest) -> str:
-    """The last user message's text in a request of any of the four APIs."""
+    """The last user message's text in a request (messages, input or contents)."""
     try:
         body = rec.json()
     except ValueError:

@@ -255,7 +255,7 @@ class MockServer:
     """A loopback HTTP server playing ``replies`` in order (the last one repeats
     when ``repeat_last``). Use as a context manager; ``base_url`` ends in ``/v1``
     (``/v1beta`` style paths work too: any path is accepted and recorded), and
-    :meth:`model` builds a ``Model`` for any of the four APIs pointing here.
+    :meth:`model` builds a ``Model`` for any wire API pointing here.
 
     Each reply is a :class:`Reply`, raw ``bytes``, a script (``str``,
     ``ToolCall``, content blocks, ``AssistantMessage``: rendered for the API
