@@ -271,6 +271,8 @@ async def test_an_error_body_cut_at_500_shows_no_piece_of_the_key(
 
 def _stream_with_bad_chunk(api: str, payload: str) -> bytes:
     # One SSE event whose JSON is broken (an unterminated string), for any API.
+    if api == "ollama-chat":  # an NDJSON API: one broken line
+        return f'{{"x": "{payload}\n'.encode()
     name = {"anthropic-messages": "content_block_delta"}.get(api)
     head_ = f"event: {name}\n" if name else ""
     return f'{head_}data: {{"x": "{payload}\n\n'.encode()
