@@ -439,3 +439,16 @@ def test_the_catalog_default_for_ollama_is_the_native_api() -> None:
     assert (model.api, model.base_url) == (API, "http://127.0.0.1:11434")
     anything = mw.catalog.resolve_model("ollama/some-pulled-model")
     assert anything.api == API and msgspec.structs.replace(anything, api="openai-chat")
+
+
+def test_a_call_id_and_index_sent_by_newer_servers_are_used_and_ignored() -> None:
+    # Newer Ollama versions may add an ``id`` to a call and an ``index`` to its function:
+    # a given id is kept (no id is made up), unknown fields are ignored.
+    line = ('{"model":"m","created_at":"t","message":{"role":"assistant","content":"",'
+            '"tool_calls":[{"id":"call_abc123","function":{"index":0,"name":"read",'
+            '"arguments":{"path":"a"}}}]},"done":false}\n'
+            '{"model":"m","created_at":"t","message":{"role":"assistant","content":""},'
+            '"done":true,"done_reason":"stop"}\n')  # fmt: skip
+    (call,) = final(mw.replay(API, line.encode())).content
+    assert isinstance(call, mw.ToolCall)
+    assert (call.id, call.name, call.arguments) == ("call_abc123", "read", {"path": "a"})
