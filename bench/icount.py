@@ -65,7 +65,7 @@ def _workload(name: str) -> Callable[[], object]:
 
     import modelwire as mw
     from modelwire.apis import get_api
-    from modelwire.apis.openai_chat import _chunk_decoder
+    from modelwire.apis.openai_chat._decode import _chunk_decoder
     from modelwire.assemble import Assembler
     from modelwire.sse import SSEDecoder
 

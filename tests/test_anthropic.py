@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 from modelwire import errors
 from modelwire.apis import get_api
-from modelwire.apis.anthropic import (
+from modelwire.apis.anthropic_messages import (
     API,
     THINKING_BUDGETS,
     AnthropicDecoder,

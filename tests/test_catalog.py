@@ -23,7 +23,7 @@ import pytest
 
 import modelwire as mw
 from modelwire import catalog
-from modelwire.apis import get_api
+from modelwire.apis import builtin_api_names, get_api
 from modelwire.apis._common import is_context_overflow
 from modelwire.assemble import compute_cost
 from modelwire.errors import ConfigurationError, MissingAPIKeyError
@@ -39,7 +39,8 @@ RAW: dict[str, Any] = json.loads(DATA.read_text("utf-8"))
 ENTRIES: list[tuple[dict[str, Any], dict[str, Any]]] = [
     (p, m) for p in RAW["providers"] for m in p["models"]
 ]
-APIS = {"openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai"}
+# The wire APIs modelwire ships (issue 17: derived from the registry, so ollama-chat is in).
+APIS = set(builtin_api_names())
 REQUIRED_PROVIDERS = {
     "openai", "anthropic", "google", "deepseek", "openrouter", "groq", "mistral", "xai",
     "qwen", "moonshot", "zai", "together", "fireworks", "cerebras", "ollama", "vllm", "lmstudio",
@@ -85,7 +86,12 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
     else:
         assert url.scheme == "https" and url.hostname
         assert not _loopback(entry["base_url"])
-    assert url.path not in ("", "/"), "base_url carries the API's version segment"
+    # base_url carries the API's version segment, except where the API's base_url is the
+    # server root (ollama-chat, DESIGN §2b; issue 17).
+    if get_api(entry["api"]).version_segment:
+        assert url.path not in ("", "/"), "base_url carries the API's version segment"
+    else:
+        assert url.path == "", "base_url is the server root"
     assert not entry["base_url"].endswith("/")
     for key in ("context_window", "max_tokens"):
         assert type(entry[key]) is int and entry[key] > 0
@@ -558,8 +564,11 @@ def test_missing_key_raises_before_any_request_naming_the_variable(provider: str
 
 @pytest.mark.parametrize("provider", sorted(LOCAL))
 def test_local_providers_send_no_auth_header(provider: str) -> None:
-    with MockServer([_SSE_OK]) as srv:
-        model = msgspec.structs.replace(catalog.models(provider)[0], base_url=srv.base_url)
+    # A scripted "ok" in the model's own API (ollama speaks ollama-chat since issue 17).
+    with MockServer(["ok"]) as srv:
+        entry = catalog.models(provider)[0]
+        base = srv.model(entry.api).base_url
+        model = msgspec.structs.replace(entry, base_url=base)
         assert mw.complete_sync(model, CTX).stop_reason == "stop"
     assert "authorization" not in srv.requests[0].headers
 

@@ -1,6 +1,7 @@
 """README.md and docs/ as a user copies them: every code block and command is run here.
 
-Blocks of ``README.md``, ``docs/testing.md`` and ``docs/providers.md`` (the guides have
+Blocks of ``README.md``, ``docs/testing.md``, ``docs/providers.md`` and
+``docs/adding-a-wire-api.md`` (the guides have
 ``tests/test_guide.py``), by kind:
 
 * ``python`` blocks that are pytest files (a ``# name.py`` first line, or ``def test_``)
@@ -46,7 +47,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 TESTING = ROOT / "docs" / "testing.md"
 PROVIDERS = ROOT / "docs" / "providers.md"
-DOCS = [README, TESTING, PROVIDERS]
+ADDING_AN_API = ROOT / "docs" / "adding-a-wire-api.md"
+DOCS = [README, TESTING, PROVIDERS, ADDING_AN_API]
 FENCE = re.compile(
     r"^(<!-- not run: (?P<why>.+?) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)^```\n", re.M | re.S
 )
@@ -198,7 +200,7 @@ def pytest_files(path: Path) -> dict[str, str]:
     return files
 
 
-@pytest.mark.parametrize("doc", [README, TESTING], ids=lambda d: d.name)
+@pytest.mark.parametrize("doc", [README, TESTING, ADDING_AN_API], ids=lambda d: d.name)
 def test_the_documented_pytest_files_pass(doc: Path, pytester: pytest.Pytester) -> None:
     files = pytest_files(doc)
     if doc is TESTING:

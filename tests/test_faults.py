@@ -30,11 +30,13 @@ import pytest
 
 import modelwire as mw
 import modelwire.retry
+from modelwire.apis import builtin_api_names, get_api
 from modelwire.testing import render_frames
 from modelwire.testing.render import frame
 from modelwire.trace import RetryTrace, TraceLog
 
-APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
+# Every wire API modelwire ships, from the registry (issue 17: ollama-chat is covered too).
+APIS = builtin_api_names()
 MODES = ("async", "sync")
 KEY = "sk-FAULTMATRIX-7c1d3f9a2b5e"
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
@@ -163,12 +165,17 @@ def serving(plans: list[Plan]) -> Iterator[RawServer]:
 
 
 def model_for(api: str, port: int) -> mw.Model:
-    segment = "/v1beta" if api == "google-generative-ai" else "/v1"
+    segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
     return mw.Model(id="mock-model", api=api, provider="mock",
                     base_url=f"http://127.0.0.1:{port}{segment}")  # fmt: skip
 
 
 # --------------------------------------------------------------------------- bodies
+
+
+def streamed(api: str, body: list[bytes], end: str = "finish") -> Plan:
+    """A 200 response with the API's own media type (text/event-stream, x-ndjson)."""
+    return Plan(body=body, end=end, content_type=get_api(api).content_type)
 
 
 def frames(api: str) -> list[bytes]:
@@ -200,8 +207,10 @@ _IN_BAND = {
     b'{"type":"overloaded_error","message":"Overloaded for %s"}}\n\n',
     "google-generative-ai": b'data: {"error":{"code":503,"message":"Overloaded for %s",'
     b'"status":"UNAVAILABLE"}}\r\n\r\n',
+    "ollama-chat": b'{"error":"Overloaded for %s"}\n',
 }
-_IN_BAND_KIND = {"openai-responses": "server"}  # the others say "overloaded"
+# The others say "overloaded"; an Ollama error line is a bare text (no type or code).
+_IN_BAND_KIND = {"openai-responses": "server", "ollama-chat": "provider_stream"}
 
 
 def in_band(api: str) -> list[bytes]:
@@ -217,12 +226,12 @@ def error_json(status: int, headers: dict[str, str] | None = None) -> Plan:
 
 
 def ok(api: str) -> Plan:
-    return Plan(body=frames(api))
+    return streamed(api, frames(api))
 
 
 def stall_after_two(api: str) -> Plan:
     before, _ = at(api, b'rld "')
-    return Plan(body=before, end="stall")
+    return streamed(api, before, end="stall")
 
 
 # --------------------------------------------------------------------------- cases
@@ -257,13 +266,16 @@ RETRY_429 = [(1, 429, "rate_limit")]
 CASES: dict[str, Case] = {
     "ok": Case(lambda api: [ok(api)], None, TEXT, 1),
     "cut_mid_event": Case(
-        lambda api: [Plan(body=mid_event(api), end="cut")], "stream_interrupted", "Hello wö", 1
+        lambda api: [streamed(api, mid_event(api), end="cut")], "stream_interrupted", "Hello wö", 1
     ),
     "cut_mid_utf8": Case(
-        lambda api: [Plan(body=mid_utf8(api), end="cut")], "stream_interrupted", "Hello wörld ", 1
+        lambda api: [streamed(api, mid_utf8(api), end="cut")],
+        "stream_interrupted",
+        "Hello wörld ",
+        1,
     ),
     "body_ends_mid_event": Case(
-        lambda api: [Plan(body=mid_event(api))], "truncated_stream", "Hello wö", 1
+        lambda api: [streamed(api, mid_event(api))], "truncated_stream", "Hello wö", 1
     ),
     # A Retry-After does not make a client error retryable, whatever its form.
     "401": Case(lambda api: [error_json(401, {"retry-after": "0"})], "authentication", "", 1),
@@ -340,7 +352,7 @@ CASES: dict[str, Case] = {
         lambda api: [error_json(502), ok(api)], "server", "", 1, opts={"max_retries": 0}
     ),
     "in_band_error": Case(
-        lambda api: [Plan(body=in_band(api))],
+        lambda api: [streamed(api, in_band(api))],
         "overloaded",
         "Hello wörld ",
         1,
@@ -535,7 +547,7 @@ def test_a_dropped_stream_closes_its_connection_promptly(api: str, mode: str) ->
 def test_connect_error_names_the_origin_only(api: str, mode: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed on exit: connecting is refused
-    segment = "/v1beta" if api == "google-generative-ai" else "/v1"
+    segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
     model = mw.Model(id="m", api=api, provider="mock",
                      base_url=f"http://user:hunter2pw@127.0.0.1:{port}{segment}?tenant=q1")  # fmt: skip
     _events, message = run(mode, model, "plain", api_key=KEY, max_retries=0)

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire.apis import get_api
-from modelwire.apis.google import (
+from modelwire.apis.google_generative_ai import (
     SKIP_SIGNATURE,
     SYNTHETIC_ID_PREFIX,
     GoogleDecoder,

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire.apis import get_api
+from modelwire.apis import builtin_api_names, get_api
 from modelwire.cli import main
 from modelwire.options import HTTPRequest, resolve_options
 from modelwire.redact import (
@@ -37,13 +37,15 @@ from modelwire.testing import MockServer, Reply
 from modelwire.trace import ReadTrace, TraceLog
 
 KEY = "sk-hdr-Qw3rtyZx9Lm2Np5Vb8Kj4Hg6Tf1Dc"  # 37 characters, as in the issue
-APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
+# Every wire API modelwire ships, from the registry (issue 17: ollama-chat is covered too).
+APIS = builtin_api_names()
 # Each API's own credential header, as a caller would pass it in ``headers=``.
 OWN_HEADER = {
     "openai-chat": ("Authorization", f"Bearer {KEY}"),
     "openai-responses": ("authorization", f"Bearer {KEY}"),
     "anthropic-messages": ("X-Api-Key", KEY),
     "google-generative-ai": ("X-Goog-Api-Key", KEY),
+    "ollama-chat": ("Authorization", f"Bearer {KEY}"),  # a proxy or ollama.com
 }
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 FAST = mw.Timeout(connect=2, idle=2)
@@ -269,6 +271,8 @@ async def test_an_error_body_cut_at_500_shows_no_piece_of_the_key(
 
 def _stream_with_bad_chunk(api: str, payload: str) -> bytes:
     # One SSE event whose JSON is broken (an unterminated string), for any API.
+    if api == "ollama-chat":  # an NDJSON API: one broken line
+        return f'{{"x": "{payload}\n'.encode()
     name = {"anthropic-messages": "content_block_delta"}.get(api)
     head_ = f"event: {name}\n" if name else ""
     return f'{head_}data: {{"x": "{payload}\n\n'.encode()
@@ -309,6 +313,8 @@ async def test_a_key_split_over_three_reads_is_hidden_in_the_trace(
     """The issue's 2 + 33 + 2 split: the middle read used to show 33 of the 37
     characters (a piece cut by two read boundaries is neither a head nor a tail)."""
     body = f": echo {KEY}\n\n".encode()  # an SSE comment: every decoder ignores it
+    if api == "ollama-chat":  # NDJSON has no comments: a line of unknown fields
+        body = f'{{"echo":"{KEY}"}}\n'.encode()
     at = body.index(KEY.encode())
     reply = Reply(body=body, split_points=(at + 2, at + 35), delay=0.05)
     for sync in (False, True):
@@ -334,7 +340,9 @@ def test_cli_stderr_and_json_show_no_piece_of_the_key(
 ) -> None:
     env = {"openai-chat": "OPENAI_API_KEY", "openai-responses": "OPENAI_API_KEY",
            "anthropic-messages": "ANTHROPIC_API_KEY",
-           "google-generative-ai": "GEMINI_API_KEY"}[api]  # fmt: skip
+           "google-generative-ai": "GEMINI_API_KEY",
+           # Ollama has no key variable: an OpenAI-keyed provider pointed at it.
+           "ollama-chat": "OPENAI_API_KEY"}[api]  # fmt: skip
     provider = {"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}.get(env, "google")
     monkeypatch.setenv(env, KEY)
     # The CLI reads piped stdin as part of the prompt (issue 16): give it an empty one.

@@ -20,9 +20,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+import modelwire.testing as testing
 from modelwire.errors import ConfigurationError, StreamInterruptedError
 from modelwire.testing import (
-    APIS,
     MockServer,
     RecordedRequest,
     Reply,
@@ -42,8 +42,8 @@ from modelwire.testing import (
 _MODULES = {
     "openai-chat": "modelwire.apis.openai_chat",
     "openai-responses": "modelwire.apis.openai_responses",
-    "anthropic-messages": "modelwire.apis.anthropic",
-    "google-generative-ai": "modelwire.apis.google",
+    "anthropic-messages": "modelwire.apis.anthropic_messages",
+    "google-generative-ai": "modelwire.apis.google_generative_ai",
 }
 
 
@@ -54,6 +54,10 @@ def _api_param(api: str) -> Any:
     )
 
 
+# The SSE APIs, each checked below against its own format. ollama-chat (NDJSON, no
+# tool-call ids on the wire, so a script's ids cannot round-trip) has the same checks
+# in tests/test_ollama.py; test_every_registered_api_renders_and_replays covers all.
+APIS = tuple(_MODULES)
 ALL_APIS = [_api_param(a) for a in APIS]
 
 README_PARAMS = {
@@ -235,6 +239,13 @@ def test_render_refuses_what_a_stream_cannot_say() -> None:
         render(["ok", 42], "openai-chat")  # type: ignore[list-item]
     with pytest.raises(ConfigurationError, match="piece_chars"):
         render("hi", "openai-chat", piece_chars=0)
+
+
+@pytest.mark.parametrize("api", testing.APIS)
+def test_every_registered_api_renders_and_replays(api: str) -> None:
+    assert set(APIS) <= set(testing.APIS)  # the registry lists these and any new one
+    msg = mw.replay(api, render(["hello ", "wörld"], api, piece_chars=3))[-1].message
+    assert isinstance(msg, mw.AssistantMessage) and msg.text == "hello wörld", msg.error
 
 
 def test_api_for_path_knows_every_endpoint() -> None:

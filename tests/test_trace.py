@@ -651,7 +651,7 @@ async def test_secrets_echoed_by_the_server_are_redacted_in_the_trace(server: Mo
 
 @pytest.mark.anyio
 async def test_a_custom_stream_function_is_traced_as_context_and_events() -> None:
-    from modelwire import client
+    from modelwire import apis
 
     async def fn(model: mw.Model, context: mw.Context, options: Any) -> Any:
         for ev in mw.replay("openai-chat", (EXAMPLES / "utf8-split.sse").read_bytes()):
@@ -665,7 +665,7 @@ async def test_a_custom_stream_function_is_traced_as_context_and_events() -> Non
         log = TraceLog()
         msg = await mw.complete(model, CTX, trace=log)
     finally:
-        client._custom.pop("trace-custom", None)
+        apis._streams.pop("trace-custom", None)  # one registry since issue 17
     assert next(r.layer for r in log.records) == "context" and log.records[-1].layer == "message"
     check_links(log.records)
     assert msg.content[0].text == "读取 README.md"  # type: ignore[union-attr]

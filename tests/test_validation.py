@@ -18,10 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from modelwire.apis import builtin_api_names
 from modelwire.testing import MockServer
 
 KEY = "sk-val-Zq81_only_in_the_header_4c2b"
-APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
+# Every wire API modelwire ships, from the registry (issue 17: ollama-chat is covered too).
+APIS = builtin_api_names()
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
 

@@ -32,6 +32,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
+from .apis import builtin_api_names
 from .errors import ConfigurationError
 from .options import ENV_KEYS, REASONING_LEVELS
 from .types import AssistantMessage, Model, ModelCost
@@ -57,10 +58,9 @@ __all__ = [
     "validate_catalog",
 ]
 
-#: The wire APIs a catalog entry may name (``modelwire.apis.BUILTIN_APIS``).
-CATALOG_APIS: frozenset[str] = frozenset(
-    {"openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai"}
-)
+#: The wire APIs a catalog entry may name: every API shipped in ``modelwire.apis``
+#: (listed from its modules, not imported: :func:`modelwire.apis.builtin_api_names`).
+CATALOG_APIS: frozenset[str] = frozenset(builtin_api_names())
 #: Input kinds a model may accept.
 INPUT_KINDS: frozenset[str] = frozenset({"text", "image"})
 #: Other spellings accepted by :func:`resolve_model` for a provider name.

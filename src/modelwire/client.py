@@ -7,10 +7,16 @@ sans-IO :class:`~modelwire.pipeline.Pipeline` turns them into events.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from .apis import get_api, register_wire_api
+from .apis import (
+    WireAPI,
+    custom_stream,
+    get_api,
+    register_stream_function,
+    register_wire_api,
+)
 from .errors import ConfigurationError, ProviderStreamError, StreamError
 from .events import Event
 from .options import RequestOptions, Timeout, resolve_options
@@ -33,9 +39,6 @@ if TYPE_CHECKING:
 
 __all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
 
-# Custom APIs registered with ``register_api``: name -> stream function.
-_custom: dict[str, Callable[..., AsyncIterator[Event]]] = {}
-
 
 def register_api(name: str, stream_fn: Any) -> None:
     """Register a custom API under ``name`` (then usable as ``Model(api=name)``).
@@ -47,13 +50,13 @@ def register_api(name: str, stream_fn: Any) -> None:
     """
     if not isinstance(name, str) or not name:
         raise ConfigurationError("register_api needs a non-empty name")
-    if hasattr(stream_fn, "build_request") and hasattr(stream_fn, "new_decoder"):
-        stream_fn.name = name
-        register_wire_api(stream_fn)
+    # One registry (modelwire.apis) holds both kinds; the object is not changed.
+    if isinstance(stream_fn, WireAPI):
+        register_wire_api(stream_fn, name)
         return
     if not callable(stream_fn):
         raise ConfigurationError("register_api needs a wire API object or a stream function")
-    _custom[name] = stream_fn
+    register_stream_function(name, stream_fn)
 
 
 def _prepare(
@@ -65,7 +68,7 @@ def _prepare(
         raise ConfigurationError(
             f"context must be a modelwire.Context, got {type(context).__name__}"
         )
-    if model.api in _custom:
+    if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
         return resolve_options("", **opts), None
     options = resolve_options(model.provider, **opts)
@@ -246,7 +249,8 @@ def _is_async_client(client: Any) -> bool:
 def _custom_stream(
     model: Model, context: Context, options: RequestOptions, trace: TraceObserver | None
 ) -> AssistantMessageStream:
-    fn = _custom[model.api]
+    fn = custom_stream(model.api)
+    assert fn is not None  # _prepare found it
 
     async def produce(s: StreamChannel) -> None:
         from .assemble import Assembler

@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, NamedTuple
+from typing import Any
 
 import msgspec
 
+from .apis import IdRule, find_api
 from .apis._common import same_model
 from .types import (
     AssistantContent,
@@ -127,44 +128,17 @@ def thinking_as_text(thinking: str) -> str:
 # --------------------------------------------------------------------------- tool ids
 
 
-class IdRule(NamedTuple):
-    """What a target API accepts as a tool-call id."""
-
-    valid: re.Pattern[str]
-    """Ids that match (``fullmatch``) are kept."""
-    bad: re.Pattern[str] | None
-    """Characters replaced by ``_`` when an id is rewritten (``None``: any)."""
-    max_len: int
-    """Longest id."""
-    exact: int | None = None
-    """Required length of a rewritten id (Mistral: 9), made of letters and digits."""
-
-
-_ANTHROPIC = IdRule(re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[^A-Za-z0-9_-]"), 64)
-_RESPONSES = _ANTHROPIC
-_CHAT = IdRule(re.compile(r".{1,40}", re.S), None, 40)
-_MISTRAL = IdRule(re.compile(r"[A-Za-z0-9]{9}"), re.compile(r"[^A-Za-z0-9]"), 9, exact=9)
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def tool_id_rule(model: Model) -> IdRule | None:
     """The tool-call id rule of ``model``'s API (``None``: any id is accepted).
 
-    Anthropic: Messages API reference, ``tool_use.id`` pattern. OpenAI Chat: the
-    API refuses ``tool_calls[].id`` longer than 40 characters; Mistral's
-    compatible API wants exactly 9 letters and digits. OpenAI Responses:
-    ``call_id`` values as OpenAI issues them (letters, digits, ``_``, ``-``).
-    Gemini: ids are free-form (and the adapter sends only Gemini's own).
+    Each wire API states its own (:meth:`modelwire.apis.WireAPI.tool_id_rule`);
+    a custom stream function accepts any id.
     """
-    if model.api == "anthropic-messages":
-        return _ANTHROPIC
-    if model.api == "openai-responses":
-        return _RESPONSES
-    if model.api == "openai-chat":
-        if model.provider == "mistral" or "mistral.ai" in model.base_url.lower():
-            return _MISTRAL
-        return _CHAT
-    return None
+    api = find_api(model.api)
+    return api.tool_id_rule(model) if api is not None else None
 
 
 def _digest(text: str, salt: int) -> bytes:

@@ -1,4 +1,8 @@
-"""The sans-IO inbound pipeline: bytes → SSE events → deltas → model events.
+"""The sans-IO inbound pipeline: bytes → frames → deltas → model events.
+
+The wire API chooses its framing (``WireAPI.framing``: SSE, NDJSON, the AWS
+binary event stream — :mod:`modelwire.framing`); every framing yields the same
+frame value, so nothing here depends on which one it is.
 
 Shared by the live HTTP path and :func:`replay`, so a recorded stream and a
 live one run the same code (DESIGN §1). ``feed``/``end``/``fail`` never raise a
@@ -16,18 +20,17 @@ from .apis import get_api
 from .apis._sniff import wrong_api_error
 from .assemble import Assembler, ToolChoice
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
-from .sse import SSEDecoder
+from .sse import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
     from .deltas import Delta
     from .events import Event
+    from .framing import Framing
     from .sse import ServerSentEvent
     from .trace import ErrorLayer, TraceObserver, Tracer
     from .types import AssistantMessage, Model
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Pipeline", "replay"]
-
-DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
 class Pipeline:
@@ -59,7 +62,9 @@ class Pipeline:
         # (``apis._sniff``); then decode directly.
         self._sniffing = True
         self._decode: Callable[[ServerSentEvent], list[Delta]] = self._first_decode
-        self.sse = SSEDecoder(max_event_bytes=max_event_bytes)
+        # ``sse`` is the framing decoder (the name predates non-SSE framings; the
+        # trace calls its records "sse" for every framing).
+        self.sse: Framing = wire.framing(max_event_bytes)
         self.assembler = Assembler(
             api=api,
             provider=model.provider if model else "",

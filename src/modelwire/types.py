@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
 __all__ = [
-    "Api",
     "AssistantContent",
     "AssistantMessage",
     "Context",
@@ -47,10 +46,6 @@ __all__ = [
 
 #: How a response ended. A partial snapshot has ``stop_reason=None``.
 StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
-#: The wire APIs modelwire speaks.
-Api: TypeAlias = Literal[
-    "openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai"
-]
 STOP_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_use", "error", "aborted"})
 
 
@@ -414,9 +409,6 @@ class ModelCost(_Value, frozen=True):
             _set(self, name, float(value))
 
 
-_APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
-
-
 class Model(_Value, frozen=True):
     """Where and how to reach one model.
 
@@ -427,8 +419,8 @@ class Model(_Value, frozen=True):
     id: str
     """The model id sent to the provider."""
     api: str
-    """One of ``openai-chat``, ``openai-responses``, ``anthropic-messages``,
-    ``google-generative-ai`` (or a name given to ``register_api``)."""
+    """The wire API: a name in ``modelwire.apis`` (``modelwire.apis.api_names()``) or
+    one given to ``register_api``."""
     provider: str
     """Provider name (``openai``, ``deepseek``, ``local``…): picks the env var and compat."""
     base_url: str

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Annotated, Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import msgspec
 
@@ -29,10 +29,19 @@ from ..errors import (
 from ..options import HTTPRequest, RequestOptions
 from ..redact import credential_secrets
 from ..types import AssistantMessage, Context, Model, ToolCall
+from . import IdRule, provider_rules
+from ._mock import Frame, encode_sse
+
+if TYPE_CHECKING:
+    from ..framing import Framing
 
 __all__ = [
     "EXCERPT_CHARS",
+    "SAFE_ID_RULE",
     "Count",
+    "SSEWireAPI",
+    "check_reasoning",
+    "check_tool_choice",
     "bearer_auth",
     "check_context_values",
     "check_json",
@@ -41,6 +50,7 @@ __all__ = [
     "decoder_for",
     "dumps",
     "in_band_error",
+    "merge_compat",
     "is_context_overflow",
     "join_url",
     "raw_or_json_arguments",
@@ -48,6 +58,7 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+C = TypeVar("C", bound=msgspec.Struct)
 #: A count or index in a chunk: a non-negative integer. msgspec checks the bound
 #: while decoding, so a negative tool-call index or token count is a
 #: ``malformed_chunk`` naming its path (``usage.input_tokens must be an integer >= 0``).
@@ -254,6 +265,11 @@ def bearer_auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
+def _fixed(headers: dict[str, str]) -> Callable[[str], Mapping[str, str]]:
+    """An ``auth`` that sends ``headers`` (a provider rule's) whatever the key."""
+    return lambda _key: headers
+
+
 def http_request(
     model: Model,
     options: RequestOptions,
@@ -299,6 +315,15 @@ def http_request(
             key = low if lower else name
             spelled[low] = key
             out[key] = value
+    rules = provider_rules(model.provider)
+    if rules is not None:
+        # A provider's own URL and auth on top of this API (Azure, Vertex…): the seam
+        # of modelwire.apis.ProviderRules, so no adapter is edited per provider.
+        url = rules.url(model, model.api, url)
+        if options.api_key:
+            own = rules.auth(model, options.api_key)
+            if own is not None:
+                auth = _fixed(dict(own))
     secrets: list[str] = []
     if options.api_key and auth is not None:
         for name in replaces:
@@ -392,3 +417,107 @@ def check_context_values(context: Context) -> None:
         for j, block in enumerate(message.content):
             if isinstance(block, ToolCall) and not (block.raw_arguments or "").strip():
                 check_json(block.arguments, f"messages[{i}].content[{j}].arguments")
+
+
+# --------------------------------------------------------------------------- shared checks
+
+
+def merge_compat(
+    api: str,
+    cls: type[C],
+    overrides: Mapping[str, Any] | None,
+    base: Mapping[str, Any] | None = None,
+) -> C:
+    """An API's compat flags: the ``base`` detected for the provider, then
+    ``overrides`` (``Model.compat``). An unknown flag or a mistyped value is a
+    ``ConfigurationError`` naming the API, before any request."""
+    known = cls.__struct_fields__
+    merged = dict(base or {})
+    if overrides:
+        unknown = set(overrides) - set(known)
+        if unknown:
+            raise ConfigurationError(
+                f"unknown {api} compat flag(s): {', '.join(sorted(unknown))}; "
+                f"known: {', '.join(sorted(known))}"
+            )
+        merged.update(overrides)
+    try:
+        return msgspec.convert(merged, cls)
+    except msgspec.ValidationError as exc:
+        raise ConfigurationError(f"invalid {api} compat: {exc}") from None
+
+
+def check_tool_choice(tc: str | dict[str, Any] | None, context: Context) -> None:
+    """Refuse, before any request, a tool choice no response could satisfy: one that
+    requires a call with no tool declared, or forces a tool that is not declared.
+    (``auto`` and ``none`` without tools mean nothing to choose from: not sent.)"""
+    if tc is None or tc in ("auto", "none"):
+        return
+    names = [t.name for t in context.tools or ()]
+    if not names:
+        raise ConfigurationError(
+            f"tool_choice={tc!r} needs tools, but the context declares no tools: "
+            "add tools to the Context or drop tool_choice"
+        )
+    if isinstance(tc, dict) and tc["name"] not in names:
+        raise ConfigurationError(
+            f"tool_choice names {tc['name']!r}, which is not a declared tool (not among the "
+            f"context's tools: {', '.join(map(repr, names))})"
+        )
+
+
+def check_reasoning(model: Model, level: str | None) -> None:
+    """A reasoning level for a model without reasoning is a caller mistake."""
+    if level is not None and not model.reasoning:
+        raise ConfigurationError(
+            f"model {model.id!r} does not support a reasoning level "
+            "(Model.reasoning is False); pass reasoning=None"
+        )
+
+
+#: Letters, digits, ``_`` and ``-``, up to 64: Anthropic ``tool_use.id`` (Messages API
+#: reference) and OpenAI Responses ``call_id`` values as OpenAI issues them.
+SAFE_ID_RULE = IdRule(re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[^A-Za-z0-9_-]"), 64)
+
+
+class SSEWireAPI:
+    """Defaults shared by the wire APIs that stream Server-Sent Events.
+
+    A subclass sets ``name`` and ``endpoint`` (the path after ``base_url``) and
+    implements ``build_request``, ``new_decoder``, ``render`` and ``tool_results``;
+    it overrides the rest only where its API differs.
+    """
+
+    name: str = ""
+    endpoint: str = ""
+    content_type: str = "text/event-stream"
+    version_segment: str = "/v1"
+    #: SSE ``event:`` lines in rendered frames (Responses, Anthropic name their events).
+    named_events: bool = False
+    #: What ends one rendered event (Gemini sends CRLF CRLF).
+    event_separator: str = "\n\n"
+
+    def path(self, model_id: str) -> str:
+        return self.endpoint
+
+    def url(self, model: Model) -> str:
+        """``base_url`` (trailing slash ignored) + the endpoint."""
+        return model.url_root + self.path(model.id)
+
+    def matches_path(self, path: str) -> bool:
+        return path.split("?", 1)[0].rstrip("/").endswith(self.endpoint)
+
+    def request_model(self, path: str, body: object) -> str | None:
+        model = body.get("model") if isinstance(body, dict) else None
+        return model if isinstance(model, str) else None
+
+    def framing(self, max_event_bytes: int) -> Framing:
+        from ..sse import SSEDecoder
+
+        return SSEDecoder(max_event_bytes=max_event_bytes)
+
+    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
+        return encode_sse(frames, named=self.named_events, sep=self.event_separator)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        return None

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from ..apis import DEFAULT_API
 from ..errors import ConfigurationError
 from ..types import Model
 from ._input import BatchRequest, InputProblem, problems_error, read_requests
@@ -79,7 +80,7 @@ def model_resolver(
                 model = catalog.resolve_model(name)
                 model = msgspec.structs.replace(model, base_url=base_url, api=api or model.api)
             except ConfigurationError:
-                model = Model(id=mid, api=api or "openai-chat", provider=provider, base_url=base_url)  # fmt: skip
+                model = Model(id=mid, api=api or DEFAULT_API, provider=provider, base_url=base_url)  # fmt: skip
         else:
             model = catalog.resolve_model(name)
         cache[name] = model

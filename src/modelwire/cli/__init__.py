@@ -38,12 +38,14 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
+from ..apis import DEFAULT_API, builtin_api_names
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from .common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, CLIError, fail
 
 __all__ = ["build_parser", "main"]
 
-APIS = ("openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai")
+# The --api choices: every wire API modelwire ships (read from modelwire.apis).
+APIS = builtin_api_names()
 
 
 class _Parser(argparse.ArgumentParser):
@@ -65,7 +67,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--base-url", help="API root including the version segment, e.g. "
                    "http://127.0.0.1:8000/v1 (instead of the catalog entry; default: "
                    "$OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL)")  # fmt: skip
-    p.add_argument("--api", choices=APIS, help="wire API for --base-url (default openai-chat)")
+    p.add_argument("--api", choices=APIS, help=f"wire API for --base-url (default {DEFAULT_API})")
     p.add_argument("--system", help="system prompt")
     p.add_argument("--max-tokens", type=int, help="output token limit")
     p.add_argument("--temperature", type=float)
@@ -106,8 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
         "and execution.",
     )  # fmt: skip
     p.add_argument("--root", default=".", help="directory the tools may read (default: .)")
-    p.add_argument("--api", choices=APIS, default="openai-chat",
-                   help="wire API the mock server speaks (default openai-chat)")  # fmt: skip
+    p.add_argument("--api", choices=APIS, default=DEFAULT_API,
+                   help=f"wire API the mock server speaks (default {DEFAULT_API})")  # fmt: skip
     p.add_argument("--delay", type=float, default=0.02,
                    help="seconds between streamed chunks (default 0.02; 0 = as fast as possible)")  # fmt: skip
     p.add_argument("--trace", action="store_true",
@@ -161,7 +163,7 @@ def build_parser() -> argparse.ArgumentParser:
         "normalized deltas it produced with provider key -> content index; the model events; "
         "the final message. Errors appear at the layer where they arose. Offline: --api API "
         "FILE.sse; live: -m PROVIDER/MODEL PROMPT.",
-        epilog="Examples: modelwire trace --api openai-chat call.sse --split 40 · "
+        epilog=f"Examples: modelwire trace --api {DEFAULT_API} call.sse --split 40 · "
         "modelwire trace -m openai/gpt-4.1-mini 'say hi' · modelwire demo --trace",
     )  # fmt: skip
     _model_args(p)
@@ -179,7 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     _output_args(p, "one JSON object per trace record")
 
     p = sub.add_parser("mock-server", help="serve scripted replies on loopback",
-                       description="A MockServer speaking all four wire APIs. Without --script it "
+                       description="A MockServer speaking every wire API. Without --script it "
                        "echoes the last user message. Script format: see "
                        "docs/testing.md or `python -m pydoc modelwire.testing.script`.")  # fmt: skip
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")

@@ -10,6 +10,8 @@ import argparse
 import sys
 from typing import Any
 
+from ..apis import builtin_api_names
+
 __all__ = ["add_parser", "run"]
 
 
@@ -34,8 +36,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--tpm", action="append", metavar="[PROVIDER=]N",
                    help="tokens per minute for each provider, or for one (repeatable)")  # fmt: skip
     p.add_argument("--base-url", help="send every model to this API root (e.g. a local server)")
-    p.add_argument("--api", choices=("openai-chat", "openai-responses", "anthropic-messages",
-                   "google-generative-ai"), help="wire API for --base-url models not in the catalog")  # fmt: skip
+    p.add_argument("--api", choices=builtin_api_names(),
+                   help="wire API for --base-url models not in the catalog")  # fmt: skip
     p.add_argument("--timeout", type=float, help="connect and idle timeout in seconds")
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid lines even when some are bad (they are listed)")  # fmt: skip

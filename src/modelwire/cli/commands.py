@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from ..apis import DEFAULT_API
 from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -214,7 +215,7 @@ def chat(args: argparse.Namespace) -> int:
     replies = load_script(args.script)
     with MockServer(replies) as server:
         spec = (args.model or "mock/mock-model").partition("/")
-        model = server.model(args.api or "openai-chat", spec[2] or spec[0])
+        model = server.model(args.api or DEFAULT_API, spec[2] or spec[0])
         ctx = Context(system_prompt=args.system, tools=_script_tools(replies))
         return _chat(args, (model, ctx))
 
@@ -453,7 +454,7 @@ def trace(args: argparse.Namespace) -> int:
 
 
 def _last_user_text(rec: RecordedRequest) -> str:
-    """The last user message's text in a request of any of the four APIs."""
+    """The last user message's text in a request (messages, input or contents)."""
     try:
         body = rec.json()
     except ValueError:
@@ -491,8 +492,10 @@ def _reply_note(reply: Reply) -> str:
 
 def mock_server(args: argparse.Namespace) -> int:
     """``mock-server``: serve a script (or echo) until Ctrl-C / SIGTERM."""
+    from ..apis import builtin_api_names, get_api
     from ..testing import MockServer, load_script
-    from ..testing.render import API_ENDPOINTS, APIS
+
+    apis = builtin_api_names()
 
     screen = _screen(args)
     lock = threading.Lock()
@@ -534,14 +537,14 @@ def mock_server(args: argparse.Namespace) -> int:
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        bases = {api: server.model(api).base_url for api in APIS}
+        bases = {api: server.model(api).base_url for api in apis}
         if args.json:
             json_line({"event": "listening", "host": args.host, "port": server.port,
                        "origin": server.origin, "base_urls": bases, "replies": source})  # fmt: skip
         else:
             screen.line(f"modelwire mock-server listening on {server.origin}", "bold")
-            for api in APIS:
-                endpoint = API_ENDPOINTS[api].split("?", 1)[0]
+            for api in apis:
+                endpoint = get_api(api).path("MODEL").split("?", 1)[0]
                 screen.line(f"  {api:<22} base_url {bases[api]:<32} POST …{endpoint}")
             screen.line(f"replies: {source}", MUTED)
             screen.line("Ctrl-C to stop", MUTED)

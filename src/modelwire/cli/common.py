@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from ..apis import DEFAULT_API
+
 if TYPE_CHECKING:
     import argparse
 
@@ -194,7 +196,7 @@ def resolve_model(args: argparse.Namespace) -> Model:
             model = msgspec.structs.replace(model, base_url=args.base_url,
                                             api=args.api or model.api)  # fmt: skip
         else:
-            model = Model(id=model_id, api=args.api or "openai-chat", provider=provider,
+            model = Model(id=model_id, api=args.api or DEFAULT_API, provider=provider,
                           base_url=args.base_url)  # fmt: skip
     else:
         model = catalog.resolve_model(spec)

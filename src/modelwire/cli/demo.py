@@ -50,38 +50,12 @@ _TOTAL = re.compile(r"lines \d+-\d+ of (\d+)")
 
 
 def tool_result_text(api: str | None, body: Any) -> str | None:
-    """The text of the last tool result in a request body of ``api``."""
-    if not isinstance(body, dict):
-        return None
-    found: list[str] = []
+    """The text of the last tool result in a request body of ``api``
+    (``WireAPI.tool_results``: each API knows where its body carries them)."""
+    from ..apis import find_api
 
-    def text_of(value: Any) -> str:
-        if isinstance(value, str):
-            return value
-        if isinstance(value, list):
-            return "".join(text_of(v) for v in value)
-        if isinstance(value, dict):
-            for key in ("text", "output", "content", "result"):
-                if key in value:
-                    return text_of(value[key])
-        return ""
-
-    if api == "openai-chat":
-        found = [text_of(m.get("content")) for m in body.get("messages", [])
-                 if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
-    elif api == "openai-responses":
-        found = [text_of(i.get("output")) for i in body.get("input", [])
-                 if isinstance(i, dict) and i.get("type") == "function_call_output"]  # fmt: skip
-    elif api == "anthropic-messages":
-        for m in body.get("messages", []):
-            for part in m.get("content", []) if isinstance(m.get("content"), list) else []:
-                if isinstance(part, dict) and part.get("type") == "tool_result":
-                    found.append(text_of(part.get("content")))
-    elif api == "google-generative-ai":
-        for c in body.get("contents", []):
-            for part in c.get("parts", []) if isinstance(c, dict) else []:
-                if isinstance(part, dict) and "functionResponse" in part:
-                    found.append(text_of(part["functionResponse"].get("response")))
+    wire = find_api(api) if api is not None else None
+    found = wire.tool_results(body) if wire is not None else []
     return found[-1] if found else None
 
 

@@ -1,7 +1,7 @@
 """Test doubles shipped with modelwire (as httpx ships MockTransport).
 
-* :class:`MockServer` — a real loopback HTTP server that speaks the four wire
-  APIs: it renders scripted replies (text, tool calls, whole messages) in the
+* :class:`MockServer` — a real loopback HTTP server that speaks every wire
+  API: it renders scripted replies (text, tool calls, whole messages) in the
   format of the API the request path names, or plays raw bytes, with faults
   (split sizes, every byte, random splits, delays, cuts, stalls), and records
   every request.

@@ -9,9 +9,9 @@ then::
 
     def test_agent_reads_the_file(mock_server):
         mock_server.add(tool_call("read", {"path": "README.md"}), "It is a README.")
-        model = mock_server.model("anthropic-messages")
+        model = mock_server.model()  # any wire API: mock_server.model(api)
         ...
-        assert mock_server.requests[1].json()["messages"][-1]["role"] == "user"
+        assert mock_server.requests[1].json()["messages"][-1]["role"] == "tool"
 """
 
 from __future__ import annotations

@@ -28,9 +28,10 @@ from typing import Any, TypeAlias
 
 import msgspec
 
+from ..apis import DEFAULT_API, api_names, find_api, get_api
 from ..errors import ConfigurationError
 from ..types import Model, ModelCost
-from .render import API_ENDPOINTS, APIS, api_for_path, frame, render_frames
+from .render import api_for_path, frame, render_frames
 
 __all__ = [
     "MockServer",
@@ -41,6 +42,9 @@ __all__ = [
     "error_reply",
     "sse_body",
 ]
+
+
+_DEFAULT_CONTENT_TYPE = "text/event-stream"
 
 
 class Reply(msgspec.Struct, kw_only=True):
@@ -65,6 +69,8 @@ class Reply(msgspec.Struct, kw_only=True):
     status: int = 200
     headers: dict[str, str] = msgspec.field(default_factory=dict)
     content_type: str = "text/event-stream"
+    """The response's media type; left at this default, the reply gets the media
+    type of the request path's API (``application/x-ndjson`` for NDJSON APIs)."""
     chunk_size: int | None = None
     split_points: tuple[int, ...] | None = None
     seed: int | None = None
@@ -116,17 +122,18 @@ class RecordedRequest(msgspec.Struct):
 
     @property
     def model(self) -> str | None:
-        """The model id the client asked for: the body's ``model`` field, or the
-        ``/models/{id}:`` path segment of a Gemini request."""
-        if self.api == "google-generative-ai":
-            tail = self.path.split("?", 1)[0].rsplit("/models/", 1)[-1]
-            return tail.split(":", 1)[0] or None
+        """The model id the client asked for, as the request's API carries it (the
+        body's ``model`` field, or a path segment: ``WireAPI.request_model``)."""
         try:
             body = self.json()
         except ValueError:
-            return None
-        model = body.get("model") if isinstance(body, dict) else None
-        return model if isinstance(model, str) else None
+            body = None
+        api = self.api
+        wire = find_api(api) if api is not None else None
+        if wire is None:
+            model = body.get("model") if isinstance(body, dict) else None
+            return model if isinstance(model, str) else None
+        return wire.request_model(self.path, body)
 
 
 #: A callable deciding the reply when a request arrives.
@@ -249,7 +256,7 @@ class MockServer:
     """A loopback HTTP server playing ``replies`` in order (the last one repeats
     when ``repeat_last``). Use as a context manager; ``base_url`` ends in ``/v1``
     (``/v1beta`` style paths work too: any path is accepted and recorded), and
-    :meth:`model` builds a ``Model`` for any of the four APIs pointing here.
+    :meth:`model` builds a ``Model`` for any wire API pointing here.
 
     Each reply is a :class:`Reply`, raw ``bytes``, a script (``str``,
     ``ToolCall``, content blocks, ``AssistantMessage``: rendered for the API
@@ -306,10 +313,16 @@ class MockServer:
                 if not isinstance(item, Reply):
                     raise ConfigurationError("a responder must return a reply, not a callable")
             if item.message is None:
+                # A raw body left at the default media type gets its API's own
+                # (application/x-ndjson on an NDJSON API's path).
+                wire = find_api(rec.api) if rec.api is not None else None
+                if wire is not None and item.content_type == _DEFAULT_CONTENT_TYPE:
+                    return msgspec.structs.replace(item, content_type=wire.content_type)
                 return item
             api = rec.api
             if api is None:
-                known = ", ".join(API_ENDPOINTS.values())
+                wires = [w for w in map(find_api, api_names()) if w is not None]
+                known = ", ".join(w.path("MODEL") for w in wires)
                 return error_reply(
                     404,
                     f"MockServer: no wire API has the path {rec.path!r}, so a scripted reply "
@@ -326,8 +339,12 @@ class MockServer:
             body = b"".join(frames)
             split = item.chunk_size is None and item.split_points is None and item.seed is None
             points = tuple(itertools.accumulate(len(f) for f in frames)) if split else None
+            # The API's media type, unless the script chose one (Reply.content_type).
+            ctype = item.content_type
+            if ctype == _DEFAULT_CONTENT_TYPE:
+                ctype = get_api(api).content_type
             return msgspec.structs.replace(
-                item, body=body, message=None,
+                item, body=body, message=None, content_type=ctype,
                 split_points=points if split else item.split_points,
             )  # fmt: skip
         except Exception as exc:  # a bad script must reach the test as an HTTP error
@@ -335,7 +352,7 @@ class MockServer:
 
     def model(
         self,
-        api: str = "openai-chat",
+        api: str = DEFAULT_API,
         id: str = "mock-model",
         *,
         provider: str = "mock",
@@ -343,15 +360,16 @@ class MockServer:
         **fields: Any,
     ) -> Model:
         """A :class:`~modelwire.types.Model` reaching this server through ``api``
-        (``/v1beta`` for Gemini, ``/v1`` otherwise). The provider ``mock`` has no
+        (its base URL ends in the API's own version segment, ``WireAPI.version_segment``:
+        ``/v1``, ``/v1beta``, or none for a server root). The provider ``mock`` has no
         API-key variable, so no key is needed."""
-        if api not in APIS:
+        wire = find_api(api)
+        if wire is None:
             raise ConfigurationError(
-                f"unknown api {api!r}; the MockServer speaks {', '.join(APIS)}"
+                f"unknown api {api!r}; the MockServer speaks {', '.join(api_names())}"
             )
-        segment = "/v1beta" if api == "google-generative-ai" else "/v1"
         return Model(
-            id=id, api=api, provider=provider, base_url=self.origin + segment,
+            id=id, api=api, provider=provider, base_url=self.origin + wire.version_segment,
             cost=cost or ModelCost(), **fields,
         )  # fmt: skip
 

@@ -46,10 +46,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...errors import ConfigurationError
 from ...options import HTTPRequest, RequestOptions, check_extra_body
 from ...types import Context, Model
-from .._common import bearer_auth, check_context_values, http_request, join_url
+from .. import IdRule
+from .._common import (
+    SAFE_ID_RULE,
+    SSEWireAPI,
+    bearer_auth,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+)
+from .._mock import Frame, ScriptedReply
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
@@ -60,6 +69,7 @@ from ._encode import (
     detect_compat,
     encode_input,
 )
+from ._render import render, tool_results
 
 __all__ = [
     "API",
@@ -73,10 +83,12 @@ __all__ = [
 ]
 
 
-class OpenAIResponsesAPI:
+class OpenAIResponsesAPI(SSEWireAPI):
     """The ``openai-responses`` wire API."""
 
     name = "openai-responses"
+    endpoint = "/responses"
+    named_events = True
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         """The request body as a dict (reasoning items inside as ``msgspec.Raw``)."""
@@ -99,6 +111,7 @@ class OpenAIResponsesAPI:
         if options.temperature is not None:
             body["temperature"] = options.temperature
         tools = context.tools or ()
+        check_tool_choice(options.tool_choice, context)
         if tools:
             body["tools"] = [_tool(t.name, t.description, t.parameters, compat) for t in tools]
         choice = _tool_choice(options.tool_choice, {t.name for t in tools})
@@ -106,12 +119,8 @@ class OpenAIResponsesAPI:
             body["tool_choice"] = choice
         if options.parallel_tool_calls is not None and tools:
             body["parallel_tool_calls"] = options.parallel_tool_calls
+        check_reasoning(model, options.reasoning)
         if options.reasoning is not None:
-            if not model.reasoning:
-                raise ConfigurationError(
-                    f"model {model.id!r} does not support a reasoning level "
-                    "(Model.reasoning is False); pass reasoning=None"
-                )
             effort = (compat.reasoning_effort_map or {}).get(options.reasoning, options.reasoning)
             reasoning: dict[str, Any] = {"effort": effort}
             if compat.reasoning_summary is not None:
@@ -128,7 +137,7 @@ class OpenAIResponsesAPI:
         return http_request(
             model,
             options,
-            url=join_url(model, "/responses"),
+            url=self.url(model),
             body=self.build_body(model, context, options),
             defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
             auth=bearer_auth,
@@ -136,6 +145,17 @@ class OpenAIResponsesAPI:
 
     def new_decoder(self, model: Model | None) -> ResponsesDecoder:
         return ResponsesDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        return SAFE_ID_RULE
 
 
 API = OpenAIResponsesAPI()

@@ -22,7 +22,7 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import decoder_for, same_model
+from .._common import decoder_for, merge_compat, same_model
 from .._common import raw_or_json_arguments as _raw_args
 from ._client import client_item_type, client_output
 from ._decode import _item_head_decoder
@@ -59,23 +59,11 @@ class ResponsesCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     false unless told otherwise (``None``: omit)."""
 
 
-_ALLOWED_COMPAT = frozenset(ResponsesCompat.__struct_fields__)
-
-
 def detect_compat(model: Model) -> ResponsesCompat:
     """The defaults, then ``model.compat`` overrides (unknown flags are refused)."""
     if not model.compat:
         return _DEFAULT_COMPAT
-    unknown = set(model.compat) - _ALLOWED_COMPAT
-    if unknown:
-        raise ConfigurationError(
-            f"unknown openai-responses compat flag(s): {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
-        )
-    try:
-        return msgspec.convert(model.compat, ResponsesCompat)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid openai-responses compat: {exc}") from None
+    return merge_compat("openai-responses", ResponsesCompat, model.compat)
 
 
 _DEFAULT_COMPAT = ResponsesCompat()
@@ -253,18 +241,10 @@ def _replay_signatures(model: Model, msg: AssistantMessage) -> bool:
 
 
 def _tool_choice(tc: str | dict[str, Any] | None, names: set[str]) -> Any:
-    if tc is None:
-        return None
-    if not names:
-        if tc in ("auto", "none"):
-            return None  # nothing to choose from; OpenAI rejects tool_choice without tools
-        raise ConfigurationError(f"tool_choice {tc!r} needs tools: the context declares none")
+    # Checked before (apis._common.check_tool_choice).
+    if tc is None or not names:
+        return None  # nothing to choose from; OpenAI rejects tool_choice without tools
     if isinstance(tc, dict):
-        if tc["name"] not in names:
-            raise ConfigurationError(
-                f"tool_choice names {tc['name']!r}, which is not among the context's tools "
-                f"({', '.join(sorted(names))})"
-            )
         return {"type": "function", "name": tc["name"]}
     return tc
 

@@ -40,8 +40,18 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import check_context_values, http_request, join_url, same_model
+from .._common import (
+    SSEWireAPI,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+    merge_compat,
+    same_model,
+)
+from .._mock import Frame, ScriptedReply
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder
+from ._render import render, tool_results
 from ._schema import gemini_schema
 
 __all__ = [
@@ -83,7 +93,6 @@ class GoogleCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fie
     (Gemini 3 validates their signatures)."""
 
 
-_ALLOWED_COMPAT = frozenset(GoogleCompat.__struct_fields__)
 _VERSION = re.compile(r"gemini-(\d+)")
 
 
@@ -102,18 +111,7 @@ def detect_compat(model: Model) -> GoogleCompat:
         base["budget_max"] = 32768
     elif "flash-lite" in mid:
         base["budget_min"] = 512
-    if model.compat:
-        unknown = set(model.compat) - _ALLOWED_COMPAT
-        if unknown:
-            raise ConfigurationError(
-                f"unknown google-generative-ai compat flag(s): {', '.join(sorted(unknown))}; "
-                f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
-            )
-        base.update(model.compat)
-    try:
-        return msgspec.convert(base, GoogleCompat)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid google-generative-ai compat: {exc}") from None
+    return merge_compat("google-generative-ai", GoogleCompat, model.compat, base)
 
 
 # --------------------------------------------------------------------------- outbound
@@ -253,16 +251,10 @@ def _tools(context: Context) -> list[dict[str, Any]] | None:
 
 def _tool_config(tc: str | dict[str, Any] | None, context: Context) -> dict[str, Any] | None:
     # FunctionCallingConfig.mode: AUTO, ANY (must call), NONE; allowedFunctionNames with ANY.
-    names = [t.name for t in context.tools or ()]
-    if tc is None or (not names and tc in ("auto", "none")):
+    check_tool_choice(tc, context)
+    if tc is None or not context.tools:
         return None
-    if not names:
-        raise ConfigurationError(f"tool_choice={tc!r} needs tools in the Context")
     if isinstance(tc, dict):
-        if tc["name"] not in names:
-            raise ConfigurationError(
-                f"tool_choice names {tc['name']!r}, which is not a declared tool"
-            )
         config: dict[str, Any] = {"mode": "ANY", "allowedFunctionNames": [tc["name"]]}
     else:
         config = {"mode": {"auto": "AUTO", "required": "ANY", "none": "NONE"}[tc]}
@@ -282,10 +274,22 @@ def _thinking(level: str, compat: GoogleCompat) -> dict[str, Any]:
     return {"thinkingBudget": budget, "includeThoughts": True}
 
 
-class GoogleAPI:
+class GoogleAPI(SSEWireAPI):
     """The ``google-generative-ai`` wire API."""
 
     name = "google-generative-ai"
+    endpoint = ":streamGenerateContent"
+    version_segment = "/v1beta"
+    # Gemini ends each event with CRLF CRLF.
+    event_separator = "\r\n\r\n"
+
+    def path(self, model_id: str) -> str:
+        return f"/models/{quote(model_id, safe='/')}:streamGenerateContent?alt=sse"
+
+    def request_model(self, path: str, body: object) -> str | None:
+        # The model id is a path segment: ``/models/{id}:streamGenerateContent``.
+        tail = path.split("?", 1)[0].rsplit("/models/", 1)[-1]
+        return tail.split(":", 1)[0] or None
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         compat = detect_compat(model)
@@ -310,12 +314,8 @@ class GoogleAPI:
             gen["maxOutputTokens"] = options.max_tokens
         if options.temperature is not None:
             gen["temperature"] = options.temperature
+        check_reasoning(model, options.reasoning)
         if options.reasoning is not None:
-            if not model.reasoning:
-                raise ConfigurationError(
-                    f"model {model.id!r} does not support a reasoning level "
-                    "(Model.reasoning is False); pass reasoning=None"
-                )
             gen["thinkingConfig"] = _thinking(options.reasoning, compat)
         for key in ("generationConfig", "generation_config"):
             more = extra.pop(key, None)
@@ -332,11 +332,10 @@ class GoogleAPI:
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         check_context_values(context)
-        endpoint = f"/models/{quote(model.id, safe='/')}:streamGenerateContent?alt=sse"
         return http_request(
             model,
             options,
-            url=join_url(model, endpoint),
+            url=self.url(model),
             body=self.build_body(model, context, options),
             defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
             auth=lambda key: {"x-goog-api-key": key},
@@ -344,6 +343,14 @@ class GoogleAPI:
 
     def new_decoder(self, model: Model | None) -> GoogleDecoder:
         return GoogleDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
 
 
 API = GoogleAPI()

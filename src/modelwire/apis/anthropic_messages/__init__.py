@@ -42,8 +42,20 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import check_context_values, http_request, join_url, same_model
+from .. import IdRule
+from .._common import (
+    SAFE_ID_RULE,
+    SSEWireAPI,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+    merge_compat,
+    same_model,
+)
+from .._mock import Frame, ScriptedReply
 from ._decode import AnthropicDecoder
+from ._render import render, tool_results
 
 __all__ = [
     "ADAPTIVE_EFFORTS",
@@ -98,23 +110,11 @@ class AnthropicCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
     (some proxies and gateways)."""
 
 
-_ALLOWED_COMPAT = set(AnthropicCompat.__struct_fields__)
-
-
 def detect_compat(model: Model) -> AnthropicCompat:
     """The defaults overridden by ``model.compat``; unknown flags are refused."""
     if not model.compat:
         return AnthropicCompat()
-    unknown = set(model.compat) - _ALLOWED_COMPAT
-    if unknown:
-        raise ConfigurationError(
-            f"unknown anthropic-messages compat flag(s): {', '.join(sorted(unknown))}; "
-            f"known: {', '.join(sorted(_ALLOWED_COMPAT))}"
-        )
-    try:
-        return msgspec.convert(model.compat, AnthropicCompat)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid anthropic-messages compat: {exc}") from None
+    return merge_compat("anthropic-messages", AnthropicCompat, model.compat)
 
 
 # "claude-<family>-<major>[-<minor>]" anywhere in the id (also Bedrock/Vertex ids
@@ -295,13 +295,8 @@ def _tool_choice(
     context: Context, options: RequestOptions, thinking: bool
 ) -> dict[str, Any] | None:
     tc = options.tool_choice
+    check_tool_choice(tc, context)
     names = {t.name for t in context.tools or ()}
-    if tc == "required" and not names:
-        raise ConfigurationError('tool_choice "required" but the context declares no tools')
-    if isinstance(tc, dict) and tc["name"] not in names:
-        raise ConfigurationError(
-            f"tool_choice names tool {tc['name']!r}, which the context does not declare"
-        )
     if thinking and (tc == "required" or isinstance(tc, dict)):
         # Extended thinking docs: with thinking only tool_choice auto or none is allowed.
         raise ConfigurationError(
@@ -344,11 +339,7 @@ def _thinking(
     level = options.reasoning
     if level is None:
         return requested, {}
-    if not model.reasoning:
-        raise ConfigurationError(
-            f"model {model.id!r} does not support a reasoning level "
-            "(Model.reasoning is False); pass reasoning=None"
-        )
+    check_reasoning(model, level)
     if uses_adaptive_thinking(model, compat):
         effort = {**ADAPTIVE_EFFORTS, **(compat.efforts or {})}[level]
         return requested, {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
@@ -367,10 +358,12 @@ def _thinking(
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-class AnthropicMessagesAPI:
+class AnthropicMessagesAPI(SSEWireAPI):
     """The ``anthropic-messages`` wire API."""
 
     name = "anthropic-messages"
+    endpoint = "/messages"
+    named_events = True
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         """The JSON body (pure); ``ConfigurationError`` for impossible options."""
@@ -416,7 +409,7 @@ class AnthropicMessagesAPI:
         return http_request(
             model,
             options,
-            url=join_url(model, "/messages"),
+            url=self.url(model),
             body=body,
             defaults={
                 "content-type": "application/json",
@@ -434,6 +427,17 @@ class AnthropicMessagesAPI:
 
     def new_decoder(self, model: Model | None) -> AnthropicDecoder:
         return AnthropicDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        return SAFE_ID_RULE
 
 
 API = AnthropicMessagesAPI()

@@ -1,0 +1,80 @@
+"""OpenAI Chat Completions as a mock server speaks it, and what a request carries back.
+
+Reference: https://platform.openai.com/docs/api-reference/chat-streaming/streaming
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from ...types import Model, TextContent, ThinkingContent
+from .. import IdRule
+from .._mock import Frame, ScriptedReply, arguments_text, split_text, text_of
+
+__all__ = ["CHAT_ID_RULE", "MISTRAL_ID_RULE", "render", "tool_id_rule", "tool_results"]
+
+#: OpenAI refuses ``tool_calls[].id`` longer than 40 characters.
+CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
+#: Mistral's compatible API wants exactly 9 letters and digits.
+MISTRAL_ID_RULE = IdRule(re.compile(r"[A-Za-z0-9]{9}"), re.compile(r"[^A-Za-z0-9]"), 9, exact=9)
+
+
+def tool_id_rule(model: Model) -> IdRule:
+    if model.provider == "mistral" or "mistral.ai" in model.base_url.lower():
+        return MISTRAL_ID_RULE
+    return CHAT_ID_RULE
+
+
+def tool_results(body: object) -> list[str]:
+    """The ``content`` of every ``role: tool`` message."""
+    if not isinstance(body, dict):
+        return []
+    return [text_of(m.get("content")) for m in body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
+
+
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+    """``data: <chunk>`` events … ``data: [DONE]`` (the mock server's bytes)."""
+    rid = rid or "chatcmpl-mock"
+    created = int(time.time())
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> Frame:
+        return (None, {
+            "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
+        })  # fmt: skip
+
+    frames: list[Frame] = [chunk({"role": "assistant", "content": ""})]
+    tool_index = 0
+    for block in reply.content:
+        if isinstance(block, TextContent):
+            frames += [chunk({"content": p}) for p in split_text(block.text, pc)]
+        elif isinstance(block, ThinkingContent):
+            # DeepSeek's field; the adapter reads reasoning_content first.
+            frames += [chunk({"reasoning_content": p}) for p in split_text(block.thinking, pc)]
+        else:
+            frames.append(chunk({"tool_calls": [{
+                "index": tool_index, "id": block.id, "type": "function",
+                "function": {"name": block.name, "arguments": ""},
+            }]}))  # fmt: skip
+            for p in split_text(arguments_text(block), pc):
+                frames.append(
+                    chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": p}}]})
+                )
+            tool_index += 1
+    finish = {"stop": "stop", "length": "length", "tool_use": "tool_calls"}[reply.stop_reason]
+    frames.append(chunk({}, finish))
+    u = reply.usage
+    # Chat reports no cache writes: they count as ordinary prompt tokens.
+    prompt = u.input + u.cache_read + u.cache_write
+    frames.append((None, {
+        "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+        "choices": [],
+        "usage": {"prompt_tokens": prompt, "completion_tokens": u.output,
+                  "total_tokens": prompt + u.output,
+                  "prompt_tokens_details": {"cached_tokens": u.cache_read}},
+    }))  # fmt: skip
+    frames.append((None, "[DONE]"))
+    return frames
