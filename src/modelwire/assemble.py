@@ -51,6 +51,7 @@ from .events import (
     DoneEvent,
     ErrorEvent,
     Event,
+    SnapshotSource,
     StartEvent,
     TextDeltaEvent,
     TextEndEvent,
@@ -250,21 +251,6 @@ class _Block:
             raw_arguments=text,
             signature=sig,
         )
-
-
-class SnapshotSource:
-    """Builds the message as it stood at a version; shared by all events of a stream.
-
-    The :class:`Assembler` is its own snapshot source: events point at it, and it
-    points at no event, so a finished stream is freed by reference counting alone
-    (no cycle for the garbage collector to find).
-    """
-
-    __slots__ = ()
-
-    def snapshot(self, v: int) -> AssistantMessage:
-        """The assistant message as it stood at version ``v``."""
-        raise NotImplementedError
 
 
 class Assembler(SnapshotSource):

@@ -11,19 +11,17 @@ track (``gc=False``), so long streams keep scaling linearly.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
 from .types import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
-if TYPE_CHECKING:
-    from .assemble import SnapshotSource
-
 __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "Event",
+    "SnapshotSource",
     "StartEvent",
     "TextDeltaEvent",
     "TextEndEvent",
@@ -35,6 +33,21 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
 ]
+
+
+class SnapshotSource:
+    """Builds the message as it stood at a version; shared by all events of a stream.
+
+    The :class:`~modelwire.assemble.Assembler` is its own snapshot source: events point at it, and it
+    points at no event, so a finished stream is freed by reference counting alone
+    (no cycle for the garbage collector to find).
+    """
+
+    __slots__ = ()
+
+    def snapshot(self, v: int) -> AssistantMessage:
+        """The assistant message as it stood at version ``v``."""
+        raise NotImplementedError
 
 
 class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defaults=True):

@@ -252,7 +252,7 @@ def resolve_options(
         ):
             raise ConfigurationError("headers must be a dict of str to str")
     if extra_body is not None:
-        from .apis._common import check_json
+        from .types import check_json
 
         # Named by its option path (``extra_body.x``) before it is merged into the body.
         check_json(dict(extra_body), "extra_body")

@@ -16,7 +16,7 @@ from .apis import get_api
 from .apis._sniff import wrong_api_error
 from .assemble import Assembler, ToolChoice
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
-from .sse import SSEDecoder
+from .sse import DEFAULT_MAX_EVENT_BYTES, SSEDecoder
 
 if TYPE_CHECKING:
     from .deltas import Delta
@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from .types import AssistantMessage, Model
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Pipeline", "replay"]
-
-DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
 
 
 class Pipeline:

@@ -9,16 +9,16 @@ round-trip every type; only ``from_json`` validates field types.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, TypeAlias, TypeVar
+from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, TypeVar
 
 import msgspec
 
-from .errors import ConfigurationError, from_info
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+# ErrorInfo lives in errors (the exception tree builds it); re-exported here as a
+# protocol type, so errors never imports types (no import cycle).
+from .errors import ConfigurationError, ErrorInfo, from_info
 
 __all__ = [
     "Api",
@@ -40,6 +40,7 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "check_json",
     "from_json",
     "now_ms",
     "to_json",
@@ -51,7 +52,6 @@ StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"
 Api: TypeAlias = Literal[
     "openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai"
 ]
-STOP_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_use", "error", "aborted"})
 
 
 def now_ms() -> int:
@@ -186,19 +186,6 @@ class Usage(_Value, frozen=True, gc=False):
     """The sum of the four counts above."""
     cost: Cost = msgspec.field(default_factory=Cost)
     """Dollar cost, from the model's prices (zero when unknown)."""
-
-
-class ErrorInfo(_Value, frozen=True, gc=False):
-    """Why a message failed; ``kind`` is one of the stable kinds of DESIGN §2."""
-
-    kind: str
-    """e.g. ``rate_limit``, ``malformed_chunk``, ``aborted``."""
-    message: str
-    """Human-readable cause, API keys redacted."""
-    status: int | None = None
-    """HTTP status, when the failure was a status."""
-    retry_after: float | None = None
-    """Seconds the provider asked to wait, when it said."""
 
 
 # --------------------------------------------------------------------------- messages
@@ -484,6 +471,54 @@ def to_json(value: Any) -> bytes:
         raise ConfigurationError(f"cannot serialize {type(value).__name__}: {exc}") from exc
 
 
+def check_json(value: Any, path: str) -> None:
+    """Raise ``ConfigurationError`` naming the path of the first value in
+    ``value`` that JSON (RFC 8259) cannot carry: NaN or an infinity (§6), a str
+    with a lone surrogate (§8.2), a key that is neither a str nor a number, a
+    type msgspec cannot encode. What msgspec encodes faithfully passes."""
+    t = type(value)
+    if t is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigurationError(
+                    f"{path or 'value'} contains a lone surrogate, which JSON text cannot "
+                    "carry: fix the string (decode bytes with errors='replace')"
+                ) from None
+    elif t is float:
+        if not math.isfinite(value):
+            raise ConfigurationError(
+                f"{path or 'value'} is {value!r}, which JSON cannot carry: use a finite number"
+            )
+    elif value is None or t is bool or t is int:
+        return
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                try:  # numbers are written as strings, as msgspec does in the body
+                    _encoder.encode({k: None})
+                except (TypeError, ValueError):
+                    raise ConfigurationError(
+                        f"{path or 'value'} has a key {k!r} of type {type(k).__name__}: "
+                        "JSON object keys are strings"
+                    ) from None
+            check_json(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_json(v, f"{path}[{i}]")
+    elif isinstance(value, float):
+        check_json(float(value), path)
+    else:
+        try:
+            _encoder.encode(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ConfigurationError(
+                f"{path or 'value'} is a {type(value).__name__}, which JSON cannot encode "
+                f"({exc}): pass a str, number, bool, None, list or dict"
+            ) from None
+
+
 def from_json(data: bytes | str, type: type[T]) -> T:
     """Parse and validate JSON into ``type``; a mismatch raises ``ConfigurationError``
     naming the field path (e.g. ``Expected `str`, got `int` - at `$.messages[0].content```)."""
@@ -497,11 +532,3 @@ def from_json(data: bytes | str, type: type[T]) -> T:
 
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp)
-
-
-def as_tuple(items: Sequence[T] | None) -> tuple[T, ...]:
-    return () if items is None else tuple(items)
-
-
-def is_mapping(value: object) -> bool:
-    return isinstance(value, Mapping)

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+
+from ..catalog import is_loopback
 
 if TYPE_CHECKING:
     import argparse
@@ -29,6 +29,7 @@ __all__ = [
     "read_prompt",
     "request_options",
     "resolve_model",
+    "silence_stdout",
 ]
 
 #: Options ``-o KEY VALUE`` sets directly; any other key goes into ``extra_body``.
@@ -58,17 +59,6 @@ def fail(kind: str, message: str) -> None:
     flat = " ".join(message.split())
     sys.stderr.write(f"modelwire: error [{kind}]: {flat}\n")
     sys.stderr.flush()
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (127.0.0.0/8, ::1, localhost)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -200,3 +190,12 @@ def request_options(args: argparse.Namespace) -> dict[str, Any]:
     if extra:
         opts["extra_body"] = extra
     return opts
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null (stdout went away: a closed pipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

@@ -40,15 +40,16 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from .common import EXIT_CONFIG, EXIT_FAILED, CLIError, fail, request_options, resolve_model
+from .common import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    CLIError,
+    fail,
+    request_options,
+    resolve_model,
+    silence_stdout,
+)
 from .output import Screen, json_line, one_line
-
-
-def _silence_stdout() -> None:
-    from . import _silence_stdout as silence
-
-    silence()
-
 
 if TYPE_CHECKING:
     import argparse
@@ -314,7 +315,7 @@ class TraceView:
         except BrokenPipeError:
             # stdout closed early (``| head``): keep the call going, print nothing more.
             self.closed = True
-            _silence_stdout()
+            silence_stdout()
 
     def _show(self, record: TraceRecord, call: int | None) -> None:
         if self.as_json:
