@@ -32,7 +32,7 @@ def _producer(n: int, *, fail_at: int | None = None, gate: asyncio.Event | None 
         )
         out: list[Event] = []
         asm.start(out)
-        await s._emit(out)
+        await s.put(out)
         for i in range(n):
             if fail_at == i:
                 raise RuntimeError("producer crashed")
@@ -40,10 +40,10 @@ def _producer(n: int, *, fail_at: int | None = None, gate: asyncio.Event | None 
                 await gate.wait()
             out = []
             asm.feed([TextDelta("t", f"{i},")], out)
-            await s._emit(out)
+            await s.put(out)
         out = []
         asm.feed([Finish("stop", "stop"), EndOfStream()], out)
-        await s._emit(out)
+        await s.put(out)
 
     return produce
 
@@ -196,7 +196,7 @@ async def test_a_dropped_stream_stops_its_producer_at_once() -> None:
         out: list[Event] = []
         asm.start(out)
         asm.feed([TextDelta("t", "x")], out)
-        await ch._emit(out)
+        await ch.put(out)
         try:
             await asyncio.sleep(60)  # a stalled connection
         finally:

@@ -37,6 +37,7 @@ from .options import ENV_KEYS, REASONING_LEVELS
 from .types import AssistantMessage, Model, ModelCost
 
 __all__ = [
+    "BASE_URL_ENV",
     "CATALOG_APIS",
     "INPUT_KINDS",
     "CatalogFile",
@@ -44,7 +45,6 @@ __all__ = [
     "ProviderEntry",
     "clamp_reasoning",
     "dump_catalog",
-    "BASE_URL_ENV",
     "env_vars",
     "get_model",
     "is_loopback",

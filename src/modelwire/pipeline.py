@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .apis import get_api
 from .apis._sniff import wrong_api_error
-from .assemble import Assembler, ToolChoice
+from .assemble import Assembler, CompletionPolicy, ToolChoice
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
 from .sse import DEFAULT_MAX_EVENT_BYTES, SSEDecoder
 
@@ -49,6 +49,7 @@ class Pipeline:
         trace: TraceObserver | None = None,
         secrets: tuple[str, ...] = (),
         clock: bool = False,
+        policy: CompletionPolicy | None = None,
     ) -> None:
         wire = get_api(api)
         self.api = api
@@ -65,6 +66,7 @@ class Pipeline:
             tool_choice=tool_choice,
             tools_declared=tools_declared,
             prices=model.cost if model else None,
+            policy=policy,
         )
         # API keys to redact from error texts: a server may quote the key in an
         # in-band error or in a payload that a malformed-chunk message cites.

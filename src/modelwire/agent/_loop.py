@@ -30,11 +30,12 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import aclosing
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeVar, Unpack
 
 from ..catalog import is_silent_overflow
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
+from ..options import AgentOptions
 from ..tools import Tool, ToolFailure, ToolOutput
 from ..types import (
     AssistantMessage,
@@ -68,25 +69,8 @@ __all__ = ["DEFAULT_MAX_TURNS", "Agent", "AgentStream"]
 DEFAULT_MAX_TURNS = 25
 
 # The keyword options of ``mw.stream`` the agent passes through (api_key is its
-# own argument).
-STREAM_OPTIONS = frozenset(
-    {
-        "trace",
-        "headers",
-        "temperature",
-        "max_tokens",
-        "reasoning",
-        "tool_choice",
-        "parallel_tool_calls",
-        "extra_body",
-        "timeout",
-        "max_retries",
-        "http_client",
-        "session_id",
-        "cache",
-        "completion_policy",
-    }
-)
+# own argument): declared once, in ``modelwire.options.AgentOptions``.
+STREAM_OPTIONS = AgentOptions.__optional_keys__
 
 Prompt = str | UserMessage | Sequence[str | UserMessage]
 #: ``should_stop_after_turn(turn_end_event) -> bool`` (sync or async).
@@ -257,7 +241,7 @@ class Agent:
         stream_fn: Callable[..., Any] | None = None,
         should_stop_after_turn: ShouldStopAfterTurn | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
-        **stream_options: Any,
+        **stream_options: Unpack[AgentOptions],
     ) -> None:
         if not isinstance(model, Model) and not callable(model):
             raise ConfigurationError(

@@ -39,8 +39,8 @@ from ..types import (
 )
 
 __all__ = [
-    "API_ENDPOINTS",
     "APIS",
+    "API_ENDPOINTS",
     "Frame",
     "Script",
     "ScriptedReply",

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 from ._core import ToolContext, ToolFailure, ToolOutput
 from ._paths import version_token
 
-__all__ = ["compile_pattern", "Search"]
+__all__ = ["Search", "compile_pattern"]
 
 _SNIFF = 8192
 _SNIPPET = 200
