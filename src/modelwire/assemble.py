@@ -271,6 +271,7 @@ class Assembler(SnapshotSource):
         "_forced_name",
         "_keys",
         "_response_id",
+        "_response_model",
         "_usage",
         "_usage_hist",
         "_usage_vs",
@@ -317,6 +318,7 @@ class Assembler(SnapshotSource):
         self._usage_vs: list[int] = []
         self._finish: Finish | None = None
         self._response_id: str | None = None
+        self._response_model: str | None = None
         self.started = False
         self.done = False
         self.message: AssistantMessage | None = None
@@ -338,6 +340,7 @@ class Assembler(SnapshotSource):
             usage=usage,
             stop_reason=None,
             response_id=self._response_id,
+            response_model=self._response_model,
             timestamp=self.timestamp,
         )
 
@@ -624,6 +627,9 @@ class Assembler(SnapshotSource):
     def _on_meta(self, d: ResponseMeta, out: list[Event]) -> None:
         if d.response_id and self._response_id is None:
             self._response_id = d.response_id
+        # The model that answered (often a dated snapshot of the requested id).
+        if d.model and self._response_model is None:
+            self._response_model = d.model
 
     def _on_end(self, d: EndOfStream, out: list[Event]) -> None:
         fin = self._finish
@@ -719,6 +725,7 @@ class Assembler(SnapshotSource):
             error=error,
             provider_stop_reason=provider_reason,
             response_id=self._response_id,
+            response_model=self._response_model,
             timestamp=self.timestamp,
         )
         self.done = True

@@ -21,6 +21,7 @@ __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "Event",
+    "Replay",
     "SnapshotSource",
     "StartEvent",
     "TextDeltaEvent",
@@ -196,3 +197,34 @@ Event: TypeAlias = (
     | DoneEvent
     | ErrorEvent
 )
+
+
+class Replay(list[Event]):
+    """What :func:`modelwire.replay` returns: the list of events (DESIGN §2, a
+    plain ``list`` in every way) whose last item is the terminal event, with the
+    final message typed, so a caller needs no ``events[-1].message`` on the
+    :data:`Event` union.
+
+    ``terminal`` is that ``done``/``error`` event and ``message`` its
+    :class:`~modelwire.types.AssistantMessage`; both are fixed when the replay is
+    built (changing the list afterwards does not change them).
+    """
+
+    __slots__ = ("_terminal",)
+
+    def __init__(self, events: list[Event]) -> None:
+        super().__init__(events)
+        last = events[-1] if events else None
+        if not isinstance(last, DoneEvent | ErrorEvent):
+            raise ValueError("a replay ends with its terminal done or error event")
+        self._terminal: DoneEvent | ErrorEvent = last
+
+    @property
+    def terminal(self) -> DoneEvent | ErrorEvent:
+        """The ``done`` or ``error`` event that ended the response."""
+        return self._terminal
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The final message: ``terminal.message``."""
+        return self._terminal.message

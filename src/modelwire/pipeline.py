@@ -16,6 +16,7 @@ from .apis import get_api
 from .apis._sniff import wrong_api_error
 from .assemble import Assembler, CompletionPolicy, ToolChoice
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
+from .events import Replay
 from .sse import DEFAULT_MAX_EVENT_BYTES, SSEDecoder
 
 if TYPE_CHECKING:
@@ -294,8 +295,10 @@ def replay(
     model: Model | None = None,
     *,
     trace: TraceObserver | None = None,
-) -> list[Event]:
-    """Decode a recorded response body offline: bytes → the full list of events.
+) -> Replay:
+    """Decode a recorded response body offline: bytes → the full list of events,
+    a :class:`~modelwire.events.Replay` (a ``list``) whose ``.message`` is the final
+    message, typed.
 
     ``chunks`` is an iterable of byte strings (split anywhere) or one bytes
     object. ``message.api`` is ``api``; provider and model come from ``model``
@@ -321,6 +324,6 @@ def replay(
             )
         out.extend(p.feed(bytes(chunk)))
         if p.done:
-            return out
+            return Replay(out)
     out.extend(p.end())
-    return out
+    return Replay(out)

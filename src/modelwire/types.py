@@ -242,7 +242,9 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
     provider: str
     """The provider name from the model."""
     model: str
-    """The model id."""
+    """The model id that was requested (``Model.id``; ``""`` in a replay without a
+    model). Handoff compares it with the next request's model, so it stays the
+    requested id even when the provider answers with a dated snapshot of it."""
     usage: Usage = msgspec.field(default_factory=Usage)
     """Token counts and cost."""
     stop_reason: StopReason | None = None
@@ -253,6 +255,11 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
     """The raw finish reason the provider sent."""
     response_id: str | None = None
     """The provider's response id."""
+    response_model: str | None = None
+    """The model the provider says answered, as the stream names it: OpenAI Chat
+    and Responses ``model``, Anthropic ``message.model``, Gemini ``modelVersion``
+    (e.g. ``gpt-4o-2024-08-06`` for a request of ``gpt-4o``); ``None`` when the
+    stream does not say. Kept apart from :attr:`model`, the id that was requested."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
 

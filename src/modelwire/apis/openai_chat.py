@@ -421,6 +421,7 @@ class _XGroq(msgspec.Struct, gc=False):
 
 class _Chunk(msgspec.Struct, gc=False):
     id: str | None = None
+    model: str | None = None  # the model that answered (AssistantMessage.response_model)
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _Error | str | None = None
@@ -557,7 +558,7 @@ class ChatDecoder:
         out: list[Delta] = []
         if not self._meta and chunk.id:
             self._meta = True
-            out.append(ResponseMeta(response_id=chunk.id))
+            out.append(ResponseMeta(response_id=chunk.id, model=chunk.model))
         choices = chunk.choices
         if choices:
             # One choice per stream (DESIGN §2a): n > 1 is refused, not merged.
