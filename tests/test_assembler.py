@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire.deltas import (
     BlockEnd,
     BlockSignature,
@@ -139,7 +140,7 @@ def test_call_arguments_in_two_fragments_split_inside_the_id() -> None:
     for i in range(1, len(body)):
         got = run([], splits=[body[:i], body[i:]])
         assert [(e.type, getattr(e, "delta", None)) for e in got] == want, i
-        assert got[-1].message.content == t.message.content
+        assert final(got).content == t.message.content
 
 
 def test_text_partials_are_immutable_snapshots() -> None:
@@ -227,7 +228,7 @@ def test_events_are_cheap_to_produce() -> None:
             t0 = time.perf_counter()
             events = mw.replay("openai-chat", body)
             best = min(best, time.perf_counter() - t0)
-        assert events[-1].message.text == "x" * 20 * n
+        assert final(events).text == "x" * 20 * n
         return best
 
     small, large = timed(1_000), timed(10_000)
@@ -575,7 +576,7 @@ def test_cost_from_model_prices() -> None:
             },
         ]
     )
-    u = mw.replay("openai-chat", body, model=model)[-1].message.usage
+    u = mw.replay("openai-chat", body, model=model).message.usage
     assert (u.input, u.cache_read, u.output) == (750_000, 250_000, 500_000)
     assert u.cost.input == pytest.approx(1.5)
     assert u.cost.cache_read == pytest.approx(0.125)
@@ -614,7 +615,7 @@ def test_block_end_closes_a_call_before_the_finish() -> None:
     )
     types = [e.type for e in out]
     assert types.index("tool_call_end") < types.index("text_start")
-    assert out[-1].message.tool_calls[0].arguments == {"a": 1}
+    assert final(out).tool_calls[0].arguments == {"a": 1}
 
 
 def test_whole_arguments_replace_what_streamed() -> None:
@@ -626,8 +627,8 @@ def test_whole_arguments_replace_what_streamed() -> None:
             EndOfStream(),
         ]
     )
-    assert out[-1].message.tool_calls[0].raw_arguments == '{"a": 2}'
-    assert out[-1].message.tool_calls[0].arguments == {"a": 2}
+    assert final(out).tool_calls[0].raw_arguments == '{"a": 2}'
+    assert final(out).tool_calls[0].arguments == {"a": 2}
 
 
 def test_signatures_and_redacted_thinking() -> None:
@@ -642,7 +643,7 @@ def test_signatures_and_redacted_thinking() -> None:
             EndOfStream(),
         ]
     )
-    c = out[-1].message.content
+    c = final(out).content
     assert c[0] == mw.ThinkingContent(thinking="hmm", signature="sig-1")
     assert c[1] == mw.ThinkingContent(thinking="", signature="opaque", redacted=True)
     assert c[2] == mw.TextContent(text="hi")
@@ -656,9 +657,9 @@ def test_finish_error_kind_is_typed() -> None:
             EndOfStream(),
         ]
     )
-    assert out[-1].message.error.kind == "content_filter"
-    assert out[-1].message.text == "partial"
-    assert out[-1].message.provider_stop_reason == "content_filter"
+    assert final(out).error.kind == "content_filter"
+    assert final(out).text == "partial"
+    assert final(out).provider_stop_reason == "content_filter"
 
 
 def test_usage_update_none_keeps_counts() -> None:
@@ -670,7 +671,7 @@ def test_usage_update_none_keeps_counts() -> None:
             EndOfStream(),
         ]
     )
-    u = out[-1].message.usage
+    u = final(out).usage
     assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (5, 4, 2, 0, 11)
 
 

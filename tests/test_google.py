@@ -19,6 +19,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final as last_message
 from modelwire.apis import get_api
 from modelwire.apis.google import (
     SKIP_SIGNATURE,
@@ -188,7 +189,7 @@ def test_recorded_fixture_whole(path: Path) -> None:
     exp = derive(body)
     events = replay(API_NAME, body)
     check_event_invariants(events)
-    msg = events[-1].message
+    msg = last_message(events)
     assert events[-1].type == "done", msg.error
     assert [b.type for b in msg.content] == exp["kinds"]
     assert "".join(b.text for b in msg.content if b.type == "text") == exp["text"]
@@ -248,7 +249,7 @@ def test_streamed_function_call_arguments_vertex_fixture() -> None:
             deltas.setdefault(e.content_index, []).append(e.delta)
     # The JSON text grows while the call streams; the string closes, then the object.
     assert deltas[0] == ['{"location":"Boston', '"', "}"]
-    msg = events[-1].message
+    msg = last_message(events)
     assert [c.arguments for c in msg.tool_calls] == [
         {"location": "Boston"},
         {"location": "San Francisco"},
@@ -262,8 +263,7 @@ def test_streamed_function_call_arguments_vertex_fixture() -> None:
 def final(name: str) -> mw.AssistantMessage:
     events = replay(API_NAME, (DATA / name).read_bytes())
     check_event_invariants(events)
-    m: mw.AssistantMessage = events[-1].message
-    return m
+    return events.message
 
 
 def test_max_tokens_is_length() -> None:
@@ -345,7 +345,7 @@ def test_in_band_error_mid_stream() -> None:
 )
 def test_in_band_error_kinds(error: dict[str, Any], kind: str) -> None:
     body = f"data: {json.dumps({'error': error})}\r\n\r\n".encode()
-    m = replay(API_NAME, body)[-1].message
+    m = replay(API_NAME, body).message
     assert m.error is not None and m.error.kind == kind
     assert error["message"] in m.error.message
 
@@ -472,7 +472,7 @@ def test_will_continue_only_part_before_any_call_is_still_an_error() -> None:
     )
     events = replay(API_NAME, body.encode())
     assert events[-1].type == "error"
-    assert "parts[0].functionCall.partialArgs" in events[-1].message.error.message
+    assert "parts[0].functionCall.partialArgs" in last_message(events).error.message
     assert events[-1].message.tool_calls == ()
 
 
@@ -603,7 +603,7 @@ def test_json_path_forms() -> None:
         f"data: {_chunk([{'functionCall': {'name': 'f', 'willContinue': True}}])}\n\n"
         f"data: {_chunk([{'functionCall': {'partialArgs': args}}], finishReason='STOP')}\n\n"
     )
-    m = replay(API_NAME, body.encode())[-1].message
+    m = replay(API_NAME, body.encode()).message
     assert m.tool_calls[0].arguments == {"a.b": "dotted", 'q"x': [None, True]}
 
 
@@ -613,15 +613,15 @@ def test_synthesized_ids_are_unique_and_deterministic() -> None:
         {"functionCall": {"name": "f", "args": {}}},
     ]
     body = f"data: {json.dumps({'responseId': 'R-1', 'candidates': [{'content': {'parts': parts}, 'finishReason': 'STOP'}]})}\n\n".encode()
-    ids = [c.id for c in replay(API_NAME, body)[-1].message.tool_calls]
+    ids = [c.id for c in replay(API_NAME, body).message.tool_calls]
     assert len(set(ids)) == 2 and all(i.startswith(SYNTHETIC_ID_PREFIX + "R-1") for i in ids)
-    assert ids == [c.id for c in replay(API_NAME, body)[-1].message.tool_calls]
+    assert ids == [c.id for c in replay(API_NAME, body).message.tool_calls]
 
 
 def test_unknown_fields_and_parts_are_ignored() -> None:
     parts = [{"text": "a", "futureField": {"x": 1}}, {"someNewPart": {"y": 2}}, {"text": "b"}]
     body = f"data: {_chunk(parts, finishReason='STOP', newThing=[1, 2])}\n\n".encode()
-    m = replay(API_NAME, body)[-1].message
+    m = replay(API_NAME, body).message
     assert [b.text for b in m.content] == ["a", "b"]  # an unknown part kind splits blocks
     assert m.stop_reason == "stop"
 
@@ -799,7 +799,7 @@ def test_round_trip_of_a_recorded_tool_call() -> None:
         (FIXTURES / "gemini-3-pro-function-call-thought-signature.sse").read_bytes(),
         model=m,
     )
-    msg = events[-1].message
+    msg = last_message(events)
     (call,) = msg.tool_calls
     recorded = payloads(
         (FIXTURES / "gemini-3-pro-function-call-thought-signature.sse").read_bytes()

@@ -24,6 +24,7 @@ import msgspec
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire.apis.openai_chat import API
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, sse_body
@@ -746,7 +747,7 @@ def test_complete_sync_and_stream_sync(srv: Scripted) -> None:
     events = list(mw.stream_sync(srv.model(), CTX, timeout=FAST))
     ref = mw.replay("openai-chat", TEXT, model=srv.model())
     assert trace(events) == trace(ref)
-    assert comparable(events[-1].message) == comparable(ref[-1].message)
+    assert comparable(final(events)) == comparable(final(ref))
     assert len(srv.requests) == 2
 
 
@@ -765,7 +766,7 @@ def test_sync_errors_and_retries(srv: Scripted) -> None:
     srv.script(Reply(status=404, content_type="application/json", body=error_body("no model")))
     events = list(mw.stream_sync(srv.model(), CTX, timeout=FAST))
     assert [e.type for e in events] == ["start", "error"]
-    assert events[-1].message.error.kind == "not_found"
+    assert final(events).error.kind == "not_found"
     srv.script(Reply(body=TEXT, cut_after=FIRST_EVENT + 3))
     msg = mw.complete_sync(srv.model(), CTX, timeout=FAST)
     assert (msg.error.kind, msg.text) == ("stream_interrupted", "正在")
@@ -918,10 +919,10 @@ async def test_live_and_replay_agree(srv: Scripted, name: str) -> None:
     live = await collect(mw.stream(m, ctx, timeout=FAST))
     ref = mw.replay("openai-chat", raw, model=m)
     assert trace(live) == trace(ref)
-    assert comparable(live[-1].message) == comparable(ref[-1].message)
+    assert comparable(final(live)) == comparable(final(ref))
     sync = list(mw.stream_sync(m, ctx, timeout=FAST))
     assert trace(sync) == trace(ref)
-    assert comparable(sync[-1].message) == comparable(ref[-1].message)
+    assert comparable(final(sync)) == comparable(final(ref))
 
 
 # =========================================================================== issue 14: one policy

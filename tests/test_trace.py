@@ -29,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final
 from modelwire.cli import main
 from modelwire.testing import MockServer, Reply, tool_call
 from modelwire.trace import (
@@ -258,7 +259,7 @@ def test_a_line_longer_than_the_tracked_limit() -> None:
         cut, utf8, in_string = expected_cut(body[: r.offset + r.size])
         assert (r.cut, r.utf8, r.pending) == (cut, utf8, r.offset + r.size)
         assert r.in_string is None or r.in_string == in_string  # unknown past the limit
-    assert reads[-1].cut is None and events[-1].message.content[0].text == text
+    assert reads[-1].cut is None and final(events).content[0].text == text
 
 
 def test_every_single_byte_read_of_a_cjk_stream() -> None:
@@ -273,7 +274,7 @@ def test_every_single_byte_read_of_a_cjk_stream() -> None:
     cut_chars = [r.utf8 for r in reads if r.cut == "utf8"]
     # "读取" is two 3-byte characters: each is cut after its 1st and 2nd byte.
     assert cut_chars == [(1, 3), (2, 3)] * 2
-    assert events[-1].message.content[0].text == "读取 README.md"
+    assert final(events).content[0].text == "读取 README.md"
 
 
 def test_provider_keys_map_to_the_content_index_of_first_appearance() -> None:
@@ -296,7 +297,7 @@ def test_provider_keys_map_to_the_content_index_of_first_appearance() -> None:
         if isinstance(r, DeltaTrace) and r.key is not None
     }
     assert mapping == {k: i for i, k in enumerate(order)}
-    content = events[-1].message.content
+    content = final(events).content
     assert [type(b).__name__ for b in content] == ["ToolCall", "TextContent", "ToolCall"]
 
 
@@ -332,7 +333,7 @@ def test_malformed_chunk_shows_the_payload_and_field_path() -> None:
     parent = next(r for r in log.records if r.id == err.parent)
     assert isinstance(parent, SSETrace) and parent.data == bad
     error_event = next(r for r in log.records if isinstance(r, EventTrace) and r.parent == err.id)
-    assert error_event.event is events[-1] and events[-1].message.content[0].text == "OK"
+    assert error_event.event is events[-1] and final(events).content[0].text == "OK"
 
 
 def test_invalid_utf8_is_an_sse_layer_error() -> None:
@@ -360,7 +361,7 @@ def test_a_body_ending_mid_event_is_cut_at_eof() -> None:
         "eof",
         len(body),
     )
-    assert events[-1].message.content[0].text == "README.md 的第一行是"
+    assert final(events).content[0].text == "README.md 的第一行是"
 
 
 def test_a_missing_finish_is_traced_back_to_the_end_of_the_body() -> None:
@@ -401,7 +402,7 @@ def test_a_complete_tool_call_then_an_in_band_error() -> None:
     assert err.payload == sse_payloads(body)[-1][1]
     ends = [r.event.type for r in log.records if isinstance(r, EventTrace)]
     assert ends.index("tool_call_end") < ends.index("error")
-    msg = events[-1].message
+    msg = final(events)
     assert msg.stop_reason == "error" and msg.content[0].arguments == {"path": "README.md"}
 
 
@@ -411,7 +412,7 @@ def test_length_keeps_half_written_arguments_untrusted() -> None:
     log = TraceLog()
     events = mw.replay("openai-chat", body, trace=log)
     check_trace(log.records, events, body)
-    msg = events[-1].message
+    msg = final(events)
     assert msg.stop_reason == "length"
     assert msg.content[0].raw_arguments == raw["function"]["arguments"]
     assert msg.content[0].arguments == {}
@@ -549,9 +550,7 @@ def test_live_sync_and_complete_trace(server: MockServer, api: str) -> None:
     check_live(log, server, model, mw.complete_sync(model, CTX, api_key=KEY, trace=log))
     server.add(Reply(message=_script("读取中"), piece_chars=3))
     log = TraceLog()
-    check_live(
-        log, server, model, list(mw.stream_sync(model, CTX, api_key=KEY, trace=log))[-1].message
-    )
+    check_live(log, server, model, final(list(mw.stream_sync(model, CTX, api_key=KEY, trace=log))))
 
 
 @pytest.mark.anyio
@@ -705,7 +704,7 @@ def test_cli_trace_json_for_every_api(api: str, path: Path) -> None:
     assert sse == sse_payloads(body)[: len(sse)]
     message = records[-1]
     assert message["layer"] == "message"
-    expected = mw.replay(api, body)[-1].message
+    expected = mw.replay(api, body).message
     assert message["message"]["stop_reason"] == expected.stop_reason
     assert code == (1 if expected.stop_reason == "error" else 0)
     assert sum(d["size"] for d in records if d["layer"] == "read") <= len(body)

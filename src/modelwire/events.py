@@ -89,20 +89,20 @@ class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defa
 class StartEvent(_Event, frozen=True):
     """The stream started; always the first event."""
 
-    type: ClassVar[str] = "start"
+    type: ClassVar[Literal["start"]] = "start"
 
 
 class TextStartEvent(_Event, frozen=True):
     """A text block appeared at ``content_index``."""
 
-    type: ClassVar[str] = "text_start"
+    type: ClassVar[Literal["text_start"]] = "text_start"
     content_index: int
 
 
 class TextDeltaEvent(_Event, frozen=True):
     """Text appended to the block at ``content_index``."""
 
-    type: ClassVar[str] = "text_delta"
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
     content_index: int
     delta: str
 
@@ -110,7 +110,7 @@ class TextDeltaEvent(_Event, frozen=True):
 class TextEndEvent(_Event, frozen=True):
     """The text block at ``content_index`` is complete."""
 
-    type: ClassVar[str] = "text_end"
+    type: ClassVar[Literal["text_end"]] = "text_end"
     content_index: int
     content: TextContent
 
@@ -118,14 +118,14 @@ class TextEndEvent(_Event, frozen=True):
 class ThinkingStartEvent(_Event, frozen=True):
     """A thinking block appeared at ``content_index``."""
 
-    type: ClassVar[str] = "thinking_start"
+    type: ClassVar[Literal["thinking_start"]] = "thinking_start"
     content_index: int
 
 
 class ThinkingDeltaEvent(_Event, frozen=True):
     """Reasoning text appended to the block at ``content_index``."""
 
-    type: ClassVar[str] = "thinking_delta"
+    type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
     content_index: int
     delta: str
 
@@ -133,7 +133,7 @@ class ThinkingDeltaEvent(_Event, frozen=True):
 class ThinkingEndEvent(_Event, frozen=True):
     """The thinking block at ``content_index`` is complete."""
 
-    type: ClassVar[str] = "thinking_end"
+    type: ClassVar[Literal["thinking_end"]] = "thinking_end"
     content_index: int
     content: ThinkingContent
 
@@ -141,14 +141,14 @@ class ThinkingEndEvent(_Event, frozen=True):
 class ToolCallStartEvent(_Event, frozen=True):
     """A tool call appeared at ``content_index``; its id and name are in ``partial``."""
 
-    type: ClassVar[str] = "tool_call_start"
+    type: ClassVar[Literal["tool_call_start"]] = "tool_call_start"
     content_index: int
 
 
 class ToolCallDeltaEvent(_Event, frozen=True):
     """Arguments text appended to the call at ``content_index`` (not yet an action)."""
 
-    type: ClassVar[str] = "tool_call_delta"
+    type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
     content_index: int
     delta: str
 
@@ -159,7 +159,7 @@ class ToolCallEndEvent(_Event, frozen=True):
     Only a ``done(tool_use)`` that follows makes it an action.
     """
 
-    type: ClassVar[str] = "tool_call_end"
+    type: ClassVar[Literal["tool_call_end"]] = "tool_call_end"
     content_index: int
     tool_call: ToolCall
 
@@ -167,7 +167,7 @@ class ToolCallEndEvent(_Event, frozen=True):
 class DoneEvent(_Event, frozen=True):
     """Terminal: the response ended well; ``reason`` is stop, length or tool_use."""
 
-    type: ClassVar[str] = "done"
+    type: ClassVar[Literal["done"]] = "done"
     reason: Literal["stop", "length", "tool_use"]
     message: AssistantMessage
 
@@ -178,7 +178,7 @@ class ErrorEvent(_Event, frozen=True):
     ``message`` keeps all content received so far; ``message.error`` says why.
     """
 
-    type: ClassVar[str] = "error"
+    type: ClassVar[Literal["error"]] = "error"
     reason: Literal["error", "aborted"]
     message: AssistantMessage
 

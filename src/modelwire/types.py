@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping
-from typing import Any, ClassVar, Literal, NoReturn, TypeAlias, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, TypeAlias, TypeVar
 
 import msgspec
 
@@ -80,7 +80,7 @@ class _Value(msgspec.Struct, frozen=True, kw_only=True):
 class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
     """Plain text output or input."""
 
-    type: ClassVar[str] = "text"
+    type: ClassVar[Literal["text"]] = "text"
     """The tag (``text``)."""
 
     text: str
@@ -96,7 +96,7 @@ class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
 class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=False):
     """The model's reasoning, as far as the provider exposes it."""
 
-    type: ClassVar[str] = "thinking"
+    type: ClassVar[Literal["thinking"]] = "thinking"
     """The tag (``thinking``)."""
 
     thinking: str
@@ -115,7 +115,7 @@ class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=
 class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False):
     """An image given as base64 data."""
 
-    type: ClassVar[str] = "image"
+    type: ClassVar[Literal["image"]] = "image"
     """The tag (``image``)."""
 
     data: str
@@ -130,7 +130,7 @@ class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False)
 class ToolCall(_Value, frozen=True, tag_field="type", tag="tool_call", gc=False):
     """A call the model proposes; an action only once the response ended ``tool_use``."""
 
-    type: ClassVar[str] = "tool_call"
+    type: ClassVar[Literal["tool_call"]] = "tool_call"
     """The tag (``tool_call``)."""
 
     id: str
@@ -212,13 +212,19 @@ def _tuple_content(
 class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
     """What the user says: a string, or text and image blocks."""
 
-    role: ClassVar[str] = "user"
+    role: ClassVar[Literal["user"]] = "user"
     """The tag (``user``)."""
 
     content: str | tuple[UserContent, ...]
     """The text, or a tuple of ``TextContent``/``ImageContent``."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a list too (turned into a tuple, DESIGN §2a).
+        def __init__(
+            self, *, content: str | Sequence[UserContent], timestamp: int = ...
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str):
@@ -232,7 +238,7 @@ class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
 class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", gc=False):
     """One response of a model, final or as a partial snapshot."""
 
-    role: ClassVar[str] = "assistant"
+    role: ClassVar[Literal["assistant"]] = "assistant"
     """The tag (``assistant``)."""
 
     content: tuple[AssistantContent, ...]
@@ -262,6 +268,24 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
     stream does not say. Kept apart from :attr:`model`, the id that was requested."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a list too (turned into a tuple, DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            content: Sequence[AssistantContent],
+            api: str,
+            provider: str,
+            model: str,
+            usage: Usage = ...,
+            stop_reason: StopReason | None = None,
+            error: ErrorInfo | None = None,
+            provider_stop_reason: str | None = None,
+            response_id: str | None = None,
+            response_model: str | None = None,
+            timestamp: int = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.content) is not tuple:
@@ -296,7 +320,7 @@ def _raise(info: ErrorInfo) -> NoReturn:
 class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"):
     """The result of executing one tool call, sent back to the model."""
 
-    role: ClassVar[str] = "tool_result"
+    role: ClassVar[Literal["tool_result"]] = "tool_result"
     """The tag (``tool_result``)."""
 
     tool_call_id: str
@@ -311,6 +335,19 @@ class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"
     """Structured data for the application; never sent to the model."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a str (one text block) or a list too (DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            tool_call_id: str,
+            tool_name: str,
+            content: str | Sequence[UserContent],
+            is_error: bool = False,
+            details: Any = None,
+            timestamp: int = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         _require_str("ToolResultMessage", "tool_call_id", self.tool_call_id, non_empty=True)
@@ -361,6 +398,16 @@ class Context(_Value, frozen=True):
     """The transcript, oldest first."""
     tools: tuple[ToolDefinition, ...] | None = None
     """Tools the model may call (``None``: none declared)."""
+
+    if TYPE_CHECKING:
+        # The constructor takes lists too (turned into tuples, DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            system_prompt: str | None = None,
+            messages: Sequence[Message] = (),
+            tools: Sequence[ToolDefinition] | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.messages) is not tuple:

@@ -44,16 +44,16 @@ from .eventstream import (
 )
 from .ndjson import NDJSONDecoder
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_framing.py checks
     "EventStreamDecoder",
     "EventStreamMessage",
     "EventStreamMessageDecoder",
     "Framing",
     "HeaderValue",
-    "Int8",
     "Int16",
     "Int32",
     "Int64",
+    "Int8",
     "NDJSONDecoder",
     "Timestamp",
     "decode_messages",
