@@ -28,11 +28,22 @@ from modelwire.deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from modelwire.events import Event
+from modelwire.events import (
+    Event,
+    TextDeltaEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallStartEvent,
+)
 from modelwire.pipeline import Pipeline
 from modelwire.testing import sse_body
 
 # --------------------------------------------------------------------------- helpers
+
+BLOCK_STARTS = (TextStartEvent, ThinkingStartEvent, ToolCallStartEvent)
+BLOCK_DELTAS = (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
 
 
 def chunk(
@@ -179,10 +190,10 @@ def test_interleaved_tool_indexes_keep_first_appearance_order() -> None:
     assert (c[2].id, c[2].arguments) == ("call_2", {"q": "x"})
     first_delta = next(e for e in events if e.type == "tool_call_delta")
     assert first_delta.content_index == 0
-    starts = [(e.type, e.content_index) for e in events if e.type.endswith("_start")]
+    starts = [(e.type, e.content_index) for e in events if isinstance(e, BLOCK_STARTS)]
     assert starts == [("tool_call_start", 0), ("text_start", 1), ("tool_call_start", 2)]
     # Deltas route to their block's index, not to the last one opened.
-    routed = [(e.content_index, e.delta) for e in events if e.type.endswith("_delta")]
+    routed = [(e.content_index, e.delta) for e in events if isinstance(e, BLOCK_DELTAS)]
     assert routed == [
         (0, '{"path"'),
         (1, "先读，"),
@@ -201,6 +212,7 @@ def test_tool_call_end_events_come_before_done_in_content_order() -> None:
     assert [e.tool_call.id for e in ends] == ["b", "a"]
     # Before the end, partial arguments were for display only (never parsed as final).
     last_delta = next(e for e in events if e.type == "tool_call_delta")
+    assert isinstance(last_delta.partial.content[0], mw.ToolCall)
     assert last_delta.partial.content[0].raw_arguments == '{"path":'
 
 
@@ -214,6 +226,7 @@ def test_partial_arguments_are_displayed_with_partial_json() -> None:
     )
     first = next(e for e in events if e.type == "tool_call_delta")
     # Derived: the partial text '{"path": "RE' read leniently is {"path": "RE"}.
+    assert isinstance(first.partial.content[0], mw.ToolCall)
     assert first.partial.content[0].arguments == {"path": "RE"}
 
 
@@ -657,7 +670,8 @@ def test_finish_error_kind_is_typed() -> None:
             EndOfStream(),
         ]
     )
-    assert final(out).error.kind == "content_filter"
+    error = final(out).error
+    assert error is not None and error.kind == "content_filter"
     assert final(out).text == "partial"
     assert final(out).provider_stop_reason == "content_filter"
 

@@ -323,7 +323,8 @@ def test_local_providers_take_any_model_id(provider: str) -> None:
 
 def _price(provider: str, model_id: str) -> dict[str, float]:
     p = next(p for p in RAW["providers"] if p["id"] == provider)
-    return next(m for m in p["models"] if m["id"] == model_id)["cost"]
+    cost: dict[str, float] = next(m for m in p["models"] if m["id"] == model_id)["cost"]
+    return cost
 
 
 def _payloads(body: bytes) -> Iterator[dict[str, Any]]:
@@ -586,7 +587,7 @@ def test_clamp_picks_the_nearest_accepted_level(
         if not accepted:
             assert sent is None
             continue
-        assert sent in accepted
+        assert sent is not None and sent in accepted
         if level in accepted:
             assert sent == level
         for other in accepted:  # nearest; a tie goes to the lower level

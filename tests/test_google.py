@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -235,7 +236,9 @@ def test_partial_snapshots_follow_the_stream() -> None:
     for e in replay(API_NAME, body):
         if e.type == "text_delta":
             seen += e.delta
-            assert e.partial.content[e.content_index].text == seen
+            block = e.partial.content[e.content_index]
+            assert isinstance(block, mw.TextContent)
+            assert block.text == seen
             assert e.partial.stop_reason is None
 
 
@@ -472,7 +475,8 @@ def test_will_continue_only_part_before_any_call_is_still_an_error() -> None:
     )
     events = replay(API_NAME, body.encode())
     assert events[-1].type == "error"
-    assert "parts[0].functionCall.partialArgs" in last_message(events).error.message
+    error = last_message(events).error
+    assert error is not None and "parts[0].functionCall.partialArgs" in error.message
     assert events[-1].message.tool_calls == ()
 
 
@@ -529,7 +533,7 @@ def test_streamed_arguments_cut_by_max_tokens_are_not_trusted() -> None:
     assert call.raw_arguments == '{"path":"notes.txt","content":"first line\\nsecond li'
 
 
-def _chunk(parts: list[dict[str, Any]], **extra: Any) -> str:
+def _chunk(parts: Sequence[Mapping[str, Any]], **extra: Any) -> str:
     return json.dumps({"candidates": [{"content": {"parts": parts}, **extra}]})
 
 
@@ -619,10 +623,18 @@ def test_synthesized_ids_are_unique_and_deterministic() -> None:
 
 
 def test_unknown_fields_and_parts_are_ignored() -> None:
-    parts = [{"text": "a", "futureField": {"x": 1}}, {"someNewPart": {"y": 2}}, {"text": "b"}]
+    parts: list[dict[str, Any]] = [
+        {"text": "a", "futureField": {"x": 1}},
+        {"someNewPart": {"y": 2}},
+        {"text": "b"},
+    ]
     body = f"data: {_chunk(parts, finishReason='STOP', newThing=[1, 2])}\n\n".encode()
     m = replay(API_NAME, body).message
-    assert [b.text for b in m.content] == ["a", "b"]  # an unknown part kind splits blocks
+    assert [b.text for b in m.content if isinstance(b, mw.TextContent)] == [
+        "a",
+        "b",
+    ]  # an unknown part kind splits blocks
+    assert len(m.content) == 2
     assert m.stop_reason == "stop"
 
 
@@ -925,6 +937,7 @@ def test_extra_body_merges_and_refuses_overrides() -> None:
     )
     assert body["generationConfig"] == {"maxOutputTokens": 5, "topK": 3}
     assert body["safetySettings"] == []
+    extra: dict[str, Any]
     for extra in ({"contents": []}, {"tool_config": {}}, {"generationConfig": {"maxOutputTokens": 9}},
                   {"systemInstruction": {}}):  # fmt: skip
         with pytest.raises(ConfigurationError, match="extra_body"):

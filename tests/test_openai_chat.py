@@ -48,7 +48,8 @@ def request(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> mw.optio
 
 
 def body(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> dict[str, Any]:
-    return json.loads(request(ctx, m, **opts).body)
+    data: dict[str, Any] = json.loads(request(ctx, m, **opts).body)
+    return data
 
 
 READ = mw.ToolDefinition(
@@ -496,6 +497,7 @@ def test_encoding_is_pure_and_deterministic() -> None:
     ctx = conversation()
     before = mw.to_json(ctx)
     params = copy.deepcopy(READ.parameters)
+    assert isinstance(ctx.messages[1].content[2], mw.ToolCall)
     args = copy.deepcopy(ctx.messages[1].content[2].arguments)
     first = request(ctx, max_tokens=9, tool_choice="auto", extra_body={"x": [1]}).body
     # Mutating the produced body must not reach back into the context either.
@@ -504,7 +506,8 @@ def test_encoding_is_pure_and_deterministic() -> None:
     second = request(ctx, max_tokens=9, tool_choice="auto", extra_body={"x": [1]}).body
     assert first == second
     assert mw.to_json(ctx) == before
-    assert ctx.tools[0].parameters == params
+    assert ctx.tools is not None and ctx.tools[0].parameters == params
+    assert isinstance(ctx.messages[1].content[2], mw.ToolCall)
     assert ctx.messages[1].content[2].arguments == args
     # An equal context built separately gives the very same bytes.
     rebuilt = mw.from_json(before, mw.Context)
@@ -640,6 +643,7 @@ def test_reasoning_details_text_only_and_one_source_per_chunk() -> None:
             ch({"content": "done"}, "stop"),
         ]
     )
+    assert isinstance(msg.content[0], mw.ThinkingContent)
     assert msg.content[0].thinking == "ab"
     assert msg.text == "done"
 
@@ -659,6 +663,7 @@ def test_mistral_content_arrays() -> None:
         ]
     )
     assert [type(b).__name__ for b in msg.content] == ["ThinkingContent", "TextContent"]
+    assert isinstance(msg.content[0], mw.ThinkingContent)
     assert (msg.content[0].thinking, msg.text) == ("hmm", "Yes.")
 
 
@@ -839,12 +844,12 @@ def parse_sse(raw: bytes) -> list[tuple[str, str]]:
     """A deliberately small SSE reader for the fixtures (LF or CRLF framing)."""
     text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     out: list[tuple[str, str]] = []
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in text.split("\n"):
         if not line:
             if data:
                 out.append((event, "\n".join(data)))
-            event, data = "message", []
+            event, data = "message", list[str]()
             continue
         if line.startswith(":"):
             continue
