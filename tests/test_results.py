@@ -158,6 +158,41 @@ def test_the_final_message_is_typed_for_callers(tmp_path: Path) -> None:
     assert [int(line.split(":")[1]) for line in errors] == [6], out
 
 
+def test_tags_narrow_unions_and_constructors_take_lists_for_callers(tmp_path: Path) -> None:
+    # event.type / block.type / message.role are Literal tags, so a type checker
+    # narrows a union by them; the message types take lists as the runtime does.
+    mypy_api = pytest.importorskip("mypy.api")
+    code = tmp_path / "caller.py"
+    code.write_text(
+        "import modelwire as mw\n"
+        "ctx = mw.Context(messages=[mw.UserMessage(content='hi')], tools=[])\n"
+        "events = mw.replay('openai-chat', b'')\n"
+        "deltas: list[str] = [e.delta for e in events if e.type == 'text_delta']\n"
+        "texts = [b.text for b in events.message.content if b.type == 'text']\n"
+        "last = ctx.messages[-1]\n"
+        "if last.role == 'user':\n"
+        "    content: str | tuple[mw.TextContent | mw.ImageContent, ...] = last.content\n"
+        "r = mw.ToolResultMessage(tool_call_id='c', tool_name='t', content='ok')\n"
+        "a = mw.AssistantMessage(content=[mw.TextContent(text='x')], api='', provider='', model='')\n"
+        "wrong = [e.delta for e in events if e.type == 'done']\n"
+    )
+    out, _, status = mypy_api.run(
+        [str(code), "--strict", "--no-incremental", "--cache-dir=/dev/null", "--no-error-summary"]
+    )
+    errors = [line for line in out.splitlines() if ": error:" in line]
+    assert status == 1
+    assert [int(line.split(":")[1]) for line in errors] == [11], out
+
+
+def test_tags_are_literal_at_runtime_too() -> None:
+    assert mw.TextDeltaEvent.type == "text_delta"
+    assert mw.TextContent.type == "text"
+    assert mw.AssistantMessage.role == "assistant"
+    ctx = mw.Context(messages=[mw.UserMessage(content="hi")], tools=[])
+    assert ctx.messages == (mw.UserMessage(content="hi", timestamp=ctx.messages[0].timestamp),)
+    assert ctx.tools == ()
+
+
 def test_structs_stay_frozen_values() -> None:
     msg = mw.replay("openai-chat", CHAT_BODY).message
     with pytest.raises(AttributeError):
