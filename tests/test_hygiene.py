@@ -65,6 +65,10 @@ def test_dead_helpers_are_gone() -> None:
     for name in ("STOP_REASONS", "as_tuple", "is_mapping"):
         assert not hasattr(mwtypes, name), name
         assert _defined(name) == [], name
+    # The chat decoder's _done was written at [DONE] and never read.
+    from modelwire.apis.openai_chat import ChatDecoder
+
+    assert "_done" not in ChatDecoder.__slots__
 
 
 def test_only_http_imports_httpx_and_its_docstring_says_who_else_does_io() -> None:

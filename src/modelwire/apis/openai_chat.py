@@ -510,12 +510,11 @@ def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
 class ChatDecoder:
     """Per-response decoder: SSE events → normalized deltas."""
 
-    __slots__ = ("_compat", "_done", "_finish", "_meta", "_saw_tool", "_thinking_field")
+    __slots__ = ("_compat", "_finish", "_meta", "_saw_tool", "_thinking_field")
 
     def __init__(self, compat: ChatCompat) -> None:
         self._compat = compat
         self._finish: str | None = None
-        self._done = False
         self._meta = False
         self._saw_tool = False
         self._thinking_field: str | None = None
@@ -548,7 +547,6 @@ class ChatDecoder:
             # keep-alive payloads carry nothing we use (DESIGN §3 rule 5).
             return []
         if data == "[DONE]":
-            self._done = True
             return self._terminal()
         return self._chunk(decode_json(data, _chunk_decoder))
 
