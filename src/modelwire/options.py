@@ -29,6 +29,7 @@ __all__ = [
     "StreamOptions",
     "Timeout",
     "check_extra_body",
+    "check_option_names",
     "resolve_api_key",
     "resolve_options",
 ]

@@ -106,7 +106,8 @@ class Agent(ToolRunner):
     from an existing transcript; ``options`` (a dict) and/or keyword arguments:
     the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
     ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
-    ``completion_policy``…), passed on every turn; ``stream_fn`` replaces
+    ``completion_policy``…; declared once in :class:`modelwire.options.AgentOptions`),
+    passed on every turn; ``stream_fn`` replaces
     ``mw.stream`` (same signature).
 
     Dynamic configuration: ``model`` may be a zero-argument callable returning a
