@@ -114,8 +114,8 @@ def _module_recorded_names(module: ModuleType) -> frozenset[str]:
             if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
                 defs.append(({stmt.name}, _names(stmt)))
             elif isinstance(stmt, ast.Assign | ast.AnnAssign | ast.AugAssign):
-                targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
-                defs.append((set().union(*(_names(t) for t in targets)), _names(stmt)))
+                nodes = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+                defs.append((set().union(*(_names(t) for t in nodes)), _names(stmt)))
         found = set(_SEEDS)
         changed = True
         while changed:

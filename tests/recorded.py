@@ -54,10 +54,10 @@ class MissingFixtures(PosixPath):
     def iterdir(self) -> Iterator[Path]:  # type: ignore[override]
         yield self / PLACEHOLDER
 
-    def stat(self, **_: Any) -> os.stat_result:  # type: ignore[override]
+    def stat(self, **_: Any) -> os.stat_result:
         return os.stat_result((0,) * 10)
 
-    def exists(self, **_: Any) -> bool:  # type: ignore[override]
+    def exists(self, **_: Any) -> bool:
         return False
 
     def is_dir(self) -> bool:

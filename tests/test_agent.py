@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -271,7 +272,7 @@ async def test_events_in_order(api: str, root: Path) -> None:
     model2 = [e.type for e in mw.replay(api, second)]
     assert model1[0] == "start" and model1[-1] == "done"
 
-    def response(types: list[str]) -> list[str]:
+    def response(types: Sequence[str]) -> list[str]:
         return ["message_start", *["message_update"] * (len(types) - 2), "message_end"]
 
     expected = [
@@ -711,7 +712,12 @@ async def test_pydantic_parameters_end_to_end() -> None:
         path: str
 
     got: list[Any] = []
-    tool = mw.Tool("read", "Read.", Args, lambda args, ctx: got.append(Args(**args)) or "ok")
+
+    def read(args: Any, ctx: Any) -> str:
+        got.append(Args(**args))
+        return "ok"
+
+    tool = mw.Tool("read", "Read.", Args, read)
     calls = [("call_1", "read", '{"path": 1}'), ("call_2", "read", '{"path": "x"}')]
     with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
         await mw.Agent(model_for(srv), tools=[tool]).run("go")
@@ -846,9 +852,9 @@ async def test_caller_mistakes_raise_at_once() -> None:
         mw.Agent(m)
     local = mw.Model(id="x", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(mw.ConfigurationError, match="unknown stream option"):
-        mw.Agent(local, temprature=0.1)
+        mw.Agent(local, temprature=0.1)  # type: ignore[call-arg]
     with pytest.raises(mw.ConfigurationError, match="temperature"):
-        mw.Agent(local, temperature="hot")
+        mw.Agent(local, temperature="hot")  # type: ignore[arg-type]
     with pytest.raises(mw.ConfigurationError, match="two tools"):
         mw.Agent(local, tools=[Spy().tool, Spy().tool])
     with pytest.raises(mw.ConfigurationError):
@@ -920,7 +926,7 @@ async def test_should_stop_after_turn_ends_the_run_after_that_turn(kind: str) ->
 
     def stop_after_first(turn: Any) -> bool:
         seen.append(turn)
-        return turn.turn == 1
+        return bool(turn.turn == 1)
 
     replies = [read_call_reply(1), read_call_reply(2), chat_text("never requested")]
     with MockServer(replies) as srv:
@@ -962,7 +968,7 @@ async def test_should_stop_after_turn_false_lets_the_run_go_on_and_is_not_asked_
 
 async def test_should_stop_after_turn_must_return_a_bool() -> None:
     with MockServer([read_call_reply(1)]) as srv:
-        agent = mw.Agent(model_for(srv), tools=[Spy().tool], should_stop_after_turn=lambda t: 1)
+        agent = mw.Agent(model_for(srv), tools=[Spy().tool], should_stop_after_turn=lambda t: 1)  # type: ignore[arg-type, return-value]
         with pytest.raises(mw.ConfigurationError, match="must return a bool"):
             await agent.run("go")
         assert not agent.running
@@ -1012,7 +1018,7 @@ async def test_prepare_next_turn_compacts_the_conversation(kind: str) -> None:
 
 async def test_prepare_next_turn_must_return_a_context() -> None:
     with MockServer([chat_text("never")]) as srv:
-        agent = mw.Agent(model_for(srv), prepare_next_turn=lambda ctx: ctx.messages)
+        agent = mw.Agent(model_for(srv), prepare_next_turn=lambda ctx: ctx.messages)  # type: ignore[arg-type, return-value]
         with pytest.raises(mw.ConfigurationError, match="prepare_next_turn must return"):
             await agent.run("go")
         assert srv.requests == [] and not agent.running
@@ -1053,7 +1059,9 @@ async def test_dynamic_model_and_options_are_evaluated_at_every_call(kind: str) 
     assert (a.headers["x-tenant"], b.headers["x-tenant"]) == ("t1", "t2")
     assert (a.json()["temperature"], b.json()["temperature"]) == (0.5, 1.0)
     assert a.json()["max_tokens"] == b.json()["max_tokens"] == 77  # static options kept
-    assert run.messages[1].model == "model-a" and run.final.model == "model-b"
+    answer = run.messages[1]
+    assert isinstance(answer, mw.AssistantMessage)
+    assert answer.model == "model-a" and run.final.model == "model-b"
 
 
 async def test_dynamic_config_that_returns_garbage_is_a_configuration_error() -> None:
@@ -1083,7 +1091,7 @@ async def test_agent_passes_its_completion_policy_to_every_call() -> None:
     assert spy.seen == []
     model = mw.Model(id="m", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1")
     with pytest.raises(mw.ConfigurationError, match="completion_policy"):
-        mw.Agent(model, completion_policy="strict")
+        mw.Agent(model, completion_policy="strict")  # type: ignore[arg-type]
 
 
 async def test_abort_stops_a_running_grep_worker_promptly(

@@ -168,7 +168,7 @@ def expected_content(snapshot: Any, bufs: dict[int, bytes]) -> list[Any]:
 
 
 def norm_message(msg: mw.AssistantMessage) -> dict[str, Any]:
-    data = msgspec.to_builtins(msg)
+    data: dict[str, Any] = msgspec.to_builtins(msg)
     data.pop("timestamp")
     return data
 
@@ -239,7 +239,7 @@ def sse(*payloads: dict[str, Any] | str, event_lines: bool = True) -> bytes:
     return "".join(out).encode()
 
 
-MSG_START = {
+MSG_START: dict[str, Any] = {
     "type": "message_start",
     "message": {"id": "msg_t", "type": "message", "role": "assistant", "model": "claude-x",
                 "content": [], "usage": {"input_tokens": 21, "output_tokens": 1,
@@ -617,7 +617,8 @@ def opts(**kw: Any) -> Any:
 
 def body_of(m: mw.Model, ctx: mw.Context, **kw: Any) -> dict[str, Any]:
     req = API.build_request(m, ctx, opts(**kw))
-    return json.loads(req.body)
+    body: dict[str, Any] = json.loads(req.body)
+    return body
 
 
 READ = mw.ToolDefinition(
@@ -629,7 +630,7 @@ LS = mw.ToolDefinition(name="ls", description="List a directory", parameters={"t
 
 
 def assistant(
-    *content: Any, m: mw.Model | None = None, stop: str = "tool_use"
+    *content: Any, m: mw.Model | None = None, stop: mw.StopReason = "tool_use"
 ) -> mw.AssistantMessage:
     m = m or model()
     return mw.AssistantMessage(
@@ -1074,7 +1075,8 @@ def _loopback_model(server: Any, **kw: Any) -> mw.Model:
     # provider "anthropic": the key is required (ANTHROPIC_API_KEY is cleared in tests).
     fields: dict[str, Any] = {"provider": "anthropic", "reasoning": True, "max_tokens": 32_000}
     fields.update(kw)
-    return server.model(API_NAME, **fields)
+    model: mw.Model = server.model(API_NAME, **fields)
+    return model
 
 
 def _answer_stream(text: str) -> bytes:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire.deltas import (
     BlockEnd,
     BlockSignature,
@@ -27,11 +28,22 @@ from modelwire.deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from modelwire.events import Event
+from modelwire.events import (
+    Event,
+    TextDeltaEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallStartEvent,
+)
 from modelwire.pipeline import Pipeline
 from modelwire.testing import sse_body
 
 # --------------------------------------------------------------------------- helpers
+
+BLOCK_STARTS = (TextStartEvent, ThinkingStartEvent, ToolCallStartEvent)
+BLOCK_DELTAS = (TextDeltaEvent, ThinkingDeltaEvent, ToolCallDeltaEvent)
 
 
 def chunk(
@@ -139,7 +151,7 @@ def test_call_arguments_in_two_fragments_split_inside_the_id() -> None:
     for i in range(1, len(body)):
         got = run([], splits=[body[:i], body[i:]])
         assert [(e.type, getattr(e, "delta", None)) for e in got] == want, i
-        assert got[-1].message.content == t.message.content
+        assert final(got).content == t.message.content
 
 
 def test_text_partials_are_immutable_snapshots() -> None:
@@ -178,10 +190,10 @@ def test_interleaved_tool_indexes_keep_first_appearance_order() -> None:
     assert (c[2].id, c[2].arguments) == ("call_2", {"q": "x"})
     first_delta = next(e for e in events if e.type == "tool_call_delta")
     assert first_delta.content_index == 0
-    starts = [(e.type, e.content_index) for e in events if e.type.endswith("_start")]
+    starts = [(e.type, e.content_index) for e in events if isinstance(e, BLOCK_STARTS)]
     assert starts == [("tool_call_start", 0), ("text_start", 1), ("tool_call_start", 2)]
     # Deltas route to their block's index, not to the last one opened.
-    routed = [(e.content_index, e.delta) for e in events if e.type.endswith("_delta")]
+    routed = [(e.content_index, e.delta) for e in events if isinstance(e, BLOCK_DELTAS)]
     assert routed == [
         (0, '{"path"'),
         (1, "先读，"),
@@ -200,6 +212,7 @@ def test_tool_call_end_events_come_before_done_in_content_order() -> None:
     assert [e.tool_call.id for e in ends] == ["b", "a"]
     # Before the end, partial arguments were for display only (never parsed as final).
     last_delta = next(e for e in events if e.type == "tool_call_delta")
+    assert isinstance(last_delta.partial.content[0], mw.ToolCall)
     assert last_delta.partial.content[0].raw_arguments == '{"path":'
 
 
@@ -213,6 +226,7 @@ def test_partial_arguments_are_displayed_with_partial_json() -> None:
     )
     first = next(e for e in events if e.type == "tool_call_delta")
     # Derived: the partial text '{"path": "RE' read leniently is {"path": "RE"}.
+    assert isinstance(first.partial.content[0], mw.ToolCall)
     assert first.partial.content[0].arguments == {"path": "RE"}
 
 
@@ -227,7 +241,7 @@ def test_events_are_cheap_to_produce() -> None:
             t0 = time.perf_counter()
             events = mw.replay("openai-chat", body)
             best = min(best, time.perf_counter() - t0)
-        assert events[-1].message.text == "x" * 20 * n
+        assert final(events).text == "x" * 20 * n
         return best
 
     small, large = timed(1_000), timed(10_000)
@@ -575,7 +589,7 @@ def test_cost_from_model_prices() -> None:
             },
         ]
     )
-    u = mw.replay("openai-chat", body, model=model)[-1].message.usage
+    u = mw.replay("openai-chat", body, model=model).message.usage
     assert (u.input, u.cache_read, u.output) == (750_000, 250_000, 500_000)
     assert u.cost.input == pytest.approx(1.5)
     assert u.cost.cache_read == pytest.approx(0.125)
@@ -614,7 +628,7 @@ def test_block_end_closes_a_call_before_the_finish() -> None:
     )
     types = [e.type for e in out]
     assert types.index("tool_call_end") < types.index("text_start")
-    assert out[-1].message.tool_calls[0].arguments == {"a": 1}
+    assert final(out).tool_calls[0].arguments == {"a": 1}
 
 
 def test_whole_arguments_replace_what_streamed() -> None:
@@ -626,8 +640,8 @@ def test_whole_arguments_replace_what_streamed() -> None:
             EndOfStream(),
         ]
     )
-    assert out[-1].message.tool_calls[0].raw_arguments == '{"a": 2}'
-    assert out[-1].message.tool_calls[0].arguments == {"a": 2}
+    assert final(out).tool_calls[0].raw_arguments == '{"a": 2}'
+    assert final(out).tool_calls[0].arguments == {"a": 2}
 
 
 def test_signatures_and_redacted_thinking() -> None:
@@ -642,7 +656,7 @@ def test_signatures_and_redacted_thinking() -> None:
             EndOfStream(),
         ]
     )
-    c = out[-1].message.content
+    c = final(out).content
     assert c[0] == mw.ThinkingContent(thinking="hmm", signature="sig-1")
     assert c[1] == mw.ThinkingContent(thinking="", signature="opaque", redacted=True)
     assert c[2] == mw.TextContent(text="hi")
@@ -656,9 +670,10 @@ def test_finish_error_kind_is_typed() -> None:
             EndOfStream(),
         ]
     )
-    assert out[-1].message.error.kind == "content_filter"
-    assert out[-1].message.text == "partial"
-    assert out[-1].message.provider_stop_reason == "content_filter"
+    error = final(out).error
+    assert error is not None and error.kind == "content_filter"
+    assert final(out).text == "partial"
+    assert final(out).provider_stop_reason == "content_filter"
 
 
 def test_usage_update_none_keeps_counts() -> None:
@@ -670,7 +685,7 @@ def test_usage_update_none_keeps_counts() -> None:
             EndOfStream(),
         ]
     )
-    u = out[-1].message.usage
+    u = final(out).usage
     assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (5, 4, 2, 0, 11)
 
 

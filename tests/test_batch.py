@@ -45,7 +45,7 @@ def prompts(n: int, model: str = "mock/m") -> list[dict[str, Any]]:
 
 def echo(rec: Any) -> str:
     """A reply naming the prompt, so each result can be checked against its id."""
-    return "answer to " + rec.json()["messages"][-1]["content"]
+    return "answer to " + str(rec.json()["messages"][-1]["content"])
 
 
 # --------------------------------------------------------------------------- input

@@ -63,16 +63,16 @@ def test_driver_killed_with_9_then_resumed_gives_every_id_exactly_once(tmp_path:
                 pass
         before = set(read_done(str(out))[0])
         assert 8 <= len(before) < n
-        p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                             text=True, start_new_session=True)  # fmt: skip
+        again = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                 text=True, start_new_session=True)  # fmt: skip
         try:
-            _, err = p.communicate(timeout=120)
+            _, err = again.communicate(timeout=120)
         finally:
             try:
-                os.killpg(p.pid, signal.SIGKILL)
+                os.killpg(again.pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
-        assert p.returncode == 0, err[-2000:]
+        assert again.returncode == 0, err[-2000:]
     got = ids(out)
     assert len(got) == n and set(got) == {f"r{i}" for i in range(n)}
     assert before <= set(got)

@@ -22,6 +22,7 @@ import msgspec
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire import catalog
 from modelwire.apis import builtin_api_names, get_api
 from modelwire.apis._common import is_context_overflow
@@ -328,7 +329,8 @@ def test_local_providers_take_any_model_id(provider: str) -> None:
 
 def _price(provider: str, model_id: str) -> dict[str, float]:
     p = next(p for p in RAW["providers"] if p["id"] == provider)
-    return next(m for m in p["models"] if m["id"] == model_id)["cost"]
+    cost: dict[str, float] = next(m for m in p["models"] if m["id"] == model_id)["cost"]
+    return cost
 
 
 def _payloads(body: bytes) -> Iterator[dict[str, Any]]:
@@ -431,7 +433,7 @@ def test_cache_read_and_write_are_priced_separately_end_to_end() -> None:
     swapped = mw.ModelCost(input=1.0, output=2.0, cache_read=5.0, cache_write=3.0)
     a = mw.replay("anthropic-messages", body, model=msgspec.structs.replace(base, cost=prices))
     b = mw.replay("anthropic-messages", body, model=msgspec.structs.replace(base, cost=swapped))
-    ca, cb = a[-1].message.usage.cost, b[-1].message.usage.cost
+    ca, cb = final(a).usage.cost, final(b).usage.cost
     assert ca.cache_read == pytest.approx(usage["cache_read"] * 3.0 / 1e6)
     assert ca.cache_write == pytest.approx(usage["cache_write"] * 5.0 / 1e6)
     assert cb.cache_read == pytest.approx(usage["cache_read"] * 5.0 / 1e6)
@@ -448,13 +450,13 @@ def test_catalog_prices_reproduce_the_costs_providers_report() -> None:
     # must give the same amounts.
     body = (FIXTURES / "openai-chat/xai-grok-reasoning-tool-call.sse").read_bytes()
     ticks = [p["usage"]["cost_in_usd_ticks"] for p in _payloads(body) if p.get("usage")][-1]
-    msg = mw.replay("openai-chat", body, model=mw.get_model("xai", "grok-3-mini"))[-1].message
+    msg = mw.replay("openai-chat", body, model=mw.get_model("xai", "grok-3-mini")).message
     assert msg.usage.cost.total == pytest.approx(ticks / 1e10)
 
     body = (FIXTURES / "openai-chat/openrouter-claude-reasoning-details-text.sse").read_bytes()
     u = [p["usage"] for p in _payloads(body) if p.get("usage")][-1]
     model = mw.get_model("openrouter", "anthropic/claude-sonnet-4.5")
-    cost = mw.replay("openai-chat", body, model=model)[-1].message.usage.cost
+    cost = mw.replay("openai-chat", body, model=model).message.usage.cost
     assert cost.input == pytest.approx(u["cost_details"]["upstream_inference_prompt_cost"])
     assert cost.output == pytest.approx(u["cost_details"]["upstream_inference_completions_cost"])
     assert cost.total == pytest.approx(u["cost"])
@@ -464,7 +466,7 @@ def test_catalog_prices_reproduce_the_costs_providers_report() -> None:
     u = [p["usage"] for p in _payloads(body) if p.get("usage")][-1]
     o3 = msgspec.structs.replace(mw.get_model("openai", "o3"), api="openai-chat",
                                  provider="openrouter", id="openai/o3")  # fmt: skip
-    cost = mw.replay("openai-chat", body, model=o3)[-1].message.usage.cost
+    cost = mw.replay("openai-chat", body, model=o3).message.usage.cost
     assert cost.total == pytest.approx(u["cost"])
 
 
@@ -594,7 +596,7 @@ def test_clamp_picks_the_nearest_accepted_level(
         if not accepted:
             assert sent is None
             continue
-        assert sent in accepted
+        assert sent is not None and sent in accepted
         if level in accepted:
             assert sent == level
         for other in accepted:  # nearest; a tie goes to the lower level
@@ -759,7 +761,7 @@ def test_in_band_responses_overflow_is_context_overflow() -> None:
     error = {"type": "error", "sequence_number": 2, "error": {"type": "invalid_request_error",
              "code": "context_length_exceeded", "message": OVERFLOW_TEXTS[1][1], "param": "input"}}  # fmt: skip
     body = b"event: error\ndata: " + json.dumps(error).encode() + b"\n\n"
-    msg = mw.replay("openai-responses", body)[-1].message
+    msg = mw.replay("openai-responses", body).message
     assert msg.error is not None and msg.error.kind == "context_overflow"
 
 

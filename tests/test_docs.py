@@ -180,7 +180,7 @@ def test_the_readme_malformed_chunk_example_is_what_modelwire_says() -> None:
     quoted = re.search(r"A malformed chunk names its field path, e\.g\.\s+`([^`]+)`", text)
     assert quoted is not None
     chunk = b'data: {"choices":[{"index":0,"delta":{"content":5}}]}\n\n'
-    error = mw.replay("openai-chat", chunk)[-1].message.error
+    error = mw.replay("openai-chat", chunk).message.error
     assert error is not None and error.kind == "malformed_chunk"
     assert quoted.group(1) in error.message
 

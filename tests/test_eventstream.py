@@ -654,7 +654,7 @@ def test_botocore_decodes_what_we_encode_and_agrees_with_our_decoder(
     buffer = EventStreamBuffer()
     for piece in data.draw(cuts(stream)):
         buffer.add_data(piece)
-    theirs = list(buffer)
+    theirs: list[Any] = list(buffer)
     ours = decode_messages(stream)
 
     def plain(value: HeaderValue) -> object:

@@ -19,6 +19,7 @@ import contextlib
 import gc
 import json
 import logging
+import random
 import socket
 import threading
 import time
@@ -254,14 +255,14 @@ class Case:
 def backoff(r: RetryTrace) -> bool:
     """The normal backoff applied (the header was ignored): base × 2^(n-1) × [0.5, 1)."""
     full = BACKOFF_BASE * 2 ** (r.attempt - 1)
-    return full * 0.5 <= r.wait <= full
+    return bool(full * 0.5 <= r.wait <= full)
 
 
 def r429(value: str, header: str = "retry-after") -> Callable[[str], list[Plan]]:
     return lambda api: [error_json(429, {header: value}), ok(api)]
 
 
-RETRY_429 = [(1, 429, "rate_limit")]
+RETRY_429: list[tuple[int, int | None, str]] = [(1, 429, "rate_limit")]
 
 CASES: dict[str, Case] = {
     "ok": Case(lambda api: [ok(api)], None, TEXT, 1),
@@ -563,15 +564,18 @@ def test_sync_and_async_take_the_same_decisions(
 ) -> None:
     """One RetryPolicy for both loops: the same server sequence gives the same
     attempts, statuses, kinds, waits and terminal on both paths."""
-    monkeypatch.setattr(modelwire.retry.random, "random", lambda: 0.5)  # fixed jitter
-    plans = lambda: [  # noqa: E731
-        error_json(429, {"retry-after": "0.01"}),
-        Plan(status=0),  # the server hangs up before answering: a transport error
-        error_json(500, {"retry-after-ms": "20"}),
-        error_json(503),
-        error_json(401),
-        ok(api),
-    ]
+    monkeypatch.setattr(random, "random", lambda: 0.5)  # fixed jitter (modelwire.retry.random)
+
+    def plans() -> list[Plan]:
+        return [
+            error_json(429, {"retry-after": "0.01"}),
+            Plan(status=0),  # the server hangs up before answering: a transport error
+            error_json(500, {"retry-after-ms": "20"}),
+            error_json(503),
+            error_json(401),
+            ok(api),
+        ]
+
     seen = {}
     for mode in MODES:
         log = TraceLog()

@@ -12,6 +12,7 @@ import inspect
 import itertools
 import json
 import sys
+import types
 import typing
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -80,7 +81,7 @@ def resolve(cls: type[Any], hint: Any) -> Any:
     (item,) = typing.get_args(hint)
     while item in bindings:  # a TypeVar bound to another class's TypeVar, and so on
         item = bindings[item]
-    return list[item]
+    return types.GenericAlias(list, (item,))
 
 
 @pytest.mark.parametrize("cls", [SSEDecoder, NDJSONDecoder, EventStreamDecoder])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final as last_message
 from modelwire.apis import get_api
 from modelwire.apis.google_generative_ai import (
     SKIP_SIGNATURE,
@@ -188,7 +190,7 @@ def test_recorded_fixture_whole(path: Path) -> None:
     exp = derive(body)
     events = replay(API_NAME, body)
     check_event_invariants(events)
-    msg = events[-1].message
+    msg = last_message(events)
     assert events[-1].type == "done", msg.error
     assert [b.type for b in msg.content] == exp["kinds"]
     assert "".join(b.text for b in msg.content if b.type == "text") == exp["text"]
@@ -234,7 +236,9 @@ def test_partial_snapshots_follow_the_stream() -> None:
     for e in replay(API_NAME, body):
         if e.type == "text_delta":
             seen += e.delta
-            assert e.partial.content[e.content_index].text == seen
+            block = e.partial.content[e.content_index]
+            assert isinstance(block, mw.TextContent)
+            assert block.text == seen
             assert e.partial.stop_reason is None
 
 
@@ -248,7 +252,7 @@ def test_streamed_function_call_arguments_vertex_fixture() -> None:
             deltas.setdefault(e.content_index, []).append(e.delta)
     # The JSON text grows while the call streams; the string closes, then the object.
     assert deltas[0] == ['{"location":"Boston', '"', "}"]
-    msg = events[-1].message
+    msg = last_message(events)
     assert [c.arguments for c in msg.tool_calls] == [
         {"location": "Boston"},
         {"location": "San Francisco"},
@@ -262,8 +266,7 @@ def test_streamed_function_call_arguments_vertex_fixture() -> None:
 def final(name: str) -> mw.AssistantMessage:
     events = replay(API_NAME, (DATA / name).read_bytes())
     check_event_invariants(events)
-    m: mw.AssistantMessage = events[-1].message
-    return m
+    return events.message
 
 
 def test_max_tokens_is_length() -> None:
@@ -345,7 +348,7 @@ def test_in_band_error_mid_stream() -> None:
 )
 def test_in_band_error_kinds(error: dict[str, Any], kind: str) -> None:
     body = f"data: {json.dumps({'error': error})}\r\n\r\n".encode()
-    m = replay(API_NAME, body)[-1].message
+    m = replay(API_NAME, body).message
     assert m.error is not None and m.error.kind == kind
     assert error["message"] in m.error.message
 
@@ -472,7 +475,8 @@ def test_will_continue_only_part_before_any_call_is_still_an_error() -> None:
     )
     events = replay(API_NAME, body.encode())
     assert events[-1].type == "error"
-    assert "parts[0].functionCall.partialArgs" in events[-1].message.error.message
+    error = last_message(events).error
+    assert error is not None and "parts[0].functionCall.partialArgs" in error.message
     assert events[-1].message.tool_calls == ()
 
 
@@ -529,7 +533,7 @@ def test_streamed_arguments_cut_by_max_tokens_are_not_trusted() -> None:
     assert call.raw_arguments == '{"path":"notes.txt","content":"first line\\nsecond li'
 
 
-def _chunk(parts: list[dict[str, Any]], **extra: Any) -> str:
+def _chunk(parts: Sequence[Mapping[str, Any]], **extra: Any) -> str:
     return json.dumps({"candidates": [{"content": {"parts": parts}, **extra}]})
 
 
@@ -603,7 +607,7 @@ def test_json_path_forms() -> None:
         f"data: {_chunk([{'functionCall': {'name': 'f', 'willContinue': True}}])}\n\n"
         f"data: {_chunk([{'functionCall': {'partialArgs': args}}], finishReason='STOP')}\n\n"
     )
-    m = replay(API_NAME, body.encode())[-1].message
+    m = replay(API_NAME, body.encode()).message
     assert m.tool_calls[0].arguments == {"a.b": "dotted", 'q"x': [None, True]}
 
 
@@ -613,16 +617,24 @@ def test_synthesized_ids_are_unique_and_deterministic() -> None:
         {"functionCall": {"name": "f", "args": {}}},
     ]
     body = f"data: {json.dumps({'responseId': 'R-1', 'candidates': [{'content': {'parts': parts}, 'finishReason': 'STOP'}]})}\n\n".encode()
-    ids = [c.id for c in replay(API_NAME, body)[-1].message.tool_calls]
+    ids = [c.id for c in replay(API_NAME, body).message.tool_calls]
     assert len(set(ids)) == 2 and all(i.startswith(SYNTHETIC_ID_PREFIX + "R-1") for i in ids)
-    assert ids == [c.id for c in replay(API_NAME, body)[-1].message.tool_calls]
+    assert ids == [c.id for c in replay(API_NAME, body).message.tool_calls]
 
 
 def test_unknown_fields_and_parts_are_ignored() -> None:
-    parts = [{"text": "a", "futureField": {"x": 1}}, {"someNewPart": {"y": 2}}, {"text": "b"}]
+    parts: list[dict[str, Any]] = [
+        {"text": "a", "futureField": {"x": 1}},
+        {"someNewPart": {"y": 2}},
+        {"text": "b"},
+    ]
     body = f"data: {_chunk(parts, finishReason='STOP', newThing=[1, 2])}\n\n".encode()
-    m = replay(API_NAME, body)[-1].message
-    assert [b.text for b in m.content] == ["a", "b"]  # an unknown part kind splits blocks
+    m = replay(API_NAME, body).message
+    assert [b.text for b in m.content if isinstance(b, mw.TextContent)] == [
+        "a",
+        "b",
+    ]  # an unknown part kind splits blocks
+    assert len(m.content) == 2
     assert m.stop_reason == "stop"
 
 
@@ -799,7 +811,7 @@ def test_round_trip_of_a_recorded_tool_call() -> None:
         (FIXTURES / "gemini-3-pro-function-call-thought-signature.sse").read_bytes(),
         model=m,
     )
-    msg = events[-1].message
+    msg = last_message(events)
     (call,) = msg.tool_calls
     recorded = payloads(
         (FIXTURES / "gemini-3-pro-function-call-thought-signature.sse").read_bytes()
@@ -925,6 +937,7 @@ def test_extra_body_merges_and_refuses_overrides() -> None:
     )
     assert body["generationConfig"] == {"maxOutputTokens": 5, "topK": 3}
     assert body["safetySettings"] == []
+    extra: dict[str, Any]
     for extra in ({"contents": []}, {"tool_config": {}}, {"generationConfig": {"maxOutputTokens": 9}},
                   {"systemInstruction": {}}):  # fmt: skip
         with pytest.raises(ConfigurationError, match="extra_body"):

@@ -305,8 +305,8 @@ def test_lone_surrogates_are_removed_from_text_but_not_signed_content() -> None:
     same = handoff(ctx, CLAUDE)
     turn = same.messages[2]
     assert isinstance(turn, mw.AssistantMessage)
-    assert turn.content[0] == ctx.messages[2].content[0]  # type: ignore[union-attr]  # signed
-    assert turn.content[1] == ctx.messages[2].content[1]  # type: ignore[union-attr]  # signed
+    assert turn.content[0] == ctx.messages[2].content[0]  # signed
+    assert turn.content[1] == ctx.messages[2].content[1]  # signed
     assert turn.content[2] == mw.TextContent(text="abc")
     call = turn.content[3]
     assert isinstance(call, mw.ToolCall)

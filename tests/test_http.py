@@ -24,6 +24,7 @@ import msgspec
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire.apis.openai_chat import API
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, sse_body
@@ -49,7 +50,8 @@ class Scripted:
         with self.lock:
             if self.replies:
                 reply = self.replies.pop(0)
-                return reply(rec) if callable(reply) else reply
+                out: Reply = reply(rec) if callable(reply) else reply
+                return out
         return Reply(
             status=500,
             content_type="application/json",
@@ -343,6 +345,7 @@ async def test_status_errors(srv: Scripted, status: int, message: str, kind: str
 async def test_non_json_error_body(srv: Scripted) -> None:
     srv.script(Reply(status=502, content_type="text/html", body=b"<html>Bad gateway</html>"))
     msg = await mw.complete(srv.model(), CTX, max_retries=0, timeout=FAST)
+    assert msg.error is not None
     assert msg.error.kind == "server" and "Bad gateway" in msg.error.message
 
 
@@ -357,6 +360,7 @@ async def test_retry_after_is_reported(srv: Scripted) -> None:
         )
     )
     msg = await mw.complete(srv.model(), CTX, max_retries=0, timeout=FAST)
+    assert msg.error is not None
     assert (msg.error.kind, msg.error.retry_after, msg.error.status) == ("rate_limit", 7.0, 429)
 
 
@@ -376,6 +380,7 @@ async def test_retry_after_beyond_the_cap_ends_at_once(srv: Scripted) -> None:
     t0 = time.monotonic()
     msg = await mw.complete(srv.model(), CTX, max_retries=2, timeout=FAST)
     assert time.monotonic() - t0 < 1.0
+    assert msg.error is not None
     assert (msg.error.kind, msg.error.retry_after) == ("rate_limit", 120.0)
     assert len(srv.requests) == 1
 
@@ -405,10 +410,12 @@ async def test_retries_before_the_first_byte(srv: Scripted) -> None:
 async def test_retries_are_bounded(srv: Scripted) -> None:
     srv.script(busy(), busy(), busy(), Reply(body=TEXT))
     msg = await mw.complete(srv.model(), CTX, max_retries=2, timeout=FAST)
+    assert msg.error is not None
     assert msg.error.kind == "server"
     assert len(srv.requests) == 3
     srv.script(busy(), Reply(body=TEXT))
-    assert (await mw.complete(srv.model(), CTX, max_retries=0, timeout=FAST)).error.kind == "server"
+    failed = await mw.complete(srv.model(), CTX, max_retries=0, timeout=FAST)
+    assert failed.error is not None and failed.error.kind == "server"
     assert len(srv.requests) == 1
 
 
@@ -428,6 +435,7 @@ async def test_client_errors_are_not_retried(srv: Scripted) -> None:
         Reply(status=401, content_type="application/json", body=error_body("no")), Reply(body=TEXT)
     )
     msg = await mw.complete(srv.model(), CTX, max_retries=3, timeout=FAST)
+    assert msg.error is not None
     assert msg.error.kind == "authentication"
     assert len(srv.requests) == 1
 
@@ -436,6 +444,7 @@ async def test_client_errors_are_not_retried(srv: Scripted) -> None:
 async def test_no_retry_after_the_first_byte(srv: Scripted) -> None:
     srv.script(Reply(body=TEXT, cut_after=FIRST_EVENT + 5), Reply(body=TEXT))
     msg = await mw.complete(srv.model(), CTX, max_retries=3, timeout=FAST)
+    assert msg.error is not None
     assert msg.error.kind == "stream_interrupted"
     assert msg.text == "正在"
     assert len(srv.requests) == 1
@@ -451,7 +460,9 @@ async def test_connection_refused() -> None:
         id="m", api="openai-chat", provider="local", base_url=f"http://127.0.0.1:{port}/v1"
     )
     msg = await mw.complete(m, CTX, max_retries=0, timeout=FAST, api_key=KEY)
+    assert msg.error is not None
     assert msg.error.kind == "connect"
+    assert msg.error is not None
     assert KEY not in msg.error.message
 
 
@@ -464,6 +475,7 @@ async def test_idle_timeout_with_a_stalled_server(srv: Scripted) -> None:
     t0 = time.monotonic()
     msg = await mw.complete(srv.model(), CTX, timeout=mw.Timeout(connect=2, idle=0.3))
     elapsed = time.monotonic() - t0
+    assert msg.error is not None
     assert msg.error.kind == "timeout"
     assert msg.text == "正在"  # content kept
     assert 0.3 <= elapsed < 1.5
@@ -485,6 +497,7 @@ async def test_total_timeout(srv: Scripted) -> None:
     srv.script(Reply(body=TEXT, chunk_size=4, delay=0.1))
     t0 = time.monotonic()
     msg = await mw.complete(srv.model(), CTX, timeout=mw.Timeout(connect=2, idle=1, total=0.5))
+    assert msg.error is not None
     assert msg.error.kind == "timeout"
     assert 0.4 <= time.monotonic() - t0 < 1.5
     assert "正在读取".startswith(msg.text)
@@ -494,6 +507,7 @@ def test_float_timeout_sets_connect_and_idle(srv: Scripted) -> None:
     srv.script(Reply(body=TEXT, stall_after=FIRST_EVENT, stall_seconds=2))
     t0 = time.monotonic()
     msg = mw.complete_sync(srv.model(), CTX, timeout=0.3)
+    assert msg.error is not None
     assert msg.error.kind == "timeout" and msg.text == "正在"
     assert time.monotonic() - t0 < 1.5
 
@@ -515,9 +529,11 @@ async def test_cut_mid_body_is_stream_interrupted(srv: Scripted) -> None:
 async def test_complete_body_without_finish_is_truncated(srv: Scripted) -> None:
     srv.script(Reply(body=sse_body([ch({"content": "正在"}), ch({"content": "读取"})], done=False)))
     msg = await mw.complete(srv.model(), CTX, timeout=FAST)
+    assert msg.error is not None
     assert msg.error.kind == "truncated_stream" and msg.text == "正在读取"
     srv.script(Reply(body=TEXT[: FIRST_EVENT + 12]))  # complete HTTP body, but mid-event
     msg = await mw.complete(srv.model(), CTX, timeout=FAST)
+    assert msg.error is not None
     assert msg.error.kind == "truncated_stream" and msg.text == "正在"
 
 
@@ -572,7 +588,9 @@ def test_sync_total_timeout(srv: Scripted) -> None:
     srv.script(Reply(body=TEXT, stall_after=FIRST_EVENT, stall_seconds=3))
     t0 = time.monotonic()
     msg = mw.complete_sync(srv.model(), CTX, timeout=mw.Timeout(connect=2, idle=10, total=0.4))
+    assert msg.error is not None
     assert (msg.error.kind, msg.text) == ("timeout", "正在")
+    assert msg.error is not None
     assert "total" in msg.error.message
     assert 0.4 <= time.monotonic() - t0 < 1.5
 
@@ -601,6 +619,7 @@ async def test_aclose_ends_aborted_keeping_content(srv: Scripted) -> None:
         msg = await s.result()
         assert transport.spy.closed == transport.spy.opened == 1
     assert seen == ["start", "text_start", "text_delta"]
+    assert msg.error is not None
     assert msg.stop_reason == "aborted" and msg.error.kind == "aborted"
     assert msg.text == "正在"
 
@@ -615,7 +634,9 @@ async def test_next_item_after_abort_is_the_aborted_terminal(srv: Scripted) -> N
             break
     rest = [e async for e in s]
     assert [e.type for e in rest] == ["error"]
-    assert rest[0].reason == "aborted" and rest[0].message.text.startswith("正在")
+    (end,) = rest
+    assert isinstance(end, mw.ErrorEvent)
+    assert end.reason == "aborted" and end.message.text.startswith("正在")
 
 
 @pytest.mark.anyio
@@ -647,6 +668,7 @@ async def test_abort_from_another_thread(srv: Scripted) -> None:
         assert transport.spy.closed == transport.spy.opened == 1
     assert types[-1] == "error"
     assert 0.1 <= elapsed < 1.0  # not the 3 s stall, nor the idle timeout
+    assert msg.error is not None
     assert msg.error.kind == "aborted" and msg.text == "正在"
 
 
@@ -746,7 +768,7 @@ def test_complete_sync_and_stream_sync(srv: Scripted) -> None:
     events = list(mw.stream_sync(srv.model(), CTX, timeout=FAST))
     ref = mw.replay("openai-chat", TEXT, model=srv.model())
     assert trace(events) == trace(ref)
-    assert comparable(events[-1].message) == comparable(ref[-1].message)
+    assert comparable(final(events)) == comparable(final(ref))
     assert len(srv.requests) == 2
 
 
@@ -765,9 +787,11 @@ def test_sync_errors_and_retries(srv: Scripted) -> None:
     srv.script(Reply(status=404, content_type="application/json", body=error_body("no model")))
     events = list(mw.stream_sync(srv.model(), CTX, timeout=FAST))
     assert [e.type for e in events] == ["start", "error"]
-    assert events[-1].message.error.kind == "not_found"
+    error = final(events).error
+    assert error is not None and error.kind == "not_found"
     srv.script(Reply(body=TEXT, cut_after=FIRST_EVENT + 3))
     msg = mw.complete_sync(srv.model(), CTX, timeout=FAST)
+    assert msg.error is not None
     assert (msg.error.kind, msg.text) == ("stream_interrupted", "正在")
 
 
@@ -775,6 +799,7 @@ def test_sync_idle_timeout(srv: Scripted) -> None:
     srv.script(Reply(body=TEXT, stall_after=FIRST_EVENT, stall_seconds=2))
     t0 = time.monotonic()
     msg = mw.complete_sync(srv.model(), CTX, timeout=mw.Timeout(connect=2, idle=0.3))
+    assert msg.error is not None
     assert msg.error.kind == "timeout" and msg.text == "正在"
     assert time.monotonic() - t0 < 1.5
 
@@ -801,6 +826,7 @@ def test_sync_close_and_abort_from_another_thread(srv: Scripted) -> None:
         assert types[-1] == "error"
         assert time.monotonic() - t0 < 1.0
         msg = s.result()
+        assert msg.error is not None
         assert (msg.error.kind, msg.text) == ("aborted", "正在")
         assert transport.spy.closed == transport.spy.opened == 2
 
@@ -918,10 +944,10 @@ async def test_live_and_replay_agree(srv: Scripted, name: str) -> None:
     live = await collect(mw.stream(m, ctx, timeout=FAST))
     ref = mw.replay("openai-chat", raw, model=m)
     assert trace(live) == trace(ref)
-    assert comparable(live[-1].message) == comparable(ref[-1].message)
+    assert comparable(final(live)) == comparable(final(ref))
     sync = list(mw.stream_sync(m, ctx, timeout=FAST))
     assert trace(sync) == trace(ref)
-    assert comparable(sync[-1].message) == comparable(ref[-1].message)
+    assert comparable(final(sync)) == comparable(final(ref))
 
 
 # =========================================================================== issue 14: one policy

@@ -390,7 +390,7 @@ def test_handoff_from_ollama_to_anthropic_and_back() -> None:
     claude = mw.Model(id="claude-x", api="anthropic-messages", provider="anthropic",
                       base_url="https://api.anthropic.com/v1")  # fmt: skip
     moved = handoff(ctx, claude)
-    sent = [b.id for b in moved.messages[1].content if isinstance(b, mw.ToolCall)]  # type: ignore[union-attr]
+    sent = [b.id for b in moved.messages[1].content if isinstance(b, mw.ToolCall)]
     assert sent == ids  # Ollama's synthesized ids already fit Anthropic's rule
     assert [m.tool_call_id for m in moved.messages[2:]] == ids  # type: ignore[union-attr]
     # Back to Ollama: any id is accepted; the body carries tool names, not ids.

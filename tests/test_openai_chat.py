@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final as last_message
 from modelwire.apis.openai_chat import API, RESERVED, detect_compat
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, Reply, sse_body
@@ -47,7 +48,8 @@ def request(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> mw.optio
 
 
 def body(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> dict[str, Any]:
-    return json.loads(request(ctx, m, **opts).body)
+    data: dict[str, Any] = json.loads(request(ctx, m, **opts).body)
+    return data
 
 
 READ = mw.ToolDefinition(
@@ -394,7 +396,7 @@ def test_thinking_goes_back_in_the_field_it_came_in_for_the_same_model() -> None
         {"id": "r", "choices": [{"index": 0, "delta": {"reasoning": "think"}}]},
         {"id": "r", "choices": [{"index": 0, "delta": {"content": "ok"}, "finish_reason": "stop"}]},
     ])  # fmt: skip
-    msg = mw.replay("openai-chat", stream, model=m)[-1].message
+    msg = mw.replay("openai-chat", stream, model=m).message
     assert msg.content[0] == mw.ThinkingContent(thinking="think", signature="reasoning")
     ctx = mw.Context(messages=[mw.UserMessage(content="q"), msg, mw.UserMessage(content="more")])
     same = body(ctx, m)["messages"][1]
@@ -495,6 +497,7 @@ def test_encoding_is_pure_and_deterministic() -> None:
     ctx = conversation()
     before = mw.to_json(ctx)
     params = copy.deepcopy(READ.parameters)
+    assert isinstance(ctx.messages[1].content[2], mw.ToolCall)
     args = copy.deepcopy(ctx.messages[1].content[2].arguments)
     first = request(ctx, max_tokens=9, tool_choice="auto", extra_body={"x": [1]}).body
     # Mutating the produced body must not reach back into the context either.
@@ -503,7 +506,8 @@ def test_encoding_is_pure_and_deterministic() -> None:
     second = request(ctx, max_tokens=9, tool_choice="auto", extra_body={"x": [1]}).body
     assert first == second
     assert mw.to_json(ctx) == before
-    assert ctx.tools[0].parameters == params
+    assert ctx.tools is not None and ctx.tools[0].parameters == params
+    assert isinstance(ctx.messages[1].content[2], mw.ToolCall)
     assert ctx.messages[1].content[2].arguments == args
     # An equal context built separately gives the very same bytes.
     rebuilt = mw.from_json(before, mw.Context)
@@ -533,7 +537,7 @@ def final(
 ) -> mw.AssistantMessage:
     events = mw.replay("openai-chat", sse_body(payloads, done=done), model=m)
     assert events[-1].type in ("done", "error")
-    return events[-1].message
+    return events.message
 
 
 def err(msg: mw.AssistantMessage) -> tuple[str, str]:
@@ -593,7 +597,7 @@ def test_null_choices_carry_nothing() -> None:
 
 def test_invalid_json_is_malformed() -> None:
     events = mw.replay("openai-chat", b'data: {"choices": [\n\n')
-    assert err(events[-1].message)[0] == "malformed_chunk"
+    assert err(last_message(events))[0] == "malformed_chunk"
 
 
 def test_unknown_fields_and_event_types_are_ignored() -> None:
@@ -607,7 +611,7 @@ def test_unknown_fields_and_event_types_are_ignored() -> None:
             ch(finish="stop", service_tier="", object=""),
         ]
     )
-    msg = mw.replay("openai-chat", raw)[-1].message
+    msg = mw.replay("openai-chat", raw).message
     assert (msg.stop_reason, msg.text) == ("stop", "hi")
 
 
@@ -639,6 +643,7 @@ def test_reasoning_details_text_only_and_one_source_per_chunk() -> None:
             ch({"content": "done"}, "stop"),
         ]
     )
+    assert isinstance(msg.content[0], mw.ThinkingContent)
     assert msg.content[0].thinking == "ab"
     assert msg.text == "done"
 
@@ -658,6 +663,7 @@ def test_mistral_content_arrays() -> None:
         ]
     )
     assert [type(b).__name__ for b in msg.content] == ["ThinkingContent", "TextContent"]
+    assert isinstance(msg.content[0], mw.ThinkingContent)
     assert (msg.content[0].thinking, msg.text) == ("hmm", "Yes.")
 
 
@@ -698,7 +704,7 @@ def test_event_error_is_typed_and_keeps_content() -> None:
     raw = sse_body([ch({"content": "partial"})], done=False) + (
         b'event: error\ndata: {"error":{"message":"Service overloaded","type":"overloaded_error"}}\n\n'
     )
-    msg = mw.replay("openai-chat", raw)[-1].message
+    msg = mw.replay("openai-chat", raw).message
     assert err(msg)[0] == "overloaded"
     assert msg.text == "partial" and msg.stop_reason == "error"
 
@@ -707,7 +713,7 @@ def test_event_error_with_plain_text_payload() -> None:
     raw = (
         sse_body([ch({"content": "p"})], done=False) + b"event: error\ndata: upstream exploded\n\n"
     )
-    msg = mw.replay("openai-chat", raw)[-1].message
+    msg = mw.replay("openai-chat", raw).message
     kind, text = err(msg)
     assert kind == "provider_stream" and "upstream exploded" in text
 
@@ -773,7 +779,7 @@ def test_no_finish_reason_is_truncated_unless_compat_infers_it() -> None:
 def test_body_cut_mid_event_is_truncated_and_keeps_content() -> None:
     raw = sse_body([ch({"content": "kept"}), ch({"content": " lost"}, "stop")])
     cut = raw.index(b"lost")
-    msg = mw.replay("openai-chat", raw[:cut])[-1].message
+    msg = mw.replay("openai-chat", raw[:cut]).message
     assert err(msg)[0] == "truncated_stream"
     assert msg.text == "kept"
 
@@ -838,12 +844,12 @@ def parse_sse(raw: bytes) -> list[tuple[str, str]]:
     """A deliberately small SSE reader for the fixtures (LF or CRLF framing)."""
     text = raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     out: list[tuple[str, str]] = []
-    event, data = "message", []
+    event, data = "message", list[str]()
     for line in text.split("\n"):
         if not line:
             if data:
                 out.append((event, "\n".join(data)))
-            event, data = "message", []
+            event, data = "message", list[str]()
             continue
         if line.startswith(":"):
             continue
@@ -1110,7 +1116,7 @@ def test_snowflake_fixture_with_its_compat() -> None:
     name = "snowflake-cortex-claude-reasoning-details.sse"
     raw = (FIXTURES / name).read_bytes()
     m = model(provider="snowflake", id="claude-sonnet-4-6")
-    msg = mw.replay("openai-chat", raw, model=m)[-1].message
+    msg = mw.replay("openai-chat", raw, model=m).message
     exp = derive(raw, infer_finish=True)
     assert msg.stop_reason == "stop" and msg.error is None
     assert list(msg.content) == exp.content
@@ -1127,7 +1133,7 @@ def test_fixture_byte_by_byte(name: str) -> None:
     events = mw.replay("openai-chat", [raw[i : i + 1] for i in range(len(raw))])
     ref = whole(name)
     assert event_trace(events) == event_trace(ref)
-    assert comparable(events[-1].message) == comparable(ref[-1].message)
+    assert comparable(last_message(events)) == comparable(last_message(ref))
 
 
 @pytest.mark.parametrize("name", FIXTURE_FILES)
@@ -1142,7 +1148,7 @@ def test_fixture_random_splits(name: str, data: st.DataObject) -> None:
     events = mw.replay("openai-chat", pieces)
     ref = whole(name)
     assert event_trace(events) == event_trace(ref)
-    assert comparable(events[-1].message) == comparable(ref[-1].message)
+    assert comparable(last_message(events)) == comparable(last_message(ref))
 
 
 # ---- differential: the official SDK's accumulator
@@ -1208,6 +1214,6 @@ def test_sdk_merges_repeated_ids_and_names_where_we_do_not() -> None:
     snap = sdk_accumulate(raw)
     sdk_call = snap.choices[0].message.tool_calls[0]
     assert (sdk_call.id, sdk_call.function.name) == ("call_1call_1call_1", "readreadread")
-    (call,) = mw.replay("openai-chat", raw)[-1].message.tool_calls
+    (call,) = mw.replay("openai-chat", raw).message.tool_calls
     assert (call.id, call.name, call.arguments) == ("call_1", "read", {"p": 1})
     assert sdk_call.function.arguments == call.raw_arguments  # arguments agree

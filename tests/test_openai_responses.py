@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -187,7 +188,7 @@ def check_events(events: list[mw.Event]) -> None:
     assert events[0].type == "start"
     assert [e.type for e in events].count("done") + [e.type for e in events].count("error") == 1
     assert events[-1].type in ("done", "error")
-    msg = events[-1].message  # type: ignore[union-attr]
+    msg = events[-1].message
     open_: dict[int, str] = {}
     text: dict[int, str] = {}
     for e in events[1:-1]:
@@ -344,7 +345,9 @@ def test_partials_grow_with_the_text() -> None:
     for e in replay(API_NAME, raw):
         if e.type == "text_delta":
             so_far += e.delta
-            assert e.partial.content[e.content_index].text == so_far
+            block = e.partial.content[e.content_index]
+            assert isinstance(block, mw.TextContent)
+            assert block.text == so_far
             assert e.partial.stop_reason is None
 
 
@@ -367,7 +370,7 @@ def test_missing_terminal_event_is_truncated(name: str) -> None:
     check_events(events)
     last = events[-1]
     assert last.type == "error"
-    msg = last.message  # type: ignore[union-attr]
+    msg = last.message
     assert msg.error is not None and msg.error.kind == "truncated_stream"
     full = replay(API_NAME, raw)[-1].message  # type: ignore[union-attr]
     # Everything received is kept: same blocks, same text.
@@ -418,8 +421,8 @@ def test_incomplete_max_output_tokens_is_length_and_never_trusts_arguments() -> 
     events = replay(API_NAME, raw)
     check_events(events)
     done = events[-1]
-    assert done.type == "done" and done.reason == "length"  # type: ignore[union-attr]
-    msg = done.message  # type: ignore[union-attr]
+    assert done.type == "done" and done.reason == "length"
+    msg = done.message
     assert msg.provider_stop_reason == "max_output_tokens"
     (call,) = msg.tool_calls
     assert (call.raw_arguments, call.arguments) == ('{"city":"Par', {})
@@ -538,7 +541,8 @@ def options(**kw: Any) -> Any:
 
 
 def body_of(model: Model, ctx: Context, **kw: Any) -> dict[str, Any]:
-    return json.loads(API.build_request(model, ctx, options(**kw)).body)
+    body: dict[str, Any] = json.loads(API.build_request(model, ctx, options(**kw)).body)
+    return body
 
 
 TOOLS = [ToolDefinition(name="read", description="Read a file", parameters={"type": "object"})]
@@ -725,7 +729,7 @@ def test_call_item_id_dropped_after_an_unreplayable_reasoning_block() -> None:
     items = body_of(MODEL, _history(stripped))["input"]
     assert items[1]["role"] == "assistant" and items[1]["content"].startswith("<thinking>")
     assert items[2]["type"] == "function_call" and "id" not in items[2]
-    assert body_of(MODEL, _history(turn))["input"][2]["id"] == call.signature  # type: ignore[union-attr]
+    assert body_of(MODEL, _history(turn))["input"][2]["id"] == call.signature
 
 
 def test_message_id_and_phase_replayed_to_the_same_model_only() -> None:
@@ -813,7 +817,7 @@ def test_two_request_tool_round_trip_over_loopback() -> None:
 # --------------------------------------------------------------------------- client-executed items
 
 # Synthetic stream → (item type, ToolCall.name, how the item gives the arguments).
-CLIENT_STREAMS = {
+CLIENT_STREAMS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
     "local-shell-call.sse": ("local_shell_call", "local_shell", lambda it: it["action"]),
     "apply-patch-call.sse": ("apply_patch_call", "apply_patch", lambda it: it["operation"]),
     "custom-tool-call.sse": ("custom_tool_call", "apply_grammar_patch",
@@ -862,7 +866,7 @@ def test_client_item_streams_at_every_split_point(name: str) -> None:
 def test_custom_tool_input_streams_as_the_arguments_object() -> None:
     events = replay(API_NAME, (DATA / "custom-tool-call.sse").read_bytes())
     item, _ = _client_item("custom-tool-call.sse")
-    shown = "".join(e.delta for e in events if e.type == "tool_call_delta")  # type: ignore[union-attr]
+    shown = "".join(e.delta for e in events if e.type == "tool_call_delta")
     assert json.loads(shown) == {"input": item["input"]}
     assert len([e for e in events if e.type == "tool_call_delta"]) > 2  # it streamed
 

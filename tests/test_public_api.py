@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import modelwire as mw
 
@@ -72,3 +74,43 @@ def test_import_is_light_no_sdk_no_httpx_no_network() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# The rule written in ``modelwire/__init__``'s docstring: where a top-level name may come from.
+EXPORT_MODULES = {
+    "modelwire.types", "modelwire.events", "modelwire.client", "modelwire.pipeline",
+    "modelwire.handoffs", "modelwire.catalog", "modelwire.options", "modelwire.sse",
+    "modelwire.streams", "modelwire.assemble", "modelwire.trace", "modelwire.errors",
+    "modelwire.agent", "modelwire.tools", "modelwire.testing", "modelwire.batch",
+}  # fmt: skip
+TOP_LEVEL_ERRORS = {"ModelwireError", "ConfigurationError", "MissingAPIKeyError", "ErrorInfo"}
+
+
+def _homes() -> dict[str, str]:
+    """name -> the module ``modelwire/__init__`` imports it from (its ``from .x import``
+    lines, the ``TYPE_CHECKING`` block included, and ``from . import x``)."""
+    tree = ast.parse(Path(mw.__file__).read_text(encoding="utf-8"))
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 1:
+            for alias in node.names:
+                name = alias.asname or alias.name
+                out[name] = "modelwire." + (node.module or alias.name)
+    return out
+
+
+def _package(module: str) -> str:
+    # ``modelwire.agent._loop`` belongs to ``modelwire.agent``: a package counts as one home.
+    return ".".join(module.split(".")[:2])
+
+
+def test_top_level_exports_follow_the_rule_in_the_docstring() -> None:
+    assert mw.__doc__ is not None and "Never exported here" in mw.__doc__
+    for module in EXPORT_MODULES:
+        assert f"``{module.removeprefix('modelwire.')}``" in mw.__doc__, module
+    homes = _homes()
+    for name in mw.__all__:
+        home = _package(homes[name])
+        assert home in EXPORT_MODULES, f"mw.{name} comes from {home}"
+        if home == "modelwire.errors" and name != "errors":
+            assert name in TOP_LEVEL_ERRORS, f"mw.{name}: stream errors stay in mw.errors"

@@ -163,7 +163,10 @@ def _request(
 ) -> HTTPRequest:
     model = mw.Model(id="m", api=api, provider="local", base_url="http://127.0.0.1:9/v1",
                      headers=model_headers)  # fmt: skip
-    return get_api(api).build_request(model, CTX, resolve_options("local", headers=headers))
+    request: HTTPRequest = get_api(api).build_request(
+        model, CTX, resolve_options("local", headers=headers)
+    )
+    return request
 
 
 @pytest.mark.parametrize("api", APIS)

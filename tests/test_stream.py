@@ -10,11 +10,12 @@ from typing import Any
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire.assemble import Assembler
 from modelwire.deltas import EndOfStream, Finish, TextDelta
 from modelwire.events import Event
 from modelwire.options import RequestOptions
-from modelwire.streams import AssistantMessageStream
+from modelwire.streams import AssistantMessageStream, StreamChannel
 
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
@@ -24,7 +25,7 @@ def _model(api: str) -> mw.Model:
 
 
 def _producer(n: int, *, fail_at: int | None = None, gate: asyncio.Event | None = None) -> Any:
-    async def produce(s: AssistantMessageStream) -> None:
+    async def produce(s: StreamChannel) -> None:
         asm = Assembler(api="custom", provider="p", model="m")
         s.abort_events = lambda: _ev(asm.abort)
         s.fail_events = lambda exc: _ev(
@@ -32,7 +33,7 @@ def _producer(n: int, *, fail_at: int | None = None, gate: asyncio.Event | None 
         )
         out: list[Event] = []
         asm.start(out)
-        await s._emit(out)
+        await s.put(out)
         for i in range(n):
             if fail_at == i:
                 raise RuntimeError("producer crashed")
@@ -40,10 +41,10 @@ def _producer(n: int, *, fail_at: int | None = None, gate: asyncio.Event | None 
                 await gate.wait()
             out = []
             asm.feed([TextDelta("t", f"{i},")], out)
-            await s._emit(out)
+            await s.put(out)
         out = []
         asm.feed([Finish("stop", "stop"), EndOfStream()], out)
-        await s._emit(out)
+        await s.put(out)
 
     return produce
 
@@ -113,7 +114,7 @@ async def test_abort_before_iteration() -> None:
     s.abort()
     events = [e async for e in s]
     assert [e.type for e in events] == ["error"]
-    assert events[0].message.stop_reason == "aborted"
+    assert final(events).stop_reason == "aborted"
 
 
 @pytest.mark.anyio
@@ -196,7 +197,7 @@ async def test_a_dropped_stream_stops_its_producer_at_once() -> None:
         out: list[Event] = []
         asm.start(out)
         asm.feed([TextDelta("t", "x")], out)
-        await ch._emit(out)
+        await ch.put(out)
         try:
             await asyncio.sleep(60)  # a stalled connection
         finally:
@@ -248,7 +249,7 @@ def test_a_dropped_sync_stream_closes_its_producer_at_once() -> None:
 
 async def _abort_after_text(model: mw.Model) -> tuple[list[str], mw.AssistantMessage]:
     s = mw.stream(model, CTX)
-    seen = []
+    seen: list[str] = []
     async for e in s:
         seen.append(e.type)
         if e.type == "text_delta":
@@ -327,5 +328,8 @@ async def test_abort_before_iterating_sends_nothing_and_yields_only_the_terminal
     s = mw.stream(_model("custom-never"), CTX)
     s.abort()
     events = [e async for e in s]
-    assert [(e.type, e.reason) for e in events] == [("error", "aborted")]
+    assert [(e.type, e.reason) for e in events if isinstance(e, mw.ErrorEvent)] == [
+        ("error", "aborted")
+    ]
+    assert len(events) == 1
     assert calls == []

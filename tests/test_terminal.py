@@ -104,7 +104,10 @@ ANSWER = "streamed piece by piece through a real terminal"
 
 
 def test_chat_streams_incrementally_and_renders_thinking(pane: Pane) -> None:
-    reply = [mw.ThinkingContent(thinking="pondering"), mw.TextContent(text=ANSWER)]
+    reply: list[mw.ThinkingContent | mw.TextContent] = [
+        mw.ThinkingContent(thinking="pondering"),
+        mw.TextContent(text=ANSWER),
+    ]
     with MockServer([Reply(message=mw.AssistantMessage(
             content=reply, api="", provider="", model="", stop_reason="stop"),
             piece_chars=3, delay=0.25)]) as srv:  # fmt: skip

@@ -215,7 +215,7 @@ def test_render_framing_matches_each_api(api: str) -> None:
 
 @pytest.mark.parametrize("api", APIS)
 def test_render_splits_deltas_by_piece_chars(api: str) -> None:
-    frames = render_frames("abcdefghij", api, piece_chars=3)
+    frames: list[tuple[Any, Any]] = render_frames("abcdefghij", api, piece_chars=3)
     pieces = []
     for _, d in frames:
         if api == "openai-chat" and d != "[DONE]" and d["choices"]:
@@ -244,7 +244,7 @@ def test_render_refuses_what_a_stream_cannot_say() -> None:
 @pytest.mark.parametrize("api", testing.APIS)
 def test_every_registered_api_renders_and_replays(api: str) -> None:
     assert set(APIS) <= set(testing.APIS)  # the registry lists these and any new one
-    msg = mw.replay(api, render(["hello ", "wörld"], api, piece_chars=3))[-1].message
+    msg = mw.replay(api, render(["hello ", "wörld"], api, piece_chars=3)).message
     assert isinstance(msg, mw.AssistantMessage) and msg.text == "hello wörld", msg.error
 
 
@@ -543,7 +543,7 @@ async def test_scripted_model_prices_usage() -> None:
 @pytest.mark.anyio
 async def test_text_generator_becomes_a_provider() -> None:
     async def words(model: mw.Model, context: mw.Context) -> AsyncIterator[str]:
-        for w in ["echo: ", str(context.messages[-1].content)]:  # type: ignore[union-attr]
+        for w in ["echo: ", str(context.messages[-1].content)]:
             yield w
 
     register_text_api("test-echo", words)
@@ -566,7 +566,7 @@ async def test_text_generator_failures_are_typed_and_keep_content() -> None:
 
     mw.register_api("test-broken", text_api(broken))
     mw.register_api("test-timeout", text_api(timed_out))
-    base = dict(provider="custom", base_url="http://x.invalid")
+    base: dict[str, Any] = dict(provider="custom", base_url="http://x.invalid")
     m1 = await mw.complete(mw.Model(id="b", api="test-broken", **base), CTX)
     assert m1.text == "half " and m1.error is not None
     assert m1.error.kind == "provider_stream" and "backend went away" in m1.error.message
@@ -689,7 +689,7 @@ async def test_doc_recipe_agent_against_scripted_model(tmp_path: Any) -> None:
     agent = mw.Agent(model.model, tools=mw.tools.read_only(root=tmp_path))
     run = await agent.run("读取 README.md")
     assert model.contexts[1].messages[-1].role == "tool_result"
-    assert "# Hello" in model.contexts[1].messages[-1].text  # type: ignore[union-attr]
+    assert "# Hello" in model.contexts[1].messages[-1].text
     # user, assistant (call), tool result: three messages when the second reply is decided
     assert run.final.text == "I saw 3 messages."
 
@@ -697,7 +697,7 @@ async def test_doc_recipe_agent_against_scripted_model(tmp_path: Any) -> None:
 @pytest.mark.anyio
 async def test_doc_recipe_custom_provider_in_five_lines() -> None:
     async def shout(model: mw.Model, context: mw.Context) -> AsyncIterator[str]:
-        for word in str(context.messages[-1].content).split():  # type: ignore[union-attr]
+        for word in str(context.messages[-1].content).split():
             yield word.upper() + " "
 
     register_text_api("shout", shout)

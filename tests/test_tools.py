@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 from modelwire.tools import FAILURE_HINTS, FileTools, ToolContext, ToolFailure, ToolOutput
 from modelwire.tools import _grep as grep_mod
+from modelwire.tools import _paths as paths_mod
 from modelwire.tools import files as files_mod
 
 SECRET = "TOP-SECRET-7f3a91"
@@ -287,7 +288,7 @@ def test_tool_output_checks_content() -> None:
     assert blocks.content == (mw.TextContent(text="a"), mw.TextContent(text="b"))
     assert blocks.text == "ab"
     with pytest.raises(mw.ConfigurationError):
-        ToolOutput([1])  # type: ignore[list-item]
+        ToolOutput([1])  # type: ignore[list-item]  # the runtime check is the test
 
 
 # --------------------------------------------------------------------------- read
@@ -503,7 +504,7 @@ def test_nul_in_path(tree: Path) -> None:
     assert failure(tools(tree)["read"], path="README.md\x00.txt").kind == "invalid_arguments"
 
 
-@pytest.mark.skipif(not files_mod._DIR_FD, reason="needs openat (dir_fd) support")
+@pytest.mark.skipif(not paths_mod._DIR_FD, reason="needs openat (dir_fd) support")
 def test_a_directory_swapped_for_a_symlink_after_the_check_is_not_followed(
     tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

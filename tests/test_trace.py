@@ -29,6 +29,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final
 from modelwire.cli import main
 from modelwire.testing import MockServer, Reply, tool_call
 from modelwire.trace import (
@@ -71,12 +72,12 @@ def sse_payloads(body: bytes) -> list[tuple[str, str]]:
     if text.startswith("\ufeff"):
         text = text[1:]
     out: list[tuple[str, str]] = []
-    event, data = "", []
+    event, data = "", list[str]()
     for line in re.split(r"\r\n|\r|\n", text):
         if line == "":
             if data:
                 out.append((event or "message", "\n".join(data)))
-            event, data = "", []
+            event, data = "", list[str]()
             continue
         if line.startswith(":"):
             continue
@@ -136,7 +137,7 @@ def pieces(body: bytes, points: list[int]) -> list[bytes]:
 
 def check_links(records: list[TraceRecord]) -> None:
     """Ids unique; each parent an earlier record of the layer it may come from."""
-    allowed = {
+    allowed: dict[str, set[str | None]] = {
         "context": {None},
         "request": {"context"},
         "response": {"request"},
@@ -176,7 +177,8 @@ def check_trace(records: list[TraceRecord], events: list[Any], body: bytes | Non
     messages = [r for r in records if isinstance(r, MessageTrace)]
     assert len(messages) == 1
     assert messages[0].message is events[-1].message
-    assert by_id[messages[0].parent].event is events[-1]  # type: ignore[union-attr]
+    parent = by_id[messages[0].parent or ""]
+    assert isinstance(parent, EventTrace) and parent.event is events[-1]
     assert records[-1] is messages[0]
     if body is not None:
         reads = [r for r in records if isinstance(r, ReadTrace)]
@@ -258,7 +260,9 @@ def test_a_line_longer_than_the_tracked_limit() -> None:
         cut, utf8, in_string = expected_cut(body[: r.offset + r.size])
         assert (r.cut, r.utf8, r.pending) == (cut, utf8, r.offset + r.size)
         assert r.in_string is None or r.in_string == in_string  # unknown past the limit
-    assert reads[-1].cut is None and events[-1].message.content[0].text == text
+    first = final(events).content[0]
+    assert isinstance(first, mw.TextContent)
+    assert reads[-1].cut is None and first.text == text
 
 
 def test_every_single_byte_read_of_a_cjk_stream() -> None:
@@ -273,7 +277,9 @@ def test_every_single_byte_read_of_a_cjk_stream() -> None:
     cut_chars = [r.utf8 for r in reads if r.cut == "utf8"]
     # "读取" is two 3-byte characters: each is cut after its 1st and 2nd byte.
     assert cut_chars == [(1, 3), (2, 3)] * 2
-    assert events[-1].message.content[0].text == "读取 README.md"
+    first = final(events).content[0]
+    assert isinstance(first, mw.TextContent)
+    assert first.text == "读取 README.md"
 
 
 def test_provider_keys_map_to_the_content_index_of_first_appearance() -> None:
@@ -283,7 +289,7 @@ def test_provider_keys_map_to_the_content_index_of_first_appearance() -> None:
         if data == "[DONE]":
             continue
         delta = json.loads(data)["choices"][0]["delta"]
-        keys = [("tool", tc["index"]) for tc in delta.get("tool_calls", [])]
+        keys: list[Any] = [("tool", tc["index"]) for tc in delta.get("tool_calls", [])]
         keys += ["text"] if delta.get("content") else []
         order += [k for k in keys if k not in order]
     assert order == [("tool", 4), "text", ("tool", 2)]  # the file is the DESIGN rule-2 case
@@ -296,7 +302,7 @@ def test_provider_keys_map_to_the_content_index_of_first_appearance() -> None:
         if isinstance(r, DeltaTrace) and r.key is not None
     }
     assert mapping == {k: i for i, k in enumerate(order)}
-    content = events[-1].message.content
+    content = final(events).content
     assert [type(b).__name__ for b in content] == ["ToolCall", "TextContent", "ToolCall"]
 
 
@@ -332,7 +338,9 @@ def test_malformed_chunk_shows_the_payload_and_field_path() -> None:
     parent = next(r for r in log.records if r.id == err.parent)
     assert isinstance(parent, SSETrace) and parent.data == bad
     error_event = next(r for r in log.records if isinstance(r, EventTrace) and r.parent == err.id)
-    assert error_event.event is events[-1] and events[-1].message.content[0].text == "OK"
+    first = final(events).content[0]
+    assert isinstance(first, mw.TextContent)
+    assert error_event.event is events[-1] and first.text == "OK"
 
 
 def test_invalid_utf8_is_an_sse_layer_error() -> None:
@@ -360,7 +368,9 @@ def test_a_body_ending_mid_event_is_cut_at_eof() -> None:
         "eof",
         len(body),
     )
-    assert events[-1].message.content[0].text == "README.md 的第一行是"
+    first = final(events).content[0]
+    assert isinstance(first, mw.TextContent)
+    assert first.text == "README.md 的第一行是"
 
 
 def test_a_missing_finish_is_traced_back_to_the_end_of_the_body() -> None:
@@ -401,7 +411,8 @@ def test_a_complete_tool_call_then_an_in_band_error() -> None:
     assert err.payload == sse_payloads(body)[-1][1]
     ends = [r.event.type for r in log.records if isinstance(r, EventTrace)]
     assert ends.index("tool_call_end") < ends.index("error")
-    msg = events[-1].message
+    msg = final(events)
+    assert isinstance(msg.content[0], mw.ToolCall)
     assert msg.stop_reason == "error" and msg.content[0].arguments == {"path": "README.md"}
 
 
@@ -411,9 +422,11 @@ def test_length_keeps_half_written_arguments_untrusted() -> None:
     log = TraceLog()
     events = mw.replay("openai-chat", body, trace=log)
     check_trace(log.records, events, body)
-    msg = events[-1].message
+    msg = final(events)
     assert msg.stop_reason == "length"
+    assert isinstance(msg.content[0], mw.ToolCall)
     assert msg.content[0].raw_arguments == raw["function"]["arguments"]
+    assert isinstance(msg.content[0], mw.ToolCall)
     assert msg.content[0].arguments == {}
 
 
@@ -549,9 +562,7 @@ def test_live_sync_and_complete_trace(server: MockServer, api: str) -> None:
     check_live(log, server, model, mw.complete_sync(model, CTX, api_key=KEY, trace=log))
     server.add(Reply(message=_script("读取中"), piece_chars=3))
     log = TraceLog()
-    check_live(
-        log, server, model, list(mw.stream_sync(model, CTX, api_key=KEY, trace=log))[-1].message
-    )
+    check_live(log, server, model, final(list(mw.stream_sync(model, CTX, api_key=KEY, trace=log))))
 
 
 @pytest.mark.anyio
@@ -606,6 +617,7 @@ async def test_a_dropped_connection_is_cut_where_it_stopped(server: MockServer) 
     )
     assert sum(r.size for r in reads if isinstance(r, ReadTrace)) == at
     assert not log.of("eof")
+    assert isinstance(msg.content[0], mw.TextContent)
     assert msg.stop_reason == "error" and msg.content[0].text == "README.md 的第一行是"
 
 
@@ -705,7 +717,7 @@ def test_cli_trace_json_for_every_api(api: str, path: Path) -> None:
     assert sse == sse_payloads(body)[: len(sse)]
     message = records[-1]
     assert message["layer"] == "message"
-    expected = mw.replay(api, body)[-1].message
+    expected = mw.replay(api, body).message
     assert message["message"]["stop_reason"] == expected.stop_reason
     assert code == (1 if expected.stop_reason == "error" else 0)
     assert sum(d["size"] for d in records if d["layer"] == "read") <= len(body)

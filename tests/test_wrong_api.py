@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import modelwire as mw
+from eventlist import final
 from modelwire.pipeline import replay
 
 DATA = Path(__file__).resolve().parent / "data"
@@ -42,7 +43,7 @@ PAIRS = [(a, b) for a, b in itertools.permutations(STREAMS, 2)]
 def test_each_stream_decodes_with_its_own_api() -> None:
     for api, path in STREAMS.items():
         events = replay(api, path.read_bytes())
-        assert events[-1].type == "done", (api, events[-1].message.error)
+        assert events[-1].type == "done", (api, final(events).error)
         assert events[-1].message.tool_calls
 
 
@@ -66,9 +67,9 @@ def test_wrong_api_names_the_field_and_the_right_api(source: str, api: str) -> N
 @pytest.mark.parametrize(("source", "api"), PAIRS[:3], ids=lambda x: str(x))
 def test_wrong_api_diagnosis_at_every_split_point(source: str, api: str) -> None:
     raw = STREAMS[source].read_bytes()
-    whole = replay(api, raw)[-1].message.error
+    whole = replay(api, raw).message.error
     for i in range(1, len(raw)):
-        assert replay(api, [raw[:i], raw[i:]])[-1].message.error == whole, i
+        assert replay(api, [raw[:i], raw[i:]]).message.error == whole, i
 
 
 def test_payloads_without_content_first_are_not_misjudged() -> None:
@@ -97,7 +98,7 @@ def test_a_foreign_looking_event_after_the_first_recognised_one_is_ignored() -> 
 def test_ambiguous_payloads_keep_the_decoders_own_error() -> None:
     # {"type":"error"} exists in both Anthropic and Responses: no suggestion.
     body = b'data: {"type":"error","error":{"type":"overloaded_error","message":"busy"}}\n\n'
-    err = replay("anthropic-messages", body)[-1].message.error
+    err = replay("anthropic-messages", body).message.error
     assert err is not None and err.kind == "overloaded" and "looks like" not in err.message
 
 

@@ -3,6 +3,29 @@
 ``import modelwire as mw``; see the README for a tour. Heavy parts (httpx, the
 wire APIs, jsonschema, the agent, the testing kit, rich) load on first use so
 importing the package stays cheap.
+
+What is exported here (the rule ``tests/test_public_api.py`` checks): the names an
+ordinary program writes, i.e. the public contract of DESIGN §2 and what the docs
+show as ``mw.<name>``. They come only from these modules:
+
+- values: ``types`` (messages, content, model, usage; ``to_json``/``from_json``)
+  and ``events`` (the stream events);
+- entry points and their options: ``client``, ``pipeline`` (``replay``),
+  ``handoffs``, ``catalog`` (``get_model``, ``models``), ``options`` (``Timeout``),
+  ``sse`` (the public decoder), ``streams``, ``assemble`` (the completion policy),
+  ``trace``;
+- ``errors``: only the root and the caller mistakes that raise at once
+  (``ModelwireError``, ``ConfigurationError``, ``MissingAPIKeyError``) and
+  ``ErrorInfo``; a stream never raises the rest, which stay in ``mw.errors``;
+- the agent and the tools (``agent``, ``tools``), the ``testing`` kit, and the
+  ``batch`` runner (``mw.batch``; the package is callable, so ``import
+  modelwire.batch`` does not shadow the function).
+
+Never exported here: a wire API adapter (``apis``), the framing, HTTP, cloud-auth
+and CLI layers, or any ``_private`` module's helper; those stay importable from
+their own module. A new top-level name must be stable (in DESIGN §2 or the docs),
+go in the sorted ``__all__``, and load lazily through ``_LAZY`` when its module is
+heavy.
 """
 
 from __future__ import annotations

@@ -38,6 +38,7 @@ from .options import ENV_KEYS, REASONING_LEVELS
 from .types import AssistantMessage, Model, ModelCost
 
 __all__ = [
+    "BASE_URL_ENV",
     "CATALOG_APIS",
     "INPUT_KINDS",
     "CatalogFile",
@@ -45,9 +46,9 @@ __all__ = [
     "ProviderEntry",
     "clamp_reasoning",
     "dump_catalog",
-    "BASE_URL_ENV",
     "env_vars",
     "get_model",
+    "is_loopback",
     "is_overflow",
     "is_silent_overflow",
     "load_catalog",
@@ -180,7 +181,10 @@ _decoder = msgspec.json.Decoder(CatalogFile)
 # --------------------------------------------------------------------------- validation
 
 
-def _is_loopback(host: str) -> bool:
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` points at this machine (127.0.0.0/8, ::1, localhost): the one
+    test, used by the catalog's URL rules and the CLI's paid-API guard."""
+    host = urlsplit(url).hostname or ""
     if host == "localhost":
         return True
     try:
@@ -194,7 +198,7 @@ def _check_url(url: str, where: str, *, local: bool) -> None:
     host = parts.hostname or ""
     if parts.scheme == "https" and host and not local:
         return
-    if parts.scheme == "http" and _is_loopback(host):
+    if parts.scheme == "http" and is_loopback(url):
         return
     want = "http on a loopback address" if local else "https (or http on a loopback address)"
     raise ConfigurationError(f"{where} must be {want}, got {url!r}")

@@ -7,8 +7,8 @@ sans-IO :class:`~modelwire.pipeline.Pipeline` turns them into events.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Unpack
 
 from .apis import (
     WireAPI,
@@ -19,7 +19,7 @@ from .apis import (
 )
 from .errors import ConfigurationError, ProviderStreamError, StreamError
 from .events import Event
-from .options import RequestOptions, Timeout, resolve_options
+from .options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from .pipeline import Pipeline
 from .streams import (
     AssistantMessageStream,
@@ -32,7 +32,7 @@ from .streams import (
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
-    from .assemble import CompletionPolicy
+    from .assemble import Assembler, CompletionPolicy
     from .http import OnRetry
     from .options import HTTPRequest
     from .trace import TraceObserver, Tracer
@@ -60,7 +60,7 @@ def register_api(name: str, stream_fn: Any) -> None:
 
 
 def _prepare(
-    model: Model, context: Context, opts: dict[str, Any]
+    model: Model, context: Context, opts: StreamOptions
 ) -> tuple[RequestOptions, HTTPRequest | None]:
     if not isinstance(model, Model):
         raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
@@ -103,8 +103,8 @@ def _pipeline(
         secrets=request.secrets,  # the key and every credential header (apis._common)
         trace=trace,
         clock=True,
+        policy=policy,
     )
-    p.assembler.policy = policy
     if p.trace is not None:
         p.trace.context(model, context)
         p.trace.request(request)
@@ -147,30 +147,18 @@ def _trace_response(t: Tracer | None, body: Any) -> None:
 
 
 def stream(
-    model: Model,
-    context: Context,
-    *,
-    api_key: str | Callable[[], str] | None = None,
-    headers: Mapping[str, str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    reasoning: str | None = None,
-    tool_choice: str | Mapping[str, Any] | None = None,
-    parallel_tool_calls: bool | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-    timeout: float | Timeout | None = None,
-    max_retries: int = 2,
-    http_client: Any = None,
-    session_id: str | None = None,
-    cache: bool = True,
-    trace: TraceObserver | None = None,
-    completion_policy: CompletionPolicy | None = None,
+    model: Model, context: Context, **options: Unpack[StreamOptions]
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
     Caller mistakes (bad options, a missing key) raise ``ConfigurationError`` /
     ``MissingAPIKeyError`` here, at once. Everything after the request starts
     ends the stream with an ``error`` event instead of raising.
+
+    The options (:class:`~modelwire.options.StreamOptions`, each documented
+    there): ``api_key``, ``headers``, ``temperature``, ``max_tokens``,
+    ``reasoning``, ``tool_choice``, ``parallel_tool_calls``, ``extra_body``,
+    ``timeout``, ``max_retries``, ``http_client``, ``session_id``, ``cache``, and
 
     ``trace``: a callable that receives one :mod:`trace record <modelwire.trace>`
     per item of every layer — context, request, response, network reads, SSE
@@ -180,50 +168,49 @@ def stream(
     (:data:`modelwire.assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools.
     """
-    trace = _check_trace(trace)
+    check_option_names(options, "stream")
+    trace = _check_trace(options.get("trace"))
+    completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
-    opts = dict(
-        api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
-        reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
-        extra_body=extra_body, timeout=timeout, max_retries=max_retries,
-        http_client=http_client, session_id=session_id, cache=cache,
-    )  # fmt: skip
-    options, request = _prepare(model, context, opts)
+    http_client = options.get("http_client")
+    resolved, request = _prepare(model, context, options)
     if request is None:
-        return _custom_stream(model, context, options, trace)
-    if http_client is not None and not _is_async_client(http_client):
-        raise ConfigurationError("http_client for stream()/complete() must be an httpx.AsyncClient")
+        return _custom_stream(model, context, resolved, trace)
+    if http_client is not None:
+        from .http import check_client
+
+        check_client(http_client, sync=False)
 
     async def produce(s: StreamChannel) -> None:
-        from .http import open_async, redact
+        from .http import open_async
 
-        p = _pipeline(model, context, options, request, trace, completion_policy)
+        p = _pipeline(model, context, resolved, request, trace, completion_policy)
         secrets = request.secrets
         s.abort_events = p.abort
         s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
-        await s._emit(p.start())
+        await s.put(p.start())
         try:
             body = await open_async(
-                request, timeout=options.timeout, max_retries=options.max_retries,
+                request, timeout=resolved.timeout, max_retries=resolved.max_retries,
                 client=http_client, on_retry=_on_retry(p.trace),
             )  # fmt: skip
         except StreamError as exc:
-            exc.message = redact(exc.message, secrets)
-            await s._emit(p.fail(exc))
+            exc.redact(secrets)
+            await s.put(p.fail(exc))
             return
         _trace_response(p.trace, body)
         try:
             async for chunk in body.chunks():
                 events = p.feed(chunk)
                 if events:
-                    await s._emit(events)
+                    await s.put(events)
                 if p.done:
                     await body.drain()
                     return
-            await s._emit(p.end())
+            await s.put(p.end())
         except StreamError as exc:
-            exc.message = redact(exc.message, secrets)
-            await s._emit(p.fail(exc))
+            exc.redact(secrets)
+            await s.put(p.fail(exc))
         finally:
             await body.aclose()
 
@@ -235,15 +222,9 @@ def _as_stream_error(exc: BaseException, secrets: tuple[str, ...]) -> StreamErro
     from .http import redact
 
     if isinstance(exc, StreamError):
-        exc.message = redact(exc.message, secrets)
+        exc.redact(secrets)
         return exc
     return StreamInterruptedError(redact(f"the stream failed: {exc!r}", secrets))
-
-
-def _is_async_client(client: Any) -> bool:
-    import httpx
-
-    return isinstance(client, httpx.AsyncClient)
 
 
 def _custom_stream(
@@ -276,12 +257,11 @@ def _custom_stream(
                 start: list[Event] = []
                 asm.start(start)
                 last[:] = start
-                await s._emit(_traced(t, start))
+                await s.put(_traced(t, start))
             saw_start = True
             last[:] = (event,)
-            await s._emit(_traced(t, [event]))
+            await s.put(_traced(t, [event]))
             if event.type in ("done", "error"):
-                asm.done = True
                 return
         raise ProviderStreamError("the custom stream function ended without a done or error event")
 
@@ -303,7 +283,14 @@ def _last_partial(last: list[Event]) -> AssistantMessage | None:
         return None
 
 
-def _abort(asm: Any, last: list[Event]) -> list[Event]:
+def _ended(last: list[Event]) -> bool:
+    # The function already yielded its terminal event: nothing may follow it.
+    return bool(last) and last[-1].type in ("done", "error")
+
+
+def _abort(asm: Assembler, last: list[Event]) -> list[Event]:
+    if _ended(last):
+        return []
     partial = _last_partial(last)
     if partial is not None:
         return [aborted_from(partial)]
@@ -312,7 +299,9 @@ def _abort(asm: Any, last: list[Event]) -> list[Event]:
     return out
 
 
-def _fail(asm: Any, exc: BaseException, last: list[Event]) -> list[Event]:
+def _fail(asm: Assembler, exc: BaseException, last: list[Event]) -> list[Event]:
+    if _ended(last):
+        return []
     err = (
         exc
         if isinstance(exc, StreamError)
@@ -326,7 +315,9 @@ def _fail(asm: Any, exc: BaseException, last: list[Event]) -> list[Event]:
     return out
 
 
-async def complete(model: Model, context: Context, **options: Any) -> AssistantMessage:
+async def complete(
+    model: Model, context: Context, **options: Unpack[StreamOptions]
+) -> AssistantMessage:
     """Stream to the end and return the final message (never raises for stream
     failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
     s = stream(model, context, **options)
@@ -334,60 +325,40 @@ async def complete(model: Model, context: Context, **options: Any) -> AssistantM
 
 
 def stream_sync(
-    model: Model,
-    context: Context,
-    *,
-    api_key: str | Callable[[], str] | None = None,
-    headers: Mapping[str, str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    reasoning: str | None = None,
-    tool_choice: str | Mapping[str, Any] | None = None,
-    parallel_tool_calls: bool | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-    timeout: float | Timeout | None = None,
-    max_retries: int = 2,
-    http_client: Any = None,
-    session_id: str | None = None,
-    cache: bool = True,
-    trace: TraceObserver | None = None,
-    completion_policy: CompletionPolicy | None = None,
+    model: Model, context: Context, **options: Unpack[StreamOptions]
 ) -> SyncAssistantMessageStream:
-    """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop)."""
-    trace = _check_trace(trace)
+    """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
+    the same options (:class:`~modelwire.options.StreamOptions`)."""
+    check_option_names(options, "stream_sync")
+    trace = _check_trace(options.get("trace"))
+    completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
-    opts = dict(
-        api_key=api_key, headers=headers, temperature=temperature, max_tokens=max_tokens,
-        reasoning=reasoning, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
-        extra_body=extra_body, timeout=timeout, max_retries=max_retries,
-        http_client=http_client, session_id=session_id, cache=cache,
-    )  # fmt: skip
-    options, request = _prepare(model, context, opts)
+    http_client = options.get("http_client")
+    resolved, request = _prepare(model, context, options)
     if request is None:
         raise ConfigurationError(
             f"api {model.api!r} is a custom async stream function; use mw.stream()"
         )
     if http_client is not None:
-        import httpx
+        from .http import check_client
 
-        if not isinstance(http_client, httpx.Client):
-            raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
+        check_client(http_client, sync=True)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
-        from .http import open_sync, redact
+        from .http import open_sync
 
-        p = _pipeline(model, context, options, request, trace, completion_policy)
+        p = _pipeline(model, context, resolved, request, trace, completion_policy)
         secrets = request.secrets
         s.abort_events = p.abort
         s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
         yield p.start()
         try:
             body = open_sync(
-                request, timeout=options.timeout, max_retries=options.max_retries,
+                request, timeout=resolved.timeout, max_retries=resolved.max_retries,
                 client=http_client, on_retry=_on_retry(p.trace),
             )  # fmt: skip
         except StreamError as exc:
-            exc.message = redact(exc.message, secrets)
+            exc.redact(secrets)
             yield p.fail(exc)
             return
         _trace_response(p.trace, body)
@@ -404,7 +375,7 @@ def stream_sync(
             if s.aborted:
                 yield p.abort()
                 return
-            exc.message = redact(exc.message, secrets)
+            exc.redact(secrets)
             yield p.fail(exc)
         finally:
             # The consumer closes this generator as soon as it takes the terminal
@@ -418,6 +389,8 @@ def stream_sync(
     return SyncAssistantMessageStream(produce)
 
 
-def complete_sync(model: Model, context: Context, **options: Any) -> AssistantMessage:
+def complete_sync(
+    model: Model, context: Context, **options: Unpack[StreamOptions]
+) -> AssistantMessage:
     """Synchronous :func:`complete`."""
     return stream_sync(model, context, **options).result()

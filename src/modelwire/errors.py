@@ -2,7 +2,7 @@
 
 Every error has a stable ``kind`` string (DESIGN §2). Caller mistakes raise at
 once; everything that goes wrong after a request starts ends the stream with an
-``error`` event whose ``message.error`` is an :class:`~modelwire.types.ErrorInfo`
+``error`` event whose ``message.error`` is an :class:`ErrorInfo`
 carrying the same ``kind``; ``message.raise_for_error()`` turns it back into the
 class below. Third-party exceptions (httpx) are mapped in ``modelwire.http`` only.
 
@@ -38,10 +38,9 @@ class below. Third-party exceptions (httpx) are mapped in ``modelwire.http`` onl
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, ClassVar, NamedTuple, Self
+from typing import ClassVar, NamedTuple, Self
 
-if TYPE_CHECKING:
-    from .types import ErrorInfo
+import msgspec
 
 __all__ = [
     "AbortedError",
@@ -50,6 +49,7 @@ __all__ = [
     "ConnectError",
     "ContentFilterError",
     "ContextOverflowError",
+    "ErrorInfo",
     "EventTooLargeError",
     "InvalidRequestError",
     "MalformedChunkError",
@@ -71,6 +71,24 @@ __all__ = [
     "TruncatedStreamError",
     "error_class_for_kind",
 ]
+
+
+class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
+    """Why a message failed; ``kind`` is one of the stable kinds of DESIGN §2.
+
+    A protocol type (re-exported by :mod:`modelwire.types` and as ``mw.ErrorInfo``)
+    defined here because :meth:`StreamError.to_info` builds it: the error module
+    imports no other modelwire module at load time, so no import cycle.
+    """
+
+    kind: str
+    """e.g. ``rate_limit``, ``malformed_chunk``, ``aborted``."""
+    message: str
+    """Human-readable cause, API keys redacted."""
+    status: int | None = None
+    """HTTP status, when the failure was a status."""
+    retry_after: float | None = None
+    """Seconds the provider asked to wait, when it said."""
 
 
 class Excerpt(NamedTuple):
@@ -169,8 +187,6 @@ class StreamError(ModelwireError):
 
     def to_info(self) -> ErrorInfo:
         """The :class:`ErrorInfo` stored on a failed message."""
-        from .types import ErrorInfo
-
         return ErrorInfo(
             kind=self.kind, message=self.message, status=self.status, retry_after=self.retry_after
         )

@@ -11,19 +11,18 @@ track (``gc=False``), so long streams keep scaling linearly.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
 from .types import AssistantMessage, TextContent, ThinkingContent, ToolCall
 
-if TYPE_CHECKING:
-    from .assemble import SnapshotSource
-
 __all__ = [
     "DoneEvent",
     "ErrorEvent",
     "Event",
+    "Replay",
+    "SnapshotSource",
     "StartEvent",
     "TextDeltaEvent",
     "TextEndEvent",
@@ -35,6 +34,21 @@ __all__ = [
     "ToolCallEndEvent",
     "ToolCallStartEvent",
 ]
+
+
+class SnapshotSource:
+    """Builds the message as it stood at a version; shared by all events of a stream.
+
+    The :class:`~modelwire.assemble.Assembler` is its own snapshot source: events point at it, and it
+    points at no event, so a finished stream is freed by reference counting alone
+    (no cycle for the garbage collector to find).
+    """
+
+    __slots__ = ()
+
+    def snapshot(self, v: int) -> AssistantMessage:
+        """The assistant message as it stood at version ``v``."""
+        raise NotImplementedError
 
 
 class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defaults=True):
@@ -75,20 +89,20 @@ class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defa
 class StartEvent(_Event, frozen=True):
     """The stream started; always the first event."""
 
-    type: ClassVar[str] = "start"
+    type: ClassVar[Literal["start"]] = "start"
 
 
 class TextStartEvent(_Event, frozen=True):
     """A text block appeared at ``content_index``."""
 
-    type: ClassVar[str] = "text_start"
+    type: ClassVar[Literal["text_start"]] = "text_start"
     content_index: int
 
 
 class TextDeltaEvent(_Event, frozen=True):
     """Text appended to the block at ``content_index``."""
 
-    type: ClassVar[str] = "text_delta"
+    type: ClassVar[Literal["text_delta"]] = "text_delta"
     content_index: int
     delta: str
 
@@ -96,7 +110,7 @@ class TextDeltaEvent(_Event, frozen=True):
 class TextEndEvent(_Event, frozen=True):
     """The text block at ``content_index`` is complete."""
 
-    type: ClassVar[str] = "text_end"
+    type: ClassVar[Literal["text_end"]] = "text_end"
     content_index: int
     content: TextContent
 
@@ -104,14 +118,14 @@ class TextEndEvent(_Event, frozen=True):
 class ThinkingStartEvent(_Event, frozen=True):
     """A thinking block appeared at ``content_index``."""
 
-    type: ClassVar[str] = "thinking_start"
+    type: ClassVar[Literal["thinking_start"]] = "thinking_start"
     content_index: int
 
 
 class ThinkingDeltaEvent(_Event, frozen=True):
     """Reasoning text appended to the block at ``content_index``."""
 
-    type: ClassVar[str] = "thinking_delta"
+    type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
     content_index: int
     delta: str
 
@@ -119,7 +133,7 @@ class ThinkingDeltaEvent(_Event, frozen=True):
 class ThinkingEndEvent(_Event, frozen=True):
     """The thinking block at ``content_index`` is complete."""
 
-    type: ClassVar[str] = "thinking_end"
+    type: ClassVar[Literal["thinking_end"]] = "thinking_end"
     content_index: int
     content: ThinkingContent
 
@@ -127,14 +141,14 @@ class ThinkingEndEvent(_Event, frozen=True):
 class ToolCallStartEvent(_Event, frozen=True):
     """A tool call appeared at ``content_index``; its id and name are in ``partial``."""
 
-    type: ClassVar[str] = "tool_call_start"
+    type: ClassVar[Literal["tool_call_start"]] = "tool_call_start"
     content_index: int
 
 
 class ToolCallDeltaEvent(_Event, frozen=True):
     """Arguments text appended to the call at ``content_index`` (not yet an action)."""
 
-    type: ClassVar[str] = "tool_call_delta"
+    type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
     content_index: int
     delta: str
 
@@ -145,7 +159,7 @@ class ToolCallEndEvent(_Event, frozen=True):
     Only a ``done(tool_use)`` that follows makes it an action.
     """
 
-    type: ClassVar[str] = "tool_call_end"
+    type: ClassVar[Literal["tool_call_end"]] = "tool_call_end"
     content_index: int
     tool_call: ToolCall
 
@@ -153,7 +167,7 @@ class ToolCallEndEvent(_Event, frozen=True):
 class DoneEvent(_Event, frozen=True):
     """Terminal: the response ended well; ``reason`` is stop, length or tool_use."""
 
-    type: ClassVar[str] = "done"
+    type: ClassVar[Literal["done"]] = "done"
     reason: Literal["stop", "length", "tool_use"]
     message: AssistantMessage
 
@@ -164,7 +178,7 @@ class ErrorEvent(_Event, frozen=True):
     ``message`` keeps all content received so far; ``message.error`` says why.
     """
 
-    type: ClassVar[str] = "error"
+    type: ClassVar[Literal["error"]] = "error"
     reason: Literal["error", "aborted"]
     message: AssistantMessage
 
@@ -183,3 +197,34 @@ Event: TypeAlias = (
     | DoneEvent
     | ErrorEvent
 )
+
+
+class Replay(list[Event]):
+    """What :func:`modelwire.replay` returns: the list of events (DESIGN §2, a
+    plain ``list`` in every way) whose last item is the terminal event, with the
+    final message typed, so a caller needs no ``events[-1].message`` on the
+    :data:`Event` union.
+
+    ``terminal`` is that ``done``/``error`` event and ``message`` its
+    :class:`~modelwire.types.AssistantMessage`; both are fixed when the replay is
+    built (changing the list afterwards does not change them).
+    """
+
+    __slots__ = ("_terminal",)
+
+    def __init__(self, events: list[Event]) -> None:
+        super().__init__(events)
+        last = events[-1] if events else None
+        if not isinstance(last, DoneEvent | ErrorEvent):
+            raise ValueError("a replay ends with its terminal done or error event")
+        self._terminal: DoneEvent | ErrorEvent = last
+
+    @property
+    def terminal(self) -> DoneEvent | ErrorEvent:
+        """The ``done`` or ``error`` event that ended the response."""
+        return self._terminal
+
+    @property
+    def message(self) -> AssistantMessage:
+        """The final message: ``terminal.message``."""
+        return self._terminal.message

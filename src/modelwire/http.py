@@ -1,4 +1,4 @@
-"""HTTP transport: the only module that imports httpx (DESIGN §1, §5).
+"""HTTP transport: the one module that imports httpx (DESIGN §1, §5).
 
 It sends one :class:`~modelwire.options.HTTPRequest`, retries before the first
 byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
@@ -6,8 +6,17 @@ byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
 total timeouts, redacts secrets from every error text, and closes the response
 in every path. Every retry decision — what to retry, how long to wait, what is
 left of the total deadline — is taken by :class:`~modelwire.retry.RetryPolicy`,
-the same for the async and the sync loop, which differ only in how they wait. After the stream's terminal event the rest of the body is
-drained briefly so the connection can go back to the pool.
+the same for the async and the sync loop, which differ only in how they wait.
+After the stream's terminal event the rest of the body is drained briefly so the
+connection can go back to the pool. :func:`check_client` is how the client checks
+a caller's ``http_client`` without importing httpx itself.
+
+The provider request is the only traffic that goes through here. Two other
+places do I/O, both for credentials and both optional extras: ``modelwire.cloud.aws``
+(botocore reads the AWS credential chain, which may call the instance metadata
+service) and ``modelwire.cloud.google`` (google-auth refreshes ADC tokens over
+its own ``requests`` transport). ``modelwire.testing`` serves loopback HTTP with
+the standard library (``asyncio`` streams), not httpx.
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ import msgspec
 from .apis._common import is_context_overflow
 from .errors import (
     AuthenticationError,
+    ConfigurationError,
     ConnectError,
     ContextOverflowError,
     InvalidRequestError,
@@ -50,6 +60,7 @@ __all__ = [
     "AsyncBody",
     "OnRetry",
     "SyncBody",
+    "check_client",
     "open_async",
     "open_sync",
     "pooled_async_client",
@@ -66,6 +77,16 @@ _EXCERPT_CHARS = 200
 #: Called once per retry: (1-based number of the attempt that failed, its HTTP status
 #: or ``None`` for a transport error, the error kind, seconds waited before the next).
 OnRetry: TypeAlias = Callable[[int, int | None, str, float], None]
+
+
+def check_client(client: object, *, sync: bool) -> None:
+    """Refuse an ``http_client`` of the wrong kind before any request: ``stream()``
+    and ``complete()`` need an ``httpx.AsyncClient``, their sync twins an
+    ``httpx.Client`` (the one waits on the event loop, the other blocks)."""
+    if sync and not isinstance(client, httpx.Client):
+        raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
+    if not sync and not isinstance(client, httpx.AsyncClient):
+        raise ConfigurationError("http_client for stream()/complete() must be an httpx.AsyncClient")
 
 
 @functools.cache

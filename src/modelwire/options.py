@@ -10,20 +10,26 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack
 
 import msgspec
 
 from .errors import ConfigurationError, MissingAPIKeyError
 from .redact import is_credential_header, redact
 
+if TYPE_CHECKING:
+    from .assemble import CompletionPolicy
+
 __all__ = [
     "REASONING_LEVELS",
+    "AgentOptions",
     "HTTPRequest",
     "ReasoningLevel",
     "RequestOptions",
+    "StreamOptions",
     "Timeout",
     "check_extra_body",
+    "check_option_names",
     "resolve_api_key",
     "resolve_options",
 ]
@@ -119,6 +125,69 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
         return f"RequestOptions(api_key={key!r}, max_tokens={self.max_tokens!r}, ...)"
 
 
+class AgentOptions(TypedDict, total=False):
+    """The keyword options of one model call, declared once (typed with ``Unpack``)
+    for :func:`modelwire.stream`, :func:`~modelwire.stream_sync`, ``complete*``,
+    :func:`resolve_options` and :class:`modelwire.Agent` (which passes them on every
+    turn). All but ``api_key``, which the agent takes as its own argument; see
+    :class:`StreamOptions` for the full set. Every key is optional."""
+
+    headers: Mapping[str, str] | None
+    """Extra HTTP headers (credential headers are redacted like the key)."""
+    temperature: float | None
+    """Sampling temperature, a finite number >= 0."""
+    max_tokens: int | None
+    """Output token limit (default: the model's ``max_tokens``)."""
+    reasoning: str | None
+    """``"minimal"`` | ``"low"`` | ``"medium"`` | ``"high"`` | ``"xhigh"`` | None;
+    clamped to the levels the model has."""
+    tool_choice: str | Mapping[str, Any] | None
+    """``"auto"`` | ``"required"`` | ``"none"`` | ``{"name": ...}`` | None."""
+    parallel_tool_calls: bool | None
+    """Whether the model may call several tools in one response."""
+    extra_body: Mapping[str, Any] | None
+    """Vendor fields merged into the body; may not override what modelwire controls."""
+    timeout: float | Timeout | None
+    """Seconds (connect and idle) or ``mw.Timeout(connect, idle, total)``."""
+    max_retries: int
+    """Retries before the first byte only (default 2)."""
+    http_client: Any
+    """An ``httpx.AsyncClient`` (``stream``/``complete``) or ``httpx.Client`` (sync twins)."""
+    session_id: str | None
+    """Provider session / cache key, where the API has one."""
+    cache: bool
+    """Prompt caching where the API needs it marked (default True)."""
+    trace: Callable[[Any], object] | None
+    """A :class:`~modelwire.trace.TraceObserver`: a callable receiving one
+    :mod:`trace record <modelwire.trace>` per item of every layer (typed by shape
+    here: ``trace`` imports this module)."""
+    completion_policy: CompletionPolicy | None
+    """Decides whether a finished response is acceptable
+    (:data:`modelwire.assemble.CompletionPolicy`); by default derived from
+    ``tool_choice`` and the context's tools."""
+
+
+class StreamOptions(AgentOptions, total=False):
+    """:class:`AgentOptions` plus ``api_key``: the keyword options of ``mw.stream``,
+    ``mw.stream_sync``, ``mw.complete``, ``mw.complete_sync`` and ``resolve_options``."""
+
+    api_key: str | Callable[[], str] | None
+    """A str, or a zero-argument callable read at each call; default: the
+    provider's environment variable."""
+
+
+def check_option_names(options: Mapping[str, object], where: str) -> None:
+    """Refuse a keyword that is not a stream option, as Python refuses an unknown
+    keyword (``TypeError``), naming the known ones."""
+    unknown = sorted(set(options) - StreamOptions.__optional_keys__)
+    if unknown:
+        known = ", ".join(sorted(StreamOptions.__optional_keys__))
+        raise TypeError(
+            f"{where}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+            f"the options are: {known}"
+        )
+
+
 _TOOL_CHOICES = ("auto", "required", "none")
 
 
@@ -194,24 +263,24 @@ def check_extra_body(extra_body: Mapping[str, Any] | None, reserved: frozenset[s
         )
 
 
-def resolve_options(
-    provider: str,
-    *,
-    api_key: str | Callable[[], str] | None = None,
-    headers: Mapping[str, str] | None = None,
-    temperature: float | None = None,
-    max_tokens: int | None = None,
-    reasoning: str | None = None,
-    tool_choice: str | Mapping[str, Any] | None = None,
-    parallel_tool_calls: bool | None = None,
-    extra_body: Mapping[str, Any] | None = None,
-    timeout: float | Timeout | None = None,
-    max_retries: int = 2,
-    session_id: str | None = None,
-    cache: bool = True,
-    http_client: Any = None,
-) -> RequestOptions:
-    """Validate every option; raises ``ConfigurationError`` naming the bad one."""
+def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestOptions:
+    """Validate every option; raises ``ConfigurationError`` naming the bad one
+    (``TypeError`` for a keyword that is not an option). ``trace`` and
+    ``completion_policy`` are the client's: checked there, not here."""
+    check_option_names(options, "resolve_options")
+    api_key = options.get("api_key")
+    headers = options.get("headers")
+    temperature = options.get("temperature")
+    max_tokens = options.get("max_tokens")
+    reasoning = options.get("reasoning")
+    tool_choice = options.get("tool_choice")
+    parallel_tool_calls = options.get("parallel_tool_calls")
+    extra_body = options.get("extra_body")
+    timeout = options.get("timeout")
+    max_retries = options.get("max_retries", 2)
+    session_id = options.get("session_id")
+    cache = options.get("cache", True)
+    http_client = options.get("http_client")
     if temperature is not None and (
         isinstance(temperature, bool) or not isinstance(temperature, int | float)
     ):
@@ -252,7 +321,7 @@ def resolve_options(
         ):
             raise ConfigurationError("headers must be a dict of str to str")
     if extra_body is not None:
-        from .apis._common import check_json
+        from .types import check_json
 
         # Named by its option path (``extra_body.x``) before it is merged into the body.
         check_json(dict(extra_body), "extra_body")

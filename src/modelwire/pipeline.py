@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING
 
 from .apis import get_api
 from .apis._sniff import wrong_api_error
-from .assemble import Assembler, ToolChoice
+from .assemble import Assembler, CompletionPolicy, ToolChoice
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
+from .events import Replay
 from .sse import DEFAULT_MAX_EVENT_BYTES
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class Pipeline:
         trace: TraceObserver | None = None,
         secrets: tuple[str, ...] = (),
         clock: bool = False,
+        policy: CompletionPolicy | None = None,
     ) -> None:
         wire = get_api(api)
         self.api = api
@@ -72,6 +74,7 @@ class Pipeline:
             tool_choice=tool_choice,
             tools_declared=tools_declared,
             prices=model.cost if model else None,
+            policy=policy,
         )
         # API keys to redact from error texts: a server may quote the key in an
         # in-band error or in a payload that a malformed-chunk message cites.
@@ -299,8 +302,10 @@ def replay(
     model: Model | None = None,
     *,
     trace: TraceObserver | None = None,
-) -> list[Event]:
-    """Decode a recorded response body offline: bytes → the full list of events.
+) -> Replay:
+    """Decode a recorded response body offline: bytes → the full list of events,
+    a :class:`~modelwire.events.Replay` (a ``list``) whose ``.message`` is the final
+    message, typed.
 
     ``chunks`` is an iterable of byte strings (split anywhere) or one bytes
     object. ``message.api`` is ``api``; provider and model come from ``model``
@@ -326,6 +331,6 @@ def replay(
             )
         out.extend(p.feed(bytes(chunk)))
         if p.done:
-            return out
+            return Replay(out)
     out.extend(p.end())
-    return out
+    return Replay(out)

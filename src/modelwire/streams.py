@@ -68,7 +68,8 @@ class StreamChannel:
         self.abort_events: Callable[[], list[Event]] | None = None
         self.fail_events: Callable[[BaseException], list[Event]] | None = None
 
-    async def _emit(self, events: list[Event]) -> None:
+    async def put(self, events: list[Event]) -> None:
+        """Queue one batch of events (waits while the consumer is behind)."""
         await self.queue.put(events)
 
     def put_final(self, events: list[Event]) -> None:

@@ -9,16 +9,16 @@ round-trip every type; only ``from_json`` validates field types.
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn, TypeAlias, TypeVar
 
 import msgspec
 
-from .errors import ConfigurationError, from_info
-
-if TYPE_CHECKING:
-    from collections.abc import Sequence
+# ErrorInfo lives in errors (the exception tree builds it); re-exported here as a
+# protocol type, so errors never imports types (no import cycle).
+from .errors import ConfigurationError, ErrorInfo, from_info
 
 __all__ = [
     "AssistantContent",
@@ -39,6 +39,7 @@ __all__ = [
     "Usage",
     "UserContent",
     "UserMessage",
+    "check_json",
     "from_json",
     "now_ms",
     "to_json",
@@ -46,7 +47,6 @@ __all__ = [
 
 #: How a response ended. A partial snapshot has ``stop_reason=None``.
 StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
-STOP_REASONS: frozenset[str] = frozenset({"stop", "length", "tool_use", "error", "aborted"})
 
 
 def now_ms() -> int:
@@ -75,7 +75,7 @@ class _Value(msgspec.Struct, frozen=True, kw_only=True):
 class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
     """Plain text output or input."""
 
-    type: ClassVar[str] = "text"
+    type: ClassVar[Literal["text"]] = "text"
     """The tag (``text``)."""
 
     text: str
@@ -91,7 +91,7 @@ class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
 class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=False):
     """The model's reasoning, as far as the provider exposes it."""
 
-    type: ClassVar[str] = "thinking"
+    type: ClassVar[Literal["thinking"]] = "thinking"
     """The tag (``thinking``)."""
 
     thinking: str
@@ -110,7 +110,7 @@ class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=
 class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False):
     """An image given as base64 data."""
 
-    type: ClassVar[str] = "image"
+    type: ClassVar[Literal["image"]] = "image"
     """The tag (``image``)."""
 
     data: str
@@ -125,7 +125,7 @@ class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False)
 class ToolCall(_Value, frozen=True, tag_field="type", tag="tool_call", gc=False):
     """A call the model proposes; an action only once the response ended ``tool_use``."""
 
-    type: ClassVar[str] = "tool_call"
+    type: ClassVar[Literal["tool_call"]] = "tool_call"
     """The tag (``tool_call``)."""
 
     id: str
@@ -183,19 +183,6 @@ class Usage(_Value, frozen=True, gc=False):
     """Dollar cost, from the model's prices (zero when unknown)."""
 
 
-class ErrorInfo(_Value, frozen=True, gc=False):
-    """Why a message failed; ``kind`` is one of the stable kinds of DESIGN §2."""
-
-    kind: str
-    """e.g. ``rate_limit``, ``malformed_chunk``, ``aborted``."""
-    message: str
-    """Human-readable cause, API keys redacted."""
-    status: int | None = None
-    """HTTP status, when the failure was a status."""
-    retry_after: float | None = None
-    """Seconds the provider asked to wait, when it said."""
-
-
 # --------------------------------------------------------------------------- messages
 
 
@@ -220,13 +207,19 @@ def _tuple_content(
 class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
     """What the user says: a string, or text and image blocks."""
 
-    role: ClassVar[str] = "user"
+    role: ClassVar[Literal["user"]] = "user"
     """The tag (``user``)."""
 
     content: str | tuple[UserContent, ...]
     """The text, or a tuple of ``TextContent``/``ImageContent``."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a list too (turned into a tuple, DESIGN §2a).
+        def __init__(
+            self, *, content: str | Sequence[UserContent], timestamp: int = ...
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if not isinstance(self.content, str):
@@ -240,7 +233,7 @@ class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
 class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", gc=False):
     """One response of a model, final or as a partial snapshot."""
 
-    role: ClassVar[str] = "assistant"
+    role: ClassVar[Literal["assistant"]] = "assistant"
     """The tag (``assistant``)."""
 
     content: tuple[AssistantContent, ...]
@@ -250,7 +243,9 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
     provider: str
     """The provider name from the model."""
     model: str
-    """The model id."""
+    """The model id that was requested (``Model.id``; ``""`` in a replay without a
+    model). Handoff compares it with the next request's model, so it stays the
+    requested id even when the provider answers with a dated snapshot of it."""
     usage: Usage = msgspec.field(default_factory=Usage)
     """Token counts and cost."""
     stop_reason: StopReason | None = None
@@ -261,8 +256,31 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
     """The raw finish reason the provider sent."""
     response_id: str | None = None
     """The provider's response id."""
+    response_model: str | None = None
+    """The model the provider says answered, as the stream names it: OpenAI Chat
+    and Responses ``model``, Anthropic ``message.model``, Gemini ``modelVersion``
+    (e.g. ``gpt-4o-2024-08-06`` for a request of ``gpt-4o``); ``None`` when the
+    stream does not say. Kept apart from :attr:`model`, the id that was requested."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a list too (turned into a tuple, DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            content: Sequence[AssistantContent],
+            api: str,
+            provider: str,
+            model: str,
+            usage: Usage = ...,
+            stop_reason: StopReason | None = None,
+            error: ErrorInfo | None = None,
+            provider_stop_reason: str | None = None,
+            response_id: str | None = None,
+            response_model: str | None = None,
+            timestamp: int = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.content) is not tuple:
@@ -297,7 +315,7 @@ def _raise(info: ErrorInfo) -> NoReturn:
 class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"):
     """The result of executing one tool call, sent back to the model."""
 
-    role: ClassVar[str] = "tool_result"
+    role: ClassVar[Literal["tool_result"]] = "tool_result"
     """The tag (``tool_result``)."""
 
     tool_call_id: str
@@ -312,6 +330,19 @@ class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"
     """Structured data for the application; never sent to the model."""
     timestamp: int = msgspec.field(default_factory=now_ms)
     """Milliseconds since the epoch."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a str (one text block) or a list too (DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            tool_call_id: str,
+            tool_name: str,
+            content: str | Sequence[UserContent],
+            is_error: bool = False,
+            details: Any = None,
+            timestamp: int = ...,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         _require_str("ToolResultMessage", "tool_call_id", self.tool_call_id, non_empty=True)
@@ -362,6 +393,16 @@ class Context(_Value, frozen=True):
     """The transcript, oldest first."""
     tools: tuple[ToolDefinition, ...] | None = None
     """Tools the model may call (``None``: none declared)."""
+
+    if TYPE_CHECKING:
+        # The constructor takes lists too (turned into tuples, DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            system_prompt: str | None = None,
+            messages: Sequence[Message] = (),
+            tools: Sequence[ToolDefinition] | None = None,
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         if type(self.messages) is not tuple:
@@ -476,6 +517,54 @@ def to_json(value: Any) -> bytes:
         raise ConfigurationError(f"cannot serialize {type(value).__name__}: {exc}") from exc
 
 
+def check_json(value: Any, path: str) -> None:
+    """Raise ``ConfigurationError`` naming the path of the first value in
+    ``value`` that JSON (RFC 8259) cannot carry: NaN or an infinity (§6), a str
+    with a lone surrogate (§8.2), a key that is neither a str nor a number, a
+    type msgspec cannot encode. What msgspec encodes faithfully passes."""
+    t = type(value)
+    if t is str:
+        if not value.isascii():
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ConfigurationError(
+                    f"{path or 'value'} contains a lone surrogate, which JSON text cannot "
+                    "carry: fix the string (decode bytes with errors='replace')"
+                ) from None
+    elif t is float:
+        if not math.isfinite(value):
+            raise ConfigurationError(
+                f"{path or 'value'} is {value!r}, which JSON cannot carry: use a finite number"
+            )
+    elif value is None or t is bool or t is int:
+        return
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            if not isinstance(k, str):
+                try:  # numbers are written as strings, as msgspec does in the body
+                    _encoder.encode({k: None})
+                except (TypeError, ValueError):
+                    raise ConfigurationError(
+                        f"{path or 'value'} has a key {k!r} of type {type(k).__name__}: "
+                        "JSON object keys are strings"
+                    ) from None
+            check_json(v, f"{path}.{k}" if path else str(k))
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            check_json(v, f"{path}[{i}]")
+    elif isinstance(value, float):
+        check_json(float(value), path)
+    else:
+        try:
+            _encoder.encode(value)
+        except (TypeError, ValueError, OverflowError) as exc:
+            raise ConfigurationError(
+                f"{path or 'value'} is a {type(value).__name__}, which JSON cannot encode "
+                f"({exc}): pass a str, number, bool, None, list or dict"
+            ) from None
+
+
 def from_json(data: bytes | str, type: type[T]) -> T:
     """Parse and validate JSON into ``type``; a mismatch raises ``ConfigurationError``
     naming the field path (e.g. ``Expected `str`, got `int` - at `$.messages[0].content```)."""
@@ -489,11 +578,3 @@ def from_json(data: bytes | str, type: type[T]) -> T:
 
 def _type_name(tp: Any) -> str:
     return getattr(tp, "__name__", None) or str(tp)
-
-
-def as_tuple(items: Sequence[T] | None) -> tuple[T, ...]:
-    return () if items is None else tuple(items)
-
-
-def is_mapping(value: object) -> bool:
-    return isinstance(value, Mapping)

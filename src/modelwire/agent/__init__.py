@@ -12,13 +12,13 @@ from ._execute import AfterToolCall, BeforeToolCall
 from ._loop import (
     DEFAULT_MAX_TURNS,
     Agent,
-    AgentStream,
     DynamicModel,
     DynamicOptions,
     PrepareNextTurn,
     ShouldStopAfterTurn,
 )
 from ._run import AgentRun, AgentStopReason
+from ._stream import AgentStream
 from .events import (
     AgentEndEvent,
     AgentEvent,

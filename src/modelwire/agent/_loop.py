@@ -17,25 +17,22 @@ refused with ``duplicate_call``, also after a resumed run.
 from __future__ import annotations
 
 import asyncio
-import inspect
-import threading
 from collections import deque
 from collections.abc import (
     AsyncGenerator,
-    AsyncIterator,
     Awaitable,
     Callable,
     Iterable,
     Mapping,
-    Sequence,
 )
 from contextlib import aclosing
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Unpack
 
 from ..catalog import is_silent_overflow
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
-from ..tools import Tool, ToolFailure, ToolOutput
+from ..options import AgentOptions
+from ..tools import Tool
 from ..types import (
     AssistantMessage,
     Context,
@@ -46,8 +43,21 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from ._execute import AfterToolCall, BeforeToolCall, Prepared, execute, failure_result, prepare
+from ._execute import AfterToolCall, BeforeToolCall, failure_result
 from ._run import AgentRun, AgentStopReason, sum_usage
+from ._stream import AgentStream
+from ._tools_turn import ToolRunner
+from ._turns import (
+    Prompt,
+    RunState,
+    Turn,
+    as_messages,
+    done_results,
+    maybe_await,
+    output_limit,
+    silent_overflow,
+    to_user,
+)
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -56,39 +66,18 @@ from .events import (
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
-    ToolExecutionEndEvent,
-    ToolExecutionStartEvent,
-    ToolExecutionUpdateEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
 
-__all__ = ["DEFAULT_MAX_TURNS", "Agent", "AgentStream"]
+__all__ = ["DEFAULT_MAX_TURNS", "Agent"]
 
 DEFAULT_MAX_TURNS = 25
 
 # The keyword options of ``mw.stream`` the agent passes through (api_key is its
-# own argument).
-STREAM_OPTIONS = frozenset(
-    {
-        "trace",
-        "headers",
-        "temperature",
-        "max_tokens",
-        "reasoning",
-        "tool_choice",
-        "parallel_tool_calls",
-        "extra_body",
-        "timeout",
-        "max_retries",
-        "http_client",
-        "session_id",
-        "cache",
-        "completion_policy",
-    }
-)
+# own argument): declared once, in ``modelwire.options.AgentOptions``.
+STREAM_OPTIONS = AgentOptions.__optional_keys__
 
-Prompt = str | UserMessage | Sequence[str | UserMessage]
 #: ``should_stop_after_turn(turn_end_event) -> bool`` (sync or async).
 ShouldStopAfterTurn = Callable[[TurnEndEvent], "bool | Awaitable[bool]"]
 #: ``prepare_next_turn(context) -> Context`` (sync or async).
@@ -98,109 +87,8 @@ DynamicOptions = Callable[[], "Mapping[str, Any] | Awaitable[Mapping[str, Any]]"
 #: A zero-argument callable returning the model of one call (sync or async).
 DynamicModel = Callable[[], "Model | Awaitable[Model]"]
 
-_T = TypeVar("_T")
 
-
-async def _maybe_await(value: _T | Awaitable[_T]) -> _T:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
-def _user(message: object) -> UserMessage:
-    if isinstance(message, str):
-        return UserMessage(content=message)
-    if isinstance(message, UserMessage):
-        return message
-    raise ConfigurationError(
-        f"a prompt must be a str or a UserMessage, got {type(message).__name__}"
-    )
-
-
-def _as_messages(prompt: Prompt) -> list[UserMessage]:
-    if isinstance(prompt, str | UserMessage):
-        return [_user(prompt)]
-    if isinstance(prompt, Sequence):
-        out = [_user(m) for m in prompt]
-        if out:
-            return out
-    raise ConfigurationError("a prompt must be a str, a UserMessage or a non-empty list of them")
-
-
-class _RunState:
-    """What ``abort()`` needs to reach inside the running loop."""
-
-    __slots__ = ("aborted", "cancels", "loop", "stream", "tasks")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.loop = loop
-        self.aborted = False
-        self.stream: Any = None
-        self.tasks: set[asyncio.Task[Any]] = set()
-        self.cancels: set[threading.Event] = set()
-
-
-class _Turn:
-    """Tool calls of the current turn and their results, appended in call order."""
-
-    __slots__ = ("calls", "flushed", "results", "tasks")
-
-    def __init__(self, calls: Sequence[ToolCall]) -> None:
-        self.calls = tuple(calls)
-        self.results: list[ToolResultMessage | None] = [None] * len(self.calls)
-        self.flushed = 0
-        # Calls being executed, by position.
-        self.tasks: dict[int, asyncio.Task[tuple[ToolResultMessage, str | None]]] = {}
-
-    def unanswered(self) -> list[ToolResultMessage]:
-        """Results for every call not yet appended; a call that was started but did
-        not finish is answered ``aborted`` (its effect is unknown)."""
-        out = []
-        for i in range(self.flushed, len(self.calls)):
-            call = self.calls[i]
-            result = self.results[i]
-            task = self.tasks.get(i)
-            if result is None and task is not None and task.done() and not task.cancelled():
-                if task.exception() is None:
-                    result = task.result()[0]
-            if result is None:
-                failure = _interrupted(call) if i in self.tasks else _not_started(call)
-                result = failure_result(call, failure)
-            out.append(result)
-        self.flushed = len(self.calls)
-        return out
-
-
-def _not_started(call: ToolCall) -> ToolFailure:
-    return ToolFailure(
-        "aborted",
-        f"the run was aborted before this {call.name} call started; it was not executed",
-        hint="Nothing was executed. Wait for the user's instructions.",
-    )
-
-
-def _interrupted(call: ToolCall) -> ToolFailure:
-    return ToolFailure("aborted", f"the run was aborted before this {call.name} call finished")
-
-
-def _silent_overflow(call: ToolCall) -> ToolFailure:
-    return ToolFailure(
-        "context_overflow",
-        f"the conversation is larger than the model's context window, so the server "
-        f"dropped part of it; this {call.name} call was not executed",
-    )
-
-
-def _output_limit(call: ToolCall) -> ToolFailure:
-    return ToolFailure(
-        "output_limit",
-        "your response was cut off by the output token limit (finish reason length) before "
-        f"this {call.name} call was complete, so its arguments cannot be trusted; "
-        "nothing was executed",
-    )
-
-
-class Agent:
+class Agent(ToolRunner):
     """Runs a model with tools until it answers.
 
     ``Agent(model, tools, system_prompt=None, api_key=None, ...)``; then
@@ -218,7 +106,8 @@ class Agent:
     from an existing transcript; ``options`` (a dict) and/or keyword arguments:
     the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
     ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
-    ``completion_policy``…), passed on every turn; ``stream_fn`` replaces
+    ``completion_policy``…; declared once in :class:`modelwire.options.AgentOptions`),
+    passed on every turn; ``stream_fn`` replaces
     ``mw.stream`` (same signature).
 
     Dynamic configuration: ``model`` may be a zero-argument callable returning a
@@ -257,7 +146,7 @@ class Agent:
         stream_fn: Callable[..., Any] | None = None,
         should_stop_after_turn: ShouldStopAfterTurn | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
-        **stream_options: Any,
+        **stream_options: Unpack[AgentOptions],
     ) -> None:
         if not isinstance(model, Model) and not callable(model):
             raise ConfigurationError(
@@ -322,7 +211,7 @@ class Agent:
         self._steering: deque[UserMessage] = deque()
         self._follow_ups: deque[UserMessage] = deque()
         self._executed: set[str] = set()
-        self._state: _RunState | None = None
+        self._state: RunState | None = None
 
     @staticmethod
     def _check_options(opts: dict[str, Any]) -> dict[str, Any]:
@@ -365,7 +254,7 @@ class Agent:
         evaluated here, at every call (sync or async), and checked like the static ones."""
         model = self.model
         if not isinstance(model, Model):
-            model = await _maybe_await(model())
+            model = await maybe_await(model())
             if not isinstance(model, Model):
                 raise ConfigurationError(
                     f"the model callable must return a modelwire.Model, got {type(model).__name__}"
@@ -373,7 +262,7 @@ class Agent:
         self._model = model
         options = self.options
         if self._options_fn is not None:
-            dynamic = await _maybe_await(self._options_fn())
+            dynamic = await maybe_await(self._options_fn())
             if not isinstance(dynamic, Mapping):
                 raise ConfigurationError(
                     f"the options callable must return a dict, got {type(dynamic).__name__}"
@@ -405,8 +294,8 @@ class Agent:
     def stream(self, prompt: Prompt | None = None) -> AgentStream:
         """Run on ``prompt`` (``None``: continue the transcript, see :meth:`continue_`),
         yielding agent events. Nothing happens until it is iterated."""
-        new = None if prompt is None else _as_messages(prompt)
-        return AgentStream(self, new)
+        new = None if prompt is None else as_messages(prompt)
+        return AgentStream(lambda: self._events(new), self.abort)
 
     async def run(self, prompt: Prompt) -> AgentRun:
         """Run on ``prompt`` until the model answers (or the run stops); the run."""
@@ -421,11 +310,11 @@ class Agent:
     def steer(self, message: str | UserMessage) -> None:
         """Queue a user message for the next turn boundary (after the current
         turn's tool results), also when the model was about to stop."""
-        self._steering.append(_user(message))
+        self._steering.append(to_user(message))
 
     def follow_up(self, message: str | UserMessage) -> None:
         """Queue a user message delivered only when the run would otherwise stop."""
-        self._follow_ups.append(_user(message))
+        self._follow_ups.append(to_user(message))
 
     def abort(self) -> None:
         """Abort the current run (callable from any thread): the model stream ends
@@ -447,11 +336,6 @@ class Agent:
                 pass
 
     # ------------------------------------------------------------------ loop
-
-    def _record(self, message: Message, new: list[Message]) -> list[AgentEvent]:
-        self._messages.append(message)
-        new.append(message)
-        return [MessageStartEvent(message=message), MessageEndEvent(message=message)]
 
     def _resume_calls(self) -> list[ToolCall]:
         """For ``continue_``: the calls of the last response still without a result."""
@@ -481,9 +365,9 @@ class Agent:
                 "this agent is already running; use steer()/follow_up(), or abort() it first"
             )
         pending = self._resume_calls() if new_prompt is None else []
-        st = self._state = _RunState(asyncio.get_running_loop())
+        st = self._state = RunState(asyncio.get_running_loop())
         new: list[Message] = []
-        turn_state: list[_Turn] = []
+        turn_state: list[Turn] = []
         answered = self._executed | {
             m.tool_call_id for m in self._messages if isinstance(m, ToolResultMessage)
         }
@@ -497,12 +381,12 @@ class Agent:
             if pending:
                 last = next(m for m in reversed(self._messages) if isinstance(m, AssistantMessage))
                 yield TurnStartEvent(turn=0)
-                turn = _Turn(pending)
+                turn = Turn(pending)
                 turn_state[:] = [turn]
                 async with aclosing(self._run_tools(st, turn, answered, new)) as tool_events:
                     async for e in tool_events:
                         yield e
-                yield TurnEndEvent(turn=0, message=last, tool_results=_done(turn))
+                yield TurnEndEvent(turn=0, message=last, tool_results=done_results(turn))
             # Steering queued while idle goes after the prompt (and after the results
             # of resumed calls: nothing may come between a call and its result).
             for m in self._drain(self._steering):
@@ -516,69 +400,14 @@ class Agent:
                     stop = "max_turns"
                     break
                 turns += 1
-                yield TurnStartEvent(turn=turns)
-                final: list[AssistantMessage] = []
-                async with aclosing(self._respond(st, turns, new, final)) as model_events:
-                    async for e in model_events:
+                outcome: list[AgentStopReason] = []
+                turn_events = self._turn(st, turns, answered, new, turn_state, outcome)
+                async with aclosing(turn_events) as events:
+                    async for e in events:
                         yield e
-                msg = final[0]
-                reason = msg.stop_reason
-                if reason in ("error", "aborted"):
-                    yield TurnEndEvent(turn=turns, message=msg)
-                    stop = "aborted" if reason == "aborted" else "error"
+                if outcome:
+                    stop = outcome[0]
                     break
-                # Nothing of a response cut by the output limit, or of one answering a
-                # prompt the server silently truncated, is executed: each call gets an
-                # error result (the transcript stays valid) and the run stops.
-                refusal = None
-                if reason == "length":
-                    refusal, stop = _output_limit, "length"
-                elif self._model is not None and is_silent_overflow(msg, self._model):
-                    refusal, stop = _silent_overflow, "context_overflow"
-                if refusal is not None:
-                    results = []
-                    for call in msg.tool_calls:
-                        answered.add(call.id)
-                        result = failure_result(call, refusal(call))
-                        results.append(result)
-                        for e in self._record(result, new):
-                            yield e
-                    yield TurnEndEvent(turn=turns, message=msg, tool_results=tuple(results))
-                    break
-                calls = msg.tool_calls if reason == "tool_use" else ()
-                turn = _Turn(calls)
-                turn_state[:] = [turn]
-                if calls:
-                    async with aclosing(self._run_tools(st, turn, answered, new)) as tool_events:
-                        async for e in tool_events:
-                            yield e
-                end = TurnEndEvent(turn=turns, message=msg, tool_results=_done(turn))
-                yield end
-                if st.aborted:
-                    stop = "aborted"
-                    break
-                hook = self.should_stop_after_turn
-                if hook is not None and (calls or self._steering or self._follow_ups):
-                    # Asked only when the run would go on; queued messages stay queued.
-                    verdict = await _maybe_await(hook(end))
-                    if not isinstance(verdict, bool):
-                        raise ConfigurationError(
-                            "should_stop_after_turn must return a bool, "
-                            f"got {type(verdict).__name__}"
-                        )
-                    if verdict:
-                        stop = "stopped"
-                        break
-                queued = self._drain(self._steering)
-                if not calls and not queued:
-                    queued = self._drain(self._follow_ups)
-                for m in queued:
-                    for e in self._record(m, new):
-                        yield e
-                if calls or queued:
-                    continue
-                stop = "stop"
-                break
             yield AgentEndEvent(run=self._make_run(new, turns, stop))
         finally:
             if st.tasks:
@@ -593,6 +422,82 @@ class Agent:
             for turn in turn_state:
                 self._messages.extend(turn.unanswered())
             self._state = None
+
+    async def _turn(
+        self,
+        st: RunState,
+        number: int,
+        answered: set[str],
+        new: list[Message],
+        turn_state: list[Turn],
+        outcome: list[AgentStopReason],
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """One turn: the model's response; then its tool calls executed, or each
+        refused when the response may not be acted on; then the turn hook and the
+        queued messages. Appends to ``outcome`` why the run ends, or nothing when
+        it goes on to another turn."""
+        yield TurnStartEvent(turn=number)
+        final: list[AssistantMessage] = []
+        async with aclosing(self._respond(st, number, new, final)) as model_events:
+            async for e in model_events:
+                yield e
+        msg = final[0]
+        reason = msg.stop_reason
+        if reason in ("error", "aborted"):
+            yield TurnEndEvent(turn=number, message=msg)
+            outcome.append("aborted" if reason == "aborted" else "error")
+            return
+        # Nothing of a response cut by the output limit, or of one answering a
+        # prompt the server silently truncated, is executed: each call gets an
+        # error result (the transcript stays valid) and the run stops.
+        refusal = None
+        ending: AgentStopReason = "stop"
+        if reason == "length":
+            refusal, ending = output_limit, "length"
+        elif self._model is not None and is_silent_overflow(msg, self._model):
+            refusal, ending = silent_overflow, "context_overflow"
+        if refusal is not None:
+            results = []
+            for call in msg.tool_calls:
+                answered.add(call.id)
+                result = failure_result(call, refusal(call))
+                results.append(result)
+                for e in self._record(result, new):
+                    yield e
+            yield TurnEndEvent(turn=number, message=msg, tool_results=tuple(results))
+            outcome.append(ending)
+            return
+        calls = msg.tool_calls if reason == "tool_use" else ()
+        turn = Turn(calls)
+        turn_state[:] = [turn]
+        if calls:
+            async with aclosing(self._run_tools(st, turn, answered, new)) as tool_events:
+                async for e in tool_events:
+                    yield e
+        end = TurnEndEvent(turn=number, message=msg, tool_results=done_results(turn))
+        yield end
+        if st.aborted:
+            outcome.append("aborted")
+            return
+        hook = self.should_stop_after_turn
+        if hook is not None and (calls or self._steering or self._follow_ups):
+            # Asked only when the run would go on; queued messages stay queued.
+            verdict = await maybe_await(hook(end))
+            if not isinstance(verdict, bool):
+                raise ConfigurationError(
+                    f"should_stop_after_turn must return a bool, got {type(verdict).__name__}"
+                )
+            if verdict:
+                outcome.append("stopped")
+                return
+        queued = self._drain(self._steering)
+        if not calls and not queued:
+            queued = self._drain(self._follow_ups)
+        for m in queued:
+            for e in self._record(m, new):
+                yield e
+        if not calls and not queued:
+            outcome.append("stop")
 
     @staticmethod
     def _drain(queue: deque[UserMessage]) -> list[UserMessage]:
@@ -627,7 +532,7 @@ class Agent:
         )
 
     async def _respond(
-        self, st: _RunState, turn: int, new: list[Message], final: list[AssistantMessage]
+        self, st: RunState, turn: int, new: list[Message], final: list[AssistantMessage]
     ) -> AsyncGenerator[AgentEvent, None]:
         """One model response: wraps each model event once; appends the message."""
         context = Context(
@@ -636,7 +541,7 @@ class Agent:
             tools=tuple(t.definition for t in self.tools.values()) or None,
         )
         if self.prepare_next_turn is not None:
-            prepared = await _maybe_await(self.prepare_next_turn(context))
+            prepared = await maybe_await(self.prepare_next_turn(context))
             if not isinstance(prepared, Context):
                 raise ConfigurationError(
                     "prepare_next_turn must return a modelwire.Context, "
@@ -678,172 +583,3 @@ class Agent:
                 await s.aclose()
         if not final:
             raise RuntimeError("the model stream ended without a done or error event")
-
-    async def _run_tools(
-        self, st: _RunState, turn: _Turn, answered: set[str], new: list[Message]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """Judge and execute the calls of one turn; results appended in call order."""
-        queue: asyncio.Queue[tuple[str, int, Any]] = asyncio.Queue()
-        transcript = tuple(self._messages)
-        tasks = turn.tasks
-        kinds: list[str | None] = [None] * len(turn.calls)
-        sequential = self.tool_execution == "sequential"
-
-        async def wait_for(count: int) -> AsyncGenerator[AgentEvent, None]:
-            finished: set[int] = set()
-            while len(finished) < count:
-                what, i, payload = await queue.get()
-                if what == "update":
-                    if i not in finished:
-                        yield ToolExecutionUpdateEvent(tool_call=turn.calls[i], partial=payload)
-                    continue
-                finished.add(i)
-                result, kinds[i] = await tasks[i]
-                turn.results[i] = result
-                yield ToolExecutionEndEvent(
-                    tool_call=turn.calls[i], result=result, failure=kinds[i]
-                )
-                for e in self._flush(turn, new):
-                    yield e
-
-        for i, call in enumerate(turn.calls):
-            yield ToolExecutionStartEvent(tool_call=call)
-            if st.aborted:
-                prep = Prepared(call, failure=_not_started(call))
-            else:
-                prep = await prepare(call, self.tools, answered, self.before_tool_call)
-                if st.aborted and prep.failure is None:  # aborted during before_tool_call
-                    prep = Prepared(call, failure=_not_started(call))
-            if prep.failure is not None:
-                refused = turn.results[i] = failure_result(call, prep.failure)
-                kinds[i] = prep.failure.kind
-                yield ToolExecutionEndEvent(tool_call=call, result=refused, failure=kinds[i])
-                if sequential or not tasks:
-                    for e in self._flush(turn, new):
-                        yield e
-                continue
-            self._executed.add(call.id)
-            tasks[i] = self._spawn(st, i, prep, transcript, queue)
-            if sequential:
-                async with aclosing(wait_for(1)) as updates:
-                    async for e in updates:
-                        yield e
-        if not sequential and tasks:
-            async with aclosing(wait_for(len(tasks))) as updates:
-                async for e in updates:
-                    yield e
-        for e in self._flush(turn, new):
-            yield e
-
-    def _spawn(
-        self,
-        st: _RunState,
-        i: int,
-        prep: Prepared,
-        transcript: tuple[Message, ...],
-        queue: asyncio.Queue[tuple[str, int, Any]],
-    ) -> asyncio.Task[tuple[ToolResultMessage, str | None]]:
-        loop = st.loop
-        cancel = threading.Event()
-        finished = False
-
-        def on_update(partial: str | ToolOutput) -> None:
-            # From the loop thread or a worker thread: call_soon_threadsafe keeps
-            # every item in FIFO order with the "done" below.
-            if not finished:
-                loop.call_soon_threadsafe(queue.put_nowait, ("update", i, partial))
-
-        async def one() -> tuple[ToolResultMessage, str | None]:
-            nonlocal finished
-            try:
-                return await execute(
-                    prep, transcript, on_update, cancel, lambda: st.aborted, self.after_tool_call
-                )
-            finally:
-                finished = True
-                st.cancels.discard(cancel)
-                loop.call_soon_threadsafe(queue.put_nowait, ("done", i, None))
-
-        st.cancels.add(cancel)
-        task = loop.create_task(one())
-        st.tasks.add(task)
-        task.add_done_callback(st.tasks.discard)
-        return task
-
-    def _flush(self, turn: _Turn, new: list[Message]) -> list[AgentEvent]:
-        out: list[AgentEvent] = []
-        while turn.flushed < len(turn.calls) and turn.results[turn.flushed] is not None:
-            result = turn.results[turn.flushed]
-            assert result is not None
-            turn.flushed += 1
-            out.extend(self._record(result, new))
-        return out
-
-
-def _done(turn: _Turn) -> tuple[ToolResultMessage, ...]:
-    return tuple(r for r in turn.results if r is not None)
-
-
-class AgentStream:
-    """Async iterator of agent events for one run; ``await result()`` gives the run.
-
-    ``abort()`` aborts the run (the stream then ends with ``agent_end``);
-    ``aclose()`` aborts and drains it. Also an async context manager.
-    """
-
-    def __init__(self, agent: Agent, new: list[UserMessage] | None) -> None:
-        self._agent = agent
-        self._new = new
-        self._gen: AsyncIterator[AgentEvent] | None = None
-        self._run: AgentRun | None = None
-        self._exhausted = False
-
-    def __aiter__(self) -> AgentStream:
-        return self
-
-    async def __anext__(self) -> AgentEvent:
-        if self._exhausted:
-            raise StopAsyncIteration
-        if self._gen is None:
-            self._gen = self._agent._events(self._new)
-        try:
-            ev = await self._gen.__anext__()
-        except StopAsyncIteration:
-            self._exhausted = True
-            raise
-        if isinstance(ev, AgentEndEvent):
-            self._run = ev.run
-        return ev
-
-    async def result(self) -> AgentRun:
-        """Run to the end; the :class:`AgentRun`."""
-        async for _ in self:
-            pass
-        if self._run is None:
-            raise RuntimeError("the agent stream ended without agent_end")
-        return self._run
-
-    @property
-    def run(self) -> AgentRun | None:
-        """The run, once ``agent_end`` was yielded."""
-        return self._run
-
-    def abort(self) -> None:
-        """Abort the run (callable from any thread)."""
-        if self._gen is not None and not self._exhausted:
-            self._agent.abort()
-
-    async def aclose(self) -> None:
-        """Abort if still running, then drain to ``agent_end``."""
-        if self._gen is None or self._exhausted:
-            return
-        if self._run is None:
-            self._agent.abort()
-        async for _ in self:
-            pass
-
-    async def __aenter__(self) -> AgentStream:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()

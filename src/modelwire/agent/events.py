@@ -26,7 +26,7 @@ frozen ``msgspec.Struct`` values tagged by the ``type`` class variable, like
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, TypeAlias
+from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
@@ -69,13 +69,13 @@ class _AgentEvent(msgspec.Struct, frozen=True, kw_only=True):
 class AgentStartEvent(_AgentEvent, frozen=True):
     """The run started; always the first event."""
 
-    type: ClassVar[str] = "agent_start"
+    type: ClassVar[Literal["agent_start"]] = "agent_start"
 
 
 class TurnStartEvent(_AgentEvent, frozen=True):
     """A turn (one model response and its tool calls) starts."""
 
-    type: ClassVar[str] = "turn_start"
+    type: ClassVar[Literal["turn_start"]] = "turn_start"
     turn: int
     """1 for the first turn of the run."""
 
@@ -84,7 +84,7 @@ class MessageStartEvent(_AgentEvent, frozen=True):
     """A message starts: a model response (``event`` is its ``start`` event), or a
     user / tool-result message being added to the transcript (``event`` is None)."""
 
-    type: ClassVar[str] = "message_start"
+    type: ClassVar[Literal["message_start"]] = "message_start"
     message: Message
     """The message (for a model response: the snapshot at ``start``)."""
     event: Event | None = None
@@ -94,7 +94,7 @@ class MessageStartEvent(_AgentEvent, frozen=True):
 class MessageUpdateEvent(_AgentEvent, frozen=True):
     """A model event between ``start`` and the terminal event of a response."""
 
-    type: ClassVar[str] = "message_update"
+    type: ClassVar[Literal["message_update"]] = "message_update"
     event: Event
     """The wrapped model event (``text_delta``, ``tool_call_end``…)."""
 
@@ -107,7 +107,7 @@ class MessageUpdateEvent(_AgentEvent, frozen=True):
 class MessageEndEvent(_AgentEvent, frozen=True):
     """A message is complete and appended to the transcript."""
 
-    type: ClassVar[str] = "message_end"
+    type: ClassVar[Literal["message_end"]] = "message_end"
     message: Message
     """The final message."""
     event: Event | None = None
@@ -117,7 +117,7 @@ class MessageEndEvent(_AgentEvent, frozen=True):
 class ToolExecutionStartEvent(_AgentEvent, frozen=True):
     """The agent starts handling one tool call (checks, then execution)."""
 
-    type: ClassVar[str] = "tool_execution_start"
+    type: ClassVar[Literal["tool_execution_start"]] = "tool_execution_start"
     tool_call: ToolCall
     """The call as the model made it."""
 
@@ -125,7 +125,7 @@ class ToolExecutionStartEvent(_AgentEvent, frozen=True):
 class ToolExecutionUpdateEvent(_AgentEvent, frozen=True):
     """Progress a tool reported through ``ctx.update(...)``."""
 
-    type: ClassVar[str] = "tool_execution_update"
+    type: ClassVar[Literal["tool_execution_update"]] = "tool_execution_update"
     tool_call: ToolCall
     """The call being executed."""
     partial: str | ToolOutput
@@ -135,7 +135,7 @@ class ToolExecutionUpdateEvent(_AgentEvent, frozen=True):
 class ToolExecutionEndEvent(_AgentEvent, frozen=True):
     """A tool call is answered (executed, or refused by one of the checks)."""
 
-    type: ClassVar[str] = "tool_execution_end"
+    type: ClassVar[Literal["tool_execution_end"]] = "tool_execution_end"
     tool_call: ToolCall
     """The call."""
     result: ToolResultMessage
@@ -152,7 +152,7 @@ class ToolExecutionEndEvent(_AgentEvent, frozen=True):
 class ContextPreparedEvent(_AgentEvent, frozen=True):
     """``prepare_next_turn`` returned the context this turn's request is made from."""
 
-    type: ClassVar[str] = "context_prepared"
+    type: ClassVar[Literal["context_prepared"]] = "context_prepared"
     turn: int
     """The turn number."""
     context: Context
@@ -165,7 +165,7 @@ class ContextPreparedEvent(_AgentEvent, frozen=True):
 class TurnEndEvent(_AgentEvent, frozen=True):
     """The turn ended: its response and the results of its tool calls."""
 
-    type: ClassVar[str] = "turn_end"
+    type: ClassVar[Literal["turn_end"]] = "turn_end"
     turn: int
     """The turn number."""
     message: AssistantMessage
@@ -177,7 +177,7 @@ class TurnEndEvent(_AgentEvent, frozen=True):
 class AgentEndEvent(_AgentEvent, frozen=True):
     """The run ended; always the last event. ``run`` is what ``agent.run`` returns."""
 
-    type: ClassVar[str] = "agent_end"
+    type: ClassVar[Literal["agent_end"]] = "agent_end"
     run: AgentRun
     """The finished run."""
 

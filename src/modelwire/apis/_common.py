@@ -4,7 +4,6 @@ the replay test "is this the same model?"."""
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -28,7 +27,7 @@ from ..errors import (
 )
 from ..options import HTTPRequest, RequestOptions
 from ..redact import credential_secrets
-from ..types import AssistantMessage, Context, Model, ToolCall
+from ..types import AssistantMessage, Context, Model, ToolCall, check_json
 from . import IdRule, provider_rules
 from ._mock import Frame, encode_sse
 
@@ -40,19 +39,19 @@ __all__ = [
     "SAFE_ID_RULE",
     "Count",
     "SSEWireAPI",
-    "check_reasoning",
-    "check_tool_choice",
     "bearer_auth",
     "check_context_values",
     "check_json",
-    "http_request",
+    "check_reasoning",
+    "check_tool_choice",
     "decode_json",
     "decoder_for",
     "dumps",
+    "http_request",
     "in_band_error",
-    "merge_compat",
     "is_context_overflow",
     "join_url",
+    "merge_compat",
     "raw_or_json_arguments",
     "same_model",
 ]
@@ -357,54 +356,6 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
     if b"null" in data:
         check_json(body, "")
     return data
-
-
-def check_json(value: Any, path: str) -> None:
-    """Raise ``ConfigurationError`` naming the path of the first value in
-    ``value`` that JSON (RFC 8259) cannot carry: NaN or an infinity (§6), a str
-    with a lone surrogate (§8.2), a key that is neither a str nor a number, a
-    type msgspec cannot encode. What msgspec encodes faithfully passes."""
-    t = type(value)
-    if t is str:
-        if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError:
-                raise ConfigurationError(
-                    f"{path or 'value'} contains a lone surrogate, which JSON text cannot "
-                    "carry: fix the string (decode bytes with errors='replace')"
-                ) from None
-    elif t is float:
-        if not math.isfinite(value):
-            raise ConfigurationError(
-                f"{path or 'value'} is {value!r}, which JSON cannot carry: use a finite number"
-            )
-    elif value is None or t is bool or t is int:
-        return
-    elif isinstance(value, Mapping):
-        for k, v in value.items():
-            if not isinstance(k, str):
-                try:  # numbers are written as strings, as msgspec does in the body
-                    _encoder.encode({k: None})
-                except (TypeError, ValueError):
-                    raise ConfigurationError(
-                        f"{path or 'value'} has a key {k!r} of type {type(k).__name__}: "
-                        "JSON object keys are strings"
-                    ) from None
-            check_json(v, f"{path}.{k}" if path else str(k))
-    elif isinstance(value, list | tuple):
-        for i, v in enumerate(value):
-            check_json(v, f"{path}[{i}]")
-    elif isinstance(value, float):
-        check_json(float(value), path)
-    else:
-        try:
-            _encoder.encode(value)
-        except (TypeError, ValueError, OverflowError) as exc:
-            raise ConfigurationError(
-                f"{path or 'value'} is a {type(value).__name__}, which JSON cannot encode "
-                f"({exc}): pass a str, number, bool, None, list or dict"
-            ) from None
 
 
 def check_context_values(context: Context) -> None:

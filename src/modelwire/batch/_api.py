@@ -21,36 +21,9 @@ from ._limits import Limits, ProviderLimiter
 from ._output import OutputLog
 from ._progress import Progress
 from ._runner import Budget, RunSettings, Stats, run_requests
+from ._summary import BatchSummary, summarize, summary_dict
 
 __all__ = ["BatchSummary", "batch", "batch_async", "load_requests", "model_resolver"]
-
-
-class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
-    """What a run did. ``ok + failed`` lines were written this run;
-    ``skipped_done`` ids were already in the output (resume)."""
-
-    total: int
-    """Valid requests in the input."""
-    ok: int
-    failed: int
-    errors: dict[str, int]
-    """Failed requests by error kind."""
-    skipped_done: int
-    skipped_cost: int
-    """Not started because of ``max_cost`` (run again with a higher cap to go on)."""
-    skipped_invalid: int
-    requests: int
-    """HTTP requests made (attempts, retries included)."""
-    input_tokens: int
-    output_tokens: int
-    cost: float
-    wall_s: float
-    invalid: tuple[InputProblem, ...] = ()
-
-    @property
-    def complete(self) -> bool:
-        """Every valid request has a line in the output."""
-        return self.skipped_cost == 0
 
 
 def model_resolver(
@@ -62,7 +35,7 @@ def model_resolver(
     """``"provider/id"`` -> Model: ``models`` first, then the catalog. With
     ``base_url`` every model goes there (a catalog entry keeps its prices and
     limits; an unknown name becomes a plain Model speaking ``api``)."""
-    from .. import catalog
+    from ..catalog import resolve_model
 
     cache: dict[str, Model] = {}
 
@@ -77,12 +50,12 @@ def model_resolver(
             if not sep or not provider or not mid:
                 raise ConfigurationError(f'model must be "provider/id", got {name!r}')
             try:
-                model = catalog.resolve_model(name)
+                model = resolve_model(name)
                 model = msgspec.structs.replace(model, base_url=base_url, api=api or model.api)
             except ConfigurationError:
                 model = Model(id=mid, api=api or DEFAULT_API, provider=provider, base_url=base_url)  # fmt: skip
         else:
-            model = catalog.resolve_model(name)
+            model = resolve_model(name)
         cache[name] = model
         return model
 
@@ -189,20 +162,6 @@ def _check_settings(concurrency: int, max_attempts: int, max_cost: float | None)
         raise ConfigurationError(f"max_cost must be a number of dollars >= 0, got {max_cost!r}")
 
 
-def summarize(
-    stats: Stats, *, total: int, skipped_done: int, skipped_cost: int,
-    invalid: list[InputProblem], started: float,
-) -> BatchSummary:  # fmt: skip
-    return BatchSummary(
-        total=total, ok=stats.ok, failed=sum(stats.failed.values()),
-        errors=dict(sorted(stats.failed.items())), skipped_done=skipped_done,
-        skipped_cost=skipped_cost, skipped_invalid=len(invalid), requests=stats.attempts,
-        input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
-        cost=round(stats.cost, 9), wall_s=round(time.monotonic() - started, 3),
-        invalid=tuple(invalid),
-    )  # fmt: skip
-
-
 async def batch_async(
     input: str | os.PathLike[str] | Iterable[Any],
     output: str | os.PathLike[str],
@@ -281,12 +240,6 @@ async def batch_async(
     )  # fmt: skip
     progress.close(summary_dict(summary))
     return summary
-
-
-def summary_dict(summary: BatchSummary) -> dict[str, Any]:
-    d: dict[str, Any] = msgspec.to_builtins(summary)
-    d["invalid"] = [{"line": p.line, "message": p.message} for p in summary.invalid]
-    return d
 
 
 def batch(

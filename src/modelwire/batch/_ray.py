@@ -219,7 +219,7 @@ def run_on_ray(
     started: float,
     chaos: dict[str, Any] | None = None,
 ) -> Any:
-    from ._api import summarize
+    from ._summary import summarize
 
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigurationError(f"ray_workers must be a positive integer, got {workers!r}")
@@ -278,7 +278,7 @@ def run_on_ray(
         stats, total=len(requests), skipped_done=len(requests) - len(pending),
         skipped_cost=skipped_cost, invalid=invalid, started=started,
     )  # fmt: skip
-    from ._api import summary_dict
+    from ._summary import summary_dict
 
     progress.close(summary_dict(summary))
     return summary

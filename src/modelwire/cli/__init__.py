@@ -40,7 +40,15 @@ from typing import NoReturn
 
 from ..apis import DEFAULT_API, builtin_api_names
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
-from .common import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, CLIError, fail
+from .common import (
+    EXIT_CONFIG,
+    EXIT_FAILED,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    CLIError,
+    fail,
+    silence_stdout,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -230,7 +238,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
         # stdout closed early (e.g. `| head`): not an error worth a message.
-        _silence_stdout()
+        silence_stdout()
         return 0
     except CLIError as exc:
         fail(exc.kind, exc.message)
@@ -262,11 +270,3 @@ def _tolerant_output() -> None:
                 reconfigure(errors="replace")
             except (ValueError, OSError):
                 pass
-
-
-def _silence_stdout() -> None:
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-    except OSError:
-        pass

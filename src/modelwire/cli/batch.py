@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         agent_root=args.root if args.agent else None, progress=progress, **options,
     )  # fmt: skip
     if args.plain:
-        from ..batch._api import summary_dict
+        from ..batch._summary import summary_dict
 
         sys.stderr.write(format_summary(summary_dict(summary)) + "\n")
     for problem in summary.invalid:

@@ -34,6 +34,7 @@ from .output import (
     format_usage,
     json_line,
     one_line,
+    run_agent,
     to_plain,
 )
 
@@ -334,23 +335,6 @@ def run(args: argparse.Namespace) -> int:
         notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
     _report_failure(printer.failed, model)
     return _exit_for(printer.final)
-
-
-async def run_agent(agent: Any, task: str, printer: EventPrinter, as_json: bool) -> None:
-    """Stream an agent run, rendering or printing JSON lines."""
-    from ..types import AssistantMessage
-
-    try:
-        async for ev in agent.stream(task):
-            if as_json:
-                json_line(to_plain(ev))
-                msg = getattr(ev, "message", None)
-                if getattr(ev, "type", "") == "message_end" and isinstance(msg, AssistantMessage):
-                    printer.message_done(msg, show=False)
-            else:
-                printer.agent_event(ev)
-    finally:
-        printer.screen.stop_spinner()
 
 
 # --------------------------------------------------------------------------- replay

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 
 from ..apis import DEFAULT_API
+from ..catalog import is_loopback
 
 if TYPE_CHECKING:
     import argparse
@@ -18,11 +17,11 @@ if TYPE_CHECKING:
     from ..types import Model
 
 __all__ = [
-    "CLIError",
     "EXIT_CONFIG",
     "EXIT_FAILED",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
+    "CLIError",
     "config_dir",
     "data_dir",
     "default_model",
@@ -33,6 +32,7 @@ __all__ = [
     "request_options",
     "resolve_model",
     "retry_text",
+    "silence_stdout",
 ]
 
 #: Options ``-o KEY VALUE`` sets directly; any other key goes into ``extra_body``.
@@ -90,17 +90,6 @@ def retry_text(record: Any) -> str:
         f"retry [{record.kind}]: attempt {record.attempt} got {got}; "
         f"next attempt in {record.wait:.1f} s"
     )
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (127.0.0.0/8, ::1, localhost)."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -236,3 +225,12 @@ def request_options(args: argparse.Namespace) -> dict[str, Any]:
     if extra:
         opts["extra_body"] = extra
     return opts
+
+
+def silence_stdout() -> None:
+    """Point fd 1 at /dev/null (stdout went away: a closed pipe)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass

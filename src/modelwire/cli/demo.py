@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .common import EXIT_CONFIG, EXIT_FAILED, CLIError
-from .output import MUTED, USER, EventPrinter, Screen, format_usage
+from .output import MUTED, USER, EventPrinter, Screen, format_usage, run_agent
 
 if TYPE_CHECKING:
     import argparse
@@ -202,8 +202,6 @@ def run_demo(args: argparse.Namespace) -> int:
         if traced:
             asyncio.run(_run_traced(agent, tracer, printer, prompt))
         else:
-            from .commands import run_agent
-
             asyncio.run(run_agent(agent, prompt, printer, args.json))
         requests = list(server.requests)
     if not args.json:

@@ -19,7 +19,15 @@ import msgspec
 
 from ..types import AssistantMessage, ToolCall, ToolResultMessage, Usage
 
-__all__ = ["EventPrinter", "Screen", "end_lines", "format_usage", "one_line", "trim_block"]
+__all__ = [
+    "EventPrinter",
+    "Screen",
+    "end_lines",
+    "format_usage",
+    "one_line",
+    "run_agent",
+    "trim_block",
+]
 
 #: Styles (rich markup names); the plain backend ignores them.
 THINKING = "dim italic"
@@ -321,3 +329,18 @@ def _result_text(result: Any) -> str:
     if isinstance(result, ToolResultMessage):
         return result.text
     return "" if result is None else str(result)
+
+
+async def run_agent(agent: Any, task: str, printer: EventPrinter, as_json: bool) -> None:
+    """Stream an agent run, rendering or printing JSON lines (``run`` and ``demo``)."""
+    try:
+        async for ev in agent.stream(task):
+            if as_json:
+                json_line(to_plain(ev))
+                msg = getattr(ev, "message", None)
+                if getattr(ev, "type", "") == "message_end" and isinstance(msg, AssistantMessage):
+                    printer.message_done(msg, show=False)
+            else:
+                printer.agent_event(ev)
+    finally:
+        printer.screen.stop_spinner()

@@ -49,15 +49,9 @@ from .common import (
     request_options,
     resolve_model,
     retry_text,
+    silence_stdout,
 )
 from .output import Screen, json_line, one_line
-
-
-def _silence_stdout() -> None:
-    from . import _silence_stdout as silence
-
-    silence()
-
 
 if TYPE_CHECKING:
     import argparse
@@ -326,7 +320,7 @@ class TraceView:
         except BrokenPipeError:
             # stdout closed early (``| head``): keep the call going, print nothing more.
             self.closed = True
-            _silence_stdout()
+            silence_stdout()
 
     def _show(self, record: TraceRecord, call: int | None) -> None:
         if self.as_json:

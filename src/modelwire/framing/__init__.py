@@ -44,7 +44,7 @@ from .eventstream import (
 )
 from .ndjson import NDJSONDecoder
 
-__all__ = [
+__all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_framing.py checks
     "EventStreamDecoder",
     "EventStreamMessage",
     "EventStreamMessageDecoder",

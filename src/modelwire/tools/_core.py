@@ -154,6 +154,12 @@ class ToolOutput(msgspec.Struct, frozen=True):
     details: Any = None
     """Structured data for the application (e.g. a file's version token)."""
 
+    if TYPE_CHECKING:
+        # The constructor takes a list of blocks too (turned into a tuple).
+        def __init__(
+            self, content: str | Sequence[TextContent | ImageContent], details: Any = None
+        ) -> None: ...
+
     def __post_init__(self) -> None:
         content = self.content
         if isinstance(content, str):

@@ -25,15 +25,12 @@ import os
 import stat
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ._core import ToolContext, ToolFailure, ToolOutput
 from ._paths import version_token
 
-if TYPE_CHECKING:
-    from .files import FileTools
-
-__all__ = ["compile_pattern", "Search"]
+__all__ = ["Search", "compile_pattern"]
 
 _SNIFF = 8192
 _SNIPPET = 200
@@ -123,12 +120,24 @@ def _lines_of(data: bytes) -> bytes:
     return data
 
 
+class GrepLimits(Protocol):
+    """The limits a search reads from its :class:`~modelwire.tools.files.FileTools`
+    (a protocol, so this module does not import ``files``: no import cycle)."""
+
+    @property
+    def grep_time_budget(self) -> float: ...
+    @property
+    def max_grep_file_bytes(self) -> int: ...
+    @property
+    def max_matches(self) -> int: ...
+
+
 class Search:
     """State of one grep call."""
 
     def __init__(
         self,
-        tools: FileTools,
+        tools: GrepLimits,
         pattern: Any,
         ctx: ToolContext,
         allowed: Callable[[str], bool],

@@ -106,6 +106,7 @@ class _XGroq(msgspec.Struct, gc=False):
 
 class _Chunk(msgspec.Struct, gc=False):
     id: str | None = None
+    model: str | None = None  # the model that answered (AssistantMessage.response_model)
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _Error | str | None = None
@@ -194,12 +195,11 @@ def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
 class ChatDecoder:
     """Per-response decoder: SSE events → normalized deltas."""
 
-    __slots__ = ("_compat", "_done", "_finish", "_meta", "_saw_tool", "_thinking_field")
+    __slots__ = ("_compat", "_finish", "_meta", "_saw_tool", "_thinking_field")
 
     def __init__(self, compat: ChatCompat) -> None:
         self._compat = compat
         self._finish: str | None = None
-        self._done = False
         self._meta = False
         self._saw_tool = False
         self._thinking_field: str | None = None
@@ -232,7 +232,6 @@ class ChatDecoder:
             # keep-alive payloads carry nothing we use (DESIGN §3 rule 5).
             return []
         if data == "[DONE]":
-            self._done = True
             return self._terminal()
         return self._chunk(decode_json(data, _chunk_decoder))
 
@@ -242,7 +241,7 @@ class ChatDecoder:
         out: list[Delta] = []
         if not self._meta and chunk.id:
             self._meta = True
-            out.append(ResponseMeta(response_id=chunk.id))
+            out.append(ResponseMeta(response_id=chunk.id, model=chunk.model))
         choices = chunk.choices
         if choices:
             # One choice per stream (DESIGN §2a): n > 1 is refused, not merged.

@@ -1,32 +1,16 @@
-"""The one shared assembler: normalized deltas → events → one assistant message.
-
-Sans-IO and API-neutral (DESIGN §1). It owns:
-
-* routing: a provider key (chat ``tool_calls[].index``, an Anthropic block index,
-  a Responses item id…) maps to a block; the content index is the position where
-  the block first appeared (DESIGN §3 rule 2);
-* lazy immutable snapshots: blocks are append-only lists of pieces stamped with
-  the version at which they arrived, so an event records only ``(source,
-  version)`` and ``event.partial`` is rebuilt on access — producing an event
-  never copies content;
-* the tool-call collector and the completion policy: by default derived from
-  ``tool_choice`` and the declared tools (DESIGN §2a, "Tool-call protocol"); a
-  caller may pass another :data:`CompletionPolicy`;
-* finish semantics: the last ``Finish`` is remembered and one terminal event is
-  formed at ``EndOfStream`` (rule 4); no finish at all → ``truncated_stream``;
-* usage and cost.
-"""
+"""The :class:`Assembler`: one response's state machine from deltas to events and
+the final message (routing, snapshots, the tool-call collector, finish semantics,
+usage); the package docstring says what it owns and why."""
 
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Literal, TypeAlias
+from collections.abc import Hashable, Iterable
+from typing import Any, Literal
 
-import jiter
 import msgspec
 
-from .deltas import (
+from ..deltas import (
     BlockEnd,
     BlockSignature,
     BlockStart,
@@ -40,17 +24,19 @@ from .deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from .errors import (
+from ..errors import (
     AbortedError,
+    MalformedChunkError,
     StreamError,
     ToolCallProtocolError,
     TruncatedStreamError,
     error_class_for_kind,
 )
-from .events import (
+from ..events import (
     DoneEvent,
     ErrorEvent,
     Event,
+    SnapshotSource,
     StartEvent,
     TextDeltaEvent,
     TextEndEvent,
@@ -62,10 +48,9 @@ from .events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from .types import (
+from ..types import (
     AssistantContent,
     AssistantMessage,
-    Cost,
     ErrorInfo,
     ModelCost,
     TextContent,
@@ -74,197 +59,10 @@ from .types import (
     Usage,
     now_ms,
 )
+from ._blocks import NO_COST, NO_USAGE, Block, compute_cost, parse_arguments
+from ._policy import CompletionPolicy, ToolChoice
 
-__all__ = [
-    "Assembler",
-    "CompletionPolicy",
-    "SnapshotSource",
-    "ToolChoice",
-    "compute_cost",
-    "default_completion_policy",
-    "parse_arguments",
-]
-
-ToolChoice = str | dict[str, Any] | None
-#: Decides whether a finished response is acceptable:
-#: ``policy(message, tool_choice, tools_declared) -> None | str``. ``message`` is
-#: the final message of a response that finished ``stop`` or ``tool_use`` (its tool
-#: calls complete and parsed); ``tool_choice`` is the request's (``None``,
-#: ``"auto"``, ``"required"``, ``"none"`` or ``{"name": ...}``); ``tools_declared``
-#: whether the request declared tools (``None`` when unknown). Return ``None`` to
-#: accept, or a reason: the stream then ends with an ``error`` event of kind
-#: ``tool_call_protocol`` whose message is that reason (all content kept, nothing
-#: executed). A ``length`` finish is never judged (nothing of it is trusted).
-CompletionPolicy: TypeAlias = Callable[[AssistantMessage, ToolChoice, "bool | None"], "str | None"]
-
-
-def default_completion_policy(
-    message: AssistantMessage, tool_choice: ToolChoice, tools_declared: bool | None
-) -> str | None:
-    """The policy used when none is given, as one function a custom policy can wrap.
-
-    A call when ``tool_choice`` is ``"none"`` or no tools were declared; no call
-    when it is ``"required"``; with ``{"name": n}``, a call to another tool or no
-    call to ``n``. (Without a custom policy the assembler applies the same rules,
-    the first two and the wrong name as soon as the call starts.)
-    """
-    calls = message.tool_calls
-    if calls and tool_choice == "none":
-        return f'the model called {calls[0].name!r} although tool_choice was "none"'
-    if calls and tools_declared is False:
-        return f"the model called {calls[0].name!r} although no tools were declared"
-    if tool_choice == "required" and not calls:
-        return 'tool_choice was "required" but the model made no complete tool call'
-    if isinstance(tool_choice, dict):
-        forced = tool_choice.get("name")
-        for c in calls:
-            if c.name != forced:
-                return f"tool_choice forced {forced!r} but the model called {c.name!r}"
-        if not calls:
-            return f"tool_choice forced {forced!r} but the model did not call it"
-    return None
-
-
-_json_decode = msgspec.json.decode
-# Frozen values, shared rather than built again for every response and usage update.
-_NO_COST = Cost()
-_NO_USAGE = Usage(cost=_NO_COST)
-
-
-def parse_arguments(raw: str) -> dict[str, Any] | None:
-    """Parse complete tool-call arguments; ``None`` unless they are a JSON object.
-
-    An empty string means "no arguments" (some servers send nothing for ``{}``).
-    """
-    if not raw or raw.isspace():
-        return {}
-    try:
-        value = _json_decode(raw)
-    except msgspec.DecodeError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _partial_arguments(raw: str) -> dict[str, Any]:
-    # Display only (DESIGN §3 rule 3): never used to act.
-    if not raw:
-        return {}
-    try:
-        value = jiter.from_json(raw.encode(), partial_mode="trailing-strings")
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def compute_cost(usage: Usage, prices: ModelCost | None) -> Usage:
-    """``usage`` with ``cost`` filled from per-million prices."""
-    if prices is None:
-        return usage
-    c_in = usage.input * prices.input / 1e6
-    c_out = usage.output * prices.output / 1e6
-    c_cr = usage.cache_read * prices.cache_read / 1e6
-    c_cw = usage.cache_write * prices.cache_write / 1e6
-    cost = Cost(input=c_in, output=c_out, cache_read=c_cr, cache_write=c_cw,
-                total=c_in + c_out + c_cr + c_cw)  # fmt: skip
-    return msgspec.structs.replace(usage, cost=cost)
-
-
-class _Block:
-    """Append-only state of one content block."""
-
-    __slots__ = (
-        "args_override",
-        "cache",
-        "call_id",
-        "ci",
-        "closed",
-        "final",
-        "final_v",
-        "kind",
-        "name",
-        "pieces",
-        "redacted",
-        "sig_vs",
-        "sigs",
-        "start_v",
-        "vs",
-    )
-
-    def __init__(self, kind: str, start_v: int) -> None:
-        self.kind = kind
-        self.start_v = start_v
-        self.ci = -1
-        self.pieces: list[str] = []
-        self.vs: list[int] = []
-        self.sigs: list[str | None] = []
-        self.sig_vs: list[int] = []
-        self.redacted = False
-        self.call_id: str | None = None
-        self.name: str | None = None
-        self.args_override: tuple[int, str] | None = None
-        self.closed = False
-        self.final: AssistantContent | None = None
-        self.final_v = -1
-        # (n, the first n pieces joined): snapshots read in stream order extend it
-        # with the pieces since, instead of joining every piece again. One tuple, so
-        # a reader on another thread never sees a count and a text that disagree.
-        self.cache: tuple[int, str] = (0, "")
-
-    def text_at(self, v: int) -> str:
-        pieces = self.pieces
-        n = len(pieces)
-        if n and self.vs[-1] > v:
-            n = bisect_right(self.vs, v)
-        if self.args_override is not None and self.args_override[0] <= v:
-            return self.args_override[1]
-        cn, cached = self.cache
-        if cn == n:
-            return cached
-        if 0 < cn < n:
-            text = cached + "".join(pieces[cn:n])
-        else:
-            text = "".join(pieces[:n]) if n != len(pieces) else "".join(pieces)
-        self.cache = (n, text)
-        return text
-
-    def signature_at(self, v: int) -> str | None:
-        if not self.sigs:
-            return None
-        i = bisect_right(self.sig_vs, v)
-        return self.sigs[i - 1] if i else None
-
-    def build(self, v: int, *, final_args: dict[str, Any] | None = None) -> AssistantContent:
-        if self.final is not None and self.final_v <= v:
-            return self.final
-        text = self.text_at(v)
-        sig = self.signature_at(v)
-        if self.kind == "text":
-            return TextContent(text=text, signature=sig)
-        if self.kind == "thinking":
-            return ThinkingContent(thinking=text, signature=sig, redacted=self.redacted)
-        args = final_args if final_args is not None else _partial_arguments(text)
-        return ToolCall(
-            id=self.call_id or "",
-            name=self.name or "",
-            arguments=args,
-            raw_arguments=text,
-            signature=sig,
-        )
-
-
-class SnapshotSource:
-    """Builds the message as it stood at a version; shared by all events of a stream.
-
-    The :class:`Assembler` is its own snapshot source: events point at it, and it
-    points at no event, so a finished stream is freed by reference counting alone
-    (no cycle for the garbage collector to find).
-    """
-
-    __slots__ = ()
-
-    def snapshot(self, v: int) -> AssistantMessage:
-        """The assistant message as it stood at version ``v``."""
-        raise NotImplementedError
+__all__ = ["Assembler"]
 
 
 class Assembler(SnapshotSource):
@@ -285,6 +83,7 @@ class Assembler(SnapshotSource):
         "_forced_name",
         "_keys",
         "_response_id",
+        "_response_model",
         "_usage",
         "_usage_hist",
         "_usage_vs",
@@ -322,15 +121,16 @@ class Assembler(SnapshotSource):
         self.prices = prices
         self.timestamp = now_ms()
         self._forced_name = tool_choice.get("name") if isinstance(tool_choice, dict) else None
-        self._blocks: list[_Block] = []
-        self._keys: dict[Hashable, _Block] = {}
-        self._call_ids: dict[str, _Block] = {}
+        self._blocks: list[Block] = []
+        self._keys: dict[Hashable, Block] = {}
+        self._call_ids: dict[str, Block] = {}
         self._v = 0
-        self._usage = _NO_USAGE
+        self._usage = NO_USAGE
         self._usage_hist: list[Usage] = []
         self._usage_vs: list[int] = []
         self._finish: Finish | None = None
         self._response_id: str | None = None
+        self._response_model: str | None = None
         self.started = False
         self.done = False
         self.message: AssistantMessage | None = None
@@ -343,7 +143,7 @@ class Assembler(SnapshotSource):
         usage = self._usage
         if self._usage_vs and self._usage_vs[-1] > v:
             i = bisect_right(self._usage_vs, v)
-            usage = self._usage_hist[i - 1] if i else _NO_USAGE
+            usage = self._usage_hist[i - 1] if i else NO_USAGE
         return AssistantMessage(
             content=content,
             api=self.api,
@@ -352,6 +152,7 @@ class Assembler(SnapshotSource):
             usage=usage,
             stop_reason=None,
             response_id=self._response_id,
+            response_model=self._response_model,
             timestamp=self.timestamp,
         )
 
@@ -394,13 +195,13 @@ class Assembler(SnapshotSource):
 
     # ------------------------------------------------------------------ helpers
 
-    def _block(self, key: Hashable, kind: str, out: list[Event]) -> _Block:
+    def _block(self, key: Hashable, kind: str, out: list[Event]) -> Block:
         b = self._keys.get(key)
         if b is not None and not b.closed:
             if b.kind != kind:
                 raise _malformed_kind(key, b.kind, kind)
             return b
-        b = _Block(kind, self._v)
+        b = Block(kind, self._v)
         self._keys[key] = b
         ci = b.ci = len(self._blocks)
         self._blocks.append(b)
@@ -411,7 +212,7 @@ class Assembler(SnapshotSource):
         self._v += 1
         return b
 
-    def _index(self, b: _Block) -> int:
+    def _index(self, b: Block) -> int:
         return b.ci
 
     # ------------------------------------------------------------------ text/thinking
@@ -513,7 +314,7 @@ class Assembler(SnapshotSource):
                     f"tool call {_key_str(d.key)}: a fragment arrived before the call "
                     "started (no id and no name)"
                 )
-            b = _Block("tool_call", self._v)
+            b = Block("tool_call", self._v)
             self._keys[d.key] = b
             ci = b.ci = len(self._blocks)
             self._blocks.append(b)
@@ -570,7 +371,7 @@ class Assembler(SnapshotSource):
                 f"tool_choice forced {self._forced_name!r} but the model called {name!r}"
             )
 
-    def _complete_call(self, b: _Block, out: list[Event], trusted: bool) -> None:
+    def _complete_call(self, b: Block, out: list[Event], trusted: bool) -> None:
         if b.call_id is None or b.name is None:
             raise ToolCallProtocolError(
                 f"tool call at content index {self._index(b)} ended without "
@@ -595,7 +396,7 @@ class Assembler(SnapshotSource):
 
     # ------------------------------------------------------------------ ends
 
-    def _close(self, b: _Block, out: list[Event], trusted: bool = True) -> None:
+    def _close(self, b: Block, out: list[Event], trusted: bool = True) -> None:
         if b.closed:
             return
         if b.kind == "tool_call":
@@ -629,7 +430,7 @@ class Assembler(SnapshotSource):
         cw = u.cache_write if d.cache_write is None else d.cache_write
         total = i + o + cr + cw
         new = Usage(
-            input=i, output=o, cache_read=cr, cache_write=cw, total_tokens=total, cost=_NO_COST
+            input=i, output=o, cache_read=cr, cache_write=cw, total_tokens=total, cost=NO_COST
         )
         self._usage = new
         self._usage_hist.append(new)
@@ -638,6 +439,9 @@ class Assembler(SnapshotSource):
     def _on_meta(self, d: ResponseMeta, out: list[Event]) -> None:
         if d.response_id and self._response_id is None:
             self._response_id = d.response_id
+        # The model that answered (often a dated snapshot of the requested id).
+        if d.model and self._response_model is None:
+            self._response_model = d.model
 
     def _on_end(self, d: EndOfStream, out: list[Event]) -> None:
         fin = self._finish
@@ -733,6 +537,7 @@ class Assembler(SnapshotSource):
             error=error,
             provider_stop_reason=provider_reason,
             response_id=self._response_id,
+            response_model=self._response_model,
             timestamp=self.timestamp,
         )
         self.done = True
@@ -764,14 +569,10 @@ def _key_str(key: Hashable) -> str:
 
 
 def _malformed_kind(key: Hashable, have: str, got: str) -> StreamError:
-    from .errors import MalformedChunkError
-
     return MalformedChunkError(
         f"block {_key_str(key)} is a {have} block but a {got} fragment arrived for it"
     )
 
 
 def _malformed_missing(key: Hashable, what: str) -> StreamError:
-    from .errors import MalformedChunkError
-
     return MalformedChunkError(f"{what} for block {_key_str(key)}, which never started")

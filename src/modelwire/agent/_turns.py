@@ -1,0 +1,140 @@
+"""One turn's state and the results that answer calls which were not executed.
+
+``RunState`` is what ``Agent.abort()`` reaches from any thread; ``Turn`` holds the
+calls of one response and their results in call order, and answers every call a
+closed or aborted run left without a result (the transcript stays valid).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import threading
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+from ..errors import ConfigurationError
+from ..tools import ToolFailure
+from ..types import ToolCall, ToolResultMessage, UserMessage
+from ._execute import failure_result
+
+__all__ = [
+    "Prompt",
+    "RunState",
+    "Turn",
+    "as_messages",
+    "done_results",
+    "interrupted",
+    "maybe_await",
+    "not_started",
+    "output_limit",
+    "silent_overflow",
+    "to_user",
+]
+
+Prompt = str | UserMessage | Sequence[str | UserMessage]
+
+_T = TypeVar("_T")
+
+
+async def maybe_await(value: _T | Awaitable[_T]) -> _T:
+    if inspect.isawaitable(value):
+        return await value
+    return value
+
+
+def to_user(message: object) -> UserMessage:
+    if isinstance(message, str):
+        return UserMessage(content=message)
+    if isinstance(message, UserMessage):
+        return message
+    raise ConfigurationError(
+        f"a prompt must be a str or a UserMessage, got {type(message).__name__}"
+    )
+
+
+def as_messages(prompt: Prompt) -> list[UserMessage]:
+    if isinstance(prompt, str | UserMessage):
+        return [to_user(prompt)]
+    if isinstance(prompt, Sequence):
+        out = [to_user(m) for m in prompt]
+        if out:
+            return out
+    raise ConfigurationError("a prompt must be a str, a UserMessage or a non-empty list of them")
+
+
+class RunState:
+    """What ``abort()`` needs to reach inside the running loop."""
+
+    __slots__ = ("aborted", "cancels", "loop", "stream", "tasks")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.aborted = False
+        self.stream: Any = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.cancels: set[threading.Event] = set()
+
+
+class Turn:
+    """Tool calls of the current turn and their results, appended in call order."""
+
+    __slots__ = ("calls", "flushed", "results", "tasks")
+
+    def __init__(self, calls: Sequence[ToolCall]) -> None:
+        self.calls = tuple(calls)
+        self.results: list[ToolResultMessage | None] = [None] * len(self.calls)
+        self.flushed = 0
+        # Calls being executed, by position.
+        self.tasks: dict[int, asyncio.Task[tuple[ToolResultMessage, str | None]]] = {}
+
+    def unanswered(self) -> list[ToolResultMessage]:
+        """Results for every call not yet appended; a call that was started but did
+        not finish is answered ``aborted`` (its effect is unknown)."""
+        out = []
+        for i in range(self.flushed, len(self.calls)):
+            call = self.calls[i]
+            result = self.results[i]
+            task = self.tasks.get(i)
+            if result is None and task is not None and task.done() and not task.cancelled():
+                if task.exception() is None:
+                    result = task.result()[0]
+            if result is None:
+                failure = interrupted(call) if i in self.tasks else not_started(call)
+                result = failure_result(call, failure)
+            out.append(result)
+        self.flushed = len(self.calls)
+        return out
+
+
+def not_started(call: ToolCall) -> ToolFailure:
+    return ToolFailure(
+        "aborted",
+        f"the run was aborted before this {call.name} call started; it was not executed",
+        hint="Nothing was executed. Wait for the user's instructions.",
+    )
+
+
+def interrupted(call: ToolCall) -> ToolFailure:
+    return ToolFailure("aborted", f"the run was aborted before this {call.name} call finished")
+
+
+def silent_overflow(call: ToolCall) -> ToolFailure:
+    return ToolFailure(
+        "context_overflow",
+        f"the conversation is larger than the model's context window, so the server "
+        f"dropped part of it; this {call.name} call was not executed",
+    )
+
+
+def output_limit(call: ToolCall) -> ToolFailure:
+    return ToolFailure(
+        "output_limit",
+        "your response was cut off by the output token limit (finish reason length) before "
+        f"this {call.name} call was complete, so its arguments cannot be trusted; "
+        "nothing was executed",
+    )
+
+
+def done_results(turn: Turn) -> tuple[ToolResultMessage, ...]:
+    return tuple(r for r in turn.results if r is not None)

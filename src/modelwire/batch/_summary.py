@@ -1,0 +1,62 @@
+"""What a batch run did: :class:`BatchSummary`, built from the runner's counts (shared by
+the local and the Ray backends, so neither imports the other's entry point)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from ._input import InputProblem
+from ._runner import Stats
+
+__all__ = ["BatchSummary", "summarize", "summary_dict"]
+
+
+class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What a run did. ``ok + failed`` lines were written this run;
+    ``skipped_done`` ids were already in the output (resume)."""
+
+    total: int
+    """Valid requests in the input."""
+    ok: int
+    failed: int
+    errors: dict[str, int]
+    """Failed requests by error kind."""
+    skipped_done: int
+    skipped_cost: int
+    """Not started because of ``max_cost`` (run again with a higher cap to go on)."""
+    skipped_invalid: int
+    requests: int
+    """HTTP requests made (attempts, retries included)."""
+    input_tokens: int
+    output_tokens: int
+    cost: float
+    wall_s: float
+    invalid: tuple[InputProblem, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """Every valid request has a line in the output."""
+        return self.skipped_cost == 0
+
+
+def summarize(
+    stats: Stats, *, total: int, skipped_done: int, skipped_cost: int,
+    invalid: list[InputProblem], started: float,
+) -> BatchSummary:  # fmt: skip
+    return BatchSummary(
+        total=total, ok=stats.ok, failed=sum(stats.failed.values()),
+        errors=dict(sorted(stats.failed.items())), skipped_done=skipped_done,
+        skipped_cost=skipped_cost, skipped_invalid=len(invalid), requests=stats.attempts,
+        input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
+        cost=round(stats.cost, 9), wall_s=round(time.monotonic() - started, 3),
+        invalid=tuple(invalid),
+    )  # fmt: skip
+
+
+def summary_dict(summary: BatchSummary) -> dict[str, Any]:
+    d: dict[str, Any] = msgspec.to_builtins(summary)
+    d["invalid"] = [{"line": p.line, "message": p.message} for p in summary.invalid]
+    return d
