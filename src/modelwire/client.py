@@ -182,16 +182,22 @@ def stream(
         check_client(http_client, sync=False)
 
     async def produce(s: StreamChannel) -> None:
-        from .http import open_async
+        from .http import authorize_async, open_async
 
         p = _pipeline(model, context, resolved, request, trace, completion_policy)
-        secrets = request.secrets
         s.abort_events = p.abort
-        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
+        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, p.secrets))
         await s.put(p.start())
         try:
+            sent = await authorize_async(request)
+        except StreamError as exc:
+            await s.put(p.fail(exc))
+            return
+        p.add_secrets(sent.secrets)
+        secrets = p.secrets
+        try:
             body = await open_async(
-                request, timeout=resolved.timeout, max_retries=resolved.max_retries,
+                sent, timeout=resolved.timeout, max_retries=resolved.max_retries,
                 client=http_client, on_retry=_on_retry(p.trace),
             )  # fmt: skip
         except StreamError as exc:
@@ -345,16 +351,22 @@ def stream_sync(
         check_client(http_client, sync=True)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
-        from .http import open_sync
+        from .http import authorize_sync, open_sync
 
         p = _pipeline(model, context, resolved, request, trace, completion_policy)
-        secrets = request.secrets
         s.abort_events = p.abort
-        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, secrets))
+        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, p.secrets))
         yield p.start()
         try:
+            sent = authorize_sync(request)
+        except StreamError as exc:
+            yield p.fail(exc)
+            return
+        p.add_secrets(sent.secrets)
+        secrets = p.secrets
+        try:
             body = open_sync(
-                request, timeout=resolved.timeout, max_retries=resolved.max_retries,
+                sent, timeout=resolved.timeout, max_retries=resolved.max_retries,
                 client=http_client, on_retry=_on_retry(p.trace),
             )  # fmt: skip
         except StreamError as exc:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any, Literal, TypeAlias, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, Unpack
 
 import msgspec
 
@@ -84,17 +84,36 @@ class Timeout(msgspec.Struct, frozen=True, kw_only=True):
                 )
 
 
+class RequestAuthorizer(Protocol):
+    """Credentials obtained when the request is sent, not when it is built: a cloud
+    provider's signature (SigV4 covers the exact body bytes) or an OAuth token that
+    is fetched and refreshed (Vertex AI, Entra ID). Returns the headers to add and the
+    secrets they carry; :class:`modelwire.cloud.CloudAuth` is one. It runs once per
+    call, inside the stream (it may do I/O), before the first attempt."""
+
+    def authorize(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[dict[str, str], tuple[str, ...]]: ...
+
+    async def aauthorize(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes
+    ) -> tuple[dict[str, str], tuple[str, ...]]: ...
+
+
 class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
     """A request ready to send: built by a wire API, sent by ``modelwire.http``.
 
     ``secrets`` lists values (API keys) that must never appear in an error
-    message, a repr or a log line; the HTTP layer redacts them.
+    message, a repr or a log line; the HTTP layer redacts them. ``authorizer``,
+    set by a provider's rules (:class:`modelwire.apis.ProviderRules`), adds
+    credentials when the request is sent (:func:`modelwire.http.authorize_async`).
     """
 
     url: str
     headers: dict[str, str]
     body: bytes
     secrets: tuple[str, ...] = ()
+    authorizer: RequestAuthorizer | None = None
 
     def __repr__(self) -> str:
         headers = {k: "[redacted]" if is_credential_header(k) else redact(v, self.secrets)

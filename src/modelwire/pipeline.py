@@ -85,6 +85,16 @@ class Pipeline:
 
             self.trace = Tracer(trace, secrets=secrets, clock=clock)
 
+    def add_secrets(self, secrets: tuple[str, ...]) -> None:
+        """Redact these too from here on: credentials a provider's authorizer added
+        when the request was sent (an OAuth token, a SigV4 signature)."""
+        new = tuple(s for s in secrets if s and s not in self.secrets)
+        if not new:
+            return
+        self.secrets = (*self.secrets, *new)
+        if self.trace is not None:
+            self.trace.add_secrets(new)
+
     def _first_decode(self, event: ServerSentEvent) -> list[Delta]:
         if not self._sniffing:
             return self._decode(event)  # recognised earlier in this read

@@ -376,6 +376,12 @@ class Tracer:
 
     # ------------------------------------------------------------------ plumbing
 
+    def add_secrets(self, secrets: tuple[str, ...]) -> None:
+        """Redact these too (credentials added when the request was sent); called
+        before the first network read, so the read redactor starts afresh."""
+        self.secrets = (*self.secrets, *(s for s in secrets if s))
+        self._reads = StreamRedactor(self.secrets) if self.secrets else None
+
     def emit(self, record: TraceRecord) -> None:
         obs = self.observer
         if obs is None:

@@ -177,6 +177,11 @@ class ProviderRules(Protocol):
         """The auth headers for ``api_key``; ``None`` keeps the API's own header."""
         ...
 
+    # Optional third hook, looked up with getattr so rules without it stay valid:
+    # ``authorizer(model, options) -> RequestAuthorizer | None`` — credentials added
+    # when the request is sent (SigV4 over the exact body, a refreshed OAuth token);
+    # see modelwire.options.RequestAuthorizer and modelwire.http.authorize_async.
+
 
 _MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
             "build_request", "framing", "new_decoder", "render", "encode_frames",

@@ -338,8 +338,15 @@ def http_request(
             out[key] = value
         secrets.append(options.api_key)
     secrets.extend(credential_secrets(out))
+    # Credentials that need I/O or the final bytes (SigV4, OAuth tokens) are added
+    # when the request is sent: the rules hand over an authorizer (optional hook).
+    make_authorizer = getattr(rules, "authorizer", None) if rules is not None else None
     return HTTPRequest(
-        url=url, headers=out, body=encode_body(body), secrets=tuple(dict.fromkeys(secrets))
+        url=url,
+        headers=out,
+        body=encode_body(body),
+        secrets=tuple(dict.fromkeys(secrets)),
+        authorizer=make_authorizer(model, options) if make_authorizer is not None else None,
     )
 
 
