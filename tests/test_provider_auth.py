@@ -156,3 +156,18 @@ def test_no_io_before_iteration_and_rules_without_an_authorizer_still_work(
     register_provider("cloudy", Plain())  # the authorizer hook is optional
     with MockServer(["plain"]) as server:
         assert mw.complete_sync(_model(server, "openai-chat"), CTX).text == "plain"
+
+
+def test_a_provider_whose_key_is_optional_gets_none_instead_of_an_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from modelwire import options
+
+    monkeypatch.setitem(options.ENV_KEYS, "cloudy", ("CLOUDY_TOKEN",))
+    monkeypatch.delenv("CLOUDY_TOKEN", raising=False)
+    with pytest.raises(mw.MissingAPIKeyError, match="CLOUDY_TOKEN"):
+        options.resolve_api_key("cloudy", None)
+    monkeypatch.setattr(options, "KEY_OPTIONAL", {"cloudy"})
+    assert options.resolve_api_key("cloudy", None) is None  # the authorizer will sign
+    monkeypatch.setenv("CLOUDY_TOKEN", "tok-from-env")
+    assert options.resolve_api_key("cloudy", None) == "tok-from-env"

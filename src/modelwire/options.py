@@ -21,10 +21,13 @@ if TYPE_CHECKING:
     from .assemble import CompletionPolicy
 
 __all__ = [
+    "ENV_KEYS",
+    "KEY_OPTIONAL",
     "REASONING_LEVELS",
     "AgentOptions",
     "HTTPRequest",
     "ReasoningLevel",
+    "RequestAuthorizer",
     "RequestOptions",
     "StreamOptions",
     "Timeout",
@@ -56,6 +59,12 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "fireworks": ("FIREWORKS_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
 }
+
+#: Providers whose key is optional: without one, their provider rules' authorizer
+#: supplies the credentials when the request is sent (SigV4 from the AWS credential
+#: chain, an OAuth token from Application Default Credentials or Entra ID), so no
+#: ``MissingAPIKeyError`` is raised. Their modules add themselves here.
+KEY_OPTIONAL: set[str] = set()
 
 
 class Timeout(msgspec.Struct, frozen=True, kw_only=True):
@@ -230,6 +239,8 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
         if value:
             _check_key(value, name)
             return value
+    if provider in KEY_OPTIONAL:
+        return None
     raise MissingAPIKeyError(
         f"no API key for provider {provider!r}: set {' or '.join(names)} or pass api_key=...",
         env_var=names[0],
