@@ -55,6 +55,10 @@ class Pane:
 
     def type(self, line: str) -> None:
         self.tmux("send-keys", "-t", "t", "-l", line)
+        # Wait for the shell to echo the line before pressing Enter: otherwise a wait
+        # for "the prompt again" could see the old prompt, before the command started.
+        tail = line[-20:]
+        self.wait_for(lambda _: tail in self.screen(joined=True), f"the typed {tail!r}")
         self.tmux("send-keys", "-t", "t", "Enter")
 
     def key(self, name: str) -> None:
