@@ -165,10 +165,21 @@ def serving(plans: list[Plan]) -> Iterator[RawServer]:
         server.close()
 
 
-def model_for(api: str, port: int) -> mw.Model:
+def model_for(api: str, port: int, provider: str = "mock", base: str | None = None) -> mw.Model:
     segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
-    return mw.Model(id="mock-model", api=api, provider="mock",
-                    base_url=f"http://127.0.0.1:{port}{segment}")  # fmt: skip
+    url = f"http://127.0.0.1:{port}" + (segment if base is None else base)
+    return mw.Model(id="mock-model", api=api, provider=provider, base_url=url)
+
+
+# A provider that reuses an API runs the matrix through its own provider rules (URL,
+# auth header) too (issue 18): (provider, api, what follows the origin in base_url).
+PROVIDER_RUNS = [
+    ("azure-openai", "openai-chat", "?api-version=2024-10-21"),  # the deployment form
+    ("azure-openai", "openai-responses", ""),  # the /openai/v1 form
+]
+TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
+    pytest.param(p, a, b, id=f"{p}:{a}") for p, a, b in PROVIDER_RUNS
+]
 
 
 # --------------------------------------------------------------------------- bodies
@@ -453,18 +464,24 @@ def assert_no_key(*texts: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(("provider", "api", "base"), TARGETS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_fault_matrix(
-    name: str, api: str, mode: str, fast_backoff: None, caplog: pytest.LogCaptureFixture
+    name: str,
+    provider: str,
+    api: str,
+    base: str | None,
+    mode: str,
+    fast_backoff: None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     case = CASES[name]
     caplog.set_level(logging.DEBUG)  # the root logger: every logger propagates here
     log = TraceLog()
     with serving(case.plans(api)) as server:
         t0 = time.monotonic()
-        events, message = run(mode, model_for(api, server.port), case.driver,
-                              api_key=KEY, trace=log, **case.opts)  # fmt: skip
+        model = model_for(api, server.port, provider, base)
+        events, message = run(mode, model, case.driver, api_key=KEY, trace=log, **case.opts)
         elapsed = time.monotonic() - t0
         closed = server.wait_closed()
         n_requests = len(server.requests)
