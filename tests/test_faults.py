@@ -71,6 +71,7 @@ class RawServer:
     def __init__(self, plans: list[Plan]) -> None:
         self.plans = plans
         self.requests: list[bytes] = []
+        self.targets: list[str] = []  # the request targets (path and query)
         self.connections: list[threading.Event] = []
         self._lock = threading.Lock()
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -116,6 +117,7 @@ class RawServer:
                 while len(buf) < length:
                     buf += conn.recv(65536)
                 body, buf = buf[:length], buf[length:]
+                self.targets.append(head.split(b" ", 2)[1].decode())
                 plan = self._next_plan(body)
                 if plan.status == 0:  # hang up without a response (a transport error)
                     conn.shutdown(socket.SHUT_RDWR)
@@ -485,6 +487,9 @@ def test_fault_matrix(
         elapsed = time.monotonic() - t0
         closed = server.wait_closed()
         n_requests = len(server.requests)
+        targets = server.targets
+    if provider != "mock":  # the provider's URL rule was applied on every attempt
+        assert all(t.startswith("/openai/") for t in targets), targets
 
     # The terminal kind, and the stream's shape: start first (unless aborted before
     # iterating: nothing at all happened), exactly one terminal event, last.

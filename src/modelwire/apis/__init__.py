@@ -20,7 +20,11 @@ A *provider* may reuse an API with its own URL and auth rules (Azure OpenAI on
 ``openai-chat``, Vertex AI on ``google-generative-ai``): :func:`register_provider`
 installs a :class:`ProviderRules` that the shared request builder
 (:func:`modelwire.apis._common.http_request`) consults for every API, so no
-adapter is edited for a new provider.
+adapter is edited for a new provider. A provider shipped with modelwire is found
+like an API, by its module name: the rules of ``azure-openai`` are the ``RULES``
+attribute of ``modelwire.apis._provider_azure_openai`` (:func:`provider_module`),
+imported the first time :func:`provider_rules` is asked for them; a registered
+provider wins over the built-in one.
 """
 
 from __future__ import annotations
