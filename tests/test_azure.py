@@ -350,6 +350,55 @@ def test_a_filtered_completion_is_content_filter_naming_the_category_content_kep
         msg.raise_for_error()
 
 
+def _finish_with(results: object) -> bytes:
+    choice = {"index": 0, "delta": {"content": "x"}, "finish_reason": "content_filter",
+              "content_filter_results": results}  # fmt: skip
+    return (
+        b"data: " + json.dumps({"id": "c", "choices": [choice]}).encode() + b"\n\ndata: [DONE]\n\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("results", "says"),
+    [
+        (
+            {
+                "custom_blocklists": {
+                    "filtered": True,
+                    "details": [{"filtered": True, "id": "b1"}],
+                },
+                "protected_material_text": {"filtered": True, "detected": True},
+            },
+            "filtered: custom_blocklists, protected_material_text",
+        ),
+        # What the filter could not judge, or a shape it does not document: no category
+        # named, still content_filter (the finish reason says so).
+        ({"error": {"code": "content_filter_error", "message": "timeout"}}, None),
+        ("not an object", None),
+        ([{"filtered": True}], None),
+    ],
+)
+def test_filter_result_shapes(results: object, says: str | None) -> None:
+    msg = final(mw.replay(CHAT, _finish_with(results)))
+    assert msg.error is not None and msg.error.kind == "content_filter"
+    assert msg.text == "x"
+    if says is None:
+        assert "filtered:" not in msg.error.message
+    else:
+        assert says in msg.error.message
+
+
+def test_an_in_band_chat_error_with_the_filter_code_is_content_filter() -> None:
+    body = (
+        TEXT.split(b"\n\n")[2]
+        + b"\n\n"
+        + (b'data: {"error":{"message":"The response was filtered","code":"content_filter"}}\n\n')
+    )
+    msg = final(mw.replay(CHAT, body))
+    assert msg.error is not None and msg.error.kind == "content_filter"
+    assert msg.text == "Hello"  # what came before is kept
+
+
 @pytest.mark.parametrize("api", [CHAT, RESPONSES])
 def test_a_filtered_prompt_is_content_filter_not_invalid_request(api: str) -> None:
     reply = Reply(status=400, body=PROMPT_FILTERED, content_type="application/json")
