@@ -552,6 +552,17 @@ def test_cli_chat_with_a_deployment_against_the_mock_server(api: str) -> None:
     assert srv.requests[0].headers["api-key"] == KEY
 
 
+def test_cli_trace_of_a_live_call_shows_the_azure_request_key_redacted() -> None:
+    with MockServer(["traced"]) as srv:
+        proc = cli("trace", "-m", f"{PROVIDER}/my-deployment", "--base-url", srv.origin,
+                   "--json", "hi", env={"AZURE_OPENAI_API_KEY": KEY})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(x) for x in proc.stdout.splitlines()]
+    assert {"request", "sse", "delta", "event", "message"} <= {r["layer"] for r in records}
+    assert "/openai/v1/chat/completions" in proc.stdout
+    assert KEY not in proc.stdout + proc.stderr and "[redacted]" in proc.stdout
+
+
 def test_cli_without_credentials_names_the_variables() -> None:
     with MockServer(["never"]) as srv:
         proc = cli("chat", "-m", f"{PROVIDER}/d", "--base-url", srv.origin, "--plain", "hi")
