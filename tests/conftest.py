@@ -51,6 +51,7 @@ FIXTURES = recorded_streams()
 _KEY_VARS = sorted(
     {v for names in ENV_KEYS.values() for v in names} | {v for v, _ in BASE_URL_ENV.values()}
 )
+_KEY_VARS += ["AZURE_OPENAI_AD_TOKEN", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"]  # azure
 for _var in _KEY_VARS:
     os.environ.pop(_var, None)
 

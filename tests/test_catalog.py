@@ -238,10 +238,12 @@ def test_the_wheel_ships_the_data_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("provider", "entry"), ENTRIES, ids=_ids(ENTRIES))
 def test_every_entry_builds_a_request_with_its_adapter(
-    provider: dict[str, Any], entry: dict[str, Any]
+    provider: dict[str, Any], entry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Compat flags are checked by the adapter (unknown flags refused) and the
     # clamped reasoning level is one the adapter accepts.
+    # azure-openai: the catalog's placeholder resource is read from this variable.
+    monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://YOUR-RESOURCE.openai.azure.com")
     model = mw.get_model(provider["id"], entry["id"])
     api = get_api(model.api)
     request = api.build_request(model, CTX, resolve_options(model.provider, api_key="sk-test"))

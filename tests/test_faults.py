@@ -71,6 +71,7 @@ class RawServer:
     def __init__(self, plans: list[Plan]) -> None:
         self.plans = plans
         self.requests: list[bytes] = []
+        self.targets: list[str] = []  # the request targets (path and query)
         self.connections: list[threading.Event] = []
         self._lock = threading.Lock()
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -116,6 +117,7 @@ class RawServer:
                 while len(buf) < length:
                     buf += conn.recv(65536)
                 body, buf = buf[:length], buf[length:]
+                self.targets.append(head.split(b" ", 2)[1].decode())
                 plan = self._next_plan(body)
                 if plan.status == 0:  # hang up without a response (a transport error)
                     conn.shutdown(socket.SHUT_RDWR)
@@ -165,10 +167,21 @@ def serving(plans: list[Plan]) -> Iterator[RawServer]:
         server.close()
 
 
-def model_for(api: str, port: int) -> mw.Model:
+def model_for(api: str, port: int, provider: str = "mock", base: str | None = None) -> mw.Model:
     segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
-    return mw.Model(id="mock-model", api=api, provider="mock",
-                    base_url=f"http://127.0.0.1:{port}{segment}")  # fmt: skip
+    url = f"http://127.0.0.1:{port}" + (segment if base is None else base)
+    return mw.Model(id="mock-model", api=api, provider=provider, base_url=url)
+
+
+# A provider that reuses an API runs the matrix through its own provider rules (URL,
+# auth header) too (issue 18): (provider, api, what follows the origin in base_url).
+PROVIDER_RUNS = [
+    ("azure-openai", "openai-chat", "?api-version=2024-10-21"),  # the deployment form
+    ("azure-openai", "openai-responses", ""),  # the /openai/v1 form
+]
+TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
+    pytest.param(p, a, b, id=f"{p}:{a}") for p, a, b in PROVIDER_RUNS
+]
 
 
 # --------------------------------------------------------------------------- bodies
@@ -453,21 +466,30 @@ def assert_no_key(*texts: str) -> None:
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize(("provider", "api", "base"), TARGETS)
 @pytest.mark.parametrize("name", list(CASES))
 def test_fault_matrix(
-    name: str, api: str, mode: str, fast_backoff: None, caplog: pytest.LogCaptureFixture
+    name: str,
+    provider: str,
+    api: str,
+    base: str | None,
+    mode: str,
+    fast_backoff: None,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     case = CASES[name]
     caplog.set_level(logging.DEBUG)  # the root logger: every logger propagates here
     log = TraceLog()
     with serving(case.plans(api)) as server:
         t0 = time.monotonic()
-        events, message = run(mode, model_for(api, server.port), case.driver,
-                              api_key=KEY, trace=log, **case.opts)  # fmt: skip
+        model = model_for(api, server.port, provider, base)
+        events, message = run(mode, model, case.driver, api_key=KEY, trace=log, **case.opts)
         elapsed = time.monotonic() - t0
         closed = server.wait_closed()
         n_requests = len(server.requests)
+        targets = server.targets
+    if provider != "mock":  # the provider's URL rule was applied on every attempt
+        assert all(t.startswith("/openai/") for t in targets), targets
 
     # The terminal kind, and the stream's shape: start first (unless aborted before
     # iterating: nothing at all happened), exactly one terminal event, last.

@@ -33,11 +33,12 @@ from typing import Any, TypeAlias
 import httpx
 import msgspec
 
-from .apis._common import is_context_overflow
+from .apis._common import content_filter_error, is_context_overflow
 from .errors import (
     AuthenticationError,
     ConfigurationError,
     ConnectError,
+    ContentFilterError,
     ContextOverflowError,
     InvalidRequestError,
     ModelwireError,
@@ -225,6 +226,14 @@ def _error_text(body: bytes) -> tuple[str, str | None]:
     return head(text, 500) or "(empty body)", None
 
 
+def _content_filter(body: bytes) -> str | None:
+    try:
+        parsed = msgspec.json.decode(body, type=_ErrorBody)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    return content_filter_error(parsed.error)
+
+
 def _is_rate_limit(message: str, typ: str | None) -> bool:
     text = f"{message} {typ or ''}".lower()
     return "rate_limit" in text or "per minute" in text
@@ -256,6 +265,11 @@ def status_error(
         cls = RateLimitError
         if typ and "quota" in typ.lower():
             detail += " — the account is out of quota; retrying will not help"
+    elif status in (400, 413, 422) and (filtered := _content_filter(body)):
+        # Azure OpenAI's filtered prompt: 400, code content_filter, the categories in
+        # innererror.content_filter_result — a refusal, not a malformed request.
+        cls = ContentFilterError
+        detail += f" — {filtered}"
     elif status in (400, 413, 422):
         cls = ContextOverflowError if is_context_overflow(message) else InvalidRequestError
     elif status in (503, 529) or (typ and "overloaded" in typ.lower()):

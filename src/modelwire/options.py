@@ -58,13 +58,16 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "together": ("TOGETHER_API_KEY",),
     "fireworks": ("FIREWORKS_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
+    "azure-openai": ("AZURE_OPENAI_API_KEY",),  # else AZURE_OPENAI_AD_TOKEN (its rules)
 }
 
 #: Providers whose key is optional: without one, their provider rules' authorizer
 #: supplies the credentials when the request is sent (SigV4 from the AWS credential
 #: chain, an OAuth token from Application Default Credentials or Entra ID), so no
 #: ``MissingAPIKeyError`` is raised. Their modules add themselves here.
-KEY_OPTIONAL: set[str] = set()
+KEY_OPTIONAL: set[str] = {
+    "azure-openai",  # an Entra ID token (apis/_provider_azure_openai.py)
+}
 
 
 class Timeout(msgspec.Struct, frozen=True, kw_only=True):

@@ -20,7 +20,11 @@ A *provider* may reuse an API with its own URL and auth rules (Azure OpenAI on
 ``openai-chat``, Vertex AI on ``google-generative-ai``): :func:`register_provider`
 installs a :class:`ProviderRules` that the shared request builder
 (:func:`modelwire.apis._common.http_request`) consults for every API, so no
-adapter is edited for a new provider.
+adapter is edited for a new provider. A provider shipped with modelwire is found
+like an API, by its module name: the rules of ``azure-openai`` are the ``RULES``
+attribute of ``modelwire.apis._provider_azure_openai`` (:func:`provider_module`),
+imported the first time :func:`provider_rules` is asked for them; a registered
+provider wins over the built-in one.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ __all__ = [
     "custom_stream",
     "find_api",
     "get_api",
+    "provider_module",
     "provider_rules",
     "register_provider",
     "register_stream_function",
@@ -297,6 +302,21 @@ def register_provider(name: str, rules: ProviderRules) -> None:
     _providers[name] = rules
 
 
+def provider_module(name: str) -> str:
+    """The module that owns built-in provider ``name``'s rules: ``azure-openai`` →
+    ``modelwire.apis._provider_azure_openai`` (its ``RULES`` attribute)."""
+    return f"{__name__}._provider_{name.replace('-', '_').replace('.', '_')}"
+
+
 def provider_rules(name: str) -> ProviderRules | None:
-    """The rules registered for provider ``name``, if any."""
-    return _providers.get(name)
+    """The rules registered for provider ``name``, else a built-in provider's, found
+    by the module naming rule (:func:`provider_module`) and imported on first use, so
+    ``import modelwire`` stays cheap; ``None`` when there are none."""
+    found = _providers.get(name)
+    if found is not None or not isinstance(name, str) or not _NAME.fullmatch(name):
+        return found
+    module = provider_module(name)
+    if importlib.util.find_spec(module) is None:
+        return None
+    rules: ProviderRules = importlib.import_module(module).RULES
+    return _providers.setdefault(name, rules)

@@ -13,6 +13,7 @@ import msgspec
 from ..errors import (
     AuthenticationError,
     ConfigurationError,
+    ContentFilterError,
     ContextOverflowError,
     Excerpt,
     InvalidRequestError,
@@ -44,9 +45,11 @@ __all__ = [
     "check_json",
     "check_reasoning",
     "check_tool_choice",
+    "content_filter_error",
     "decode_json",
     "decoder_for",
     "dumps",
+    "filtered_categories",
     "http_request",
     "in_band_error",
     "is_context_overflow",
@@ -185,6 +188,39 @@ def is_context_overflow(message: str) -> bool:
     return bool(_OVERFLOW.search(message)) and not _NOT_OVERFLOW.search(message)
 
 
+def filtered_categories(results: object) -> list[str]:
+    """The categories a content-filter result says were filtered, in order: Azure
+    OpenAI's ``content_filter_results`` / ``innererror.content_filter_result``
+    (``{"hate": {"filtered": true, "severity": "high"}, "jailbreak": {"filtered":
+    true, "detected": true}, "custom_blocklists": {"filtered": true, "details":
+    [...]}}``, learn.microsoft.com/azure/ai-foundry/openai/concepts/content-filter).
+    ``hate (high)`` names the severity when there is one."""
+    if not isinstance(results, Mapping):
+        return []
+    out = []
+    for name, result in results.items():
+        if isinstance(result, Mapping) and result.get("filtered") is True:
+            severity = result.get("severity")
+            out.append(f"{name} ({severity})" if isinstance(severity, str) else str(name))
+    return out
+
+
+def content_filter_error(error: object) -> str | None:
+    """For an error object that reports a content filter (``code:
+    "content_filter"``, or Azure's ``innererror.code: "ResponsibleAIPolicyViolation"``),
+    what was filtered (``"filtered: hate (high), jailbreak"``); else ``None``."""
+    if not isinstance(error, Mapping):
+        return None
+    inner = error.get("innererror")
+    inner = inner if isinstance(inner, Mapping) else {}
+    if error.get("code") != "content_filter" and (
+        inner.get("code") != "ResponsibleAIPolicyViolation"
+    ):
+        return None
+    cats = filtered_categories(inner.get("content_filter_result"))
+    return f"filtered: {', '.join(cats)}" if cats else "filtered by the content filter"
+
+
 def in_band_error(
     message: str, *, type_: str | None = None, code: Any = None, status: int | None = None
 ) -> StreamError:
@@ -193,6 +229,10 @@ def in_band_error(
     text = message or "the provider reported an error"
     if type_ or code:
         text = f"{text} ({', '.join(str(x) for x in (type_, code) if x)})"
+    if code == "content_filter":
+        # Azure OpenAI's content filter (an error event of the Responses API, a
+        # filtered prompt): a refusal, not a malformed request.
+        return ContentFilterError(text, status=status)
     if "overloaded" in hint or status in (529, 503):
         return OverloadedError(text, status=status)
     if "rate_limit" in hint or "rate limit" in hint or status == 429:

@@ -52,7 +52,9 @@ AD_TOKEN_ENV = "AZURE_OPENAI_AD_TOKEN"
 ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
 API_VERSION_ENV = "OPENAI_API_VERSION"
 
-_PATHS = {"openai-chat": "chat/completions", "openai-responses": "responses"}
+# The endpoints Azure OpenAI serves. Which wire API uses which is asked of the
+# registry (WireAPI.path), so this module names no API (tests/test_registry.py).
+_ENDPOINTS = ("chat/completions", "responses")
 _DATED = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
 
 
@@ -88,17 +90,21 @@ def resolve_api_version(api_version: str | None = None) -> str | None:
 def azure_url(
     endpoint: str, deployment: str | None, api: str, api_version: str | None = None
 ) -> str:
-    """The request URL for ``api`` (``openai-chat`` / ``openai-responses``). Pure.
+    """The request URL for wire API ``api``: one whose endpoint is
+    ``/chat/completions`` or ``/responses`` (asked of :mod:`modelwire.apis`). Pure.
 
     ``api_version`` None, ``"v1"`` or ``"preview"`` → the ``/openai/v1`` form
     (``preview`` adds ``?api-version=preview``); a dated version such as
     ``2024-10-21`` → the dated form, where Chat Completions needs
     ``deployment``. ``endpoint`` may already end in ``/openai`` or ``/openai/v1``.
     """
-    path = _PATHS.get(api)
+    path = _endpoint(api)
     if path is None:
+        from ..apis import builtin_api_names
+
+        served = [n for n in builtin_api_names() if _endpoint(n) is not None]
         raise ConfigurationError(
-            f"Azure OpenAI serves api 'openai-chat' or 'openai-responses', not {api!r}"
+            f"Azure OpenAI serves api {' or '.join(map(repr, served))}, not {api!r}"
         )
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("https", "http") or not parts.hostname:
@@ -128,7 +134,7 @@ def azure_url(
             f"api_version ({api_version!r}): drop one of them"
         )
     version = f"api-version={api_version}"
-    if api == "openai-responses":
+    if path == "responses":
         return f"{base}/openai/responses?{version}"
     if not deployment:
         raise ConfigurationError(
@@ -136,6 +142,15 @@ def azure_url(
             "name (the URL is /openai/deployments/{deployment}/chat/completions)"
         )
     return f"{base}/openai/deployments/{quote(deployment, safe='')}/{path}?{version}"
+
+
+def _endpoint(api: str) -> str | None:
+    """The Azure endpoint of wire API ``api`` (its path in the registry), if served."""
+    from ..apis import find_api
+
+    wire = find_api(api) if isinstance(api, str) else None
+    path = wire.path("").strip("/") if wire is not None else None
+    return path if path in _ENDPOINTS else None
 
 
 TokenProvider = Callable[[], str | Awaitable[str]]

@@ -23,7 +23,7 @@ from ...deltas import (
 from ...errors import Excerpt, MalformedChunkError
 from ...redact import head
 from ...sse import ServerSentEvent
-from .._common import Count, decode_json, decoder_for, in_band_error
+from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
 from ._compat import ChatCompat
 
 __all__ = ["ChatDecoder"]
@@ -91,6 +91,9 @@ class _Choice(msgspec.Struct, gc=False):
     delta: _Delta | None = None
     finish_reason: str | None = None
     usage: _Usage | None = None  # Moonshot puts usage on the choice
+    # Azure OpenAI's per-choice filter verdict; kept raw (decoded only when the
+    # filter stopped the response, to name the categories).
+    content_filter_results: msgspec.Raw = msgspec.Raw()
 
 
 class _Error(msgspec.Struct, gc=False):
@@ -257,7 +260,7 @@ class ChatDecoder:
                 self._delta(delta, out)
             if choice.finish_reason:
                 self._finish = choice.finish_reason
-                out.append(self._finish_delta(choice.finish_reason))
+                out.append(self._finish_delta(choice.finish_reason, choice.content_filter_results))
             if choice.usage is not None:
                 out.append(_usage_delta(choice.usage))
         usage = chunk.usage
@@ -343,10 +346,18 @@ class ChatDecoder:
             else:
                 out.append(ToolCallDelta(key, tc.id or None, fn.name or None, fn.arguments or ""))
 
-    def _finish_delta(self, reason: str) -> Finish:
+    def _finish_delta(self, reason: str, filters: msgspec.Raw | None = None) -> Finish:
         failed = _FAILED_FINISH.get(reason)
         if failed is not None:
-            return Finish("error", reason, failed[0], failed[1])
+            text = failed[1]
+            if filters:  # an empty Raw: the field was absent
+                try:
+                    cats = filtered_categories(msgspec.json.decode(filters))
+                except msgspec.DecodeError:  # pragma: no cover - Raw is valid JSON
+                    cats = []
+                if cats:
+                    text += f"; filtered: {', '.join(cats)}"
+            return Finish("error", reason, failed[0], text)
         # Unknown reasons are a normal end (forward compatible); the raw value is
         # kept in ``provider_stop_reason``.
         return Finish(_FINISH.get(reason, "stop"), reason)
