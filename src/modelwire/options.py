@@ -58,6 +58,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "together": ("TOGETHER_API_KEY",),
     "fireworks": ("FIREWORKS_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
+    "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),  # else SigV4 (KEY_OPTIONAL)
 }
 
 #: Providers whose key is optional: without one, their provider rules' authorizer
@@ -65,6 +66,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
 #: chain, an OAuth token from Application Default Credentials or Entra ID), so no
 #: ``MissingAPIKeyError`` is raised. Their modules add themselves here.
 KEY_OPTIONAL: set[str] = set()
+KEY_OPTIONAL.add("amazon-bedrock")  # SigV4 from the AWS credential chain
 
 
 class Timeout(msgspec.Struct, frozen=True, kw_only=True):

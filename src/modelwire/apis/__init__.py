@@ -191,6 +191,7 @@ _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 _registry: dict[str, WireAPI] = {}
 _streams: dict[str, StreamFunction] = {}
 _providers: dict[str, ProviderRules] = {}
+_no_rules: set[str] = set()  # provider names without a built-in rules module
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -298,5 +299,16 @@ def register_provider(name: str, rules: ProviderRules) -> None:
 
 
 def provider_rules(name: str) -> ProviderRules | None:
-    """The rules registered for provider ``name``, if any."""
-    return _providers.get(name)
+    """The rules registered for provider ``name``, else a built-in provider's: the
+    ``RULES`` of module ``modelwire.providers.<name>`` (``-`` becomes ``_``), imported
+    on first use, as an API's module is (see :mod:`modelwire.providers`)."""
+    found = _providers.get(name)
+    if found is not None or name in _no_rules:
+        return found
+    module = f"{__name__.rpartition('.')[0]}.providers.{name.replace('-', '_')}"
+    if _NAME.fullmatch(name) and "." not in name and importlib.util.find_spec(module):
+        found = importlib.import_module(module).RULES
+        _providers[name] = found
+    else:
+        _no_rules.add(name)  # looked up once per provider name
+    return found
