@@ -32,6 +32,7 @@ import pytest
 import modelwire as mw
 import modelwire.retry
 from modelwire.apis import builtin_api_names, get_api
+from modelwire.framing.eventstream import encode_exception
 from modelwire.testing import render_frames
 from modelwire.testing.render import frame
 from modelwire.trace import RetryTrace, TraceLog
@@ -216,6 +217,9 @@ _IN_BAND_KIND = {"openai-responses": "server", "ollama-chat": "provider_stream"}
 
 def in_band(api: str) -> list[bytes]:
     before, _f = at(api, "你".encode())  # up to and including "rld "
+    if api == "bedrock-converse":  # a binary frame: built around the formatted payload
+        payload = b'{"message":"Overloaded for %s"}' % KEY.encode()
+        return [*before, encode_exception("serviceUnavailableException", payload)]
     return [*before, _IN_BAND[api] % KEY.encode()]
 
 

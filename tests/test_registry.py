@@ -40,8 +40,8 @@ from modelwire.sse import SSEDecoder
 from modelwire.testing import MockServer, Reply, api_for_path, render
 
 SRC = Path(mw.__file__).parent
-BUILTIN = ("anthropic-messages", "google-generative-ai", "ollama-chat", "openai-chat",
-           "openai-responses")  # fmt: skip
+BUILTIN = ("anthropic-messages", "bedrock-converse", "google-generative-ai", "ollama-chat",
+           "openai-chat", "openai-responses")  # fmt: skip
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
 
