@@ -51,6 +51,7 @@ FIXTURES = recorded_streams()
 _KEY_VARS = sorted(
     {v for names in ENV_KEYS.values() for v in names} | {v for v, _ in BASE_URL_ENV.values()}
 )
+_KEY_VARS += ["AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]  # amazon-bedrock (issue 18)  # fmt: skip
 for _var in _KEY_VARS:
     os.environ.pop(_var, None)
 

@@ -241,6 +241,17 @@ def test_in_band_exceptions_are_typed_and_keep_the_content(
     assert msg.text == "so far" and msg.stop_reason == "error"
 
 
+def test_an_event_stream_error_message_is_a_provider_stream_error() -> None:
+    from modelwire.framing.eventstream import encode_message
+
+    error = encode_message({":message-type": "error", ":error-code": "InternalFailure",
+                            ":error-message": "the stream failed"}, b"")  # fmt: skip
+    msg = final(mw.replay(API, START + delta(0, {"text": "so far"}) + error))
+    assert msg.error is not None and msg.error.kind == "provider_stream"
+    assert "InternalFailure" in msg.error.message and "the stream failed" in msg.error.message
+    assert msg.text == "so far"
+
+
 @pytest.mark.parametrize(
     ("frame", "path"),
     [
@@ -740,6 +751,27 @@ def test_cli_chat_with_a_catalog_model_against_the_mock_server() -> None:
     assert "Bonjour from Bedrock" in proc.stdout
     assert rec.model == CLAUDE and rec.headers["authorization"] == f"Bearer {KEY}"
     assert KEY not in proc.stdout + proc.stderr
+
+
+def test_the_mock_server_command_speaks_bedrock_in_binary_frames(tmp_path: Path) -> None:
+    from test_cli import _start_server, _stop
+
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([{"text": "Let me look.", "tool_calls": [
+        {"name": "read", "arguments": {"path": "a"}}]}, "Done."]), encoding="utf-8")  # fmt: skip
+    proc, hello = _start_server("--script", str(script))
+    try:
+        m = model(hello["base_urls"][API])
+        first = mw.complete_sync(m, TOOLED, api_key="k")
+        second = mw.complete_sync(m, TOOLED.with_messages(first), api_key="k")
+        assert proc.stdout is not None
+        log = [json.loads(proc.stdout.readline()) for _ in range(2)]
+    finally:
+        code = _stop(proc)
+    assert code == 0
+    assert first.text == "Let me look." and first.tool_calls[0].arguments == {"path": "a"}
+    assert second.text == "Done."
+    assert [(e["path"], e["api"]) for e in log] == [(get_api(API).path(CLAUDE), API)] * 2
 
 
 def test_cli_replay_and_trace_take_the_api(tmp_path: Path) -> None:

@@ -20,7 +20,9 @@ A *provider* may reuse an API with its own URL and auth rules (Azure OpenAI on
 ``openai-chat``, Vertex AI on ``google-generative-ai``): :func:`register_provider`
 installs a :class:`ProviderRules` that the shared request builder
 (:func:`modelwire.apis._common.http_request`) consults for every API, so no
-adapter is edited for a new provider.
+adapter is edited for a new provider. Built-in providers' rules are found by name
+like APIs: the ``RULES`` of ``modelwire.providers.<name>`` (``amazon-bedrock`` →
+``modelwire.providers.amazon_bedrock``), imported on first use.
 """
 
 from __future__ import annotations
