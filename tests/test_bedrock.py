@@ -522,6 +522,34 @@ def test_sigv4_signs_the_exact_bytes_sent_and_its_secrets_never_show(
     assert "[redacted]" in bad.error.message
 
 
+def test_credentials_are_loaded_once_per_environment_not_per_call(
+    aws_env: pytest.MonkeyPatch,
+) -> None:
+    from modelwire.cloud import aws
+    from modelwire.providers import amazon_bedrock
+
+    aws_env.setattr(amazon_bedrock, "_signers", {})
+    real = aws._load_credentials
+    loads: list[str | None] = []
+
+    def counting(profile: str | None) -> Any:
+        loads.append(os.environ["AWS_ACCESS_KEY_ID"])
+        return real(profile)
+
+    aws_env.setattr(aws, "_load_credentials", counting)
+    aws_env.setenv("AWS_REGION", "us-east-1")
+    aws_env.setenv("AWS_SECRET_ACCESS_KEY", SECRET)
+    with MockServer(["a", "b", "c"]) as srv:
+        for key_id in ("AKIDFIRST", "AKIDFIRST", "AKIDSECOND"):
+            aws_env.setenv("AWS_ACCESS_KEY_ID", key_id)
+            assert mw.complete_sync(model(srv.origin), CTX).error is None
+        sent = [r.headers["authorization"].split("/")[0] for r in srv.requests]
+    assert loads == ["AKIDFIRST", "AKIDSECOND"]  # the second call reused the first signer
+    assert sent == [
+        f"AWS4-HMAC-SHA256 Credential={k}" for k in ("AKIDFIRST",) * 2 + ("AKIDSECOND",)
+    ]
+
+
 def test_a_bedrock_api_key_is_a_bearer_token_and_no_signature(aws_env: pytest.MonkeyPatch) -> None:
     aws_env.setenv("AWS_BEARER_TOKEN_BEDROCK", KEY)
     echo = json.dumps({"message": f"The security token {KEY} is invalid"}).encode()

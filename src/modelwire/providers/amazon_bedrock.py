@@ -19,7 +19,9 @@ the stream, so its failure ends the stream with an ``authentication`` error.
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
+import os
 import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
@@ -34,6 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = ["RULES", "AmazonBedrockRules", "LazySigV4"]
 
+#: What selects the credentials of botocore's chain (besides files and roles, which
+#: refresh themselves): a signer is reused while these and the region are unchanged.
+_CHAIN_VARS = ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+               "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")  # fmt: skip
+_signers: dict[str, SigV4Signer] = {}
 _HOST = re.compile(r"^https://bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:/|$)")
 
 
@@ -60,9 +67,18 @@ class LazySigV4:
 
     def _get(self) -> SigV4Signer:
         if self._signer is None:
-            from ..cloud.aws import SigV4Signer
+            # Loading the chain may be a network call (SSO, container or instance
+            # credentials): one signer per region and environment serves every call;
+            # botocore refreshes temporary credentials inside it. The key is a hash,
+            # so no secret is held in it.
+            seen = "\0".join([self.region, *(os.environ.get(v, "") for v in _CHAIN_VARS)])
+            key = hashlib.sha256(seen.encode()).hexdigest()
+            signer = _signers.get(key)
+            if signer is None:
+                from ..cloud.aws import SigV4Signer
 
-            self._signer = SigV4Signer(self.region, service="bedrock")
+                signer = _signers[key] = SigV4Signer(self.region, service="bedrock")
+            self._signer = signer
         return self._signer
 
     def authorize(
