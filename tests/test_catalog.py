@@ -28,7 +28,13 @@ from modelwire.apis import builtin_api_names, get_api
 from modelwire.apis._common import is_context_overflow
 from modelwire.assemble import compute_cost
 from modelwire.errors import ConfigurationError, MissingAPIKeyError
-from modelwire.options import ENV_KEYS, REASONING_LEVELS, resolve_api_key, resolve_options
+from modelwire.options import (
+    ENV_KEYS,
+    KEY_OPTIONAL,
+    REASONING_LEVELS,
+    resolve_api_key,
+    resolve_options,
+)
 from modelwire.testing import MockServer, Reply
 from recorded import recorded_streams
 
@@ -244,10 +250,11 @@ def test_every_entry_builds_a_request_with_its_adapter(
     # clamped reasoning level is one the adapter accepts.
     # azure-openai: the catalog's placeholder resource is read from this variable.
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://YOUR-RESOURCE.openai.azure.com")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")  # amazon-bedrock's {region} (issue 18)
     model = mw.get_model(provider["id"], entry["id"])
     api = get_api(model.api)
     request = api.build_request(model, CTX, resolve_options(model.provider, api_key="sk-test"))
-    assert request.url.startswith(entry["base_url"] + "/")
+    assert request.url.startswith(entry["base_url"].replace("{region}", "us-east-1") + "/")
     if model.reasoning:
         for level in REASONING_LEVELS:
             sent = catalog.clamp_reasoning(model, level)
@@ -545,7 +552,9 @@ def test_google_reads_gemini_then_google_variable(monkeypatch: pytest.MonkeyPatc
     assert resolve_api_key("google", "g-option") == "g-option"
 
 
-HOSTED = [p["id"] for p in RAW["providers"] if not p.get("local")]
+# Providers whose credentials may come from their authorizer (SigV4, OAuth) raise no
+# MissingAPIKeyError (options.KEY_OPTIONAL; each is tested in its own file).
+HOSTED = [p["id"] for p in RAW["providers"] if not p.get("local") and p["id"] not in KEY_OPTIONAL]
 
 
 @pytest.mark.parametrize("provider", HOSTED)

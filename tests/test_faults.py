@@ -32,6 +32,7 @@ import pytest
 import modelwire as mw
 import modelwire.retry
 from modelwire.apis import builtin_api_names, get_api
+from modelwire.framing.eventstream import encode_exception
 from modelwire.testing import render_frames
 from modelwire.testing.render import frame
 from modelwire.trace import RetryTrace, TraceLog
@@ -178,7 +179,10 @@ def model_for(api: str, port: int, provider: str = "mock", base: str | None = No
 PROVIDER_RUNS = [
     ("azure-openai", "openai-chat", "?api-version=2024-10-21"),  # the deployment form
     ("azure-openai", "openai-responses", ""),  # the /openai/v1 form
+    ("amazon-bedrock", "bedrock-converse", ""),  # Bearer key; the runtime endpoint root
 ]
+# Where each provider's URL rule puts a request (checked on every attempt).
+PROVIDER_PATHS = {"azure-openai": "/openai/", "amazon-bedrock": "/model/mock-model/"}
 TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
     pytest.param(p, a, b, id=f"{p}:{a}") for p, a, b in PROVIDER_RUNS
 ]
@@ -229,6 +233,9 @@ _IN_BAND_KIND = {"openai-responses": "server", "ollama-chat": "provider_stream"}
 
 def in_band(api: str) -> list[bytes]:
     before, _f = at(api, "你".encode())  # up to and including "rld "
+    if api == "bedrock-converse":  # a binary frame: built around the formatted payload
+        payload = b'{"message":"Overloaded for %s"}' % KEY.encode()
+        return [*before, encode_exception("serviceUnavailableException", payload)]
     return [*before, _IN_BAND[api] % KEY.encode()]
 
 
@@ -489,7 +496,7 @@ def test_fault_matrix(
         n_requests = len(server.requests)
         targets = server.targets
     if provider != "mock":  # the provider's URL rule was applied on every attempt
-        assert all(t.startswith("/openai/") for t in targets), targets
+        assert all(t.startswith(PROVIDER_PATHS[provider]) for t in targets), targets
 
     # The terminal kind, and the stream's shape: start first (unless aborted before
     # iterating: nothing at all happened), exactly one terminal event, last.

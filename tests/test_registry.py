@@ -40,8 +40,8 @@ from modelwire.sse import SSEDecoder
 from modelwire.testing import MockServer, Reply, api_for_path, render
 
 SRC = Path(mw.__file__).parent
-BUILTIN = ("anthropic-messages", "google-generative-ai", "ollama-chat", "openai-chat",
-           "openai-responses")  # fmt: skip
+BUILTIN = ("anthropic-messages", "bedrock-converse", "google-generative-ai", "ollama-chat",
+           "openai-chat", "openai-responses")  # fmt: skip
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
 
@@ -273,7 +273,9 @@ def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:
     found = []
     for path in sorted(SRC.rglob("*.py")):
         rel = path.relative_to(SRC).as_posix()
-        if rel.startswith("apis/") or rel in _ALLOWED:
+        # providers/ holds one module per provider, which may name the APIs it
+        # reuses (its own facts, like the catalog data); the core names none.
+        if rel.startswith(("apis/", "providers/")) or rel in _ALLOWED:
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if names.search(line):

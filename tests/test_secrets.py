@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 from modelwire.apis import builtin_api_names, get_api
 from modelwire.cli import main
+from modelwire.framing.eventstream import encode_event
 from modelwire.options import HTTPRequest, resolve_options
 from modelwire.redact import (
     MARK,
@@ -46,6 +47,7 @@ OWN_HEADER = {
     "anthropic-messages": ("X-Api-Key", KEY),
     "google-generative-ai": ("X-Goog-Api-Key", KEY),
     "ollama-chat": ("Authorization", f"Bearer {KEY}"),  # a proxy or ollama.com
+    "bedrock-converse": ("Authorization", f"Bearer {KEY}"),  # a Bedrock API key
 }
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 FAST = mw.Timeout(connect=2, idle=2)
@@ -276,6 +278,8 @@ def _stream_with_bad_chunk(api: str, payload: str) -> bytes:
     # One SSE event whose JSON is broken (an unterminated string), for any API.
     if api == "ollama-chat":  # an NDJSON API: one broken line
         return f'{{"x": "{payload}\n'.encode()
+    if api == "bedrock-converse":  # a whole binary frame holding broken JSON
+        return encode_event("contentBlockDelta", f'{{"x": "{payload}'.encode())
     name = {"anthropic-messages": "content_block_delta"}.get(api)
     head_ = f"event: {name}\n" if name else ""
     return f'{head_}data: {{"x": "{payload}\n\n'.encode()
@@ -318,6 +322,11 @@ async def test_a_key_split_over_three_reads_is_hidden_in_the_trace(
     body = f": echo {KEY}\n\n".encode()  # an SSE comment: every decoder ignores it
     if api == "ollama-chat":  # NDJSON has no comments: a line of unknown fields
         body = f'{{"echo":"{KEY}"}}\n'.encode()
+    if api == "bedrock-converse":  # an unknown event, padded so its CRC bytes are ASCII
+        for n in range(200):
+            body = encode_event("echo", f'{{"echo":"{KEY}","p":"{"x" * n}"}}'.encode())
+            if body[-4:].isascii():  # the trace's reads are decoded as text below
+                break
     at = body.index(KEY.encode())
     reply = Reply(body=body, split_points=(at + 2, at + 35), delay=0.05)
     for sync in (False, True):
@@ -345,8 +354,10 @@ def test_cli_stderr_and_json_show_no_piece_of_the_key(
            "anthropic-messages": "ANTHROPIC_API_KEY",
            "google-generative-ai": "GEMINI_API_KEY",
            # Ollama has no key variable: an OpenAI-keyed provider pointed at it.
-           "ollama-chat": "OPENAI_API_KEY"}[api]  # fmt: skip
-    provider = {"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic"}.get(env, "google")
+           "ollama-chat": "OPENAI_API_KEY",
+           "bedrock-converse": "AWS_BEARER_TOKEN_BEDROCK"}[api]  # fmt: skip
+    provider = {"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic",
+                "AWS_BEARER_TOKEN_BEDROCK": "amazon-bedrock"}.get(env, "google")  # fmt: skip
     monkeypatch.setenv(env, KEY)
     # The CLI reads piped stdin as part of the prompt (issue 16): give it an empty one.
     monkeypatch.setattr("sys.stdin", io.StringIO(""))

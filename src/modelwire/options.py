@@ -59,6 +59,7 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "fireworks": ("FIREWORKS_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
     "azure-openai": ("AZURE_OPENAI_API_KEY",),  # else AZURE_OPENAI_AD_TOKEN (its rules)
+    "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),  # else SigV4 (KEY_OPTIONAL)
 }
 
 #: Providers whose key is optional: without one, their provider rules' authorizer
@@ -66,7 +67,8 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
 #: chain, an OAuth token from Application Default Credentials or Entra ID), so no
 #: ``MissingAPIKeyError`` is raised. Their modules add themselves here.
 KEY_OPTIONAL: set[str] = {
-    "azure-openai",  # an Entra ID token (apis/_provider_azure_openai.py)
+    "azure-openai",  # an Entra ID token (modelwire.providers.azure_openai)
+    "amazon-bedrock",  # SigV4 from the AWS credential chain
 }
 
 

@@ -20,11 +20,9 @@ A *provider* may reuse an API with its own URL and auth rules (Azure OpenAI on
 ``openai-chat``, Vertex AI on ``google-generative-ai``): :func:`register_provider`
 installs a :class:`ProviderRules` that the shared request builder
 (:func:`modelwire.apis._common.http_request`) consults for every API, so no
-adapter is edited for a new provider. A provider shipped with modelwire is found
-like an API, by its module name: the rules of ``azure-openai`` are the ``RULES``
-attribute of ``modelwire.apis._provider_azure_openai`` (:func:`provider_module`),
-imported the first time :func:`provider_rules` is asked for them; a registered
-provider wins over the built-in one.
+adapter is edited for a new provider. Built-in providers' rules are found by name
+like APIs: the ``RULES`` of ``modelwire.providers.<name>`` (``amazon-bedrock`` →
+``modelwire.providers.amazon_bedrock``), imported on first use.
 """
 
 from __future__ import annotations
@@ -196,6 +194,7 @@ _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 _registry: dict[str, WireAPI] = {}
 _streams: dict[str, StreamFunction] = {}
 _providers: dict[str, ProviderRules] = {}
+_no_rules: set[str] = set()  # provider names without a built-in rules module
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -303,20 +302,22 @@ def register_provider(name: str, rules: ProviderRules) -> None:
 
 
 def provider_module(name: str) -> str:
-    """The module that owns built-in provider ``name``'s rules: ``azure-openai`` →
-    ``modelwire.apis._provider_azure_openai`` (its ``RULES`` attribute)."""
-    return f"{__name__}._provider_{name.replace('-', '_').replace('.', '_')}"
+    """The module that owns built-in provider ``name``'s rules (its ``RULES``
+    attribute): ``azure-openai`` → ``modelwire.providers.azure_openai``."""
+    return f"{__name__.rpartition('.')[0]}.providers.{name.replace('-', '_')}"
 
 
 def provider_rules(name: str) -> ProviderRules | None:
-    """The rules registered for provider ``name``, else a built-in provider's, found
-    by the module naming rule (:func:`provider_module`) and imported on first use, so
-    ``import modelwire`` stays cheap; ``None`` when there are none."""
+    """The rules registered for provider ``name``, else a built-in provider's: the
+    ``RULES`` of module ``modelwire.providers.<name>`` (``-`` becomes ``_``), imported
+    on first use, as an API's module is (see :mod:`modelwire.providers`)."""
     found = _providers.get(name)
-    if found is not None or not isinstance(name, str) or not _NAME.fullmatch(name):
+    if found is not None or name in _no_rules:
         return found
     module = provider_module(name)
-    if importlib.util.find_spec(module) is None:
-        return None
-    rules: ProviderRules = importlib.import_module(module).RULES
-    return _providers.setdefault(name, rules)
+    if _NAME.fullmatch(name) and "." not in name and importlib.util.find_spec(module):
+        found = importlib.import_module(module).RULES
+        _providers[name] = found
+    else:
+        _no_rules.add(name)  # looked up once per provider name
+    return found
