@@ -238,10 +238,11 @@ def test_the_wheel_ships_the_data_file(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(("provider", "entry"), ENTRIES, ids=_ids(ENTRIES))
 def test_every_entry_builds_a_request_with_its_adapter(
-    provider: dict[str, Any], entry: dict[str, Any]
+    provider: dict[str, Any], entry: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Compat flags are checked by the adapter (unknown flags refused) and the
     # clamped reasoning level is one the adapter accepts.
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "catalog-check")  # Vertex AI needs a project
     model = mw.get_model(provider["id"], entry["id"])
     api = get_api(model.api)
     request = api.build_request(model, CTX, resolve_options(model.provider, api_key="sk-test"))

@@ -58,13 +58,19 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "together": ("TOGETHER_API_KEY",),
     "fireworks": ("FIREWORKS_API_KEY",),
     "cerebras": ("CEREBRAS_API_KEY",),
+    # Vertex AI: an API key (express mode) or an access token; else ADC (providers/_vertex.py).
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY", "GOOGLE_CLOUD_ACCESS_TOKEN"),
+    "vertex-anthropic": ("GOOGLE_CLOUD_ACCESS_TOKEN",),
 }
 
 #: Providers whose key is optional: without one, their provider rules' authorizer
 #: supplies the credentials when the request is sent (SigV4 from the AWS credential
 #: chain, an OAuth token from Application Default Credentials or Entra ID), so no
 #: ``MissingAPIKeyError`` is raised. Their modules add themselves here.
-KEY_OPTIONAL: set[str] = set()
+KEY_OPTIONAL: set[str] = {
+    "google-vertex",  # Application Default Credentials (modelwire.providers._vertex)
+    "vertex-anthropic",
+}
 
 
 class Timeout(msgspec.Struct, frozen=True, kw_only=True):

@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_API",
+    "PROVIDERS_PACKAGE",
     "IdRule",
     "ProviderRules",
     "StreamFunction",
@@ -181,6 +182,8 @@ class ProviderRules(Protocol):
     # ``authorizer(model, options) -> RequestAuthorizer | None`` — credentials added
     # when the request is sent (SigV4 over the exact body, a refreshed OAuth token);
     # see modelwire.options.RequestAuthorizer and modelwire.http.authorize_async.
+    # Optional fourth hook: ``body(model, api, body) -> body`` — the JSON body
+    # reshaped for the provider (a new mapping; the adapter's is not changed).
 
 
 _MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
@@ -191,6 +194,7 @@ _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 _registry: dict[str, WireAPI] = {}
 _streams: dict[str, StreamFunction] = {}
 _providers: dict[str, ProviderRules] = {}
+_no_rules: set[str] = set()
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -297,6 +301,23 @@ def register_provider(name: str, rules: ProviderRules) -> None:
     _providers[name] = rules
 
 
+#: Where built-in provider rules live: provider ``google-vertex`` →
+#: ``modelwire.providers.google_vertex``, whose ``RULES`` is installed on first use
+#: (as APIs are found by module name), so ``import modelwire`` loads none of them.
+PROVIDERS_PACKAGE = "modelwire.providers"
+
+
 def provider_rules(name: str) -> ProviderRules | None:
-    """The rules registered for provider ``name``, if any."""
-    return _providers.get(name)
+    """The rules registered for provider ``name``, else the built-in ones, if any."""
+    found = _providers.get(name)
+    if found is not None or not isinstance(name, str) or not _NAME.fullmatch(name) or "." in name:
+        return found
+    if name in _no_rules:
+        return None
+    module = f"{PROVIDERS_PACKAGE}.{name.replace('-', '_')}"
+    if importlib.util.find_spec(module) is None:
+        _no_rules.add(name)  # looked up on every request: the miss is remembered
+        return None
+    rules: ProviderRules = importlib.import_module(module).RULES
+    register_provider(name, rules)
+    return rules
