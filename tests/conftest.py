@@ -51,12 +51,7 @@ FIXTURES = recorded_streams()
 _KEY_VARS = sorted(
     {v for names in ENV_KEYS.values() for v in names} | {v for v, _ in BASE_URL_ENV.values()}
 )
-_KEY_VARS += [
-    "GOOGLE_CLOUD_PROJECT",
-    "GOOGLE_CLOUD_LOCATION",
-    "CLOUD_ML_REGION",
-    "GOOGLE_APPLICATION_CREDENTIALS",
-]  # fmt: skip  (Vertex AI)
+_KEY_VARS += ["GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS"]  # fmt: skip
 for _var in _KEY_VARS:
     os.environ.pop(_var, None)
 
