@@ -376,6 +376,11 @@ def test_google_error_bodies_map_to_typed_kinds(
         message = mw.complete_sync(_on(server, provider), CTX, api_key=TOKEN)
     assert message.error is not None and message.error.kind == kind
     assert says in message.error.message and TOKEN not in message.error.message
+    # The message is the provider's, not the JSON body (arrays too: http._error_text).
+    assert (
+        message.error.message.startswith(f"HTTP {status}: ")
+        and '"error"' not in message.error.message
+    )
 
 
 # --------------------------------------------------------------------------- ADC
@@ -580,3 +585,25 @@ def test_the_matrix_reaches_the_vertex_paths(monkeypatch: pytest.MonkeyPatch) ->
     assert message.text == test_faults.TEXT
     body = json.loads(seen[0])
     assert body["anthropic_version"] == "vertex-2023-10-16" and "model" not in body
+
+
+def test_the_mock_server_command_speaks_vertex() -> None:
+    """``modelwire mock-server`` answers both Vertex paths (echo mode) and logs their API."""
+    from test_cli import _start_server, _stop
+
+    proc, hello = _start_server()
+    try:
+        origin = hello["base_urls"]["anthropic-messages"].rsplit("/v1", 1)[0]
+        for provider in PROVIDERS:
+            model = vertex(provider, origin + SCOPED)
+            msg = mw.complete_sync(model, mw.Context(messages=[mw.UserMessage(content="ping")]),
+                                   api_key=TOKEN)  # fmt: skip
+            assert msg.text == "echo: ping", msg.error
+        assert proc.stdout is not None
+        log = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        assert [(e["api"], e["path"].split(":")[-1]) for e in log] == [
+            ("google-generative-ai", "streamGenerateContent?alt=sse"),
+            ("anthropic-messages", "streamRawPredict"),
+        ]
+    finally:
+        assert _stop(proc) == 0
