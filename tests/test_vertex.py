@@ -20,6 +20,8 @@ from urllib.parse import parse_qs
 
 import msgspec
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import modelwire as mw
 import test_faults
@@ -607,3 +609,84 @@ def test_the_mock_server_command_speaks_vertex() -> None:
         ]
     finally:
         assert _stop(proc) == 0
+
+
+# --------------------------------------------------------------------------- Vertex-shaped streams
+
+# Synthetic streams in the shapes Vertex AI sends (tests/data/vertex): Gemini with
+# Vertex's extra fields (createTime, trafficType, token details by modality) and
+# CRLF-separated events; Claude with Vertex's msg_vrtx_/toolu_vrtx_ ids and a ping.
+STREAMS = Path(__file__).resolve().parent / "data" / "vertex"
+SHAPED = {"google-vertex": "gemini-tool-call.sse", "vertex-anthropic": "claude-tool-call.sse"}
+
+
+def _check_shaped(provider: str, message: mw.AssistantMessage) -> None:
+    assert message.error is None and message.stop_reason == "tool_use"
+    assert message.text == "Je lis le fichier — un instant 你好."
+    [call] = message.tool_calls
+    assert (call.name, call.arguments) == ("read", {"path": "README.md"})
+    assert message.provider == provider
+    if provider == "google-vertex":
+        assert message.content[0].type == "thinking"
+        assert call.signature == "CiQBVKhc7vZ0c2lnbmF0dXJl"
+        assert message.response_id == "B1fNaL-vHqWx2PgP5cK3qQ4"
+        # 22 answer + 34 thinking tokens; total as Vertex counted it.
+        assert (message.usage.input, message.usage.output) == (41, 56)
+        assert message.usage.total_tokens == 97
+    else:
+        assert call.id == "toolu_vrtx_01AbCdEf2345"
+        assert message.response_id == "msg_vrtx_01Lq3Y2v9NnD8kX7a6Wc5Jt4"
+        assert (message.usage.input, message.usage.output) == (52, 38)
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_vertex_shaped_streams_whole_byte_by_byte_and_at_every_split(provider: str) -> None:
+    data = (STREAMS / SHAPED[provider]).read_bytes()
+    model = vertex(provider, "https://aiplatform.googleapis.com/v1", model_id=IDS[provider])
+    api = PROVIDERS[provider]
+    whole = mw.replay(api, [data], model=model).message
+    _check_shaped(provider, whole)
+    expected = mw.to_json(msgspec.structs.replace(whole, timestamp=0))
+
+    def same(chunks: list[bytes]) -> None:
+        got = mw.replay(api, chunks, model=model).message
+        assert mw.to_json(msgspec.structs.replace(got, timestamp=0)) == expected
+
+    same([data[i : i + 1] for i in range(len(data))])
+    for cut in range(1, len(data)):
+        same([data[:cut], data[cut:]])
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_vertex_shaped_streams_over_the_wire(provider: str) -> None:
+    data = (STREAMS / SHAPED[provider]).read_bytes()
+    read = mw.ToolDefinition(name="read", description="Read", parameters={"type": "object"})
+    ctx = mw.Context(messages=CTX.messages, tools=[read])
+    with MockServer([Reply(body=data, seed=7)]) as server:
+        message = mw.complete_sync(_on(server, provider), ctx, api_key=TOKEN)
+    _check_shaped(provider, message)
+
+
+@given(st.data())
+@settings(max_examples=40, deadline=None)
+def test_vertex_shaped_streams_at_random_splits(data: st.DataObject) -> None:
+    provider = data.draw(st.sampled_from(list(PROVIDERS)))
+    body = (STREAMS / SHAPED[provider]).read_bytes()
+    cuts = sorted(data.draw(st.sets(st.integers(1, len(body) - 1), max_size=12)))
+    chunks = [body[a:b] for a, b in zip([0, *cuts], [*cuts, len(body)], strict=True)]
+    model = vertex(provider, "https://aiplatform.googleapis.com/v1")
+    _check_shaped(provider, mw.replay(PROVIDERS[provider], chunks, model=model).message)
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+def test_a_connect_error_names_the_origin_only(provider: str) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as probe:
+        port = probe.getsockname()[1]  # closed on exit: connecting is refused
+    model = vertex(provider, f"http://user:hunter2pw@127.0.0.1:{port}{SCOPED}")
+    message = mw.complete_sync(model, CTX, api_key=TOKEN, max_retries=0)
+    assert message.error is not None and message.error.kind == "connect"
+    assert f"http://127.0.0.1:{port}" in message.error.message
+    for secret in ("hunter2pw", "user:", "proj-test-123", TOKEN):
+        assert secret not in message.error.message
