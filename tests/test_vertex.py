@@ -690,3 +690,30 @@ def test_a_connect_error_names_the_origin_only(provider: str) -> None:
     assert f"http://127.0.0.1:{port}" in message.error.message
     for secret in ("hunter2pw", "user:", "proj-test-123", TOKEN):
         assert secret not in message.error.message
+
+
+@pytest.mark.parametrize(
+    ("info", "project"),
+    [
+        ({"type": "service_account", "project_id": "proj-sa-77"}, "proj-sa-77"),
+        ({"type": "authorized_user", "quota_project_id": "proj-quota-1"}, "proj-quota-1"),
+        ({"type": "authorized_user"}, None),
+        ("not json at all", None),
+    ],
+)
+def test_the_project_can_come_from_the_credentials_file(
+    info: Any, project: str | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "key.json"
+    path.write_text(info if isinstance(info, str) else json.dumps(info))
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(path))
+    model = vertex("vertex-anthropic", "https://aiplatform.googleapis.com/v1")
+    if project is None:
+        with pytest.raises(mw.MissingAPIKeyError, match="GOOGLE_CLOUD_PROJECT"):
+            build(model)
+        return
+    request = build(model)  # ADC: the credentials themselves are loaded only when sent
+    assert f"/projects/{project}/locations/global/" in request.url
+    assert request.authorizer is _vertex.ANTHROPIC_RULES.adc
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-env-1")  # the variable wins
+    assert "/projects/proj-env-1/" in build(model).url

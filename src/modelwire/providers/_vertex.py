@@ -13,7 +13,8 @@ in the catalog. Project and location, first found:
 1. the ``base_url`` itself when it names them (``…/v1/projects/p/locations/l``);
 2. ``GOOGLE_CLOUD_PROJECT``; ``GOOGLE_CLOUD_LOCATION``, then ``CLOUD_ML_REGION``
    (as google-genai and the anthropic SDK's ``AnthropicVertex`` read them);
-3. location ``global`` when none is set.
+3. the project the ``GOOGLE_APPLICATION_CREDENTIALS`` file names; location
+   ``global`` when none is set.
 
 A regional location on Google's host moves the request to
 ``{location}-aiplatform.googleapis.com`` (``global`` stays on
@@ -42,10 +43,12 @@ no ``model`` field — the model is in the URL.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlsplit, urlunsplit
 
@@ -83,9 +86,29 @@ def vertex_location(model: Model) -> tuple[str | None, str]:
     found = _SCOPED.search(urlsplit(model.url_root).path)
     if found is not None:
         return resolve_project(found.group(1)), resolve_location(found.group(2))
-    project = resolve_project() if _set(PROJECT_ENVS) else None
+    project = resolve_project() if _set(PROJECT_ENVS) else _key_file_project()
     location = resolve_location() if _set(LOCATION_ENVS) else "global"
     return project, location
+
+
+def _key_file_project() -> str | None:
+    """The project the ``GOOGLE_APPLICATION_CREDENTIALS`` file names (``project_id``
+    of a service-account key, ``quota_project_id`` of user credentials), as
+    ``google.auth.default()`` reports it — read from the local file only, without
+    loading the credentials, because the URL is built before any I/O."""
+    from ..cloud.google import resolve_project
+
+    path = os.environ.get("GOOGLE_APPLICATION_CREDENTIALS", "").strip()
+    if not path:
+        return None
+    try:
+        info = json.loads(Path(path).read_bytes())
+    except (OSError, ValueError):
+        return None  # loading the credentials will say what is wrong with the file
+    found = (
+        info.get("project_id") or info.get("quota_project_id") if isinstance(info, dict) else None
+    )
+    return resolve_project(found) if isinstance(found, str) and found else None
 
 
 def _set(names: tuple[str, ...]) -> bool:
