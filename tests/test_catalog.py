@@ -251,6 +251,7 @@ def test_every_entry_builds_a_request_with_its_adapter(
     # azure-openai: the catalog's placeholder resource is read from this variable.
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://YOUR-RESOURCE.openai.azure.com")
     monkeypatch.setenv("AWS_REGION", "us-east-1")  # amazon-bedrock's {region} (issue 18)
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "catalog-check")  # Vertex AI needs a project
     model = mw.get_model(provider["id"], entry["id"])
     api = get_api(model.api)
     request = api.build_request(model, CTX, resolve_options(model.provider, api_key="sk-test"))

@@ -180,9 +180,17 @@ PROVIDER_RUNS = [
     ("azure-openai", "openai-chat", "?api-version=2024-10-21"),  # the deployment form
     ("azure-openai", "openai-responses", ""),  # the /openai/v1 form
     ("amazon-bedrock", "bedrock-converse", ""),  # Bearer key; the runtime endpoint root
+    # Vertex AI: project and location in base_url; an API key (Gemini) or a token (Claude).
+    ("google-vertex", "google-generative-ai", "/v1/projects/proj-test-123/locations/us-east5"),
+    ("vertex-anthropic", "anthropic-messages", "/v1/projects/proj-test-123/locations/us-east5"),
 ]
 # Where each provider's URL rule puts a request (checked on every attempt).
-PROVIDER_PATHS = {"azure-openai": "/openai/", "amazon-bedrock": "/model/mock-model/"}
+PROVIDER_PATHS = {
+    "azure-openai": "/openai/",
+    "amazon-bedrock": "/model/mock-model/",
+    "google-vertex": "/v1/projects/proj-test-123/locations/us-east5/publishers/google/",
+    "vertex-anthropic": "/v1/projects/proj-test-123/locations/us-east5/publishers/anthropic/",
+}
 TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
     pytest.param(p, a, b, id=f"{p}:{a}") for p, a, b in PROVIDER_RUNS
 ]

@@ -209,7 +209,11 @@ def _error_text(body: bytes) -> tuple[str, str | None]:
     Anthropic and Gemini all nest ``{"error": {"message", "type"|"status"}}``)."""
     text = body.decode("utf-8", "replace").strip()
     try:
-        parsed = msgspec.json.decode(body, type=_ErrorBody)
+        if text.startswith("["):
+            # Google APIs (Vertex AI) sometimes wrap the error in an array: its first.
+            parsed = (msgspec.json.decode(body, type=list[_ErrorBody]) or [_ErrorBody()])[0]
+        else:
+            parsed = msgspec.json.decode(body, type=_ErrorBody)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return (head(text, 500) or "(empty body)"), None
     err = parsed.error

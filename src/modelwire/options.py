@@ -60,6 +60,9 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
     "cerebras": ("CEREBRAS_API_KEY",),
     "azure-openai": ("AZURE_OPENAI_API_KEY",),  # else AZURE_OPENAI_AD_TOKEN (its rules)
     "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),  # else SigV4 (KEY_OPTIONAL)
+    # Vertex AI: an API key (express mode) or an access token; else ADC (providers/_vertex.py).
+    "google-vertex": ("GOOGLE_CLOUD_API_KEY", "GOOGLE_CLOUD_ACCESS_TOKEN"),
+    "vertex-anthropic": ("GOOGLE_CLOUD_ACCESS_TOKEN",),
 }
 
 #: Providers whose key is optional: without one, their provider rules' authorizer
@@ -69,6 +72,8 @@ ENV_KEYS: dict[str, tuple[str, ...]] = {
 KEY_OPTIONAL: set[str] = {
     "azure-openai",  # an Entra ID token (modelwire.providers.azure_openai)
     "amazon-bedrock",  # SigV4 from the AWS credential chain
+    "google-vertex",  # Application Default Credentials (modelwire.providers._vertex)
+    "vertex-anthropic",
 }
 
 

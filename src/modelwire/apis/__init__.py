@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_API",
+    "PROVIDERS_PACKAGE",
     "IdRule",
     "ProviderRules",
     "StreamFunction",
@@ -184,6 +185,8 @@ class ProviderRules(Protocol):
     # ``authorizer(model, options) -> RequestAuthorizer | None`` — credentials added
     # when the request is sent (SigV4 over the exact body, a refreshed OAuth token);
     # see modelwire.options.RequestAuthorizer and modelwire.http.authorize_async.
+    # Optional fourth hook: ``body(model, api, body) -> body`` — the JSON body
+    # reshaped for the provider (a new mapping; the adapter's is not changed).
 
 
 _MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
@@ -301,10 +304,16 @@ def register_provider(name: str, rules: ProviderRules) -> None:
     _providers[name] = rules
 
 
+#: Where built-in provider rules live: provider ``google-vertex`` →
+#: ``modelwire.providers.google_vertex``, whose ``RULES`` is installed on first use
+#: (as APIs are found by module name), so ``import modelwire`` loads none of them.
+PROVIDERS_PACKAGE = "modelwire.providers"
+
+
 def provider_module(name: str) -> str:
     """The module that owns built-in provider ``name``'s rules (its ``RULES``
     attribute): ``azure-openai`` → ``modelwire.providers.azure_openai``."""
-    return f"{__name__.rpartition('.')[0]}.providers.{name.replace('-', '_')}"
+    return f"{PROVIDERS_PACKAGE}.{name.replace('-', '_')}"
 
 
 def provider_rules(name: str) -> ProviderRules | None:

@@ -359,6 +359,11 @@ def http_request(
         # A provider's own URL and auth on top of this API (Azure, Vertex…): the seam
         # of modelwire.apis.ProviderRules, so no adapter is edited per provider.
         url = rules.url(model, model.api, url)
+        # Optional hook, looked up like ``authorizer``: the provider reshapes the body
+        # (Vertex AI's Anthropic models take ``anthropic_version`` and no ``model``).
+        reshape = getattr(rules, "body", None)
+        if reshape is not None:
+            body = reshape(model, model.api, body)
         if options.api_key:
             own = rules.auth(model, options.api_key)
             if own is not None:

@@ -85,6 +85,7 @@ THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192
 ADAPTIVE_EFFORTS: dict[str, str] = {"minimal": "low", "low": "low", "medium": "medium",
                                     "high": "high", "xhigh": "max"}  # fmt: skip
 _MIN_BUDGET = 1024
+_RAW_PREDICT = ":streamRawPredict"
 #: Room left for the answer when ``max_tokens`` must be capped below budget + answer.
 _MIN_ANSWER = 1024
 
@@ -424,6 +425,18 @@ class AnthropicMessagesAPI(SSEWireAPI):
             lower=True,
             combine=("anthropic-beta",),
         )
+
+    # Claude on Vertex AI streams the same events from
+    # ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path
+    # (modelwire.providers._vertex): the mock server answers that path too.
+    def matches_path(self, path: str) -> bool:
+        return super().matches_path(path) or path.split("?", 1)[0].endswith(_RAW_PREDICT)
+
+    def request_model(self, path: str, body: object) -> str | None:
+        target = path.split("?", 1)[0]
+        if target.endswith(_RAW_PREDICT):
+            return target.rsplit("/models/", 1)[-1][: -len(_RAW_PREDICT)] or None
+        return super().request_model(path, body)
 
     def new_decoder(self, model: Model | None) -> AnthropicDecoder:
         return AnthropicDecoder()
