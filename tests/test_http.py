@@ -1126,6 +1126,23 @@ def test_connect_error_names_the_url_it_tried() -> None:
     assert msg.error.message.startswith(f"could not connect to http://127.0.0.1:{port} (")
 
 
+def test_status_error_takes_any_mapping_of_headers_case_insensitively() -> None:
+    # The mapping lives in the httpx-free modelwire._http_status; a plain dict works
+    # as httpx.Headers does, and modelwire.http re-exports the same function.
+    from modelwire import _http_status, http
+
+    assert http.status_error is _http_status.status_error
+    for headers in (
+        {"Retry-After": "3"},
+        {"retry-after": "3"},
+        httpx.Headers({"RETRY-AFTER": "3"}),
+    ):
+        err = http.status_error(429, b"{}", headers, ())
+        assert isinstance(err, mw.errors.RateLimitError) and err.retry_after == 3.0
+    assert http.status_error(503, b"{}", {"retry-after-ms": "1500"}, ()).retry_after == 1.5
+    assert http.status_error(503, b"{}", {}, ()).retry_after is None
+
+
 @pytest.mark.parametrize("mode", ["async", "sync"])
 def test_total_timeout_bounds_the_connect(mode: str) -> None:
     # A listener that never accepts, its backlog full: the kernel drops further SYNs,

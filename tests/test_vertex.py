@@ -378,7 +378,7 @@ def test_google_error_bodies_map_to_typed_kinds(
         message = mw.complete_sync(_on(server, provider), CTX, api_key=TOKEN)
     assert message.error is not None and message.error.kind == kind
     assert says in message.error.message and TOKEN not in message.error.message
-    # The message is the provider's, not the JSON body (arrays too: http._error_text).
+    # The message is the provider's, not the JSON body (arrays too: _http_status._error_text).
     assert (
         message.error.message.startswith(f"HTTP {status}: ")
         and '"error"' not in message.error.message

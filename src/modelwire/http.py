@@ -11,6 +11,11 @@ After the stream's terminal event the rest of the body is drained briefly so the
 connection can go back to the pool. :func:`check_client` is how the client checks
 a caller's ``http_client`` without importing httpx itself.
 
+The pure parts live beside it and are re-exported here: the status → typed error
+mapping (:func:`status_error`, :func:`origin`) in ``modelwire._http_status`` and
+the request-time credential step (:func:`authorize_async`, :func:`authorize_sync`)
+in ``modelwire._http_auth``; neither imports httpx.
+
 The provider request is the only traffic that goes through here. Two other
 places do I/O, both for credentials and both optional extras: ``modelwire.cloud.aws``
 (botocore reads the AWS credential chain, which may call the instance metadata
@@ -27,35 +32,25 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
-from typing import Any, TypeAlias
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TypeAlias
 
 import httpx
-import msgspec
 
-from .apis._common import content_filter_error, is_context_overflow
+from ._http_auth import authorize_async, authorize_sync
+from ._http_status import origin as origin  # re-exported (tests, callers)
+from ._http_status import status_error
 from .errors import (
-    AuthenticationError,
     ConfigurationError,
     ConnectError,
-    ContentFilterError,
-    ContextOverflowError,
-    InvalidRequestError,
-    ModelwireError,
-    NotFoundError,
-    OverloadedError,
-    PermissionDeniedError,
-    ProviderError,
     ProviderStreamError,
-    RateLimitError,
     RequestTimeoutError,
-    ServerError,
     StreamError,
     StreamInterruptedError,
 )
 from .options import HTTPRequest, Timeout
-from .redact import head, redact, redact_bytes
-from .retry import MAX_RETRY_AFTER, RetryPolicy, parse_retry_after
+from .redact import head, redact
+from .retry import MAX_RETRY_AFTER, RetryPolicy
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -109,180 +104,6 @@ def _httpx_timeout(t: Timeout, policy: RetryPolicy | None = None) -> httpx.Timeo
         return httpx.Timeout(connect=t.connect, read=t.idle, write=t.connect, pool=t.connect)
     connect = policy.bound(t.connect)
     return httpx.Timeout(connect=connect, read=policy.bound(t.idle), write=connect, pool=connect)
-
-
-def _retry_after(headers: httpx.Headers) -> float | None:
-    return parse_retry_after(headers.get("retry-after"), headers.get("retry-after-ms"))
-
-
-class _BadAuthorizer(Exception):
-    """The authorizer broke its contract (see options.RequestAuthorizer)."""
-
-
-def _authorized(request: HTTPRequest, added: object) -> HTTPRequest:
-    # The authorizer's headers replace any of the same name (any case).
-    headers, secrets = added if isinstance(added, tuple) and len(added) == 2 else (None, None)
-    if not (
-        isinstance(headers, Mapping)
-        and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
-        and isinstance(secrets, tuple | list)
-        and all(isinstance(s, str) for s in secrets)
-    ):
-        raise _BadAuthorizer("the provider's authorizer returned no (headers, secrets)")
-    out = {k: v for k, v in request.headers.items() if k.lower() not in
-           {h.lower() for h in headers}}  # fmt: skip
-    out.update(headers)
-    return msgspec.structs.replace(
-        request,
-        headers=out,
-        secrets=tuple(dict.fromkeys((*request.secrets, *secrets))),
-        authorizer=None,
-    )
-
-
-def _auth_error(exc: Exception, request: HTTPRequest) -> StreamError:
-    # Getting credentials is I/O inside the stream (a token endpoint, the AWS
-    # credential chain): its failure ends the stream typed, never raises out of it.
-    if isinstance(exc, StreamError):
-        exc.redact(request.secrets)
-        return exc
-    if isinstance(exc, ModelwireError):
-        what = exc.message
-    elif isinstance(exc, _BadAuthorizer):
-        what = str(exc)
-    else:
-        what = f"{type(exc).__name__}: {exc}"
-    return AuthenticationError(
-        redact(f"could not get credentials for {origin(request.url)}: {what}", request.secrets)
-    )
-
-
-async def authorize_async(request: HTTPRequest) -> HTTPRequest:
-    """``request`` with the credentials its provider's authorizer adds (no-op without
-    one); a failure is an :class:`~modelwire.errors.AuthenticationError`."""
-    if request.authorizer is None:
-        return request
-    try:
-        added = await request.authorizer.aauthorize(
-            "POST", request.url, dict(request.headers), request.body
-        )
-        return _authorized(request, added)
-    except Exception as exc:
-        raise _auth_error(exc, request) from None
-
-
-def authorize_sync(request: HTTPRequest) -> HTTPRequest:
-    """The synchronous twin of :func:`authorize_async` (same decisions)."""
-    if request.authorizer is None:
-        return request
-    try:
-        added = request.authorizer.authorize(
-            "POST", request.url, dict(request.headers), request.body
-        )
-        return _authorized(request, added)
-    except Exception as exc:
-        raise _auth_error(exc, request) from None
-
-
-def origin(url: str) -> str:
-    """``scheme://host:port`` of ``url``: what a connect error names. Never the path,
-    the query string (Gemini may carry ``?key=``) or user:password."""
-    try:
-        u = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError, ValueError):
-        return "(an invalid URL)"
-    host = u.host
-    if ":" in host:
-        host = f"[{host}]"
-    port = u.port or {"http": 80, "https": 443}.get(u.scheme)
-    return f"{u.scheme}://{host}" + (f":{port}" if port else "")
-
-
-class _ErrorBody(msgspec.Struct):
-    error: Any = None
-    message: str | None = None
-    detail: Any = None
-
-
-def _error_text(body: bytes) -> tuple[str, str | None]:
-    """The provider's error message and type from an error body (OpenAI,
-    Anthropic and Gemini all nest ``{"error": {"message", "type"|"status"}}``)."""
-    text = body.decode("utf-8", "replace").strip()
-    try:
-        if text.startswith("["):
-            # Google APIs (Vertex AI) sometimes wrap the error in an array: its first.
-            parsed = (msgspec.json.decode(body, type=list[_ErrorBody]) or [_ErrorBody()])[0]
-        else:
-            parsed = msgspec.json.decode(body, type=_ErrorBody)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return (head(text, 500) or "(empty body)"), None
-    err = parsed.error
-    if isinstance(err, dict):
-        msg = err.get("message")
-        typ = err.get("type") or err.get("status") or err.get("code")
-        return (str(msg) if msg else head(text, 500)), (str(typ) if typ else None)
-    if isinstance(err, str):
-        return err, None
-    if parsed.message:
-        return parsed.message, None
-    if isinstance(parsed.detail, str):
-        return parsed.detail, None
-    return head(text, 500) or "(empty body)", None
-
-
-def _content_filter(body: bytes) -> str | None:
-    try:
-        parsed = msgspec.json.decode(body, type=_ErrorBody)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    return content_filter_error(parsed.error)
-
-
-def _is_rate_limit(message: str, typ: str | None) -> bool:
-    text = f"{message} {typ or ''}".lower()
-    return "rate_limit" in text or "per minute" in text
-
-
-def _is_bad_key(message: str, body: bytes) -> bool:
-    return b"API_KEY_INVALID" in body or "API key not valid" in message
-
-
-def status_error(
-    status: int, body: bytes, headers: httpx.Headers, secrets: tuple[str, ...]
-) -> ProviderError:
-    """The typed error for an HTTP error status, message taken from the body."""
-    body = redact_bytes(body, secrets)  # before any cut (modelwire.redact)
-    message, typ = _error_text(body)
-    message = redact(message, secrets)
-    detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")
-    retry_after = _retry_after(headers)
-    cls: type[ProviderError]
-    if status == 401 or (status == 400 and _is_bad_key(message, body)):
-        # Gemini answers a bad key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID.
-        cls = AuthenticationError
-    elif status == 403:
-        cls = PermissionDeniedError
-    elif status == 404:
-        cls = NotFoundError
-    elif status == 429 or (status == 413 and _is_rate_limit(message, typ)):
-        # Groq answers a tokens-per-minute limit with 413 "Request too large".
-        cls = RateLimitError
-        if typ and "quota" in typ.lower():
-            detail += " — the account is out of quota; retrying will not help"
-    elif status in (400, 413, 422) and (filtered := _content_filter(body)):
-        # Azure OpenAI's filtered prompt: 400, code content_filter, the categories in
-        # innererror.content_filter_result — a refusal, not a malformed request.
-        cls = ContentFilterError
-        detail += f" — {filtered}"
-    elif status in (400, 413, 422):
-        cls = ContextOverflowError if is_context_overflow(message) else InvalidRequestError
-    elif status in (503, 529) or (typ and "overloaded" in typ.lower()):
-        cls = OverloadedError
-    elif status >= 500:
-        cls = ServerError
-    else:
-        cls = InvalidRequestError
-    return cls(detail, status=status, retry_after=retry_after)
 
 
 def _map_exc(

@@ -36,26 +36,35 @@ from ...errors import (
 )
 from ...sse import ServerSentEvent
 from .._common import (
-    Count,
     decode_json,
-    decoder_for,
     dumps,
     in_band_error,
     is_context_overflow,
 )
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
+from ._schema import (
+    _args_done_event,
+    _ArgsDoneEvent,
+    _call_item,
+    _CallItem,
+    _delta_event,
+    _DeltaEvent,
+    _envelope,
+    _error_event,
+    _ErrorEvent,
+    _input_done_event,
+    _InputDoneEvent,
+    _item_event,
+    _item_head_decoder,
+    _ItemEvent,
+    _ItemHead,
+    _Response,
+    _response_event,
+    _text_item,
+    _TextItem,
+)
 
 __all__ = ["ResponsesDecoder"]
-
-# Typed schemas for the fields used only: unknown fields and unknown event types are
-# ignored, so obfuscation, logprobs, annotations and new events never break a stream.
-
-
-class _ItemHead(msgspec.Struct, gc=False):
-    # What every output item shares: its type and (nearly always) its id. Also
-    # checks a stored reasoning item before it is replayed (``_encode``).
-    type: str
-    id: str | None = None
 
 
 def _text_signature(item_id: str | None, phase: str | None) -> str | None:
@@ -66,110 +75,6 @@ def _text_signature(item_id: str | None, phase: str | None) -> str | None:
     if phase is None:
         return item_id
     return dumps({"id": item_id, "phase": phase}).decode()
-
-
-class _Envelope(msgspec.Struct, gc=False):
-    type: str
-
-
-class _InputDetails(msgspec.Struct, gc=False):
-    cached_tokens: Count | None = None
-    cache_write_tokens: Count | None = None
-
-
-class _Usage(msgspec.Struct, gc=False):
-    input_tokens: Count = 0
-    output_tokens: Count = 0
-    input_tokens_details: _InputDetails | None = None
-
-
-class _Error(msgspec.Struct, gc=False):
-    message: str | None = None
-    code: str | int | None = None
-    type: str | None = None
-
-
-class _Incomplete(msgspec.Struct, gc=False):
-    reason: str | None = None
-
-
-class _Response(msgspec.Struct, gc=False):
-    id: str | None = None
-    model: str | None = None
-    status: str | None = None
-    usage: _Usage | None = None
-    error: _Error | None = None
-    incomplete_details: _Incomplete | None = None
-
-
-class _ResponseEvent(msgspec.Struct, gc=False):
-    response: _Response
-
-
-class _ItemEvent(msgspec.Struct, gc=False):
-    item: msgspec.Raw
-    output_index: Count | None = None
-
-
-class _Part(msgspec.Struct, gc=False):
-    type: str = ""
-    text: str | None = None
-    refusal: str | None = None
-
-
-class _TextItem(msgspec.Struct, gc=False):
-    # A message (content: output_text/refusal parts) or a reasoning item
-    # (summary: summary_text parts; content: reasoning_text parts).
-    phase: str | None = None
-    content: list[_Part] | None = None
-    summary: list[_Part] | None = None
-
-
-class _CallItem(msgspec.Struct, gc=False):
-    call_id: str | None = None
-    name: str | None = None
-    arguments: str | None = None
-
-
-class _DeltaEvent(msgspec.Struct, gc=False):
-    # Every *.delta event: text, refusal, summary, reasoning text, arguments.
-    delta: str
-    output_index: Count | None = None
-    item_id: str | None = None
-    summary_index: Count | None = None
-    content_index: Count | None = None
-
-
-class _ArgsDoneEvent(msgspec.Struct, gc=False):
-    arguments: str
-    output_index: Count | None = None
-    item_id: str | None = None
-
-
-class _ErrorEvent(msgspec.Struct, gc=False):
-    # OpenAI documents code/message/param at the top level; recordings also show
-    # them nested in an "error" object (vercel/ai's openai-error fixture).
-    message: str | None = None
-    code: str | int | None = None
-    error: _Error | None = None
-
-
-class _InputDoneEvent(msgspec.Struct, gc=False):
-    input: str
-    output_index: int | None = None
-    item_id: str | None = None
-
-
-_envelope = decoder_for(_Envelope)
-_item_head_decoder = decoder_for(_ItemHead)
-_response_event = decoder_for(_ResponseEvent)
-_item_event = decoder_for(_ItemEvent)
-_text_item = decoder_for(_TextItem)
-_call_item = decoder_for(_CallItem)
-_delta_event = decoder_for(_DeltaEvent)
-_args_done_event = decoder_for(_ArgsDoneEvent)
-_input_done_event = decoder_for(_InputDoneEvent)
-_error_event = decoder_for(_ErrorEvent)
 
 
 def _decode(

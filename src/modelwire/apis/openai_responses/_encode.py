@@ -25,7 +25,7 @@ from ...types import (
 from .._common import decoder_for, merge_compat, same_model
 from .._common import raw_or_json_arguments as _raw_args
 from ._client import client_item_type, client_output
-from ._decode import _item_head_decoder
+from ._schema import _item_head_decoder
 
 __all__ = ["RESERVED", "ResponsesCompat", "detect_compat", "encode_input"]
 
