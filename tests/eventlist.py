@@ -4,11 +4,12 @@ produced ends with one terminal event, whose message the tests read."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from modelwire.events import DoneEvent, ErrorEvent, Event
 from modelwire.types import AssistantMessage
 
-__all__ = ["final", "terminal"]
+__all__ = ["final", "plain", "terminal"]
 
 
 def terminal(events: Sequence[Event]) -> DoneEvent | ErrorEvent:
@@ -21,3 +22,17 @@ def terminal(events: Sequence[Event]) -> DoneEvent | ErrorEvent:
 def final(events: Sequence[Event]) -> AssistantMessage:
     """The message of the terminal event that ends ``events``."""
     return terminal(events).message
+
+
+def _untimed(value: Any) -> Any:
+    # A message's timestamp is the time it was made, not part of the decoding.
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list | tuple):
+        return [_untimed(v) for v in value]
+    return value
+
+
+def plain(events: Sequence[Event]) -> list[Any]:
+    """The events as plain data without timestamps, to compare two decodings."""
+    return [_untimed(e.to_dict()) for e in events]

@@ -27,6 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final, plain
 from modelwire import apis
 from modelwire.apis import get_api, provider_module, provider_rules, register_provider
 from modelwire.cloud.azure import AzureAuth
@@ -84,25 +85,6 @@ def azure(base_url: str, api: str = CHAT, model_id: str = "my-gpt") -> mw.Model:
 def request(model: mw.Model, **opts: Any) -> tuple[str, dict[str, str]]:
     req = get_api(model.api).build_request(model, CTX, resolve_options(PROVIDER, **opts))
     return req.url, {k.lower(): v for k, v in req.headers.items()}
-
-
-def final(events: list[Any]) -> mw.AssistantMessage:
-    msg = events[-1].message
-    assert isinstance(msg, mw.AssistantMessage)
-    return msg
-
-
-def _untimed(value: Any) -> Any:
-    # A message's timestamp is the time it was made, not part of the decoding.
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "timestamp"}
-    if isinstance(value, list | tuple):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def plain(events: list[Any]) -> list[Any]:
-    return [_untimed(e.to_dict()) for e in events]
 
 
 # --------------------------------------------------------------------------- registration

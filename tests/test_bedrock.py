@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import modelwire.apis
+from eventlist import final, plain
 from modelwire.apis import get_api, provider_rules, register_provider
 from modelwire.framing.eventstream import encode_event, encode_exception
 from modelwire.options import resolve_options
@@ -88,24 +89,6 @@ FULL = b"".join([
     ev("contentBlockStop", {"contentBlockIndex": 2}),
     tail("tool_use"),
 ])  # fmt: skip
-
-
-def final(events: list[Any]) -> mw.AssistantMessage:
-    msg = events[-1].message
-    assert isinstance(msg, mw.AssistantMessage)
-    return msg
-
-
-def _untimed(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "timestamp"}
-    if isinstance(value, list | tuple):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def plain(events: list[Any]) -> list[Any]:
-    return [_untimed(e.to_dict()) for e in events]
 
 
 def model(base_url: str = "http://127.0.0.1:9", model_id: str = CLAUDE, **kw: Any) -> mw.Model:

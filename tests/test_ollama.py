@@ -20,6 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from eventlist import final, plain
 from modelwire.apis import get_api
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, render, tool_call
@@ -34,25 +35,6 @@ TOOLED = mw.Context(messages=CTX.messages, tools=[
     mw.ToolDefinition(name="read", description="Read a file", parameters=_PARAMS),
     mw.ToolDefinition(name="get_current_weather", description="Weather", parameters=_PARAMS),
 ])  # fmt: skip
-
-
-def final(events: list[Any]) -> mw.AssistantMessage:
-    msg = events[-1].message
-    assert isinstance(msg, mw.AssistantMessage)
-    return msg
-
-
-def _untimed(value: Any) -> Any:
-    # A message's timestamp is the time it was made, not part of the decoding.
-    if isinstance(value, dict):
-        return {k: _untimed(v) for k, v in value.items() if k != "timestamp"}
-    if isinstance(value, list | tuple):
-        return [_untimed(v) for v in value]
-    return value
-
-
-def plain(events: list[Any]) -> list[Any]:
-    return [_untimed(e.to_dict()) for e in events]
 
 
 # --------------------------------------------------------------------------- replay
