@@ -9,7 +9,7 @@ from typing import Any
 from modelwire.events import DoneEvent, ErrorEvent, Event
 from modelwire.types import AssistantMessage
 
-__all__ = ["final", "plain", "terminal"]
+__all__ = ["final", "plain", "same_at_every_split", "terminal"]
 
 
 def terminal(events: Sequence[Event]) -> DoneEvent | ErrorEvent:
@@ -36,3 +36,14 @@ def _untimed(value: Any) -> Any:
 def plain(events: Sequence[Event]) -> list[Any]:
     """The events as plain data without timestamps, to compare two decodings."""
     return [_untimed(e.to_dict()) for e in events]
+
+
+def same_at_every_split(api: str, body: bytes) -> None:
+    """Rule 1: ``body`` decodes to the same events fed whole, byte by byte, and cut in
+    two at every offset."""
+    from modelwire.pipeline import replay
+
+    whole = plain(replay(api, [body]))
+    assert plain(replay(api, [body[i : i + 1] for i in range(len(body))])) == whole
+    for cut in range(1, len(body)):
+        assert plain(replay(api, [body[:cut], body[cut:]])) == whole, cut

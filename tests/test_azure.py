@@ -27,7 +27,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from eventlist import final, plain
+from eventlist import final, plain, same_at_every_split
 from modelwire import apis
 from modelwire.apis import get_api, provider_module, provider_rules, register_provider
 from modelwire.cloud.azure import AzureAuth
@@ -307,10 +307,7 @@ def test_an_azure_stream_with_filter_results_decodes_whole() -> None:
 
 @pytest.mark.parametrize("body", [TEXT, FILTERED, TOOLS], ids=["text", "filtered", "tools"])
 def test_byte_by_byte_and_every_split_give_the_same_events(body: bytes) -> None:
-    whole = plain(mw.replay(CHAT, body))
-    assert plain(mw.replay(CHAT, [body[i : i + 1] for i in range(len(body))])) == whole
-    for cut in range(1, len(body)):
-        assert plain(mw.replay(CHAT, [body[:cut], body[cut:]])) == whole
+    same_at_every_split(CHAT, body)
 
 
 @settings(max_examples=40, deadline=None)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import modelwire.apis
-from eventlist import final, plain
+from eventlist import final, plain, same_at_every_split
 from modelwire.apis import get_api, provider_rules, register_provider
 from modelwire.framing.eventstream import encode_event, encode_exception
 from modelwire.options import resolve_options
@@ -127,10 +127,7 @@ def test_a_whole_stream_gives_thinking_text_a_tool_call_and_usage() -> None:
 
 
 def test_byte_by_byte_and_every_split_give_the_same_events() -> None:
-    whole = plain(mw.replay(API, FULL))
-    assert plain(mw.replay(API, [FULL[i : i + 1] for i in range(len(FULL))])) == whole
-    for cut in range(1, len(FULL)):
-        assert plain(mw.replay(API, [FULL[:cut], FULL[cut:]])) == whole, cut
+    same_at_every_split(API, FULL)
 
 
 @settings(max_examples=40, deadline=None)

@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from eventlist import final, plain
+from eventlist import final, plain, same_at_every_split
 from modelwire.apis import get_api
 from modelwire.options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, render, tool_call
@@ -58,10 +58,7 @@ def test_thinking_and_text_whole() -> None:
 
 @pytest.mark.parametrize("body", [TEXT, TOOLS], ids=["text", "tools"])
 def test_byte_by_byte_and_every_split_give_the_same_events(body: bytes) -> None:
-    whole = plain(mw.replay(API, body))
-    assert plain(mw.replay(API, [body[i : i + 1] for i in range(len(body))])) == whole
-    for cut in range(1, len(body)):
-        assert plain(mw.replay(API, [body[:cut], body[cut:]])) == whole, cut
+    same_at_every_split(API, body)
 
 
 @settings(max_examples=40, deadline=None)
