@@ -187,7 +187,7 @@ def _client(lib: str, port: int, streams: int, chunks: int) -> None:
         import httpx  # noqa: F401
 
         import modelwire
-        import modelwire.http  # noqa: F401
+        import modelwire._http  # noqa: F401
     base_rss = _rss_kib()
     t0, c0 = time.perf_counter(), time.process_time()
     if lib == "openai":

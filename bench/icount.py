@@ -64,10 +64,10 @@ def _workload(name: str) -> Callable[[], object]:
     )
 
     import modelwire as mw
-    from modelwire.apis import get_api
-    from modelwire.apis.openai_chat._decode import _chunk_decoder
-    from modelwire.assemble import Assembler
-    from modelwire.sse import SSEDecoder
+    from modelwire._apis import get_api
+    from modelwire._apis.openai_chat._decode import _chunk_decoder
+    from modelwire._assemble import Assembler
+    from modelwire._sse import SSEDecoder
 
     if name == "fixture":
         body = fixture_bodies("anthropic")["claude-haiku-4-5-stop-sequence.sse"]

@@ -46,8 +46,8 @@ from streams import (  # noqa: E402
 )
 
 import modelwire as mw  # noqa: E402
+from modelwire._pipeline import Pipeline  # noqa: E402
 from modelwire.events import Event  # noqa: E402
-from modelwire.pipeline import Pipeline  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 #: Goal name → (measured value, goal text, met?). Filled by the sections, printed last.

@@ -4,10 +4,10 @@
 The catalog is ``src/modelwire/data/models.json``, edited by hand from the
 providers' own documentation pages (each provider's ``docs`` field names the
 page; an entry whose numbers are estimates says so in ``notes``). This script
-fetches nothing: it decodes the file with the schema in ``modelwire.catalog``,
+fetches nothing: it decodes the file with the schema in ``modelwire._catalog``,
 runs every check of ``validate_catalog`` (known API, https/loopback base URLs,
 positive limits, non-negative prices, reasoning levels, unique ids per provider,
-env vars equal to ``modelwire.options.ENV_KEYS``) and rewrites the file in its
+env vars equal to ``modelwire._options.ENV_KEYS``) and rewrites the file in its
 canonical form (keys in schema order, two-space indentation, defaults omitted).
 
 Usage::
@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     sys.path.insert(0, str(ROOT / "src"))
-    from modelwire.catalog import dump_catalog, validate_catalog
+    from modelwire._catalog import dump_catalog, validate_catalog
     from modelwire.errors import ConfigurationError
 
     raw = args.path.read_bytes()

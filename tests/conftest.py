@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-from modelwire.catalog import BASE_URL_ENV
-from modelwire.options import ENV_KEYS
+from modelwire._catalog import BASE_URL_ENV
+from modelwire._options import ENV_KEYS
 from recorded import (
     PLACEHOLDER,
     PRESENT,

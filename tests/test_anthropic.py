@@ -19,16 +19,16 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire import errors
-from modelwire.apis import get_api
-from modelwire.apis.anthropic_messages import (
+from modelwire._apis import get_api
+from modelwire._apis.anthropic_messages import (
     API,
     THINKING_BUDGETS,
     AnthropicDecoder,
     uses_adaptive_thinking,
 )
-from modelwire.deltas import EndOfStream
-from modelwire.options import resolve_options
-from modelwire.pipeline import replay
+from modelwire._deltas import EndOfStream
+from modelwire._options import resolve_options
+from modelwire._pipeline import replay
 from recorded import recorded_streams
 
 FIXTURES = recorded_streams("anthropic")
@@ -72,7 +72,7 @@ def test_fixtures_present() -> None:
 
 
 def sse_payloads(raw: bytes) -> list[dict[str, Any]]:
-    """The JSON payloads of a body, parsed independently of ``modelwire.sse``."""
+    """The JSON payloads of a body, parsed independently of ``modelwire._sse``."""
     text = raw.decode("utf-8").replace("\r\n", "\n")
     out = []
     for block in text.split("\n\n"):

@@ -16,7 +16,7 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire.deltas import (
+from modelwire._deltas import (
     BlockEnd,
     BlockSignature,
     BlockStart,
@@ -28,6 +28,7 @@ from modelwire.deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
+from modelwire._pipeline import Pipeline
 from modelwire.events import (
     Event,
     TextDeltaEvent,
@@ -37,7 +38,6 @@ from modelwire.events import (
     ToolCallDeltaEvent,
     ToolCallStartEvent,
 )
-from modelwire.pipeline import Pipeline
 from modelwire.testing import sse_body
 
 # --------------------------------------------------------------------------- helpers
@@ -601,7 +601,7 @@ def test_cost_from_model_prices() -> None:
 
 
 def _feed(deltas: list[Any], **kw: Any) -> list[Event]:
-    from modelwire.assemble import Assembler
+    from modelwire._assemble import Assembler
 
     asm = Assembler(api="x", **kw)
     out: list[Event] = []

@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final, plain, same_at_every_split
-from modelwire import apis
-from modelwire.apis import get_api, provider_module, provider_rules, register_provider
+from modelwire import _apis as apis
+from modelwire._apis import get_api, provider_module, provider_rules, register_provider
+from modelwire._options import resolve_options
+from modelwire._providers.azure_openai import AzureOpenAIRules
 from modelwire.cloud.azure import AzureAuth
-from modelwire.options import resolve_options
-from modelwire.providers.azure_openai import AzureOpenAIRules
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
 from modelwire.trace import TraceLog
 
@@ -91,17 +91,17 @@ def request(model: mw.Model, **opts: Any) -> tuple[str, dict[str, str]]:
 
 
 def test_the_rules_are_found_by_name_and_imported_only_when_used() -> None:
-    assert provider_module(PROVIDER) == "modelwire.providers.azure_openai"
+    assert provider_module(PROVIDER) == "modelwire._providers.azure_openai"
     assert isinstance(provider_rules(PROVIDER), AzureOpenAIRules)
     assert provider_rules("no-such-provider") is None
     code = (
         "import sys, modelwire as mw\n"
-        "assert 'modelwire.providers.azure_openai' not in sys.modules\n"
+        "assert 'modelwire._providers.azure_openai' not in sys.modules\n"
         "assert 'modelwire.cloud.azure' not in sys.modules\n"
         "m = mw.Model(id='d', api='openai-chat', provider='azure-openai',"
         " base_url='https://r.openai.azure.com')\n"
         "mw.stream_sync(m, mw.Context(messages=[mw.UserMessage(content='x')]), api_key='k')\n"
-        "assert 'modelwire.providers.azure_openai' in sys.modules\n"
+        "assert 'modelwire._providers.azure_openai' in sys.modules\n"
         "assert 'azure.identity' not in sys.modules\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -476,7 +476,7 @@ def test_catalog_entries_are_priced_and_reach_the_endpoint_variable(
 
 
 def test_handoff_from_azure_to_anthropic_and_back() -> None:
-    from modelwire.handoffs import handoff
+    from modelwire._handoffs import handoff
 
     model = azure("https://r.openai.azure.com")
     turn = final(mw.replay(CHAT, TOOLS, model))

@@ -579,8 +579,8 @@ async def test_the_async_twin_and_the_sync_call_inside_a_running_loop(tmp_path: 
 
 
 def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:
-    from modelwire.cli import main
-    from modelwire.cli.batch import parse_limits
+    from modelwire._cli import main
+    from modelwire._cli.batch import parse_limits
 
     limits = parse_limits(["100", "openai=3000"], ["openai=2e6"])
     assert limits is not None

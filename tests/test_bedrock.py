@@ -1,6 +1,6 @@
 """Amazon Bedrock's Converse stream (``bedrock-converse``) and provider ``amazon-bedrock``.
 
-The streams are synthetic, built here with ``modelwire.framing.eventstream``'s encoder in
+The streams are synthetic, built here with ``modelwire._framing.eventstream``'s encoder in
 the shapes the ConverseStream API reference documents (``messageStart``,
 ``contentBlockStart/Delta/Stop``, ``messageStop``, ``metadata``, exception messages).
 Transport tests run over loopback: ``MockServer`` and the fault matrix's raw socket
@@ -26,11 +26,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-import modelwire.apis
+import modelwire._apis
 from eventlist import final, plain, same_at_every_split
-from modelwire.apis import get_api, provider_rules, register_provider
-from modelwire.framing.eventstream import encode_event, encode_exception
-from modelwire.options import resolve_options
+from modelwire._apis import get_api, provider_rules, register_provider
+from modelwire._framing.eventstream import encode_event, encode_exception
+from modelwire._options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
 from modelwire.trace import TraceLog
 from test_faults import (
@@ -221,7 +221,7 @@ def test_in_band_exceptions_are_typed_and_keep_the_content(
 
 
 def test_an_event_stream_error_message_is_a_provider_stream_error() -> None:
-    from modelwire.framing.eventstream import encode_message
+    from modelwire._framing.eventstream import encode_message
 
     error = encode_message({":message-type": "error", ":error-code": "InternalFailure",
                             ":error-message": "the stream failed"}, b"")  # fmt: skip
@@ -504,8 +504,8 @@ def test_sigv4_signs_the_exact_bytes_sent_and_its_secrets_never_show(
 def test_credentials_are_loaded_once_per_environment_not_per_call(
     aws_env: pytest.MonkeyPatch,
 ) -> None:
+    from modelwire._providers import amazon_bedrock
     from modelwire.cloud import aws
-    from modelwire.providers import amazon_bedrock
 
     aws_env.setattr(amazon_bedrock, "_signers", {})
     real = aws._load_credentials
@@ -623,8 +623,8 @@ def test_sigv4_matches_the_published_aws_example(monkeypatch: pytest.MonkeyPatch
 def test_provider_rules_are_found_by_module_name_and_loaded_lazily(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    code = ("import sys, modelwire; assert 'modelwire.providers.amazon_bedrock' not in "
-            "sys.modules; from modelwire.apis import provider_rules; "
+    code = ("import sys, modelwire; assert 'modelwire._providers.amazon_bedrock' not in "
+            "sys.modules; from modelwire._apis import provider_rules; "
             "r = provider_rules('amazon-bedrock'); assert type(r).__name__ == "
             "'AmazonBedrockRules'; assert 'botocore' not in sys.modules; "
             "assert provider_rules('no-such-provider') is None")  # fmt: skip
@@ -632,7 +632,7 @@ def test_provider_rules_are_found_by_module_name_and_loaded_lazily(
                           timeout=60)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     # register_provider wins over the built-in module.
-    monkeypatch.setattr(modelwire.apis, "_providers", dict(modelwire.apis._providers))
+    monkeypatch.setattr(modelwire._apis, "_providers", dict(modelwire._apis._providers))
     mine = type("Mine", (), {"url": lambda s, m, a, d: d, "auth": lambda s, m, k: None})()
     register_provider(PROVIDER, mine)
     assert provider_rules(PROVIDER) is mine
@@ -711,7 +711,7 @@ def test_trace_records_every_layer_for_the_event_stream() -> None:
 
 
 def test_handoff_from_anthropic_to_bedrock_and_on_to_openai() -> None:
-    from modelwire.handoffs import handoff
+    from modelwire._handoffs import handoff
 
     claude = mw.AssistantMessage(
         content=[mw.ThinkingContent(thinking="look first", signature=SIG),

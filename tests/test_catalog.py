@@ -23,18 +23,18 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire import catalog
-from modelwire.apis import builtin_api_names, get_api
-from modelwire.apis._common import is_context_overflow
-from modelwire.assemble import compute_cost
-from modelwire.errors import ConfigurationError, MissingAPIKeyError
-from modelwire.options import (
+from modelwire import _catalog as catalog
+from modelwire._apis import builtin_api_names, get_api
+from modelwire._apis._common import is_context_overflow
+from modelwire._assemble import compute_cost
+from modelwire._options import (
     ENV_KEYS,
     KEY_OPTIONAL,
     REASONING_LEVELS,
     resolve_api_key,
     resolve_options,
 )
+from modelwire.errors import ConfigurationError, MissingAPIKeyError
 from modelwire.testing import MockServer, Reply
 from recorded import recorded_streams
 
@@ -209,7 +209,7 @@ _FIRST = ("providers", 0, "models", 0)
         ((*_FIRST, "reasoning_levels"), ["ultra"], "reasoning_levels must be distinct"),
         ((*_FIRST, "contextWindow"), 5, "unknown field `contextWindow`"),
         ((*_FIRST, "cost"), _DELETE, "missing required field `cost`"),
-        (("providers", 0, "env"), ["OPENAI_KEY"], "differs from modelwire.options.ENV_KEYS"),
+        (("providers", 0, "env"), ["OPENAI_KEY"], "differs from modelwire._options.ENV_KEYS"),
         (("providers", 1, "models", 1, "id"), RAW["providers"][1]["models"][0]["id"], "duplicate"),
         (("providers", 14, "models", 0, "base_url"), "http://10.0.0.5:11434/v1", "loopback"),
         (("version",), 2, "unsupported model catalog version"),
@@ -225,9 +225,9 @@ def test_validator_names_the_bad_field(path: tuple[Any, ...], value: Any, expect
 def test_catalog_is_read_lazily_not_at_import() -> None:
     code = (
         "import sys, modelwire as mw\n"
-        "assert 'modelwire.catalog' not in sys.modules\n"
+        "assert 'modelwire._catalog' not in sys.modules\n"
         "m = mw.get_model('openai', 'gpt-4.1-mini')\n"
-        "assert 'modelwire.catalog' in sys.modules and m.id == 'gpt-4.1-mini'\n"
+        "assert 'modelwire._catalog' in sys.modules and m.id == 'gpt-4.1-mini'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 import modelwire as mw
+from modelwire import _catalog as catalog
 from modelwire.testing import MockServer, Reply
 from test_cli import _env, _local, assert_one_line_error, cli
 
@@ -47,7 +48,7 @@ def _data_env(tmp_path: Path) -> dict[str, str]:
 def test_sdk_base_url_variables_are_read_without_base_url(
     provider: str, model: str, var: str, key_var: str, base: str, path: str
 ) -> None:
-    key_var = mw.catalog.env_vars(provider)[0] if mw.catalog.env_vars(provider) else key_var
+    key_var = catalog.env_vars(provider)[0] if catalog.env_vars(provider) else key_var
     with MockServer(["hi from the env"]) as srv:
         url = srv.origin + (f"/{base}" if base else "")
         proc = cli("chat", "-m", f"{provider}/{model}", "hello",
@@ -333,7 +334,7 @@ def test_the_library_reads_the_base_url_variables(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ANTHROPIC_BASE_URL", "https://proxy.example.com/")
     assert mw.get_model("anthropic", "claude-haiku-4-5").base_url == "https://proxy.example.com/v1"
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
-    assert mw.catalog.resolve_model("openai/gpt-4.1-mini").base_url == "http://127.0.0.1:8000/v1"
+    assert catalog.resolve_model("openai/gpt-4.1-mini").base_url == "http://127.0.0.1:8000/v1"
     monkeypatch.delenv("ANTHROPIC_BASE_URL")
     assert mw.get_model("anthropic", "claude-haiku-4-5").base_url == catalog_url
     monkeypatch.setenv("GOOGLE_GEMINI_BASE_URL", "ftp://x")

@@ -1,4 +1,4 @@
-"""Tests of the AWS event stream framing (``modelwire.framing.eventstream``).
+"""Tests of the AWS event stream framing (``modelwire._framing.eventstream``).
 
 Conformance: the AWS SDKs' published event stream test vectors
 (tests/data/framing/aws-event-stream-vectors.json, from aws/aws-sdk-go, cited there), each
@@ -27,14 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from modelwire.errors import (
-    ConfigurationError,
-    EventTooLargeError,
-    MalformedChunkError,
-    ModelwireError,
-    TruncatedStreamError,
-)
-from modelwire.framing import (
+from modelwire._framing import (
     EventStreamDecoder,
     EventStreamMessage,
     EventStreamMessageDecoder,
@@ -49,7 +42,14 @@ from modelwire.framing import (
     encode_exception,
     encode_message,
 )
-from modelwire.sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent
+from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent
+from modelwire.errors import (
+    ConfigurationError,
+    EventTooLargeError,
+    MalformedChunkError,
+    ModelwireError,
+    TruncatedStreamError,
+)
 
 VECTORS = json.loads(
     (

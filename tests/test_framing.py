@@ -1,4 +1,4 @@
-"""Tests of the framing layer (``modelwire.framing``): the ``Framing`` protocol and NDJSON.
+"""Tests of the framing layer (``modelwire._framing``): the ``Framing`` protocol and NDJSON.
 
 Every decoder is fed whole, byte by byte, split in two at every offset and at random
 (Hypothesis); byte soup gives the same outcome however it is cut, matches a small
@@ -23,7 +23,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import modelwire.framing as framing
+import modelwire._framing as framing
+from modelwire._framing import EventStreamDecoder, Framing, NDJSONDecoder, encode_event
+from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,
@@ -31,8 +33,6 @@ from modelwire.errors import (
     ModelwireError,
     TruncatedStreamError,
 )
-from modelwire.framing import EventStreamDecoder, Framing, NDJSONDecoder, encode_event
-from modelwire.sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
 
 DATA = Path(__file__).resolve().parent / "data" / "framing"
 OLLAMA = (DATA / "ollama-chat.ndjson").read_bytes()

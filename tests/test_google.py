@@ -21,18 +21,18 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final as last_message
-from modelwire.apis import get_api
-from modelwire.apis.google_generative_ai import (
+from modelwire._apis import get_api
+from modelwire._apis.google_generative_ai import (
     SKIP_SIGNATURE,
     SYNTHETIC_ID_PREFIX,
     GoogleDecoder,
     detect_compat,
     gemini_schema,
 )
+from modelwire._options import resolve_options
+from modelwire._pipeline import replay
+from modelwire._sse import ServerSentEvent
 from modelwire.errors import ConfigurationError, MalformedChunkError
-from modelwire.options import resolve_options
-from modelwire.pipeline import replay
-from modelwire.sse import ServerSentEvent
 from recorded import recorded_streams
 
 API_NAME = "google-generative-ai"

@@ -9,7 +9,7 @@ From each guide (English and Chinese) this test extracts
 * ``python`` blocks: executed from the repository root; a ``text`` block right
   after one is the output it must print, matched the same way.
 
-Commands run in-process through ``modelwire.cli.main`` (stdout, then stderr, as a
+Commands run in-process through ``modelwire._cli.main`` (stdout, then stderr, as a
 terminal shows them); each distinct command runs once for both guides.
 """
 
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from modelwire.cli import main
+from modelwire._cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDES = [ROOT / "docs" / "guide.md", ROOT / "docs" / "guide.zh-CN.md"]

@@ -25,8 +25,8 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire.apis.openai_chat import API
-from modelwire.options import resolve_options
+from modelwire._apis.openai_chat import API
+from modelwire._options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, sse_body
 from recorded import recorded_streams
 
@@ -908,7 +908,7 @@ async def test_the_api_key_never_appears(srv: Scripted, reply: Reply) -> None:
 
 
 def test_redact_catches_quoted_forms() -> None:
-    from modelwire.http import redact
+    from modelwire._http import redact
 
     key = "sk-odd\\key\n"
     for text in (f"x {key} y", f"x {key!r} y", f"x {key.encode()!r} y"):
@@ -976,7 +976,7 @@ async def test_live_and_replay_agree(srv: Scripted, name: str) -> None:
     ],
 )
 def test_parse_retry_after(value: str | None, ms: str | None, want: float | None) -> None:
-    from modelwire.retry import parse_retry_after
+    from modelwire._retry import parse_retry_after
 
     now = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
     assert parse_retry_after(value, ms, now=now) == want
@@ -991,7 +991,7 @@ class _Clock:
 
 
 def _err(status: int | None, retry_after: float | None = None) -> mw.errors.StreamError:
-    from modelwire.http import status_error
+    from modelwire._http import status_error
 
     if status is None:
         return mw.errors.ConnectError("refused")
@@ -1000,7 +1000,7 @@ def _err(status: int | None, retry_after: float | None = None) -> mw.errors.Stre
 
 
 def test_retry_policy_decisions() -> None:
-    from modelwire.retry import RetryPolicy
+    from modelwire._retry import RetryPolicy
 
     clock = _Clock()
     p = RetryPolicy(mw.Timeout(total=10), 3, clock=clock, rng=lambda: 0.0)
@@ -1020,7 +1020,7 @@ def test_retry_policy_decisions() -> None:
 
 
 def test_retry_policy_never_waits_past_the_deadline() -> None:
-    from modelwire.retry import RetryPolicy
+    from modelwire._retry import RetryPolicy
 
     clock = _Clock()
     p = RetryPolicy(mw.Timeout(connect=10, idle=300, total=5), 5, clock=clock, rng=lambda: 0.0)
@@ -1109,7 +1109,7 @@ def test_non_event_stream_200_is_a_typed_error(srv: Scripted, mode: str) -> None
 
 
 def test_connect_error_names_the_url_it_tried() -> None:
-    from modelwire.http import origin
+    from modelwire._http import origin
 
     assert origin("http://127.0.0.1:11434/api/chat") == "http://127.0.0.1:11434"
     assert origin("https://u:pw@api.example.com/v1/x?key=s") == "https://api.example.com:443"
@@ -1128,8 +1128,9 @@ def test_connect_error_names_the_url_it_tried() -> None:
 
 def test_status_error_takes_any_mapping_of_headers_case_insensitively() -> None:
     # The mapping lives in the httpx-free modelwire._http_status; a plain dict works
-    # as httpx.Headers does, and modelwire.http re-exports the same function.
-    from modelwire import _http_status, http
+    # as httpx.Headers does, and modelwire._http re-exports the same function.
+    from modelwire import _http as http
+    from modelwire import _http_status
 
     assert http.status_error is _http_status.status_error
     for headers in (
@@ -1177,8 +1178,8 @@ def test_total_timeout_bounds_the_connect(mode: str) -> None:
 
 
 def test_an_unusable_url_is_not_retried() -> None:
-    from modelwire.http import open_async, open_sync
-    from modelwire.options import HTTPRequest
+    from modelwire._http import open_async, open_sync
+    from modelwire._options import HTTPRequest
 
     request = HTTPRequest(url="ftp://127.0.0.1/v1/chat/completions", headers={}, body=b"{}")
     retries: list[Any] = []

@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire import catalog, options, pipeline, sse
+from modelwire import _catalog as catalog
+from modelwire import _options as options
+from modelwire import _pipeline as pipeline
+from modelwire import _sse as sse
 from modelwire import types as mwtypes
+from modelwire._cli import common
 from modelwire.agent import _loop
-from modelwire.cli import common
 
 SRC = Path(mw.__file__).parent
 
@@ -46,7 +49,7 @@ def _defined(name: str) -> list[str]:
 
 
 def test_one_is_loopback() -> None:
-    assert _defined("is_loopback") == ["modelwire.catalog"]
+    assert _defined("is_loopback") == ["modelwire._catalog"]
     assert _defined("_is_loopback") == []
     assert common.is_loopback is catalog.is_loopback
     assert catalog.is_loopback("http://127.0.0.1:8000/v1")
@@ -57,7 +60,7 @@ def test_one_is_loopback() -> None:
 
 
 def test_one_default_max_event_bytes() -> None:
-    assert _defined("DEFAULT_MAX_EVENT_BYTES") == ["modelwire.sse"]
+    assert _defined("DEFAULT_MAX_EVENT_BYTES") == ["modelwire._sse"]
     assert pipeline.DEFAULT_MAX_EVENT_BYTES is sse.DEFAULT_MAX_EVENT_BYTES
 
 
@@ -66,7 +69,7 @@ def test_dead_helpers_are_gone() -> None:
         assert not hasattr(mwtypes, name), name
         assert _defined(name) == [], name
     # The chat decoder's _done was written at [DONE] and never read.
-    from modelwire.apis.openai_chat import ChatDecoder
+    from modelwire._apis.openai_chat import ChatDecoder
 
     assert "_done" not in ChatDecoder.__slots__
 
@@ -82,8 +85,8 @@ def test_only_http_imports_httpx_and_its_docstring_says_who_else_does_io() -> No
                 names = [node.module or ""]
             if any(n == "httpx" or n.startswith("httpx.") for n in names):
                 importers.add(module)
-    assert importers == {"modelwire.http"}
-    from modelwire import http
+    assert importers == {"modelwire._http"}
+    from modelwire import _http as http
 
     doc = http.__doc__ or ""
     assert "the one module that imports httpx" in doc
@@ -96,7 +99,7 @@ def test_client_reaches_into_no_private_attribute_and_sets_only_channel_hooks() 
     # (it used to call the stream channel's ``_emit``), and the only attributes it
     # sets are the channel's documented hooks (it used to set ``asm.done`` and
     # ``pipeline.assembler.policy``).
-    tree = ast.parse((SRC / "client.py").read_text(encoding="utf-8"))
+    tree = ast.parse((SRC / "_client.py").read_text(encoding="utf-8"))
     private = [
         f"{ast.unparse(n)} (line {n.lineno})"
         for n in ast.walk(tree)
@@ -119,7 +122,7 @@ def test_client_reaches_into_no_private_attribute_and_sets_only_channel_hooks() 
 
 # Modules of this layer of issue 17 (the agent loop and the assembler were 849 and
 # 777 lines): a module passing ~600 lines becomes a package.
-SIZED = ("agent", "assemble", "client.py", "streams.py", "errors.py", "events.py", "tools")
+SIZED = ("agent", "_assemble", "_client.py", "_streams.py", "errors.py", "events.py", "tools")
 
 
 def test_no_module_of_the_core_and_agent_passes_600_lines() -> None:
@@ -128,7 +131,7 @@ def test_no_module_of_the_core_and_agent_passes_600_lines() -> None:
         paths = [SRC / name] if name.endswith(".py") else sorted((SRC / name).rglob("*.py"))
         for path in paths:
             sizes[str(path.relative_to(SRC))] = len(path.read_text(encoding="utf-8").splitlines())
-    assert "agent/_loop.py" in sizes and "assemble/_assembler.py" in sizes
+    assert "agent/_loop.py" in sizes and "_assemble/_assembler.py" in sizes
     assert {k: v for k, v in sizes.items() if v > 600} == {}
 
 
@@ -139,7 +142,7 @@ def test_no_module_under_src_modelwire_passes_600_lines() -> None:
         str(path.relative_to(SRC)): len(path.read_text(encoding="utf-8").splitlines())
         for path in sorted(SRC.rglob("*.py"))
     }
-    assert {"http.py", "catalog.py", "apis/openai_responses/_decode.py"} <= sizes.keys()
+    assert {"_http.py", "_catalog.py", "_apis/openai_responses/_decode.py"} <= sizes.keys()
     assert len(sizes) > 100  # the walk found the whole package
     assert {k: v for k, v in sizes.items() if v > 600} == {}
 
@@ -220,7 +223,7 @@ def test_the_options_are_typed_for_callers(tmp_path: Path) -> None:
     code = tmp_path / "caller.py"
     code.write_text(
         "import modelwire as mw\n"
-        "from modelwire.options import resolve_options\n"
+        "from modelwire._options import resolve_options\n"
         "m = mw.get_model('openai', 'gpt-4.1-mini')\n"
         "c = mw.Context()\n"
         "mw.stream(m, c, max_tokens='many')\n"

@@ -29,7 +29,7 @@ def _modules(root: Path) -> dict[str, Path]:
 
 def import_graph(root: Path) -> dict[str, set[str]]:
     """module -> the modelwire modules it imports (the most specific one named:
-    ``from ..apis._common import x`` is an edge to ``modelwire.apis._common``)."""
+    ``from ..apis._common import x`` is an edge to ``modelwire._apis._common``)."""
     mods = _modules(root)
     graph: dict[str, set[str]] = {m: set() for m in mods}
     for name, path in mods.items():

@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final, plain, same_at_every_split
-from modelwire.apis import get_api
-from modelwire.options import resolve_options
+from modelwire import _catalog as catalog
+from modelwire._apis import get_api
+from modelwire._options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, render, tool_call
 
 API = "ollama-chat"
@@ -358,7 +359,7 @@ def test_trace_records_every_layer_for_ndjson() -> None:
 
 
 def test_handoff_from_ollama_to_anthropic_and_back() -> None:
-    from modelwire.handoffs import handoff
+    from modelwire._handoffs import handoff
 
     turn = final(mw.replay(API, TOOLS, mw.Model(id="qwen3", api=API, provider="ollama",
                                                 base_url="http://127.0.0.1:11434")))  # fmt: skip
@@ -416,7 +417,7 @@ def test_cli_replay_and_trace_take_the_api(tmp_path: Path) -> None:
 def test_the_catalog_default_for_ollama_is_the_native_api() -> None:
     model = mw.get_model("ollama", "qwen3")
     assert (model.api, model.base_url) == (API, "http://127.0.0.1:11434")
-    anything = mw.catalog.resolve_model("ollama/some-pulled-model")
+    anything = catalog.resolve_model("ollama/some-pulled-model")
     assert anything.api == API and msgspec.structs.replace(anything, api="openai-chat")
 
 

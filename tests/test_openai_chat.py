@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final as last_message
-from modelwire.apis.openai_chat import API, RESERVED, detect_compat
-from modelwire.options import resolve_options
+from modelwire._apis.openai_chat import API, RESERVED, detect_compat
+from modelwire._options import HTTPRequest, resolve_options
 from modelwire.testing import MockServer, Reply, sse_body
 from recorded import recorded_streams
 
@@ -42,7 +42,7 @@ def model(**kw: Any) -> mw.Model:
     return mw.Model(**args)
 
 
-def request(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> mw.options.HTTPRequest:
+def request(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> HTTPRequest:
     m = m or model()
     return API.build_request(m, ctx, resolve_options(m.provider, **opts))
 

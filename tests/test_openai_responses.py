@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire.apis import get_api
-from modelwire.apis.openai_responses import API, ResponsesDecoder, detect_compat
+from modelwire._apis import get_api
+from modelwire._apis.openai_responses import API, ResponsesDecoder, detect_compat
+from modelwire._options import resolve_options
+from modelwire._pipeline import replay
+from modelwire._sse import ServerSentEvent
 from modelwire.errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
-from modelwire.options import resolve_options
-from modelwire.pipeline import replay
-from modelwire.sse import ServerSentEvent
 from modelwire.types import (
     AssistantMessage,
     Context,

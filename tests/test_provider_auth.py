@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire import apis
-from modelwire.apis import builtin_api_names, register_provider
-from modelwire.options import RequestOptions
+from modelwire import _apis as apis
+from modelwire._apis import builtin_api_names, register_provider
+from modelwire._options import RequestOptions
 from modelwire.testing import MockServer, Reply
 from modelwire.trace import TraceLog
 
@@ -161,7 +161,7 @@ def test_no_io_before_iteration_and_rules_without_an_authorizer_still_work(
 def test_a_provider_whose_key_is_optional_gets_none_instead_of_an_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from modelwire import options
+    from modelwire import _options as options
 
     monkeypatch.setitem(options.ENV_KEYS, "cloudy", ("CLOUDY_TOKEN",))
     monkeypatch.delenv("CLOUDY_TOKEN", raising=False)

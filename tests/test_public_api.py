@@ -78,9 +78,9 @@ def test_import_is_light_no_sdk_no_httpx_no_network() -> None:
 
 # The rule written in ``modelwire/__init__``'s docstring: where a top-level name may come from.
 EXPORT_MODULES = {
-    "modelwire.types", "modelwire.events", "modelwire.client", "modelwire.pipeline",
-    "modelwire.handoffs", "modelwire.catalog", "modelwire.options", "modelwire.sse",
-    "modelwire.streams", "modelwire.assemble", "modelwire.trace", "modelwire.errors",
+    "modelwire.types", "modelwire.events", "modelwire._client", "modelwire._pipeline",
+    "modelwire._handoffs", "modelwire._catalog", "modelwire._options", "modelwire._sse",
+    "modelwire._streams", "modelwire._assemble", "modelwire.trace", "modelwire.errors",
     "modelwire.agent", "modelwire.tools", "modelwire.testing", "modelwire.batch",
 }  # fmt: skip
 TOP_LEVEL_ERRORS = {"ModelwireError", "ConfigurationError", "MissingAPIKeyError", "ErrorInfo"}

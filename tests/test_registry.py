@@ -2,7 +2,7 @@
 
 Everything else — catalog validation, CLI choices, the mock server, rendering,
 the demo's tool-result reading, handoff, the pipeline's framing — asks
-:mod:`modelwire.apis`. These tests prove it by dropping a new API module into the
+:mod:`modelwire._apis`. These tests prove it by dropping a new API module into the
 package at run time and using it everywhere with no other edit, and by grepping
 ``src/`` for API names outside ``apis/`` and the catalog data.
 """
@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-import modelwire.apis as apis
-from modelwire.apis import (
+import modelwire._apis as apis
+from modelwire._apis import (
     WireAPI,
     api_module,
     api_names,
@@ -32,11 +32,11 @@ from modelwire.apis import (
     register_provider,
     register_wire_api,
 )
-from modelwire.apis.ollama_chat import OllamaChatAPI
-from modelwire.framing import NDJSONDecoder
-from modelwire.options import resolve_options
-from modelwire.pipeline import Pipeline
-from modelwire.sse import SSEDecoder
+from modelwire._apis.ollama_chat import OllamaChatAPI
+from modelwire._framing import NDJSONDecoder
+from modelwire._options import resolve_options
+from modelwire._pipeline import Pipeline
+from modelwire._sse import SSEDecoder
 from modelwire.testing import MockServer, Reply, api_for_path, render
 
 SRC = Path(mw.__file__).parent
@@ -63,17 +63,17 @@ def test_every_shipped_api_is_found_by_its_module_name() -> None:
         api = get_api(name)
         assert isinstance(api, WireAPI) and api.name == name
         assert type(api).__module__.startswith(api_module(name))
-    assert api_module("ollama-chat") == "modelwire.apis.ollama_chat"
+    assert api_module("ollama-chat") == "modelwire._apis.ollama_chat"
 
 
 def test_listing_names_imports_no_api_module() -> None:
     code = (
         "import sys, modelwire as mw\n"
-        "from modelwire.apis import builtin_api_names\n"
-        "from modelwire.cli import build_parser\n"
+        "from modelwire._apis import builtin_api_names\n"
+        "from modelwire._cli import build_parser\n"
         "assert 'ollama-chat' in builtin_api_names()\n"
         "build_parser()\n"
-        "loaded = [m for m in sys.modules if m.startswith('modelwire.apis.')]\n"
+        "loaded = [m for m in sys.modules if m.startswith('modelwire._apis.')]\n"
         "assert loaded == [], loaded\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -90,8 +90,8 @@ def test_unknown_api_lists_the_known_ones() -> None:
 
 
 def test_cli_choices_and_catalog_validation_come_from_the_registry() -> None:
-    from modelwire import catalog
-    from modelwire.cli import APIS, build_parser
+    from modelwire import _catalog as catalog
+    from modelwire._cli import APIS, build_parser
 
     assert builtin_api_names() == APIS
     assert frozenset(BUILTIN) == catalog.CATALOG_APIS
@@ -107,7 +107,7 @@ def test_cli_choices_and_catalog_validation_come_from_the_registry() -> None:
 
 NEW_API = '''
 """A test API: Ollama's NDJSON format under another name and path."""
-from modelwire.apis.ollama_chat import OllamaChatAPI
+from modelwire._apis.ollama_chat import OllamaChatAPI
 
 
 class EchoAPI(OllamaChatAPI):
@@ -126,7 +126,7 @@ def new_api_module(
     (tmp_path / "echo_ndjson.py").write_text(NEW_API)
     monkeypatch.setattr(apis, "__path__", [*apis.__path__, str(tmp_path)])
     yield "echo-ndjson"
-    sys.modules.pop("modelwire.apis.echo_ndjson", None)
+    sys.modules.pop("modelwire._apis.echo_ndjson", None)
 
 
 def test_a_new_api_module_works_everywhere_with_no_other_edit(new_api_module: str) -> None:
@@ -174,7 +174,7 @@ def test_register_api_neither_mutates_the_object_nor_keeps_a_second_registry(
     # The same name, now a stream function: one registry, the later wins.
     mw.register_api("my-ollama", fn)
     assert find_api("my-ollama") is None and custom_stream("my-ollama") is fn
-    import modelwire.client as client
+    import modelwire._client as client
 
     assert not hasattr(client, "_custom")
 
@@ -248,8 +248,8 @@ def test_the_pipeline_uses_the_framing_the_api_chooses() -> None:
 
 
 def test_tool_results_and_id_rules_are_asked_of_each_api() -> None:
-    from modelwire.cli.demo import tool_result_text
-    from modelwire.handoffs import tool_id_rule
+    from modelwire._cli.demo import tool_result_text
+    from modelwire._handoffs import tool_id_rule
 
     body = {"messages": [{"role": "tool", "content": "first"}, {"role": "tool", "content": "x"}]}
     assert tool_result_text("ollama-chat", body) == "x"
@@ -275,7 +275,7 @@ def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:
         rel = path.relative_to(SRC).as_posix()
         # providers/ holds one module per provider, which may name the APIs it
         # reuses (its own facts, like the catalog data); the core names none.
-        if rel.startswith(("apis/", "providers/")) or rel in _ALLOWED:
+        if rel.startswith(("_apis/", "_providers/")) or rel in _ALLOWED:
             continue
         for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
             if names.search(line):

@@ -20,11 +20,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire.apis import builtin_api_names, get_api
-from modelwire.cli import main
-from modelwire.framing.eventstream import encode_event
-from modelwire.options import HTTPRequest, resolve_options
-from modelwire.redact import (
+from modelwire._apis import builtin_api_names, get_api
+from modelwire._cli import main
+from modelwire._framing.eventstream import encode_event
+from modelwire._options import HTTPRequest, resolve_options
+from modelwire._redact import (
     MARK,
     MIN_FRAGMENT,
     StreamRedactor,

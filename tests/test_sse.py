@@ -1,4 +1,4 @@
-"""Tests of the sans-IO SSE decoder (``modelwire.sse``).
+"""Tests of the sans-IO SSE decoder (``modelwire._sse``).
 
 Conformance: the 40 web-platform-tests vectors in ``../shared/fixtures/sse-vectors.json``,
 each fed whole, byte by byte, split in two at every offset, and in its own ``chunks``.
@@ -28,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from modelwire._sse import ServerSentEvent, SSEDecoder
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,
@@ -35,7 +36,6 @@ from modelwire.errors import (
     ModelwireError,
     TruncatedStreamError,
 )
-from modelwire.sse import ServerSentEvent, SSEDecoder
 from recorded import PLACEHOLDER, recorded_streams
 
 FIXTURES = recorded_streams()

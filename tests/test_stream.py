@@ -11,11 +11,11 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire.assemble import Assembler
-from modelwire.deltas import EndOfStream, Finish, TextDelta
+from modelwire._assemble import Assembler
+from modelwire._deltas import EndOfStream, Finish, TextDelta
+from modelwire._options import RequestOptions
+from modelwire._streams import AssistantMessageStream, StreamChannel
 from modelwire.events import Event
-from modelwire.options import RequestOptions
-from modelwire.streams import AssistantMessageStream, StreamChannel
 
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
@@ -218,7 +218,7 @@ async def test_a_dropped_stream_stops_its_producer_at_once() -> None:
 
 
 def test_a_dropped_sync_stream_closes_its_producer_at_once() -> None:
-    from modelwire.streams import SyncAssistantMessageStream
+    from modelwire._streams import SyncAssistantMessageStream
 
     closed = threading.Event()
 

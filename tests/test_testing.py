@@ -40,10 +40,10 @@ from modelwire.testing import (
 )
 
 _MODULES = {
-    "openai-chat": "modelwire.apis.openai_chat",
-    "openai-responses": "modelwire.apis.openai_responses",
-    "anthropic-messages": "modelwire.apis.anthropic_messages",
-    "google-generative-ai": "modelwire.apis.google_generative_ai",
+    "openai-chat": "modelwire._apis.openai_chat",
+    "openai-responses": "modelwire._apis.openai_responses",
+    "anthropic-messages": "modelwire._apis.anthropic_messages",
+    "google-generative-ai": "modelwire._apis.google_generative_ai",
 }
 
 

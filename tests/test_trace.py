@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final
-from modelwire.cli import main
+from modelwire._cli import main
 from modelwire.testing import MockServer, Reply, tool_call
 from modelwire.trace import (
     ContextTrace,
@@ -663,7 +663,7 @@ async def test_secrets_echoed_by_the_server_are_redacted_in_the_trace(server: Mo
 
 @pytest.mark.anyio
 async def test_a_custom_stream_function_is_traced_as_context_and_events() -> None:
-    from modelwire import apis
+    from modelwire import _apis as apis
 
     async def fn(model: mw.Model, context: mw.Context, options: Any) -> Any:
         for ev in mw.replay("openai-chat", (EXAMPLES / "utf8-split.sse").read_bytes()):
@@ -803,7 +803,7 @@ def test_cli_trace_loopback_cut(server: MockServer) -> None:
     ],
 )
 def test_demo_trace_follows_call_1_and_redacts_the_key(api: str, auth: str) -> None:
-    from modelwire.cli.demo import DEMO_KEY
+    from modelwire._cli.demo import DEMO_KEY
 
     code, out, err = run_cli(
         "demo", "--trace", "--delay", "0", "--root", str(ROOT), "--plain", "--api", api

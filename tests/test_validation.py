@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire.apis import builtin_api_names
+from modelwire._apis import builtin_api_names
 from modelwire.testing import MockServer
 
 KEY = "sk-val-Zq81_only_in_the_header_4c2b"
@@ -210,7 +210,7 @@ def test_extra_body_values_json_cannot_carry(
 def test_a_request_with_null_values_but_no_bad_ones_is_sent_unchanged() -> None:
     """The NaN walk runs only when the encoded body has a ``null``: a ``None``
     the caller meant is kept."""
-    from modelwire.apis._common import encode_body
+    from modelwire._apis._common import encode_body
 
     body = {"a": None, "b": [1.5, "null"], "c": {"d": True}}
     assert json.loads(encode_body(body)) == body

@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import test_faults
-from modelwire import apis
-from modelwire.apis import get_api, provider_rules, register_provider
-from modelwire.options import resolve_options
-from modelwire.providers import _vertex
+from modelwire import _apis as apis
+from modelwire._apis import get_api, provider_rules, register_provider
+from modelwire._options import resolve_options
+from modelwire._providers import _vertex
 from modelwire.testing import MockServer, Reply, tool_call
 from modelwire.trace import TraceLog
 from test_faults import fast_backoff  # noqa: F401  (the fixture, for the reused matrix)
@@ -79,11 +79,11 @@ def test_built_in_rules_are_found_by_module_name_and_loaded_lazily() -> None:
     # built with a token loads the rules only.
     code = (
         "import sys, modelwire as mw\n"
-        "before = [m for m in ('modelwire.providers._vertex', 'google.auth') if m in sys.modules]\n"
+        "before = [m for m in ('modelwire._providers._vertex', 'google.auth') if m in sys.modules]\n"
         "m = mw.Model(id='g', api='google-generative-ai', provider='google-vertex',\n"
         "             base_url='https://aiplatform.googleapis.com/v1/projects/p-12345/locations/global')\n"
         "mw.stream(m, mw.Context(messages=[mw.UserMessage(content='x')]), api_key='ya29.x').abort()\n"
-        "print(before, 'modelwire.providers._vertex' in sys.modules, 'google.auth' in sys.modules)\n"
+        "print(before, 'modelwire._providers._vertex' in sys.modules, 'google.auth' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["[]", "True", "False"]

@@ -13,7 +13,7 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire.pipeline import replay
+from modelwire._pipeline import replay
 
 DATA = Path(__file__).resolve().parent / "data"
 STREAMS = {

@@ -10,10 +10,10 @@ show as ``mw.<name>``. They come only from these modules:
 
 - values: ``types`` (messages, content, model, usage; ``to_json``/``from_json``)
   and ``events`` (the stream events);
-- entry points and their options: ``client``, ``pipeline`` (``replay``),
-  ``handoffs``, ``catalog`` (``get_model``, ``models``), ``options`` (``Timeout``),
-  ``sse`` (the public decoder), ``streams``, ``assemble`` (the completion policy),
-  ``trace``;
+- entry points and their options, from private implementation modules: ``_client``,
+  ``_pipeline`` (``replay``), ``_handoffs``, ``_catalog`` (``get_model``, ``models``),
+  ``_options`` (``Timeout``), ``_sse`` (the public decoder), ``_streams``, ``_assemble``
+  (the completion policy), and ``trace`` (the records, a public module);
 - ``errors``: only the root and the caller mistakes that raise at once
   (``ModelwireError``, ``ConfigurationError``, ``MissingAPIKeyError``) and
   ``ErrorInfo``; a stream never raises the rest, which stay in ``mw.errors``;
@@ -21,11 +21,12 @@ show as ``mw.<name>``. They come only from these modules:
   ``batch`` runner (``mw.batch``; the package is callable, so ``import
   modelwire.batch`` does not shadow the function).
 
-Never exported here: a wire API adapter (``apis``), the framing, HTTP, cloud-auth
-and CLI layers, or any ``_private`` module's helper; those stay importable from
-their own module. A new top-level name must be stable (in DESIGN §2 or the docs),
-go in the sorted ``__all__``, and load lazily through ``_LAZY`` when its module is
-heavy.
+Public modules are the ones without a leading underscore: ``errors``, ``types``,
+``events``, ``trace``, ``agent``, ``tools``, ``testing``, ``cloud`` and the batch
+runner. Never exported here: a wire API adapter (``_apis``), the framing, HTTP,
+cloud-auth and CLI layers, or any private module's helper. A new top-level name
+must be stable (in DESIGN §2 or the docs), go in the sorted ``__all__``, and load
+lazily through ``_LAZY`` when its module is heavy.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from ._options import Timeout
+from ._sse import ServerSentEvent, SSEDecoder
 from .errors import (
     ConfigurationError,
     MissingAPIKeyError,
@@ -54,8 +57,6 @@ from .events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from .options import Timeout
-from .sse import ServerSentEvent, SSEDecoder
 from .types import (
     AssistantMessage,
     Context,
@@ -80,22 +81,22 @@ from .types import (
 if TYPE_CHECKING:
     from . import testing as testing
     from . import tools as tools
+    from ._assemble import CompletionPolicy as CompletionPolicy
+    from ._assemble import default_completion_policy as default_completion_policy
+    from ._catalog import get_model as get_model
+    from ._catalog import models as models
+    from ._client import complete as complete
+    from ._client import complete_sync as complete_sync
+    from ._client import register_api as register_api
+    from ._client import stream as stream
+    from ._client import stream_sync as stream_sync
+    from ._handoffs import handoff as handoff
+    from ._pipeline import replay as replay
+    from ._streams import AssistantMessageStream as AssistantMessageStream
+    from ._streams import SyncAssistantMessageStream as SyncAssistantMessageStream
     from .agent import Agent as Agent
     from .agent import AgentRun as AgentRun
-    from .assemble import CompletionPolicy as CompletionPolicy
-    from .assemble import default_completion_policy as default_completion_policy
     from .batch import batch as batch
-    from .catalog import get_model as get_model
-    from .catalog import models as models
-    from .client import complete as complete
-    from .client import complete_sync as complete_sync
-    from .client import register_api as register_api
-    from .client import stream as stream
-    from .client import stream_sync as stream_sync
-    from .handoffs import handoff as handoff
-    from .pipeline import replay as replay
-    from .streams import AssistantMessageStream as AssistantMessageStream
-    from .streams import SyncAssistantMessageStream as SyncAssistantMessageStream
     from .tools import Tool as Tool
     from .tools import ToolFailure as ToolFailure
     from .tools import ToolOutput as ToolOutput
@@ -108,25 +109,25 @@ __version__ = "0.1.0"
 _LAZY: dict[str, tuple[str, str | None]] = {
     "Agent": ("modelwire.agent", "Agent"),
     "AgentRun": ("modelwire.agent", "AgentRun"),
-    "AssistantMessageStream": ("modelwire.streams", "AssistantMessageStream"),
-    "CompletionPolicy": ("modelwire.assemble", "CompletionPolicy"),
-    "SyncAssistantMessageStream": ("modelwire.streams", "SyncAssistantMessageStream"),
+    "AssistantMessageStream": ("modelwire._streams", "AssistantMessageStream"),
+    "CompletionPolicy": ("modelwire._assemble", "CompletionPolicy"),
+    "SyncAssistantMessageStream": ("modelwire._streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
     "TraceLog": ("modelwire.trace", "TraceLog"),
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
     "batch": ("modelwire.batch", "batch"),
-    "complete": ("modelwire.client", "complete"),
-    "complete_sync": ("modelwire.client", "complete_sync"),
-    "default_completion_policy": ("modelwire.assemble", "default_completion_policy"),
-    "get_model": ("modelwire.catalog", "get_model"),
-    "handoff": ("modelwire.handoffs", "handoff"),
-    "models": ("modelwire.catalog", "models"),
-    "register_api": ("modelwire.client", "register_api"),
-    "replay": ("modelwire.pipeline", "replay"),
-    "stream": ("modelwire.client", "stream"),
-    "stream_sync": ("modelwire.client", "stream_sync"),
+    "complete": ("modelwire._client", "complete"),
+    "complete_sync": ("modelwire._client", "complete_sync"),
+    "default_completion_policy": ("modelwire._assemble", "default_completion_policy"),
+    "get_model": ("modelwire._catalog", "get_model"),
+    "handoff": ("modelwire._handoffs", "handoff"),
+    "models": ("modelwire._catalog", "models"),
+    "register_api": ("modelwire._client", "register_api"),
+    "replay": ("modelwire._pipeline", "replay"),
+    "stream": ("modelwire._client", "stream"),
+    "stream_sync": ("modelwire._client", "stream_sync"),
     "testing": ("modelwire.testing", None),
     "tools": ("modelwire.tools", None),
 }

@@ -1,6 +1,6 @@
 """The typed schema of the catalog data file (``modelwire/data/models.json``).
 
-Split out of :mod:`modelwire.catalog` (issue 17: no module over ~600 lines),
+Split out of :mod:`modelwire._catalog` (issue 17: no module over ~600 lines),
 which re-exports :class:`CatalogFile`, :class:`ProviderEntry` and
 :class:`ModelEntry` and checks what a schema cannot (``validate_catalog``).
 """
@@ -15,7 +15,7 @@ __all__ = ["CatalogFile", "ModelEntry", "PriceEntry", "ProviderEntry", "Template
 
 # The JSON file is decoded into these typed Structs (unknown keys refused, so a
 # typo in the data file fails the catalog test instead of being ignored). Field
-# order is the canonical key order that ``modelwire.catalog.dump_catalog`` writes.
+# order is the canonical key order that ``modelwire._catalog.dump_catalog`` writes.
 
 
 class PriceEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -43,7 +43,7 @@ class ModelEntry(
     name: str
     """Display name."""
     api: str
-    """The wire API (one of :data:`~modelwire.catalog.CATALOG_APIS`)."""
+    """The wire API (one of :data:`~modelwire._catalog.CATALOG_APIS`)."""
     base_url: str
     """API root with its version segment (``https://api.openai.com/v1``)."""
     reasoning: bool
@@ -57,8 +57,8 @@ class ModelEntry(
     cost: PriceEntry
     """Prices per million tokens."""
     reasoning_levels: tuple[str, ...] | None = None
-    """Levels the model accepts, in :data:`~modelwire.options.REASONING_LEVELS`
-    order; others are clamped to the nearest (:func:`~modelwire.catalog.clamp_reasoning`). Absent:
+    """Levels the model accepts, in :data:`~modelwire._options.REASONING_LEVELS`
+    order; others are clamped to the nearest (:func:`~modelwire._catalog.clamp_reasoning`). Absent:
     every level (the adapter maps them). Empty: the model reasons on its own and
     takes no level (nothing is sent)."""
     compat: dict[str, Any] | None = None
@@ -94,7 +94,7 @@ class ProviderEntry(
     local: bool = False
     """A server on this machine: no key, loopback ``base_url``, any model id."""
     template: TemplateEntry | None = None
-    """For a local provider: the defaults :func:`~modelwire.catalog.resolve_model` uses for an id the
+    """For a local provider: the defaults :func:`~modelwire._catalog.resolve_model` uses for an id the
     catalog does not list."""
     notes: str | None = None
     """Provider-wide remarks."""

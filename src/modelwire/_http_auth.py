@@ -1,10 +1,10 @@
 """The request-time credential step (DESIGN §5), without httpx.
 
-Split out of :mod:`modelwire.http` (issue 17: no module over ~600 lines): a
-provider's :class:`~modelwire.options.RequestAuthorizer` adds its headers just
+Split out of :mod:`modelwire._http` (issue 17: no module over ~600 lines): a
+provider's :class:`~modelwire._options.RequestAuthorizer` adds its headers just
 before the request is sent; the async and sync twins share every decision
 (:func:`_authorized`, :func:`_auth_error`) and differ only in waiting.
-:mod:`modelwire.http` re-exports :func:`authorize_async` and :func:`authorize_sync`.
+:mod:`modelwire._http` re-exports :func:`authorize_async` and :func:`authorize_sync`.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Mapping
 import msgspec
 
 from ._http_status import origin
+from ._options import HTTPRequest
+from ._redact import redact
 from .errors import AuthenticationError, ModelwireError, StreamError
-from .options import HTTPRequest
-from .redact import redact
 
 __all__ = ["authorize_async", "authorize_sync"]
 

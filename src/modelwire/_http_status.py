@@ -1,10 +1,10 @@
 """HTTP error statuses → typed :mod:`modelwire.errors` (DESIGN §5), without httpx.
 
-Split out of :mod:`modelwire.http` (issue 17: no module over ~600 lines): the
+Split out of :mod:`modelwire._http` (issue 17: no module over ~600 lines): the
 mapping is pure — status, body bytes and headers in, one
 :class:`~modelwire.errors.ProviderError` out — so it needs no transport.
 :func:`origin` is what every connect or credential error names.
-:mod:`modelwire.http` re-exports :func:`status_error` and :func:`origin`.
+:mod:`modelwire._http` re-exports :func:`status_error` and :func:`origin`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,9 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from .apis._common import content_filter_error, is_context_overflow
+from ._apis._common import content_filter_error, is_context_overflow
+from ._redact import head, redact, redact_bytes
+from ._retry import parse_retry_after
 from .errors import (
     AuthenticationError,
     ContentFilterError,
@@ -28,8 +30,6 @@ from .errors import (
     RateLimitError,
     ServerError,
 )
-from .redact import head, redact, redact_bytes
-from .retry import parse_retry_after
 
 __all__ = ["origin", "status_error"]
 
@@ -114,7 +114,7 @@ def status_error(
 
     ``headers`` is any mapping of the response headers (``httpx.Headers`` or a
     plain dict): only ``Retry-After`` / ``retry-after-ms`` are read, in any case."""
-    body = redact_bytes(body, secrets)  # before any cut (modelwire.redact)
+    body = redact_bytes(body, secrets)  # before any cut (modelwire._redact)
     message, typ = _error_text(body)
     message = redact(message, secrets)
     detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")

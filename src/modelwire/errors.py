@@ -4,7 +4,7 @@ Every error has a stable ``kind`` string (DESIGN §2). Caller mistakes raise at
 once; everything that goes wrong after a request starts ends the stream with an
 ``error`` event whose ``message.error`` is an :class:`ErrorInfo`
 carrying the same ``kind``; ``message.raise_for_error()`` turns it back into the
-class below. Third-party exceptions (httpx) are mapped in ``modelwire.http`` only.
+class below. Third-party exceptions (httpx) are mapped in ``modelwire._http`` only.
 
 ::
 
@@ -95,7 +95,7 @@ class Excerpt(NamedTuple):
     """A message that quotes the head of a payload: ``prefix``, then the first
     ``limit`` characters of ``payload`` (``repr``-quoted when ``quote``), then
     ``suffix``. Kept on the error so the payload is redacted whole before it is
-    cut (``modelwire.redact``: a cut edge never shows a piece of a key)."""
+    cut (``modelwire._redact``: a cut edge never shows a piece of a key)."""
 
     prefix: str
     payload: str
@@ -104,7 +104,7 @@ class Excerpt(NamedTuple):
     quote: bool = True
 
     def render(self, secrets: Iterable[str] = ()) -> str:
-        from .redact import head, redact
+        from ._redact import head, redact
 
         keys = tuple(secrets)
         shown = head(self.payload, self.limit, keys)
@@ -172,7 +172,7 @@ class StreamError(ModelwireError):
         keys = tuple(s for s in secrets if s)
         if not keys:
             return
-        from .redact import redact
+        from ._redact import redact
 
         ex = self.excerpt
         if ex is not None and self.message.startswith(ex.render()):

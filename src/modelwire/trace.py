@@ -30,7 +30,7 @@ What each layer shows:
   or on an event boundary. Where a read ends never changes the result (rule 1); the
   trace shows that it happened.
 * :class:`SSETrace` — every Server-Sent Event the decoder dispatched.
-* :class:`DeltaTrace` — every normalized delta (:mod:`modelwire.deltas`) the wire API
+* :class:`DeltaTrace` — every normalized delta (:mod:`modelwire._deltas`) the wire API
   produced from a payload, with its provider ``key`` and the ``content_index`` the
   assembler gave that key (rule 2: the position where the block first appeared).
 * :class:`EventTrace` — every model event, with its ``content_index``.
@@ -57,15 +57,15 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
 import msgspec
 
-from .redact import StreamRedactor, is_credential_header, redact
+from ._redact import StreamRedactor, is_credential_header, redact
 from .types import AssistantMessage, Context
 
 if TYPE_CHECKING:
-    from .deltas import Delta
+    from ._deltas import Delta
+    from ._options import HTTPRequest
+    from ._sse import ServerSentEvent
     from .errors import StreamError
     from .events import Event
-    from .options import HTTPRequest
-    from .sse import ServerSentEvent
     from .types import Model
 
 __all__ = [
@@ -242,7 +242,7 @@ class DeltaTrace(TraceRecord, frozen=True):
 
     layer: ClassVar[str] = "delta"
     delta: Delta
-    """The delta (:mod:`modelwire.deltas`)."""
+    """The delta (:mod:`modelwire._deltas`)."""
     key: Any = None
     """The provider's key for the block (``"text"``, ``("tool", 4)``, a block index, an
     item id…); ``None`` for deltas without one (finish, usage, end of stream)."""
@@ -345,7 +345,7 @@ def _plain(value: Any) -> Any:
 class Tracer:
     """Turns the steps of one call into records for an observer.
 
-    Used by :class:`~modelwire.pipeline.Pipeline` and the client; one per call. It
+    Used by :class:`~modelwire._pipeline.Pipeline` and the client; one per call. It
     keeps what the records need and the layers do not: ids, the byte offset, the
     unfinished line (to say where a read ended), and the provider key → content
     index mapping, learnt from the events each delta produced.
@@ -447,7 +447,7 @@ class Tracer:
         cut, utf8, in_string = self._where()
         elapsed = None if self._t0 is None else (time.monotonic() - self._t0) * 1000.0
         # A key a server echoes may be split over reads: the redactor remembers the
-        # end of the reads before (modelwire.redact, the one rule).
+        # end of the reads before (modelwire._redact, the one rule).
         shown = self._reads.feed(data) if self._reads is not None else data
         self.emit(ReadTrace(id=rid, parent=self._body_parent, n=self.reads,
                             size=len(data), offset=offset, cut=cut, utf8=utf8,

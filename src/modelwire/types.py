@@ -460,7 +460,7 @@ class Model(_Value, frozen=True):
     id: str
     """The model id sent to the provider."""
     api: str
-    """The wire API: a name in ``modelwire.apis`` (``modelwire.apis.api_names()``) or
+    """The wire API: a name in ``modelwire._apis`` (``modelwire._apis.api_names()``) or
     one given to ``register_api``."""
     provider: str
     """Provider name (``openai``, ``deepseek``, ``local``…): picks the env var and compat."""

@@ -22,7 +22,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
-from ..assemble import parse_arguments
+from .._assemble import parse_arguments
 from ..tools import Tool, ToolContext, ToolFailure, ToolOutput
 from ..types import Message, TextContent, ToolCall, ToolResultMessage
 

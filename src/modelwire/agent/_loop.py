@@ -28,10 +28,10 @@ from collections.abc import (
 from contextlib import aclosing
 from typing import Any, Literal, Unpack
 
-from ..catalog import is_silent_overflow
+from .._catalog import is_silent_overflow
+from .._options import AgentOptions
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
-from ..options import AgentOptions
 from ..tools import Tool
 from ..types import (
     AssistantMessage,
@@ -75,7 +75,7 @@ __all__ = ["DEFAULT_MAX_TURNS", "Agent"]
 DEFAULT_MAX_TURNS = 25
 
 # The keyword options of ``mw.stream`` the agent passes through (api_key is its
-# own argument): declared once, in ``modelwire.options.AgentOptions``.
+# own argument): declared once, in ``modelwire._options.AgentOptions``.
 STREAM_OPTIONS = AgentOptions.__optional_keys__
 
 #: ``should_stop_after_turn(turn_end_event) -> bool`` (sync or async).
@@ -106,7 +106,7 @@ class Agent(ToolRunner):
     from an existing transcript; ``options`` (a dict) and/or keyword arguments:
     the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
     ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
-    ``completion_policy``…; declared once in :class:`modelwire.options.AgentOptions`),
+    ``completion_policy``…; declared once in :class:`modelwire._options.AgentOptions`),
     passed on every turn; ``stream_fn`` replaces
     ``mw.stream`` (same signature).
 
@@ -197,7 +197,7 @@ class Agent(ToolRunner):
         self.options = self._check_options({**(options or {}), **stream_options})
         self.api_key = api_key
         if stream_fn is None:
-            from ..client import stream
+            from .._client import stream
 
             stream_fn = stream
             if self._model is not None:
@@ -215,7 +215,7 @@ class Agent(ToolRunner):
 
     @staticmethod
     def _check_options(opts: dict[str, Any]) -> dict[str, Any]:
-        from ..options import resolve_options
+        from .._options import resolve_options
 
         if "api_key" in opts:
             raise ConfigurationError("pass api_key= to Agent directly, not in options")
@@ -241,8 +241,8 @@ class Agent(ToolRunner):
         return opts
 
     def _check_key(self, model: Model) -> None:
-        from ..apis import BUILTIN_APIS
-        from ..options import resolve_api_key
+        from .._apis import BUILTIN_APIS
+        from .._options import resolve_api_key
 
         # A missing key is a caller mistake: say so now, not on the first turn.
         # A callable key is read at each call, as mw.stream does.

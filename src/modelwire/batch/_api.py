@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..apis import DEFAULT_API
+from .._apis import DEFAULT_API
 from ..errors import ConfigurationError
 from ..types import Model
 from ._input import BatchRequest, InputProblem, problems_error, read_requests
@@ -35,7 +35,7 @@ def model_resolver(
     """``"provider/id"`` -> Model: ``models`` first, then the catalog. With
     ``base_url`` every model goes there (a catalog entry keeps its prices and
     limits; an unknown name becomes a plain Model speaking ``api``)."""
-    from ..catalog import resolve_model
+    from .._catalog import resolve_model
 
     cache: dict[str, Model] = {}
 
@@ -63,7 +63,7 @@ def model_resolver(
 
 
 def _validator(api_key: Any, timeout: Any) -> Callable[[BatchRequest], None]:
-    from ..client import stream
+    from .._client import stream
 
     def check(req: BatchRequest) -> None:
         # Building the stream builds the HTTP request: bad options, a context the

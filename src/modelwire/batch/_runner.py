@@ -213,7 +213,7 @@ async def _attempt(
 ) -> tuple[AssistantMessage, Usage, dict[str, Any] | None]:
     """One try: the library's own path with ``max_retries=0`` (the runner retries)."""
     if settings.agent_root is None:
-        from ..client import complete
+        from .._client import complete
 
         msg = await complete(
             req.model, req.context, max_retries=0, http_client=http_client, **req.options
@@ -245,7 +245,7 @@ async def run_requests(
 ) -> None:
     """Run every request with ``settings.concurrency`` workers, writing one record
     per request to ``sink`` — except those the budget refused (``on_skip``)."""
-    from ..http import pooled_async_client
+    from .._http import pooled_async_client
 
     it = iter(requests)
     stop = False

@@ -91,7 +91,7 @@ def azure_url(
     endpoint: str, deployment: str | None, api: str, api_version: str | None = None
 ) -> str:
     """The request URL for wire API ``api``: one whose endpoint is
-    ``/chat/completions`` or ``/responses`` (asked of :mod:`modelwire.apis`). Pure.
+    ``/chat/completions`` or ``/responses`` (asked of :mod:`modelwire._apis`). Pure.
 
     ``api_version`` None, ``"v1"`` or ``"preview"`` → the ``/openai/v1`` form
     (``preview`` adds ``?api-version=preview``); a dated version such as
@@ -100,7 +100,7 @@ def azure_url(
     """
     path = _endpoint(api)
     if path is None:
-        from ..apis import builtin_api_names
+        from .._apis import builtin_api_names
 
         served = [n for n in builtin_api_names() if _endpoint(n) is not None]
         raise ConfigurationError(
@@ -146,7 +146,7 @@ def azure_url(
 
 def _endpoint(api: str) -> str | None:
     """The Azure endpoint of wire API ``api`` (its path in the registry), if served."""
-    from ..apis import find_api
+    from .._apis import find_api
 
     wire = find_api(api) if isinstance(api, str) else None
     path = wire.path("").strip("/") if wire is not None else None
@@ -225,7 +225,7 @@ class AzureAuth:
 
     def _fetch(self) -> tuple[str, float | None]:
         """Get a token from the credential (blocking); runs under the cache's lock."""
-        from ..http import redact
+        from .._http import redact
 
         try:
             access = self._credential.get_token(self._scope)

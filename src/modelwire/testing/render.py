@@ -6,7 +6,7 @@ whole :class:`~modelwire.types.AssistantMessage` (its ``stop_reason`` and
 ``usage`` are rendered too). :func:`render` turns it into the response body the
 provider would send, in that API's framing (SSE events, NDJSON lines…). The
 bytes of each API are owned by the API itself (``WireAPI.render`` and
-``WireAPI.encode_frames`` in :mod:`modelwire.apis`); this module only normalizes
+``WireAPI.encode_frames`` in :mod:`modelwire._apis`); this module only normalizes
 the script and asks the registry, so a new wire API is rendered with no edit here.
 
 Text and tool-call arguments are cut into pieces of ``piece_chars``
@@ -20,8 +20,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
-from ..apis import api_names, find_api
-from ..apis._mock import Frame, ScriptedReply, arguments_text, compact_json, split_text
+from .._apis import api_names, find_api
+from .._apis._mock import Frame, ScriptedReply, arguments_text, compact_json, split_text
 from ..errors import ConfigurationError
 from ..types import (
     AssistantContent,

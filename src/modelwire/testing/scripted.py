@@ -4,8 +4,8 @@
 ``model`` uses the ``scripted`` api (registered with ``mw.register_api`` on
 first use), and every call to ``mw.stream``/``mw.complete``/an agent takes the
 next scripted reply. The reply is turned into normalized deltas
-(:mod:`modelwire.deltas`) and run through the same shared
-:class:`~modelwire.assemble.Assembler` as a live stream, so events, partial
+(:mod:`modelwire._deltas`) and run through the same shared
+:class:`~modelwire._assemble.Assembler` as a live stream, so events, partial
 snapshots, the tool-call rules and the completion policy by ``tool_choice``
 are exactly those of a real provider — only the wire format is skipped.
 
@@ -21,8 +21,8 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from typing import Any, TypeAlias
 
-from ..assemble import Assembler
-from ..deltas import (
+from .._assemble import Assembler
+from .._deltas import (
     BlockEnd,
     BlockStart,
     Delta,
@@ -33,9 +33,9 @@ from ..deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
+from .._options import RequestOptions
 from ..errors import ConfigurationError, ProviderStreamError, StreamError, error_class_for_kind
 from ..events import Event
-from ..options import RequestOptions
 from ..types import (
     AssistantMessage,
     Context,
@@ -256,7 +256,7 @@ def _ensure_registered() -> None:
     global _registered
     with _register_lock:
         if not _registered:
-            from ..client import register_api
+            from .._client import register_api
 
             register_api(SCRIPTED_API, _scripted_stream)
             _registered = True
@@ -308,6 +308,6 @@ def text_api(fn: TextGenerator) -> StreamFunction:
 def register_text_api(name: str, fn: TextGenerator) -> None:
     """``mw.register_api(name, text_api(fn))``: then ``Model(api=name, ...)`` streams
     whatever ``fn`` yields."""
-    from ..client import register_api
+    from .._client import register_api
 
     register_api(name, text_api(fn))

@@ -28,7 +28,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from ..apis import DEFAULT_API, api_names, find_api, get_api
+from .._apis import DEFAULT_API, api_names, find_api, get_api
 from ..errors import ConfigurationError
 from ..types import Model, ModelCost
 from .render import api_for_path, frame, render_frames

@@ -1,0 +1,332 @@
+"""Wire APIs: one module per API, and the registry every other layer asks.
+
+A wire API owns **every** fact of one provider format, behind the typed
+:class:`WireAPI` protocol: its name, the endpoint for a model, request building
+(auth header included), the response framing (SSE, NDJSON, binary event
+stream), the per-response decoder, how the mock server renders a scripted reply
+in its bytes, how a request body carries tool results, and which tool-call ids it
+accepts (handoff). Nothing outside this package names a wire API: the catalog's
+validation, the CLI's ``--api`` choices, the mock server, the demo, handoff and
+the pipeline all ask this registry.
+
+Discovery needs no central list: the module of API ``ollama-chat`` is
+``modelwire._apis.ollama_chat`` (``-`` becomes ``_``), and its ``API`` attribute is
+the :class:`WireAPI`. Names are listed from the package's modules without
+importing them, and a module is imported on first use, so ``import modelwire``
+stays cheap. Modules whose name starts with ``_`` are shared helpers, not APIs.
+User APIs are added at run time with :func:`register_wire_api`.
+
+A *provider* may reuse an API with its own URL and auth rules (Azure OpenAI on
+``openai-chat``, Vertex AI on ``google-generative-ai``): :func:`register_provider`
+installs a :class:`ProviderRules` that the shared request builder
+(:func:`modelwire._apis._common.http_request`) consults for every API, so no
+adapter is edited for a new provider. Built-in providers' rules are found by name
+like APIs: the ``RULES`` of ``modelwire._providers.<name>`` (``amazon-bedrock`` →
+``modelwire._providers.amazon_bedrock``), imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import pkgutil
+import re
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, runtime_checkable
+
+from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .._deltas import Delta
+    from .._framing import Framing
+    from .._options import HTTPRequest, RequestOptions
+    from .._sse import ServerSentEvent
+    from ..events import Event
+    from ..types import Context, Model
+    from ._mock import Frame, ScriptedReply
+
+__all__ = [
+    "DEFAULT_API",
+    "PROVIDERS_PACKAGE",
+    "IdRule",
+    "ProviderRules",
+    "StreamFunction",
+    "WireAPI",
+    "WireDecoder",
+    "api_module",
+    "api_names",
+    "builtin_api_names",
+    "custom_stream",
+    "find_api",
+    "get_api",
+    "provider_module",
+    "provider_rules",
+    "register_provider",
+    "register_stream_function",
+    "register_wire_api",
+]
+
+#: The API a bare ``--base-url`` or a ``MockServer.model()`` speaks when none is named:
+#: the most widely implemented one (vLLM, llama.cpp, LM Studio, Ollama's ``/v1``…).
+DEFAULT_API = "openai-chat"
+
+
+class IdRule(NamedTuple):
+    """What a target API accepts as a tool-call id (used by :mod:`modelwire._handoffs`)."""
+
+    valid: re.Pattern[str]
+    """Ids that match (``fullmatch``) are kept."""
+    bad: re.Pattern[str] | None
+    """Characters replaced by ``_`` when an id is rewritten (``None``: any)."""
+    max_len: int
+    """Longest id."""
+    exact: int | None = None
+    """Required length of a rewritten id (Mistral: 9), made of letters and digits."""
+
+
+class WireDecoder(Protocol):
+    """A fresh per-response decoder: one frame in, normalized deltas out.
+
+    ``decode`` validates one payload and returns deltas (:mod:`modelwire._deltas`),
+    raising a ``StreamError`` subclass for bad input (a ``MalformedChunkError``
+    naming the field path); ``end`` is called when the body is complete and
+    returns ``[EndOfStream()]`` or raises ``TruncatedStreamError`` when the API's
+    terminal signal is missing.
+    """
+
+    def decode(self, event: ServerSentEvent) -> list[Delta]: ...
+
+    def end(self) -> list[Delta]: ...
+
+
+@runtime_checkable
+class WireAPI(Protocol):
+    """Every fact of one wire API. Implementations are stateless singletons."""
+
+    @property
+    def name(self) -> str:
+        """The ``Model.api`` value, e.g. ``"ollama-chat"``."""
+        ...
+
+    @property
+    def content_type(self) -> str:
+        """The media type of a streamed response (``text/event-stream``,
+        ``application/x-ndjson``…), sent by the mock server."""
+        ...
+
+    @property
+    def version_segment(self) -> str:
+        """The version segment of a ``base_url`` for this API (``/v1``, ``/v1beta``,
+        ``""`` for a server root): what ``MockServer.model(api)`` appends."""
+        ...
+
+    def path(self, model_id: str) -> str:
+        """The endpoint appended to ``Model.base_url`` (``/chat/completions``)."""
+        ...
+
+    def matches_path(self, path: str) -> bool:
+        """Whether a request target (query string included) is this API's endpoint."""
+        ...
+
+    def request_model(self, path: str, body: object) -> str | None:
+        """The model id a request asked for (the body's ``model``, or a path segment)."""
+        ...
+
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        """Pure: the URL, headers and JSON body; ``ConfigurationError`` for
+        impossible options, before any I/O."""
+        ...
+
+    def framing(self, max_event_bytes: int) -> Framing:
+        """A fresh decoder of the response body into frames (:mod:`modelwire._framing`)."""
+        ...
+
+    def new_decoder(self, model: Model | None) -> WireDecoder:
+        """A fresh per-response decoder."""
+        ...
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        """A scripted reply as this API's events, unframed (for the mock server)."""
+        ...
+
+    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
+        """Each frame as the bytes this API's framing puts on the wire."""
+        ...
+
+    def tool_results(self, body: object) -> list[str]:
+        """The texts of the tool results in a request body, in order."""
+        ...
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        """Which tool-call ids ``model`` accepts (``None``: any), for handoff."""
+        ...
+
+
+#: A custom API that produces events itself: ``(model, context, options) -> events``.
+StreamFunction: TypeAlias = Callable[..., AsyncIterator["Event"]]
+
+
+class ProviderRules(Protocol):
+    """A provider's own URL and auth rules on top of any wire API (the seam for
+    Azure OpenAI, Vertex AI, Bedrock). Both hooks are pure and run inside the shared
+    request builder, before any I/O."""
+
+    def url(self, model: Model, api: str, default: str) -> str:
+        """The request URL; ``default`` is ``base_url`` + the API's endpoint."""
+        ...
+
+    def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
+        """The auth headers for ``api_key``; ``None`` keeps the API's own header."""
+        ...
+
+    # Optional third hook, looked up with getattr so rules without it stay valid:
+    # ``authorizer(model, options) -> RequestAuthorizer | None`` — credentials added
+    # when the request is sent (SigV4 over the exact body, a refreshed OAuth token);
+    # see modelwire._options.RequestAuthorizer and modelwire._http.authorize_async.
+    # Optional fourth hook: ``body(model, api, body) -> body`` — the JSON body
+    # reshaped for the provider (a new mapping; the adapter's is not changed).
+
+
+_MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
+            "build_request", "framing", "new_decoder", "render", "encode_frames",
+            "tool_results", "tool_id_rule")  # fmt: skip
+_NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
+# One registry, two kinds of entry: a name is either a WireAPI or a stream function.
+_registry: dict[str, WireAPI] = {}
+_streams: dict[str, StreamFunction] = {}
+_providers: dict[str, ProviderRules] = {}
+_no_rules: set[str] = set()  # provider names without a built-in rules module
+
+
+def __getattr__(name: str) -> tuple[str, ...]:
+    # ``BUILTIN_APIS`` (older spelling, still read by the agent): the shipped API names.
+    if name == "BUILTIN_APIS":
+        return builtin_api_names()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def api_module(name: str) -> str:
+    """The module that owns built-in API ``name``: ``ollama-chat`` →
+    ``modelwire._apis.ollama_chat``."""
+    return f"{__name__}.{name.replace('-', '_')}"
+
+
+def builtin_api_names() -> tuple[str, ...]:
+    """Every API shipped in this package, sorted (modules listed, not imported)."""
+    return tuple(
+        sorted(
+            m.name.replace("_", "-")
+            for m in pkgutil.iter_modules(__path__)
+            if not m.name.startswith("_")
+        )
+    )
+
+
+def api_names() -> tuple[str, ...]:
+    """Every known API: built-in ones, then those registered at run time."""
+    builtin = builtin_api_names()
+    return builtin + tuple(sorted(n for n in {*_registry, *_streams} if n not in builtin))
+
+
+def _unknown(name: str) -> ConfigurationError:
+    return ConfigurationError(f"unknown api {name!r}; known: {', '.join(api_names())}")
+
+
+def find_api(name: str) -> WireAPI | None:
+    """The wire API named ``name``, or ``None`` (unknown, or a stream function)."""
+    found = _registry.get(name)
+    if found is not None:
+        return found
+    if name in _streams or not isinstance(name, str) or not _NAME.fullmatch(name) or "." in name:
+        return None
+    module = api_module(name)
+    if importlib.util.find_spec(module) is None:
+        return None
+    api = importlib.import_module(module).API
+    if not isinstance(api, WireAPI) or api.name != name:
+        raise ConfigurationError(f"{module}.API is not the WireAPI {name!r}")
+    _registry[name] = api
+    return api
+
+
+def get_api(name: str) -> WireAPI:
+    """The wire API registered as ``name``; ``ConfigurationError`` if unknown."""
+    api = find_api(name)
+    if api is None:
+        raise _unknown(name)
+    return api
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not _NAME.fullmatch(name):
+        raise ConfigurationError(
+            f"an api name is lower-case letters and digits joined by '-' or '.', got {name!r}"
+        )
+    return name
+
+
+def register_wire_api(api: WireAPI, name: str | None = None) -> None:
+    """Register ``api`` (a :class:`WireAPI`) under ``name`` (default ``api.name``).
+    The object is not changed; a later registration of the same name wins."""
+    if not isinstance(api, WireAPI):
+        missing = [m for m in _MEMBERS if not hasattr(api, m)]
+        raise ConfigurationError(
+            f"{type(api).__name__} is not a WireAPI: it lacks {', '.join(sorted(missing))}"
+        )
+    key = _check_name(api.name if name is None else name)
+    _streams.pop(key, None)
+    _registry[key] = api
+
+
+def register_stream_function(name: str, fn: StreamFunction) -> None:
+    """Register a custom API that produces events itself (``mw.register_api``)."""
+    if not callable(fn):
+        raise ConfigurationError("a stream function must be callable")
+    key = _check_name(name)
+    _registry.pop(key, None)
+    _streams[key] = fn
+
+
+def custom_stream(name: str) -> StreamFunction | None:
+    """The stream function registered as ``name``, or ``None``."""
+    return _streams.get(name)
+
+
+def register_provider(name: str, rules: ProviderRules) -> None:
+    """Install ``rules`` for every model whose ``provider`` is ``name``."""
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("register_provider needs a non-empty provider name")
+    for hook in ("url", "auth"):
+        if not callable(getattr(rules, hook, None)):
+            raise ConfigurationError(f"provider rules for {name!r} need a callable {hook}()")
+    _providers[name] = rules
+
+
+#: Where built-in provider rules live: provider ``google-vertex`` →
+#: ``modelwire._providers.google_vertex``, whose ``RULES`` is installed on first use
+#: (as APIs are found by module name), so ``import modelwire`` loads none of them.
+PROVIDERS_PACKAGE = "modelwire._providers"
+
+
+def provider_module(name: str) -> str:
+    """The module that owns built-in provider ``name``'s rules (its ``RULES``
+    attribute): ``azure-openai`` → ``modelwire._providers.azure_openai``."""
+    return f"{PROVIDERS_PACKAGE}.{name.replace('-', '_')}"
+
+
+def provider_rules(name: str) -> ProviderRules | None:
+    """The rules registered for provider ``name``, else a built-in provider's: the
+    ``RULES`` of module ``modelwire._providers.<name>`` (``-`` becomes ``_``), imported
+    on first use, as an API's module is (see :mod:`modelwire._providers`)."""
+    found = _providers.get(name)
+    if found is not None or name in _no_rules:
+        return found
+    module = provider_module(name)
+    if _NAME.fullmatch(name) and "." not in name and importlib.util.find_spec(module):
+        found = importlib.import_module(module).RULES
+        _providers[name] = found
+    else:
+        _no_rules.add(name)  # looked up once per provider name
+    return found

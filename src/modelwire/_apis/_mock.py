@@ -1,0 +1,101 @@
+"""What every wire API's mock rendering shares (sans-IO, no sockets).
+
+A scripted reply in normal form (:class:`ScriptedReply`) is rendered by its wire API
+into *frames* — ``(event name or None, payload)`` — and the API then encodes those
+frames in its own framing (SSE ``data:`` lines, NDJSON lines, …). The
+:class:`~modelwire.testing.MockServer` and :func:`modelwire.testing.render` only call
+the registry; the per-API bytes live with the API (:mod:`modelwire._apis`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal, TypeAlias
+
+import msgspec
+
+from ..errors import ConfigurationError
+from ..types import AssistantContent, ToolCall, Usage
+
+__all__ = [
+    "Frame",
+    "ScriptedReply",
+    "arguments_object",
+    "arguments_text",
+    "compact_json",
+    "encode_sse",
+    "split_text",
+    "text_of",
+]
+
+#: ``(event name or None, payload)``: one event before framing. The payload is a
+#: JSON-able dict or, for the OpenAI Chat terminator, the string ``[DONE]``.
+Frame: TypeAlias = tuple[str | None, "dict[str, Any] | str"]
+
+
+class ScriptedReply(msgspec.Struct, frozen=True, kw_only=True):
+    """A script in normal form: blocks in order, how it ends, token counts."""
+
+    content: tuple[AssistantContent, ...]
+    """Text, thinking and tool-call blocks in the order they are streamed."""
+    stop_reason: Literal["stop", "length", "tool_use"]
+    """``tool_use`` when there is a tool call (unless ``length``), else ``stop``."""
+    usage: Usage
+    """Token counts to report (all zero unless the script gave them)."""
+    response_id: str | None = None
+    """The response id to send, when the script fixed one."""
+
+
+def split_text(text: str, size: int) -> list[str]:
+    """``text`` in pieces of ``size`` characters (never splits a code point;
+    an empty text gives no pieces)."""
+    if size <= 0:
+        raise ConfigurationError("piece_chars must be a positive integer")
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+def compact_json(value: Any) -> str:
+    """Compact and unescaped, as providers send JSON."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def arguments_text(call: ToolCall) -> str:
+    """The arguments text a provider would stream: ``raw_arguments`` when set."""
+    return call.raw_arguments if call.raw_arguments else compact_json(call.arguments)
+
+
+def arguments_object(call: ToolCall) -> dict[str, Any]:
+    """The arguments as an object, for APIs that send them whole (Gemini, Ollama)."""
+    if call.raw_arguments:
+        try:
+            value = json.loads(call.raw_arguments)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return dict(call.arguments)
+
+
+def encode_sse(frames: Sequence[Frame], *, named: bool = False, sep: str = "\n\n") -> list[bytes]:
+    """Each frame as one SSE event: ``event:`` lines when ``named``; ``sep`` ends it."""
+    out: list[bytes] = []
+    for name, payload in frames:
+        data = payload if isinstance(payload, str) else compact_json(payload)
+        head = f"event: {name}\n" if named and name else ""
+        out.append(f"{head}data: {data}{sep}".encode())
+    return out
+
+
+def text_of(value: Any) -> str:
+    """The text inside a tool-result value of a request body (strings, lists of
+    parts, ``{"text"|"output"|"content"|"result": …}`` objects)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        return "".join(text_of(v) for v in value)
+    if isinstance(value, dict):
+        for key in ("text", "output", "content", "result"):
+            if key in value:
+                return text_of(value[key])
+    return ""

@@ -1,0 +1,456 @@
+"""Anthropic Messages (``api="anthropic-messages"``).
+
+References (Anthropic API docs, platform.claude.com/docs):
+
+* request: ``/en/api/messages/create`` (``POST {base_url}/messages``, headers
+  ``x-api-key`` and ``anthropic-version: 2023-06-01``);
+* streaming: ``/en/docs/build-with-claude/streaming`` (``message_start``,
+  ``content_block_start/delta/stop``, ``message_delta``, ``message_stop``,
+  ``ping``, ``error``; "new event types may be added, handle unknown ones
+  gracefully");
+* extended and adaptive thinking: ``/en/docs/build-with-claude/extended-thinking``,
+  ``/en/docs/build-with-claude/adaptive-thinking``, ``/en/docs/build-with-claude/effort``;
+* prompt caching: ``/en/docs/build-with-claude/prompt-caching``;
+* stop reasons: ``/en/docs/build-with-claude/handling-stop-reasons``;
+* errors: ``/en/api/errors``.
+
+Compat flags (``Model(compat={...})``, see :class:`AnthropicCompat`) cover
+servers and models that differ: the thinking mode, effort and budget tables,
+the interleaved-thinking beta, and bearer authentication for proxies.
+
+This module holds the outbound half (request body and headers); ``_decode``
+the inbound one (stream events → normalized deltas).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+import msgspec
+
+from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ...errors import ConfigurationError
+from ...types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from .. import IdRule
+from .._common import (
+    SAFE_ID_RULE,
+    SSEWireAPI,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+    merge_compat,
+    same_model,
+)
+from .._mock import Frame, ScriptedReply
+from ._decode import AnthropicDecoder
+from ._render import render, tool_results
+
+__all__ = [
+    "ADAPTIVE_EFFORTS",
+    "ANTHROPIC_VERSION",
+    "API",
+    "INTERLEAVED_THINKING_BETA",
+    "THINKING_BUDGETS",
+    "AnthropicCompat",
+    "AnthropicDecoder",
+    "AnthropicMessagesAPI",
+    "detect_compat",
+    "encode_messages",
+    "uses_adaptive_thinking",
+]
+
+#: The ``anthropic-version`` header value (the only stable version of the API).
+ANTHROPIC_VERSION = "2023-06-01"
+#: Beta that lets Claude 4 models think between tool calls when thinking has a
+#: budget (extended-thinking docs, "Interleaved thinking"); adaptive thinking
+#: interleaves by itself and needs no header.
+INTERLEAVED_THINKING_BETA = "interleaved-thinking-2025-05-14"
+#: ``budget_tokens`` per reasoning level. The API's minimum budget is 1024.
+THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384,
+                                    "xhigh": 32000}  # fmt: skip
+#: ``output_config.effort`` per reasoning level for adaptive thinking. The 4.6
+#: models accept low/medium/high/max ("xhigh" came later), so xhigh → max.
+ADAPTIVE_EFFORTS: dict[str, str] = {"minimal": "low", "low": "low", "medium": "medium",
+                                    "high": "high", "xhigh": "max"}  # fmt: skip
+_MIN_BUDGET = 1024
+_RAW_PREDICT = ":streamRawPredict"
+#: Room left for the answer when ``max_tokens`` must be capped below budget + answer.
+_MIN_ANSWER = 1024
+
+
+# --------------------------------------------------------------------------- compat
+
+
+class AnthropicCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How one model or server departs from the defaults of this adapter."""
+
+    thinking: Literal["enabled", "adaptive"] | None = None
+    """Thinking mode for a reasoning level: ``enabled`` (``budget_tokens``) or
+    ``adaptive`` (``effort``); ``None`` picks by model id (:func:`uses_adaptive_thinking`)."""
+    thinking_budgets: dict[str, int] | None = None
+    """Overrides of :data:`THINKING_BUDGETS` by level."""
+    efforts: dict[str, str] | None = None
+    """Overrides of :data:`ADAPTIVE_EFFORTS` by level (e.g. ``{"xhigh": "xhigh"}``)."""
+    interleaved_thinking: bool | None = None
+    """Send the interleaved-thinking beta with budget thinking and tools; ``None``:
+    for Claude 4 and later model ids only."""
+    auth: Literal["x-api-key", "bearer"] = "x-api-key"
+    """Where the key goes: ``x-api-key`` (Anthropic) or ``Authorization: Bearer``
+    (some proxies and gateways)."""
+
+
+def detect_compat(model: Model) -> AnthropicCompat:
+    """The defaults overridden by ``model.compat``; unknown flags are refused."""
+    if not model.compat:
+        return AnthropicCompat()
+    return merge_compat("anthropic-messages", AnthropicCompat, model.compat)
+
+
+# "claude-<family>-<major>[-<minor>]" anywhere in the id (also Bedrock/Vertex ids
+# such as "anthropic.claude-opus-4-6-v1"). A minor has one or two digits, so the
+# date of "claude-sonnet-4-20250514" is not read as a minor version.
+_FAMILY_VERSION = re.compile(r"claude-(?:opus|sonnet|haiku)-(\d+)(?:-(\d{1,2}))?(?!\d)")
+
+
+def _claude_version(model_id: str) -> tuple[int, int] | None:
+    m = _FAMILY_VERSION.search(model_id.lower())
+    if m is None:
+        return None
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
+def uses_adaptive_thinking(model: Model, compat: AnthropicCompat | None = None) -> bool:
+    """Whether a reasoning level is sent as adaptive thinking + effort.
+
+    The rule: ``compat["thinking"]`` decides when set; otherwise Claude
+    Opus/Sonnet/Haiku 4.6 and later (``claude-opus-4-6``, ``claude-sonnet-4-6``,
+    ``claude-opus-4-7``, ``claude-sonnet-5``…) use adaptive thinking, on which
+    ``budget_tokens`` is deprecated or refused (adaptive-thinking docs); older
+    and unrecognised ids use ``budget_tokens``.
+    """
+    compat = compat or detect_compat(model)
+    if compat.thinking is not None:
+        return compat.thinking == "adaptive"
+    version = _claude_version(model.id)
+    return version is not None and version >= (4, 6)
+
+
+# --------------------------------------------------------------------------- outbound
+
+#: ``extra_body`` may not override these (they are built from options and context).
+RESERVED = frozenset(
+    {"model", "messages", "system", "stream", "max_tokens", "tools", "tool_choice"}
+)
+# Tool ids must match ^[a-zA-Z0-9_-]+$ (Messages API reference, tool_use.id).
+_VALID_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_INVALID_ID_CHARS = re.compile(r"[^A-Za-z0-9_-]")
+
+
+def _tool_id(call_id: str) -> str:
+    """An id Anthropic accepts; ids from other providers (``fc_1|call_2``) are
+    rewritten deterministically, the same way for a ``tool_use`` and its result."""
+    if _VALID_ID.fullmatch(call_id):
+        return call_id
+    return _INVALID_ID_CHARS.sub("_", call_id)[:64] or "tool"
+
+
+def _image(block: ImageContent) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block.mime_type, "data": block.data},
+    }
+
+
+def _user_blocks(content: str | tuple[TextContent | ImageContent, ...]) -> list[dict[str, Any]]:
+    # The API refuses empty text blocks ("text content blocks must be non-empty").
+    if isinstance(content, str):
+        return [{"type": "text", "text": content}] if content else []
+    blocks: list[dict[str, Any]] = []
+    for b in content:
+        if isinstance(b, TextContent):
+            if b.text:
+                blocks.append({"type": "text", "text": b.text})
+        else:
+            blocks.append(_image(b))
+    return blocks
+
+
+def _tool_result(msg: ToolResultMessage) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": _tool_id(msg.tool_call_id)}
+    content = _user_blocks(msg.content)
+    if content:
+        block["content"] = content
+    block["is_error"] = msg.is_error
+    return block
+
+
+def _tool_input(call: ToolCall) -> dict[str, Any]:
+    # Replay what the provider sent (raw_arguments); ``input`` must be an object.
+    raw = call.raw_arguments
+    if raw is not None and raw.strip():
+        try:
+            value = msgspec.json.decode(raw)
+        except msgspec.DecodeError:
+            value = None
+        if isinstance(value, dict):
+            return value
+    return dict(call.arguments)
+
+
+def _thinking_block(
+    model: Model, msg: AssistantMessage, b: ThinkingContent
+) -> dict[str, Any] | None:
+    """The handoff rule, in one place (a later issue centralises it): signatures and
+    redacted thinking go back only to the provider+API+model that made them;
+    otherwise thinking becomes plain text and redacted thinking is dropped."""
+    if same_model(model, msg) and b.signature:
+        if b.redacted:
+            return {"type": "redacted_thinking", "data": b.signature}
+        return {"type": "thinking", "thinking": b.thinking, "signature": b.signature}
+    if b.redacted or not b.thinking:
+        return None
+    return {"type": "text", "text": f"<thinking>\n{b.thinking}\n</thinking>"}
+
+
+def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[dict[str, Any]]:
+    blocks: list[dict[str, Any]] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            if b.text:
+                blocks.append({"type": "text", "text": b.text})
+        elif isinstance(b, ThinkingContent):
+            block = _thinking_block(model, msg, b)
+            if block is not None:
+                blocks.append(block)
+        else:
+            blocks.append(
+                {"type": "tool_use", "id": _tool_id(b.id), "name": b.name, "input": _tool_input(b)}
+            )
+    return blocks
+
+
+def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict[str, Any]]:
+    """The ``messages`` array (pure: nothing in ``context`` is changed).
+
+    Roles alternate: consecutive messages of one role are merged, so consecutive
+    tool results become one user message of ``tool_result`` blocks (the API wants
+    all results of one turn in the next user message). Failed or aborted assistant
+    turns are not replayed. With ``cache``, the last user block gets
+    ``cache_control`` so the whole prefix is cached for the next turn.
+    """
+    messages: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return
+        if messages and messages[-1]["role"] == role:
+            messages[-1]["content"].extend(blocks)
+        else:
+            messages.append({"role": role, "content": blocks})
+
+    for msg in context.messages:
+        if isinstance(msg, UserMessage):
+            add("user", _user_blocks(msg.content))
+        elif isinstance(msg, ToolResultMessage):
+            add("user", [_tool_result(msg)])
+        elif msg.stop_reason not in ("error", "aborted"):
+            add("assistant", _assistant_blocks(model, msg))
+    for m in messages:
+        # "tool_result blocks must come first" in their user message (tool-use docs);
+        # a user text merged in before them moves after them (stable order).
+        blocks = m["content"]
+        if m["role"] == "user" and len(blocks) > 1:
+            results = [b for b in blocks if b["type"] == "tool_result"]
+            if results and blocks[: len(results)] != results:
+                m["content"] = results + [b for b in blocks if b["type"] != "tool_result"]
+    if cache:
+        for m in reversed(messages):
+            if m["role"] == "user":
+                m["content"][-1] = {**m["content"][-1], "cache_control": {"type": "ephemeral"}}
+                break
+    return messages
+
+
+def _system(context: Context, cache: bool) -> str | list[dict[str, Any]] | None:
+    if not context.system_prompt:
+        return None
+    if cache:
+        cache_control = {"type": "ephemeral"}
+        return [{"type": "text", "text": context.system_prompt, "cache_control": cache_control}]
+    return context.system_prompt
+
+
+def _tool_choice(
+    context: Context, options: RequestOptions, thinking: bool
+) -> dict[str, Any] | None:
+    tc = options.tool_choice
+    check_tool_choice(tc, context)
+    names = {t.name for t in context.tools or ()}
+    if thinking and (tc == "required" or isinstance(tc, dict)):
+        # Extended thinking docs: with thinking only tool_choice auto or none is allowed.
+        raise ConfigurationError(
+            'tool_choice "required" or {"name": ...} cannot be combined with reasoning '
+            "on Anthropic (thinking allows only auto or none); pass reasoning=None"
+        )
+    if not names:
+        return None  # "auto"/"none" without tools: nothing to choose from
+    choice: dict[str, Any]
+    if tc == "none":
+        return {"type": "none"}
+    if tc == "required":
+        choice = {"type": "any"}
+    elif isinstance(tc, dict):
+        choice = {"type": "tool", "name": tc["name"]}
+    elif tc == "auto" or options.parallel_tool_calls is False:
+        choice = {"type": "auto"}
+    else:
+        return None
+    if options.parallel_tool_calls is False:
+        choice["disable_parallel_tool_use"] = True
+    return choice
+
+
+def _thinking(
+    model: Model, options: RequestOptions, compat: AnthropicCompat
+) -> tuple[int, dict[str, Any]]:
+    """``max_tokens`` and the thinking fields of the body.
+
+    Without a reasoning level: ``max_tokens`` is the option, else
+    ``model.max_tokens`` (the API requires it). Adaptive models get
+    ``thinking: {"type": "adaptive"}`` and ``output_config.effort``. Others get
+    ``thinking: {"type": "enabled", "budget_tokens": b}``; the budget counts
+    against ``max_tokens`` and must stay below it, so a ``max_tokens`` that does
+    not exceed the budget is raised by the budget (the answer keeps its room),
+    capped at the model's limit (the larger of ``model.max_tokens`` and the
+    option), where the budget shrinks to leave 1024 tokens for the answer.
+    """
+    requested = options.max_tokens if options.max_tokens is not None else model.max_tokens
+    level = options.reasoning
+    if level is None:
+        return requested, {}
+    check_reasoning(model, level)
+    if uses_adaptive_thinking(model, compat):
+        effort = {**ADAPTIVE_EFFORTS, **(compat.efforts or {})}[level]
+        return requested, {"thinking": {"type": "adaptive"}, "output_config": {"effort": effort}}
+    budget = {**THINKING_BUDGETS, **(compat.thinking_budgets or {})}[level]
+    max_tokens = requested if requested > budget else requested + budget
+    ceiling = max(model.max_tokens, requested)
+    if max_tokens > ceiling:
+        max_tokens = ceiling
+        budget = min(budget, max_tokens - _MIN_ANSWER)
+    if budget < _MIN_BUDGET:
+        raise ConfigurationError(
+            f"thinking budget {budget} is below the API minimum of {_MIN_BUDGET} tokens "
+            f"(max_tokens {max_tokens} must hold the budget and an answer); raise max_tokens, "
+            "fix compat thinking_budgets or pass reasoning=None"
+        )
+    return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
+
+
+class AnthropicMessagesAPI(SSEWireAPI):
+    """The ``anthropic-messages`` wire API."""
+
+    name = "anthropic-messages"
+    endpoint = "/messages"
+    named_events = True
+
+    def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
+        """The JSON body (pure); ``ConfigurationError`` for impossible options."""
+        compat = detect_compat(model)
+        check_extra_body(options.extra_body, RESERVED)
+        max_tokens, thinking = _thinking(model, options, compat)
+        body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
+        system = _system(context, options.cache)
+        if system is not None:
+            body["system"] = system
+        body["messages"] = encode_messages(model, context, cache=options.cache)
+        if context.tools:
+            body["tools"] = [
+                {"name": t.name, "description": t.description, "input_schema": t.parameters}
+                for t in context.tools
+            ]
+        choice = _tool_choice(context, options, bool(thinking))
+        if choice is not None:
+            body["tool_choice"] = choice
+        body.update(thinking)
+        # "Thinking isn't compatible with temperature or top_k modifications"
+        # (extended-thinking docs): the temperature is dropped when thinking is on.
+        if options.temperature is not None and not thinking:
+            body["temperature"] = options.temperature
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        check_context_values(context)
+        compat = detect_compat(model)
+        body = self.build_body(model, context, options)
+        betas: dict[str, str] = {}
+        thinking = body.get("thinking")
+        if isinstance(thinking, dict) and thinking.get("type") == "enabled" and context.tools:
+            interleaved = compat.interleaved_thinking
+            if interleaved is None:
+                version = _claude_version(model.id)
+                interleaved = version is not None and version >= (4, 0)
+            if interleaved:
+                betas["anthropic-beta"] = INTERLEAVED_THINKING_BETA
+        bearer = compat.auth == "bearer"
+        return http_request(
+            model,
+            options,
+            url=self.url(model),
+            body=body,
+            defaults={
+                "content-type": "application/json",
+                "accept": "text/event-stream",
+                "anthropic-version": ANTHROPIC_VERSION,
+                **betas,
+            },
+            auth=(lambda key: {"authorization": f"Bearer {key}"})
+            if bearer
+            else (lambda key: {"x-api-key": key}),
+            replaces=("x-api-key",) if bearer else (),
+            lower=True,
+            combine=("anthropic-beta",),
+        )
+
+    # Claude on Vertex AI streams the same events from
+    # ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path
+    # (modelwire._providers._vertex): the mock server answers that path too.
+    def matches_path(self, path: str) -> bool:
+        return super().matches_path(path) or path.split("?", 1)[0].endswith(_RAW_PREDICT)
+
+    def request_model(self, path: str, body: object) -> str | None:
+        target = path.split("?", 1)[0]
+        if target.endswith(_RAW_PREDICT):
+            return target.rsplit("/models/", 1)[-1][: -len(_RAW_PREDICT)] or None
+        return super().request_model(path, body)
+
+    def new_decoder(self, model: Model | None) -> AnthropicDecoder:
+        return AnthropicDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        return SAFE_ID_RULE
+
+
+API = AnthropicMessagesAPI()

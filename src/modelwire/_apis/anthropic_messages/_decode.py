@@ -1,0 +1,419 @@
+"""Inbound half of the ``anthropic-messages`` API: stream events → normalized deltas.
+
+Reference: the streaming page of the Anthropic docs
+(``/en/docs/build-with-claude/streaming``), see the package docstring.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from ..._deltas import (
+    BlockEnd,
+    BlockSignature,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArguments,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..._sse import ServerSentEvent
+from ...errors import (
+    InvalidRequestError,
+    MalformedChunkError,
+    ServerError,
+    StreamError,
+    TruncatedStreamError,
+)
+from .._common import Count, decode_json, decoder_for, dumps, in_band_error
+
+__all__ = ["AnthropicDecoder"]
+
+
+# --------------------------------------------------------------------------- inbound
+# Typed schemas for the fields used only: unknown fields are ignored, so
+# ``service_tier``, ``cache_creation``, ``iterations``, ``context_management``,
+# ``container``, ``caller``… never break a stream.
+
+
+class _Usage(msgspec.Struct, gc=False):
+    # input_tokens already excludes cache reads and writes (prompt-caching docs:
+    # "total input tokens = input_tokens + cache_creation + cache_read").
+    input_tokens: Count | None = None
+    output_tokens: Count | None = None
+    cache_read_input_tokens: Count | None = None
+    cache_creation_input_tokens: Count | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None
+    usage: _Usage | None = None
+    # Programmatic tool calling (code execution calling client tools) may send
+    # blocks already complete, and the stop_reason, in ``message_start`` itself,
+    # sometimes followed by nothing but ``message_stop``. Blocks stay raw: only
+    # the kinds modelwire surfaces are validated (``_start_content``).
+    content: list[msgspec.Raw] | None = None
+    stop_reason: str | None = None
+
+
+class _Block(msgspec.Struct, gc=False):
+    type: str
+    id: str | None = None
+    name: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    input: Any = None
+
+
+class _Delta(msgspec.Struct, gc=False):
+    # One shape for both ``content_block_delta.delta`` (typed) and
+    # ``message_delta.delta`` (stop_reason).
+    type: str | None = None
+    text: str | None = None
+    thinking: str | None = None
+    signature: str | None = None
+    partial_json: str | None = None
+    stop_reason: str | None = None
+
+
+class _Error(msgspec.Struct, gc=False):
+    type: str | None = None
+    message: str | None = None
+
+
+class _Event(msgspec.Struct, gc=False):
+    type: str
+    index: Count | None = None
+    message: _Message | None = None
+    content_block: _Block | None = None
+    delta: _Delta | None = None
+    usage: _Usage | None = None
+    error: _Error | None = None
+
+
+class _Loose(msgspec.Struct, gc=False):
+    # Second look at a payload that failed typed validation: only the tags.
+    type: Any = None
+    index: Any = None
+    content_block: Any = None
+    delta: Any = None
+
+
+class _Head(msgspec.Struct, gc=False):
+    type: str
+
+
+_head_decoder = decoder_for(_Head)
+_block_decoder = decoder_for(_Block)
+_event_decoder = decoder_for(_Event)
+_decode_event = _event_decoder.decode
+_loose_decoder = decoder_for(_Loose)
+
+_KNOWN_EVENTS = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
+# Block types that become content; everything else (server_tool_use,
+# web_search_tool_result, compaction, container_upload…) is ignored.
+_BLOCK_KINDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "thinking",
+                "tool_use": "tool"}  # fmt: skip
+# Delta type → the block kind it belongs to; others (citations_delta,
+# compaction_delta…) are ignored.
+_DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
+                "signature_delta": "thinking", "input_json_delta": "tool"}  # fmt: skip
+_IGNORED = "ignored"
+
+_STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    # A server-tool loop hit its iteration limit; the turn is valid as it stands.
+    "pause_turn": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "length",
+    # The response filled the context window: truncated like max_tokens.
+    "model_context_window_exceeded": "length",
+}
+
+# Error types of the Errors reference that ``in_band_error`` cannot tell from the name.
+_ERROR_CLASSES: dict[str, type[StreamError]] = {
+    "request_too_large": InvalidRequestError,
+    "timeout_error": ServerError,
+}
+
+
+def _usage(u: _Usage) -> UsageUpdate:
+    # Counts are cumulative; a null/absent count leaves the earlier value.
+    return UsageUpdate(
+        u.input_tokens, u.output_tokens, u.cache_read_input_tokens, u.cache_creation_input_tokens
+    )
+
+
+def _finish(reason: str) -> Finish:
+    stop = _STOP.get(reason)
+    if stop is not None:
+        return Finish(stop, reason)
+    if reason == "refusal":  # DESIGN §2a: a refusal is a content_filter error
+        text = "the model declined to respond (stop_reason refusal)"
+        return Finish("error", reason, "content_filter", text)
+    text = f"the provider stopped with an unknown stop_reason {reason!r}"
+    return Finish("error", reason, "provider_stream", text)
+
+
+def _missing(path: str) -> MalformedChunkError:
+    return MalformedChunkError(f"malformed chunk: {path} is missing")
+
+
+class AnthropicDecoder:
+    """Per-response decoder: SSE events → normalized deltas keyed by block ``index``."""
+
+    __slots__ = ("_kinds", "_n_start", "_pending_input", "_stopped", "_streamed_input")
+
+    def __init__(self) -> None:
+        self._n_start = 0  # blocks message_start carried (indexes 0…n-1)
+        self._kinds: dict[int, str] = {}
+        self._stopped: set[int] = set()
+        # tool_use input given whole in content_block_start (not streamed).
+        self._pending_input: dict[int, str] = {}
+        self._streamed_input: set[int] = set()
+
+    def decode(self, event: ServerSentEvent) -> list[Delta]:
+        data = event.data
+        try:
+            ev = _decode_event(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            if self._ignorable(data):
+                return []
+            decode_json(data, _event_decoder)  # raises MalformedChunkError with the field path
+            raise  # pragma: no cover - decode_json raised already
+        t = ev.type
+        if t == "content_block_delta":
+            # The hot path (nearly every event of a stream): a well-formed text,
+            # thinking or tool-input delta to an open block of its kind is handled
+            # inline; everything else, errors included, by _block_delta.
+            d = ev.delta
+            i = ev.index
+            if i is not None and d is not None and i not in self._stopped:
+                dt = d.type
+                if dt == "text_delta":
+                    if d.text is not None and self._kinds.get(i) == "text":
+                        return [TextDelta(i, d.text)]
+                elif dt == "input_json_delta":
+                    pj = d.partial_json
+                    if pj is not None and self._kinds.get(i) == "tool":
+                        if pj:
+                            self._streamed_input.add(i)
+                        return [ToolCallDelta(i, None, None, pj)]
+                elif dt == "thinking_delta":
+                    if d.thinking is not None and self._kinds.get(i) == "thinking":
+                        return [ThinkingDelta(i, d.thinking)]
+            return self._block_delta(ev)
+        if t == "content_block_start":
+            return self._block_start(ev)
+        if t == "content_block_stop":
+            return self._block_stop(ev)
+        if t == "message_start":
+            msg = ev.message
+            if msg is None:
+                raise _missing("message")
+            out: list[Delta] = [ResponseMeta(msg.id, msg.model)]
+            if msg.content:
+                self._start_content(msg.content, out)
+            if msg.stop_reason is not None:
+                # A later message_delta's stop_reason wins (the last Finish does).
+                out.append(_finish(msg.stop_reason))
+            if msg.usage is not None:
+                out.append(_usage(msg.usage))
+            return out
+        if t == "message_delta":
+            return self._message_delta(ev)
+        if t == "message_stop":
+            return [EndOfStream()]
+        if t == "error":
+            err = ev.error or _Error()
+            message = err.message or "the provider reported an error"
+            cls = _ERROR_CLASSES.get(err.type or "")
+            if cls is not None:
+                raise cls(f"{message} ({err.type})")
+            raise in_band_error(message, type_=err.type)
+        return []  # ping, and event types added after this adapter was written
+
+    def _ignorable(self, data: str) -> bool:
+        """Whether a payload that failed typed validation is one we ignore anyway
+        (an unknown event, block or delta type whose fields clash with ours)."""
+        try:
+            loose = _loose_decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            return False
+        t = loose.type
+        if not isinstance(t, str):
+            return False
+        if t not in _KNOWN_EVENTS:
+            return True
+        if t == "content_block_start" and isinstance(loose.content_block, dict):
+            if loose.content_block.get("type") in _BLOCK_KINDS or not isinstance(loose.index, int):
+                return False
+            if loose.index in self._kinds:
+                return False  # a second start for one index is an error, reported as such
+            self._kinds[loose.index] = _IGNORED  # so its deltas and stop are ignored too
+            return True
+        if t == "content_block_delta" and isinstance(loose.delta, dict):
+            if isinstance(loose.index, int) and self._kinds.get(loose.index) == _IGNORED:
+                return True
+            return loose.delta.get("type") not in _DELTA_KINDS
+        return False
+
+    def _index(self, ev: _Event) -> int:
+        if ev.index is None:
+            raise _missing("index")
+        return ev.index
+
+    def _start_content(self, content: list[msgspec.Raw], out: list[Delta]) -> None:
+        """Blocks already complete in ``message_start``: block ``k`` of ``content``
+        is content index ``k`` of the message (the streaming docs: ``index`` is the
+        block's position in the final ``content``), so blocks streamed after them
+        carry the next indexes and keep their order."""
+        self._n_start = len(content)
+        for k, raw in enumerate(content):
+            head = decode_json(raw, _head_decoder, "message_start", f"message.content[{k}].")
+            if head.type not in _BLOCK_KINDS:
+                self._kinds[k] = _IGNORED  # server_tool_use, code_execution_tool_result…
+                self._stopped.add(k)
+                continue
+            block = decode_json(raw, _block_decoder, "message_start", f"message.content[{k}].")
+            out.extend(self._open_block(k, block, f"message.content[{k}]"))
+            out.extend(self._stop_block(k))
+
+    def _block_start(self, ev: _Event) -> list[Delta]:
+        i = self._index(ev)
+        block = ev.content_block
+        if block is None:
+            raise _missing("content_block")
+        return self._open_block(i, block, "content_block")
+
+    def _open_block(self, i: int, block: _Block, where: str) -> list[Delta]:
+        if i in self._kinds:
+            where_from = " in message_start" if i < self._n_start else ""
+            raise MalformedChunkError(
+                f"malformed chunk: content_block_start for index {i}, which already "
+                f"started{where_from}"
+            )
+        kind = _BLOCK_KINDS.get(block.type, _IGNORED)
+        self._kinds[i] = kind
+        if kind == "text":
+            out: list[Delta] = [BlockStart(i, "text")]
+            if block.text:
+                out.append(TextDelta(i, block.text))
+            return out
+        if kind == "thinking":
+            if block.type == "redacted_thinking":
+                # The encrypted reasoning is kept as the block's signature.
+                if block.data is None:
+                    raise _missing(f"{where}.data")
+                return [BlockStart(i, "thinking", signature=block.data, redacted=True)]
+            out = [BlockStart(i, "thinking", signature=block.signature or None)]
+            if block.thinking:
+                out.append(ThinkingDelta(i, block.thinking))
+            return out
+        if kind == "tool":
+            if block.input is not None and not isinstance(block.input, dict):
+                raise MalformedChunkError(
+                    f"malformed chunk: {where}.input must be an object "
+                    f"(got {type(block.input).__name__})"
+                )
+            if block.input:
+                self._pending_input[i] = dumps(block.input).decode()
+            return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+        return []
+
+    def _block_delta(self, ev: _Event) -> list[Delta]:
+        i = self._index(ev)
+        d = ev.delta
+        if d is None:
+            raise _missing("delta")
+        kind = self._kinds.get(i)
+        if kind is None or i in self._stopped:
+            state = "never started" if kind is None else "already stopped"
+            raise MalformedChunkError(
+                f"malformed chunk: content_block_delta for index {i}, which {state}"
+            )
+        if kind == _IGNORED:
+            return []
+        dt = d.type
+        if dt is None:
+            raise _missing("delta.type")
+        want = _DELTA_KINDS.get(dt)
+        if want is None:
+            return []  # citations_delta and delta types added later
+        if want != kind:
+            raise MalformedChunkError(
+                f"malformed chunk: delta.type {dt!r} sent for block {i}, a {kind} block"
+            )
+        if dt == "text_delta":
+            if d.text is None:
+                raise _missing("delta.text")
+            return [TextDelta(i, d.text)]
+        if dt == "thinking_delta":
+            if d.thinking is None:
+                raise _missing("delta.thinking")
+            return [ThinkingDelta(i, d.thinking)]
+        if dt == "signature_delta":
+            if d.signature is None:
+                raise _missing("delta.signature")
+            # The signature arrives whole, just before content_block_stop.
+            return [BlockSignature(i, d.signature)]
+        if d.partial_json is None:
+            raise _missing("delta.partial_json")
+        if d.partial_json:
+            self._streamed_input.add(i)
+        return [ToolCallDelta(i, None, None, d.partial_json)]
+
+    def _block_stop(self, ev: _Event) -> list[Delta]:
+        return self._stop_block(self._index(ev))
+
+    def _stop_block(self, i: int) -> list[Delta]:
+        kind = self._kinds.get(i)
+        if kind is None or i in self._stopped:
+            state = "never started" if kind is None else "already stopped"
+            raise MalformedChunkError(
+                f"malformed chunk: content_block_stop for index {i}, which {state}"
+            )
+        self._stopped.add(i)
+        if kind == _IGNORED:
+            return []
+        pending = self._pending_input.pop(i, None)
+        if pending is not None and i not in self._streamed_input:
+            return [ToolCallArguments(i, pending), BlockEnd(i)]
+        return [BlockEnd(i)]
+
+    def _message_delta(self, ev: _Event) -> list[Delta]:
+        out: list[Delta] = []
+        reason = ev.delta.stop_reason if ev.delta is not None else None
+        if reason is not None:
+            out.append(_finish(reason))
+        if ev.usage is not None:
+            out.append(_usage(ev.usage))
+        return out
+
+    def end(self) -> list[Delta]:
+        # Only reached when message_stop never arrived (it ends the stream in decode).
+        raise TruncatedStreamError(
+            "the stream ended without message_stop (the response may be incomplete)"
+        )

@@ -1,0 +1,367 @@
+"""Amazon Bedrock's Converse stream: ``POST {base_url}/model/{modelId}/converse-stream``.
+
+Reference: the Bedrock Runtime API reference, ConverseStream
+(https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html)
+and Converse ("Request Syntax"), and the ``bedrock-runtime`` service model in botocore.
+``base_url`` is the runtime endpoint, ``https://bedrock-runtime.{region}.amazonaws.com``
+(DESIGN §2b); the model id (``anthropic.claude-sonnet-4-…-v1:0``, an inference profile
+``us.anthropic.…`` or an ARN) is percent-encoded into the path. This package is the
+whole API: the registry finds it by its name (``bedrock-converse`` →
+``modelwire._apis.bedrock_converse``).
+
+Request (JSON): ``{"messages": [{"role", "content": [{"text"} | {"image": {"format",
+"source": {"bytes": base64}}} | {"toolUse": {"toolUseId", "name", "input"}} |
+{"toolResult": {"toolUseId", "content": [{"text"} | {"image"}], "status"}} |
+{"reasoningContent": {"reasoningText": {"text", "signature"}} | {"redactedContent"}}
+]}], "system": [{"text"}, {"cachePoint"}], "inferenceConfig": {"maxTokens",
+"temperature"}, "toolConfig": {"tools": [{"toolSpec": {"name", "description",
+"inputSchema": {"json"}}}], "toolChoice": {"auto"|"any": {}} | {"tool": {"name"}}},
+"additionalModelRequestFields": {"thinking": {…}}}``. Roles alternate user /
+assistant: tool results travel in a user turn, and consecutive turns of one role
+are merged.
+
+Response: the AWS event stream (``application/vnd.amazon.eventstream``), decoded by
+:mod:`._decode`. Auth: a Bedrock API key is ``Authorization: Bearer …``; without
+one the ``amazon-bedrock`` provider signs the exact bytes with SigV4
+(:mod:`modelwire._providers.amazon_bedrock`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote, unquote
+
+import msgspec
+
+from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ...errors import ConfigurationError
+from ...types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    UserMessage,
+)
+from .. import IdRule
+from .._common import (
+    SAFE_ID_RULE,
+    bearer_auth,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+    merge_compat,
+    same_model,
+)
+from .._mock import Frame, ScriptedReply, arguments_object
+from ._decode import BedrockDecoder
+from ._render import encode_frames, render, tool_results
+
+if TYPE_CHECKING:
+    from ..._framing import Framing
+
+__all__ = [
+    "API",
+    "RESERVED",
+    "THINKING_BUDGETS",
+    "BedrockCompat",
+    "BedrockConverseAPI",
+    "BedrockDecoder",
+    "build_body",
+    "encode_messages",
+]
+
+#: Body fields modelwire sets; ``extra_body`` may add others (``guardrailConfig``,
+#: ``performanceConfig``, ``requestMetadata``…) and merge into ``inferenceConfig``
+#: (``topP``, ``stopSequences``) and ``additionalModelRequestFields`` (``top_k``).
+RESERVED = frozenset({"messages", "system", "toolConfig", "modelId"})
+_RESERVED_INFERENCE = frozenset({"maxTokens"})
+#: ``budget_tokens`` per reasoning level for Claude's extended thinking, sent in
+#: ``additionalModelRequestFields`` (Bedrock user guide, "Extended thinking"); the
+#: minimum budget is 1024 and ``maxTokens`` must exceed it.
+THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192,
+                                    "high": 16384, "xhigh": 32000}  # fmt: skip
+_MIN_BUDGET = 1024
+_MIN_ANSWER = 1024
+#: ImageBlock ``format`` values (the API reference): the media type's subtype.
+_IMAGE_FORMATS = {"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg",
+                  "image/gif": "gif", "image/webp": "webp"}  # fmt: skip
+_CACHE_POINT = {"cachePoint": {"type": "default"}}
+
+
+class BedrockCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """How one Bedrock model departs from the defaults (``Model.compat``)."""
+
+    cache_points: bool = False
+    """Send prompt-caching points (``cachePoint``) after the system prompt, after the
+    tools and after the last user turn (Bedrock user guide, "Prompt caching"): only
+    for models that support caching (Claude, Nova); others refuse the field."""
+    thinking: bool | None = None
+    """Whether a reasoning level is sent as Claude's ``thinking`` in
+    ``additionalModelRequestFields``; ``None``: for ``anthropic.claude`` ids."""
+
+
+def _compat(model: Model) -> BedrockCompat:
+    return merge_compat("bedrock-converse", BedrockCompat, model.compat)
+
+
+# --------------------------------------------------------------------------- request
+
+
+def _image(block: ImageContent, where: str) -> dict[str, Any]:
+    fmt = _IMAGE_FORMATS.get(block.mime_type.lower())
+    if fmt is None:
+        raise ConfigurationError(
+            f"{where}.mime_type {block.mime_type!r} cannot be sent to Bedrock: it takes "
+            "image/png, image/jpeg, image/gif or image/webp"
+        )
+    # A blob in Bedrock's JSON protocol is base64 text: ImageContent.data already is.
+    return {"image": {"format": fmt, "source": {"bytes": block.data}}}
+
+
+def _user_blocks(content: str | Sequence[object], where: str) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"text": content}] if content else []
+    out: list[dict[str, Any]] = []
+    for j, b in enumerate(content):
+        if isinstance(b, TextContent):
+            if b.text:  # Bedrock refuses a blank text block
+                out.append({"text": b.text})
+        elif isinstance(b, ImageContent):
+            out.append(_image(b, f"{where}.content[{j}]"))
+    return out
+
+
+def _assistant_blocks(msg: AssistantMessage, model: Model) -> list[dict[str, Any]]:
+    same = same_model(model, msg)
+    out: list[dict[str, Any]] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            if b.text.strip():
+                out.append({"text": b.text})
+        elif isinstance(b, ThinkingContent):
+            # Only this model's signed or redacted reasoning goes back (Claude needs it
+            # before tool results); handoff already turned others' thinking into text.
+            if not same:
+                continue
+            if b.redacted and b.signature:
+                out.append({"reasoningContent": {"redactedContent": b.signature}})
+            elif b.signature and b.thinking:
+                out.append({"reasoningContent": {"reasoningText": {
+                    "text": b.thinking, "signature": b.signature}}})  # fmt: skip
+        elif isinstance(b, ToolCall):
+            out.append({"toolUse": {"toolUseId": b.id, "name": b.name,
+                                    "input": arguments_object(b)}})  # fmt: skip
+    return out
+
+
+def _has_tool_blocks(context: Context) -> bool:
+    return any(m.role == "tool_result" for m in context.messages) or any(
+        isinstance(b, ToolCall)
+        for m in context.messages
+        if isinstance(m, AssistantMessage)
+        for b in m.content
+    )
+
+
+def encode_messages(context: Context, model: Model, cache: bool = False) -> list[dict[str, Any]]:
+    """The ``messages`` array for ``context`` (pure; the context is not changed)."""
+    out: list[dict[str, Any]] = []
+
+    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+        if not blocks:
+            return  # Bedrock refuses an empty content list
+        if out and out[-1]["role"] == role:
+            out[-1]["content"].extend(blocks)  # roles must alternate: merge
+        else:
+            out.append({"role": role, "content": blocks})
+
+    for i, msg in enumerate(context.messages):
+        if isinstance(msg, UserMessage):
+            add("user", _user_blocks(msg.content, f"messages[{i}]"))
+        elif isinstance(msg, AssistantMessage):
+            if msg.stop_reason in ("error", "aborted"):
+                continue  # a failed turn is not replayed (handoff rules)
+            add("assistant", _assistant_blocks(msg, model))
+        else:
+            content: list[dict[str, Any]] = [{"text": msg.text}] if msg.text else []
+            content += [_image(b, f"messages[{i}].content[{j}]")
+                        for j, b in enumerate(msg.content) if isinstance(b, ImageContent)]  # fmt: skip
+            add("user", [{"toolResult": {
+                "toolUseId": msg.tool_call_id, "content": content or [{"text": ""}],
+                "status": "error" if msg.is_error else "success"}}])  # fmt: skip
+    if cache and out and out[-1]["role"] == "user":
+        out[-1]["content"].append(dict(_CACHE_POINT))
+    return out
+
+
+def _tool_choice(tc: str | dict[str, Any] | None) -> dict[str, Any] | None:
+    # ToolChoice is a union: auto, any (a call is required) or tool (this one).
+    if tc == "required":
+        return {"any": {}}
+    if isinstance(tc, dict):
+        return {"tool": {"name": tc["name"]}}
+    if tc == "auto":
+        return {"auto": {}}
+    return None
+
+
+def _thinking(
+    model: Model, compat: BedrockCompat, level: str | None, max_tokens: int | None
+) -> tuple[dict[str, Any] | None, int | None]:
+    """Claude's ``thinking`` field and the ``maxTokens`` to send with it."""
+    check_reasoning(model, level)
+    if level is None:
+        return None, max_tokens
+    claude = compat.thinking
+    if claude is None:
+        claude = "anthropic.claude" in model.id
+    if not claude:
+        raise ConfigurationError(
+            f"reasoning={level!r} cannot be sent to {model.id!r} on Bedrock: modelwire sends "
+            "reasoning levels to Claude models only (their 'thinking' field); pass "
+            "reasoning=None, or set compat={'thinking': True} if this model takes it"
+        )
+    budget = THINKING_BUDGETS[level]
+    limit = max_tokens if max_tokens is not None else model.max_tokens
+    if limit <= budget:
+        # maxTokens counts thinking and answer together and must exceed the budget.
+        budget = limit - _MIN_ANSWER
+        if budget < _MIN_BUDGET:
+            raise ConfigurationError(
+                f"max_tokens={limit} leaves no room for thinking: Claude's thinking budget "
+                f"is at least {_MIN_BUDGET} tokens plus {_MIN_ANSWER} for the answer; raise "
+                "max_tokens or pass reasoning=None"
+            )
+    return {"type": "enabled", "budget_tokens": budget}, limit
+
+
+def build_body(model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
+    """The JSON body of one ConverseStream request."""
+    compat = _compat(model)
+    extra = dict(options.extra_body or {})
+    check_extra_body(extra, RESERVED)
+    tc = options.tool_choice
+    check_tool_choice(tc, context)
+    body: dict[str, Any] = {
+        "messages": encode_messages(context, model, compat.cache_points),
+    }
+    if context.system_prompt:
+        body["system"] = [{"text": context.system_prompt}]
+        if compat.cache_points:
+            body["system"].append(dict(_CACHE_POINT))
+    thinking, max_tokens = _thinking(model, compat, options.reasoning, options.max_tokens)
+    inference: dict[str, Any] = {}
+    if max_tokens is not None:
+        inference["maxTokens"] = max_tokens
+    if options.temperature is not None:
+        inference["temperature"] = options.temperature
+    more = extra.pop("inferenceConfig", None)
+    if more is not None:
+        if not isinstance(more, dict):
+            raise ConfigurationError(
+                "extra_body['inferenceConfig'] must be a dict (topP, stopSequences, …)"
+            )
+        check_extra_body(more, _RESERVED_INFERENCE)
+        inference.update(more)
+    if inference:
+        body["inferenceConfig"] = inference
+    # ToolChoice has no "none": the tools are left out so no call can be made —
+    # unless the history holds tool blocks, which Bedrock accepts only with a
+    # toolConfig (a call then is a tool_call_protocol error, as for every API).
+    if context.tools and (tc != "none" or _has_tool_blocks(context)):
+        tools: list[dict[str, Any]] = [
+            {"toolSpec": {"name": t.name, "description": t.description,
+                          "inputSchema": {"json": t.parameters}}}
+            for t in context.tools
+        ]  # fmt: skip
+        if compat.cache_points:
+            tools.append(dict(_CACHE_POINT))
+        config: dict[str, Any] = {"tools": tools}
+        choice = _tool_choice(tc)
+        if choice is not None:
+            config["toolChoice"] = choice
+        body["toolConfig"] = config
+    fields = extra.pop("additionalModelRequestFields", None)
+    if fields is not None and not isinstance(fields, dict):
+        raise ConfigurationError("extra_body['additionalModelRequestFields'] must be a dict")
+    if thinking is not None:
+        if fields and "thinking" in fields:
+            raise ConfigurationError(
+                "extra_body['additionalModelRequestFields'] may not set 'thinking' when "
+                "reasoning= is given: use one or the other"
+            )
+        fields = {"thinking": thinking, **(fields or {})}
+    if fields:
+        body["additionalModelRequestFields"] = fields
+    body.update(extra)
+    return body
+
+
+# --------------------------------------------------------------------------- the API
+
+
+class BedrockConverseAPI:
+    """The ``bedrock-converse`` wire API."""
+
+    name = "bedrock-converse"
+    content_type = "application/vnd.amazon.eventstream"
+    version_segment = ""  # base_url is the runtime endpoint
+    suffix = "/converse-stream"
+
+    def path(self, model_id: str) -> str:
+        # The id may hold ':' and '/' (versions, ARNs): every reserved byte is encoded.
+        return f"/model/{quote(model_id, safe='')}{self.suffix}"
+
+    def matches_path(self, path: str) -> bool:
+        p = path.split("?", 1)[0].rstrip("/")
+        return p.endswith(self.suffix) and "/model/" in p
+
+    def request_model(self, path: str, body: object) -> str | None:
+        p = path.split("?", 1)[0].rstrip("/")
+        if not self.matches_path(p):
+            return None
+        return unquote(p[p.rindex("/model/") + len("/model/") : -len(self.suffix)]) or None
+
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        check_context_values(context)
+        return http_request(
+            model,
+            options,
+            url=model.url_root + self.path(model.id),
+            body=build_body(model, context, options),
+            defaults={"Content-Type": "application/json", "Accept": self.content_type},
+            # A Bedrock API key (or a gateway's token) is a bearer token; SigV4 is added
+            # by the amazon-bedrock provider's authorizer when there is no key.
+            auth=bearer_auth,
+        )
+
+    def framing(self, max_event_bytes: int) -> Framing:
+        from ..._framing.eventstream import EventStreamDecoder
+
+        return EventStreamDecoder(max_event_bytes=max_event_bytes)
+
+    def new_decoder(self, model: Model | None) -> BedrockDecoder:
+        return BedrockDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
+        return encode_frames(frames)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
+        return SAFE_ID_RULE
+
+
+API = BedrockConverseAPI()

@@ -1,0 +1,536 @@
+"""Gemini stream decoding: ``GenerateContentResponse`` chunks → normalized deltas.
+
+References: the API reference (https://ai.google.dev/api/generate-content:
+``Candidate``, ``Part``, ``FunctionCall``, ``FinishReason``, ``UsageMetadata``,
+``PromptFeedback``), the thought-signatures guide
+(https://ai.google.dev/gemini-api/docs/thought-signatures) and Vertex AI's
+streamed function-call arguments
+(https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling#streaming-fc).
+
+Typed schemas cover the fields used only: unknown fields (``groundingMetadata``,
+``safetyRatings``, ``trafficType``…) are ignored, so new ones never break a stream.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Hashable
+from typing import Annotated, Any
+
+import msgspec
+
+from ..._deltas import (
+    BlockEnd,
+    BlockSignature,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArguments,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..._sse import ServerSentEvent
+from ...errors import (
+    InvalidRequestError,
+    MalformedChunkError,
+    ProviderStreamError,
+    StreamError,
+    TruncatedStreamError,
+)
+from .._common import decode_json, decoder_for, dumps, in_band_error
+
+__all__ = ["SYNTHETIC_ID_PREFIX", "GoogleDecoder"]
+
+#: Prefix of the ids the decoder makes up when ``functionCall.id`` is absent; such
+#: ids are never sent back to Gemini (only provider-given ids are).
+SYNTHETIC_ID_PREFIX = "gcall_"
+
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class _PartialArg(msgspec.Struct, gc=False):
+    jsonPath: str
+    stringValue: str | None = None
+    numberValue: int | float | None = None
+    boolValue: bool | None = None
+    nullValue: Any = msgspec.UNSET  # present (any value) = JSON null
+    willContinue: bool | None = None
+
+
+class _FunctionCall(msgspec.Struct, gc=False):
+    id: str | None = None
+    name: str | None = None
+    args: msgspec.Raw = msgspec.Raw()  # kept verbatim: it becomes raw_arguments
+    partialArgs: list[_PartialArg] | None = None
+    willContinue: bool | None = None
+
+
+class _Part(msgspec.Struct, gc=False):
+    text: str | None = None
+    thought: bool | None = None
+    thoughtSignature: str | None = None
+    functionCall: _FunctionCall | None = None
+    # Part kinds modelwire does not surface; only their presence matters.
+    executableCode: msgspec.Raw = msgspec.Raw()
+    codeExecutionResult: msgspec.Raw = msgspec.Raw()
+    inlineData: msgspec.Raw = msgspec.Raw()
+    fileData: msgspec.Raw = msgspec.Raw()
+    functionResponse: msgspec.Raw = msgspec.Raw()
+    toolCall: msgspec.Raw = msgspec.Raw()
+    toolResponse: msgspec.Raw = msgspec.Raw()
+
+
+class _Content(msgspec.Struct, gc=False):
+    parts: list[_Part] = msgspec.field(default_factory=list)
+
+
+class _Candidate(msgspec.Struct, gc=False):
+    content: _Content | None = None
+    finishReason: str | None = None
+    finishMessage: str | None = None
+    index: int = 0
+
+
+class _PromptFeedback(msgspec.Struct, gc=False):
+    blockReason: str | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    promptTokenCount: _Count | None = None
+    cachedContentTokenCount: _Count | None = None
+    candidatesTokenCount: _Count | None = None
+    thoughtsTokenCount: _Count | None = None
+    toolUsePromptTokenCount: _Count | None = None
+
+
+class _Error(msgspec.Struct, gc=False):
+    code: int | None = None
+    message: str | None = None
+    status: str | None = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    candidates: list[_Candidate] | None = None
+    promptFeedback: _PromptFeedback | None = None
+    usageMetadata: _Usage | None = None
+    responseId: str | None = None
+    modelVersion: str | None = None
+    error: _Error | None = None
+
+
+_chunk_decoder = decoder_for(_Chunk)
+
+# FinishReason values that mean "stopped by a safety/recitation filter".
+_FILTERED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+                       "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"})  # fmt: skip
+# google.rpc.Code names → HTTP status, for error objects that carry only ``status``.
+_RPC_STATUS = {"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400,
+               "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "NOT_FOUND": 404,
+               "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503,
+               "DEADLINE_EXCEEDED": 504}  # fmt: skip
+_ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
+_PATH_TOKEN = re.compile(
+    r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
+)
+_MAX_INDEX = 100_000
+
+
+def _in_band(err: _Error) -> StreamError:
+    """``{"error": {code, message, status}}`` inside a 200 stream → a typed error."""
+    code = err.code if err.code is not None and 400 <= err.code < 600 else None
+    status = code or _RPC_STATUS.get(err.status or "")
+    exc = in_band_error(err.message or "", type_=err.status, status=status)
+    if type(exc) is ProviderStreamError and status in (400, 413, 422):
+        return InvalidRequestError(exc.message, status=status)
+    return exc
+
+
+def _finish(reason: str, message: str | None) -> Finish:
+    detail = f": {message}" if message else ""
+    if reason == "STOP":
+        return Finish("stop", reason)
+    if reason == "MAX_TOKENS":
+        return Finish("length", reason)
+    if reason in _FILTERED:
+        text = f"Gemini stopped the response (finishReason {reason}){detail}"
+        return Finish("error", reason, "content_filter", text)
+    text = f"Gemini ended the response with finishReason {reason}{detail}"
+    return Finish("error", reason, "provider_stream", text)
+
+
+def _usage(u: _Usage) -> UsageUpdate | None:
+    prompt, cached = u.promptTokenCount, u.cachedContentTokenCount
+    cand, thoughts, tool_use = (
+        u.candidatesTokenCount,
+        u.thoughtsTokenCount,
+        u.toolUsePromptTokenCount,
+    )
+    if prompt is None and cached is None and cand is None and thoughts is None and tool_use is None:
+        return None  # e.g. Vertex's ``{"trafficType": …}`` alone: no counts yet
+    cached = cached or 0
+    # ``promptTokenCount`` includes cached tokens; tool-use prompt tokens (search,
+    # code execution) are prompt tokens too, so they count as input and
+    # total_tokens matches ``totalTokenCount``. Each usageMetadata is a snapshot.
+    return UsageUpdate(
+        input=max((prompt or 0) + (tool_use or 0) - cached, 0),
+        output=(cand or 0) + (thoughts or 0),
+        cache_read=cached,
+        cache_write=0,
+    )
+
+
+def _json_path(path: str, where: str) -> list[str | int]:
+    """``$.a.b[0]``, ``$['k.with.dots']`` → segments (partialArgs[].jsonPath)."""
+    if not path.startswith("$"):
+        raise MalformedChunkError(f"malformed chunk: {where} must start with '$' (got {path!r})")
+    segs: list[str | int] = []
+    pos = 1
+    while pos < len(path):
+        m = _PATH_TOKEN.match(path, pos)
+        if m is None:
+            raise MalformedChunkError(f"malformed chunk: {where} is not a JSON path: {path!r}")
+        name, index, q1, q2 = m.groups()
+        if index is not None:
+            if int(index) > _MAX_INDEX:
+                raise MalformedChunkError(f"malformed chunk: {where} index too large: {path!r}")
+            segs.append(int(index))
+        else:
+            segs.append(name if name is not None else re.sub(r"\\(.)", r"\1", q1 or q2 or ""))
+        pos = m.end()
+    return segs
+
+
+class _StreamedCall:
+    """Arguments of one call streamed as ``partialArgs`` (Vertex AI streaming
+    function calling): each fragment sets the value at a JSON path, or, after a
+    fragment with ``willContinue``, extends the string there ("another PartialArg
+    for the current json_path is expected to follow"). The call stays open while
+    its parts say ``willContinue`` — also parts with nothing else — and ends with
+    ``functionCall: {}`` or a part without it.
+
+    The text streamed for display is the serialized object without its closing
+    brackets (nor the quote of a string still growing). Extending the string at
+    the end of that text is O(fragment); any other update re-serializes, and if
+    the new text does not extend what was shown, the display stops (the final
+    ``ToolCallArguments`` carries the whole object anyway).
+    """
+
+    __slots__ = ("diverged", "key", "open", "pieces", "root", "sent")
+
+    def __init__(self, key: Hashable) -> None:
+        self.key = key
+        self.root: dict[str, Any] = {}
+        self.open: list[str | int] | None = None  # path of the string still growing
+        self.pieces: list[str] = []  # its text, joined into ``root`` lazily
+        self.sent: list[str] = []  # the display text streamed so far
+        self.diverged = False
+
+    def apply(self, args: list[_PartialArg], where: str) -> str:
+        out: list[str] = []
+        for j, a in enumerate(args):
+            at = f"{where}.partialArgs[{j}]"
+            segs = _json_path(a.jsonPath, f"{at}.jsonPath")
+            if not segs:
+                raise MalformedChunkError(f"malformed chunk: {at}.jsonPath names no field")
+            if a.stringValue is not None and self.open == segs:
+                self.pieces.append(a.stringValue)
+                if not self.diverged:
+                    out.append(dumps(a.stringValue).decode()[1:-1])
+                if not a.willContinue:
+                    self._flush()
+                    self.open = None
+                    if not self.diverged:
+                        out.append('"')
+                continue
+            value: Any
+            if a.stringValue is not None:
+                value = a.stringValue
+            elif a.numberValue is not None:
+                value = a.numberValue
+            elif a.boolValue is not None:
+                value = a.boolValue
+            elif a.nullValue is not msgspec.UNSET:
+                value = None
+            else:
+                continue  # no value in this fragment
+            self._flush()
+            self.open = None
+            self._set(segs, value, at)
+            if a.stringValue is not None and a.willContinue:
+                self.open, self.pieces = segs, [a.stringValue]
+            if not self.diverged:
+                out.append(self._resync("".join(out)))
+            if self.open is not None and not self._at_tail(segs):
+                self.diverged = True  # growing a string that is not at the end of the text
+        delta = "".join(out)
+        if delta:
+            self.sent.append(delta)
+        return delta
+
+    def _resync(self, pending: str) -> str:
+        # What the full partial text adds beyond what was sent (and is pending).
+        before = "".join(self.sent)
+        self.sent = [before] if before else []
+        sent = before + pending
+        text = self.partial_text()
+        if not text.startswith(sent):
+            self.diverged = True
+            return ""
+        return text[len(sent) :]
+
+    def _at_tail(self, segs: list[str | int]) -> bool:
+        node: Any = self.root
+        for seg in segs:
+            last = next(reversed(node)) if isinstance(node, dict) else len(node) - 1
+            if seg != last:
+                return False
+            node = node[seg]
+        return True
+
+    def _flush(self) -> None:
+        if self.open is not None and len(self.pieces) > 1:
+            self._set(self.open, "".join(self.pieces), "")
+            self.pieces = ["".join(self.pieces)]
+
+    def _set(self, segs: list[str | int], value: Any, at: str) -> None:
+        node: Any = self.root
+        for depth, seg in enumerate(segs):
+            if isinstance(node, list) and isinstance(seg, int):
+                node.extend([None] * (seg + 1 - len(node)))
+            elif not (isinstance(node, dict) and isinstance(seg, str)):
+                raise MalformedChunkError(
+                    f"malformed chunk: {at}.jsonPath conflicts with an earlier value"
+                )
+            if depth == len(segs) - 1:
+                node[seg] = value
+                return
+            container: Any = node
+            child = container[seg] if isinstance(node, list) else container.get(seg)
+            if child is None:
+                child = node[seg] = [] if isinstance(segs[depth + 1], int) else {}
+            node = child
+
+    def text(self) -> str:
+        self._flush()
+        return dumps(self.root).decode()
+
+    def partial_text(self) -> str:
+        text = self.text().rstrip("}]")
+        return text[:-1] if self.open is not None and text.endswith('"') else text
+
+
+class GoogleDecoder:
+    """Per-response decoder: SSE events → normalized deltas.
+
+    Keys: ``("block", n)`` for text/thinking blocks — consecutive text parts of
+    one kind share a block; any other part kind in between, or a second
+    signature, starts a new one — and ``("call", n)`` for function calls.
+    """
+
+    __slots__ = ("_calls", "_cur", "_cur_signed", "_finish", "_id_base", "_ids",
+                 "_n_blocks", "_n_synth", "_response_id", "_stream")  # fmt: skip
+
+    def __init__(self) -> None:
+        self._finish: str | None = None
+        self._response_id: str | None = None
+        self._n_blocks = 0
+        self._cur: tuple[Hashable, str] | None = None  # the open text/thinking block
+        self._cur_signed = False
+        self._calls = 0
+        self._ids: set[str] = set()
+        self._id_base: str | None = None
+        self._n_synth = 0
+        self._stream: _StreamedCall | None = None
+
+    def decode(self, event: ServerSentEvent) -> list[Delta]:
+        chunk = decode_json(event.data, _chunk_decoder)
+        if chunk.error is not None:
+            raise _in_band(chunk.error)
+        out: list[Delta] = []
+        if chunk.responseId and self._response_id is None:
+            self._response_id = chunk.responseId
+            out.append(ResponseMeta(response_id=chunk.responseId, model=chunk.modelVersion))
+        candidates = chunk.candidates
+        if candidates:
+            # One candidate per stream (DESIGN §2a): candidateCount > 1 is refused.
+            if len(candidates) > 1 or candidates[0].index != 0:
+                bad = next((i for i, c in enumerate(candidates) if c.index != 0), 1)
+                raise MalformedChunkError(
+                    f"malformed chunk: candidates[{bad}].index must be 0: modelwire reads one "
+                    f"candidate per stream (got {len(candidates)}); do not set candidateCount"
+                )
+            cand = candidates[0]
+            if cand.content is not None:
+                for i, part in enumerate(cand.content.parts):
+                    self._part(part, f"candidates[0].content.parts[{i}]", out)
+            if cand.finishReason:
+                if self._stream is not None:
+                    self._close_stream(out, trusted=cand.finishReason != "MAX_TOKENS")
+                self._finish = cand.finishReason
+                out.append(_finish(cand.finishReason, cand.finishMessage))
+        feedback = chunk.promptFeedback
+        if feedback is not None and feedback.blockReason not in (None, "BLOCK_REASON_UNSPECIFIED"):
+            reason = feedback.blockReason or ""
+            self._finish = reason
+            text = f"Gemini blocked the prompt (promptFeedback.blockReason {reason})"
+            out.append(Finish("error", reason, "content_filter", text))
+        if chunk.usageMetadata is not None:
+            usage = _usage(chunk.usageMetadata)
+            if usage is not None:
+                out.append(usage)
+        return out
+
+    def end(self) -> list[Delta]:
+        # Gemini's terminal signal is the finish reason itself (there is no [DONE]).
+        if self._finish is None:
+            raise TruncatedStreamError(
+                "the Gemini stream ended without a finishReason (the response may be incomplete)"
+            )
+        return [EndOfStream()]
+
+    # ------------------------------------------------------------------ parts
+
+    def _part(self, part: _Part, where: str, out: list[Delta]) -> None:
+        if part.functionCall is not None:
+            self._end_block(out)
+            self._function_call(part.functionCall, part.thoughtSignature, where, out)
+        elif part.text is not None:
+            self._text(part.text, part.thought is True, part.thoughtSignature, out)
+        elif (part.executableCode or part.codeExecutionResult or part.inlineData or part.fileData
+              or part.functionResponse or part.toolCall or part.toolResponse):  # fmt: skip
+            self._end_block(out)  # not surfaced; it separates the text around it
+        elif part.thoughtSignature:
+            # A part carrying only a signature belongs with the block it follows.
+            self._text("", part.thought is True, part.thoughtSignature, out)
+        else:
+            self._end_block(out)  # a part kind unknown today: it separates text too
+
+    def _text(self, text: str, thought: bool, signature: str | None, out: list[Delta]) -> None:
+        if not text and not signature:
+            return
+        kind = "thinking" if thought else "text"
+        cur = self._cur
+        if cur is None or cur[1] != kind or (signature and self._cur_signed):
+            self._end_block(out)
+            cur = self._cur = (("block", self._n_blocks), kind)
+            self._n_blocks += 1
+            self._cur_signed = False
+        key = cur[0]
+        if text:
+            out.append(ThinkingDelta(key, text) if thought else TextDelta(key, text))
+        else:
+            out.append(BlockStart(key, "thinking" if thought else "text"))
+        if signature:
+            # A signature stays on the block of the part that carried it; it does
+            # not make the part thinking (thought-signatures guide).
+            out.append(BlockSignature(key, signature))
+            self._cur_signed = True
+
+    def _end_block(self, out: list[Delta]) -> None:
+        if self._cur is not None:
+            out.append(BlockEnd(self._cur[0]))
+            self._cur = None
+
+    # ------------------------------------------------------------------ function calls
+
+    def _function_call(
+        self, fc: _FunctionCall, signature: str | None, where: str, out: list[Delta]
+    ) -> None:
+        if fc.name is not None and fc.willContinue is True:
+            # A streamed call starts: name now, partialArgs in later parts.
+            self._close_stream(out, trusted=True)
+            key = self._start_call(fc, signature, "", out)
+            self._stream = _StreamedCall(key)
+            if fc.partialArgs:
+                self._stream_args(fc, where, out)
+            return
+        if fc.partialArgs is not None:
+            if self._stream is None:
+                raise MalformedChunkError(
+                    f"malformed chunk: {where}.functionCall.partialArgs continue a call "
+                    "that never started"
+                )
+            if signature:
+                out.append(BlockSignature(self._stream.key, signature))
+            self._stream_args(fc, where, out)
+            return
+        if fc.name is None:
+            if fc.args:
+                raise MalformedChunkError(f"malformed chunk: {where}.functionCall.name is missing")
+            if fc.willContinue is True and self._stream is not None:
+                # ``{"functionCall": {"willContinue": true}}`` between fragments: "another
+                # partial message for the current FunctionCall is expected to follow"
+                # (FunctionCall.willContinue), so the call stays open, its string too.
+                if signature:
+                    out.append(BlockSignature(self._stream.key, signature))
+                return
+            self._close_stream(out, trusted=True)  # ``functionCall: {}`` ends a streamed call
+            return
+        # A whole call: its arguments arrive complete, as one object.
+        self._close_stream(out, trusted=True)
+        key = self._start_call(fc, signature, self._args_text(fc, where), out)
+        out.append(BlockEnd(key))
+
+    def _args_text(self, fc: _FunctionCall, where: str) -> str:
+        if not fc.args:
+            return "{}"
+        text = bytes(fc.args).decode()
+        stripped = text.strip()
+        if stripped == "null":
+            return "{}"
+        if not stripped.startswith("{"):
+            raise MalformedChunkError(
+                f"malformed chunk: {where}.functionCall.args must be an object"
+            )
+        return text
+
+    def _start_call(
+        self, fc: _FunctionCall, signature: str | None, args: str, out: list[Delta]
+    ) -> Hashable:
+        key = ("call", self._calls)
+        self._calls += 1
+        call_id = fc.id or self._synthetic_id()
+        self._ids.add(call_id)
+        out.append(ToolCallDelta(key, call_id, fc.name, args))
+        if signature:
+            out.append(BlockSignature(key, signature))
+        return key
+
+    def _synthetic_id(self) -> str:
+        # Gemini API calls carry no id; tool results need one. Unique within the
+        # message, and across a conversation through the response id.
+        if self._id_base is None:
+            base = _ID_SAFE.sub("", self._response_id or "")[:16]
+            self._id_base = base or secrets.token_hex(6)
+        while True:
+            call_id = f"{SYNTHETIC_ID_PREFIX}{self._id_base}_{self._n_synth}"
+            self._n_synth += 1
+            if call_id not in self._ids:
+                return call_id
+
+    def _stream_args(self, fc: _FunctionCall, where: str, out: list[Delta]) -> None:
+        stream = self._stream
+        assert stream is not None
+        args = fc.partialArgs or []
+        delta = stream.apply(args, f"{where}.functionCall")
+        if delta:
+            out.append(ToolCallDelta(stream.key, arguments=delta))
+        if fc.willContinue is not True and all(a.willContinue is not True for a in args):
+            self._close_stream(out, trusted=True)
+
+    def _close_stream(self, out: list[Delta], *, trusted: bool) -> None:
+        stream = self._stream
+        if stream is None:
+            return
+        self._stream = None
+        if trusted:
+            out.append(ToolCallArguments(stream.key, stream.text()))
+            out.append(BlockEnd(stream.key))
+        elif stream.diverged:
+            # Cut by MAX_TOKENS: keep what arrived, unclosed; it is never trusted.
+            out.append(ToolCallArguments(stream.key, stream.partial_text()))

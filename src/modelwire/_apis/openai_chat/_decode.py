@@ -1,0 +1,380 @@
+"""OpenAI Chat Completions: the streamed chunks → normalized deltas.
+
+Reference: https://platform.openai.com/docs/api-reference/chat-streaming
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from ..._deltas import (
+    BlockSignature,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..._redact import head
+from ..._sse import ServerSentEvent
+from ...errors import Excerpt, MalformedChunkError
+from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
+from ._compat import ChatCompat
+
+__all__ = ["ChatDecoder"]
+
+
+# --------------------------------------------------------------------------- inbound
+# Typed schemas for the fields we use only: unknown fields are ignored, so
+# ``obfuscation``, ``x_groq.*``, ``sla_metrics``… never break a stream.
+
+
+class _Fn(msgspec.Struct, gc=False):
+    name: str | None = None
+    arguments: str | None = None
+
+
+# Counts and indexes are ``Count``s (non-negative integers): a negative tool-call
+# index would key a call no one can finish, a negative count corrupt usage and cost.
+class _ToolCallPart(msgspec.Struct, gc=False):
+    index: Count | None = None
+    id: str | None = None
+    function: _Fn | None = None
+
+
+class _ContentPart(msgspec.Struct, gc=False):
+    # Mistral sends content as a list of typed parts, thinking nested as parts.
+    type: str = ""
+    text: str | None = None
+    thinking: list[_ContentPart] | str | None = None
+
+
+class _ReasoningDetail(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+
+
+class _PromptDetails(msgspec.Struct, gc=False):
+    cached_tokens: Count | None = None
+
+
+class _CompletionDetails(msgspec.Struct, gc=False):
+    reasoning_tokens: Count | None = None
+
+
+class _Usage(msgspec.Struct, gc=False):
+    prompt_tokens: Count | None = None
+    completion_tokens: Count | None = None
+    total_tokens: Count | None = None
+    prompt_tokens_details: _PromptDetails | None = None
+    completion_tokens_details: _CompletionDetails | None = None
+    prompt_cache_hit_tokens: Count | None = None  # DeepSeek
+
+
+class _Delta(msgspec.Struct, gc=False):
+    content: str | list[_ContentPart] | None = None
+    refusal: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    reasoning_text: str | None = None
+    reasoning_details: list[_ReasoningDetail] | None = None
+    tool_calls: list[_ToolCallPart] | None = None
+
+
+class _Choice(msgspec.Struct, gc=False):
+    index: int = 0
+    delta: _Delta | None = None
+    finish_reason: str | None = None
+    usage: _Usage | None = None  # Moonshot puts usage on the choice
+    # Azure OpenAI's per-choice filter verdict; kept raw (decoded only when the
+    # filter stopped the response, to name the categories).
+    content_filter_results: msgspec.Raw = msgspec.Raw()
+
+
+class _Error(msgspec.Struct, gc=False):
+    message: str | None = None
+    type: str | None = None
+    code: str | int | None = None
+    status_code: int | None = None
+
+
+class _XGroq(msgspec.Struct, gc=False):
+    usage: _Usage | None = None
+
+
+class _Chunk(msgspec.Struct, gc=False):
+    id: str | None = None
+    model: str | None = None  # the model that answered (AssistantMessage.response_model)
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: _Error | str | None = None
+    x_groq: _XGroq | None = None
+
+
+class _ErrorPayload(msgspec.Struct, gc=False):
+    error: _Error | str | None = None
+    message: str | None = None
+
+
+_chunk_decoder = decoder_for(_Chunk)
+_decode_chunk = _chunk_decoder.decode
+# The assembler keys of tool calls 0..15, made once (a tuple per fragment otherwise).
+_TOOL_KEYS = tuple(("tool", i) for i in range(16))
+_error_decoder = decoder_for(_ErrorPayload)
+
+_FINISH: dict[str, Literal["stop", "length", "tool_use"]] = {
+    "stop": "stop",
+    "length": "length",
+    "model_length": "length",  # Mistral: the model's context window was reached
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "eos": "stop",
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+}
+
+# Finish reasons that mean the generation failed: treating them as "stop" would
+# pass a broken response off as a complete one. Mistral and OpenRouter send
+# ``error``; DeepSeek ``insufficient_system_resource`` ("the inference was
+# interrupted for lack of resources", api-docs.deepseek.com); vLLM ``abort``.
+_FAILED_FINISH: dict[str, tuple[str, str]] = {
+    "content_filter": (
+        "content_filter",
+        "the provider's content filter stopped the response (finish_reason content_filter)",
+    ),
+    "error": ("provider_stream", "the provider stopped the response with finish_reason 'error'"),
+    "abort": ("provider_stream", "the server aborted the response (finish_reason 'abort')"),
+    "insufficient_system_resource": (
+        "overloaded",
+        "the provider interrupted the response for lack of resources "
+        "(finish_reason 'insufficient_system_resource')",
+    ),
+}
+
+_TEXT = "text"
+_THINKING = "thinking"
+
+
+def _usage_delta(u: _Usage) -> UsageUpdate:
+    prompt = u.prompt_tokens or 0
+    cached = 0
+    if u.prompt_tokens_details is not None and u.prompt_tokens_details.cached_tokens:
+        cached = u.prompt_tokens_details.cached_tokens
+    elif u.prompt_cache_hit_tokens:
+        cached = u.prompt_cache_hit_tokens
+    # OpenAI's ``completion_tokens`` includes ``reasoning_tokens``; xAI's does not
+    # (its ``total_tokens`` is prompt + completion + reasoning). ``total_tokens``
+    # tells the two apart, so reasoning is counted exactly once either way.
+    output = u.completion_tokens or 0
+    details = u.completion_tokens_details
+    reasoning = (details.reasoning_tokens or 0) if details is not None else 0
+    if reasoning and u.total_tokens is not None and u.total_tokens == prompt + output + reasoning:
+        output += reasoning
+    return UsageUpdate(
+        input=max(prompt - cached, 0),
+        output=output,
+        cache_read=cached,
+        cache_write=0,
+    )
+
+
+def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
+    if isinstance(err, str):
+        raise in_band_error(err)
+    if err is None:
+        raise in_band_error(fallback or "the server sent an error event")
+    status = err.status_code
+    if isinstance(err.code, int) and 400 <= err.code < 600:
+        status = status or err.code
+    code = err.code if isinstance(err.code, str) else None
+    raise in_band_error(err.message or fallback or "", type_=err.type, code=code, status=status)
+
+
+class ChatDecoder:
+    """Per-response decoder: SSE events → normalized deltas."""
+
+    __slots__ = ("_compat", "_finish", "_meta", "_saw_tool", "_thinking_field")
+
+    def __init__(self, compat: ChatCompat) -> None:
+        self._compat = compat
+        self._finish: str | None = None
+        self._meta = False
+        self._saw_tool = False
+        self._thinking_field: str | None = None
+
+    def decode(self, event: ServerSentEvent) -> list[Delta]:
+        data = event.data
+        if event.event == "message" and data[:1] == "{":
+            # The hot path: an ordinary chunk (not an error event, keep-alive or [DONE]).
+            try:
+                chunk = _decode_chunk(data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                decode_json(data, _chunk_decoder)  # raises MalformedChunkError with the path
+                raise  # pragma: no cover - decode_json raised already
+            return self._chunk(chunk)
+        if event.event == "error":
+            # Groq sends ``event: error`` with a JSON error object; a server that
+            # sends plain text there still reported an error, not a malformed chunk.
+            if not data.lstrip().startswith("{"):
+                text = data.strip()
+                if not text:
+                    raise in_band_error("the server sent an error event")
+                # Quoted whole on the error: the live path redacts keys before the cut.
+                err = in_band_error(head(text, 500))
+                err.excerpt = Excerpt("", text, "", 500, quote=False)
+                raise err
+            payload = decode_json(data, _error_decoder, "error event")
+            _raise_error(payload.error, payload.message)
+        if event.event != "message" or not data or data.isspace():
+            # Chat streams use unnamed events only; other event types and empty
+            # keep-alive payloads carry nothing we use (DESIGN §3 rule 5).
+            return []
+        if data == "[DONE]":
+            return self._terminal()
+        return self._chunk(decode_json(data, _chunk_decoder))
+
+    def _chunk(self, chunk: _Chunk) -> list[Delta]:
+        if chunk.error is not None:
+            _raise_error(chunk.error)
+        out: list[Delta] = []
+        if not self._meta and chunk.id:
+            self._meta = True
+            out.append(ResponseMeta(response_id=chunk.id, model=chunk.model))
+        choices = chunk.choices
+        if choices:
+            # One choice per stream (DESIGN §2a): n > 1 is refused, not merged.
+            if len(choices) > 1 or choices[0].index != 0:
+                bad = next((i for i, c in enumerate(choices) if c.index != 0), 1)
+                raise MalformedChunkError(
+                    f"choices[{bad}].index must be 0, got {choices[bad].index}: modelwire "
+                    "reads one choice per stream; do not request n > 1"
+                )
+            choice = choices[0]
+            delta = choice.delta
+            if delta is not None:
+                self._delta(delta, out)
+            if choice.finish_reason:
+                self._finish = choice.finish_reason
+                out.append(self._finish_delta(choice.finish_reason, choice.content_filter_results))
+            if choice.usage is not None:
+                out.append(_usage_delta(choice.usage))
+        usage = chunk.usage
+        if usage is None and chunk.x_groq is not None:
+            usage = chunk.x_groq.usage
+        if usage is not None:
+            out.append(_usage_delta(usage))
+        return out
+
+    def _delta(self, d: _Delta, out: list[Delta]) -> None:
+        if (
+            d.reasoning_content is None
+            and d.reasoning is None
+            and d.reasoning_text is None
+            and d.reasoning_details is None
+            and d.refusal is None
+        ):
+            # The hot path: plain text and/or tool-call fragments, nothing else.
+            content = d.content
+            if content.__class__ is str:
+                if content:
+                    out.append(TextDelta(_TEXT, content))
+            elif content is not None:
+                self._full_delta(d, out)
+                return
+            if d.tool_calls:
+                self._tool_calls(d.tool_calls, out)
+            return
+        self._full_delta(d, out)
+
+    def _full_delta(self, d: _Delta, out: list[Delta]) -> None:
+        # Thinking: one source per chunk, never two (OpenRouter sends both
+        # ``reasoning`` and ``reasoning_details`` with the same text).
+        field = "reasoning_content"
+        thinking = d.reasoning_content
+        if not thinking:
+            field, thinking = "reasoning", d.reasoning
+        if not thinking:
+            field, thinking = "reasoning_text", d.reasoning_text
+        if not thinking and d.reasoning_details:
+            field = "reasoning_details"
+            thinking = "".join(
+                r.text for r in d.reasoning_details if r.type == "reasoning.text" and r.text
+            )
+        content = d.content
+        if isinstance(content, list):
+            text_parts: list[str] = []
+            for part in content:
+                if part.type == "thinking":
+                    if not thinking:
+                        field = "content"
+                        t = part.thinking
+                        if isinstance(t, str):
+                            thinking = t
+                        elif t:
+                            thinking = "".join(p.text or "" for p in t)
+                elif part.text:
+                    text_parts.append(part.text)
+            content = "".join(text_parts)
+        if thinking:
+            out.append(ThinkingDelta(_THINKING, thinking))
+            if field != self._thinking_field:
+                # Remember which field the reasoning came in, so a replay to the
+                # same model can send it back in that field (see ``_assistant``).
+                self._thinking_field = field
+                out.append(BlockSignature(_THINKING, field))
+        if content:
+            out.append(TextDelta(_TEXT, content))
+        if d.refusal:
+            # A refusal is what the model said: it goes to the text block.
+            out.append(TextDelta(_TEXT, d.refusal))
+        if d.tool_calls:
+            self._tool_calls(d.tool_calls, out)
+
+    def _tool_calls(self, calls: list[_ToolCallPart], out: list[Delta]) -> None:
+        self._saw_tool = True
+        for pos, tc in enumerate(calls):
+            fn = tc.function
+            index = tc.index if tc.index is not None else pos
+            key = _TOOL_KEYS[index] if 0 <= index < len(_TOOL_KEYS) else ("tool", index)
+            if fn is None:
+                out.append(ToolCallDelta(key, tc.id or None, None, ""))
+            else:
+                out.append(ToolCallDelta(key, tc.id or None, fn.name or None, fn.arguments or ""))
+
+    def _finish_delta(self, reason: str, filters: msgspec.Raw | None = None) -> Finish:
+        failed = _FAILED_FINISH.get(reason)
+        if failed is not None:
+            text = failed[1]
+            if filters:  # an empty Raw: the field was absent
+                try:
+                    cats = filtered_categories(msgspec.json.decode(filters))
+                except msgspec.DecodeError:  # pragma: no cover - Raw is valid JSON
+                    cats = []
+                if cats:
+                    text += f"; filtered: {', '.join(cats)}"
+            return Finish("error", reason, failed[0], text)
+        # Unknown reasons are a normal end (forward compatible); the raw value is
+        # kept in ``provider_stop_reason``.
+        return Finish(_FINISH.get(reason, "stop"), reason)
+
+    def _terminal(self) -> list[Delta]:
+        # Called at ``[DONE]`` only: for servers known to omit ``finish_reason``
+        # (Snowflake Cortex), ``[DONE]`` is the one sign the answer is complete.
+        out: list[Delta] = []
+        if self._finish is None and self._compat.infer_finish_reason:
+            out.append(Finish("tool_use" if self._saw_tool else "stop", None))
+        out.append(EndOfStream())
+        return out
+
+    def end(self) -> list[Delta]:
+        # "One finish is formed at [DONE] or end of input" (DESIGN §3 rule 4): a body
+        # that ends after finish_reason without [DONE] is complete; the assembler
+        # reports truncated_stream when no finish reason arrived at all. Nothing is
+        # inferred here: without finish_reason *and* [DONE] there is no sign at all
+        # that the response is whole.
+        return [EndOfStream()]

@@ -1,0 +1,198 @@
+"""OpenAI Chat Completions: the request body (pure; the context is never changed).
+
+Reference: https://platform.openai.com/docs/api-reference/chat/create
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._options import RequestOptions, check_extra_body
+from ...types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from .._common import check_reasoning, check_tool_choice, raw_or_json_arguments, same_model
+from ._compat import ChatCompat, detect_compat
+
+__all__ = ["RESERVED", "build_body", "encode_messages"]
+
+
+# --------------------------------------------------------------------------- outbound
+
+RESERVED = frozenset(
+    {
+        "model",
+        "messages",
+        "stream",
+        "stream_options",
+        "max_tokens",
+        "max_completion_tokens",
+        "tools",
+        "tool_choice",
+    }
+)
+
+
+def _user_content(msg: UserMessage) -> str | list[dict[str, Any]]:
+    if isinstance(msg.content, str):
+        return msg.content
+    if all(isinstance(b, TextContent) for b in msg.content):
+        return "".join(b.text for b in msg.content if isinstance(b, TextContent))
+    parts: list[dict[str, Any]] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            parts.append({"type": "text", "text": b.text})
+        else:
+            parts.append(
+                {"type": "image_url", "image_url": {"url": f"data:{b.mime_type};base64,{b.data}"}}
+            )
+    return parts
+
+
+# Reasoning fields a server accepts back on an assistant message, by the name it
+# streamed them under (the decoder records that name as the block's signature).
+_REPLAY_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+
+def _thinking_field(msg: AssistantMessage, model: Model | None) -> str:
+    """The field to replay thinking in: the one it arrived in when the message
+    comes from this very model (handoff rule), else ``reasoning_content``."""
+    if model is not None and same_model(model, msg):
+        for b in msg.content:
+            if isinstance(b, ThinkingContent) and b.signature in _REPLAY_FIELDS:
+                return b.signature
+    return "reasoning_content"
+
+
+def _assistant(
+    msg: AssistantMessage, compat: ChatCompat, model: Model | None = None
+) -> dict[str, Any] | None:
+    text = "".join(b.text for b in msg.content if isinstance(b, TextContent))
+    thinking = "".join(
+        b.thinking for b in msg.content if isinstance(b, ThinkingContent) and not b.redacted
+    )
+    calls = [b for b in msg.content if isinstance(b, ToolCall)]
+    out: dict[str, Any] = {"role": "assistant"}
+    if thinking and compat.thinking_replay == "text":
+        text = f"<thinking>\n{thinking}\n</thinking>\n{text}" if text else thinking
+    out["content"] = text if text else None
+    if thinking and compat.thinking_replay == "reasoning_content":
+        out[_thinking_field(msg, model)] = thinking
+    if calls:
+        out["tool_calls"] = [
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    "arguments": raw_or_json_arguments(c.raw_arguments, c.arguments),
+                },
+            }
+            for c in calls
+        ]
+    if out["content"] is None and not calls:
+        return None  # nothing a server would accept; an empty turn carries no information
+    return out
+
+
+def _tool_result(msg: ToolResultMessage, compat: ChatCompat) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": "tool", "tool_call_id": msg.tool_call_id}
+    if compat.tool_result_name:
+        out["name"] = msg.tool_name
+    text = msg.text
+    if any(isinstance(b, ImageContent) for b in msg.content):
+        text += "\n[image omitted: this API accepts no images in tool results]"
+    out["content"] = text
+    return out
+
+
+def encode_messages(
+    context: Context, compat: ChatCompat, model: Model | None = None
+) -> list[dict[str, Any]]:
+    """The ``messages`` array for ``context`` (pure; the context is not changed).
+
+    ``model`` is the target: thinking it produced itself goes back in the field
+    it came in."""
+    messages: list[dict[str, Any]] = []
+    if context.system_prompt:
+        messages.append({"role": compat.system_role, "content": context.system_prompt})
+    for msg in context.messages:
+        if isinstance(msg, UserMessage):
+            messages.append({"role": "user", "content": _user_content(msg)})
+        elif isinstance(msg, AssistantMessage):
+            if msg.stop_reason in ("error", "aborted"):
+                continue  # a failed turn is not replayed (handoff rules)
+            item = _assistant(msg, compat, model)
+            if item is not None:
+                messages.append(item)
+        else:
+            messages.append(_tool_result(msg, compat))
+    return messages
+
+
+def _tool_choice(tc: str | dict[str, Any] | None) -> Any:
+    if isinstance(tc, dict):
+        return {"type": "function", "function": {"name": tc["name"]}}
+    return tc
+
+
+def build_body(model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
+    """The JSON body of one streamed Chat Completions request."""
+    compat = detect_compat(model)
+    check_extra_body(options.extra_body, RESERVED)
+    check_tool_choice(options.tool_choice, context)
+    body: dict[str, Any] = {
+        "model": model.id,
+        "messages": encode_messages(context, compat, model),
+        "stream": True,
+    }
+    if compat.stream_options:
+        body["stream_options"] = {"include_usage": True}
+    if options.max_tokens is not None:
+        body[compat.max_tokens_field] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
+            }
+            for t in context.tools
+        ]
+    elif compat.empty_tools:
+        body["tools"] = []
+    if options.tool_choice is not None:
+        body["tool_choice"] = _tool_choice(options.tool_choice)
+    if options.parallel_tool_calls is not None and context.tools:
+        body["parallel_tool_calls"] = options.parallel_tool_calls
+    if compat.store is not None:
+        body["store"] = compat.store
+    check_reasoning(model, options.reasoning)
+    if options.reasoning is not None:
+        effort = (compat.reasoning_effort_map or {}).get(options.reasoning, options.reasoning)
+        if compat.reasoning_style == "reasoning_effort":
+            body["reasoning_effort"] = effort
+        elif compat.reasoning_style == "openrouter":
+            body["reasoning"] = {"effort": effort}
+        elif compat.reasoning_style == "enable_thinking":
+            body["enable_thinking"] = True
+        elif compat.reasoning_style == "zai":
+            body["thinking"] = {"type": "enabled"}
+    if options.session_id and (model.provider == "openai" or "api.openai.com" in model.url_root):
+        body["prompt_cache_key"] = options.session_id
+    if options.extra_body:
+        body.update(options.extra_body)
+    return body

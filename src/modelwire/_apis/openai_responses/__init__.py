@@ -1,0 +1,161 @@
+"""OpenAI Responses API, and servers compatible with it (OpenRouter, LM Studio, DeepSeek…).
+
+Reference: https://platform.openai.com/docs/api-reference/responses/create (request),
+https://platform.openai.com/docs/api-reference/responses-streaming (stream events),
+https://platform.openai.com/docs/guides/reasoning (stateless reasoning replay with
+``store: false`` and ``include: ["reasoning.encrypted_content"]``).
+
+Outbound, the conversation becomes ``instructions`` plus an ``input`` array of items;
+assistant history is replayed as the output items it came from, structure kept.
+Inbound, every stream event is dispatched on its JSON ``type`` (OpenRouter sends no
+``event:`` lines) and blocks are keyed by ``output_index`` (the item id when a server
+omits it), so the content index is the item's first appearance.
+
+What modelwire stores in the provider-neutral types (replayed only to the same
+provider, API and model — ``_encode._replay_signatures``):
+
+* ``ThinkingContent.signature`` — the whole ``reasoning`` output item exactly as
+  received in ``response.output_item.done`` (its JSON text: ``id``, ``summary``,
+  ``encrypted_content``…). It is sent back byte for byte. ``thinking`` holds the
+  summary parts (or the raw ``reasoning_text`` parts) joined with a blank line.
+* ``TextContent.signature`` — the ``message`` item's id (``msg_…``) or, when the item
+  carried a ``phase``, the compact JSON ``{"id":"msg_…","phase":"commentary"}``
+  (the model wants ``phase`` back, per the ``phase`` field docs).
+* ``ToolCall.id`` — the ``call_id`` (what ``function_call_output`` answers; it stays a
+  plain provider id, safe to hand to any other API); ``ToolCall.signature`` — the
+  ``function_call`` item id (``fc_…``), which OpenAI pairs with the reasoning item
+  before it.
+* Items the client executes (``local_shell_call``, ``apply_patch_call``,
+  ``custom_tool_call``, ``mcp_approval_request``, ``tool_search_call`` with
+  ``execution: "client"``) are ToolCalls too, named and given arguments as
+  :data:`CLIENT_ITEMS` says; their ``signature`` is the whole item as received. To
+  the same model the item is replayed byte for byte and the tool result becomes
+  the matching output item (``local_shell_call_output``, ``apply_patch_call_output``
+  with status ``failed`` for an error result, ``custom_tool_call_output``,
+  ``mcp_approval_response`` — the result says ``approve``/``deny``, true/false or
+  ``{"approve": …, "reason": …}``; an error result denies —, ``tool_search_output``
+  with the result's JSON array of tools). To another model it is a plain
+  ``function_call``.
+
+Compat flags (``Model(compat={...})``, unknown keys refused) are the fields of
+:class:`ResponsesCompat`. ``_encode`` holds the outbound half, ``_decode`` the inbound,
+``_client`` the client-executed items of both directions.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ...types import Context, Model
+from .. import IdRule
+from .._common import (
+    SAFE_ID_RULE,
+    SSEWireAPI,
+    bearer_auth,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    http_request,
+)
+from .._mock import Frame, ScriptedReply
+from ._client import CLIENT_ITEMS
+from ._decode import ResponsesDecoder
+from ._encode import (
+    RESERVED,
+    ResponsesCompat,
+    _tool,
+    _tool_choice,
+    detect_compat,
+    encode_input,
+)
+from ._render import render, tool_results
+
+__all__ = [
+    "API",
+    "CLIENT_ITEMS",
+    "RESERVED",
+    "OpenAIResponsesAPI",
+    "ResponsesCompat",
+    "ResponsesDecoder",
+    "detect_compat",
+    "encode_input",
+]
+
+
+class OpenAIResponsesAPI(SSEWireAPI):
+    """The ``openai-responses`` wire API."""
+
+    name = "openai-responses"
+    endpoint = "/responses"
+    named_events = True
+
+    def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
+        """The request body as a dict (reasoning items inside as ``msgspec.Raw``)."""
+        compat = detect_compat(model)
+        check_extra_body(options.extra_body, RESERVED)
+        body: dict[str, Any] = {"model": model.id}
+        if context.system_prompt and compat.system_role == "instructions":
+            body["instructions"] = context.system_prompt
+        body["input"] = encode_input(model, context, compat)
+        body["stream"] = True
+        if compat.store is not None:
+            body["store"] = compat.store
+        encrypted = compat.encrypted_reasoning
+        if encrypted is None:
+            encrypted = model.reasoning or options.reasoning is not None
+        if encrypted:
+            body["include"] = ["reasoning.encrypted_content"]
+        if options.max_tokens is not None:
+            body["max_output_tokens"] = options.max_tokens
+        if options.temperature is not None:
+            body["temperature"] = options.temperature
+        tools = context.tools or ()
+        check_tool_choice(options.tool_choice, context)
+        if tools:
+            body["tools"] = [_tool(t.name, t.description, t.parameters, compat) for t in tools]
+        choice = _tool_choice(options.tool_choice, {t.name for t in tools})
+        if choice is not None:
+            body["tool_choice"] = choice
+        if options.parallel_tool_calls is not None and tools:
+            body["parallel_tool_calls"] = options.parallel_tool_calls
+        check_reasoning(model, options.reasoning)
+        if options.reasoning is not None:
+            effort = (compat.reasoning_effort_map or {}).get(options.reasoning, options.reasoning)
+            reasoning: dict[str, Any] = {"effort": effort}
+            if compat.reasoning_summary is not None:
+                reasoning["summary"] = compat.reasoning_summary
+            body["reasoning"] = reasoning
+        if options.session_id and options.cache and compat.prompt_cache_key:
+            body["prompt_cache_key"] = options.session_id
+        if options.extra_body:
+            body.update(options.extra_body)
+        return body
+
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        check_context_values(context)
+        return http_request(
+            model,
+            options,
+            url=self.url(model),
+            body=self.build_body(model, context, options),
+            defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
+            auth=bearer_auth,
+        )
+
+    def new_decoder(self, model: Model | None) -> ResponsesDecoder:
+        return ResponsesDecoder()
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[Frame]:
+        return render(reply, model, response_id, piece_chars)
+
+    def tool_results(self, body: object) -> list[str]:
+        return tool_results(body)
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        return SAFE_ID_RULE
+
+
+API = OpenAIResponsesAPI()

@@ -1,0 +1,578 @@
+"""The :class:`Assembler`: one response's state machine from deltas to events and
+the final message (routing, snapshots, the tool-call collector, finish semantics,
+usage); the package docstring says what it owns and why."""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Hashable, Iterable
+from typing import Any, Literal
+
+import msgspec
+
+from .._deltas import (
+    BlockEnd,
+    BlockSignature,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArguments,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ..errors import (
+    AbortedError,
+    MalformedChunkError,
+    StreamError,
+    ToolCallProtocolError,
+    TruncatedStreamError,
+    error_class_for_kind,
+)
+from ..events import (
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    SnapshotSource,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from ..types import (
+    AssistantContent,
+    AssistantMessage,
+    ErrorInfo,
+    ModelCost,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    now_ms,
+)
+from ._blocks import NO_COST, NO_USAGE, Block, compute_cost, parse_arguments
+from ._policy import CompletionPolicy, ToolChoice
+
+__all__ = ["Assembler"]
+
+
+class Assembler(SnapshotSource):
+    """State machine from deltas to events; one per response.
+
+    ``tool_choice`` and ``tools_declared`` drive the completion policy (DESIGN
+    §2a): with ``tools_declared=None`` (replay, where the request is unknown)
+    calls are accepted as the stream presents them. ``policy`` (a
+    :data:`CompletionPolicy`) replaces the checks derived from ``tool_choice``
+    and ``tools_declared``: it judges the finished response instead. Protocol
+    integrity (ids, names, a ``tool_use`` finish without a call) is always checked.
+    """
+
+    __slots__ = (
+        "_blocks",
+        "_call_ids",
+        "_finish",
+        "_forced_name",
+        "_keys",
+        "_response_id",
+        "_response_model",
+        "_usage",
+        "_usage_hist",
+        "_usage_vs",
+        "_v",
+        "api",
+        "done",
+        "message",
+        "model",
+        "policy",
+        "prices",
+        "provider",
+        "started",
+        "timestamp",
+        "tool_choice",
+        "tools_declared",
+    )
+
+    def __init__(
+        self,
+        *,
+        api: str,
+        provider: str = "",
+        model: str = "",
+        tool_choice: ToolChoice = None,
+        tools_declared: bool | None = None,
+        prices: ModelCost | None = None,
+        policy: CompletionPolicy | None = None,
+    ) -> None:
+        self.api = api
+        self.policy = policy
+        self.provider = provider
+        self.model = model
+        self.tool_choice = tool_choice
+        self.tools_declared = tools_declared
+        self.prices = prices
+        self.timestamp = now_ms()
+        self._forced_name = tool_choice.get("name") if isinstance(tool_choice, dict) else None
+        self._blocks: list[Block] = []
+        self._keys: dict[Hashable, Block] = {}
+        self._call_ids: dict[str, Block] = {}
+        self._v = 0
+        self._usage = NO_USAGE
+        self._usage_hist: list[Usage] = []
+        self._usage_vs: list[int] = []
+        self._finish: Finish | None = None
+        self._response_id: str | None = None
+        self._response_model: str | None = None
+        self.started = False
+        self.done = False
+        self.message: AssistantMessage | None = None
+
+    # ------------------------------------------------------------------ snapshots
+
+    def snapshot(self, v: int) -> AssistantMessage:
+        """The message as it stood at version ``v`` (``event.partial``)."""
+        content = tuple(b.build(v) for b in self._blocks if b.start_v <= v)
+        usage = self._usage
+        if self._usage_vs and self._usage_vs[-1] > v:
+            i = bisect_right(self._usage_vs, v)
+            usage = self._usage_hist[i - 1] if i else NO_USAGE
+        return AssistantMessage(
+            content=content,
+            api=self.api,
+            provider=self.provider,
+            model=self.model,
+            usage=usage,
+            stop_reason=None,
+            response_id=self._response_id,
+            response_model=self._response_model,
+            timestamp=self.timestamp,
+        )
+
+    # ------------------------------------------------------------------ driving
+
+    def start(self, out: list[Event]) -> None:
+        """Append the ``start`` event (once)."""
+        if not self.started:
+            self.started = True
+            out.append(StartEvent(_src=self, _v=self._v))
+            self._v += 1
+
+    def feed(self, deltas: Iterable[Delta], out: list[Event]) -> None:
+        """Apply deltas, appending events to ``out``.
+
+        Raises a :class:`StreamError` on a protocol violation; events appended
+        before it stay valid, and the caller ends the stream with :meth:`fail`.
+        """
+        handlers = _HANDLERS
+        for d in deltas:
+            if self.done:
+                return
+            handlers[type(d)](self, d, out)
+
+    def fail(self, exc: StreamError, out: list[Event]) -> None:
+        """End the stream with an ``error``/``aborted`` event keeping all content."""
+        if self.done:
+            return
+        self.start(out)
+        reason: Literal["error", "aborted"] = (
+            "aborted" if isinstance(exc, AbortedError) else "error"
+        )
+        provider_reason = self._finish.provider_reason if self._finish else None
+        msg = self._final_message(reason, exc.to_info(), provider_reason, untrusted=False)
+        out.append(ErrorEvent(reason=reason, message=msg, _partial=msg))
+        self._v += 1
+
+    def abort(self, out: list[Event], reason: str = "the stream was aborted by the caller") -> None:
+        self.fail(AbortedError(reason), out)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _block(self, key: Hashable, kind: str, out: list[Event]) -> Block:
+        b = self._keys.get(key)
+        if b is not None and not b.closed:
+            if b.kind != kind:
+                raise _malformed_kind(key, b.kind, kind)
+            return b
+        b = Block(kind, self._v)
+        self._keys[key] = b
+        ci = b.ci = len(self._blocks)
+        self._blocks.append(b)
+        if kind == "text":
+            out.append(TextStartEvent(content_index=ci, _src=self, _v=self._v))
+        elif kind == "thinking":
+            out.append(ThinkingStartEvent(content_index=ci, _src=self, _v=self._v))
+        self._v += 1
+        return b
+
+    def _index(self, b: Block) -> int:
+        return b.ci
+
+    # ------------------------------------------------------------------ text/thinking
+
+    # The two handlers below run once per event of nearly every stream: locals, no
+    # helper calls.
+
+    def _on_text(self, d: TextDelta, out: list[Event]) -> None:
+        text = d.text
+        if not text:
+            return
+        b = self._keys.get(d.key)
+        if b is None or b.closed or b.kind != "text":
+            b = self._block(d.key, "text", out)
+        v = self._v
+        b.pieces.append(text)
+        b.vs.append(v)
+        out.append(TextDeltaEvent(content_index=b.ci, delta=text, _src=self, _v=v))
+        self._v = v + 1
+
+    def _on_thinking(self, d: ThinkingDelta, out: list[Event]) -> None:
+        text = d.text
+        if not text:
+            return
+        b = self._keys.get(d.key)
+        if b is None or b.closed or b.kind != "thinking":
+            b = self._block(d.key, "thinking", out)
+        v = self._v
+        b.pieces.append(text)
+        b.vs.append(v)
+        out.append(ThinkingDeltaEvent(content_index=b.ci, delta=text, _src=self, _v=v))
+        self._v = v + 1
+
+    def _on_block_start(self, d: BlockStart, out: list[Event]) -> None:
+        existing = self._keys.get(d.key)
+        if existing is not None and not existing.closed:
+            return
+        if d.kind == "tool_call":
+            self._on_tool(ToolCallDelta(key=d.key, id=d.id, name=d.name), out)
+            b = self._keys[d.key]
+        else:
+            b = self._block(d.key, d.kind, out)
+        if d.redacted:
+            b.redacted = True
+        if d.signature is not None:
+            b.sigs.append(d.signature)
+            b.sig_vs.append(b.start_v)
+
+    def _on_signature(self, d: BlockSignature, out: list[Event]) -> None:
+        b = self._keys.get(d.key)
+        if b is None:
+            raise _malformed_missing(d.key, "signature")
+        prev = b.sigs[-1] if b.sigs else None
+        sig = (prev or "") + d.signature if d.append else d.signature
+        b.sigs.append(sig)
+        b.sig_vs.append(self._v)
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _on_tool(self, d: ToolCallDelta, out: list[Event]) -> None:
+        b = self._keys.get(d.key)
+        if (
+            b is not None
+            and d.id is None
+            and d.name is None
+            and b.kind == "tool_call"
+            and not b.closed
+        ):
+            # The hot path: more arguments for an open call (what the checks below
+            # amount to when the fragment carries no id and no name).
+            args = d.arguments
+            if args:
+                v = self._v
+                b.pieces.append(args)
+                b.vs.append(v)
+                out.append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
+                self._v = v + 1
+            return
+        if b is not None and (b.closed or b.kind != "tool_call"):
+            b = None if b.closed else b
+            if b is not None:
+                raise _malformed_kind(d.key, b.kind, "tool_call")
+        if b is not None and d.id and b.call_id and d.id != b.call_id:
+            # A new id at a used index is a new call (Groq, Ollama).
+            b = None
+        if d.id and (b is None or b.call_id is None):
+            # Checked before a block is opened, so the conflicting fragment leaves
+            # no phantom call (id "", name "") in the error message.
+            other = self._call_ids.get(d.id)
+            if other is not None and other is not b:
+                raise ToolCallProtocolError(
+                    f"tool call id {d.id!r} appears at two provider indexes"
+                )
+        if b is None:
+            if self.policy is None:
+                self._check_call_allowed(d)
+            if not d.id and not d.name:
+                raise ToolCallProtocolError(
+                    f"tool call {_key_str(d.key)}: a fragment arrived before the call "
+                    "started (no id and no name)"
+                )
+            b = Block("tool_call", self._v)
+            self._keys[d.key] = b
+            ci = b.ci = len(self._blocks)
+            self._blocks.append(b)
+            out.append(ToolCallStartEvent(content_index=ci, _src=self, _v=self._v))
+            self._v += 1
+        if d.id and b.call_id is None:
+            b.call_id = d.id
+            self._call_ids[d.id] = b
+        if d.name:
+            if b.name is None:
+                b.name = d.name  # kept in the error message if the check below fails
+                if self.policy is None:
+                    self._check_name(d.name)
+            elif d.name != b.name:
+                raise ToolCallProtocolError(
+                    f"tool call {b.call_id or _key_str(d.key)}: name changed from "
+                    f"{b.name!r} to {d.name!r}"
+                )
+        if d.arguments:
+            v = self._v
+            b.pieces.append(d.arguments)
+            b.vs.append(v)
+            out.append(ToolCallDeltaEvent(content_index=b.ci, delta=d.arguments, _src=self, _v=v))
+            self._v = v + 1
+
+    def _on_tool_args(self, d: ToolCallArguments, out: list[Event]) -> None:
+        b = self._keys.get(d.key)
+        if b is None or b.kind != "tool_call":
+            raise _malformed_missing(d.key, "arguments")
+        streamed = "".join(b.pieces)
+        if d.arguments == streamed:
+            return
+        if d.arguments.startswith(streamed):
+            # Arguments that arrive only (or partly) in the final event must be used.
+            self._on_tool(ToolCallDelta(key=d.key, arguments=d.arguments[len(streamed) :]), out)
+        else:
+            b.args_override = (self._v, d.arguments)
+
+    def _check_call_allowed(self, d: ToolCallDelta) -> None:
+        if self.tool_choice == "none":
+            raise ToolCallProtocolError(
+                f"the model started a tool call ({d.name or d.id or _key_str(d.key)}) "
+                'although tool_choice was "none"'
+            )
+        if self.tools_declared is False:
+            raise ToolCallProtocolError(
+                f"the model started a tool call ({d.name or d.id or _key_str(d.key)}) "
+                "although no tools were declared"
+            )
+
+    def _check_name(self, name: str) -> None:
+        if self._forced_name is not None and name != self._forced_name:
+            raise ToolCallProtocolError(
+                f"tool_choice forced {self._forced_name!r} but the model called {name!r}"
+            )
+
+    def _complete_call(self, b: Block, out: list[Event], trusted: bool) -> None:
+        if b.call_id is None or b.name is None:
+            raise ToolCallProtocolError(
+                f"tool call at content index {self._index(b)} ended without "
+                + ("an id" if b.call_id is None else "a name")
+            )
+        raw = b.text_at(self._v)
+        args = parse_arguments(raw) if trusted else None
+        call = ToolCall(
+            id=b.call_id,
+            name=b.name,
+            arguments=args if args is not None else {},
+            raw_arguments=raw,
+            signature=b.signature_at(self._v),
+        )
+        b.final = call
+        b.final_v = self._v
+        b.closed = True
+        out.append(
+            ToolCallEndEvent(content_index=self._index(b), tool_call=call, _src=self, _v=self._v)
+        )
+        self._v += 1
+
+    # ------------------------------------------------------------------ ends
+
+    def _close(self, b: Block, out: list[Event], trusted: bool = True) -> None:
+        if b.closed:
+            return
+        if b.kind == "tool_call":
+            self._complete_call(b, out, trusted)
+            return
+        content = b.build(self._v)
+        b.final = content
+        b.final_v = self._v
+        b.closed = True
+        ci = self._index(b)
+        if isinstance(content, TextContent):
+            out.append(TextEndEvent(content_index=ci, content=content, _src=self, _v=self._v))
+        elif isinstance(content, ThinkingContent):
+            out.append(ThinkingEndEvent(content_index=ci, content=content, _src=self, _v=self._v))
+        self._v += 1
+
+    def _on_block_end(self, d: BlockEnd, out: list[Event]) -> None:
+        b = self._keys.get(d.key)
+        if b is None:
+            return
+        self._close(b, out)
+
+    def _on_finish(self, d: Finish, out: list[Event]) -> None:
+        self._finish = d
+
+    def _on_usage(self, d: UsageUpdate, out: list[Event]) -> None:
+        u = self._usage
+        i = u.input if d.input is None else d.input
+        o = u.output if d.output is None else d.output
+        cr = u.cache_read if d.cache_read is None else d.cache_read
+        cw = u.cache_write if d.cache_write is None else d.cache_write
+        total = i + o + cr + cw
+        new = Usage(
+            input=i, output=o, cache_read=cr, cache_write=cw, total_tokens=total, cost=NO_COST
+        )
+        self._usage = new
+        self._usage_hist.append(new)
+        self._usage_vs.append(self._v)
+
+    def _on_meta(self, d: ResponseMeta, out: list[Event]) -> None:
+        if d.response_id and self._response_id is None:
+            self._response_id = d.response_id
+        # The model that answered (often a dated snapshot of the requested id).
+        if d.model and self._response_model is None:
+            self._response_model = d.model
+
+    def _on_end(self, d: EndOfStream, out: list[Event]) -> None:
+        fin = self._finish
+        if fin is None:
+            raise TruncatedStreamError(
+                "the stream ended without a finish reason (the response may be incomplete)"
+            )
+        if fin.stop_reason == "error":
+            kind = fin.error_kind or "provider_stream"
+            text = fin.error_message or f"the provider stopped with {fin.provider_reason!r}"
+            raise error_class_for_kind(kind)(text)
+        length = fin.stop_reason == "length"
+        calls = [b for b in self._blocks if b.kind == "tool_call"]
+        # Close open blocks in content order: tool_call_end before done (rule 3).
+        for b in self._blocks:
+            self._close(b, out, trusted=not length)
+        reason: Literal["stop", "length", "tool_use"] = fin.stop_reason
+        if not length:
+            complete = [b for b in calls if isinstance(b.final, ToolCall)]
+            if reason == "tool_use" and not complete:
+                raise ToolCallProtocolError(
+                    f"finish reason {fin.provider_reason or 'tool_use'!r} but no tool call was made"
+                )
+            if complete:
+                reason = "tool_use"
+        if not length and self.policy is None:
+            if self.tool_choice == "required" and not complete:
+                raise ToolCallProtocolError(
+                    'tool_choice was "required" but the model made no complete tool call'
+                )
+            if self._forced_name is not None and not any(
+                isinstance(b.final, ToolCall) and b.final.name == self._forced_name
+                for b in complete
+            ):
+                raise ToolCallProtocolError(
+                    f"tool_choice forced {self._forced_name!r} but the model did not call it"
+                )
+        # Rule 3: after a length finish no call is trusted, not even one whose block
+        # closed before the limit; the raw text stays for inspection.
+        msg = self._final_message(reason, None, fin.provider_reason, untrusted=length)
+        if not length and self.policy is not None:
+            verdict = self._judge(msg)
+            if verdict is not None:
+                self.done = False  # fail() forms the terminal error event
+                self.message = None
+                raise ToolCallProtocolError(verdict)
+        out.append(DoneEvent(reason=reason, message=msg, _partial=msg))
+        self._v += 1
+        self.done = True
+        self.message = msg
+
+    def _judge(self, msg: AssistantMessage) -> str | None:
+        assert self.policy is not None
+        try:
+            verdict = self.policy(msg, self.tool_choice, self.tools_declared)
+        except Exception as exc:  # the stream must still end typed, never raise
+            return f"the completion policy failed: {exc!r}"
+        if verdict is None or isinstance(verdict, str):
+            return verdict
+        return (
+            f"the completion policy returned {verdict!r}; it must return None (accept) "
+            "or a string (the reason to reject)"
+        )
+
+    def _final_message(
+        self,
+        reason: Literal["stop", "length", "tool_use", "error", "aborted"],
+        error: ErrorInfo | None,
+        provider_reason: str | None,
+        *,
+        untrusted: bool,
+    ) -> AssistantMessage:
+        v = self._v
+        content: list[AssistantContent] = []
+        for b in self._blocks:
+            if b.final is not None:
+                final = b.final
+                if untrusted and isinstance(final, ToolCall) and final.arguments:
+                    final = msgspec.structs.replace(final, arguments={})
+                content.append(final)
+            elif b.kind == "tool_call":
+                # An unfinished call keeps its raw text; its arguments are never trusted.
+                content.append(b.build(v, final_args={}))
+            else:
+                content.append(b.build(v))
+        msg = AssistantMessage(
+            content=tuple(content),
+            api=self.api,
+            provider=self.provider,
+            model=self.model,
+            usage=compute_cost(self._usage, self.prices),
+            stop_reason=reason,
+            error=error,
+            provider_stop_reason=provider_reason,
+            response_id=self._response_id,
+            response_model=self._response_model,
+            timestamp=self.timestamp,
+        )
+        self.done = True
+        self.message = msg
+        return msg
+
+
+# Delta type → handler, shared by every assembler: a per-instance table of bound
+# methods would cost eleven allocations per response, which shows on short streams.
+_HANDLERS: dict[type, Any] = {
+    TextDelta: Assembler._on_text,
+    ThinkingDelta: Assembler._on_thinking,
+    ToolCallDelta: Assembler._on_tool,
+    ToolCallArguments: Assembler._on_tool_args,
+    BlockStart: Assembler._on_block_start,
+    BlockSignature: Assembler._on_signature,
+    BlockEnd: Assembler._on_block_end,
+    Finish: Assembler._on_finish,
+    UsageUpdate: Assembler._on_usage,
+    ResponseMeta: Assembler._on_meta,
+    EndOfStream: Assembler._on_end,
+}
+
+
+def _key_str(key: Hashable) -> str:
+    if isinstance(key, tuple):
+        return "[" + "][".join(str(k) for k in key) + "]"
+    return str(key)
+
+
+def _malformed_kind(key: Hashable, have: str, got: str) -> StreamError:
+    return MalformedChunkError(
+        f"block {_key_str(key)} is a {have} block but a {got} fragment arrived for it"
+    )
+
+
+def _malformed_missing(key: Hashable, what: str) -> StreamError:
+    return MalformedChunkError(f"{what} for block {_key_str(key)}, which never started")

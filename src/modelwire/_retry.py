@@ -1,0 +1,173 @@
+"""One call's deadline and retry decisions, shared by the async and sync send loops.
+
+Sans-IO: :class:`RetryPolicy` never sleeps and never touches a socket. ``modelwire._http``
+asks it, after every failed attempt, how long to wait before the next one; the async
+loop then awaits ``asyncio.sleep`` and the sync loop calls ``time.sleep`` — the only
+difference between the two paths. Keeping the decision here is what stops the two
+loops from drifting apart again (issue 14).
+
+Rules (DESIGN §2a "Errors and limits"):
+
+* Only failures before the first byte of a successful response are retried: a connect
+  failure, or a status in :data:`RETRY_STATUSES`. A timeout is not retried (the
+  caller's budget is spent), nor a 4xx other than 408/409/429.
+* ``Retry-After`` / ``retry-after-ms`` is honoured up to :data:`MAX_RETRY_AFTER`
+  seconds; longer ends the call at once with the provider's error. A value that is not
+  a finite, non-negative number (``nan``, ``inf``, ``-1``, garbage) is ignored and the
+  normal backoff applies (RFC 9110 §10.2.3: delay-seconds is a non-negative integer).
+* ``Timeout(total=…)`` bounds everything, retry sleeps included: a wait longer than
+  what is left of the deadline is not started; the call ends at once with the error
+  that caused the retry.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import math
+import random
+import time
+from collections.abc import Callable
+
+from ._options import Timeout
+from .errors import ProviderError, RequestTimeoutError, StreamError
+
+__all__ = ["MAX_RETRY_AFTER", "RETRY_STATUSES", "RetryPolicy", "parse_retry_after"]
+
+#: ``Retry-After`` is honoured up to this many seconds; longer ends the call (DESIGN §2a).
+MAX_RETRY_AFTER = 60.0
+#: Statuses worth another attempt: timeouts, conflicts, rate limits, server trouble
+#: (529 is Anthropic's "overloaded").
+RETRY_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+_BACKOFF_BASE = 0.5
+_BACKOFF_CAP = 8.0
+
+
+def _seconds(text: str, scale: float = 1.0) -> float | None:
+    try:
+        value = float(text) * scale
+    except ValueError:
+        return None
+    # float() accepts "nan", "inf" and "-1": none of them is a wait.
+    return value if math.isfinite(value) and value >= 0 else None
+
+
+def parse_retry_after(
+    retry_after: str | None, retry_after_ms: str | None = None, *, now: float | None = None
+) -> float | None:
+    """The wait in seconds a response asked for, or ``None`` when it asked for none
+    that makes sense.
+
+    ``retry-after-ms`` (OpenAI, Anthropic) wins when valid; ``Retry-After`` is
+    delay-seconds or an HTTP-date (RFC 9110 §10.2.3), a date in the past meaning 0.
+    """
+    if retry_after_ms:
+        ms = _seconds(retry_after_ms.strip(), 1e-3)
+        if ms is not None:
+            return ms
+    if not retry_after:
+        return None
+    value = retry_after.strip()
+    seconds = _seconds(value)
+    if seconds is not None:
+        return seconds
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    try:
+        stamp = when.timestamp()
+    except (OverflowError, OSError, ValueError):
+        return None
+    return max(stamp - (time.time() if now is None else now), 0.0)
+
+
+class RetryPolicy:
+    """The deadline and retry budget of one call (every attempt of it).
+
+    ``clock`` (monotonic seconds) and ``rng`` (``[0, 1)``, the backoff jitter) are
+    parameters so tests can drive the policy without waiting.
+    """
+
+    __slots__ = ("_clock", "_rng", "attempts", "deadline", "max_retries", "timeout")
+
+    def __init__(
+        self,
+        timeout: Timeout,
+        max_retries: int,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] | None = None,
+    ) -> None:
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._clock = clock
+        self._rng = rng or random.random
+        #: Attempts that failed so far (the next attempt is number ``attempts + 1``).
+        self.attempts = 0
+        #: The ``clock`` value at which the call's total timeout expires (``None``: never).
+        self.deadline = None if timeout.total is None else clock() + timeout.total
+
+    def remaining(self) -> float | None:
+        """Seconds left before the total deadline (``None`` without one; never negative)."""
+        if self.deadline is None:
+            return None
+        return max(self.deadline - self._clock(), 0.0)
+
+    def expired(self) -> bool:
+        return self.deadline is not None and self._clock() >= self.deadline
+
+    def bound(self, seconds: float | None) -> float | None:
+        """``seconds`` (a per-phase timeout, ``None`` = unlimited) cut to what is left
+        of the deadline, so no single wait can outlast the whole call."""
+        left = self.remaining()
+        if left is None:
+            return seconds
+        left = max(left, 1e-3)  # httpx treats 0 as "no time at all" before even trying
+        return left if seconds is None else min(seconds, left)
+
+    def total_timeout(self, while_: str) -> RequestTimeoutError:
+        total = self.timeout.total
+        return RequestTimeoutError(f"total timeout ({total:g} s) expired {while_}")
+
+    def backoff(self) -> float:
+        """Exponential backoff with jitter for attempt ``attempts`` (0-based)."""
+        base = min(_BACKOFF_CAP, _BACKOFF_BASE * 2.0 ** (self.attempts - 1))
+        return float(base) * (0.5 + self._rng() / 2)
+
+    def next_wait(self, err: StreamError) -> float:
+        """Record a failed attempt; the seconds to wait before the next one.
+
+        Raises ``err`` (with the reason appended) when the call should end instead:
+        the error is not retryable, the retries are used up, the provider asked for
+        a wait beyond :data:`MAX_RETRY_AFTER`, or the wait would outlast the deadline.
+        """
+        self.attempts += 1
+        retry_after = err.retry_after
+        if retry_after is not None and retry_after > MAX_RETRY_AFTER:
+            raise _annotated(
+                err,
+                f"the provider asked to retry after {retry_after:.0f} s, longer than "
+                f"modelwire waits ({MAX_RETRY_AFTER:.0f} s)",
+            )
+        if isinstance(err, ProviderError) and err.status is not None:
+            retryable = err.status in RETRY_STATUSES
+        else:
+            # A transport failure before any response; a timeout spent the budget.
+            retryable = err.kind == "connect" and not isinstance(err, RequestTimeoutError)
+        if not retryable or self.attempts > self.max_retries:
+            raise err
+        wait = retry_after if retry_after is not None else self.backoff()
+        left = self.remaining()
+        if left is not None and wait >= left:
+            raise _annotated(
+                err,
+                f"not retried: the total timeout leaves {left:.2f} s, less than the "
+                f"{wait:.2f} s wait before the next attempt",
+            )
+        return wait
+
+
+def _annotated(err: StreamError, why: str) -> StreamError:
+    err.message += f" — {why}"
+    err.args = (err.message,)
+    return err

@@ -1,0 +1,395 @@
+"""The stream objects returned by ``mw.stream`` and ``mw.stream_sync``.
+
+Contract (DESIGN §2, §2a): no I/O until iterated; ``start`` first and exactly
+one terminal event (``done`` or ``error``) last; ``result()`` returns the same
+message as the terminal event and never hangs; ``aclose()``/``abort()`` end the
+stream as aborted — the next item yielded is the terminal ``error(aborted)``,
+whose message holds everything received so far — and close the connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import threading
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
+from typing import Any, Literal
+
+import msgspec
+
+from .errors import AbortedError, StreamError
+from .events import DoneEvent, ErrorEvent, Event
+from .types import AssistantMessage
+
+__all__ = [
+    "AssistantMessageStream",
+    "StreamChannel",
+    "SyncAssistantMessageStream",
+    "SyncStreamChannel",
+    "aborted_from",
+    "failed_from",
+]
+
+_TERMINAL = (DoneEvent, ErrorEvent)
+_ABORT_TEXT = "the stream was aborted by the caller"
+
+# A producer fills the queue with batches of events and returns when the
+# terminal event is queued. It receives the stream's channel (never the stream
+# itself) so it can read ``aborted`` and set ``abort_events``/``fail_events``.
+Producer = Callable[["StreamChannel"], Coroutine[Any, Any, None]]
+
+# Producer tasks still running (e.g. draining the body after the terminal event
+# so the connection returns to the pool): the event loop keeps only weak
+# references to tasks, so they are held here until done (asyncio docs,
+# ``create_task``). A task holds its channel, never the stream: a stream the
+# caller drops is collected at once and its ``__del__`` cancels the task.
+_RUNNING: set[asyncio.Task[None]] = set()
+
+
+class StreamChannel:
+    """The producer's side of a stream: the queue it fills and the callbacks that
+    build the aborted / failed terminal from what was received.
+
+    Kept apart from :class:`AssistantMessageStream` so the producer task holds no
+    reference to the stream: a stream dropped without closing (``break`` out of
+    ``async for``, last reference gone) is freed by reference counting and closes
+    its connection at once, instead of living on with its task until the idle
+    timeout (issue 14).
+    """
+
+    __slots__ = ("abort_events", "aborted", "fail_events", "overflow", "queue")
+
+    def __init__(self, queue_size: int) -> None:
+        self.queue: asyncio.Queue[list[Event]] = asyncio.Queue(queue_size)
+        self.overflow: list[Event] | None = None
+        #: Set by the stream when the caller aborts: the producer stops reading.
+        self.aborted = False
+        # Set by the producer: build the aborted / failed terminal from what was received.
+        self.abort_events: Callable[[], list[Event]] | None = None
+        self.fail_events: Callable[[BaseException], list[Event]] | None = None
+
+    async def put(self, events: list[Event]) -> None:
+        """Queue one batch of events (waits while the consumer is behind)."""
+        await self.queue.put(events)
+
+    def put_final(self, events: list[Event]) -> None:
+        try:
+            self.queue.put_nowait(events)
+        except asyncio.QueueFull:
+            self.overflow = events
+
+
+async def _run(producer: Producer, ch: StreamChannel) -> None:
+    try:
+        await producer(ch)
+    except asyncio.CancelledError:
+        ch.put_final(ch.abort_events() if ch.abort_events else [])
+        raise
+    except Exception as exc:  # the stream must never hang (DESIGN §2a)
+        ch.put_final(ch.fail_events(exc) if ch.fail_events else [])
+
+
+def aborted_from(message: AssistantMessage) -> ErrorEvent:
+    """The terminal ``error(aborted)`` event for ``message`` (a partial snapshot or a
+    final message): its content kept, ``stop_reason`` "aborted"."""
+    return failed_from(message, AbortedError(_ABORT_TEXT))
+
+
+def failed_from(message: AssistantMessage, exc: StreamError) -> ErrorEvent:
+    """The terminal ``error`` event for ``message`` failed with ``exc``, content kept."""
+    reason: Literal["error", "aborted"] = "aborted" if isinstance(exc, AbortedError) else "error"
+    msg = msgspec.structs.replace(message, stop_reason=reason, error=exc.to_info())
+    return ErrorEvent(reason=reason, message=msg, _partial=msg)
+
+
+class AssistantMessageStream:
+    """Async iterator of :mod:`modelwire.events` for one assistant response."""
+
+    def __init__(self, producer: Producer, *, queue_size: int = 64) -> None:
+        self._producer = producer
+        self._queue_size = queue_size
+        self._ch: StreamChannel | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._buffer: collections.deque[Event] = collections.deque()
+        self._terminal: DoneEvent | ErrorEvent | None = None
+        self._delivered_terminal = False
+        self._abort_requested = False
+
+    @property
+    def aborted(self) -> bool:
+        return self._abort_requested
+
+    # ---------------------------------------------------------------- consumer side
+
+    def _ensure_started(self) -> StreamChannel:
+        if self._ch is None:
+            self._loop = asyncio.get_running_loop()
+            self._ch = StreamChannel(self._queue_size)
+            self._task = self._loop.create_task(_run(self._producer, self._ch))
+            _RUNNING.add(self._task)
+            self._task.add_done_callback(_RUNNING.discard)
+        return self._ch
+
+    def __aiter__(self) -> AsyncIterator[Event]:
+        return self
+
+    async def __anext__(self) -> Event:
+        if self._delivered_terminal:
+            raise StopAsyncIteration
+        if self._abort_requested:
+            return await self._deliver_abort()
+        if not self._buffer:
+            ch = self._ensure_started()
+            try:
+                batch = await self._next_batch(ch)
+            except asyncio.CancelledError:
+                # The consumer was cancelled: stop the producer and its connection.
+                self._abort_requested = ch.aborted = True
+                if self._task is not None:
+                    self._task.cancel()
+                raise
+            if self._abort_requested:
+                # Keep what this batch carried: the aborted terminal holds it.
+                self._buffer.extend(batch)
+                return await self._deliver_abort()
+            self._buffer.extend(batch)
+            if not self._buffer:
+                return await self.__anext__()
+        event = self._buffer.popleft()
+        if isinstance(event, _TERMINAL):
+            self._terminal = event
+            self._delivered_terminal = True
+            self._buffer.clear()
+        return event
+
+    async def _next_batch(self, ch: StreamChannel) -> list[Event]:
+        assert self._task is not None
+        if ch.overflow is not None and ch.queue.empty():
+            overflow, ch.overflow = ch.overflow, None
+            return overflow
+        if self._task.done() and ch.queue.empty():
+            # The producer ended without a terminal event: never hang.
+            fn = ch.fail_events
+            batch = fn(RuntimeError("the stream producer stopped")) if fn else []
+            return batch or self._fallback_abort()
+        return await ch.queue.get()
+
+    def _fallback_abort(self) -> list[Event]:
+        from ._assemble import Assembler
+
+        out: list[Event] = []
+        Assembler(api="").abort(out, "the stream producer stopped without a result")
+        return out
+
+    async def _deliver_abort(self) -> Event:
+        task, ch = self._task, self._ch
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                raise
+        events: list[Event] = []
+        if ch is not None:
+            while not ch.queue.empty():
+                events.extend(ch.queue.get_nowait())
+            if ch.overflow:
+                events.extend(ch.overflow)
+                ch.overflow = None
+        events = list(self._buffer) + events
+        self._buffer.clear()
+        terminal = next((e for e in reversed(events) if isinstance(e, _TERMINAL)), None)
+        if terminal is None or terminal.reason != "aborted":
+            if terminal is not None:
+                terminal = aborted_from(terminal.message)
+            elif ch is not None and ch.abort_events is not None:
+                built = ch.abort_events()
+                terminal = next((e for e in built if isinstance(e, ErrorEvent)), None)
+        if terminal is None:
+            # Aborted before iterating: nothing was sent, nothing was received.
+            terminal = self._fallback_abort()[-1]  # type: ignore[assignment]
+        assert isinstance(terminal, _TERMINAL)
+        self._terminal = terminal
+        self._delivered_terminal = True
+        return terminal
+
+    async def result(self) -> AssistantMessage:
+        """The final message (the terminal event's ``message``); consumes the rest."""
+        while not self._delivered_terminal:
+            await self.__anext__()
+        assert self._terminal is not None
+        return self._terminal.message
+
+    def abort(self) -> None:
+        """End the stream as aborted; callable from any thread."""
+        if self._delivered_terminal:
+            return
+        self._abort_requested = True
+        if self._ch is not None:
+            self._ch.aborted = True
+        loop, task = self._loop, self._task
+        if loop is not None and task is not None and not task.done():
+            try:
+                if loop is _running_loop():
+                    task.cancel()
+                else:
+                    loop.call_soon_threadsafe(task.cancel)
+            except RuntimeError:  # the loop is closed
+                pass
+
+    async def aclose(self) -> None:
+        """Abort (if not finished) and wait until the connection is closed."""
+        if not self._delivered_terminal:
+            self.abort()
+            await self.__anext__()
+        elif self._task is not None and not self._task.done():
+            self._task.cancel()
+            await asyncio.wait({self._task})
+
+    async def __aenter__(self) -> AssistantMessageStream:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __del__(self) -> None:
+        task = self._task
+        # After the terminal event the producer only drains the rest of the body
+        # (bounded in bytes and time) so the connection can be reused: let it.
+        if task is not None and not task.done() and not self._delivered_terminal:
+            loop = self._loop
+            if loop is not None and not loop.is_closed():
+                loop.call_soon_threadsafe(task.cancel)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+class SyncStreamChannel:
+    """The producer's side of a sync stream (see :class:`StreamChannel`): the producer
+    generator holds this, never the stream, so a dropped stream frees the generator at
+    once, and closing it runs the producer's ``finally`` (the response is closed)."""
+
+    __slots__ = ("abort_events", "abort_flag", "fail_events", "on_abort")
+
+    def __init__(self) -> None:
+        self.abort_flag = threading.Event()
+        self.abort_events: Callable[[], list[Event]] | None = None
+        self.fail_events: Callable[[BaseException], list[Event]] | None = None
+        self.on_abort: Callable[[], None] | None = None
+
+    @property
+    def aborted(self) -> bool:
+        return self.abort_flag.is_set()
+
+
+class SyncAssistantMessageStream:
+    """Iterator twin for ``stream_sync``; runs in the calling thread, no event loop."""
+
+    def __init__(
+        self,
+        produce: Callable[[SyncStreamChannel], Iterator[list[Event]]],
+    ) -> None:
+        self._produce = produce
+        self._ch = SyncStreamChannel()
+        self._gen: Iterator[list[Event]] | None = None
+        self._buffer: collections.deque[Event] = collections.deque()
+        self._terminal: DoneEvent | ErrorEvent | None = None
+        self._abort_requested = self._ch.abort_flag
+
+    @property
+    def aborted(self) -> bool:
+        return self._abort_requested.is_set()
+
+    def __iter__(self) -> Iterator[Event]:
+        return self
+
+    def __next__(self) -> Event:
+        if self._terminal is not None:
+            raise StopIteration
+        if self._abort_requested.is_set():
+            return self._deliver(self._abort_terminal())
+        while not self._buffer:
+            if self._gen is None:
+                self._gen = self._produce(self._ch)
+            try:
+                batch = next(self._gen)
+            except StopIteration:
+                fn = self._ch.fail_events
+                batch = fn(RuntimeError("the stream producer stopped")) if fn else []
+                if not batch:
+                    return self._deliver(self._abort_terminal())
+            except Exception as exc:
+                if self._abort_requested.is_set():
+                    return self._deliver(self._abort_terminal())
+                fn = self._ch.fail_events
+                if fn is None:
+                    raise
+                batch = fn(exc)
+            if self._abort_requested.is_set():
+                # The batch may hold the aborted terminal the producer built with
+                # all content: ``_abort_terminal`` finds it in the buffer.
+                self._buffer.extend(batch)
+                return self._deliver(self._abort_terminal())
+            self._buffer.extend(batch)
+        event = self._buffer.popleft()
+        if isinstance(event, _TERMINAL):
+            return self._deliver(event)
+        return event
+
+    def _abort_terminal(self) -> DoneEvent | ErrorEvent:
+        built = self._ch.abort_events() if self._ch.abort_events else []
+        term = next((e for e in built if isinstance(e, _TERMINAL)), None)
+        if term is None:
+            term = next((e for e in reversed(self._buffer) if isinstance(e, _TERMINAL)), None)
+            if term is not None and term.reason != "aborted":
+                term = aborted_from(term.message)
+        if term is None:
+            from ._assemble import Assembler
+
+            out: list[Event] = []
+            Assembler(api="").abort(out)
+            term = out[-1]  # type: ignore[assignment]
+        assert isinstance(term, _TERMINAL)
+        return term
+
+    def _deliver(self, event: DoneEvent | ErrorEvent) -> Event:
+        self._terminal = event
+        self._buffer.clear()
+        if self._gen is not None and hasattr(self._gen, "close"):
+            self._gen.close()  # closes the response in the producer's finally
+        return event
+
+    def result(self) -> AssistantMessage:
+        """The final message; consumes the rest of the stream."""
+        while self._terminal is None:
+            next(self)
+        return self._terminal.message
+
+    def abort(self) -> None:
+        """End the stream as aborted; callable from any thread (closes the response)."""
+        if self._terminal is not None:
+            return
+        self._abort_requested.set()
+        cb = self._ch.on_abort
+        if cb is not None:
+            try:
+                cb()
+            except Exception:
+                pass
+
+    def close(self) -> None:
+        if self._terminal is None:
+            self.abort()
+            next(self)
+
+    def __enter__(self) -> SyncAssistantMessageStream:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

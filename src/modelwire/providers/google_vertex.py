@@ -1,8 +1,0 @@
-"""Provider ``google-vertex``: Gemini on Google Vertex AI, over the
-Gemini wire API (see :mod:`modelwire.providers._vertex`)."""
-
-from __future__ import annotations
-
-from ._vertex import GEMINI_RULES as RULES
-
-__all__ = ["RULES"]
