@@ -1,0 +1,122 @@
+"""What the sans-IO agent core asks its driver to do.
+
+The loop (:mod:`modelwire.agent._loop`), the tool turn
+(:mod:`modelwire.agent._tools_turn`) and the per-call judgements
+(:mod:`modelwire.agent._execute`) are generators: they make every decision and
+``yield`` an intent whenever they must wait for something; the driver
+(:mod:`modelwire.agent._drive`) does the waiting — with ``await`` on the async
+path, directly on the sync path — and sends the answer back (or throws the
+exception the waiting raised into the generator). Agent events are yielded the
+same way, and the driver passes them on to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from ..tools import Tool, ToolContext
+    from ..types import Context, Message, Model
+    from ._execute import AfterToolCall, Prepared
+    from ._turns import Turn
+    from .events import AgentEvent
+
+__all__ = [
+    "Core",
+    "Intent",
+    "Invoke",
+    "InvokeAborted",
+    "InvokeTimedOut",
+    "NextModelEvent",
+    "NextToolItem",
+    "OpenModel",
+    "Resolve",
+    "Spawn",
+]
+
+
+class Resolve:
+    """A value a hook or dynamic callable returned: the answer is the value itself,
+    or what it resolves to when it is awaitable."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+class OpenModel:
+    """Start one model call: ``stream_fn(model, context, **options)``; the answer is
+    the stream."""
+
+    __slots__ = ("context", "model", "options")
+
+    def __init__(self, model: Model, context: Context, options: dict[str, Any]) -> None:
+        self.model = model
+        self.context = context
+        self.options = options
+
+
+class NextModelEvent:
+    """The next event of a model stream, or ``None`` when it is exhausted."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: Any) -> None:
+        self.stream = stream
+
+
+class Spawn:
+    """Start executing call ``index`` of ``turn`` (it passed judgements 1–3); its
+    updates and its outcome come back through :class:`NextToolItem`, and the outcome
+    is also stored in ``turn.finished`` as soon as it exists."""
+
+    __slots__ = ("after", "index", "prep", "transcript", "turn")
+
+    def __init__(
+        self,
+        turn: Turn,
+        index: int,
+        prep: Prepared,
+        transcript: tuple[Message, ...],
+        after: AfterToolCall | None,
+    ) -> None:
+        self.turn = turn
+        self.index = index
+        self.prep = prep
+        self.transcript = transcript
+        self.after = after
+
+
+class NextToolItem:
+    """The next item from the spawned calls: ``("update", i, partial)`` or
+    ``("done", i, (result, failure kind or None))``."""
+
+    __slots__ = ()
+
+
+class Invoke:
+    """Run ``tool.execute(args, ctx)`` within the tool's time limit; the answer is
+    what it returned. The driver throws what it raised into the generator, or
+    :class:`InvokeTimedOut` / :class:`InvokeAborted`."""
+
+    __slots__ = ("args", "ctx", "tool")
+
+    def __init__(self, tool: Tool, args: dict[str, Any], ctx: ToolContext) -> None:
+        self.tool = tool
+        self.args = args
+        self.ctx = ctx
+
+
+class InvokeTimedOut(Exception):
+    """The tool's time limit passed (not a ``TimeoutError`` of the tool's own)."""
+
+
+class InvokeAborted(Exception):
+    """The run was aborted while the tool ran."""
+
+
+Intent: TypeAlias = Resolve | OpenModel | NextModelEvent | Spawn | NextToolItem | Invoke
+#: The core of a run: agent events for the caller, intents for the driver.
+Core: TypeAlias = Generator["AgentEvent | Intent", Any, None]
