@@ -577,7 +577,10 @@ DOCS = {
 def test_every_block_of_the_batch_docs_runs_as_printed(
     doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import ast
+    import asyncio
     import contextlib
+    import inspect
     import io
 
     steps = _doc_steps(DOCS[doc]())
@@ -587,8 +590,14 @@ def test_every_block_of_the_batch_docs_runs_as_printed(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # restored after: a block sets it
     for n, (source, expected) in enumerate(steps, 1):
         out = io.StringIO()
+        # Top-level ``await`` as a notebook allows (the README's block awaits
+        # batch_async); a block without it runs with no event loop, as a script.
+        code = compile(source, f"<{doc} block {n}>", "exec",
+                       flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)  # fmt: skip
         with contextlib.redirect_stdout(out):
-            exec(compile(source, f"<{doc} block {n}>", "exec"), {"__name__": "__doc__"})
+            result = eval(code, {"__name__": "__doc__"})
+            if inspect.iscoroutine(result):
+                asyncio.run(result)
         missing = _matches(expected, out.getvalue())
         assert missing is None, f"{doc} block {n} did not print:\n{missing}\n---\n{out.getvalue()}"
 
