@@ -41,11 +41,11 @@ from ._streams import (
     failed_from,
 )
 from .errors import ConfigurationError, ProviderStreamError, StreamError
+from .events import Event
 
 if TYPE_CHECKING:
     from ._assemble import Assembler
     from ._options import RequestOptions
-    from .events import Event
     from .trace import TraceObserver, Tracer
     from .types import AssistantMessage, Context, Model
 
@@ -94,9 +94,7 @@ class Relay:
     def push(self, event: object) -> list[Event]:
         """The events to deliver for one item the function yielded; sets ``ended``
         after the terminal event."""
-        from .events import Event as EventTypes
-
-        if not isinstance(event, EventTypes):
+        if not isinstance(event, Event):
             raise ProviderStreamError(
                 f"the custom stream function yielded {type(event).__name__}, not a modelwire event"
             )

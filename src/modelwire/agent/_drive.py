@@ -50,8 +50,8 @@ from ._intents import (
     NextToolItem,
     OpenModel,
     Resolve,
-    Spawn,
 )
+from ._tools_turn import Spawn
 from ._turns import RunState
 from .events import AgentEvent, _AgentEvent
 

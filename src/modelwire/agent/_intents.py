@@ -17,9 +17,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
     from ..tools import Tool, ToolContext
-    from ..types import Context, Message, Model
-    from ._execute import AfterToolCall, Prepared
-    from ._turns import Turn
+    from ..types import Context, Model
     from .events import AgentEvent
 
 __all__ = [
@@ -32,11 +30,16 @@ __all__ = [
     "NextToolItem",
     "OpenModel",
     "Resolve",
-    "Spawn",
 ]
 
 
-class Resolve:
+class Intent:
+    """What every intent is (the drivers tell them apart by class)."""
+
+    __slots__ = ()
+
+
+class Resolve(Intent):
     """A value a hook or dynamic callable returned: the answer is the value itself,
     or what it resolves to when it is awaitable."""
 
@@ -46,7 +49,7 @@ class Resolve:
         self.value = value
 
 
-class OpenModel:
+class OpenModel(Intent):
     """Start one model call: ``stream_fn(model, context, **options)``; the answer is
     the stream."""
 
@@ -58,7 +61,7 @@ class OpenModel:
         self.options = options
 
 
-class NextModelEvent:
+class NextModelEvent(Intent):
     """The next event of a model stream, or ``None`` when it is exhausted."""
 
     __slots__ = ("stream",)
@@ -67,36 +70,14 @@ class NextModelEvent:
         self.stream = stream
 
 
-class Spawn:
-    """Start executing call ``index`` of ``turn`` (it passed judgements 1–3); its
-    updates and its outcome come back through :class:`NextToolItem`, and the outcome
-    is also stored in ``turn.finished`` as soon as it exists."""
-
-    __slots__ = ("after", "index", "prep", "transcript", "turn")
-
-    def __init__(
-        self,
-        turn: Turn,
-        index: int,
-        prep: Prepared,
-        transcript: tuple[Message, ...],
-        after: AfterToolCall | None,
-    ) -> None:
-        self.turn = turn
-        self.index = index
-        self.prep = prep
-        self.transcript = transcript
-        self.after = after
-
-
-class NextToolItem:
+class NextToolItem(Intent):
     """The next item from the spawned calls: ``("update", i, partial)`` or
     ``("done", i, (result, failure kind or None))``."""
 
     __slots__ = ()
 
 
-class Invoke:
+class Invoke(Intent):
     """Run ``tool.execute(args, ctx)`` within the tool's time limit; the answer is
     what it returned. The driver throws what it raised into the generator, or
     :class:`InvokeTimedOut` / :class:`InvokeAborted`."""
@@ -117,6 +98,5 @@ class InvokeAborted(Exception):
     """The run was aborted while the tool ran."""
 
 
-Intent: TypeAlias = Resolve | OpenModel | NextModelEvent | Spawn | NextToolItem | Invoke
 #: The core of a run: agent events for the caller, intents for the driver.
 Core: TypeAlias = Generator["AgentEvent | Intent", Any, None]

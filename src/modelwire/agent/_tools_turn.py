@@ -13,7 +13,7 @@ from typing import Literal
 from ..tools import Tool
 from ..types import Message
 from ._execute import AfterToolCall, BeforeToolCall, Prepared, failure_result, prepare
-from ._intents import Core, NextToolItem, Spawn
+from ._intents import Core, Intent, NextToolItem
 from ._turns import RunState, Turn, not_started
 from .events import (
     AgentEvent,
@@ -24,7 +24,29 @@ from .events import (
     ToolExecutionUpdateEvent,
 )
 
-__all__ = ["ToolRunner"]
+__all__ = ["Spawn", "ToolRunner"]
+
+
+class Spawn(Intent):
+    """Start executing call ``index`` of ``turn`` (it passed judgements 1–3); its
+    updates and its outcome come back through :class:`NextToolItem`, and the outcome
+    is also stored in ``turn.finished`` as soon as it exists."""
+
+    __slots__ = ("after", "index", "prep", "transcript", "turn")
+
+    def __init__(
+        self,
+        turn: Turn,
+        index: int,
+        prep: Prepared,
+        transcript: tuple[Message, ...],
+        after: AfterToolCall | None,
+    ) -> None:
+        self.turn = turn
+        self.index = index
+        self.prep = prep
+        self.transcript = transcript
+        self.after = after
 
 
 class ToolRunner:
@@ -47,7 +69,7 @@ class ToolRunner:
         """Judge and execute the calls of one turn; results appended in call order.
 
         Judged one by one, in call order; each allowed call is spawned
-        (:class:`~._intents.Spawn`) and — sequential — waited for before the next is
+        (:class:`Spawn`) and — sequential — waited for before the next is
         judged, or — parallel — all are waited for at the end."""
         transcript = tuple(self._messages)
         kinds: list[str | None] = [None] * len(turn.calls)
