@@ -1504,3 +1504,17 @@ def test_a_stream_fn_must_return_a_sync_stream_on_the_sync_path() -> None:
     with pytest.raises(mw.ConfigurationError, match="not a sync stream"):
         agent.run_sync("go")
     assert not agent.running
+
+
+def test_sync_tools_run_in_the_calling_thread_on_the_sync_path() -> None:
+    threads: list[int] = []
+
+    def where(args: dict[str, Any], ctx: ToolContext) -> str:
+        threads.append(threading.get_ident())
+        return "here"
+
+    tool = mw.Tool("where", "Where.", {"type": "object"}, where)
+    sm = mw.testing.ScriptedModel([[mw.testing.tool_call("where", {}),
+                                    mw.testing.tool_call("where", {})], "ok"])  # fmt: skip
+    run = mw.Agent(sm.model, tools=[tool]).run_sync("go")
+    assert run.final.text == "ok" and threads == [threading.get_ident()] * 2

@@ -7,7 +7,8 @@ The loop (:mod:`modelwire.agent._loop`), the tool turn
 (:mod:`modelwire.agent._drive`) does the waiting — with ``await`` on the async
 path, directly on the sync path — and sends the answer back (or throws the
 exception the waiting raised into the generator). Agent events are yielded the
-same way, and the driver passes them on to the caller.
+same way, and the driver passes them on to the caller. The tool turn's own intent,
+``Spawn``, is defined with it (:mod:`modelwire.agent._tools_turn`).
 """
 
 from __future__ import annotations
