@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -1142,3 +1143,378 @@ async def test_abort_stops_a_running_grep_worker_promptly(
     assert all(t < aborted_at[0] + 0.25 for t in calls)
     [end] = ends(events)
     assert end.failure == "aborted" and end.result.is_error
+
+
+# --------------------------------------------------------------------------- both drivers
+# The loop's decisions are written once (a sans-IO core); ``run``/``stream`` and
+# ``run_sync``/``stream_sync`` only wait differently. Each scenario runs on both
+# drivers against its own server with the same replies: same events, transcript and
+# requests; and each checks its own facts, so a driver that decides differently fails.
+
+DRIVERS = ["async", "sync"]
+
+
+def drive(driver: str, agent: mw.Agent, prompt: Any) -> tuple[list[Any], AgentRun]:
+    """All events of one run on ``driver`` (from a thread with no running loop)."""
+    if driver == "async":
+        return asyncio.run(collect(agent, prompt))
+    events = list(agent.stream_sync(prompt))
+    assert events[-1].type == "agent_end"
+    return events, events[-1].run
+
+
+def _plain(value: Any) -> Any:
+    # Timestamps are the only thing two runs may not share.
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items() if k != "timestamp"}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def transcript(messages: Sequence[Any]) -> Any:
+    return _plain(msgspec.to_builtins(list(messages)))
+
+
+def event_shape(events: list[Any]) -> list[Any]:
+    shape = []
+    for e in events:
+        inner = getattr(e, "event", None)
+        call = getattr(e, "tool_call", None)
+        shape.append((e.type, inner.type if inner is not None else None,
+                      call.id if call is not None else None, getattr(e, "failure", None)))  # fmt: skip
+    return shape
+
+
+def on_both(scenario: Any) -> dict[str, Any]:
+    """``scenario(driver)`` on each driver; the outcomes must be the same."""
+    outcomes = {d: scenario(d) for d in DRIVERS}
+    assert outcomes["async"] == outcomes["sync"]
+    return outcomes["sync"]  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_both_drivers_read_readme_the_same(api: str, root: Path) -> None:
+    cid = call_id(api, 1)
+    args = json.dumps({"path": "README.md"})
+
+    def scenario(driver: str) -> dict[str, Any]:
+        replies = [Reply(body=calls_reply(api, (cid, "read", args)), chunk_size=5),
+                   Reply(body=text_reply(api, "done"))]  # fmt: skip
+        with MockServer(replies) as srv:
+            agent = mw.Agent(model_for(srv, api), tools=mw.tools.read_only(root))
+            events, run = drive(driver, agent, "读取 README.md")
+        return {"events": event_shape(events), "messages": transcript(run.messages),
+                "requests": [r.json() for r in srv.requests], "stop": run.stop_reason,
+                "turns": run.turns, "sent": tool_results_sent(srv.requests[1], api)}  # fmt: skip
+
+    out = on_both(scenario)
+    assert out["stop"] == "stop" and out["turns"] == 2
+    ((sent_id, text),) = out["sent"]
+    assert sent_id == cid and f"{2:>6}\t{README.splitlines()[1]}" in text
+    assert [m["role"] for m in out["messages"]] == ["user", "assistant", "tool_result", "assistant"]
+    types = [t for t, *_ in out["events"]]
+    assert types[:4] == ["agent_start", "message_start", "message_end", "turn_start"]
+    assert types.count("turn_end") == 2 and types[-1] == "agent_end"
+
+
+def test_both_drivers_judge_calls_the_same() -> None:
+    ids = ["call_1", "call_2", "call_3", "call_4", "call_5"]
+    calls = [
+        (ids[0], "read", '{"path": 5}'),  # schema
+        (ids[1], "write", '{"path": "x"}'),  # no such tool
+        (ids[2], "read", '{"path": "a"}'),  # blocked by the hook
+        (ids[3], "read", '{"path": "b"}'),  # fine; its result replaced by after_tool_call
+        (ids[4], "read", "not json"),
+    ]
+
+    def before(call: mw.ToolCall, args: dict[str, Any]) -> Any:
+        return "not a" if args["path"] == "a" else None
+
+    async def after(call: mw.ToolCall, result: mw.ToolResultMessage) -> Any:
+        return mw.ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content="[kept]")
+
+    def scenario(driver: str) -> dict[str, Any]:
+        spy = Spy()
+        replies = [chat_calls(*calls), chat_calls(calls[3]), chat_text("ok")]
+        with MockServer(replies) as srv:
+            agent = mw.Agent(model_for(srv), tools=[spy.tool], before_tool_call=before,
+                             after_tool_call=after)  # fmt: skip
+            events, run = drive(driver, agent, "go")
+        return {"events": event_shape(events), "messages": transcript(run.messages),
+                "seen": spy.seen, "stop": run.stop_reason}  # fmt: skip
+
+    out = on_both(scenario)
+    assert out["seen"] == [("call_4", {"path": "b"})]  # once, though asked twice
+    failures = [f for t, _, _, f in out["events"] if t == "tool_execution_end"]
+    # Refusals end at once; the executed call ends when the turn waits for it.
+    assert failures == ["invalid_arguments", "unknown_tool", "blocked", "invalid_arguments",
+                        None, "duplicate_call"]  # fmt: skip
+    results = [m for m in out["messages"] if m["role"] == "tool_result"]
+    assert [r["tool_call_id"] for r in results] == [*ids, "call_4"]
+    assert results[3]["content"][0]["text"] == "[kept]" and out["stop"] == "stop"
+
+
+@pytest.mark.parametrize("execution", ["parallel", "sequential"])
+def test_both_drivers_run_tools_in_the_same_order(execution: str) -> None:
+    def work(args: dict[str, Any], ctx: ToolContext) -> str:
+        ctx.update(f"half of {args['n']}")
+        return f"did {args['n']}"
+
+    tool = mw.Tool("work", "Work.", {"type": "object"}, work)
+    calls = [(f"call_{n}", "work", json.dumps({"n": n})) for n in range(3)]
+
+    def scenario(driver: str) -> dict[str, Any]:
+        with MockServer([chat_calls(*calls), chat_text("ok")]) as srv:
+            agent = mw.Agent(model_for(srv), tools=[tool], tool_execution=execution)  # type: ignore[arg-type]
+            events, run = drive(driver, agent, "go")
+        shape = event_shape(events)
+        tool_events = [(t, cid) for t, _, cid, _ in shape if t.startswith("tool_execution")]
+        if execution == "parallel":
+            # Concurrent calls on the async path finish in any order: compare each
+            # call's own events, and where the first waiting starts.
+            per_call = {c: [t for t, cid in tool_events if cid == c] for _, c in tool_events}
+            return {"per_call": per_call, "messages": transcript(run.messages),
+                    "starts_first": [t for t, _ in tool_events[:3]],
+                    "sent": tool_results_sent(srv.requests[1], "openai-chat")}  # fmt: skip
+        return {"events": shape, "messages": transcript(run.messages), "tools": tool_events,
+                "sent": tool_results_sent(srv.requests[1], "openai-chat")}  # fmt: skip
+
+    out = on_both(scenario)
+    assert out["sent"] == [(f"call_{n}", f"did {n}") for n in range(3)]
+    each = ["tool_execution_start", "tool_execution_update", "tool_execution_end"]
+    if execution == "sequential":
+        assert out["tools"] == [(kind, f"call_{n}") for n in range(3) for kind in each]
+    else:  # every call judged and started before any result is waited for
+        assert out["starts_first"] == ["tool_execution_start"] * 3
+        assert out["per_call"] == {f"call_{n}": each for n in range(3)}
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_both_drivers_share_the_turn_hooks_and_queues(kind: str) -> None:
+    asked: list[int] = []
+
+    def stop_after(end: Any) -> bool:
+        asked.append(end.turn)
+        return bool(end.turn == 2)
+
+    def prepare(context: mw.Context) -> mw.Context:
+        return compact(context)
+
+    def scenario(driver: str) -> dict[str, Any]:
+        asked.clear()
+        spy = Spy()
+        replies = [read_call_reply(1), read_call_reply(2), read_call_reply(3), chat_text("x")]
+        with MockServer(replies) as srv:
+            agent = mw.Agent(model_for(srv), tools=[spy.tool],
+                             should_stop_after_turn=_sync_or_async(kind, stop_after),
+                             prepare_next_turn=_sync_or_async(kind, prepare))  # fmt: skip
+            agent.steer("note before the first turn")
+            agent.follow_up("stays queued")
+            events, run = drive(driver, agent, "go")
+            agent.reset()
+        return {"events": event_shape(events), "messages": transcript(run.messages),
+                "asked": list(asked), "stop": run.stop_reason, "requests": len(srv.requests),
+                "first": [m["role"] for m in srv.requests[0].json()["messages"]]}  # fmt: skip
+
+    out = on_both(scenario)
+    assert out["asked"] == [1, 2] and out["stop"] == "stopped" and out["requests"] == 2
+    assert out["first"] == ["user", "user"]  # the prompt, then the steering note
+    assert [t for t, *_ in out["events"]].count("context_prepared") == 2
+
+
+def test_both_drivers_end_on_length_and_max_turns_alike() -> None:
+    def scenario(driver: str) -> dict[str, Any]:
+        spy = Spy()
+        cut = chat_calls(("call_c", "read", '{"path": "a"}'), finish="length")
+        with MockServer([read_call_reply(1), read_call_reply(2), cut]) as srv:
+            two = mw.Agent(model_for(srv), tools=[spy.tool], max_turns=2)
+            _, capped = drive(driver, two, "go")
+            _, cut_run = drive(driver, mw.Agent(model_for(srv), tools=[spy.tool]), "go")
+        return {"capped": (capped.stop_reason, capped.turns), "seen": len(spy.seen),
+                "cut": (cut_run.stop_reason, transcript(cut_run.messages)[-1]["content"][0]["text"])}  # fmt: skip
+
+    out = on_both(scenario)
+    assert out["capped"] == ("max_turns", 2) and out["seen"] == 2
+    assert out["cut"][0] == "length" and out["cut"][1].startswith("Error [output_limit]")
+
+
+def test_continue_sync_resumes_unanswered_calls_once() -> None:
+    spy = Spy()
+    asked = mw.AssistantMessage(
+        content=(mw.ToolCall(id="call_r", name="read", arguments={"path": "a"},
+                             raw_arguments='{"path": "a"}'),),
+        api="openai-chat", provider="local", model="gpt-test", stop_reason="tool_use",
+    )  # fmt: skip
+    with MockServer(
+        [chat_text("first"), chat_calls(("call_r", "read", "{}")), chat_text("x")]
+    ) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool],
+                         messages=[mw.UserMessage(content="go"), asked])  # fmt: skip
+        run = agent.continue_sync()
+        assert run.final.text == "first" and spy.seen == [("call_r", {"path": "a"})]
+        with pytest.raises(mw.ConfigurationError, match="nothing to continue"):
+            agent.continue_sync()
+        again = agent.run_sync("again")
+    assert spy.seen == [("call_r", {"path": "a"})]
+    assert again.messages[-2].text.startswith("Error [duplicate_call]")  # type: ignore[union-attr]
+
+
+# --------------------------------------------------------------------------- the sync path
+
+
+def test_run_sync_with_a_scripted_model_records_what_it_was_sent() -> None:
+    spy = Spy()
+    sm = mw.testing.ScriptedModel(
+        [mw.testing.tool_call("read", {"path": "a"}, id="c1"),
+         lambda ctx: f"saw {len(ctx.messages)} messages"]
+    )  # fmt: skip
+    agent = mw.Agent(sm.model, tools=[spy.tool])
+    run = agent.run_sync("go")
+    assert run.final.text == "saw 3 messages" and spy.seen == [("c1", {"path": "a"})]
+    assert [m.role for m in sm.contexts[1].messages] == ["user", "assistant", "tool_result"]
+    # The agent keeps the transcript: the sync twin continues where it was.
+    types = [e.type for e in agent.stream_sync("and now?")]
+    assert types[0] == "agent_start" and types[-1] == "agent_end"
+    last = agent.messages[-1]
+    assert isinstance(last, mw.AssistantMessage) and last.error is not None
+    assert "no reply left" in last.error.message and len(sm.contexts) == 3
+
+
+async def test_run_sync_works_inside_a_running_loop_with_sync_tools() -> None:
+    spy = Spy()
+    sm = mw.testing.ScriptedModel([mw.testing.tool_call("read", {"path": "a"}), "ok"])
+    run = mw.Agent(sm.model, tools=[spy.tool]).run_sync("go")
+    assert run.final.text == "ok" and len(spy.seen) == 1
+
+
+async def test_run_sync_refuses_async_tools_inside_a_running_loop_at_once() -> None:
+    async def fetch(args: dict[str, Any], ctx: ToolContext) -> str:  # pragma: no cover
+        return "never"
+
+    sm = mw.testing.ScriptedModel(["unused"])
+    agent = mw.Agent(sm.model, tools=[mw.Tool("fetch", "Fetch.", {"type": "object"}, fetch)])
+    with pytest.raises(mw.ConfigurationError, match=r"fetch.*async.*await agent\.run\(\)"):
+        agent.run_sync("go")
+    assert sm.contexts == [] and not agent.running  # nothing was sent
+
+
+async def test_an_async_hook_under_run_sync_inside_a_running_loop_is_a_configuration_error() -> (
+    None
+):
+    async def prepare(context: mw.Context) -> mw.Context:  # pragma: no cover - never awaited
+        return context
+
+    sm = mw.testing.ScriptedModel(["unused"])
+    agent = mw.Agent(sm.model, prepare_next_turn=prepare)
+    with pytest.raises(mw.ConfigurationError, match=r"returned an awaitable.*await agent\.run"):
+        agent.run_sync("go")
+    assert sm.contexts == [] and not agent.running
+
+
+def test_async_tools_and_hooks_run_on_a_private_loop_when_none_is_running() -> None:
+    async def fetch(args: dict[str, Any], ctx: ToolContext) -> str:
+        await asyncio.sleep(0)
+        return f"fetched {args['url']}"
+
+    async def before(call: mw.ToolCall, args: dict[str, Any]) -> None:
+        await asyncio.sleep(0)
+
+    tool = mw.Tool("fetch", "Fetch.", {"type": "object"}, fetch)
+    sm = mw.testing.ScriptedModel([mw.testing.tool_call("fetch", {"url": "u"}), "ok"])
+    run = mw.Agent(sm.model, tools=[tool], before_tool_call=before).run_sync("go")
+    result = run.messages[2]
+    assert isinstance(result, mw.ToolResultMessage) and result.text == "fetched u"
+    assert run.final.text == "ok"
+
+
+def test_a_sync_tool_past_its_timeout_is_answered_timeout_unknown_on_the_sync_path() -> None:
+    release = threading.Event()
+
+    def slow(args: dict[str, Any], ctx: ToolContext) -> str:
+        release.wait(30)
+        return "late"
+
+    tool = mw.Tool("slow", "Slow.", {"type": "object"}, slow, timeout=0.2)
+    sm = mw.testing.ScriptedModel([mw.testing.tool_call("slow", {}), "ok"])
+    try:
+        events = list(mw.Agent(sm.model, tools=[tool]).stream_sync("go"))
+    finally:
+        release.set()
+    assert [e.failure for e in ends(events)] == ["timeout_unknown"]
+    assert "0.2 s" in ends(events)[0].result.text
+
+
+def test_abort_during_a_sync_tool_answers_it_aborted_and_stops() -> None:
+    spy = Spy()
+    holder: list[mw.Agent] = []
+    told: list[bool] = []
+
+    def stop(args: dict[str, Any], ctx: ToolContext) -> str:
+        holder[0].abort()
+        told.append(ctx.cancelled)  # the tool is told, though it cannot be interrupted
+        return "finished anyway"
+
+    tools = [mw.Tool("stop", "Stop.", {"type": "object"}, stop), spy.tool]
+    sm = mw.testing.ScriptedModel(
+        [[mw.testing.tool_call("stop", {}, id="c1"), mw.testing.tool_call("read", {"path": "a"},
+                                                                         id="c2")], "never"]
+    )  # fmt: skip
+    agent = mw.Agent(sm.model, tools=tools)
+    holder.append(agent)
+    run = agent.run_sync("go")
+    assert run.stop_reason == "aborted" and spy.seen == [] and len(sm.contexts) == 1
+    results = [m for m in run.messages if isinstance(m, mw.ToolResultMessage)]
+    assert [r.tool_call_id for r in results] == ["c1", "c2"]
+    assert all(r.is_error and r.text.startswith("Error [aborted]") for r in results)
+    assert told == [True] and not agent.running
+
+
+def test_abort_during_the_sync_model_stream() -> None:
+    spy = Spy()
+    body = chat_calls(("call_1", "read", '{"path": "a"}'))
+    with MockServer([Reply(body=body, stall_after=60, stall_seconds=10)]) as srv:
+        agent = mw.Agent(model_for(srv), tools=[spy.tool])
+        stream = agent.stream_sync("go")
+        for ev in stream:
+            if ev.type == "message_start" and getattr(ev, "event", None) is not None:
+                stream.abort()
+        run = stream.run
+    assert run is not None and run.stop_reason == "aborted"
+    assert run.final.stop_reason == "aborted" and spy.seen == []
+
+
+def test_closing_a_sync_stream_early_leaves_a_valid_transcript() -> None:
+    spy = Spy()
+    sm = mw.testing.ScriptedModel([mw.testing.tool_call("read", {"path": "a"}), "never"])
+    agent = mw.Agent(sm.model, tools=[spy.tool])
+    with agent.stream_sync("go") as stream:
+        for ev in stream:
+            if ev.type == "tool_execution_start":
+                break
+    assert not agent.running and stream.run is not None
+    assert stream.run.stop_reason == "aborted"
+    assert [m.role for m in agent.messages] == ["user", "assistant", "tool_result"]
+    assert spy.seen == []
+
+
+def test_a_stream_fn_must_return_a_sync_stream_on_the_sync_path() -> None:
+    sm = mw.testing.ScriptedModel(["x"])
+    agent = mw.Agent(sm.model, stream_fn=mw.stream)
+    with pytest.raises(mw.ConfigurationError, match="not a sync stream"):
+        agent.run_sync("go")
+    assert not agent.running
+
+
+def test_sync_tools_run_in_the_calling_thread_on_the_sync_path() -> None:
+    threads: list[int] = []
+
+    def where(args: dict[str, Any], ctx: ToolContext) -> str:
+        threads.append(threading.get_ident())
+        return "here"
+
+    tool = mw.Tool("where", "Where.", {"type": "object"}, where)
+    sm = mw.testing.ScriptedModel([[mw.testing.tool_call("where", {}),
+                                    mw.testing.tool_call("where", {})], "ok"])  # fmt: skip
+    run = mw.Agent(sm.model, tools=[tool]).run_sync("go")
+    assert run.final.text == "ok" and threads == [threading.get_ident()] * 2

@@ -22,9 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire.batch import Limits
-from modelwire.batch._limits import ProviderLimiter, TokenBucket
-from modelwire.batch._output import OutputLog, read_done
+from modelwire.batching import Limits
+from modelwire.batching._api import knobs
+from modelwire.batching._limits import ProviderLimiter, TokenBucket
+from modelwire.batching._output import OutputLog, read_done
 from modelwire.testing import MockServer, Reply, error_reply, tool_call
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -247,8 +248,8 @@ def test_retryable_errors_are_retried_and_others_recorded_at_once(tmp_path: Path
     names = ["5xx-then-ok", "cut-then-ok", "inband-then-ok", "always-500", "auth", "bad-request"]
     src = write_jsonl(tmp_path / "in.jsonl", [{"custom_id": n, "model": "mock/m", "prompt": n} for n in names])  # fmt: skip
     out = tmp_path / "out.jsonl"
-    with MockServer([reply], repeat_last=True) as srv:
-        summary = mw.batch(src, out, models={"mock/m": srv.model()}, max_attempts=3, _backoff_base=0.01)  # fmt: skip
+    with MockServer([reply], repeat_last=True) as srv, knobs(backoff_base=0.01):
+        summary = mw.batch(src, out, models={"mock/m": srv.model()}, max_attempts=3)
     by = {r["custom_id"]: r for r in results(out)}
     assert len(by) == 6 == len(results(out))
     for n in ("5xx-then-ok", "cut-then-ok", "inband-then-ok"):
@@ -267,7 +268,8 @@ def test_a_stall_times_out_and_is_retried(tmp_path: Path) -> None:
     src = write_jsonl(tmp_path / "in.jsonl", prompts(1))
     out = tmp_path / "out.jsonl"
     with MockServer(replies, repeat_last=True) as srv:
-        mw.batch(src, out, models={"mock/m": srv.model()}, timeout=0.3, _backoff_base=0.01)
+        with knobs(backoff_base=0.01):
+            mw.batch(src, out, models={"mock/m": srv.model()}, timeout=0.3)
         assert len(srv.requests) == 2
     [rec] = results(out)
     assert rec["ok"] and rec["attempts"] == 2
@@ -314,7 +316,7 @@ def test_requests_per_minute_paces_the_provider(tmp_path: Path) -> None:
 
 
 def test_tokens_per_minute_paces_the_provider(tmp_path: Path) -> None:
-    from modelwire.batch import load_requests, model_resolver
+    from modelwire.batching import load_requests, model_resolver
 
     src = write_jsonl(tmp_path / "in.jsonl", prompts(20))
     with MockServer(["ok"], repeat_last=True) as srv:
@@ -397,13 +399,61 @@ def test_agent_mode_runs_the_agent_with_read_only_tools(tmp_path: Path) -> None:
     assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "tool_result", "assistant"]
 
 
-def test_mw_batch_stays_callable_after_importing_the_package(tmp_path: Path) -> None:
-    import modelwire.batch as pkg
-
-    assert callable(mw.batch) and callable(pkg)
+def test_mw_batch_is_a_plain_function_whatever_was_imported_first(tmp_path: Path) -> None:
+    # In a fresh interpreter, both import orders: mw.batch is the function and
+    # modelwire.batching the package (no module doubling as a callable).
+    code = (
+        "import importlib, inspect, sys, types\n"
+        "order = sys.argv[1].split(',')\n"
+        "for name in order: importlib.import_module(name)\n"
+        "import modelwire as mw, modelwire.batching as pkg\n"
+        "assert inspect.isfunction(mw.batch) and mw.batch is pkg.batch, mw.batch\n"
+        "assert type(pkg) is types.ModuleType and not callable(pkg)\n"
+        "assert inspect.signature(mw.batch).parameters['concurrency'].annotation == 'int'\n"
+        "try:\n"
+        "    importlib.import_module('modelwire.batch')\n"
+        "except ModuleNotFoundError:\n"
+        "    print('ok')\n"
+    )
+    for order in ("modelwire,modelwire.batching", "modelwire.batching,modelwire"):
+        done = subprocess.run([sys.executable, "-c", code, order], capture_output=True,
+                              text=True, env={**os.environ, "PYTHONPATH": str(ROOT / "src")})  # fmt: skip
+        assert done.returncode == 0 and done.stdout.strip() == "ok", (order, done.stderr)
     src = write_jsonl(tmp_path / "in.jsonl", prompts(1))
     with MockServer(["ok"]) as srv:
-        assert pkg(src, tmp_path / "o.jsonl", models={"mock/m": srv.model()}).ok == 1
+        assert mw.batch(src, tmp_path / "o.jsonl", models={"mock/m": srv.model()}).ok == 1
+
+
+def test_test_only_knobs_are_not_in_the_public_signatures() -> None:
+    import inspect
+
+    from modelwire.batching import batch, batch_async
+
+    for fn in (batch, batch_async):
+        params = inspect.signature(fn).parameters
+        assert not [p for p in params if p.startswith("_")], fn
+        assert all(p.kind is not p.VAR_KEYWORD for p in params.values()), fn
+    with pytest.raises(TypeError, match="_backoff_base"):
+        mw.batch([], "unused.jsonl", _backoff_base=0.01)  # type: ignore[call-arg]
+
+
+def test_the_names_docs_batch_md_documents_are_importable_as_written() -> None:
+    import importlib
+
+    text = (ROOT / "docs" / "batch.md").read_text(encoding="utf-8")
+    dotted = set(re.findall(r"\b(mw|modelwire)\.((?:batching\.)?[A-Za-z_]\w*)\b", text))
+    names = {f"{'modelwire' if root == 'mw' else root}.{rest}" for root, rest in dotted}
+    batching_names = {n for n in names if n.startswith("modelwire.batching.")}
+    assert {f"modelwire.batching.{n}" for n in
+            ("Limits", "JsonProgress", "RichProgress", "batch_async", "BatchSummary")} <= batching_names  # fmt: skip
+    assert "modelwire.batch" in names  # mw.batch, the function
+    for name in sorted(names):
+        module, _, attr = name.rpartition(".")
+        try:
+            found = getattr(importlib.import_module(module), attr)
+        except AttributeError:
+            found = importlib.import_module(name)  # a module named as written (mw.testing)
+        assert found is not None, name
 
 
 # --------------------------------------------------------------------------- CLI
@@ -527,7 +577,10 @@ DOCS = {
 def test_every_block_of_the_batch_docs_runs_as_printed(
     doc: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    import ast
+    import asyncio
     import contextlib
+    import inspect
     import io
 
     steps = _doc_steps(DOCS[doc]())
@@ -537,8 +590,14 @@ def test_every_block_of_the_batch_docs_runs_as_printed(
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # restored after: a block sets it
     for n, (source, expected) in enumerate(steps, 1):
         out = io.StringIO()
+        # Top-level ``await`` as a notebook allows (the README's block awaits
+        # batch_async); a block without it runs with no event loop, as a script.
+        code = compile(source, f"<{doc} block {n}>", "exec",
+                       flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)  # fmt: skip
         with contextlib.redirect_stdout(out):
-            exec(compile(source, f"<{doc} block {n}>", "exec"), {"__name__": "__doc__"})
+            result = eval(code, {"__name__": "__doc__"})
+            if inspect.iscoroutine(result):
+                asyncio.run(result)
         missing = _matches(expected, out.getvalue())
         assert missing is None, f"{doc} block {n} did not print:\n{missing}\n---\n{out.getvalue()}"
 
@@ -548,7 +607,7 @@ def test_the_terminal_bar_shows_counts_rates_cost_errors_and_the_summary(tmp_pat
 
     from rich.console import Console
 
-    from modelwire.batch import RichProgress
+    from modelwire.batching import RichProgress
 
     screen = io.StringIO()
     bar = RichProgress(interval=0, console=Console(file=screen, force_terminal=True, width=160))
@@ -564,18 +623,38 @@ def test_the_terminal_bar_shows_counts_rates_cost_errors_and_the_summary(tmp_pat
 
 @pytest.mark.anyio
 async def test_the_async_twin_and_the_sync_call_inside_a_running_loop(tmp_path: Path) -> None:
-    from modelwire.batch import batch_async
+    from modelwire.batching import batch_async
 
     src = write_jsonl(tmp_path / "in.jsonl", prompts(4))
     with MockServer([echo], repeat_last=True) as srv:
         models = {"mock/m": srv.model()}
         a = await batch_async(src, tmp_path / "a.jsonl", models=models)
-        b = mw.batch(src, tmp_path / "b.jsonl", models=models)  # runs on a helper thread
-        assert len(srv.requests) == 8
-    assert a.ok == b.ok == 4
+        # mw.batch runs its own loop: here it would block this one, so it refuses,
+        # before reading the input or sending anything.
+        with pytest.raises(mw.ConfigurationError, match=r"await modelwire\.batching\.batch_async"):
+            mw.batch(src, tmp_path / "b.jsonl", models=models)
+        assert len(srv.requests) == 4 and not (tmp_path / "b.jsonl").exists()
+    assert a.ok == 4
     assert sorted(r["custom_id"] for r in results(tmp_path / "a.jsonl")) == [f"r{i}" for i in range(4)]  # fmt: skip
     with pytest.raises(mw.ConfigurationError, match="concurrency must be a positive integer"):
         await batch_async(src, tmp_path / "c.jsonl", concurrency=0)
+
+
+def test_the_sync_call_and_the_async_twin_write_the_same_results(tmp_path: Path) -> None:
+    import asyncio
+
+    from modelwire.batching import batch_async
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(4))
+    with MockServer([echo], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        a = asyncio.run(batch_async(src, tmp_path / "a.jsonl", models=models))
+        b = mw.batch(src, tmp_path / "b.jsonl", models=models)
+
+    def answers(path: Path) -> list[tuple[str, str]]:
+        return sorted((r["custom_id"], r["message"]["content"][0]["text"]) for r in results(path))
+
+    assert (a.ok, b.ok) == (4, 4) and answers(tmp_path / "a.jsonl") == answers(tmp_path / "b.jsonl")
 
 
 def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:

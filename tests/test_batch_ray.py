@@ -22,7 +22,8 @@ ray = pytest.importorskip(
 )
 
 import modelwire as mw  # noqa: E402
-from modelwire.batch._output import read_done  # noqa: E402
+from modelwire.batching._api import knobs  # noqa: E402
+from modelwire.batching._output import read_done  # noqa: E402
 from modelwire.testing import MockServer, Reply, error_reply  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -128,9 +129,9 @@ def test_a_worker_killed_mid_shard_is_retried_by_ray(cluster: None, tmp_path: Pa
     out = tmp_path / "out.jsonl"
     marker = tmp_path / "killed"
     with MockServer([Reply(message="ok", delay=0.01)], repeat_last=True) as srv:
-        summary = mw.batch(lines(30), out, models={"mock/m": srv.model()}, backend="ray",
-                           ray_workers=2, concurrency=2,
-                           _chaos={"kill_after": 4, "marker": str(marker)})  # fmt: skip
+        with knobs(chaos={"kill_after": 4, "marker": str(marker)}):
+            summary = mw.batch(lines(30), out, models={"mock/m": srv.model()}, backend="ray",
+                               ray_workers=2, concurrency=2)  # fmt: skip
         total = len(srv.requests)
     assert Path(f"{marker}.0").exists()  # shard 0's first run died with SIGKILL
     got = ids(out)

@@ -81,7 +81,7 @@ EXPORT_MODULES = {
     "modelwire.types", "modelwire.events", "modelwire._client", "modelwire._pipeline",
     "modelwire._handoffs", "modelwire._catalog", "modelwire._options", "modelwire._sse",
     "modelwire._streams", "modelwire._assemble", "modelwire.trace", "modelwire.errors",
-    "modelwire.agent", "modelwire.tools", "modelwire.testing", "modelwire.batch",
+    "modelwire.agent", "modelwire.tools", "modelwire.testing", "modelwire.batching",
 }  # fmt: skip
 TOP_LEVEL_ERRORS = {"ModelwireError", "ConfigurationError", "MissingAPIKeyError", "ErrorInfo"}
 

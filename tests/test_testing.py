@@ -537,6 +537,61 @@ async def test_scripted_model_prices_usage() -> None:
     assert msg.usage.cost.total == pytest.approx(2.0 + 4.0)
 
 
+def _scripted_faults() -> list[Any]:
+    failed = mw.AssistantMessage(
+        content=[mw.TextContent(text="partial")], api="", provider="", model="",
+        stop_reason="error", error=mw.ErrorInfo(kind="overloaded", message="busy"),
+    )  # fmt: skip
+    return [rich_script(), lambda ctx: f"saw {len(ctx.messages)} messages", failed]
+
+
+def _same_event(a: Any) -> tuple[Any, ...]:
+    # Timestamps differ between two runs; everything else must not.
+    msg = a.partial
+    return (a.type, getattr(a, "delta", None), msg.content, msg.usage, msg.stop_reason,
+            msg.error)  # fmt: skip
+
+
+@pytest.mark.anyio
+async def test_scripted_model_gives_the_same_replies_faults_and_records_on_both_paths() -> None:
+    on_async, on_sync = ScriptedModel(_scripted_faults()), ScriptedModel(_scripted_faults())
+    async_events = [[e async for e in mw.stream(on_async.model, CTX)] for _ in range(4)]
+    sync_events = [list(mw.stream_sync(on_sync.model, CTX)) for _ in range(4)]
+    for a, b in zip(async_events, sync_events, strict=True):
+        assert [_same_event(e) for e in a] == [_same_event(e) for e in b]
+    finals = [evs[-1].message for evs in sync_events]  # type: ignore[union-attr]
+    assert [m.stop_reason for m in finals] == ["tool_use", "stop", "error", "error"]
+    assert finals[1].text == "saw 1 messages"
+    assert finals[2].text == "partial" and finals[2].error is not None
+    assert finals[2].error.kind == "overloaded"
+    assert finals[3].error is not None and "no reply left" in finals[3].error.message
+    assert on_sync.contexts == on_async.contexts == [CTX] * 4
+
+
+def test_scripted_model_complete_sync_applies_the_tool_choice_policy() -> None:
+    sm = ScriptedModel([tool_call("read", {"path": "x"}), "fine"])
+    refused = mw.complete_sync(sm.model, CTX, tool_choice="none")
+    assert refused.error is not None and refused.error.kind == "tool_call_protocol"
+    assert mw.complete_sync(sm.model, CTX).text == "fine"
+
+
+@pytest.mark.anyio
+async def test_scripted_model_sync_path_works_inside_a_running_loop() -> None:
+    # stream_sync runs no event loop of its own (DESIGN §2a), so it works here too.
+    sm = ScriptedModel(["from inside a loop"])
+    assert mw.complete_sync(sm.model, CTX).text == "from inside a loop"
+
+
+def test_abort_keeps_the_content_of_a_sync_scripted_model() -> None:
+    sm = ScriptedModel(["Hello there, world"], piece_chars=6)
+    s = mw.stream_sync(sm.model, CTX)
+    for e in s:
+        if e.type == "text_delta":
+            s.abort()
+    msg = s.result()
+    assert (msg.stop_reason, msg.text) == ("aborted", "Hello ")
+
+
 # --------------------------------------------------------------------------- text_api
 
 

@@ -18,12 +18,13 @@ show as ``mw.<name>``. They come only from these modules:
   (``ModelwireError``, ``ConfigurationError``, ``MissingAPIKeyError``) and
   ``ErrorInfo``; a stream never raises the rest, which stay in ``mw.errors``;
 - the agent and the tools (``agent``, ``tools``), the ``testing`` kit, and the
-  ``batch`` runner (``mw.batch``; the package is callable, so ``import
-  modelwire.batch`` does not shadow the function).
+  batch runner's entry point ``mw.batch`` (a function, from ``batching``; the rest of
+  the runner — ``batch_async``, ``Limits``, the progress displays, ``BatchSummary``
+  — stays in ``modelwire.batching``).
 
 Public modules are the ones without a leading underscore: ``errors``, ``types``,
-``events``, ``trace``, ``agent``, ``tools``, ``testing``, ``cloud`` and the batch
-runner. Never exported here: a wire API adapter (``_apis``), the framing, HTTP,
+``events``, ``trace``, ``agent``, ``tools``, ``testing``, ``cloud`` and
+``batching``. Never exported here: a wire API adapter (``_apis``), the framing, HTTP,
 cloud-auth and CLI layers, or any private module's helper. A new top-level name
 must be stable (in DESIGN §2 or the docs), go in the sorted ``__all__``, and load
 lazily through ``_LAZY`` when its module is heavy.
@@ -96,7 +97,7 @@ if TYPE_CHECKING:
     from ._streams import SyncAssistantMessageStream as SyncAssistantMessageStream
     from .agent import Agent as Agent
     from .agent import AgentRun as AgentRun
-    from .batch import batch as batch
+    from .batching import batch as batch
     from .tools import Tool as Tool
     from .tools import ToolFailure as ToolFailure
     from .tools import ToolOutput as ToolOutput
@@ -117,7 +118,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
     "TraceLog": ("modelwire.trace", "TraceLog"),
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
-    "batch": ("modelwire.batch", "batch"),
+    "batch": ("modelwire.batching", "batch"),
     "complete": ("modelwire._client", "complete"),
     "complete_sync": ("modelwire._client", "complete_sync"),
     "default_completion_policy": ("modelwire._assemble", "default_completion_policy"),

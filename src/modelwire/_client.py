@@ -24,15 +24,13 @@ from ._streams import (
     StreamChannel,
     SyncAssistantMessageStream,
     SyncStreamChannel,
-    aborted_from,
-    failed_from,
 )
-from .errors import ConfigurationError, ProviderStreamError, StreamError
+from .errors import ConfigurationError, StreamError
 from .events import Event
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
-    from ._assemble import Assembler, CompletionPolicy
+    from ._assemble import CompletionPolicy
     from ._http import OnRetry
     from ._options import HTTPRequest
     from .trace import TraceObserver, Tracer
@@ -44,9 +42,10 @@ def register_api(name: str, stream_fn: Any) -> None:
     """Register a custom API under ``name`` (then usable as ``Model(api=name)``).
 
     ``stream_fn`` is either a wire API object (``build_request``/``new_decoder``,
-    see ``modelwire._apis``) or an async function ``(model, context, options) ->
-    AsyncIterator[Event]`` producing events itself (``modelwire.testing`` has
-    helpers that build those events from text).
+    see ``modelwire._apis``) or a generator function ``(model, context, options)``
+    producing events itself — ``async def`` (``AsyncIterator[Event]``) or ``def``
+    (``Iterator[Event]``); ``modelwire._custom`` says which path serves which, and
+    ``modelwire.testing`` has helpers that build those events from text.
     """
     if not isinstance(name, str) or not name:
         raise ConfigurationError("register_api needs a non-empty name")
@@ -175,7 +174,9 @@ def stream(
     http_client = options.get("http_client")
     resolved, request = _prepare(model, context, options)
     if request is None:
-        return _custom_stream(model, context, resolved, trace)
+        from ._custom import custom_async
+
+        return custom_async(model, context, resolved, trace)
     if http_client is not None:
         from ._http import check_client
 
@@ -233,94 +234,6 @@ def _as_stream_error(exc: BaseException, secrets: tuple[str, ...]) -> StreamErro
     return StreamInterruptedError(redact(f"the stream failed: {exc!r}", secrets))
 
 
-def _custom_stream(
-    model: Model, context: Context, options: RequestOptions, trace: TraceObserver | None
-) -> AssistantMessageStream:
-    fn = custom_stream(model.api)
-    assert fn is not None  # _prepare found it
-
-    async def produce(s: StreamChannel) -> None:
-        from ._assemble import Assembler
-
-        asm = Assembler(api=model.api, provider=model.provider, model=model.id)
-        # A custom stream function has no wire layers: its trace is the context
-        # and the events it yields.
-        t = None
-        if trace is not None:
-            from .trace import Tracer
-
-            t = Tracer(trace)
-            t.context(model, context)
-        # The function's events carry the message as it stood (``partial``); this
-        # assembler saw none of them, so an abort or a failure starts from the last
-        # partial, or the content already delivered would be lost (issue 14).
-        last: list[Event] = []
-        s.abort_events = lambda: _traced(t, _abort(asm, last))
-        s.fail_events = lambda exc: _traced(t, _fail(asm, exc, last))
-        saw_start = False
-        async for event in fn(model, context, options):
-            if not saw_start and event.type != "start":
-                start: list[Event] = []
-                asm.start(start)
-                last[:] = start
-                await s.put(_traced(t, start))
-            saw_start = True
-            last[:] = (event,)
-            await s.put(_traced(t, [event]))
-            if event.type in ("done", "error"):
-                return
-        raise ProviderStreamError("the custom stream function ended without a done or error event")
-
-    return AssistantMessageStream(produce)
-
-
-def _traced(t: Tracer | None, events: list[Event]) -> list[Event]:
-    if t is not None:
-        t.events(events, t.origin)
-    return events
-
-
-def _last_partial(last: list[Event]) -> AssistantMessage | None:
-    if not last:
-        return None
-    try:
-        return last[-1].partial
-    except Exception:  # an event built by hand, without a snapshot
-        return None
-
-
-def _ended(last: list[Event]) -> bool:
-    # The function already yielded its terminal event: nothing may follow it.
-    return bool(last) and last[-1].type in ("done", "error")
-
-
-def _abort(asm: Assembler, last: list[Event]) -> list[Event]:
-    if _ended(last):
-        return []
-    partial = _last_partial(last)
-    if partial is not None:
-        return [aborted_from(partial)]
-    out: list[Event] = []
-    asm.abort(out)
-    return out
-
-
-def _fail(asm: Assembler, exc: BaseException, last: list[Event]) -> list[Event]:
-    if _ended(last):
-        return []
-    err = (
-        exc
-        if isinstance(exc, StreamError)
-        else ProviderStreamError(f"the custom stream function failed: {exc!r}")
-    )
-    partial = _last_partial(last)
-    if partial is not None:
-        return [failed_from(partial, err)]
-    out: list[Event] = []
-    asm.fail(err, out)
-    return out
-
-
 async def complete(
     model: Model, context: Context, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
@@ -342,9 +255,9 @@ def stream_sync(
     http_client = options.get("http_client")
     resolved, request = _prepare(model, context, options)
     if request is None:
-        raise ConfigurationError(
-            f"api {model.api!r} is a custom async stream function; use mw.stream()"
-        )
+        from ._custom import custom_sync
+
+        return custom_sync(model, context, resolved, trace)
     if http_client is not None:
         from ._http import check_client
 

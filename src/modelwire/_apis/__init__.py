@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import inspect
 import pkgutil
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import ConfigurationError
@@ -57,6 +58,7 @@ __all__ = [
     "api_names",
     "builtin_api_names",
     "custom_stream",
+    "custom_stream_sync",
     "find_api",
     "get_api",
     "provider_module",
@@ -164,8 +166,10 @@ class WireAPI(Protocol):
         ...
 
 
-#: A custom API that produces events itself: ``(model, context, options) -> events``.
-StreamFunction: TypeAlias = Callable[..., AsyncIterator["Event"]]
+#: A custom API that produces events itself: ``(model, context, options) -> events``,
+#: an async generator function or a sync one (see ``modelwire._custom`` for which path
+#: serves which).
+StreamFunction: TypeAlias = Callable[..., "AsyncIterator[Event] | Iterator[Event]"]
 
 
 class ProviderRules(Protocol):
@@ -196,6 +200,7 @@ _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 # One registry, two kinds of entry: a name is either a WireAPI or a stream function.
 _registry: dict[str, WireAPI] = {}
 _streams: dict[str, StreamFunction] = {}
+_sync_streams: dict[str, StreamFunction] = {}  # the function the sync path runs, if any
 _providers: dict[str, ProviderRules] = {}
 _no_rules: set[str] = set()  # provider names without a built-in rules module
 
@@ -277,21 +282,42 @@ def register_wire_api(api: WireAPI, name: str | None = None) -> None:
         )
     key = _check_name(api.name if name is None else name)
     _streams.pop(key, None)
+    _sync_streams.pop(key, None)
     _registry[key] = api
 
 
-def register_stream_function(name: str, fn: StreamFunction) -> None:
-    """Register a custom API that produces events itself (``mw.register_api``)."""
-    if not callable(fn):
+def register_stream_function(
+    name: str, fn: StreamFunction, *, sync: StreamFunction | None = None
+) -> None:
+    """Register a custom API that produces events itself (``mw.register_api``).
+
+    ``sync`` is a sync generator function the sync path runs instead of ``fn`` (for
+    an API written twice, such as ``ScriptedModel``'s); without it, ``fn`` serves the
+    sync path unless it is an async generator function."""
+    if not callable(fn) or (sync is not None and not callable(sync)):
         raise ConfigurationError("a stream function must be callable")
     key = _check_name(name)
     _registry.pop(key, None)
     _streams[key] = fn
+    if sync is None and not (
+        inspect.isasyncgenfunction(fn) or inspect.isasyncgenfunction(getattr(fn, "__call__", None))  # noqa: B004
+    ):
+        sync = fn
+    if sync is None:
+        _sync_streams.pop(key, None)
+    else:
+        _sync_streams[key] = sync
 
 
 def custom_stream(name: str) -> StreamFunction | None:
     """The stream function registered as ``name``, or ``None``."""
     return _streams.get(name)
+
+
+def custom_stream_sync(name: str) -> StreamFunction | None:
+    """The stream function the sync path runs for ``name``, or ``None`` (only an async
+    one is registered, or none)."""
+    return _sync_streams.get(name)
 
 
 def register_provider(name: str, rules: ProviderRules) -> None:

@@ -1,4 +1,4 @@
-"""``modelwire batch IN.jsonl -o OUT.jsonl``: the CLI face of :func:`modelwire.batch.batch`.
+"""``modelwire batch IN.jsonl -o OUT.jsonl``: the CLI face of :func:`modelwire.batching.batch`.
 
 Kept apart from the other commands so building the parser never imports the
 batch package (or Ray): that happens only when the command runs.
@@ -57,7 +57,7 @@ def add_parser(sub: Any) -> None:
 
 def parse_limits(rpm: list[str] | None, tpm: list[str] | None) -> dict[str, Any] | None:
     """``--rpm 500 --rpm openai=3000 --tpm openai=2e6`` as ``{provider or "*": Limits}``."""
-    from ..batch import Limits
+    from ..batching import Limits
     from .common import CLIError
 
     values: dict[str, dict[str, float]] = {}
@@ -79,8 +79,8 @@ def parse_limits(rpm: list[str] | None, tpm: list[str] | None) -> dict[str, Any]
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..batch import JsonProgress, Progress, RichProgress, batch
-    from ..batch._progress import format_summary
+    from ..batching import JsonProgress, Progress, RichProgress, batch
+    from ..batching._progress import format_summary
 
     progress: Progress
     if args.json or (not args.plain and not sys.stderr.isatty()):
@@ -90,18 +90,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         progress = RichProgress()
     limits = parse_limits(args.rpm, args.tpm)
-    options: dict[str, Any] = {}
-    if args.ray is not None:
-        options = {"backend": "ray", "ray_workers": args.ray_workers,
-                   "ray_address": None if args.ray == "local" else args.ray}  # fmt: skip
+    on_ray = args.ray is not None
     summary = batch(
         args.input, args.output, concurrency=args.concurrency, max_attempts=args.max_attempts,
         max_cost=args.max_cost, limits=limits, base_url=args.base_url, api=args.api,
         timeout=args.timeout, skip_invalid=args.skip_invalid,
-        agent_root=args.root if args.agent else None, progress=progress, **options,
+        agent_root=args.root if args.agent else None, progress=progress,
+        backend="ray" if on_ray else "local", ray_workers=args.ray_workers,
+        ray_address=None if not on_ray or args.ray == "local" else args.ray,
     )  # fmt: skip
     if args.plain:
-        from ..batch._summary import summary_dict
+        from ..batching._summary import summary_dict
 
         sys.stderr.write(format_summary(summary_dict(summary)) + "\n")
     for problem in summary.invalid:

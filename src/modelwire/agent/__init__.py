@@ -1,9 +1,11 @@
 """The agent loop: a model, tools, and the safe path from proposed calls to actions.
 
 ``Agent(model, tools)``; ``await agent.run(prompt)`` → :class:`AgentRun`;
-``agent.stream(prompt)`` → agent events (:mod:`modelwire.agent.events`). See
-:mod:`modelwire.agent._loop` for the execution rule and
-:mod:`modelwire.agent._execute` for the five judgements each call goes through.
+``agent.stream(prompt)`` → agent events (:mod:`modelwire.agent.events`); their sync
+twins ``agent.run_sync(prompt)`` and ``agent.stream_sync(prompt)`` make the same
+decisions with no event loop. See :mod:`modelwire.agent._loop` for the execution
+rule, :mod:`modelwire.agent._execute` for the five judgements each call goes
+through, and :mod:`modelwire.agent._drive` for how each path waits.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from ._loop import (
     ShouldStopAfterTurn,
 )
 from ._run import AgentRun, AgentStopReason
-from ._stream import AgentStream
+from ._stream import AgentStream, SyncAgentStream
 from .events import (
     AgentEndEvent,
     AgentEvent,
@@ -53,6 +55,7 @@ __all__ = [
     "MessageUpdateEvent",
     "PrepareNextTurn",
     "ShouldStopAfterTurn",
+    "SyncAgentStream",
     "ToolExecutionEndEvent",
     "ToolExecutionStartEvent",
     "ToolExecutionUpdateEvent",

@@ -15,16 +15,16 @@ executed again (``duplicate_call``): each id executes at most once.
 
 from __future__ import annotations
 
-import asyncio
 import copy
 import inspect
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from typing import Any, TypeAlias
 
 from .._assemble import parse_arguments
 from ..tools import Tool, ToolContext, ToolFailure, ToolOutput
 from ..types import Message, TextContent, ToolCall, ToolResultMessage
+from ._intents import Intent, Invoke, InvokeAborted, InvokeTimedOut, Resolve
 
 __all__ = [
     "AfterToolCall",
@@ -32,6 +32,7 @@ __all__ = [
     "Prepared",
     "execute",
     "failure_result",
+    "is_async_tool",
     "prepare",
 ]
 
@@ -101,19 +102,15 @@ def _arguments(call: ToolCall) -> dict[str, Any] | ToolFailure:
     return args
 
 
-async def _maybe_await(value: Any) -> Any:
-    if inspect.isawaitable(value):
-        return await value
-    return value
-
-
-async def prepare(
+def prepare(
     call: ToolCall,
     tools: Mapping[str, Tool],
     answered: set[str],
     before: BeforeToolCall | None,
-) -> Prepared:
-    """Judgements 1–3 (and the once-per-id rule); marks the id as answered."""
+) -> Generator[Intent, Any, Prepared]:
+    """Judgements 1–3 (and the once-per-id rule); marks the id as answered. A step
+    generator (:mod:`modelwire.agent._intents`): ``before_tool_call`` is resolved by
+    the driver."""
     if call.id in answered:
         return Prepared(
             call,
@@ -152,7 +149,7 @@ async def prepare(
         )
     if before is not None:
         try:
-            verdict = await _maybe_await(before(call, copy.deepcopy(args)))
+            verdict = yield Resolve(before(call, copy.deepcopy(args)))
         except ToolFailure as failure:
             verdict = failure
         except Exception as exc:
@@ -173,15 +170,12 @@ async def prepare(
     return Prepared(call, tool, args)
 
 
-async def _invoke(tool: Tool, args: dict[str, Any], ctx: ToolContext) -> Any:
+def is_async_tool(tool: Tool) -> bool:
+    """True when ``tool.execute`` is an ``async def`` function (or callable object)."""
     fn: Any = tool.execute
-    if inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
         getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
-    ):
-        return await fn(args, ctx)
-    # A sync tool runs in a worker thread so it cannot stall the event loop
-    # (and with it other tools and the model stream).
-    return await _maybe_await(await asyncio.to_thread(fn, args, ctx))
+    )
 
 
 def _crashed(call: ToolCall, exc: BaseException) -> ToolFailure:
@@ -200,46 +194,37 @@ def _kind(result: ToolResultMessage, failure: ToolFailure | None) -> str | None:
     return kind if isinstance(kind, str) else "execution_failed"
 
 
-async def execute(
+def execute(
     prep: Prepared,
     messages: tuple[Message, ...],
     on_update: Callable[[str | ToolOutput], None],
     cancel: threading.Event,
-    is_aborted: Callable[[], bool],
     after: AfterToolCall | None,
-) -> tuple[ToolResultMessage, str | None]:
-    """Judgements 4–5 for a call that passed 1–3: ``(result, failure kind or None)``."""
+) -> Generator[Intent, Any, tuple[ToolResultMessage, str | None]]:
+    """Judgements 4–5 for a call that passed 1–3: ``(result, failure kind or None)``.
+    A step generator: the driver runs the tool (:class:`~._intents.Invoke`) and
+    resolves ``after_tool_call``."""
     call, tool, args = prep.call, prep.tool, prep.args
     assert tool is not None and args is not None and prep.failure is None
     ctx = ToolContext(call, messages=messages, on_update=on_update, cancel=cancel)
     failure: ToolFailure | None = None
     output: Any = None
-    scope: asyncio.Timeout | None = None
     try:
-        if tool.timeout is not None:
-            async with asyncio.timeout(tool.timeout) as scope:
-                output = await _invoke(tool, args, ctx)
-        else:
-            output = await _invoke(tool, args, ctx)
+        output = yield Invoke(tool, args, ctx)
     except ToolFailure as exc:
         failure = exc
-    except TimeoutError as exc:
-        if scope is None or not scope.expired():  # the tool's own TimeoutError
-            failure = _crashed(call, exc)
-        else:
-            cancel.set()
-            failure = ToolFailure(
-                "timeout_unknown",
-                f"the {call.name} tool did not finish within {tool.timeout:g} s and was cancelled",
-            )
-    except asyncio.CancelledError:
+    except InvokeTimedOut:
         cancel.set()
-        if not is_aborted():
-            raise
+        failure = ToolFailure(
+            "timeout_unknown",
+            f"the {call.name} tool did not finish within {tool.timeout or 0:g} s and was cancelled",
+        )
+    except InvokeAborted:
+        cancel.set()
         failure = ToolFailure(
             "aborted", f"the run was aborted before this {call.name} call finished"
         )
-    except Exception as exc:
+    except Exception as exc:  # the tool's own TimeoutError included
         failure = _crashed(call, exc)
     if failure is None and not isinstance(output, str | ToolOutput):
         failure = ToolFailure(
@@ -260,7 +245,7 @@ async def execute(
         )
     if after is not None:
         try:
-            replaced = await _maybe_await(after(call, result))
+            replaced = yield Resolve(after(call, result))
         except Exception as exc:
             # Fail closed: the hook may exist to redact; an unprocessed result is withheld.
             failure = ToolFailure(

@@ -1,7 +1,13 @@
 """The agent loop: stream → complete message → judge and execute calls → results → next turn.
 
 The loop never touches HTTP: each turn calls ``mw.stream(model, context,
-**options)`` (or the ``stream_fn`` given), so it runs on every wire API.
+**options)`` — ``mw.stream_sync`` on the sync path — (or the ``stream_fn`` given),
+so it runs on every wire API. It is written once, sans-IO: ``Agent._events`` and
+the steps it delegates to are generators that make every decision (turn bounds,
+steering and follow-up queues, tool judgement and order, the once-per-id rule,
+abort, stop reasons, the events) and yield an intent whenever they must wait;
+:mod:`modelwire.agent._drive` has the async driver (``run``/``stream``) and the
+sync one (``run_sync``/``stream_sync``), which differ only in how they wait.
 
 Execution rule (DESIGN §3 rule 8). Tools run only after a response ended
 ``done(tool_use)``. A response that ended ``error`` or ``aborted`` executes
@@ -16,16 +22,8 @@ refused with ``duplicate_call``, also after a resumed run.
 
 from __future__ import annotations
 
-import asyncio
 from collections import deque
-from collections.abc import (
-    AsyncGenerator,
-    Awaitable,
-    Callable,
-    Iterable,
-    Mapping,
-)
-from contextlib import aclosing
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Literal, Unpack
 
 from .._catalog import is_silent_overflow
@@ -43,9 +41,11 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
+from ._drive import check_sync, drive_async, drive_sync
 from ._execute import AfterToolCall, BeforeToolCall, failure_result
+from ._intents import Core, Intent, NextModelEvent, OpenModel, Resolve
 from ._run import AgentRun, AgentStopReason, sum_usage
-from ._stream import AgentStream
+from ._stream import AgentStream, SyncAgentStream
 from ._tools_turn import ToolRunner
 from ._turns import (
     Prompt,
@@ -53,14 +53,12 @@ from ._turns import (
     Turn,
     as_messages,
     done_results,
-    maybe_await,
     output_limit,
     silent_overflow,
     to_user,
 )
 from .events import (
     AgentEndEvent,
-    AgentEvent,
     AgentStartEvent,
     ContextPreparedEvent,
     MessageEndEvent,
@@ -96,6 +94,16 @@ class Agent(ToolRunner):
     ``.final``, ``.stop_reason``), and ``agent.stream(prompt)`` yields the
     :mod:`agent events <modelwire.agent.events>` as they happen. The agent keeps
     the transcript: a second ``run`` continues the conversation.
+
+    Sync twins: ``agent.run_sync(prompt)``, ``agent.stream_sync(prompt)`` (an
+    iterator) and ``agent.continue_sync()`` give the same events and transcript
+    with no event loop, over ``mw.stream_sync`` — also inside a running loop. There
+    sync tools run directly in the calling thread, and ``parallel`` calls run one
+    after the other in call order; an async tool, hook or dynamic callable runs on
+    a private event loop when none is running in this thread, and is a
+    ``ConfigurationError`` when one is (an async tool: at once) — nothing ever
+    blocks a running loop on a helper thread. A ``stream_fn`` serves both paths
+    and must return a sync stream on the sync one.
 
     Options: ``max_turns`` (model responses per run; then the run ends with
     ``stop_reason="max_turns"``, tool results of the last turn included);
@@ -197,12 +205,15 @@ class Agent(ToolRunner):
         self.options = self._check_options({**(options or {}), **stream_options})
         self.api_key = api_key
         if stream_fn is None:
-            from .._client import stream
+            from .._client import stream, stream_sync
 
-            stream_fn = stream
+            self._stream_fn: Callable[..., Any] = stream
+            self._stream_fn_sync: Callable[..., Any] = stream_sync
             if self._model is not None:
                 self._check_key(self._model)
-        self._stream_fn = stream_fn
+        else:
+            # One function for both paths: on the sync one it must return a sync stream.
+            self._stream_fn = self._stream_fn_sync = stream_fn
         self._messages: list[Message] = []
         for m in messages:
             if not isinstance(m, UserMessage | AssistantMessage | ToolResultMessage):
@@ -249,12 +260,12 @@ class Agent(ToolRunner):
         if model.api in BUILTIN_APIS and not callable(self.api_key):
             resolve_api_key(model.provider, self.api_key)
 
-    async def _call_config(self) -> tuple[Model, dict[str, Any]]:
+    def _call_config(self) -> Generator[Intent, Any, tuple[Model, dict[str, Any]]]:
         """The model and stream options of one call: a callable model or options is
         evaluated here, at every call (sync or async), and checked like the static ones."""
         model = self.model
         if not isinstance(model, Model):
-            model = await maybe_await(model())
+            model = yield Resolve(model())
             if not isinstance(model, Model):
                 raise ConfigurationError(
                     f"the model callable must return a modelwire.Model, got {type(model).__name__}"
@@ -262,7 +273,7 @@ class Agent(ToolRunner):
         self._model = model
         options = self.options
         if self._options_fn is not None:
-            dynamic = await maybe_await(self._options_fn())
+            dynamic = yield Resolve(self._options_fn())
             if not isinstance(dynamic, Mapping):
                 raise ConfigurationError(
                     f"the options callable must return a dict, got {type(dynamic).__name__}"
@@ -295,17 +306,36 @@ class Agent(ToolRunner):
         """Run on ``prompt`` (``None``: continue the transcript, see :meth:`continue_`),
         yielding agent events. Nothing happens until it is iterated."""
         new = None if prompt is None else as_messages(prompt)
-        return AgentStream(lambda: self._events(new), self.abort)
+        return AgentStream(lambda: drive_async(self._events, new, self._stream_fn), self.abort)
+
+    def stream_sync(self, prompt: Prompt | None = None) -> SyncAgentStream:
+        """:meth:`stream` without an event loop: the same events, decisions and
+        transcript, in the calling thread (see :mod:`modelwire.agent._drive` for how
+        tools and hooks run there)."""
+        new = None if prompt is None else as_messages(prompt)
+        check_sync(self.tools.values())
+        return SyncAgentStream(
+            lambda: drive_sync(self._events, new, self._stream_fn_sync), self.abort
+        )
 
     async def run(self, prompt: Prompt) -> AgentRun:
         """Run on ``prompt`` until the model answers (or the run stops); the run."""
         return await self.stream(prompt).result()
+
+    def run_sync(self, prompt: Prompt) -> AgentRun:
+        """:meth:`run` without an event loop (works inside a running one, as
+        ``mw.complete_sync`` does)."""
+        return self.stream_sync(prompt).result()
 
     async def continue_(self) -> AgentRun:
         """Go on from the current transcript without a new prompt: execute the
         unanswered calls of the last ``tool_use`` response, or retry after a failed
         response, then continue the loop."""
         return await self.stream(None).result()
+
+    def continue_sync(self) -> AgentRun:
+        """:meth:`continue_` without an event loop."""
+        return self.stream_sync(None).result()
 
     def steer(self, message: str | UserMessage) -> None:
         """Queue a user message for the next turn boundary (after the current
@@ -329,9 +359,11 @@ class Agent(ToolRunner):
             stream.abort()
         for ev in list(st.cancels):
             ev.set()
+        loop = st.loop
         for task in list(st.tasks):
             try:
-                st.loop.call_soon_threadsafe(task.cancel)
+                if loop is not None:
+                    loop.call_soon_threadsafe(task.cancel)
             except RuntimeError:  # the loop is closed
                 pass
 
@@ -357,15 +389,16 @@ class Agent(ToolRunner):
                 )
         return []
 
-    async def _events(
-        self, new_prompt: list[UserMessage] | None
-    ) -> AsyncGenerator[AgentEvent, None]:
+    def _events(self, new_prompt: list[UserMessage] | None, st: RunState) -> Core:
+        """The run, sans-IO: agent events for the caller and intents for the driver
+        (:mod:`modelwire.agent._intents`), which holds ``st``'s I/O side and cleans it
+        up (tool tasks, the model stream) before this generator is closed."""
         if self._state is not None:
             raise ConfigurationError(
                 "this agent is already running; use steer()/follow_up(), or abort() it first"
             )
         pending = self._resume_calls() if new_prompt is None else []
-        st = self._state = RunState(asyncio.get_running_loop())
+        self._state = st
         new: list[Message] = []
         turn_state: list[Turn] = []
         answered = self._executed | {
@@ -376,22 +409,18 @@ class Agent(ToolRunner):
         try:
             yield AgentStartEvent()
             for m in new_prompt or ():
-                for e in self._record(m, new):
-                    yield e
+                yield from self._record(m, new)
             if pending:
                 last = next(m for m in reversed(self._messages) if isinstance(m, AssistantMessage))
                 yield TurnStartEvent(turn=0)
                 turn = Turn(pending)
                 turn_state[:] = [turn]
-                async with aclosing(self._run_tools(st, turn, answered, new)) as tool_events:
-                    async for e in tool_events:
-                        yield e
+                yield from self._run_tools(st, turn, answered, new)
                 yield TurnEndEvent(turn=0, message=last, tool_results=done_results(turn))
             # Steering queued while idle goes after the prompt (and after the results
             # of resumed calls: nothing may come between a call and its result).
             for m in self._drain(self._steering):
-                for e in self._record(m, new):
-                    yield e
+                yield from self._record(m, new)
             while True:
                 if st.aborted:
                     stop = "aborted"
@@ -401,29 +430,19 @@ class Agent(ToolRunner):
                     break
                 turns += 1
                 outcome: list[AgentStopReason] = []
-                turn_events = self._turn(st, turns, answered, new, turn_state, outcome)
-                async with aclosing(turn_events) as events:
-                    async for e in events:
-                        yield e
+                yield from self._turn(st, turns, answered, new, turn_state, outcome)
                 if outcome:
                     stop = outcome[0]
                     break
             yield AgentEndEvent(run=self._make_run(new, turns, stop))
         finally:
-            if st.tasks:
-                st.aborted = True  # running tools end as "aborted", not as a crash
-                for task in list(st.tasks):
-                    task.cancel()
-                await asyncio.gather(*st.tasks, return_exceptions=True)
-            if st.stream is not None:
-                await st.stream.aclose()
             # A run closed mid-turn must not leave calls unanswered: the next request
             # would be refused, and continue_() must not run them again.
             for turn in turn_state:
                 self._messages.extend(turn.unanswered())
             self._state = None
 
-    async def _turn(
+    def _turn(
         self,
         st: RunState,
         number: int,
@@ -431,16 +450,14 @@ class Agent(ToolRunner):
         new: list[Message],
         turn_state: list[Turn],
         outcome: list[AgentStopReason],
-    ) -> AsyncGenerator[AgentEvent, None]:
+    ) -> Core:
         """One turn: the model's response; then its tool calls executed, or each
         refused when the response may not be acted on; then the turn hook and the
         queued messages. Appends to ``outcome`` why the run ends, or nothing when
         it goes on to another turn."""
         yield TurnStartEvent(turn=number)
         final: list[AssistantMessage] = []
-        async with aclosing(self._respond(st, number, new, final)) as model_events:
-            async for e in model_events:
-                yield e
+        yield from self._respond(st, number, new, final)
         msg = final[0]
         reason = msg.stop_reason
         if reason in ("error", "aborted"):
@@ -462,8 +479,7 @@ class Agent(ToolRunner):
                 answered.add(call.id)
                 result = failure_result(call, refusal(call))
                 results.append(result)
-                for e in self._record(result, new):
-                    yield e
+                yield from self._record(result, new)
             yield TurnEndEvent(turn=number, message=msg, tool_results=tuple(results))
             outcome.append(ending)
             return
@@ -471,9 +487,7 @@ class Agent(ToolRunner):
         turn = Turn(calls)
         turn_state[:] = [turn]
         if calls:
-            async with aclosing(self._run_tools(st, turn, answered, new)) as tool_events:
-                async for e in tool_events:
-                    yield e
+            yield from self._run_tools(st, turn, answered, new)
         end = TurnEndEvent(turn=number, message=msg, tool_results=done_results(turn))
         yield end
         if st.aborted:
@@ -482,7 +496,7 @@ class Agent(ToolRunner):
         hook = self.should_stop_after_turn
         if hook is not None and (calls or self._steering or self._follow_ups):
             # Asked only when the run would go on; queued messages stay queued.
-            verdict = await maybe_await(hook(end))
+            verdict = yield Resolve(hook(end))
             if not isinstance(verdict, bool):
                 raise ConfigurationError(
                     f"should_stop_after_turn must return a bool, got {type(verdict).__name__}"
@@ -494,8 +508,7 @@ class Agent(ToolRunner):
         if not calls and not queued:
             queued = self._drain(self._follow_ups)
         for m in queued:
-            for e in self._record(m, new):
-                yield e
+            yield from self._record(m, new)
         if not calls and not queued:
             outcome.append("stop")
 
@@ -531,17 +544,19 @@ class Agent(ToolRunner):
             usage=sum_usage(new),
         )
 
-    async def _respond(
+    def _respond(
         self, st: RunState, turn: int, new: list[Message], final: list[AssistantMessage]
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """One model response: wraps each model event once; appends the message."""
+    ) -> Core:
+        """One model response: wraps each model event once; appends the message. A
+        stream left open (the run closed or failed meanwhile) stays in ``st.stream``
+        for the driver to close."""
         context = Context(
             system_prompt=self.system_prompt,
             messages=tuple(self._messages),
             tools=tuple(t.definition for t in self.tools.values()) or None,
         )
         if self.prepare_next_turn is not None:
-            prepared = await maybe_await(self.prepare_next_turn(context))
+            prepared = yield Resolve(self.prepare_next_turn(context))
             if not isinstance(prepared, Context):
                 raise ConfigurationError(
                     "prepare_next_turn must return a modelwire.Context, "
@@ -553,33 +568,29 @@ class Agent(ToolRunner):
                 self._messages[:] = prepared.messages
             context = prepared
             yield ContextPreparedEvent(turn=turn, context=context, replaced=replaced)
-        model, options = await self._call_config()
-        s = self._stream_fn(model, context, api_key=self.api_key, **options)
+        model, options = yield from self._call_config()
+        s = yield OpenModel(model, context, {"api_key": self.api_key, **options})
         st.stream = s
         if st.aborted:
             s.abort()
         started = False
-        try:
-            async for ev in s:
-                kind = ev.type
-                if isinstance(ev, DoneEvent | ErrorEvent):
-                    message = ev.message
-                    if not started:
-                        yield MessageStartEvent(message=message)
-                    self._messages.append(message)
-                    new.append(message)
-                    final.append(message)
-                    yield MessageEndEvent(message=message, event=ev)
-                    break
-                if kind == "start" and not started:
-                    started = True
-                    yield MessageStartEvent(message=ev.partial, event=ev)
-                else:
-                    started = True
-                    yield MessageUpdateEvent(event=ev)
-        finally:
-            st.stream = None
-            if not final:
-                await s.aclose()
-        if not final:
-            raise RuntimeError("the model stream ended without a done or error event")
+        while True:
+            ev = yield NextModelEvent(s)
+            if ev is None:
+                raise RuntimeError("the model stream ended without a done or error event")
+            if isinstance(ev, DoneEvent | ErrorEvent):
+                st.stream = None  # ended: nothing left to close
+                message = ev.message
+                if not started:
+                    yield MessageStartEvent(message=message)
+                self._messages.append(message)
+                new.append(message)
+                final.append(message)
+                yield MessageEndEvent(message=message, event=ev)
+                return
+            if ev.type == "start" and not started:
+                started = True
+                yield MessageStartEvent(message=ev.partial, event=ev)
+            else:
+                started = True
+                yield MessageUpdateEvent(event=ev)

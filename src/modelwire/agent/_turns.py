@@ -8,10 +8,9 @@ closed or aborted run left without a result (the transcript stays valid).
 from __future__ import annotations
 
 import asyncio
-import inspect
 import threading
-from collections.abc import Awaitable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Sequence
+from typing import Any
 
 from ..errors import ConfigurationError
 from ..tools import ToolFailure
@@ -25,7 +24,6 @@ __all__ = [
     "as_messages",
     "done_results",
     "interrupted",
-    "maybe_await",
     "not_started",
     "output_limit",
     "silent_overflow",
@@ -33,14 +31,6 @@ __all__ = [
 ]
 
 Prompt = str | UserMessage | Sequence[str | UserMessage]
-
-_T = TypeVar("_T")
-
-
-async def maybe_await(value: _T | Awaitable[_T]) -> _T:
-    if inspect.isawaitable(value):
-        return await value
-    return value
 
 
 def to_user(message: object) -> UserMessage:
@@ -64,12 +54,17 @@ def as_messages(prompt: Prompt) -> list[UserMessage]:
 
 
 class RunState:
-    """What ``abort()`` needs to reach inside the running loop."""
+    """What ``abort()`` needs to reach while a run is in progress (from any thread).
 
-    __slots__ = ("aborted", "cancels", "loop", "stream", "tasks")
+    ``loop`` and ``tasks`` belong to the async driver (the loop the run's tool tasks
+    run on); ``runner`` to the sync driver (the private loop it opens for an async
+    tool or hook when no loop is running in its thread)."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+    __slots__ = ("aborted", "cancels", "loop", "runner", "stream", "tasks")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.loop = loop
+        self.runner: asyncio.Runner | None = None
         self.aborted = False
         self.stream: Any = None
         self.tasks: set[asyncio.Task[Any]] = set()
@@ -79,14 +74,16 @@ class RunState:
 class Turn:
     """Tool calls of the current turn and their results, appended in call order."""
 
-    __slots__ = ("calls", "flushed", "results", "tasks")
+    __slots__ = ("calls", "finished", "flushed", "results", "started")
 
     def __init__(self, calls: Sequence[ToolCall]) -> None:
         self.calls = tuple(calls)
         self.results: list[ToolResultMessage | None] = [None] * len(self.calls)
         self.flushed = 0
-        # Calls being executed, by position.
-        self.tasks: dict[int, asyncio.Task[tuple[ToolResultMessage, str | None]]] = {}
+        # Calls whose execution started, by position, and the results of those that
+        # finished (set by the driver as soon as a result exists).
+        self.started: set[int] = set()
+        self.finished: dict[int, ToolResultMessage] = {}
 
     def unanswered(self) -> list[ToolResultMessage]:
         """Results for every call not yet appended; a call that was started but did
@@ -94,13 +91,9 @@ class Turn:
         out = []
         for i in range(self.flushed, len(self.calls)):
             call = self.calls[i]
-            result = self.results[i]
-            task = self.tasks.get(i)
-            if result is None and task is not None and task.done() and not task.cancelled():
-                if task.exception() is None:
-                    result = task.result()[0]
+            result = self.results[i] or self.finished.get(i)
             if result is None:
-                failure = interrupted(call) if i in self.tasks else not_started(call)
+                failure = interrupted(call) if i in self.started else not_started(call)
                 result = failure_result(call, failure)
             out.append(result)
         self.flushed = len(self.calls)

@@ -2,8 +2,8 @@
 
 :class:`ScriptedModel` is the offline twin of :class:`MockServer`: its
 ``model`` uses the ``scripted`` api (registered with ``mw.register_api`` on
-first use), and every call to ``mw.stream``/``mw.complete``/an agent takes the
-next scripted reply. The reply is turned into normalized deltas
+first use), and every call to ``mw.stream``/``mw.complete``, their sync twins or
+an agent takes the next scripted reply. The reply is turned into normalized deltas
 (:mod:`modelwire._deltas`) and run through the same shared
 :class:`~modelwire._assemble.Assembler` as a live stream, so events, partial
 snapshots, the tool-call rules and the completion policy by ``tool_choice``
@@ -18,7 +18,8 @@ from __future__ import annotations
 import asyncio
 import itertools
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
 from .._assemble import Assembler
@@ -61,8 +62,11 @@ __all__ = [
 #: The api name of every :class:`ScriptedModel`.
 SCRIPTED_API = "scripted"
 
-#: What ``mw.register_api`` accepts besides a wire API object.
-StreamFunction: TypeAlias = Callable[[Model, Context, RequestOptions], AsyncIterator[Event]]
+#: What ``mw.register_api`` accepts besides a wire API object: an async generator
+#: function, or a sync one (which ``mw.stream_sync`` runs directly).
+StreamFunction: TypeAlias = Callable[
+    [Model, Context, RequestOptions], AsyncIterator[Event] | Iterator[Event]
+]
 #: The simplest custom provider: ``(model, context) -> async iterator of text``.
 TextGenerator: TypeAlias = Callable[[Model, Context], AsyncIterator[str]]
 
@@ -163,11 +167,13 @@ class ScriptedModel:
     ``contexts`` records every context received, for assertions. ``delay``
     seconds pass between events, to watch a stream render.
 
-    Custom stream functions are async, so use ``mw.stream``/``mw.complete``
-    (not the ``_sync`` twins)::
+    It serves the async and the sync path alike — ``mw.stream``/``mw.complete``,
+    ``mw.stream_sync``/``mw.complete_sync``, ``Agent.run``/``Agent.run_sync`` —
+    with the same replies, faults and recorded contexts::
 
-        sm = ScriptedModel(["Hello!"])
+        sm = ScriptedModel(["Hello!", "Again."])
         message = await mw.complete(sm.model, mw.Context(messages=[...]))
+        again = mw.complete_sync(sm.model, mw.Context(messages=[...]))
     """
 
     def __init__(
@@ -238,17 +244,34 @@ class ScriptedModel:
         return events_from_deltas(deltas, self.model, context, options)
 
 
-async def _scripted_stream(
-    model: Model, context: Context, options: RequestOptions
-) -> AsyncIterator[Event]:
+def _scripted(model: Model) -> ScriptedModel:
     sm = _models.get(model.base_url)
     if sm is None:
         raise ConfigurationError(
             f"no ScriptedModel behind {model.base_url!r}: use ScriptedModel(...).model"
         )
+    return sm
+
+
+# The two twins differ only in waiting: the events (and the reply they consume, the
+# recorded context) come from the one ``ScriptedModel.events``.
+async def _scripted_stream(
+    model: Model, context: Context, options: RequestOptions
+) -> AsyncIterator[Event]:
+    sm = _scripted(model)
     for event in sm.events(context, options):
         if sm.delay:
             await asyncio.sleep(sm.delay)
+        yield event
+
+
+def _scripted_stream_sync(
+    model: Model, context: Context, options: RequestOptions
+) -> Iterator[Event]:
+    sm = _scripted(model)
+    for event in sm.events(context, options):
+        if sm.delay:
+            time.sleep(sm.delay)
         yield event
 
 
@@ -256,9 +279,9 @@ def _ensure_registered() -> None:
     global _registered
     with _register_lock:
         if not _registered:
-            from .._client import register_api
+            from .._apis import register_stream_function
 
-            register_api(SCRIPTED_API, _scripted_stream)
+            register_stream_function(SCRIPTED_API, _scripted_stream, sync=_scripted_stream_sync)
             _registered = True
 
 

@@ -1,4 +1,4 @@
-"""Batch runs that survive anything: ``mw.batch`` and ``modelwire batch``.
+"""Batch runs that survive anything: ``mw.batch``, ``batch_async`` and ``modelwire batch``.
 
 One request per JSONL line (modelwire's own format or the OpenAI Batch API
 input format), validated up front; one result line per ``custom_id``, appended
@@ -6,13 +6,12 @@ atomically so a crash or ``kill -9`` followed by the same command yields every
 id exactly once; concurrency, per-provider rate limits with shared
 ``Retry-After`` pauses, retries with jittered backoff, a cost cap, progress;
 the same job on a Ray cluster with ``backend="ray"``. Guide: docs/batch.md.
+
+``mw.batch`` is :func:`batch` (it runs its own event loop); inside a running loop,
+``await batch_async(...)`` with the same arguments.
 """
 
 from __future__ import annotations
-
-import sys
-import types
-from typing import Any
 
 from ._api import BatchSummary, batch, batch_async, load_requests, model_resolver
 from ._input import BatchRequest, InputProblem
@@ -34,14 +33,3 @@ __all__ = [
     "load_requests",
     "model_resolver",
 ]
-
-
-class _CallableModule(types.ModuleType):
-    """``mw.batch(...)`` must work after ``import modelwire.batch`` too, when the
-    import system has set the attribute ``modelwire.batch`` to this package."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> BatchSummary:
-        return batch(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

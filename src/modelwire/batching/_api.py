@@ -1,13 +1,17 @@
-"""``mw.batch``: run a JSONL file of requests with exactly-once output."""
+"""``mw.batch`` and ``batch_async``: run a JSONL file of requests with exactly-once
+output. Both share one plan (settings checked, every line validated) and differ only
+in waiting."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
+import dataclasses
 import functools
 import os
-import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -162,32 +166,61 @@ def _check_settings(concurrency: int, max_attempts: int, max_cost: float | None)
         raise ConfigurationError(f"max_cost must be a number of dollars >= 0, got {max_cost!r}")
 
 
-async def batch_async(
+@dataclasses.dataclass(frozen=True)
+class _Knobs:
+    """Test-only settings, off the public signatures: the first backoff wait, and the
+    Ray chaos hook (a sink that kills its worker after N lines)."""
+
+    backoff_base: float = 0.5
+    chaos: dict[str, Any] | None = None
+
+
+_KNOBS: contextvars.ContextVar[_Knobs] = contextvars.ContextVar("modelwire_batch_knobs")
+
+
+@contextlib.contextmanager
+def knobs(*, backoff_base: float = 0.5, chaos: dict[str, Any] | None = None) -> Iterator[None]:
+    """For modelwire's own tests: runs started inside use these knobs."""
+    token = _KNOBS.set(_Knobs(backoff_base=backoff_base, chaos=chaos))
+    try:
+        yield
+    finally:
+        _KNOBS.reset(token)
+
+
+@dataclasses.dataclass
+class _Plan:
+    """A validated run: ``ray`` (a blocking call, for a Ray run) or ``local`` (the
+    coroutine of a local run); nothing has been sent yet."""
+
+    ray: Callable[[], BatchSummary] | None
+    local: Callable[[], Coroutine[Any, Any, BatchSummary]] | None
+
+
+def _plan(
     input: str | os.PathLike[str] | Iterable[Any],
     output: str | os.PathLike[str],
     *,
-    concurrency: int = 16,
-    max_attempts: int = 4,
-    max_cost: float | None = None,
-    limits: Limits | Mapping[str, Limits] | None = None,
-    models: Mapping[str, Model] | None = None,
-    base_url: str | None = None,
-    api: str | None = None,
-    api_key: Any = None,
-    timeout: Any = None,
-    skip_invalid: bool = False,
-    agent_root: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
-    backend: Literal["local", "ray"] = "local",
-    ray_address: str | None = None,
-    ray_workers: int = 2,
-    _backoff_base: float = 0.5,
-    _chaos: dict[str, Any] | None = None,
-    _ray_inline: bool = False,
-) -> BatchSummary:
-    """The async twin of :func:`batch` (same arguments, same decisions; a Ray
-    run waits on a helper thread)."""
+    concurrency: int,
+    max_attempts: int,
+    max_cost: float | None,
+    limits: Limits | Mapping[str, Limits] | None,
+    models: Mapping[str, Model] | None,
+    base_url: str | None,
+    api: str | None,
+    api_key: Any,
+    timeout: Any,
+    skip_invalid: bool,
+    agent_root: str | os.PathLike[str] | None,
+    progress: Progress | None,
+    backend: Literal["local", "ray"],
+    ray_address: str | None,
+    ray_workers: int,
+) -> _Plan:
+    """Every decision of :func:`batch` and :func:`batch_async` before the first request:
+    the settings checked and every input line validated."""
     started = time.monotonic()
+    knobs = _KNOBS.get(_Knobs())
     if backend not in ("local", "ray"):
         raise ConfigurationError(f'backend must be "local" or "ray", got {backend!r}')
     _check_settings(concurrency, max_attempts, max_cost)
@@ -196,7 +229,7 @@ async def batch_async(
         input, resolve, skip_invalid=skip_invalid, api_key=api_key, timeout=timeout
     )
     settings = RunSettings(
-        concurrency=concurrency, max_attempts=max_attempts, backoff_base=_backoff_base,
+        concurrency=concurrency, max_attempts=max_attempts, backoff_base=knobs.backoff_base,
         agent_root=os.fspath(agent_root) if agent_root is not None else None,
     )  # fmt: skip
     progress = progress or Progress()
@@ -207,11 +240,27 @@ async def batch_async(
         job = functools.partial(
             run_on_ray, requests, out, settings=settings, max_cost=max_cost,
             limits=_limits_for(limits), address=ray_address, workers=ray_workers,
-            progress=progress, invalid=invalid, started=started, chaos=_chaos,
+            progress=progress, invalid=invalid, started=started, chaos=knobs.chaos,
         )  # fmt: skip
-        if _ray_inline:
-            return job()  # type: ignore[no-any-return]
-        return await asyncio.to_thread(job)
+        return _Plan(ray=job, local=None)
+
+    async def local() -> BatchSummary:
+        return await _run_local(requests, invalid, out, settings, max_cost, limits, progress,
+                                started)  # fmt: skip
+
+    return _Plan(ray=None, local=local)
+
+
+async def _run_local(
+    requests: list[BatchRequest],
+    invalid: list[InputProblem],
+    out: str,
+    settings: RunSettings,
+    max_cost: float | None,
+    limits: Limits | Mapping[str, Limits] | None,
+    progress: Progress,
+    started: float,
+) -> BatchSummary:
     limits_for = _limits_for(limits)
     limiters: dict[str, _LocalLimiter] = {}
 
@@ -242,10 +291,60 @@ async def batch_async(
     return summary
 
 
+async def batch_async(
+    input: str | os.PathLike[str] | Iterable[Any],
+    output: str | os.PathLike[str],
+    *,
+    concurrency: int = 16,
+    max_attempts: int = 4,
+    max_cost: float | None = None,
+    limits: Limits | Mapping[str, Limits] | None = None,
+    models: Mapping[str, Model] | None = None,
+    base_url: str | None = None,
+    api: str | None = None,
+    api_key: Any = None,
+    timeout: Any = None,
+    skip_invalid: bool = False,
+    agent_root: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+    backend: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    ray_workers: int = 2,
+) -> BatchSummary:
+    """The async twin of :func:`batch`: the same arguments and decisions, awaited in
+    the running loop (a Ray run, which blocks on Ray's own calls, waits on a worker
+    thread so the loop goes on)."""
+    plan = _plan(
+        input, output, concurrency=concurrency, max_attempts=max_attempts,
+        max_cost=max_cost, limits=limits, models=models, base_url=base_url, api=api,
+        api_key=api_key, timeout=timeout, skip_invalid=skip_invalid, agent_root=agent_root,
+        progress=progress, backend=backend, ray_address=ray_address, ray_workers=ray_workers,
+    )  # fmt: skip
+    if plan.ray is not None:
+        return await asyncio.to_thread(plan.ray)
+    assert plan.local is not None
+    return await plan.local()
+
+
 def batch(
     input: str | os.PathLike[str] | Iterable[Any],
     output: str | os.PathLike[str],
-    **options: Any,
+    *,
+    concurrency: int = 16,
+    max_attempts: int = 4,
+    max_cost: float | None = None,
+    limits: Limits | Mapping[str, Limits] | None = None,
+    models: Mapping[str, Model] | None = None,
+    base_url: str | None = None,
+    api: str | None = None,
+    api_key: Any = None,
+    timeout: Any = None,
+    skip_invalid: bool = False,
+    agent_root: str | os.PathLike[str] | None = None,
+    progress: Progress | None = None,
+    backend: Literal["local", "ray"] = "local",
+    ray_address: str | None = None,
+    ray_workers: int = 2,
 ) -> BatchSummary:
     """Run every request of ``input`` (a JSONL path, or an iterable of line
     dicts) and append one result line per ``custom_id`` to ``output``.
@@ -259,28 +358,32 @@ def batch(
     rooted there), ``progress``, ``backend`` (``"local"`` or ``"ray"``),
     ``ray_address``, ``ray_workers``. See docs/batch.md.
 
-    Works inside a running event loop too (it then runs on a helper thread).
+    It runs its own event loop, so it refuses to start inside a running one (it
+    would block that loop for the whole run): there, ``await
+    modelwire.batching.batch_async(...)`` with the same arguments.
     """
-    if options.get("backend") == "ray":
+    if _running_loop():
+        raise ConfigurationError(
+            "mw.batch() was called inside a running event loop, which it would block for "
+            "the whole run; there, use `await modelwire.batching.batch_async(...)` with "
+            "the same arguments"
+        )
+    plan = _plan(
+        input, output, concurrency=concurrency, max_attempts=max_attempts,
+        max_cost=max_cost, limits=limits, models=models, base_url=base_url, api=api,
+        api_key=api_key, timeout=timeout, skip_invalid=skip_invalid, agent_root=agent_root,
+        progress=progress, backend=backend, ray_address=ray_address, ray_workers=ray_workers,
+    )  # fmt: skip
+    if plan.ray is not None:
         # Ray wants the main thread (signal handlers); nothing here awaits.
-        options["_ray_inline"] = True
-    coro = batch_async(input, output, **options)
+        return plan.ray()
+    assert plan.local is not None
+    return asyncio.run(plan.local())
+
+
+def _running_loop() -> bool:
     try:
         asyncio.get_running_loop()
     except RuntimeError:
-        return asyncio.run(coro)
-    result: list[BatchSummary] = []
-    error: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            result.append(asyncio.run(coro))
-        except BaseException as exc:
-            error.append(exc)
-
-    t = threading.Thread(target=target, name="modelwire-batch")
-    t.start()
-    t.join()
-    if error:
-        raise error[0]
-    return result[0]
+        return False
+    return True

@@ -2,7 +2,7 @@
 
 The same coroutine runs on one machine and inside every Ray worker; only the
 *sink* (where results go), the *limiters* and the *budget* differ — local
-objects here, proxies to Ray actors there (:mod:`modelwire.batch._ray`) — so
+objects here, proxies to Ray actors there (:mod:`modelwire.batching._ray`) — so
 both backends share every decision.
 """
 
