@@ -14,6 +14,7 @@ import inspect
 import re
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
@@ -41,61 +42,64 @@ ToolResult: TypeAlias = "str | ToolOutput"
 FailureKind: TypeAlias = str
 
 # What the model is told to do next, per kind. Kept short, imperative and
-# specific: the model reads this text verbatim in the tool result.
-FAILURE_HINTS: dict[str, str] = {
-    "not_found": (
-        "Check the path with ls (paths are relative to the workspace root) "
-        "or find the file with grep, then try again."
-    ),
-    "permission_denied": (
-        "Do not retry this path: this tool can only reach files inside the workspace root. "
-        "Use a relative path under the root."
-    ),
-    "invalid_arguments": (
-        "Fix the arguments so they match the tool's parameter schema, then call the tool again."
-    ),
-    "too_large": (
-        "Read a smaller part: pass offset (first line, 1-based) and limit (number of lines), "
-        "or find the lines you need with grep first."
-    ),
-    "not_text": (
-        "This tool only shows UTF-8 text; do not retry it on this file. "
-        "Tell the user if its content matters."
-    ),
-    "stale_version": (
-        "The file changed since you read it: read it again to get the current content "
-        "and version, then retry."
-    ),
-    "timeout_unknown": (
-        "The call was stopped at its time limit and whether it had any effect is unknown: "
-        "check the current state before retrying, and ask for less at once."
-    ),
-    "unknown_tool": "Call only the tools you were given, by their exact names.",
-    "execution_failed": (
-        "Retry once if the error looks temporary; otherwise continue without this tool "
-        "and tell the user what failed."
-    ),
-    "blocked": (
-        "The application did not allow this call: do not retry it unchanged; "
-        "continue without it or ask the user."
-    ),
-    "duplicate_call": (
-        "This call was already made and answered earlier in the conversation: "
-        "use that result instead of repeating the call."
-    ),
-    "output_limit": (
-        "Nothing was executed. Make the call again with complete arguments; "
-        "if they are long, ask for less at once."
-    ),
-    "context_overflow": (
-        "Nothing was executed. The conversation no longer fits the model's context "
-        "window: the application must shorten it before continuing."
-    ),
-    "aborted": (
-        "The user stopped the run before this call finished; whether it had any effect "
-        "is unknown. Wait for the user's instructions."
-    ),
-}
+# specific: the model reads this text verbatim in the tool result. Read-only: a
+# caller cannot change what every agent in the process tells its model.
+FAILURE_HINTS: Mapping[str, str] = MappingProxyType(
+    {
+        "not_found": (
+            "Check the path with ls (paths are relative to the workspace root) "
+            "or find the file with grep, then try again."
+        ),
+        "permission_denied": (
+            "Do not retry this path: this tool can only reach files inside the workspace root. "
+            "Use a relative path under the root."
+        ),
+        "invalid_arguments": (
+            "Fix the arguments so they match the tool's parameter schema, then call the tool again."
+        ),
+        "too_large": (
+            "Read a smaller part: pass offset (first line, 1-based) and limit (number of lines), "
+            "or find the lines you need with grep first."
+        ),
+        "not_text": (
+            "This tool only shows UTF-8 text; do not retry it on this file. "
+            "Tell the user if its content matters."
+        ),
+        "stale_version": (
+            "The file changed since you read it: read it again to get the current content "
+            "and version, then retry."
+        ),
+        "timeout_unknown": (
+            "The call was stopped at its time limit and whether it had any effect is unknown: "
+            "check the current state before retrying, and ask for less at once."
+        ),
+        "unknown_tool": "Call only the tools you were given, by their exact names.",
+        "execution_failed": (
+            "Retry once if the error looks temporary; otherwise continue without this tool "
+            "and tell the user what failed."
+        ),
+        "blocked": (
+            "The application did not allow this call: do not retry it unchanged; "
+            "continue without it or ask the user."
+        ),
+        "duplicate_call": (
+            "This call was already made and answered earlier in the conversation: "
+            "use that result instead of repeating the call."
+        ),
+        "output_limit": (
+            "Nothing was executed. Make the call again with complete arguments; "
+            "if they are long, ask for less at once."
+        ),
+        "context_overflow": (
+            "Nothing was executed. The conversation no longer fits the model's context "
+            "window: the application must shorten it before continuing."
+        ),
+        "aborted": (
+            "The user stopped the run before this call finished; whether it had any effect "
+            "is unknown. Wait for the user's instructions."
+        ),
+    }
+)
 
 
 def failure_text(kind: str, message: str, hint: str | None = None) -> str:
