@@ -373,6 +373,10 @@ class Tracer:
         self._boundary = True
         self._content = False
         self._body_parent: str | None = None
+        # Where a failure would arise right now (layer, parent id, payload), kept
+        # up to date by the pipeline's trace hooks; and the parent of the next deltas.
+        self.fault: tuple[ErrorLayer, str | None, str | None] = ("http", None, None)
+        self.delta_parent: str | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -434,6 +438,11 @@ class Tracer:
                  if k.lower() not in _HIDDEN_RESPONSE_HEADERS}  # fmt: skip
         self.emit(ResponseTrace(id="response", parent=self.origin, status=status, headers=shown))
         self.last = self._body_parent = "response"
+
+    def retry(self, attempt: int, status: int | None, kind: str, wait: float) -> None:
+        """A failed attempt that will be retried after ``wait`` seconds."""
+        self.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
+                             status=status, kind=kind, wait=wait))  # fmt: skip
 
     # ------------------------------------------------------------------ bytes
 
