@@ -114,8 +114,7 @@ def test_client_reaches_into_no_private_attribute_and_sets_only_channel_hooks() 
         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
         if isinstance(t, ast.Attribute)
     ]
-    # register_api naming a wire API object is the registry's seam (the other half
-    # of issue 17 replaces it).
+    # register_api naming a wire API object is the registry's seam.
     sets = [s for s in sets if s != "stream_fn.name"]
     assert sets and all(s.startswith("s.") and s.split(".")[1] in hooks for s in sets), sets
 

@@ -178,8 +178,9 @@ async def drive_async(call: Call, ch: StreamChannel, client: httpx.AsyncClient |
             except asyncio.CancelledError:
                 intent = call.abort()
                 if isinstance(intent, Emit):
-                    ch.put_final(intent.events)
-                await t.close()
+                    ch.put_final(intent.events)  # the consumer waits for no one now
+                    intent = call.send(None)
+                await t.close()  # ``intent`` is Close
                 raise
     except Exception:
         await t.close()

@@ -1,10 +1,10 @@
-"""One call's deadline and retry decisions, shared by the async and sync send loops.
+"""One call's deadline and retry decisions.
 
-Sans-IO: :class:`RetryPolicy` never sleeps and never touches a socket. ``modelwire._http``
-asks it, after every failed attempt, how long to wait before the next one; the async
-loop then awaits ``asyncio.sleep`` and the sync loop calls ``time.sleep`` — the only
-difference between the two paths. Keeping the decision here is what stops the two
-loops from drifting apart again (issue 14).
+Sans-IO: :class:`RetryPolicy` never sleeps and never touches a socket. The
+:class:`~modelwire._call.Call` asks it, after every failed attempt, how long to wait
+before the next one and yields that wait as a ``Sleep`` intent; the async driver
+awaits ``asyncio.sleep`` and the sync one calls ``time.sleep`` — the only difference
+between the two paths.
 
 Rules (DESIGN §2a "Errors and limits"):
 
