@@ -170,7 +170,16 @@ class Call:
     :class:`~modelwire._retry.RetryPolicy`.
     """
 
-    __slots__ = ("_closing", "_gen", "_policy", "ended", "pipeline", "request", "timeout")
+    __slots__ = (
+        "_aborted",
+        "_closing",
+        "_gen",
+        "_policy",
+        "ended",
+        "pipeline",
+        "request",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -190,6 +199,7 @@ class Call:
         #: True once the terminal event has been emitted.
         self.ended = False
         self._closing = False
+        self._aborted = False
         self._gen = self._run(aborted)
 
     def first(self) -> Intent:
@@ -203,6 +213,9 @@ class Call:
         intents are the aborted terminal (unless one was already emitted) and Close."""
         if self._closing:
             return Close()
+        if self._aborted:  # already on the way out: its Emit, then Close
+            return self._gen.send(None)
+        self._aborted = True
         return self._gen.throw(_Aborted())
 
     def abort_events(self) -> list[Event]:
