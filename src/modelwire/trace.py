@@ -345,7 +345,9 @@ def _plain(value: Any) -> Any:
 class Tracer:
     """Turns the steps of one call into records for an observer.
 
-    Used by :class:`~modelwire._pipeline.Pipeline` and the client; one per call. It
+    The observer hooks of one call: :class:`~modelwire._pipeline.Pipeline` calls it at
+    every step of its one loop, :class:`~modelwire._call.Call` for retries and the
+    response, the client for the context and the request. It
     keeps what the records need and the layers do not: ids, the byte offset, the
     unfinished line (to say where a read ended), and the provider key → content
     index mapping, learnt from the events each delta produced.
