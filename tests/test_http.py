@@ -1027,8 +1027,12 @@ def test_retry_policy_never_waits_past_the_deadline() -> None:
     assert p.bound(10) == 5 and p.bound(None) == 5  # every phase is cut to the deadline
     clock.t += 4
     assert p.remaining() == 1 and p.bound(300) == 1
-    with pytest.raises(mw.errors.RateLimitError, match="not retried: the total timeout"):
-        p.next_wait(_err(429, 3))
+    err = _err(429, 3)
+    with pytest.raises(mw.errors.RateLimitError, match="not retried: the total timeout") as got:
+        p.next_wait(err)
+    # The reason is added to a copy: the attempt's error is left as it was.
+    assert got.value is not err and "not retried" not in err.message
+    assert got.value.message.startswith(err.message) and got.value.status == err.status
     clock.t += 2
     assert p.expired() and p.remaining() == 0
     unbounded = RetryPolicy(mw.Timeout(total=None), 1, clock=clock)

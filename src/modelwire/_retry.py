@@ -22,6 +22,7 @@ Rules (DESIGN §2a "Errors and limits"):
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import math
 import random
@@ -168,6 +169,8 @@ class RetryPolicy:
 
 
 def _annotated(err: StreamError, why: str) -> StreamError:
-    err.message += f" — {why}"
-    err.args = (err.message,)
-    return err
+    # A copy: the attempt's error is not changed in place (errors are values here).
+    out = copy.copy(err)
+    out.message = f"{err.message} — {why}"
+    out.args = (out.message,)
+    return out
