@@ -1,4 +1,4 @@
-"""The fault matrix (issue 14): every fault, for all four wire APIs, sync and async,
+"""The fault matrix: every fault, for all four wire APIs, sync and async,
 over real loopback sockets.
 
 Each run checks the terminal kind, the content kept, the number of requests the

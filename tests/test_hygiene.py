@@ -114,10 +114,34 @@ def test_client_reaches_into_no_private_attribute_and_sets_only_channel_hooks() 
         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
         if isinstance(t, ast.Attribute)
     ]
-    # register_api naming a wire API object is the registry's seam (the other half
-    # of issue 17 replaces it).
+    # register_api naming a wire API object is the registry's seam.
     sets = [s for s in sets if s != "stream_fn.name"]
     assert sets and all(s.startswith("s.") and s.split(".")[1] in hooks for s in sets), sets
+
+
+def test_stream_and_stream_sync_differ_only_in_their_driver() -> None:
+    # One Call takes every decision of a call (modelwire._call); the client's two
+    # producers build it the same way and hand it to their driver, nothing else: no
+    # pipeline, no authorize, no feed loop of their own.
+    tree = ast.parse((SRC / "_client.py").read_text(encoding="utf-8"))
+    fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    driver = {"drive_async": "DRIVER", "SyncDriver": "DRIVER", "driver.events": "DRIVER"}
+
+    def produce(name: str) -> tuple[set[str], list[str]]:
+        inner = next(
+            n for n in fns[name].body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+        )
+        calls = {driver.get(f, f) for n in ast.walk(inner) if isinstance(n, ast.Call)
+                 for f in [ast.unparse(n.func)]}  # fmt: skip
+        call = next(n for n in ast.walk(inner) if isinstance(n, ast.Call)
+                    and ast.unparse(n.func) == "_call")  # fmt: skip
+        return calls, [ast.unparse(a) for a in call.args]
+
+    assert produce("stream") == produce("stream_sync") == (
+        {"_call", "DRIVER"},
+        ["model", "context", "resolved", "request", "trace", "completion_policy",
+         "lambda: s.aborted"],
+    )  # fmt: skip
 
 
 # Modules of this layer of issue 17 (the agent loop and the assembler were 849 and

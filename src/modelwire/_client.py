@@ -1,13 +1,15 @@
 """Entry points: ``stream``, ``complete``, their sync twins, and ``register_api``.
 
 The client wires the layers and nothing else (DESIGN §1): a wire API builds the
-request (validated before any I/O), ``modelwire._http`` moves bytes, and the
-sans-IO :class:`~modelwire._pipeline.Pipeline` turns them into events.
+request (validated before any I/O), one sans-IO :class:`~modelwire._call.Call`
+takes every decision of the call and feeds the :class:`~modelwire._pipeline.Pipeline`,
+and a driver from ``modelwire._http`` does its waiting: ``stream`` and
+``stream_sync`` differ only in which driver they use.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Unpack
 
 from ._apis import (
@@ -25,15 +27,15 @@ from ._streams import (
     SyncAssistantMessageStream,
     SyncStreamChannel,
 )
-from .errors import ConfigurationError, StreamError
+from .errors import ConfigurationError
 from .events import Event
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
-    from ._http import OnRetry
+    from ._call import Call
     from ._options import HTTPRequest
-    from .trace import TraceObserver, Tracer
+    from .trace import TraceObserver
 
 __all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
 
@@ -86,14 +88,18 @@ def _prepare(
     return options, request
 
 
-def _pipeline(
+def _call(
     model: Model,
     context: Context,
     options: RequestOptions,
     request: HTTPRequest,
     trace: TraceObserver | None,
-    policy: CompletionPolicy | None = None,
-) -> Pipeline:
+    policy: CompletionPolicy | None,
+    aborted: Callable[[], bool],
+) -> Call:
+    """The one call both paths run (:class:`~modelwire._call.Call`); only its driver differs."""
+    from ._call import Call
+
     p = Pipeline(
         model.api,
         model=model,
@@ -107,7 +113,9 @@ def _pipeline(
     if p.trace is not None:
         p.trace.context(model, context)
         p.trace.request(request)
-    return p
+    return Call(
+        p, request, timeout=options.timeout, max_retries=options.max_retries, aborted=aborted
+    )
 
 
 def _check_policy(policy: object) -> None:
@@ -124,25 +132,6 @@ def _check_trace(trace: object) -> TraceObserver | None:
     from .trace import check_observer
 
     return check_observer(trace)
-
-
-def _on_retry(t: Tracer | None) -> OnRetry | None:
-    """One :class:`~modelwire.trace.RetryTrace` per retry, on both paths."""
-    if t is None:
-        return None
-    from .trace import RetryTrace
-
-    def on_retry(attempt: int, status: int | None, kind: str, wait: float) -> None:
-        t.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
-                          status=status, kind=kind, wait=wait))  # fmt: skip
-
-    return on_retry
-
-
-def _trace_response(t: Tracer | None, body: Any) -> None:
-    # Once per call, after the status line: never on the per-read path.
-    if t is not None:
-        t.response(body.response.status_code, body.response.headers.multi_items())
 
 
 def stream(
@@ -183,55 +172,15 @@ def stream(
         check_client(http_client, sync=False)
 
     async def produce(s: StreamChannel) -> None:
-        from ._http import authorize_async, open_async
+        from ._http import drive_async
 
-        p = _pipeline(model, context, resolved, request, trace, completion_policy)
-        s.abort_events = p.abort
-        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, p.secrets))
-        await s.put(p.start())
-        try:
-            sent = await authorize_async(request)
-        except StreamError as exc:
-            await s.put(p.fail(exc))
-            return
-        p.add_secrets(sent.secrets)
-        secrets = p.secrets
-        try:
-            body = await open_async(
-                sent, timeout=resolved.timeout, max_retries=resolved.max_retries,
-                client=http_client, on_retry=_on_retry(p.trace),
-            )  # fmt: skip
-        except StreamError as exc:
-            exc.redact(secrets)
-            await s.put(p.fail(exc))
-            return
-        _trace_response(p.trace, body)
-        try:
-            async for chunk in body.chunks():
-                events = p.feed(chunk)
-                if events:
-                    await s.put(events)
-                if p.done:
-                    await body.drain()
-                    return
-            await s.put(p.end())
-        except StreamError as exc:
-            exc.redact(secrets)
-            await s.put(p.fail(exc))
-        finally:
-            await body.aclose()
+        call = _call(model, context, resolved, request, trace, completion_policy,
+                     lambda: s.aborted)  # fmt: skip
+        s.abort_events = call.abort_events
+        s.fail_events = call.fail_events
+        await drive_async(call, s, http_client)
 
     return AssistantMessageStream(produce)
-
-
-def _as_stream_error(exc: BaseException, secrets: tuple[str, ...]) -> StreamError:
-    from ._http import redact
-    from .errors import StreamInterruptedError
-
-    if isinstance(exc, StreamError):
-        exc.redact(secrets)
-        return exc
-    return StreamInterruptedError(redact(f"the stream failed: {exc!r}", secrets))
 
 
 async def complete(
@@ -264,52 +213,15 @@ def stream_sync(
         check_client(http_client, sync=True)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
-        from ._http import authorize_sync, open_sync
+        from ._http import SyncDriver
 
-        p = _pipeline(model, context, resolved, request, trace, completion_policy)
-        s.abort_events = p.abort
-        s.fail_events = lambda exc: p.fail(_as_stream_error(exc, p.secrets))
-        yield p.start()
-        try:
-            sent = authorize_sync(request)
-        except StreamError as exc:
-            yield p.fail(exc)
-            return
-        p.add_secrets(sent.secrets)
-        secrets = p.secrets
-        try:
-            body = open_sync(
-                sent, timeout=resolved.timeout, max_retries=resolved.max_retries,
-                client=http_client, on_retry=_on_retry(p.trace),
-            )  # fmt: skip
-        except StreamError as exc:
-            exc.redact(secrets)
-            yield p.fail(exc)
-            return
-        _trace_response(p.trace, body)
-        s.on_abort = body.abort  # unblocks a read in progress, from any thread
-        try:
-            for chunk in body.chunks():
-                events = p.feed(chunk)
-                if events:
-                    yield events
-                if p.done:
-                    return
-            yield p.end()
-        except StreamError as exc:
-            if s.aborted:
-                yield p.abort()
-                return
-            exc.redact(secrets)
-            yield p.fail(exc)
-        finally:
-            # The consumer closes this generator as soon as it takes the terminal
-            # event, so a successful response is drained here (bounded) to put the
-            # connection back in the pool.
-            msg = p.message
-            if msg is not None and msg.error is None and not s.aborted:
-                body.drain()
-            body.close()
+        call = _call(model, context, resolved, request, trace, completion_policy,
+                     lambda: s.aborted)  # fmt: skip
+        driver = SyncDriver(call, http_client)
+        s.abort_events = call.abort_events
+        s.fail_events = call.fail_events
+        s.on_abort = driver.abort  # unblocks a read in progress, from any thread
+        return driver.events()
 
     return SyncAssistantMessageStream(produce)
 

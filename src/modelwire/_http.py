@@ -1,15 +1,15 @@
 """HTTP transport: the one module that imports httpx (DESIGN §1, §5).
 
-It sends one :class:`~modelwire._options.HTTPRequest`, retries before the first
-byte only, maps statuses and httpx exceptions to :mod:`modelwire.errors`
-(``raise … from exc`` in exactly this one place), enforces the connect / idle /
-total timeouts, redacts secrets from every error text, and closes the response
-in every path. Every retry decision — what to retry, how long to wait, what is
-left of the total deadline — is taken by :class:`~modelwire._retry.RetryPolicy`,
-the same for the async and the sync loop, which differ only in how they wait.
-After the stream's terminal event the rest of the body is drained briefly so the
-connection can go back to the pool. :func:`check_client` is how the client checks
-a caller's ``http_client`` without importing httpx itself.
+The two drivers of a :class:`~modelwire._call.Call`: :func:`drive_async` (asyncio,
+``httpx.AsyncClient``) and :class:`SyncDriver` (blocking ``httpx.Client``). The Call
+takes every decision — authorize, send, retry, the total deadline, the status →
+error step, drain after the terminal event, close in every path, redaction; a
+driver only performs its intents and waits. Here httpx exceptions are mapped to
+:mod:`modelwire.errors` (in exactly this one place), per-phase timeouts are given to
+httpx, a wait is bounded by the deadline (a task timeout, or in the sync driver a
+timer that shuts the socket down), and responses and owned clients are closed.
+:func:`check_client` is how the client checks a caller's ``http_client`` without
+importing httpx itself.
 
 The pure parts live beside it and are re-exported here: the status → typed error
 mapping (:func:`status_error`, :func:`origin`) in ``modelwire._http_status`` and
@@ -32,50 +32,42 @@ import socket
 import ssl
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from typing import TypeAlias
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 
+from ._call import Authorize, Close, Drain, Emit, Failure, Head, Intent, Read, ReadError, Send
 from ._http_auth import authorize_async, authorize_sync
 from ._http_status import origin as origin  # re-exported (tests, callers)
 from ._http_status import status_error
-from ._options import HTTPRequest, Timeout
-from ._redact import head, redact
-from ._retry import MAX_RETRY_AFTER, RetryPolicy
+from ._options import HTTPRequest
+from ._redact import redact
+from ._retry import MAX_RETRY_AFTER
 from .errors import (
     ConfigurationError,
     ConnectError,
-    ProviderStreamError,
     RequestTimeoutError,
     StreamError,
     StreamInterruptedError,
 )
 
+if TYPE_CHECKING:
+    from ._call import Call
+    from ._streams import StreamChannel
+    from .events import Event
+
 __all__ = [
     "MAX_RETRY_AFTER",
-    "AsyncBody",
-    "OnRetry",
-    "SyncBody",
+    "SyncDriver",
     "authorize_async",
     "authorize_sync",
     "check_client",
-    "open_async",
-    "open_sync",
+    "drive_async",
     "pooled_async_client",
     "redact",
     "status_error",
 ]
-
-_ERROR_BODY_LIMIT = 64 * 1024
-_DRAIN_BYTES = 64 * 1024
-_DRAIN_SECONDS = 0.25
-#: How much of a non-event-stream 200 body its error quotes.
-_EXCERPT_CHARS = 200
-
-#: Called once per retry: (1-based number of the attempt that failed, its HTTP status
-#: or ``None`` for a transport error, the error kind, seconds waited before the next).
-OnRetry: TypeAlias = Callable[[int, int | None, str, float], None]
 
 
 def check_client(client: object, *, sync: bool) -> None:
@@ -94,16 +86,6 @@ def _ssl_context() -> ssl.SSLContext:
     # every call that brings no ``http_client`` would pay it again. One context
     # is safe to share between clients and threads.
     return httpx.create_ssl_context()
-
-
-def _httpx_timeout(t: Timeout, policy: RetryPolicy | None = None) -> httpx.Timeout:
-    # httpx's read timeout is per read: exactly our idle timeout. Each phase is cut
-    # to what is left of the total deadline, so that waiting for the connection or
-    # for the response headers cannot outlast ``Timeout(total=…)`` either.
-    if policy is None:
-        return httpx.Timeout(connect=t.connect, read=t.idle, write=t.connect, pool=t.connect)
-    connect = policy.bound(t.connect)
-    return httpx.Timeout(connect=connect, read=policy.bound(t.idle), write=connect, pool=connect)
 
 
 def _map_exc(
@@ -130,245 +112,325 @@ def _map_exc(
     return StreamInterruptedError(text)
 
 
-def _build(
-    client: httpx.AsyncClient | httpx.Client,
-    request: HTTPRequest,
-    t: Timeout,
-    policy: RetryPolicy,
-) -> httpx.Request:
-    return client.build_request(
-        "POST",
-        request.url,
-        headers=request.headers,
-        content=request.body,
-        timeout=_httpx_timeout(t, policy),
+def _phases(i: Send) -> httpx.Timeout:
+    # httpx's read timeout is per read: exactly our idle timeout. The Call has cut
+    # each phase to what is left of the total deadline, so that waiting for the
+    # connection or for the response headers cannot outlast ``Timeout(total=…)``.
+    return httpx.Timeout(connect=i.connect, read=i.idle, write=i.connect, pool=i.connect)
+
+
+def _send_failure(exc: httpx.HTTPError, request: HTTPRequest) -> Failure:
+    return Failure(
+        _map_exc(exc, request.secrets, started=False, url=request.url),
+        timeout=isinstance(exc, httpx.TimeoutException),
+        # An unusable URL fails the same way every time.
+        final=isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL),
     )
 
 
-def _send_failed(exc: httpx.HTTPError, request: HTTPRequest, policy: RetryPolicy) -> StreamError:
-    """The typed error for a send that failed before any response."""
-    left = policy.remaining()
-    if isinstance(exc, httpx.TimeoutException) and left is not None and left < 0.01:
-        # The phase timeout was cut to the deadline (``_httpx_timeout``): the
-        # whole call's budget, not the connect/idle one, is what ran out.
-        return policy.total_timeout("before the response")
-    return _map_exc(exc, request.secrets, started=False, url=request.url)
+def _read_failure(exc: httpx.HTTPError, secrets: tuple[str, ...]) -> Failure:
+    return Failure(_map_exc(exc, secrets, started=True))
 
 
-def _no_retry(exc: httpx.HTTPError) -> bool:
-    # An unusable URL fails the same way every time.
-    return isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL)
-
-
-def _media_type(value: str) -> str:
-    return value.split(";", 1)[0].strip().lower()
-
-
-def _unexpected_type(request: HTTPRequest, response: httpx.Response) -> str | None:
-    """The response's content type when it is not the one the request asked for
-    (``Accept: text/event-stream`` for every wire API): an HTML or JSON page from
-    a proxy or gateway, sent with ``200``, is not the stream."""
-    accept = next((v for k, v in request.headers.items() if k.lower() == "accept"), "")
-    wanted = _media_type(accept.split(",", 1)[0])
-    got = response.headers.get("content-type")
-    if not wanted or "*" in wanted or got is None:
-        return None
-    return None if _media_type(got) == wanted else got
-
-
-def _wrong_type_error(
-    request: HTTPRequest, response: httpx.Response, content_type: str, body: bytes
-) -> ProviderStreamError:
-    # Redacted before the cut (redact.head), so the cut never leaves a piece of a key.
-    excerpt = head(
-        " ".join(body.decode("utf-8", "replace").split()), _EXCERPT_CHARS, request.secrets
-    )
-    accept = next((v for k, v in request.headers.items() if k.lower() == "accept"), "")
-    message = (
-        f"HTTP {response.status_code} with content type {content_type!r} instead of "
-        f"{_media_type(accept)!r}: {origin(request.url)} answered with a page, not the "
-        f"stream (a proxy, gateway or wrong base_url?); the body begins: "
-        f"{excerpt or '(empty)'!r}"
-    )
-    return ProviderStreamError(redact(message, request.secrets), status=response.status_code)
+_DEADLINE_BEFORE = "total timeout expired before the response"
+_DEADLINE_READING = "total timeout expired while reading"
 
 
 # --------------------------------------------------------------------------- async
 
 
-class AsyncBody:
-    """An open streaming response: iterate raw byte chunks, then ``aclose()``."""
+async def drive_async(call: Call, ch: StreamChannel, client: httpx.AsyncClient | None) -> None:
+    """Run ``call`` to its end on the event loop, its events into ``ch``.
 
-    def __init__(
-        self,
-        response: httpx.Response,
-        client: httpx.AsyncClient | None,
-        secrets: tuple[str, ...],
-        deadline: float | None,
-    ) -> None:
-        self.response = response
-        self._own_client = client
-        self._secrets = secrets
-        self._deadline = deadline
-        self.bytes_read = 0
-        # Decoded bytes (``aiter_bytes``), not the raw body: providers may send
-        # the event stream with ``Content-Encoding: gzip`` (Anthropic does). One
-        # iterator serves ``chunks`` and ``drain``: httpx refuses a second one.
+    Cancelling the task (``aclose()``, ``abort()``, a dropped stream) is the abort:
+    the call's aborted terminal goes to ``ch`` and the response is closed before the
+    cancellation goes on.
+    """
+    t = _AsyncTransport(client)
+    intent = call.first()
+    try:
+        while True:
+            try:
+                if isinstance(intent, Read):
+                    intent = call.send(await t.read(intent))
+                elif isinstance(intent, Emit):
+                    await ch.put(intent.events)
+                    intent = call.send(None)
+                elif isinstance(intent, Close):
+                    await t.close()
+                    return
+                elif isinstance(intent, Drain):
+                    await t.drain(intent)
+                    intent = call.send(None)
+                elif isinstance(intent, Authorize):
+                    try:
+                        got: object = await authorize_async(intent.request)
+                    except StreamError as exc:
+                        got = Failure(exc)
+                    intent = call.send(got)
+                elif isinstance(intent, Send):
+                    intent = call.send(await t.send(intent))
+                elif isinstance(intent, ReadError):
+                    intent = call.send(await t.read_error(intent))
+                else:
+                    await asyncio.sleep(intent.seconds)
+                    intent = call.send(None)
+            except asyncio.CancelledError:
+                intent = call.abort()
+                if isinstance(intent, Emit):
+                    ch.put_final(intent.events)  # the consumer waits for no one now
+                    intent = call.send(None)
+                await t.close()  # ``intent`` is Close
+                raise
+    except Exception:
+        await t.close()
+        raise
+
+
+class _AsyncTransport:
+    """The waiting half of :func:`drive_async`: one response at a time."""
+
+    __slots__ = ("_client", "_it", "_own", "_response", "_secrets")
+
+    def __init__(self, client: httpx.AsyncClient | None) -> None:
+        self._client = client
+        self._own: httpx.AsyncClient | None = None
+        self._response: httpx.Response | None = None
+        # Decoded bytes (``aiter_bytes``), not the raw body: providers may send the
+        # event stream with ``Content-Encoding: gzip`` (Anthropic does). One iterator
+        # serves reading and draining: httpx refuses a second one.
         self._it: AsyncIterator[bytes] | None = None
+        self._secrets: tuple[str, ...] = ()
+
+    async def send(self, i: Send) -> Head | Failure:
+        client = self._client
+        if client is None:
+            client = self._client = self._own = httpx.AsyncClient(
+                timeout=_phases(i), verify=_ssl_context()
+            )
+        r = i.request
+        self._secrets = r.secrets
+        req = client.build_request(
+            "POST", r.url, headers=r.headers, content=r.body, timeout=_phases(i)
+        )
+        try:
+            async with asyncio.timeout(i.remaining):
+                response = await client.send(req, stream=True)
+        except TimeoutError:
+            return Failure(RequestTimeoutError(_DEADLINE_BEFORE), deadline=True)
+        except httpx.HTTPError as exc:
+            return _send_failure(exc, r)
+        self._response, self._it = response, None
+        return Head(response.status_code, response.headers)
+
+    async def read_error(self, i: ReadError) -> bytes:
+        response = self._response
+        assert response is not None
+        buf = bytearray()
+        try:
+            async with asyncio.timeout(i.remaining):
+                async for chunk in response.aiter_bytes():
+                    buf += chunk
+                    if len(buf) >= i.limit:
+                        break
+        except TimeoutError:
+            buf.clear()
+        except httpx.HTTPError:
+            pass
+        finally:
+            self._response = None
+            await response.aclose()
+        return bytes(buf[: i.limit])
 
     def _iter(self) -> AsyncIterator[bytes]:
         if self._it is None:
-            self._it = self.response.aiter_bytes()
+            assert self._response is not None
+            self._it = self._response.aiter_bytes()
         return self._it
 
-    async def chunks(self) -> AsyncIterator[bytes]:
-        it = self._iter()
-        while True:
-            try:
-                if self._deadline is not None:
-                    remaining = self._deadline - time.monotonic()
-                    if remaining <= 0:
-                        raise RequestTimeoutError("total timeout expired")
-                    async with asyncio.timeout(remaining):
-                        chunk = await anext(it)
-                else:
-                    chunk = await anext(it)
-            except StopAsyncIteration:
-                return
-            except TimeoutError:
-                raise RequestTimeoutError("total timeout expired while reading") from None
-            except httpx.HTTPError as exc:
-                if self._deadline is not None and time.monotonic() >= self._deadline:
-                    # The per-read timeout was cut to the deadline (``_httpx_timeout``).
-                    raise RequestTimeoutError("total timeout expired while reading") from exc
-                raise _map_exc(exc, self._secrets, started=True) from exc
-            self.bytes_read += len(chunk)
-            yield chunk
-
-    async def drain(self) -> None:
-        """Read the rest of the body briefly so the connection can be reused."""
+    async def read(self, i: Read) -> bytes | Failure | None:
+        it = self._it or self._iter()
         try:
-            async with asyncio.timeout(_DRAIN_SECONDS):
-                n = 0
+            if i.remaining is None:
+                return await anext(it)
+            async with asyncio.timeout(i.remaining):
+                return await anext(it)
+        except StopAsyncIteration:
+            return None
+        except TimeoutError:
+            return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+        except httpx.HTTPError as exc:
+            return _read_failure(exc, self._secrets)
+
+    async def drain(self, i: Drain) -> None:
+        n = 0
+        try:
+            async with asyncio.timeout(i.seconds):
                 async for chunk in self._iter():
                     n += len(chunk)
-                    if n > _DRAIN_BYTES:
+                    if n > i.max_bytes:
                         break
         except (TimeoutError, httpx.HTTPError, RuntimeError):
             pass
 
-    async def aclose(self) -> None:
+    async def close(self) -> None:
+        response, self._response = self._response, None
+        own, self._own = self._own, None
         try:
-            await self.response.aclose()
-        finally:
-            if self._own_client is not None:
-                await self._own_client.aclose()
-
-
-async def open_async(
-    request: HTTPRequest,
-    *,
-    timeout: Timeout,
-    max_retries: int,
-    client: httpx.AsyncClient | None = None,
-    on_retry: OnRetry | None = None,
-) -> AsyncBody:
-    """Send ``request``; return the open 2xx body or raise a typed ``StreamError``.
-
-    Retries (connect failures, 408/409/429/5xx/529) happen only here, before the
-    first byte of a successful response is read; :class:`~modelwire._retry.RetryPolicy`
-    takes every decision and :func:`open_sync` asks it the same questions.
-    """
-    own = None
-    if client is None:
-        own = client = httpx.AsyncClient(timeout=_httpx_timeout(timeout), verify=_ssl_context())
-    policy = RetryPolicy(timeout, max_retries)
-    try:
-        while True:
-            err: StreamError
-            if policy.expired():
-                raise policy.total_timeout("before the response")
-            try:
-                async with asyncio.timeout(policy.remaining()):
-                    response = await client.send(
-                        _build(client, request, timeout, policy), stream=True
-                    )
-            except TimeoutError:
-                raise policy.total_timeout("before the response") from None
-            except httpx.HTTPError as exc:
-                err = _send_failed(exc, request, policy)
-                if _no_retry(exc):
-                    raise err from exc
-                response = None
             if response is not None:
-                if response.status_code < 300:
-                    wrong = _unexpected_type(request, response)
-                    if wrong is None:
-                        return AsyncBody(response, own, request.secrets, policy.deadline)
-                try:
-                    async with asyncio.timeout(policy.remaining()):
-                        body = await _read_limited_async(response)
-                except TimeoutError:
-                    body = b""
-                finally:
-                    await response.aclose()
-                if response.status_code < 300:
-                    raise _wrong_type_error(request, response, wrong or "", body)
-                err = status_error(response.status_code, body, response.headers, request.secrets)
-            wait = policy.next_wait(err)  # raises ``err`` when there is no next attempt
-            if on_retry is not None:
-                on_retry(policy.attempts, err.status, err.kind, wait)
-            await asyncio.sleep(wait)
-    except BaseException:
-        if own is not None:
-            await own.aclose()
-        raise
-
-
-async def _read_limited_async(response: httpx.Response) -> bytes:
-    buf = bytearray()
-    try:
-        async for chunk in response.aiter_bytes():
-            buf += chunk
-            if len(buf) >= _ERROR_BODY_LIMIT:
-                break
-    except httpx.HTTPError:
-        pass
-    return bytes(buf[:_ERROR_BODY_LIMIT])
+                await response.aclose()
+        finally:
+            if own is not None:
+                await own.aclose()
 
 
 # --------------------------------------------------------------------------- sync
 
 
-class SyncBody:
-    """The synchronous twin of :class:`AsyncBody` (``httpx.Client``, no event loop).
+class SyncDriver:
+    """Run a :class:`~modelwire._call.Call` in the calling thread over ``httpx.Client``
+    (no event loop): :meth:`events` yields its batches of events.
 
     A blocked read cannot be cancelled as a task can, so the total deadline, the
-    drain bound and :meth:`abort` all end a read by shutting the socket down
-    from a timer or another thread (see :meth:`abort`).
+    drain bound and :meth:`abort` all end a read by shutting the socket down from a
+    timer or another thread (see :meth:`abort`).
     """
 
-    def __init__(
-        self,
-        response: httpx.Response,
-        client: httpx.Client | None,
-        secrets: tuple[str, ...],
-        deadline: float | None,
-    ) -> None:
-        self.response = response
-        self._own_client = client
-        self._secrets = secrets
-        self._deadline = deadline
-        self.bytes_read = 0
-        self._it: Iterator[bytes] | None = None  # see AsyncBody
+    def __init__(self, call: Call, client: httpx.Client | None) -> None:
+        self._call = call
+        self._client = client
+        self._own: httpx.Client | None = None
+        self._response: httpx.Response | None = None
+        self._it: Iterator[bytes] | None = None  # see _AsyncTransport
+        self._secrets: tuple[str, ...] = ()
         self._timer: threading.Timer | None = None
         self._closed = False
         self._lock = threading.Lock()
 
+    def events(self) -> Iterator[list[Event]]:
+        call = self._call
+        intent = call.first()
+        try:
+            while True:
+                if isinstance(intent, Read):
+                    intent = call.send(self._read(intent))
+                elif isinstance(intent, Emit):
+                    try:
+                        yield intent.events
+                    except GeneratorExit:
+                        # The consumer closes this generator as soon as it takes the
+                        # terminal event (the call goes on: drain, close) or when it
+                        # goes away before it (the call is aborted).
+                        self._finish(call.send(None) if call.ended else call.abort())
+                        raise
+                    intent = call.send(None)
+                elif isinstance(intent, Close):
+                    self._close()
+                    return
+                elif isinstance(intent, Drain):
+                    self._drain(intent)
+                    intent = call.send(None)
+                elif isinstance(intent, Authorize):
+                    try:
+                        got: object = authorize_sync(intent.request)
+                    except StreamError as exc:
+                        got = Failure(exc)
+                    intent = call.send(got)
+                elif isinstance(intent, Send):
+                    intent = call.send(self._send(intent))
+                elif isinstance(intent, ReadError):
+                    intent = call.send(self._read_error(intent))
+                else:
+                    time.sleep(intent.seconds)
+                    intent = call.send(None)
+        except BaseException:
+            self._close()
+            raise
+
+    def _finish(self, intent: Intent) -> None:
+        # Nobody takes events any more: only drain and close are left to do.
+        while not isinstance(intent, Close):
+            if isinstance(intent, Drain):
+                self._drain(intent)
+                intent = self._call.send(None)
+            elif isinstance(intent, Emit):
+                intent = self._call.send(None)
+            else:
+                intent = self._call.abort()
+        self._close()
+
+    def _send(self, i: Send) -> Head | Failure:
+        # A blocking send cannot be wrapped in a deadline as a task can: each of its
+        # phases (connect, write, waiting for the headers) has a timeout cut to what
+        # is left of the total (``Send.connect``/``idle``).
+        client = self._client
+        if client is None:
+            client = self._client = self._own = httpx.Client(
+                timeout=_phases(i), verify=_ssl_context()
+            )
+        r = i.request
+        self._secrets = r.secrets
+        req = client.build_request(
+            "POST", r.url, headers=r.headers, content=r.body, timeout=_phases(i)
+        )
+        try:
+            response = client.send(req, stream=True)
+        except httpx.HTTPError as exc:
+            return _send_failure(exc, r)
+        with self._lock:
+            self._response, self._it = response, None
+        return Head(response.status_code, response.headers)
+
+    def _read_error(self, i: ReadError) -> bytes:
+        response = self._response
+        assert response is not None
+        end = None if i.remaining is None else time.monotonic() + i.remaining
+        buf = bytearray()
+        try:
+            for chunk in response.iter_bytes():
+                buf += chunk
+                if len(buf) >= i.limit or (end is not None and time.monotonic() >= end):
+                    break
+        except httpx.HTTPError:
+            pass
+        finally:
+            with self._lock:
+                self._response = None
+            response.close()
+        return bytes(buf[: i.limit])
+
     def _iter(self) -> Iterator[bytes]:
         if self._it is None:
-            self._it = self.response.iter_bytes()
+            assert self._response is not None
+            self._it = self._response.iter_bytes()
         return self._it
+
+    def _read(self, i: Read) -> bytes | Failure | None:
+        it = self._it
+        if it is None:
+            it = self._iter()
+            if i.remaining is not None:
+                self._arm(i.remaining)  # the total deadline, once for the whole body
+        try:
+            return next(it)
+        except StopIteration:
+            return None
+        except httpx.HTTPError as exc:
+            return _read_failure(exc, self._secrets)
+
+    def _drain(self, i: Drain) -> None:
+        # A server that stalls is cut off after ``i.seconds``.
+        self._arm(i.seconds)
+        n = 0
+        try:
+            for chunk in self._iter():
+                n += len(chunk)
+                if n > i.max_bytes:
+                    break
+        except (httpx.HTTPError, RuntimeError):
+            pass
+        finally:
+            self._disarm()
 
     def _arm(self, seconds: float) -> None:
         self._disarm()
@@ -382,45 +444,6 @@ class SyncBody:
             self._timer.cancel()
             self._timer = None
 
-    def _expired(self) -> bool:
-        return self._deadline is not None and time.monotonic() >= self._deadline
-
-    def chunks(self) -> Iterator[bytes]:
-        it = self._iter()
-        if self._deadline is not None:
-            self._arm(self._deadline - time.monotonic())
-        try:
-            while True:
-                if self._expired():
-                    raise RequestTimeoutError("total timeout expired while reading")
-                try:
-                    chunk = next(it)
-                except StopIteration:
-                    return
-                except httpx.HTTPError as exc:
-                    if self._expired():  # the deadline timer shut the socket
-                        raise RequestTimeoutError("total timeout expired while reading") from exc
-                    raise _map_exc(exc, self._secrets, started=True) from exc
-                self.bytes_read += len(chunk)
-                yield chunk
-        finally:
-            self._disarm()
-
-    def drain(self) -> None:
-        """Read the rest of the body briefly so the connection can be reused;
-        a server that stalls is cut off after ``_DRAIN_SECONDS``."""
-        self._arm(_DRAIN_SECONDS)
-        n = 0
-        try:
-            for chunk in self._iter():
-                n += len(chunk)
-                if n > _DRAIN_BYTES:
-                    break
-        except (httpx.HTTPError, RuntimeError):
-            pass
-        finally:
-            self._disarm()
-
     def abort(self) -> None:
         """Unblock a read in progress, from any thread (``SyncAssistantMessageStream.abort``).
 
@@ -431,91 +454,31 @@ class SyncBody:
         ``network_stream`` extension (httpx docs, "Extensions").
         """
         with self._lock:
-            if self._closed:
+            response = self._response
+            if self._closed or response is None:
                 return  # the connection may already serve another request
-            stream = self.response.extensions.get("network_stream")
+            stream = response.extensions.get("network_stream")
             sock = stream.get_extra_info("socket") if stream is not None else None
             if sock is None:
-                self.response.close()
+                response.close()
                 return
             try:
                 sock.shutdown(socket.SHUT_RDWR)
             except OSError:
                 pass
 
-    def close(self) -> None:
+    def _close(self) -> None:
         self._disarm()
         with self._lock:
             self._closed = True
+            response, self._response = self._response, None
+        own, self._own = self._own, None
         try:
-            self.response.close()
-        finally:
-            if self._own_client is not None:
-                self._own_client.close()
-
-
-def open_sync(
-    request: HTTPRequest,
-    *,
-    timeout: Timeout,
-    max_retries: int,
-    client: httpx.Client | None = None,
-    on_retry: OnRetry | None = None,
-) -> SyncBody:
-    """Synchronous :func:`open_async`: the same policy, only the waiting differs.
-
-    A blocking send cannot be wrapped in a deadline as a task can, so each of its
-    phases (connect, write, waiting for the headers) gets a timeout cut to what is
-    left of the total (``_httpx_timeout``).
-    """
-    own = None
-    if client is None:
-        own = client = httpx.Client(timeout=_httpx_timeout(timeout), verify=_ssl_context())
-    policy = RetryPolicy(timeout, max_retries)
-    try:
-        while True:
-            err: StreamError
-            if policy.expired():
-                raise policy.total_timeout("before the response")
-            try:
-                response = client.send(_build(client, request, timeout, policy), stream=True)
-            except httpx.HTTPError as exc:
-                err = _send_failed(exc, request, policy)
-                if _no_retry(exc):
-                    raise err from exc
-                response = None
             if response is not None:
-                if response.status_code < 300:
-                    wrong = _unexpected_type(request, response)
-                    if wrong is None:
-                        return SyncBody(response, own, request.secrets, policy.deadline)
-                try:
-                    body = _read_limited_sync(response, policy)
-                finally:
-                    response.close()
-                if response.status_code < 300:
-                    raise _wrong_type_error(request, response, wrong or "", body)
-                err = status_error(response.status_code, body, response.headers, request.secrets)
-            wait = policy.next_wait(err)  # raises ``err`` when there is no next attempt
-            if on_retry is not None:
-                on_retry(policy.attempts, err.status, err.kind, wait)
-            time.sleep(wait)
-    except BaseException:
-        if own is not None:
-            own.close()
-        raise
-
-
-def _read_limited_sync(response: httpx.Response, policy: RetryPolicy) -> bytes:
-    buf = bytearray()
-    try:
-        for chunk in response.iter_bytes():
-            buf += chunk
-            if len(buf) >= _ERROR_BODY_LIMIT or policy.expired():
-                break
-    except httpx.HTTPError:
-        pass
-    return bytes(buf[:_ERROR_BODY_LIMIT])
+                response.close()
+        finally:
+            if own is not None:
+                own.close()
 
 
 def pooled_async_client(max_connections: int) -> httpx.AsyncClient:

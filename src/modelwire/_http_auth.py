@@ -1,8 +1,7 @@
 """The request-time credential step (DESIGN §5), without httpx.
 
-Split out of :mod:`modelwire._http` (issue 17: no module over ~600 lines): a
-provider's :class:`~modelwire._options.RequestAuthorizer` adds its headers just
-before the request is sent; the async and sync twins share every decision
+A provider's :class:`~modelwire._options.RequestAuthorizer` adds its headers just
+before the request is sent (the ``Authorize`` step of :class:`modelwire._call.Call`); the async and sync twins share every decision
 (:func:`_authorized`, :func:`_auth_error`) and differ only in waiting.
 :mod:`modelwire._http` re-exports :func:`authorize_async` and :func:`authorize_sync`.
 """
@@ -50,8 +49,7 @@ def _auth_error(exc: Exception, request: HTTPRequest) -> StreamError:
     # Getting credentials is I/O inside the stream (a token endpoint, the AWS
     # credential chain): its failure ends the stream typed, never raises out of it.
     if isinstance(exc, StreamError):
-        exc.redact(request.secrets)
-        return exc
+        return exc.redacted(request.secrets)
     if isinstance(exc, ModelwireError):
         what = exc.message
     elif isinstance(exc, _BadAuthorizer):

@@ -37,9 +37,10 @@ __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Pipeline", "replay"]
 class Pipeline:
     """One response's decoding state. ``done`` turns true with the terminal event.
 
-    With ``trace`` (a :class:`~modelwire.trace.TraceObserver`) every step is also
-    reported as a trace record (:mod:`modelwire.trace`); ``self.trace`` is then the
-    :class:`~modelwire.trace.Tracer`. Without it, the only cost is one test per read.
+    With ``trace`` (a :class:`~modelwire.trace.TraceObserver`) the one loop also
+    notifies the :class:`~modelwire.trace.Tracer` (``self.trace``) at every step:
+    read, frame, delta, events, an error with the layer it arose in. Without it,
+    the only cost is one test per read.
     """
 
     __slots__ = ("_decode", "_sniffing", "api", "assembler", "decoder", "secrets", "sse", "trace")
@@ -124,186 +125,143 @@ class Pipeline:
 
     def start(self) -> list[Event]:
         out: list[Event] = []
-        if self.trace is not None:
-            self._start_traced(out)
-            return out
-        self.assembler.start(out)
+        self._start(out)
         return out
+
+    def _start(self, out: list[Event]) -> None:
+        n = len(out)
+        self.assembler.start(out)
+        t = self.trace
+        if t is not None and len(out) > n:
+            t.events(out[n:], t.origin)
+
+    # One loop for the untraced and the traced stream. With an observer the decode
+    # and assemble steps are wrapped (``_decode_traced``, ``_assemble_traced``) once
+    # per read, so without one the loop pays nothing per frame or per delta.
 
     def feed(self, data: bytes) -> list[Event]:
         """Decode one network read; returns the events it completed."""
-        if self.trace is not None:
-            return self._feed_traced(data)
         out: list[Event] = []
         asm = self.assembler
+        t = self.trace
+        if t is not None:
+            t.fault = ("sse", t.read(data), None)
         if asm.done:
             return out
-        asm.start(out)
         try:
-            events = self.sse.feed(data)
-            decode = self._decode
-            for ev in events:
-                asm.feed(decode(ev), out)
+            if t is None:
+                asm.start(out)
+                decode, assemble = self._decode, asm.feed
+            else:
+                self._start(out)
+                decode, assemble = self._decode_traced, self._assemble_traced
+            for ev in self.sse.feed(data):
+                assemble(decode(ev), out)
                 if asm.done:
                     break
-        except StreamError as exc:
-            asm.fail(self._redact(exc), out)
-        except Exception as exc:  # a decoder bug must still end the stream typed
-            asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
+        except Exception as exc:
+            self._failed(exc, out)
         return out
 
     def end(self) -> list[Event]:
         """The body is complete: flush, require the terminal signal, finish."""
-        if self.trace is not None:
-            return self._end_traced()
         out: list[Event] = []
         asm = self.assembler
+        t = self.trace
+        if t is not None:
+            t.fault = ("sse", t.eof(), None)
         if asm.done:
             return out
-        asm.start(out)
         try:
-            decode = self._decode
+            if t is None:
+                asm.start(out)
+                decode, assemble = self._decode, asm.feed
+            else:
+                self._start(out)
+                decode, assemble = self._decode_traced, self._assemble_traced
             for ev in self.sse.end():
-                asm.feed(decode(ev), out)
+                assemble(decode(ev), out)
                 if asm.done:
                     return out
-            asm.feed(self.decoder.end(), out)
+            if t is not None:
+                t.delta_parent = "eof"
+                t.fault = ("decode", "eof", None)
+            deltas = self.decoder.end()
+            assemble(deltas, out)
             if not asm.done:
+                if t is not None:
+                    t.fault = ("decode", "eof", None)
                 raise TruncatedStreamError("the stream ended without its terminal event")
-        except StreamError as exc:
-            asm.fail(self._redact(exc), out)
         except Exception as exc:
-            asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
+            self._failed(exc, out)
         return out
 
     def fail(self, exc: StreamError, at: ErrorLayer = "http") -> list[Event]:
         """End the stream with ``exc`` (from the HTTP layer unless ``at`` says otherwise)."""
         out: list[Event] = []
+        if self.assembler.done:
+            return out
         t = self.trace
         if t is not None:
-            if not self.assembler.done:
-                self._start_traced(out)
-                where: ErrorLayer = "caller" if isinstance(exc, AbortedError) else at
-                self._fail_traced(exc, where, t.last, None, out)
-            return out
-        self.assembler.fail(self._redact(exc), out)
+            self._start(out)
+            t.fault = ("caller" if isinstance(exc, AbortedError) else at, t.last, None)
+        self._failed(exc, out)
         return out
-
-    def _redact(self, exc: StreamError) -> StreamError:
-        # A quoted payload is redacted whole before its excerpt is cut (StreamError.redact).
-        if self.secrets:
-            exc.redact(self.secrets)
-        return exc
 
     def abort(self, reason: str = "the stream was aborted by the caller") -> list[Event]:
         return self.fail(AbortedError(reason), "caller")
 
-    # ------------------------------------------------------------------ traced
-    # The same steps as feed/end, one delta at a time so each event is linked to
-    # the delta that produced it (``Assembler.feed`` applies deltas in order and
-    # stops at the terminal event, so feeding them singly is equivalent).
-
-    def _start_traced(self, out: list[Event]) -> None:
-        n = len(out)
-        self.assembler.start(out)
-        if len(out) > n:
-            assert self.trace is not None
-            self.trace.events(out[n:], self.trace.origin)
-
-    def _feed_traced(self, data: bytes) -> list[Event]:
-        t = self.trace
-        assert t is not None
-        out: list[Event] = []
-        rid = t.read(data)
-        if self.assembler.done:
-            return out
-        self._start_traced(out)
-        try:
-            events = self.sse.feed(data)
-        except Exception as exc:
-            self._fail_traced(exc, "sse", rid, None, out)
-            return out
-        self._events_traced(events, rid, out)
-        return out
-
-    def _end_traced(self) -> list[Event]:
-        t = self.trace
-        assert t is not None
-        out: list[Event] = []
-        eof = t.eof()
-        asm = self.assembler
-        if asm.done:
-            return out
-        self._start_traced(out)
-        try:
-            events = self.sse.end()
-        except Exception as exc:
-            self._fail_traced(exc, "sse", eof, None, out)
-            return out
-        self._events_traced(events, eof, out)
-        if asm.done:
-            return out
-        try:
-            deltas = self.decoder.end()
-        except Exception as exc:
-            self._fail_traced(exc, "decode", eof, None, out)
-            return out
-        self._deltas_traced(deltas, eof, out)
-        if not asm.done:
-            err = TruncatedStreamError("the stream ended without its terminal event")
-            self._fail_traced(err, "decode", eof, None, out)
-        return out
-
-    def _events_traced(self, events: list[ServerSentEvent], parent: str, out: list[Event]) -> None:
-        t = self.trace
-        assert t is not None
-        decode = self._decode
-        for ev in events:
-            sid = t.sse(ev, parent)
-            try:
-                deltas = decode(ev)
-            except Exception as exc:
-                self._fail_traced(exc, "decode", sid, ev.data, out)
-                return
-            self._deltas_traced(deltas, sid, out)
-            if self.assembler.done:
-                return
-
-    def _deltas_traced(self, deltas: list[Delta], parent: str, out: list[Event]) -> None:
-        t = self.trace
-        assert t is not None
-        asm = self.assembler
-        for d in deltas:
-            n = len(out)
-            try:
-                asm.feed((d,), out)
-            except Exception as exc:
-                did = t.delta(d, parent, out[n:])
-                self._fail_traced(exc, "assemble", did, None, out)
-                return
-            t.delta(d, parent, out[n:])
-            if asm.done:
-                return
-
-    def _fail_traced(
-        self,
-        exc: BaseException,
-        at: ErrorLayer,
-        parent: str | None,
-        payload: str | None,
-        out: list[Event],
-    ) -> None:
-        t = self.trace
-        assert t is not None
+    def _failed(self, exc: BaseException, out: list[Event]) -> None:
+        # ``feed``/``end``/``fail`` never raise a stream failure: a decoder bug too
+        # ends the stream typed. The error is a redacted copy (a server may quote
+        # the key in an in-band error or in a payload a malformed-chunk message cites).
         if isinstance(exc, StreamError):
             err = exc
-        else:  # a decoder bug must still end the stream typed
+        else:
             err = MalformedChunkError(f"could not decode a chunk: {exc!r}")
-        err = self._redact(err)
+        if self.secrets:
+            err = err.redacted(self.secrets)
+        t = self.trace
+        if t is None:
+            self.assembler.fail(err, out)
+            return
+        at, parent, payload = t.fault
         eid = t.error(err, at, parent, payload)
         n = len(out)
         self.assembler.fail(err, out)
         t.events(out[n:], eid)
+
+    # ------------------------------------------------------------------ trace hooks
+
+    def _decode_traced(self, ev: ServerSentEvent) -> list[Delta]:
+        t = self.trace
+        assert t is not None
+        sid = t.sse(ev, t.fault[1])
+        read = t.fault
+        t.fault = ("decode", sid, ev.data)
+        deltas = self._decode(ev)
+        t.delta_parent = sid
+        t.fault = read
+        return deltas
+
+    def _assemble_traced(self, deltas: Iterable[Delta], out: list[Event]) -> None:
+        # One delta at a time so each event is linked to the delta that produced it
+        # (``Assembler.feed`` applies deltas in order and stops at the terminal
+        # event, so feeding them singly is equivalent).
+        t = self.trace
+        assert t is not None
+        asm = self.assembler
+        parent = t.delta_parent
+        for d in deltas:
+            n = len(out)
+            try:
+                asm.feed((d,), out)
+            except Exception:
+                t.fault = ("assemble", t.delta(d, parent, out[n:]), None)
+                raise
+            t.delta(d, parent, out[n:])
+            if asm.done:
+                return
 
 
 def replay(

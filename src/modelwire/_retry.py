@@ -1,10 +1,10 @@
-"""One call's deadline and retry decisions, shared by the async and sync send loops.
+"""One call's deadline and retry decisions.
 
-Sans-IO: :class:`RetryPolicy` never sleeps and never touches a socket. ``modelwire._http``
-asks it, after every failed attempt, how long to wait before the next one; the async
-loop then awaits ``asyncio.sleep`` and the sync loop calls ``time.sleep`` — the only
-difference between the two paths. Keeping the decision here is what stops the two
-loops from drifting apart again (issue 14).
+Sans-IO: :class:`RetryPolicy` never sleeps and never touches a socket. The
+:class:`~modelwire._call.Call` asks it, after every failed attempt, how long to wait
+before the next one and yields that wait as a ``Sleep`` intent; the async driver
+awaits ``asyncio.sleep`` and the sync one calls ``time.sleep`` — the only difference
+between the two paths.
 
 Rules (DESIGN §2a "Errors and limits"):
 
@@ -22,6 +22,7 @@ Rules (DESIGN §2a "Errors and limits"):
 
 from __future__ import annotations
 
+import copy
 import email.utils
 import math
 import random
@@ -168,6 +169,8 @@ class RetryPolicy:
 
 
 def _annotated(err: StreamError, why: str) -> StreamError:
-    err.message += f" — {why}"
-    err.args = (err.message,)
-    return err
+    # A copy: the attempt's error is not changed in place (errors are values here).
+    out = copy.copy(err)
+    out.message = f"{err.message} — {why}"
+    out.args = (out.message,)
+    return out

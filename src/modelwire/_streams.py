@@ -54,7 +54,7 @@ class StreamChannel:
     reference to the stream: a stream dropped without closing (``break`` out of
     ``async for``, last reference gone) is freed by reference counting and closes
     its connection at once, instead of living on with its task until the idle
-    timeout (issue 14).
+    timeout.
     """
 
     __slots__ = ("abort_events", "aborted", "fail_events", "overflow", "queue")
@@ -73,6 +73,10 @@ class StreamChannel:
         await self.queue.put(events)
 
     def put_final(self, events: list[Event]) -> None:
+        """Queue the last batch without waiting (the producer is being cancelled);
+        an empty one never replaces a pending one."""
+        if not events:
+            return
         try:
             self.queue.put_nowait(events)
         except asyncio.QueueFull:

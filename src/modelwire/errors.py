@@ -166,14 +166,18 @@ class StreamError(ModelwireError):
         err.excerpt = excerpt
         return err
 
-    def redact(self, secrets: Iterable[str]) -> None:
-        """Hide ``secrets`` in the message, in place (``str``, ``args`` and
-        :meth:`to_info` follow). A quoted payload is redacted whole, then cut."""
-        keys = tuple(s for s in secrets if s)
-        if not keys:
-            return
+    def redacted(self, secrets: Iterable[str]) -> Self:
+        """A copy with ``secrets`` hidden in the message (``str``, ``args`` and
+        :meth:`to_info` follow); ``self`` is left as it is. A quoted payload is
+        redacted whole, then cut."""
+        import copy
+
         from ._redact import redact
 
+        keys = tuple(s for s in secrets if s)
+        out = copy.copy(self)
+        if not keys:
+            return out
         ex = self.excerpt
         if ex is not None and self.message.startswith(ex.render()):
             # Rebuilt from the whole payload; text appended since (context) is kept.
@@ -181,9 +185,9 @@ class StreamError(ModelwireError):
             text = ex.render(keys) + redact(rest, keys)
         else:
             text = redact(self.message, keys)
-        if text != self.message:
-            self.message = text
-            self.args = (text,)
+        out.message = text
+        out.args = (text,)
+        return out
 
     def to_info(self) -> ErrorInfo:
         """The :class:`ErrorInfo` stored on a failed message."""

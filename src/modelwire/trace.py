@@ -345,7 +345,9 @@ def _plain(value: Any) -> Any:
 class Tracer:
     """Turns the steps of one call into records for an observer.
 
-    Used by :class:`~modelwire._pipeline.Pipeline` and the client; one per call. It
+    The observer hooks of one call: :class:`~modelwire._pipeline.Pipeline` calls it at
+    every step of its one loop, :class:`~modelwire._call.Call` for retries and the
+    response, the client for the context and the request. It
     keeps what the records need and the layers do not: ids, the byte offset, the
     unfinished line (to say where a read ended), and the provider key → content
     index mapping, learnt from the events each delta produced.
@@ -373,6 +375,10 @@ class Tracer:
         self._boundary = True
         self._content = False
         self._body_parent: str | None = None
+        # Where a failure would arise right now (layer, parent id, payload), kept
+        # up to date by the pipeline's trace hooks; and the parent of the next deltas.
+        self.fault: tuple[ErrorLayer, str | None, str | None] = ("http", None, None)
+        self.delta_parent: str | None = None
 
     # ------------------------------------------------------------------ plumbing
 
@@ -434,6 +440,11 @@ class Tracer:
                  if k.lower() not in _HIDDEN_RESPONSE_HEADERS}  # fmt: skip
         self.emit(ResponseTrace(id="response", parent=self.origin, status=status, headers=shown))
         self.last = self._body_parent = "response"
+
+    def retry(self, attempt: int, status: int | None, kind: str, wait: float) -> None:
+        """A failed attempt that will be retried after ``wait`` seconds."""
+        self.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
+                             status=status, kind=kind, wait=wait))  # fmt: skip
 
     # ------------------------------------------------------------------ bytes
 

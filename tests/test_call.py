@@ -1,0 +1,438 @@
+"""The sans-IO Call, driven by a fake transport and a fake clock (no I/O, no waiting),
+and its two drivers given the same scripted responses (httpx.MockTransport)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+import modelwire as mw
+from eventlist import final, plain
+from modelwire._call import (
+    DRAIN_BYTES,
+    DRAIN_SECONDS,
+    Authorize,
+    Call,
+    Close,
+    Drain,
+    Emit,
+    Failure,
+    Head,
+    Intent,
+    Read,
+    ReadError,
+    Send,
+    Sleep,
+)
+from modelwire._options import HTTPRequest
+from modelwire._pipeline import Pipeline, replay
+from modelwire.errors import (
+    AuthenticationError,
+    ConnectError,
+    RateLimitError,
+    StreamError,
+    StreamInterruptedError,
+)
+from modelwire.events import Event
+from modelwire.trace import TraceLog
+
+KEY = "sk-call-test-0123456789abcdef"
+URL = "http://127.0.0.1:9/v1/chat/completions"
+REQUEST = HTTPRequest(
+    url=URL,
+    headers={"Accept": "text/event-stream", "Authorization": f"Bearer {KEY}"},
+    body=b"{}",
+    secrets=(KEY,),
+)
+SSE = {"content-type": "text/event-stream"}
+
+
+def chunk(text: str) -> bytes:
+    return b'data: {"choices":[{"index":0,"delta":{"content":"%s"}}]}\n\n' % text.encode()
+
+
+FINISH = b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\ndata: [DONE]\n\n'
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def new_call(
+    clock: Clock,
+    *,
+    total: float | None = None,
+    retries: int = 2,
+    aborted: Callable[[], bool] = lambda: False,
+    trace: TraceLog | None = None,
+) -> Call:
+    p = Pipeline("openai-chat", secrets=REQUEST.secrets, trace=trace)
+    t = mw.Timeout(connect=5, idle=30, total=total)
+    return Call(p, REQUEST, timeout=t, max_retries=retries, aborted=aborted,
+                clock=clock, rng=lambda: 0.0)  # fmt: skip
+
+
+class Script:
+    """A fake transport: answers each intent from lists, records every intent."""
+
+    def __init__(
+        self,
+        clock: Clock,
+        sends: list[Head | Failure],
+        body: list[bytes | Failure | None] | None = None,
+        error_body: bytes = b"",
+        authorize: HTTPRequest | Failure = REQUEST,
+        read_cost: float = 0.0,
+    ) -> None:
+        self.clock = clock
+        self.sends = sends
+        self.body = list(body or [])
+        self.error_body = error_body
+        self.authorize = authorize
+        self.read_cost = read_cost
+        self.intents: list[Intent] = []
+        self.events: list[Event] = []
+
+    def answer(self, intent: Intent) -> Any:
+        if isinstance(intent, Authorize):
+            return self.authorize
+        if isinstance(intent, Send):
+            return self.sends.pop(0)
+        if isinstance(intent, ReadError):
+            return self.error_body
+        if isinstance(intent, Sleep):
+            self.clock.now += intent.seconds
+            return None
+        if isinstance(intent, Read):
+            self.clock.now += self.read_cost
+            return self.body.pop(0)
+        if isinstance(intent, Emit):
+            self.events += intent.events
+        return None
+
+    def run(self, call: Call) -> list[Event]:
+        intent = call.first()
+        while True:
+            self.intents.append(intent)
+            if isinstance(intent, Close):
+                with pytest.raises(StopIteration):
+                    call.send(None)
+                return self.events
+            intent = call.send(self.answer(intent))
+
+    def kinds(self) -> list[str]:
+        return [type(i).__name__ for i in self.intents if not isinstance(i, Emit)]
+
+
+def error_of(events: list[Event]) -> mw.ErrorInfo:
+    err = final(events).error
+    assert err is not None
+    return err
+
+
+# --------------------------------------------------------------------------- the Call
+
+
+def test_a_connect_failure_is_retried_then_the_stream_succeeds() -> None:
+    clock = Clock()
+    log = TraceLog()
+    s = Script(
+        clock,
+        [Failure(ConnectError("refused")), Head(200, SSE)],
+        [chunk("Hel"), chunk("lo"), FINISH, None],
+    )
+    events = s.run(new_call(clock, trace=log))
+    assert final(events).stop_reason == "stop"
+    assert final(events).content == (mw.TextContent(text="Hello"),)
+    # jitter 0: half the 0.5 s base; the body's end came with its terminal event, so
+    # the rest is drained; the response is closed last.
+    assert s.kinds() == ["Authorize", "Send", "Sleep", "Send", "Read", "Read", "Read", "Drain",
+                         "Close"]  # fmt: skip
+    assert [i.seconds for i in s.intents if isinstance(i, Sleep)] == [0.25]
+    (retry,) = log.of("retry")
+    assert (retry.attempt, retry.kind, retry.status) == (1, "connect", None)  # type: ignore[attr-defined]
+    assert [r.status for r in log.of("response")] == [200]  # type: ignore[attr-defined]
+
+
+def test_the_send_phases_are_cut_to_what_is_left_of_the_deadline() -> None:
+    clock = Clock()
+    s = Script(clock, [Failure(ConnectError("refused")), Head(200, SSE)], [FINISH])
+    s.run(new_call(clock, total=3.0))
+    first, second = (i for i in s.intents if isinstance(i, Send))
+    assert (first.connect, first.idle, first.remaining) == (3.0, 3.0, 3.0)
+    assert (second.connect, second.idle, second.remaining) == (2.75, 2.75, 2.75)
+
+
+def test_a_retry_after_beyond_the_deadline_ends_at_once_without_sleeping() -> None:
+    clock = Clock()
+    s = Script(
+        clock,
+        [Head(429, {"retry-after": "5", "content-type": "application/json"})],
+        error_body=b'{"error": {"message": "slow down"}}',
+    )
+    events = s.run(new_call(clock, total=3.0))
+    err = error_of(events)
+    assert err.kind == "rate_limit" and err.retry_after == 5.0
+    assert "slow down" in err.message and "total timeout leaves" in err.message
+    assert s.kinds() == ["Authorize", "Send", "ReadError", "Close"]
+
+
+def test_a_retry_after_within_the_cap_is_slept_exactly() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(503, {"retry-after": "7"}), Head(200, SSE)], [FINISH])
+    events = s.run(new_call(clock))
+    assert final(events).stop_reason == "stop"
+    assert [i.seconds for i in s.intents if isinstance(i, Sleep)] == [7.0]
+
+
+def test_the_total_deadline_during_the_body_ends_it_as_a_timeout_with_the_content() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi"), chunk("there")], read_cost=2.0)
+    events = s.run(new_call(clock, total=3.0))
+    err = error_of(events)
+    assert err.kind == "timeout" and "total timeout" in err.message
+    assert final(events).content == (mw.TextContent(text="Hithere"),)
+    # The second read left no time: no third read is started, no drain.
+    assert s.kinds() == ["Authorize", "Send", "Read", "Read", "Close"]
+    reads = [i.remaining for i in s.intents if isinstance(i, Read)]
+    assert reads == [3.0, 1.0]
+
+
+def test_a_read_failure_after_the_deadline_is_a_total_timeout() -> None:
+    # The sync driver ends a blocked read at the deadline by shutting the socket:
+    # the read fails as an interrupted stream, and the Call names the real cause.
+    clock = Clock()
+    cut = Failure(StreamInterruptedError("the connection closed"))
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi"), cut], read_cost=2.0)
+    err = error_of(s.run(new_call(clock, total=3.0)))
+    assert err.kind == "timeout"
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi"), cut])
+    assert error_of(s.run(new_call(clock, total=3.0))).kind == "stream_interrupted"
+
+
+def test_drain_follows_the_terminal_event_only_when_the_body_goes_on() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi") + FINISH + b": trailing\n\n", b"more"])
+    events = s.run(new_call(clock))
+    assert final(events).stop_reason == "stop"
+    assert s.kinds() == ["Authorize", "Send", "Read", "Drain", "Close"]
+    (drain,) = (i for i in s.intents if isinstance(i, Drain))
+    assert (drain.max_bytes, drain.seconds) == (DRAIN_BYTES, DRAIN_SECONDS)
+    # The terminal event is delivered before the drain starts.
+    emits = [i for i in s.intents if isinstance(i, Emit | Drain)]
+    assert isinstance(emits[-2], Emit) and emits[-2].events[-1].type == "done"
+    # A body that ended (EOF) or failed has nothing left to drain.
+    ends: list[list[bytes | Failure | None]] = [
+        [chunk("Hi"), None],
+        [chunk("Hi"), Failure(StreamInterruptedError("cut"))],
+    ]
+    for body in ends:
+        s = Script(clock, [Head(200, SSE)], body)
+        s.run(new_call(clock))
+        assert "Drain" not in s.kinds()
+        assert s.kinds()[-1] == "Close"
+
+
+def test_a_failing_authorize_ends_typed_and_still_closes() -> None:
+    clock = Clock()
+    s = Script(clock, [], authorize=Failure(AuthenticationError("no token")))
+    events = s.run(new_call(clock))
+    assert [e.type for e in events] == ["start", "error"]
+    assert error_of(events).kind == "authentication"
+    assert s.kinds() == ["Authorize", "Close"]
+
+
+def test_an_abort_mid_read_ends_aborted_with_the_content_and_closes() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hel"), chunk("lo")])
+    call = new_call(clock)
+    intent = call.first()
+    reads = 0
+    while not (isinstance(intent, Read) and reads == 1):  # the second read
+        reads += isinstance(intent, Read)
+        intent = call.send(s.answer(intent))
+    intent = call.abort()  # the task was cancelled while this read waited
+    assert isinstance(intent, Emit)
+    (last,) = intent.events
+    assert last.type == "error" and last.message.stop_reason == "aborted"
+    assert last.message.content == (mw.TextContent(text="Hel"),)
+    assert isinstance(call.abort(), Close)  # aborted again on the way out: still closes
+    assert isinstance(call.abort(), Close)  # and again while closing
+
+
+def test_a_failure_the_caller_caused_by_aborting_ends_aborted() -> None:
+    clock = Clock()
+    flag = [False]
+    cut = Failure(StreamInterruptedError("socket shut down"))
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi"), cut])
+    call = new_call(clock, aborted=lambda: flag[0])
+    intent = call.first()
+    while not isinstance(intent, Close):
+        if isinstance(intent, Read) and len(s.body) == 1:
+            flag[0] = True  # SyncAssistantMessageStream.abort from another thread
+        intent = call.send(s.answer(intent))
+    assert final(s.events).stop_reason == "aborted"
+    assert final(s.events).content == (mw.TextContent(text="Hi"),)
+
+
+def test_a_key_quoted_in_an_error_status_body_is_redacted() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(401, {})], error_body=b'{"error": {"message": "bad key %s"}}'
+               % KEY.encode())  # fmt: skip
+    err = error_of(s.run(new_call(clock)))
+    assert err.kind == "authentication" and KEY not in err.message and "[redacted]" in err.message
+
+
+def test_a_page_instead_of_the_stream_is_a_provider_stream_error() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, {"content-type": "text/html"})], error_body=b"<html>login</html>")
+    err = error_of(s.run(new_call(clock)))
+    assert err.kind == "provider_stream" and "text/html" in err.message and "login" in err.message
+
+
+# --------------------------------------------------------------------------- redaction
+
+
+def test_redacted_returns_a_copy_and_leaves_the_error_unchanged() -> None:
+    err = RateLimitError(f"quota for {KEY} used up", status=429, retry_after=3.0)
+    copy = err.redacted([KEY])
+    assert copy is not err and type(copy) is RateLimitError
+    assert copy.message == "quota for [redacted] used up" and str(copy) == copy.message
+    assert (copy.status, copy.retry_after) == (429, 3.0)
+    assert copy.to_info().message == copy.message
+    assert err.message == f"quota for {KEY} used up" and err.args == (err.message,)
+    assert not hasattr(StreamError, "redact")  # no in-place variant left to call
+
+
+def test_a_failure_keeps_the_drivers_error_unredacted_and_redacts_the_message() -> None:
+    # A transport error quoting the key is redacted on the message; the error object
+    # the driver handed over is not changed (it may be shared, logged, re-raised).
+    clock = Clock()
+    raw = StreamInterruptedError(f"reset while sending {KEY}")
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi"), Failure(raw)])
+    err = error_of(s.run(new_call(clock)))
+    assert KEY not in err.message and "[redacted]" in err.message
+    assert KEY in raw.message
+
+
+# --------------------------------------------------------------------------- drivers
+
+
+class _Body(httpx.SyncByteStream, httpx.AsyncByteStream):
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.parts
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for p in self.parts:
+            yield p
+
+
+def _handler() -> Callable[[httpx.Request], httpx.Response]:
+    # 503 (retried at once), then the stream in pieces that split events anywhere.
+    body = chunk("多字节") + chunk(" text") + FINISH
+    parts = [body[i : i + 7] for i in range(0, len(body), 7)]
+    replies = [
+        lambda: httpx.Response(503, headers={"retry-after": "0"}, content=b"busy"),
+        lambda: httpx.Response(200, headers=SSE, stream=_Body(parts)),
+    ]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        assert request.headers["authorization"] == f"Bearer {KEY}"
+        return replies.pop(0)()
+
+    return handle
+
+
+def _run_sync(log: TraceLog) -> list[Event]:
+    from modelwire._http import SyncDriver
+
+    call = new_call(Clock(), trace=log)
+    call = Call(call.pipeline, REQUEST, timeout=mw.Timeout(), max_retries=2)
+    with httpx.Client(transport=httpx.MockTransport(_handler())) as client:
+        return [e for batch in SyncDriver(call, client).events() for e in batch]
+
+
+def _run_async(log: TraceLog) -> list[Event]:
+    from modelwire._http import drive_async
+    from modelwire._streams import StreamChannel
+
+    async def run() -> list[Event]:
+        p = Pipeline("openai-chat", secrets=REQUEST.secrets, trace=log)
+        call = Call(p, REQUEST, timeout=mw.Timeout(), max_retries=2)
+        ch = StreamChannel(1000)
+        async with httpx.AsyncClient(transport=httpx.MockTransport(_handler())) as client:
+            await drive_async(call, ch, client)
+        out: list[Event] = []
+        while not ch.queue.empty():
+            out += ch.queue.get_nowait()
+        return out
+
+    return asyncio.run(run())
+
+
+def test_the_sync_and_the_async_driver_give_identical_events_and_trace() -> None:
+    logs = TraceLog(), TraceLog()
+    sync, async_ = _run_sync(logs[0]), _run_async(logs[1])
+    assert final(sync).content == (mw.TextContent(text="多字节 text"),)
+    assert plain(sync) == plain(async_)
+    layers = [[(r.layer, r.id, r.parent) for r in log.records] for log in logs]
+    assert layers[0] == layers[1]
+    assert ("retry", "retry-1", "request") in layers[0]
+
+
+# --------------------------------------------------------------------------- trace
+
+
+def _bodies() -> dict[str, tuple[str, bytes]]:
+    good = chunk("Hi") + chunk(" there") + FINISH
+    return {
+        "done": ("openai-chat", good),
+        "malformed": ("openai-chat", chunk("Hi") + b'data: {"choices": 3}\n\n' + FINISH),
+        "truncated": ("openai-chat", chunk("Hi") + b'data: {"choi'),
+        "no finish": ("openai-chat", chunk("Hi")),
+        "tool protocol": (
+            "openai-chat",
+            b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}\n\n'
+            b"data: [DONE]\n\n",
+        ),
+        "anthropic": (
+            "anthropic-messages",
+            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m",'
+            b'"type":"message","role":"assistant","content":[],"model":"c","usage":'
+            b'{"input_tokens":3,"output_tokens":1}}}\n\n'
+            b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+            b'"content_block":{"type":"text","text":""}}\n\n'
+            b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+            b'"delta":{"type":"text_delta","text":"Hi"}}\n\n'
+            b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+            b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":'
+            b'"end_turn"},"usage":{"output_tokens":2}}\n\n'
+            b'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+        ),
+    }
+
+
+@pytest.mark.parametrize("name", list(_bodies()))
+@pytest.mark.parametrize("size", [1, 5, 64, 100_000])
+def test_the_traced_and_the_untraced_loop_give_identical_events(name: str, size: int) -> None:
+    api, body = _bodies()[name]
+    pieces = [body[i : i + size] for i in range(0, len(body), size)]
+    untraced = replay(api, pieces)
+    log = TraceLog()
+    traced = replay(api, pieces, trace=log)
+    assert plain(traced) == plain(untraced)
+    assert [r.event for r in log.of("event")] == list(traced)  # type: ignore[attr-defined]
+    if name != "done" and name != "anthropic":
+        assert final(traced).stop_reason == "error" and len(log.of("error")) == 1
