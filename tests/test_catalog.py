@@ -1,5 +1,5 @@
-"""The model catalog (issue 9): data validity, lookups, costs, API keys,
-reasoning levels and context-overflow detection.
+"""The model catalog: data validity, the provider records and the tables derived
+from them, lookups, costs, API keys, reasoning levels and context-overflow detection.
 
 Expectations are derived independently: the data file is read with ``json``
 (not the catalog's own decoder), usage is parsed from the recorded streams with
@@ -25,15 +25,16 @@ import modelwire as mw
 from eventlist import final
 from modelwire import _catalog as catalog
 from modelwire._apis import builtin_api_names, get_api
-from modelwire._apis._common import is_context_overflow
 from modelwire._assemble import compute_cost
+from modelwire._classify import is_context_overflow
 from modelwire._options import (
     ENV_KEYS,
-    KEY_OPTIONAL,
     REASONING_LEVELS,
     resolve_api_key,
     resolve_options,
 )
+from modelwire._providers import apply_provider_rules
+from modelwire._providers._records import key_optional
 from modelwire.errors import ConfigurationError, MissingAPIKeyError
 from modelwire.testing import MockServer, Reply
 from recorded import recorded_streams
@@ -46,7 +47,7 @@ RAW: dict[str, Any] = json.loads(DATA.read_text("utf-8"))
 ENTRIES: list[tuple[dict[str, Any], dict[str, Any]]] = [
     (p, m) for p in RAW["providers"] for m in p["models"]
 ]
-# The wire APIs modelwire ships (issue 17: derived from the registry, so ollama-chat is in).
+# The wire APIs modelwire ships (derived from the registry, so ollama-chat is in).
 APIS = set(builtin_api_names())
 REQUIRED_PROVIDERS = {
     "openai", "anthropic", "google", "deepseek", "openrouter", "groq", "mistral", "xai",
@@ -89,12 +90,12 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
     url = urlsplit(entry["base_url"])
     if provider.get("local"):
         assert url.scheme == "http" and _loopback(entry["base_url"])
-        assert provider["env"] == []
+        assert provider.get("env", []) == []
     else:
         assert url.scheme == "https" and url.hostname
         assert not _loopback(entry["base_url"])
     # base_url carries the API's version segment, except where the API's base_url is the
-    # server root (ollama-chat, DESIGN §2b; issue 17).
+    # server root (ollama-chat, DESIGN §2b).
     if get_api(entry["api"]).version_segment:
         assert url.path not in ("", "/"), "base_url carries the API's version segment"
     else:
@@ -136,17 +137,31 @@ def test_version_segments_of_the_first_party_apis() -> None:
             assert m["base_url"] == firsts[p["id"]]
 
 
-def test_env_vars_match_env_keys_and_are_documented() -> None:
+def test_env_keys_are_the_provider_records_and_are_documented() -> None:
     docs = DOCS.read_text("utf-8")
+    want: dict[str, tuple[str, ...]] = {}
     for p in RAW["providers"]:
-        assert tuple(p["env"]) == ENV_KEYS.get(p["id"], ()), p["id"]
+        for name in (p["id"], *p.get("aliases", ())):
+            if p.get("env"):
+                want[name] = tuple(p["env"])
+            assert catalog.env_vars(name) == tuple(p.get("env", ())), name
+            assert key_optional(name) is p.get("key_optional", False), name
         assert f"`{p['id']}`" in docs, f"{p['id']} missing from docs/providers.md"
-        for var in p["env"]:
+        for var in p.get("env", ()):
             assert f"`{var}`" in docs, f"{var} missing from docs/providers.md"
-        assert catalog.env_vars(p["id"]) == tuple(p["env"])
+    assert dict(ENV_KEYS) == want  # derived from the data: nothing more, nothing less
     for names in ENV_KEYS.values():  # every variable modelwire reads is documented
         for var in names:
             assert f"`{var}`" in docs
+
+
+def test_the_derived_tables_are_read_only() -> None:
+    with pytest.raises(TypeError):
+        ENV_KEYS["cloudy"] = ("CLOUDY_KEY",)  # type: ignore[index]
+    from modelwire._providers._records import env_keys
+
+    with pytest.raises(TypeError):
+        env_keys()["cloudy"] = ("CLOUDY_KEY",)  # type: ignore[index]
 
 
 def test_data_file_is_canonical_and_the_script_agrees(capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,14 +189,23 @@ def test_the_script_rewrites_a_messy_file_in_canonical_form(tmp_path: Path) -> N
     assert regenerate_catalog.main(["--path", str(messy)]) == 0
     assert messy.read_bytes() == DATA.read_bytes()
     broken = json.loads(json.dumps(RAW))
-    broken["providers"][0]["models"][0]["cost"]["input"] = -1
+    _record(broken, "openai")["models"][0]["cost"]["input"] = -1
     messy.write_text(json.dumps(broken), "utf-8")
     assert regenerate_catalog.main(["--path", str(messy)]) == 1
 
 
+def _record(data: dict[str, Any], provider: str) -> dict[str, Any]:
+    """A provider record looked up by its id, never by its position."""
+    return next(p for p in data["providers"] if p["id"] == provider)
+
+
 def _mutated(path: tuple[Any, ...], value: Any) -> bytes:
+    """The data with ``value`` at ``path``; a path starting ``("providers", id)``
+    goes through the record of provider ``id``."""
     data = json.loads(json.dumps(RAW))
-    node = data
+    node: Any = data
+    if path[0] == "providers":
+        node, path = _record(data, path[1]), path[2:]
     for key in path[:-1]:
         node = node[key]
     if value is _DELETE:
@@ -192,7 +216,7 @@ def _mutated(path: tuple[Any, ...], value: Any) -> bytes:
 
 
 _DELETE = object()
-_FIRST = ("providers", 0, "models", 0)
+_FIRST = ("providers", "openai", "models", 0)
 
 
 @pytest.mark.parametrize(
@@ -209,14 +233,23 @@ _FIRST = ("providers", 0, "models", 0)
         ((*_FIRST, "reasoning_levels"), ["ultra"], "reasoning_levels must be distinct"),
         ((*_FIRST, "contextWindow"), 5, "unknown field `contextWindow`"),
         ((*_FIRST, "cost"), _DELETE, "missing required field `cost`"),
-        (("providers", 0, "env"), ["OPENAI_KEY"], "differs from modelwire._options.ENV_KEYS"),
-        (("providers", 1, "models", 1, "id"), RAW["providers"][1]["models"][0]["id"], "duplicate"),
-        (("providers", 14, "models", 0, "base_url"), "http://10.0.0.5:11434/v1", "loopback"),
+        (("providers", "openai", "env"), [], "must name its key variable"),
+        (("providers", "ollama", "env"), ["OLLAMA_KEY"], "local and must not need a key"),
+        (("providers", "anthropic", "models", 1, "id"),
+         _record(RAW, "anthropic")["models"][0]["id"], "duplicate"),
+        (("providers", "ollama", "models", 0, "base_url"), "http://10.0.0.5:11434/v1", "loopback"),
+        (("providers", "qwen", "aliases"), ["openai"], "'openai' must be a unique"),
+        (("providers", "mistral", "compat"), {"openai-chatt": {}}, "'openai-chatt' is not a known API"),
+        (("providers", "mistral", "tool_ids", "openai-chat", "valid"), "[a-z", "valid regular"),
+        (("providers", "xai", "overflow"), ["(unclosed"], "overflow[0] is not a valid regular"),
+        (("providers", "groq", "status_quirks", 0, "kind"), "slow", "kind 'slow' is unknown"),
+        (("providers", "groq", "status_quirks", 0, "status"), 200, "must be 4xx or 5xx"),
+        (("providers", "snowflake", "env"), ["SNOWFLAKE_KEY"], "models must not be empty"),
+        (("providers", "openai", "keyOptional"), True, "unknown field `keyOptional`"),
         (("version",), 2, "unsupported model catalog version"),
     ],
-)
+)  # fmt: skip
 def test_validator_names_the_bad_field(path: tuple[Any, ...], value: Any, expect: str) -> None:
-    assert RAW["providers"][14]["id"] == "ollama"
     with pytest.raises(ConfigurationError) as exc:
         catalog.validate_catalog(_mutated(path, value))
     assert expect in str(exc.value)
@@ -250,11 +283,12 @@ def test_every_entry_builds_a_request_with_its_adapter(
     # clamped reasoning level is one the adapter accepts.
     # azure-openai: the catalog's placeholder resource is read from this variable.
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://YOUR-RESOURCE.openai.azure.com")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")  # amazon-bedrock's {region} (issue 18)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")  # amazon-bedrock's {region}
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "catalog-check")  # Vertex AI needs a project
     model = mw.get_model(provider["id"], entry["id"])
     api = get_api(model.api)
-    request = api.build_request(model, CTX, resolve_options(model.provider, api_key="sk-test"))
+    options = resolve_options(model.provider, api_key="sk-test")
+    request = apply_provider_rules(model, options, api.build_request(model, CTX, options))
     assert request.url.startswith(entry["base_url"].replace("{region}", "us-east-1") + "/")
     if model.reasoning:
         for level in REASONING_LEVELS:
@@ -284,6 +318,9 @@ def test_get_model_returns_the_entry(provider: dict[str, Any], entry: dict[str, 
 
 def test_models_lists_in_catalog_order_and_returns_new_lists() -> None:
     for p in RAW["providers"]:
+        if not p["models"]:  # known only by its server's quirks: not catalogued
+            assert p["id"] not in catalog.providers()
+            continue
         assert [m.id for m in mw.models(p["id"])] == [m["id"] for m in p["models"]]
     listed = mw.models("openai")
     listed.clear()
@@ -554,8 +591,9 @@ def test_google_reads_gemini_then_google_variable(monkeypatch: pytest.MonkeyPatc
 
 
 # Providers whose credentials may come from their authorizer (SigV4, OAuth) raise no
-# MissingAPIKeyError (options.KEY_OPTIONAL; each is tested in its own file).
-HOSTED = [p["id"] for p in RAW["providers"] if not p.get("local") and p["id"] not in KEY_OPTIONAL]
+# MissingAPIKeyError (``key_optional`` in their records; each is tested in its own file).
+HOSTED = [p["id"] for p in RAW["providers"]
+          if p["models"] and not p.get("local") and not p.get("key_optional")]  # fmt: skip
 
 
 @pytest.mark.parametrize("provider", HOSTED)

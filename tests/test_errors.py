@@ -11,7 +11,7 @@ DESIGN_KINDS = {
     "authentication", "permission", "not_found", "rate_limit", "overloaded",
     "context_overflow", "invalid_request", "server", "provider_stream", "connect",
     "timeout", "stream_interrupted", "malformed_chunk", "truncated_stream",
-    "tool_call_protocol", "event_too_large", "content_filter", "aborted",
+    "tool_call_protocol", "event_too_large", "content_filter", "output_invalid", "aborted",
 }  # fmt: skip
 
 

@@ -25,10 +25,16 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import test_faults
-from modelwire import _apis as apis
-from modelwire._apis import get_api, provider_rules, register_provider
+from modelwire import _providers as providers
+from modelwire._apis import get_api
 from modelwire._options import resolve_options
-from modelwire._providers import _vertex
+from modelwire._providers import (
+    ProviderRules,
+    _vertex,
+    apply_provider_rules,
+    provider_rules,
+    register_provider,
+)
 from modelwire.testing import MockServer, Reply, tool_call
 from modelwire.trace import TraceLog
 from test_faults import fast_backoff  # noqa: F401  (the fixture, for the reused matrix)
@@ -48,7 +54,11 @@ def vertex(provider: str, base_url: str, model_id: str | None = None, **fields: 
 
 
 def build(model: mw.Model, context: mw.Context = CTX, **opts: Any) -> Any:
-    return get_api(model.api).build_request(model, context, resolve_options(model.provider, **opts))
+    """The request as the client sends it: the API's, with the provider rules applied
+    (where the environment and the credentials file are read)."""
+    options = resolve_options(model.provider, **opts)
+    built = get_api(model.api).build_request(model, context, options)
+    return apply_provider_rules(model, options, built)
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +84,7 @@ def test_built_in_rules_are_found_by_module_name_and_loaded_lazily() -> None:
     assert provider_rules("google-vertex") is _vertex.GEMINI_RULES
     assert provider_rules("vertex-anthropic") is _vertex.ANTHROPIC_RULES
     assert provider_rules("no-such-provider") is None
-    assert "no-such-provider" in apis._no_rules  # the miss is remembered
+    assert "no-such-provider" in providers._no_rules  # the miss is remembered
     # `import modelwire` loads neither the rules nor google-auth; a Vertex request
     # built with a token loads the rules only.
     code = (
@@ -90,14 +100,10 @@ def test_built_in_rules_are_found_by_module_name_and_loaded_lazily() -> None:
 
 
 def test_a_registered_provider_wins_over_the_built_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apis, "_providers", dict(apis._providers))
+    monkeypatch.setattr(providers, "_providers", dict(providers._providers))
 
-    class Mine:
-        def url(self, model: mw.Model, api: str, default: str) -> str:
-            return default
-
-        def auth(self, model: mw.Model, api_key: str) -> dict[str, str] | None:
-            return None
+    class Mine(ProviderRules):
+        pass
 
     register_provider("google-vertex", Mine())
     model = vertex("google-vertex", "https://proxy.example.com/v1beta")

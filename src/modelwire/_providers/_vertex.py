@@ -54,6 +54,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from .._options import ENV_KEYS
 from ..errors import ConfigurationError, MissingAPIKeyError
+from . import ProviderRules
 
 if TYPE_CHECKING:
     from .._options import RequestOptions
@@ -171,8 +172,8 @@ class _ADC:
         return await auth.aauthorize(method, url, headers, body)
 
 
-class VertexRules:
-    """:class:`modelwire._apis.ProviderRules` for one Vertex AI publisher."""
+class VertexRules(ProviderRules):
+    """:class:`~modelwire._providers.ProviderRules` for one Vertex AI publisher."""
 
     def __init__(self, *, publisher: str, method: str, api_keys: bool) -> None:
         self.publisher = publisher

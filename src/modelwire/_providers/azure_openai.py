@@ -1,8 +1,8 @@
 """Provider ``azure-openai``: Azure OpenAI on the ``openai-chat`` and
-``openai-responses`` wire APIs, through the :class:`~modelwire._apis.ProviderRules`
+``openai-responses`` wire APIs, through the :class:`~modelwire._providers.ProviderRules`
 seam (no adapter is edited for it).
 
-Found by the provider naming rule (:func:`modelwire._apis.provider_module`): this
+Found by the provider naming rule (:func:`modelwire._providers.provider_module`): this
 module is imported the first time a model of provider ``azure-openai`` builds a
 request, never at ``import modelwire``.
 
@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from ..errors import MissingAPIKeyError
+from . import ProviderRules
 
 if TYPE_CHECKING:
     from .._options import RequestAuthorizer, RequestOptions
@@ -53,7 +54,7 @@ def _split_version(base_url: str) -> tuple[str, str | None]:
     return urlunsplit(parts._replace(query=rest)), version
 
 
-class AzureOpenAIRules:
+class AzureOpenAIRules(ProviderRules):
     """URL and auth rules of provider ``azure-openai``.
 
     ``auth``: an :class:`~modelwire.cloud.azure.AzureAuth` that supplies every
