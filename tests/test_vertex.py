@@ -708,3 +708,39 @@ def test_the_project_can_come_from_the_credentials_file(
     assert request.authorizer is _vertex.ANTHROPIC_RULES.adc
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-env-1")  # the variable wins
     assert "/projects/proj-env-1/" in build(model).url
+
+
+# --------------------------------------------------------------------------- purity
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_building_the_request_is_pure_and_the_rules_read_the_environment(
+    provider: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The wire API's build_request reads neither the environment nor the credentials
+    file: with every Vertex variable set (and the key file unreadable) it gives the
+    same request as without; the provider rules, applied when the call is prepared,
+    are where project and location are read."""
+    model = vertex(provider, "https://aiplatform.googleapis.com/v1")
+    for name in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION",
+                 "GOOGLE_APPLICATION_CREDENTIALS"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    options = resolve_options(provider, api_key=TOKEN)
+    clean = get_api(model.api).build_request(model, CTX, options)
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps({"type": "service_account", "project_id": "from-file"}))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "poisoned-project")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+
+    def no_file(self: Path) -> bytes:
+        raise AssertionError(f"build_request read {self}")
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "read_bytes", no_file)
+        m.setattr(Path, "read_text", no_file)
+        poisoned = get_api(model.api).build_request(model, CTX, options)
+    assert (poisoned.url, poisoned.headers, poisoned.body) == (clean.url, clean.headers, clean.body)
+    assert "poisoned-project" not in poisoned.url
+    prepared = apply_provider_rules(model, options, poisoned)
+    assert "/projects/poisoned-project/locations/europe-west4/" in prepared.url

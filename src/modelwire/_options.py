@@ -32,6 +32,7 @@ __all__ = [
     "Timeout",
     "check_extra_body",
     "check_option_names",
+    "encode_body",
     "resolve_api_key",
     "resolve_options",
 ]
@@ -131,6 +132,26 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
                    for k, v in self.headers.items()}  # fmt: skip
         url = redact(self.url, self.secrets)
         return f"HTTPRequest(url={url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
+
+
+_body_encoder = msgspec.json.Encoder()
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """A request's JSON body; a value JSON cannot carry raises ``ConfigurationError``
+    naming its path (``tools[0].parameters.properties.x.default``)."""
+    from .types import check_json
+
+    try:
+        data = _body_encoder.encode(body)
+    except (TypeError, ValueError, OverflowError):
+        check_json(body, "")
+        raise  # pragma: no cover - check_json raised already
+    # msgspec writes NaN and infinities as ``null`` (silently changing the value):
+    # only a body with a ``null`` in it can hold one, so only then is it walked.
+    if b"null" in data:
+        check_json(body, "")
+    return data
 
 
 class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):

@@ -18,7 +18,7 @@ from .._classify import (
     in_band_error,
     is_context_overflow,
 )
-from .._options import HTTPRequest, RequestOptions
+from .._options import HTTPRequest, RequestOptions, encode_body
 from .._redact import credential_secrets
 from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..types import AssistantMessage, Context, Model, ToolCall, check_json
@@ -248,21 +248,6 @@ def http_request(
     return HTTPRequest(
         url=url, headers=out, body=encode_body(body), secrets=tuple(dict.fromkeys(secrets))
     )
-
-
-def encode_body(body: Mapping[str, Any]) -> bytes:
-    """The JSON body; a value JSON cannot carry raises ``ConfigurationError``
-    naming its path (``tools[0].parameters.properties.x.default``)."""
-    try:
-        data = _encoder.encode(body)
-    except (TypeError, ValueError, OverflowError):
-        check_json(body, "")
-        raise  # pragma: no cover - check_json raised already
-    # msgspec writes NaN and infinities as ``null`` (silently changing the value):
-    # only a body with a ``null`` in it can hold one, so only then is it walked.
-    if b"null" in data:
-        check_json(body, "")
-    return data
 
 
 def check_context_values(context: Context) -> None:

@@ -130,7 +130,7 @@ def apply_provider_rules(
     url = rules.url(model, model.api, request.url)
     body = request.body
     if type(rules).body is not ProviderRules.body:
-        from .._apis._common import encode_body
+        from .._options import encode_body
 
         body = encode_body(rules.body(model, model.api, msgspec.json.decode(body)))
     headers = request.headers

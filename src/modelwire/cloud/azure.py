@@ -225,7 +225,7 @@ class AzureAuth:
 
     def _fetch(self) -> tuple[str, float | None]:
         """Get a token from the credential (blocking); runs under the cache's lock."""
-        from .._http import redact
+        from .._redact import redact
 
         try:
             access = self._credential.get_token(self._scope)
