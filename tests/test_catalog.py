@@ -616,7 +616,7 @@ def test_missing_key_raises_before_any_request_naming_the_variable(provider: str
 
 @pytest.mark.parametrize("provider", sorted(LOCAL))
 def test_local_providers_send_no_auth_header(provider: str) -> None:
-    # A scripted "ok" in the model's own API (ollama speaks ollama-chat since issue 17).
+    # A scripted "ok" in the model's own API (ollama speaks ollama-chat).
     with MockServer(["ok"]) as srv:
         entry = catalog.models(provider)[0]
         base = srv.model(entry.api).base_url

@@ -950,7 +950,7 @@ async def test_live_and_replay_agree(srv: Scripted, name: str) -> None:
     assert comparable(final(sync)) == comparable(final(ref))
 
 
-# =========================================================================== issue 14: one policy
+# =========================================================================== one policy
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Code hygiene of issue 17, each rule checked on the source so it stays true:
+"""Code hygiene, each rule checked on the source so it stays true:
 one definition of a shared fact, no reach into another object's private parts,
 httpx only in ``http.py``, dead helpers gone, the stream options declared once."""
 
@@ -114,14 +114,12 @@ def test_client_reaches_into_no_private_attribute_and_sets_only_channel_hooks() 
         for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
         if isinstance(t, ast.Attribute)
     ]
-    # register_api naming a wire API object is the registry's seam (the other half
-    # of issue 17 replaces it).
+    # register_api naming a wire API object is the registry's seam.
     sets = [s for s in sets if s != "stream_fn.name"]
     assert sets and all(s.startswith("s.") and s.split(".")[1] in hooks for s in sets), sets
 
 
-# Modules of this layer of issue 17 (the agent loop and the assembler were 849 and
-# 777 lines): a module passing ~600 lines becomes a package.
+# The core and agent modules: a module passing ~600 lines becomes a package.
 SIZED = ("agent", "_assemble", "_client.py", "_streams.py", "errors.py", "events.py", "tools")
 
 

@@ -1,4 +1,4 @@
-"""The wire-API registry (issue 17): one module per API owns every fact of it.
+"""The wire-API registry: one module per API owns every fact of it.
 
 Everything else — catalog validation, CLI choices, the mock server, rendering,
 the demo's tool-result reading, handoff, the pipeline's framing — asks
@@ -265,7 +265,7 @@ def test_tool_results_and_id_rules_are_asked_of_each_api() -> None:
 # --------------------------------------------------------------------------- the grep
 
 # Files outside apis/ that still name an API, each with the reason. Keep this short.
-_ALLOWED: set[str] = set()  # cloud/azure.py asks the registry (issue 18)
+_ALLOWED: set[str] = set()  # cloud/azure.py asks the registry
 
 
 def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:

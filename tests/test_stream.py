@@ -182,7 +182,7 @@ def test_stream_raises_configuration_errors_at_once() -> None:
         mw.stream(openai, CTX)
 
 
-# --------------------------------------------------------------------------- issue 14
+# --------------------------------------------------------------------------- lifecycle
 
 
 @pytest.mark.anyio

@@ -677,7 +677,7 @@ async def test_a_custom_stream_function_is_traced_as_context_and_events() -> Non
         log = TraceLog()
         msg = await mw.complete(model, CTX, trace=log)
     finally:
-        apis._streams.pop("trace-custom", None)  # one registry since issue 17
+        apis._streams.pop("trace-custom", None)  # one registry holds both kinds
     assert next(r.layer for r in log.records) == "context" and log.records[-1].layer == "message"
     check_links(log.records)
     assert msg.content[0].text == "读取 README.md"  # type: ignore[union-attr]

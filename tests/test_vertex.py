@@ -1,4 +1,4 @@
-"""Google Vertex AI (issue 18): ``google-vertex`` (Gemini) and ``vertex-anthropic``
+"""Google Vertex AI: ``google-vertex`` (Gemini) and ``vertex-anthropic``
 (Claude) over the existing wire APIs, through their provider rules
 (modelwire/providers/_vertex.py) — URLs with project and location, credentials
 (API key, access token, Application Default Credentials from a loopback token

@@ -255,7 +255,7 @@ def _custom_stream(
             t.context(model, context)
         # The function's events carry the message as it stood (``partial``); this
         # assembler saw none of them, so an abort or a failure starts from the last
-        # partial, or the content already delivered would be lost (issue 14).
+        # partial, or the content already delivered would be lost.
         last: list[Event] = []
         s.abort_events = lambda: _traced(t, _abort(asm, last))
         s.fail_events = lambda exc: _traced(t, _fail(asm, exc, last))

@@ -1,6 +1,6 @@
 """The request-time credential step (DESIGN §5), without httpx.
 
-Split out of :mod:`modelwire._http` (issue 17: no module over ~600 lines): a
+Pure of any transport: a
 provider's :class:`~modelwire._options.RequestAuthorizer` adds its headers just
 before the request is sent; the async and sync twins share every decision
 (:func:`_authorized`, :func:`_auth_error`) and differ only in waiting.

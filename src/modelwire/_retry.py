@@ -4,7 +4,7 @@ Sans-IO: :class:`RetryPolicy` never sleeps and never touches a socket. ``modelwi
 asks it, after every failed attempt, how long to wait before the next one; the async
 loop then awaits ``asyncio.sleep`` and the sync loop calls ``time.sleep`` — the only
 difference between the two paths. Keeping the decision here is what stops the two
-loops from drifting apart again (issue 14).
+loops from drifting apart.
 
 Rules (DESIGN §2a "Errors and limits"):
 

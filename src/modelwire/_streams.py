@@ -54,7 +54,7 @@ class StreamChannel:
     reference to the stream: a stream dropped without closing (``break`` out of
     ``async for``, last reference gone) is freed by reference counting and closes
     its connection at once, instead of living on with its task until the idle
-    timeout (issue 14).
+    timeout.
     """
 
     __slots__ = ("abort_events", "aborted", "fail_events", "overflow", "queue")
