@@ -42,6 +42,7 @@ __all__ = [
     "decode_json",
     "decoder_for",
     "dumps",
+    "encode_body",
     "filtered_categories",
     "http_request",
     "in_band_error",
