@@ -836,3 +836,88 @@ def test_silent_overflow() -> None:
     assert catalog.is_overflow(_message("stop", input=window + 1), model)
     assert not catalog.is_overflow(_message("stop", input=window + 1))  # no model, no window
     assert not catalog.is_overflow(_message("error", input=window * 2), model)
+
+
+# --------------------------------------------------------------------------- records → tables
+
+
+def _chat_model(provider: str, base_url: str = "https://example.test/v1", **kw: Any) -> mw.Model:
+    return mw.Model(id="m", api="openai-chat", provider=provider, base_url=base_url, **kw)
+
+
+@pytest.mark.parametrize("record", [p for p in RAW["providers"] if p.get("compat")],
+                         ids=lambda p: p["id"])  # fmt: skip
+def test_chat_compat_defaults_come_from_the_record_by_name_alias_or_host(
+    record: dict[str, Any],
+) -> None:
+    from modelwire._apis.openai_chat import detect_compat
+
+    want = record["compat"].get("openai-chat", {})
+    names = [record["id"], *record.get("aliases", ())]
+    models = [_chat_model(n) for n in names]
+    models += [
+        _chat_model("some-proxy", f"https://{h}.example/v1") for h in record.get("hosts", ())
+    ]
+    for model in models:
+        got = msgspec.structs.asdict(detect_compat(model))
+        assert {k: got[k] for k in want} == want, (model.provider, model.base_url)
+    # A user's compat wins over the record's.
+    if "stream_options" in want:
+        flipped = not want["stream_options"]
+        model = _chat_model(record["id"], compat={"stream_options": flipped})
+        assert detect_compat(model).stream_options is flipped
+
+
+def test_reasoning_compat_applies_to_reasoning_models_only() -> None:
+    from modelwire._apis.openai_chat import detect_compat
+
+    extra = _record(RAW, "openai")["reasoning_compat"]["openai-chat"]
+    assert detect_compat(_chat_model("openai", reasoning=True)).system_role == extra["system_role"]
+    assert detect_compat(_chat_model("openai")).system_role == "system"
+
+
+def test_the_mistral_id_rule_is_its_records() -> None:
+    rule = _record(RAW, "mistral")["tool_ids"]["openai-chat"]
+    api = get_api("openai-chat")
+    for model in (_chat_model("mistral"), _chat_model("proxy", "https://api.mistral.ai/v1")):
+        got = api.tool_id_rule(model)
+        assert got is not None and (got.valid.pattern, got.max_len, got.exact) == (
+            rule["valid"], rule["max_len"], rule["exact"])  # fmt: skip
+    assert api.tool_id_rule(_chat_model("openai")).exact is None  # type: ignore[union-attr]
+
+
+def test_a_new_record_is_all_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider added to the data — with a key variable, a compat default, an id
+    rule, an overflow wording and a status quirk — is picked up by every table."""
+    from modelwire import _classify
+    from modelwire._apis.openai_chat import detect_compat
+    from modelwire._http_status import status_error
+    from modelwire._providers import _records
+
+    data = json.loads(json.dumps(RAW))
+    data["providers"].append({
+        "id": "newco", "name": "NewCo", "aliases": ["new-co"], "env": ["NEWCO_API_KEY"],
+        "hosts": ["api.newco.test"], "compat": {"openai-chat": {"stream_options": False}},
+        "tool_ids": {"openai-chat": {"valid": "[a-z]{1,8}", "bad": "[^a-z]", "max_len": 8}},
+        "overflow": [r"newco: prompt over \d+ tokens"],
+        "status_quirks": [{"status": 418, "match": "teapot_quota", "kind": "rate_limit"}],
+        "docs": "https://newco.test/docs",
+        "models": [{"id": "m", "name": "M", "api": "openai-chat", "base_url": "https://api.newco.test/v1",
+                    "reasoning": False, "input": ["text"], "context_window": 10, "max_tokens": 5,
+                    "cost": {"input": 1, "output": 1}}],
+    })  # fmt: skip
+    monkeypatch.setattr(
+        _records, "_tables", _records._Tables(catalog.validate_catalog(json.dumps(data)))
+    )
+    monkeypatch.setattr(_classify, "_overflow", None)
+    assert ENV_KEYS["newco"] == ENV_KEYS["new-co"] == ("NEWCO_API_KEY",)
+    monkeypatch.delenv("NEWCO_API_KEY", raising=False)
+    with pytest.raises(MissingAPIKeyError, match="NEWCO_API_KEY"):
+        resolve_api_key("new-co", None)
+    proxied = _chat_model("proxy", "https://api.newco.test/v1")
+    assert detect_compat(proxied).stream_options is False
+    assert get_api("openai-chat").tool_id_rule(proxied).max_len == 8  # type: ignore[union-attr]
+    assert is_context_overflow("NewCo: prompt over 9000 tokens")
+    assert status_error(418, b'{"error": {"message": "teapot_quota"}}', {}, ()).kind == "rate_limit"
+    monkeypatch.undo()
+    assert "newco" not in ENV_KEYS
