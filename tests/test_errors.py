@@ -119,3 +119,18 @@ def test_tree_is_drawn_in_docstring() -> None:
     for name in errors.__all__:
         if name[0].isupper():
             assert name in doc, name
+
+
+@pytest.mark.parametrize(
+    ("type_", "kind", "retryable"),
+    [("overloaded_error", "overloaded", True), ("request_too_large", "invalid_request", False),
+     ("timeout_error", "server", True), ("billing_error", "provider_stream", False)],
+)  # fmt: skip
+def test_an_anthropic_error_event_is_classified_once_with_its_request_id(
+    type_: str, kind: str, retryable: bool
+) -> None:
+    error = {"type": "error", "error": {"type": type_, "message": "no"}, "request_id": "req_011"}
+    body = b"event: error\ndata: " + mw.to_json(error) + b"\n\n"
+    info = mw.replay("anthropic-messages", [body]).message.error
+    assert info is not None and (info.kind, info.code, info.request_id) == (kind, type_, "req_011")
+    assert info.retryable is retryable
