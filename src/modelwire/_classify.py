@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ._retry import RETRY_STATUSES
 from .errors import (
     STREAM_ERROR_KINDS,
     AuthenticationError,
@@ -57,8 +58,8 @@ RETRYABLE_KINDS = frozenset(
 )
 #: Statuses worth another attempt whatever their kind: request timeout and conflict
 #: (RFC 9110 §15.5.9, §15.5.10), rate limits and server trouble (529: Anthropic's
-#: "overloaded").
-RETRYABLE_STATUSES = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+#: "overloaded"); the send loop's own set, one definition.
+RETRYABLE_STATUSES = RETRY_STATUSES
 # A provider's own code saying the account is out of money or quota (OpenAI
 # ``insufficient_quota``: "You exceeded your current quota"): waiting does not help.
 _NO_RETRY_CODE = re.compile(r"quota|billing", re.I)
