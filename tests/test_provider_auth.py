@@ -247,3 +247,21 @@ def test_a_third_party_api_gets_the_provider_rules_url_auth_body_and_secrets(
     # The rules' key header is a secret: redacted in the error text.
     assert bad.error is not None and KEY not in bad.error.message
     assert "[redacted]" in bad.error.message
+
+
+def test_the_rules_key_header_replaces_only_the_apis_key_header(clean_registry: None) -> None:
+    from modelwire._options import resolve_options
+    from modelwire._providers import apply_provider_rules
+
+    register_provider("azure-style", AzureStyle())
+    model = mw.Model(
+        id="m", api="openai-chat", provider="azure-style", base_url="https://x.test/v1"
+    )
+    # A one-letter key appears inside other header values: those stay.
+    options = resolve_options("azure-style", api_key="e", headers={"X-Trace": "e-1 e"})
+    built = apis.get_api("openai-chat").build_request(model, CTX, options)
+    sent = apply_provider_rules(model, options, built)
+    lower = {k.lower(): v for k, v in sent.headers.items()}
+    assert lower["api-key"] == "e" and "authorization" not in lower
+    assert lower["x-trace"] == "e-1 e" and lower["content-type"] == "application/json"
+    assert "e" in sent.secrets

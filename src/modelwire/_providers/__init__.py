@@ -139,7 +139,10 @@ def apply_provider_rules(
     own = rules.auth(model, key) if key else None
     if key and own is not None:
         lower = all(name == name.lower() for name in headers)
-        headers = {n: v for n, v in headers.items() if key not in v}
+        # The API's own key header goes: its value is the key or ``Bearer <key>``
+        # (RFC 6750 §2.1), whatever the header's name.
+        own_values = (key, f"Bearer {key}")
+        headers = {n: v for n, v in headers.items() if v not in own_values}
         added = {(n.lower() if lower else n): v for n, v in own.items()}
         drop = {n.lower() for n in added}
         headers = {n: v for n, v in headers.items() if n.lower() not in drop}
