@@ -921,3 +921,40 @@ def test_a_new_record_is_all_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     assert status_error(418, b'{"error": {"message": "teapot_quota"}}', {}, ()).kind == "rate_limit"
     monkeypatch.undo()
     assert "newco" not in ENV_KEYS
+
+
+@pytest.mark.parametrize(
+    ("provider", "api"),
+    [(p["id"], api) for p in RAW["providers"] for api in {**p.get("compat", {}), **p.get("reasoning_compat", {})}],
+)  # fmt: skip
+def test_every_record_compat_is_valid_for_its_api(provider: str, api: str) -> None:
+    """The API itself checks a record's flags (an unknown one is a ConfigurationError)."""
+    model = mw.Model(id="m", api=api, provider=provider, base_url="https://x.test/v1",
+                     reasoning=True, max_tokens=64)  # fmt: skip
+    get_api(api).build_request(model, CTX, resolve_options("local", api_key="k"))
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_records_compat_reaches_every_api(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelwire._providers import _records
+
+    data = json.loads(json.dumps(RAW))
+    data["providers"].append({"id": "flagged", "name": "F", "docs": "https://f.test", "models": [],
+                              "compat": {api: {"no_such_flag": True}}})  # fmt: skip
+    monkeypatch.setattr(
+        _records, "_tables", _records._Tables(catalog.validate_catalog(json.dumps(data)))
+    )
+    model = mw.Model(
+        id="m", api=api, provider="flagged", base_url="https://x.test/v1", max_tokens=64
+    )
+    options = resolve_options("local", api_key="k")
+    # The record's flags are checked exactly where the model's own compat is: an API
+    # that refuses a bogus Model.compat refuses the same flag from the record.
+    direct = msgspec.structs.replace(model, provider="local", compat={"no_such_flag": True})
+    try:
+        get_api(api).build_request(direct, CTX, options)
+    except ConfigurationError:
+        with pytest.raises(ConfigurationError, match="no_such_flag"):
+            get_api(api).build_request(model, CTX, options)
+    else:  # an API without compat flags
+        get_api(api).build_request(model, CTX, options)
