@@ -1,7 +1,10 @@
 """Google Vertex AI: Gemini (``google-vertex``) and Claude (``vertex-anthropic``).
 
 Both reuse an existing wire API unchanged; only the URL, the credentials and (for
-Claude) the body differ. The endpoints (Vertex AI REST reference,
+Claude) the body differ. These rules run when a call is prepared
+(:func:`modelwire._providers.apply_provider_rules`), so the environment and the
+credentials file below are read there, never by the wire API's pure
+``build_request``. The endpoints (Vertex AI REST reference,
 ``projects.locations.publishers.models``)::
 
     {base_url}/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent?alt=sse
