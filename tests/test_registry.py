@@ -99,7 +99,8 @@ def test_cli_choices_and_catalog_validation_come_from_the_registry() -> None:
     help_text = build_parser().format_help()
     assert "demo" in help_text
     raw = json.loads((SRC / "data" / "models.json").read_text())
-    raw["providers"][0]["models"][0]["api"] = "not-an-api"
+    listed = next(p for p in raw["providers"] if p["models"])  # any record with models
+    listed["models"][0]["api"] = "not-an-api"
     with pytest.raises(mw.ConfigurationError, match=r"not-an-api.*is not one of"):
         catalog.validate_catalog(json.dumps(raw))
 
