@@ -265,3 +265,24 @@ def test_the_rules_key_header_replaces_only_the_apis_key_header(clean_registry: 
     assert lower["api-key"] == "e" and "authorization" not in lower
     assert lower["x-trace"] == "e-1 e" and lower["content-type"] == "application/json"
     assert "e" in sent.secrets
+
+
+def test_every_hook_is_declared_on_the_typed_base_and_none_is_probed() -> None:
+    """The client calls the hooks of :class:`ProviderRules` directly: each is declared
+    there with its default, and no source looks a hook up with ``getattr``."""
+    import inspect
+    import re
+    from pathlib import Path
+
+    hooks = {"url", "auth", "body", "authorizer"}
+    assert hooks <= {n for n, v in vars(ProviderRules).items() if callable(v)}
+    plain = ProviderRules()
+    model = mw.Model(id="m", api="openai-chat", provider="p", base_url="https://x.test/v1")
+    assert plain.url(model, "openai-chat", "https://d") == "https://d"
+    assert plain.auth(model, "k") is None and plain.authorizer(model, RequestOptions()) is None
+    body = {"a": 1}
+    assert plain.body(model, "openai-chat", body) is body
+    src = Path(inspect.getfile(mw)).parent
+    probing = re.compile(r"getattr\(\s*rules\b|hasattr\(\s*rules\b")
+    found = [str(p) for p in src.rglob("*.py") if probing.search(p.read_text(encoding="utf-8"))]
+    assert found == []
