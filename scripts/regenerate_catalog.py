@@ -7,7 +7,8 @@ page; an entry whose numbers are estimates says so in ``notes``). This script
 fetches nothing: it decodes the file with the schema in ``modelwire._catalog``,
 runs every check of ``validate_catalog`` (known API, https/loopback base URLs,
 positive limits, non-negative prices, reasoning levels, unique ids per provider,
-env vars equal to ``modelwire._options.ENV_KEYS``) and rewrites the file in its
+unique provider names and aliases, provider records whose APIs are known, whose
+patterns compile and whose error kinds exist) and rewrites the file in its
 canonical form (keys in schema order, two-space indentation, defaults omitted).
 
 Usage::

@@ -52,7 +52,7 @@ _KEY_VARS = sorted(
     {v for names in ENV_KEYS.values() for v in names} | {v for v, _ in BASE_URL_ENV.values()}
 )
 _KEY_VARS += ["AZURE_OPENAI_AD_TOKEN", "AZURE_OPENAI_ENDPOINT", "OPENAI_API_VERSION"]  # azure
-_KEY_VARS += ["AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]  # amazon-bedrock (issue 18)  # fmt: skip
+_KEY_VARS += ["AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"]  # amazon-bedrock  # fmt: skip
 _KEY_VARS += ["GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION", "GOOGLE_APPLICATION_CREDENTIALS"]  # fmt: skip
 for _var in _KEY_VARS:
     os.environ.pop(_var, None)

@@ -902,7 +902,7 @@ async def test_trace_option_reaches_every_turn(root: Path) -> None:
     assert finals[0].message.stop_reason == "tool_use"
 
 
-# --------------------------------------------------------------------------- hooks (issue 15)
+# --------------------------------------------------------------------------- hooks
 
 
 def read_call_reply(n: int) -> bytes:
@@ -1098,7 +1098,7 @@ async def test_agent_passes_its_completion_policy_to_every_call() -> None:
 async def test_abort_stops_a_running_grep_worker_promptly(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Issue 15: abort() used to leave grep's worker thread spinning until the file
+    # abort() used to leave grep's worker thread spinning until the file
     # (or the pattern's backtracking) was done. Each slice of the search is slowed
     # down here so the search would take 3 s without the abort.
     from modelwire.tools import _grep as grep_mod

@@ -1,4 +1,4 @@
-"""Anthropic Messages wire API (issue 4): decoding recorded streams, building requests.
+"""Anthropic Messages wire API: decoding recorded streams, building requests.
 
 Expectations are derived independently of the adapter: from the fixture's SSE
 payloads parsed here with ``json``, and from the official ``anthropic`` SDK's

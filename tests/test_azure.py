@@ -28,9 +28,15 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final, plain, same_at_every_split
-from modelwire import _apis as apis
-from modelwire._apis import get_api, provider_module, provider_rules, register_provider
-from modelwire._options import resolve_options
+from modelwire import _providers as providers
+from modelwire._apis import get_api
+from modelwire._options import HTTPRequest, RequestOptions, resolve_options
+from modelwire._providers import (
+    apply_provider_rules,
+    provider_module,
+    provider_rules,
+    register_provider,
+)
 from modelwire._providers.azure_openai import AzureOpenAIRules
 from modelwire.cloud.azure import AzureAuth
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
@@ -74,7 +80,7 @@ PROMPT_FILTERED = json.dumps(
 
 @pytest.fixture
 def clean_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(apis, "_providers", dict(apis._providers))
+    monkeypatch.setattr(providers, "_providers", dict(providers._providers))
     yield
 
 
@@ -82,8 +88,15 @@ def azure(base_url: str, api: str = CHAT, model_id: str = "my-gpt") -> mw.Model:
     return mw.Model(id=model_id, api=api, provider=PROVIDER, base_url=base_url)
 
 
+def prepared(model: mw.Model, ctx: mw.Context, options: RequestOptions) -> HTTPRequest:
+    """The request as the client sends it: the API's, with the provider rules applied."""
+    return apply_provider_rules(
+        model, options, get_api(model.api).build_request(model, ctx, options)
+    )
+
+
 def request(model: mw.Model, **opts: Any) -> tuple[str, dict[str, str]]:
-    req = get_api(model.api).build_request(model, CTX, resolve_options(PROVIDER, **opts))
+    req = prepared(model, CTX, resolve_options(PROVIDER, **opts))
     return req.url, {k.lower(): v for k, v in req.headers.items()}
 
 
@@ -171,7 +184,7 @@ def test_url_forms(
 
 def test_the_body_names_the_deployment() -> None:
     model = azure("https://r.openai.azure.com", model_id="prod-gpt4o")
-    req = get_api(CHAT).build_request(model, CTX, resolve_options(PROVIDER, api_key=KEY))
+    req = prepared(model, CTX, resolve_options(PROVIDER, api_key=KEY))
     assert json.loads(req.body)["model"] == "prod-gpt4o"  # the /openai/v1 form reads it
     assert KEY.encode() not in req.body
 
@@ -501,7 +514,7 @@ def test_handoff_from_azure_to_anthropic_and_back() -> None:
     moved_back = handoff(back, model)
     new_id = moved_back.messages[1].content[0].id  # type: ignore[union-attr]
     assert len(new_id) <= 40  # OpenAI Chat's id rule, through the Azure provider
-    req = get_api(CHAT).build_request(model, moved_back, resolve_options(PROVIDER, api_key=KEY))
+    req = prepared(model, moved_back, resolve_options(PROVIDER, api_key=KEY))
     body = json.loads(req.body)
     assert body["messages"][-1]["tool_call_id"] == new_id
 

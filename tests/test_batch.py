@@ -263,6 +263,33 @@ def test_retryable_errors_are_retried_and_others_recorded_at_once(tmp_path: Path
     assert summary.requests == sum(calls.values()) == 11
 
 
+def test_the_retry_decision_is_each_errors_retryable(tmp_path: Path) -> None:
+    calls: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def reply(rec: Any) -> Any:
+        prompt = rec.json()["messages"][-1]["content"]
+        with lock:
+            n = calls[prompt] = calls.get(prompt, 0) + 1
+        code = "insufficient_quota" if prompt == "quota" else "rate_limit_exceeded"
+        body = {"error": {"message": "no", "type": code, "code": code}}
+        if prompt == "quota" or n == 1:
+            return Reply(
+                status=429, content_type="application/json", body=json.dumps(body).encode()
+            )
+        return "fine"
+
+    src = write_jsonl(tmp_path / "in.jsonl", [{"custom_id": n, "model": "mock/m", "prompt": n}
+                                               for n in ("quota", "rate")])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer([reply], repeat_last=True) as srv, knobs(backoff_base=0.01):
+        mw.batch(src, out, models={"mock/m": srv.model()}, max_attempts=3)
+    by = {r["custom_id"]: r for r in results(out)}
+    # Both are rate_limit; only the one out of quota is recorded at once.
+    assert by["quota"]["error"]["kind"] == "rate_limit" and calls["quota"] == 1
+    assert by["rate"]["ok"] and calls["rate"] == 2
+
+
 def test_a_stall_times_out_and_is_retried(tmp_path: Path) -> None:
     replies = [Reply(message="stalled reply", stall_after=10, stall_seconds=5), "fine"]
     src = write_jsonl(tmp_path / "in.jsonl", prompts(1))

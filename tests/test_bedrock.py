@@ -28,9 +28,15 @@ from hypothesis import strategies as st
 import modelwire as mw
 import modelwire._apis
 from eventlist import final, plain, same_at_every_split
-from modelwire._apis import get_api, provider_rules, register_provider
+from modelwire._apis import get_api
 from modelwire._framing.eventstream import encode_event, encode_exception
-from modelwire._options import resolve_options
+from modelwire._options import HTTPRequest, RequestOptions, resolve_options
+from modelwire._providers import (
+    ProviderRules,
+    apply_provider_rules,
+    provider_rules,
+    register_provider,
+)
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
 from modelwire.trace import TraceLog
 from test_faults import (
@@ -94,6 +100,11 @@ FULL = b"".join([
 def model(base_url: str = "http://127.0.0.1:9", model_id: str = CLAUDE, **kw: Any) -> mw.Model:
     return mw.Model(id=model_id, api=API, provider=PROVIDER, base_url=base_url,
                     max_tokens=kw.pop("max_tokens", 64000), **kw)  # fmt: skip
+
+
+def prepared(m: mw.Model, ctx: mw.Context, options: RequestOptions) -> HTTPRequest:
+    """The request as the client sends it: the API's, with the provider rules applied."""
+    return apply_provider_rules(m, options, get_api(API).build_request(m, ctx, options))
 
 
 def body_of(ctx: mw.Context, m: mw.Model | None = None, **opts: Any) -> dict[str, Any]:
@@ -583,7 +594,7 @@ def test_the_catalog_endpoint_takes_the_region_and_the_endpoint_names_the_signin
     m = mw.get_model(PROVIDER, "amazon.nova-lite-v1:0")
     assert m.base_url == "https://bedrock-runtime.{region}.amazonaws.com"
     options = resolve_options(PROVIDER, api_key=None)
-    request = get_api(API).build_request(m, CTX, options)
+    request = prepared(m, CTX, options)
     assert request.url == (
         "https://bedrock-runtime.eu-central-1.amazonaws.com/model/amazon.nova-lite-v1%3A0"
         "/converse-stream"
@@ -591,7 +602,7 @@ def test_the_catalog_endpoint_takes_the_region_and_the_endpoint_names_the_signin
     assert repr(request.authorizer) == "LazySigV4(region='eu-central-1')"
     # An explicit regional endpoint is used as it is and names the signing region.
     fixed = msgspec.structs.replace(m, base_url="https://bedrock-runtime.ap-south-1.amazonaws.com")
-    request = get_api(API).build_request(fixed, CTX, options)
+    request = prepared(fixed, CTX, options)
     assert request.url.startswith("https://bedrock-runtime.ap-south-1.amazonaws.com/model/")
     assert repr(request.authorizer) == "LazySigV4(region='ap-south-1')"
 
@@ -624,7 +635,7 @@ def test_provider_rules_are_found_by_module_name_and_loaded_lazily(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     code = ("import sys, modelwire; assert 'modelwire._providers.amazon_bedrock' not in "
-            "sys.modules; from modelwire._apis import provider_rules; "
+            "sys.modules; from modelwire._providers import provider_rules; "
             "r = provider_rules('amazon-bedrock'); assert type(r).__name__ == "
             "'AmazonBedrockRules'; assert 'botocore' not in sys.modules; "
             "assert provider_rules('no-such-provider') is None")  # fmt: skip
@@ -632,8 +643,8 @@ def test_provider_rules_are_found_by_module_name_and_loaded_lazily(
                           timeout=60)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     # register_provider wins over the built-in module.
-    monkeypatch.setattr(modelwire._apis, "_providers", dict(modelwire._apis._providers))
-    mine = type("Mine", (), {"url": lambda s, m, a, d: d, "auth": lambda s, m, k: None})()
+    monkeypatch.setattr(modelwire._providers, "_providers", dict(modelwire._providers._providers))
+    mine = type("Mine", (ProviderRules,), {})()
     register_provider(PROVIDER, mine)
     assert provider_rules(PROVIDER) is mine
 

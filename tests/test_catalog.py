@@ -1,5 +1,5 @@
-"""The model catalog (issue 9): data validity, lookups, costs, API keys,
-reasoning levels and context-overflow detection.
+"""The model catalog: data validity, the provider records and the tables derived
+from them, lookups, costs, API keys, reasoning levels and context-overflow detection.
 
 Expectations are derived independently: the data file is read with ``json``
 (not the catalog's own decoder), usage is parsed from the recorded streams with
@@ -25,15 +25,16 @@ import modelwire as mw
 from eventlist import final
 from modelwire import _catalog as catalog
 from modelwire._apis import builtin_api_names, get_api
-from modelwire._apis._common import is_context_overflow
 from modelwire._assemble import compute_cost
+from modelwire._classify import is_context_overflow
 from modelwire._options import (
     ENV_KEYS,
-    KEY_OPTIONAL,
     REASONING_LEVELS,
     resolve_api_key,
     resolve_options,
 )
+from modelwire._providers import apply_provider_rules
+from modelwire._providers._records import key_optional
 from modelwire.errors import ConfigurationError, MissingAPIKeyError
 from modelwire.testing import MockServer, Reply
 from recorded import recorded_streams
@@ -46,7 +47,7 @@ RAW: dict[str, Any] = json.loads(DATA.read_text("utf-8"))
 ENTRIES: list[tuple[dict[str, Any], dict[str, Any]]] = [
     (p, m) for p in RAW["providers"] for m in p["models"]
 ]
-# The wire APIs modelwire ships (issue 17: derived from the registry, so ollama-chat is in).
+# The wire APIs modelwire ships (derived from the registry, so ollama-chat is in).
 APIS = set(builtin_api_names())
 REQUIRED_PROVIDERS = {
     "openai", "anthropic", "google", "deepseek", "openrouter", "groq", "mistral", "xai",
@@ -89,12 +90,12 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
     url = urlsplit(entry["base_url"])
     if provider.get("local"):
         assert url.scheme == "http" and _loopback(entry["base_url"])
-        assert provider["env"] == []
+        assert provider.get("env", []) == []
     else:
         assert url.scheme == "https" and url.hostname
         assert not _loopback(entry["base_url"])
     # base_url carries the API's version segment, except where the API's base_url is the
-    # server root (ollama-chat, DESIGN §2b; issue 17).
+    # server root (ollama-chat, DESIGN §2b).
     if get_api(entry["api"]).version_segment:
         assert url.path not in ("", "/"), "base_url carries the API's version segment"
     else:
@@ -136,17 +137,31 @@ def test_version_segments_of_the_first_party_apis() -> None:
             assert m["base_url"] == firsts[p["id"]]
 
 
-def test_env_vars_match_env_keys_and_are_documented() -> None:
+def test_env_keys_are_the_provider_records_and_are_documented() -> None:
     docs = DOCS.read_text("utf-8")
+    want: dict[str, tuple[str, ...]] = {}
     for p in RAW["providers"]:
-        assert tuple(p["env"]) == ENV_KEYS.get(p["id"], ()), p["id"]
+        for name in (p["id"], *p.get("aliases", ())):
+            if p.get("env"):
+                want[name] = tuple(p["env"])
+            assert catalog.env_vars(name) == tuple(p.get("env", ())), name
+            assert key_optional(name) is p.get("key_optional", False), name
         assert f"`{p['id']}`" in docs, f"{p['id']} missing from docs/providers.md"
-        for var in p["env"]:
+        for var in p.get("env", ()):
             assert f"`{var}`" in docs, f"{var} missing from docs/providers.md"
-        assert catalog.env_vars(p["id"]) == tuple(p["env"])
+    assert dict(ENV_KEYS) == want  # derived from the data: nothing more, nothing less
     for names in ENV_KEYS.values():  # every variable modelwire reads is documented
         for var in names:
             assert f"`{var}`" in docs
+
+
+def test_the_derived_tables_are_read_only() -> None:
+    with pytest.raises(TypeError):
+        ENV_KEYS["cloudy"] = ("CLOUDY_KEY",)  # type: ignore[index]
+    from modelwire._providers._records import env_keys
+
+    with pytest.raises(TypeError):
+        env_keys()["cloudy"] = ("CLOUDY_KEY",)  # type: ignore[index]
 
 
 def test_data_file_is_canonical_and_the_script_agrees(capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,14 +189,23 @@ def test_the_script_rewrites_a_messy_file_in_canonical_form(tmp_path: Path) -> N
     assert regenerate_catalog.main(["--path", str(messy)]) == 0
     assert messy.read_bytes() == DATA.read_bytes()
     broken = json.loads(json.dumps(RAW))
-    broken["providers"][0]["models"][0]["cost"]["input"] = -1
+    _record(broken, "openai")["models"][0]["cost"]["input"] = -1
     messy.write_text(json.dumps(broken), "utf-8")
     assert regenerate_catalog.main(["--path", str(messy)]) == 1
 
 
+def _record(data: dict[str, Any], provider: str) -> dict[str, Any]:
+    """A provider record looked up by its id, never by its position."""
+    return next(p for p in data["providers"] if p["id"] == provider)
+
+
 def _mutated(path: tuple[Any, ...], value: Any) -> bytes:
+    """The data with ``value`` at ``path``; a path starting ``("providers", id)``
+    goes through the record of provider ``id``."""
     data = json.loads(json.dumps(RAW))
-    node = data
+    node: Any = data
+    if path[0] == "providers":
+        node, path = _record(data, path[1]), path[2:]
     for key in path[:-1]:
         node = node[key]
     if value is _DELETE:
@@ -192,7 +216,7 @@ def _mutated(path: tuple[Any, ...], value: Any) -> bytes:
 
 
 _DELETE = object()
-_FIRST = ("providers", 0, "models", 0)
+_FIRST = ("providers", "openai", "models", 0)
 
 
 @pytest.mark.parametrize(
@@ -209,14 +233,23 @@ _FIRST = ("providers", 0, "models", 0)
         ((*_FIRST, "reasoning_levels"), ["ultra"], "reasoning_levels must be distinct"),
         ((*_FIRST, "contextWindow"), 5, "unknown field `contextWindow`"),
         ((*_FIRST, "cost"), _DELETE, "missing required field `cost`"),
-        (("providers", 0, "env"), ["OPENAI_KEY"], "differs from modelwire._options.ENV_KEYS"),
-        (("providers", 1, "models", 1, "id"), RAW["providers"][1]["models"][0]["id"], "duplicate"),
-        (("providers", 14, "models", 0, "base_url"), "http://10.0.0.5:11434/v1", "loopback"),
+        (("providers", "openai", "env"), [], "must name its key variable"),
+        (("providers", "ollama", "env"), ["OLLAMA_KEY"], "local and must not need a key"),
+        (("providers", "anthropic", "models", 1, "id"),
+         _record(RAW, "anthropic")["models"][0]["id"], "duplicate"),
+        (("providers", "ollama", "models", 0, "base_url"), "http://10.0.0.5:11434/v1", "loopback"),
+        (("providers", "qwen", "aliases"), ["openai"], "'openai' must be a unique"),
+        (("providers", "mistral", "compat"), {"openai-chatt": {}}, "'openai-chatt' is not a known API"),
+        (("providers", "mistral", "tool_ids", "openai-chat", "valid"), "[a-z", "valid regular"),
+        (("providers", "xai", "overflow"), ["(unclosed"], "overflow[0] is not a valid regular"),
+        (("providers", "groq", "status_quirks", 0, "kind"), "slow", "kind 'slow' is unknown"),
+        (("providers", "groq", "status_quirks", 0, "status"), 200, "must be 4xx or 5xx"),
+        (("providers", "snowflake", "env"), ["SNOWFLAKE_KEY"], "models must not be empty"),
+        (("providers", "openai", "keyOptional"), True, "unknown field `keyOptional`"),
         (("version",), 2, "unsupported model catalog version"),
     ],
-)
+)  # fmt: skip
 def test_validator_names_the_bad_field(path: tuple[Any, ...], value: Any, expect: str) -> None:
-    assert RAW["providers"][14]["id"] == "ollama"
     with pytest.raises(ConfigurationError) as exc:
         catalog.validate_catalog(_mutated(path, value))
     assert expect in str(exc.value)
@@ -250,11 +283,12 @@ def test_every_entry_builds_a_request_with_its_adapter(
     # clamped reasoning level is one the adapter accepts.
     # azure-openai: the catalog's placeholder resource is read from this variable.
     monkeypatch.setenv("AZURE_OPENAI_ENDPOINT", "https://YOUR-RESOURCE.openai.azure.com")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")  # amazon-bedrock's {region} (issue 18)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")  # amazon-bedrock's {region}
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "catalog-check")  # Vertex AI needs a project
     model = mw.get_model(provider["id"], entry["id"])
     api = get_api(model.api)
-    request = api.build_request(model, CTX, resolve_options(model.provider, api_key="sk-test"))
+    options = resolve_options(model.provider, api_key="sk-test")
+    request = apply_provider_rules(model, options, api.build_request(model, CTX, options))
     assert request.url.startswith(entry["base_url"].replace("{region}", "us-east-1") + "/")
     if model.reasoning:
         for level in REASONING_LEVELS:
@@ -284,6 +318,9 @@ def test_get_model_returns_the_entry(provider: dict[str, Any], entry: dict[str, 
 
 def test_models_lists_in_catalog_order_and_returns_new_lists() -> None:
     for p in RAW["providers"]:
+        if not p["models"]:  # known only by its server's quirks: not catalogued
+            assert p["id"] not in catalog.providers()
+            continue
         assert [m.id for m in mw.models(p["id"])] == [m["id"] for m in p["models"]]
     listed = mw.models("openai")
     listed.clear()
@@ -554,8 +591,9 @@ def test_google_reads_gemini_then_google_variable(monkeypatch: pytest.MonkeyPatc
 
 
 # Providers whose credentials may come from their authorizer (SigV4, OAuth) raise no
-# MissingAPIKeyError (options.KEY_OPTIONAL; each is tested in its own file).
-HOSTED = [p["id"] for p in RAW["providers"] if not p.get("local") and p["id"] not in KEY_OPTIONAL]
+# MissingAPIKeyError (``key_optional`` in their records; each is tested in its own file).
+HOSTED = [p["id"] for p in RAW["providers"]
+          if p["models"] and not p.get("local") and not p.get("key_optional")]  # fmt: skip
 
 
 @pytest.mark.parametrize("provider", HOSTED)
@@ -578,7 +616,7 @@ def test_missing_key_raises_before_any_request_naming_the_variable(provider: str
 
 @pytest.mark.parametrize("provider", sorted(LOCAL))
 def test_local_providers_send_no_auth_header(provider: str) -> None:
-    # A scripted "ok" in the model's own API (ollama speaks ollama-chat since issue 17).
+    # A scripted "ok" in the model's own API (ollama speaks ollama-chat).
     with MockServer(["ok"]) as srv:
         entry = catalog.models(provider)[0]
         base = srv.model(entry.api).base_url
@@ -798,3 +836,125 @@ def test_silent_overflow() -> None:
     assert catalog.is_overflow(_message("stop", input=window + 1), model)
     assert not catalog.is_overflow(_message("stop", input=window + 1))  # no model, no window
     assert not catalog.is_overflow(_message("error", input=window * 2), model)
+
+
+# --------------------------------------------------------------------------- records → tables
+
+
+def _chat_model(provider: str, base_url: str = "https://example.test/v1", **kw: Any) -> mw.Model:
+    return mw.Model(id="m", api="openai-chat", provider=provider, base_url=base_url, **kw)
+
+
+@pytest.mark.parametrize("record", [p for p in RAW["providers"] if p.get("compat")],
+                         ids=lambda p: p["id"])  # fmt: skip
+def test_chat_compat_defaults_come_from_the_record_by_name_alias_or_host(
+    record: dict[str, Any],
+) -> None:
+    from modelwire._apis.openai_chat import detect_compat
+
+    want = record["compat"].get("openai-chat", {})
+    names = [record["id"], *record.get("aliases", ())]
+    models = [_chat_model(n) for n in names]
+    models += [
+        _chat_model("some-proxy", f"https://{h}.example/v1") for h in record.get("hosts", ())
+    ]
+    for model in models:
+        got = msgspec.structs.asdict(detect_compat(model))
+        assert {k: got[k] for k in want} == want, (model.provider, model.base_url)
+    # A user's compat wins over the record's.
+    if "stream_options" in want:
+        flipped = not want["stream_options"]
+        model = _chat_model(record["id"], compat={"stream_options": flipped})
+        assert detect_compat(model).stream_options is flipped
+
+
+def test_reasoning_compat_applies_to_reasoning_models_only() -> None:
+    from modelwire._apis.openai_chat import detect_compat
+
+    extra = _record(RAW, "openai")["reasoning_compat"]["openai-chat"]
+    assert detect_compat(_chat_model("openai", reasoning=True)).system_role == extra["system_role"]
+    assert detect_compat(_chat_model("openai")).system_role == "system"
+
+
+def test_the_mistral_id_rule_is_its_records() -> None:
+    rule = _record(RAW, "mistral")["tool_ids"]["openai-chat"]
+    api = get_api("openai-chat")
+    for model in (_chat_model("mistral"), _chat_model("proxy", "https://api.mistral.ai/v1")):
+        got = api.tool_id_rule(model)
+        assert got is not None and (got.valid.pattern, got.max_len, got.exact) == (
+            rule["valid"], rule["max_len"], rule["exact"])  # fmt: skip
+    assert api.tool_id_rule(_chat_model("openai")).exact is None  # type: ignore[union-attr]
+
+
+def test_a_new_record_is_all_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A provider added to the data — with a key variable, a compat default, an id
+    rule, an overflow wording and a status quirk — is picked up by every table."""
+    from modelwire import _classify
+    from modelwire._apis.openai_chat import detect_compat
+    from modelwire._http_status import status_error
+    from modelwire._providers import _records
+
+    data = json.loads(json.dumps(RAW))
+    data["providers"].append({
+        "id": "newco", "name": "NewCo", "aliases": ["new-co"], "env": ["NEWCO_API_KEY"],
+        "hosts": ["api.newco.test"], "compat": {"openai-chat": {"stream_options": False}},
+        "tool_ids": {"openai-chat": {"valid": "[a-z]{1,8}", "bad": "[^a-z]", "max_len": 8}},
+        "overflow": [r"newco: prompt over \d+ tokens"],
+        "status_quirks": [{"status": 418, "match": "teapot_quota", "kind": "rate_limit"}],
+        "docs": "https://newco.test/docs",
+        "models": [{"id": "m", "name": "M", "api": "openai-chat", "base_url": "https://api.newco.test/v1",
+                    "reasoning": False, "input": ["text"], "context_window": 10, "max_tokens": 5,
+                    "cost": {"input": 1, "output": 1}}],
+    })  # fmt: skip
+    monkeypatch.setattr(
+        _records, "_tables", _records._Tables(catalog.validate_catalog(json.dumps(data)))
+    )
+    monkeypatch.setattr(_classify, "_overflow", None)
+    assert ENV_KEYS["newco"] == ENV_KEYS["new-co"] == ("NEWCO_API_KEY",)
+    monkeypatch.delenv("NEWCO_API_KEY", raising=False)
+    with pytest.raises(MissingAPIKeyError, match="NEWCO_API_KEY"):
+        resolve_api_key("new-co", None)
+    proxied = _chat_model("proxy", "https://api.newco.test/v1")
+    assert detect_compat(proxied).stream_options is False
+    assert get_api("openai-chat").tool_id_rule(proxied).max_len == 8  # type: ignore[union-attr]
+    assert is_context_overflow("NewCo: prompt over 9000 tokens")
+    assert status_error(418, b'{"error": {"message": "teapot_quota"}}', {}, ()).kind == "rate_limit"
+    monkeypatch.undo()
+    assert "newco" not in ENV_KEYS
+
+
+@pytest.mark.parametrize(
+    ("provider", "api"),
+    [(p["id"], api) for p in RAW["providers"] for api in {**p.get("compat", {}), **p.get("reasoning_compat", {})}],
+)  # fmt: skip
+def test_every_record_compat_is_valid_for_its_api(provider: str, api: str) -> None:
+    """The API itself checks a record's flags (an unknown one is a ConfigurationError)."""
+    model = mw.Model(id="m", api=api, provider=provider, base_url="https://x.test/v1",
+                     reasoning=True, max_tokens=64)  # fmt: skip
+    get_api(api).build_request(model, CTX, resolve_options("local", api_key="k"))
+
+
+@pytest.mark.parametrize("api", sorted(APIS))
+def test_a_records_compat_reaches_every_api(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelwire._providers import _records
+
+    data = json.loads(json.dumps(RAW))
+    data["providers"].append({"id": "flagged", "name": "F", "docs": "https://f.test", "models": [],
+                              "compat": {api: {"no_such_flag": True}}})  # fmt: skip
+    monkeypatch.setattr(
+        _records, "_tables", _records._Tables(catalog.validate_catalog(json.dumps(data)))
+    )
+    model = mw.Model(
+        id="m", api=api, provider="flagged", base_url="https://x.test/v1", max_tokens=64
+    )
+    options = resolve_options("local", api_key="k")
+    # The record's flags are checked exactly where the model's own compat is: an API
+    # that refuses a bogus Model.compat refuses the same flag from the record.
+    direct = msgspec.structs.replace(model, provider="local", compat={"no_such_flag": True})
+    try:
+        get_api(api).build_request(direct, CTX, options)
+    except ConfigurationError:
+        with pytest.raises(ConfigurationError, match="no_such_flag"):
+            get_api(api).build_request(model, CTX, options)
+    else:  # an API without compat flags
+        get_api(api).build_request(model, CTX, options)

@@ -155,7 +155,7 @@ def test_demo_json_lines_are_agent_events(tmp_path: Path) -> None:
 
 
 def test_demo_without_a_readme_reads_a_file_that_exists(tmp_path: Path) -> None:
-    # Issue 16 changed this: no `not_found` tool failure, the demo reads another file.
+    # No `not_found` tool failure: the demo reads another file.
     (tmp_path / "notes.txt").write_text("Première ligne\nsecond\n", encoding="utf-8")
     (tmp_path / "image.bin").write_bytes(b"\x00\x01\x02")
     proc = cli("demo", "--delay", "0", cwd=tmp_path)
@@ -188,7 +188,7 @@ def test_chat_one_prompt_streams_the_answer() -> None:
     with MockServer(["Bonjour, 世界!"]) as srv:
         proc = cli("chat", *_local(srv), "say", "hello")
     assert proc.returncode == 0, proc.stderr
-    # Issue 16: `chat … > answer.txt` captures only the answer; usage is behind -u.
+    # `chat … > answer.txt` captures only the answer; usage is behind -u.
     assert proc.stdout == "Bonjour, 世界!\n" and proc.stderr == ""
     body = srv.requests[0].json()
     assert body["model"] == "test-model"
@@ -208,7 +208,7 @@ def test_chat_json_prints_events_then_the_message() -> None:
 
 def test_chat_interactive_keeps_the_conversation() -> None:
     with MockServer(["answer one", "answer two"]) as srv:
-        # Issue 16: piped stdin is one prompt; -i keeps the line-by-line chat.
+        # Piped stdin is one prompt; -i keeps the line-by-line chat.
         proc = cli("chat", *_local(srv), "-i", stdin="first question\nsecond question\n")
     assert proc.returncode == 0, proc.stderr
     assert "answer one" in proc.stdout and "answer two" in proc.stdout
@@ -273,7 +273,7 @@ def test_run_failure_exits_nonzero(tmp_path: Path) -> None:
         proc = cli("run", *_local(srv), "--timeout", "5", "--root", str(tmp_path), "task")
     assert_one_line_error(proc, "invalid_request", "boom")
     assert proc.returncode == 1
-    # Issue 16: the error is printed once (stderr), no second `✗` line on stdout.
+    # The error is printed once (stderr), no second `✗` line on stdout.
     assert "boom" not in proc.stdout and "✗" not in proc.stdout
 
 

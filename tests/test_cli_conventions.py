@@ -1,4 +1,4 @@
-"""The CLI behaves like its peers (issue 16): conventions users bring from the SDKs and
+"""The CLI behaves like its peers: conventions users bring from the SDKs and
 ``llm`` — base-URL variables, stdin prompts, --key/--system/-o/--no-stream, a default
 model, ``chat -c`` — plus NO_COLOR, one error line and Ctrl-C. Each test runs
 ``python -m modelwire`` as a subprocess against a loopback MockServer."""
@@ -321,7 +321,7 @@ def test_a_connect_error_names_the_address_it_tried() -> None:
     proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "--max-retries",
                "0", "hi")  # fmt: skip
     assert_one_line_error(proc, "connect", f"127.0.0.1:{port}")
-    # With retries (issue 14) each is one line before the single error line.
+    # With retries each is one line before the single error line.
     proc = cli("chat", "-m", "local/x", "--base-url", base, "--timeout", "5", "--max-retries",
                "1", "hi")  # fmt: skip
     lines = proc.stderr.strip().splitlines()

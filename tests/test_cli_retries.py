@@ -1,4 +1,4 @@
-"""Retries from the command line (issue 14): ``--max-retries N`` on ``chat``, ``run`` and
+"""Retries from the command line: ``--max-retries N`` on ``chat``, ``run`` and
 ``trace``; every retry is one stderr line (``trace`` shows it as a record); ``run`` — the
 live, paid mode — retries nothing unless asked. Each test runs ``python -m modelwire``
 against a loopback MockServer and counts the requests it saw."""

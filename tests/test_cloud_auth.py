@@ -988,3 +988,44 @@ def test_import_modelwire_loads_no_cloud_sdk() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     ).stdout.splitlines()
     assert out == ["[]", "[]"]
+
+
+# --------------------------------------------------------------------------- layering
+
+
+def _reach(start: str) -> set[str]:
+    """Every modelwire module importing ``start`` may load: its imports (lazy and
+    TYPE_CHECKING ones too, read from the source), transitively, with the packages
+    they live in (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)."""
+    from test_imports import SRC, import_graph
+
+    graph = import_graph(SRC)
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        parts = name.split(".")
+        for mod in (".".join(parts[:i]) for i in range(2, len(parts) + 1)):
+            if mod in graph and mod not in seen:
+                seen.add(mod)
+                todo.extend(graph[mod])
+    return seen
+
+
+@pytest.mark.parametrize(
+    ("module", "never"),
+    [
+        # The status mapping is pure: it needs the classifier, not the wire APIs.
+        ("modelwire._http_status", ("modelwire._apis", "modelwire._http")),
+        ("modelwire._classify", ("modelwire._apis", "modelwire._http")),
+        # The cloud helpers redact with the redaction module, not through the transport.
+        ("modelwire.cloud.aws", ("modelwire._http",)),
+        ("modelwire.cloud.azure", ("modelwire._http",)),
+        ("modelwire.cloud.google", ("modelwire._http",)),
+    ],
+)
+def test_layers_import_only_what_they_need(module: str, never: tuple[str, ...]) -> None:
+    reached = _reach(module)
+    assert module in reached
+    bad = sorted(m for m in reached if any(m == n or m.startswith(n + ".") for n in never))
+    assert bad == [], f"{module} reaches {bad}"

@@ -37,7 +37,7 @@ from modelwire.testing import render_frames
 from modelwire.testing.render import frame
 from modelwire.trace import RetryTrace, TraceLog
 
-# Every wire API modelwire ships, from the registry (issue 17: ollama-chat is covered too).
+# Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
 MODES = ("async", "sync")
 KEY = "sk-FAULTMATRIX-7c1d3f9a2b5e"
@@ -175,7 +175,7 @@ def model_for(api: str, port: int, provider: str = "mock", base: str | None = No
 
 
 # A provider that reuses an API runs the matrix through its own provider rules (URL,
-# auth header) too (issue 18): (provider, api, what follows the origin in base_url).
+# auth header) too: (provider, api, what follows the origin in base_url).
 PROVIDER_RUNS = [
     ("azure-openai", "openai-chat", "?api-version=2024-10-21"),  # the deployment form
     ("azure-openai", "openai-responses", ""),  # the /openai/v1 form

@@ -1229,3 +1229,92 @@ def test_non_event_stream_200_excerpt_cut_shows_no_piece_of_the_key(
     assert msg.error is not None and msg.error.kind == "provider_stream"
     text = msg.error.message
     assert not any(KEY[i : i + 8] in text for i in range(len(KEY) - 7)), text
+
+
+# =========================================================================== classified errors
+
+
+def _quota(code: str) -> Reply:
+    body = {"error": {"message": "You exceeded your current quota, please check your plan.",
+                      "type": code, "code": code}}  # fmt: skip
+    return Reply(status=429, headers={"Retry-After": "0", "x-request-id": "req_q1"},
+                 content_type="application/json", body=json.dumps(body).encode())  # fmt: skip
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("mode", ["async", "sync"])
+async def test_a_429_out_of_quota_is_sent_once_and_a_rate_limit_is_retried(
+    srv: Scripted, mode: str
+) -> None:
+    async def run() -> mw.AssistantMessage:
+        if mode == "async":
+            return await mw.complete(srv.model(), CTX, max_retries=2, timeout=FAST)
+        return await asyncio.to_thread(mw.complete_sync, srv.model(), CTX, max_retries=2,
+                                       timeout=FAST)  # fmt: skip
+
+    srv.script(_quota("insufficient_quota"), Reply(body=TEXT))
+    msg = await run()
+    assert len(srv.requests) == 1  # "retrying will not help": sent once, not three times
+    err = msg.error
+    assert err is not None and (err.kind, err.status, err.retryable) == ("rate_limit", 429, False)
+    assert err.code == "insufficient_quota" and err.request_id == "req_q1"
+    assert "retrying will not help" in err.message
+    srv.script(_quota("rate_limit_exceeded"), _quota("rate_limit_exceeded"), Reply(body=TEXT))
+    assert (await run()).stop_reason == "stop"
+    assert len(srv.requests) == 3  # two 429s retried, then the answer
+
+
+@pytest.mark.parametrize(
+    ("headers", "body", "want"),
+    [
+        ({"x-request-id": "req_openai"}, {}, "req_openai"),
+        ({"Request-Id": "req_anthropic"}, {}, "req_anthropic"),
+        ({"x-amzn-RequestId": "aws-1"}, {}, "aws-1"),
+        ({"x-goog-request-id": "goog-1"}, {}, "goog-1"),
+        ({}, {"type": "error", "request_id": "req_in_body"}, "req_in_body"),
+        ({}, {}, None),
+    ],
+)
+def test_status_errors_carry_the_request_id_from_headers_or_body(
+    headers: dict[str, str], body: dict[str, Any], want: str | None
+) -> None:
+    from modelwire._http_status import status_error
+
+    payload = {**body, "error": {"message": "no", "type": "invalid_request_error"}}
+    err = status_error(400, json.dumps(payload).encode(), headers, ())
+    assert err.request_id == want and err.to_info().request_id == want
+    assert err.code == "invalid_request_error" and err.retryable is False
+
+
+def test_status_error_codes_and_request_ids_are_redacted() -> None:
+    from modelwire._http_status import status_error
+
+    key = "sk-leaky-5be0c2"
+    body = {"error": {"message": f"bad {key}", "code": f"code-{key}"}}
+    err = status_error(400, json.dumps(body).encode(), {"x-request-id": f"id-{key}"}, (key,))
+    info = err.to_info()
+    assert key not in (info.code or "") + (info.request_id or "") + info.message
+    assert info.code == "code-[redacted]" and info.request_id == "id-[redacted]"
+
+
+@pytest.mark.parametrize(
+    ("status", "code", "retryable"),
+    [(429, "rate_limit_exceeded", True), (429, "insufficient_quota", False), (503, None, True),
+     (500, "server_error", True), (409, None, True), (408, None, True), (400, None, False),
+     (401, None, False), (404, None, False), (429, "billing_hard_limit_reached", False)],
+)  # fmt: skip
+def test_the_classifier_decides_retryable_and_the_retry_policy_obeys(
+    status: int, code: str | None, retryable: bool
+) -> None:
+    from modelwire._http_status import status_error
+    from modelwire._retry import RetryPolicy
+
+    body = {"error": {"message": "x", "code": code}} if code else {}
+    err = status_error(status, json.dumps(body).encode(), {}, ())
+    assert err.retryable is retryable
+    policy = RetryPolicy(mw.Timeout(), 3, rng=lambda: 0.0)
+    if retryable:
+        assert policy.next_wait(err) >= 0
+    else:
+        with pytest.raises(type(err)):
+            policy.next_wait(err)

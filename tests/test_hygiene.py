@@ -1,4 +1,4 @@
-"""Code hygiene of issue 17, each rule checked on the source so it stays true:
+"""Code hygiene, each rule checked on the source so it stays true:
 one definition of a shared fact, no reach into another object's private parts,
 httpx only in ``http.py``, dead helpers gone, the stream options declared once."""
 
@@ -144,8 +144,7 @@ def test_stream_and_stream_sync_differ_only_in_their_driver() -> None:
     )  # fmt: skip
 
 
-# Modules of this layer of issue 17 (the agent loop and the assembler were 849 and
-# 777 lines): a module passing ~600 lines becomes a package.
+# The core and agent modules: a module passing ~600 lines becomes a package.
 SIZED = ("agent", "_assemble", "_client.py", "_streams.py", "errors.py", "events.py", "tools")
 
 

@@ -1,4 +1,4 @@
-"""The import graph of ``src/modelwire`` has no cycle (issue 17).
+"""The import graph of ``src/modelwire`` has no cycle.
 
 Every import counts: at module level, inside a function (a lazy import) and under
 ``if TYPE_CHECKING:``; a cycle through any of them means two modules depend on

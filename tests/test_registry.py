@@ -1,4 +1,4 @@
-"""The wire-API registry (issue 17): one module per API owns every fact of it.
+"""The wire-API registry: one module per API owns every fact of it.
 
 Everything else — catalog validation, CLI choices, the mock server, rendering,
 the demo's tool-result reading, handoff, the pipeline's framing — asks
@@ -21,6 +21,7 @@ import pytest
 
 import modelwire as mw
 import modelwire._apis as apis
+import modelwire._providers as providers
 from modelwire._apis import (
     WireAPI,
     api_module,
@@ -29,13 +30,13 @@ from modelwire._apis import (
     custom_stream,
     find_api,
     get_api,
-    register_provider,
     register_wire_api,
 )
 from modelwire._apis.ollama_chat import OllamaChatAPI
 from modelwire._framing import NDJSONDecoder
 from modelwire._options import resolve_options
 from modelwire._pipeline import Pipeline
+from modelwire._providers import ProviderRules, apply_provider_rules, register_provider
 from modelwire._sse import SSEDecoder
 from modelwire.testing import MockServer, Reply, api_for_path, render
 
@@ -50,7 +51,7 @@ def clean_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Registrations made by a test are forgotten after it."""
     monkeypatch.setattr(apis, "_registry", dict(apis._registry))
     monkeypatch.setattr(apis, "_streams", dict(apis._streams))
-    monkeypatch.setattr(apis, "_providers", dict(apis._providers))
+    monkeypatch.setattr(providers, "_providers", dict(providers._providers))
     yield
 
 
@@ -98,7 +99,8 @@ def test_cli_choices_and_catalog_validation_come_from_the_registry() -> None:
     help_text = build_parser().format_help()
     assert "demo" in help_text
     raw = json.loads((SRC / "data" / "models.json").read_text())
-    raw["providers"][0]["models"][0]["api"] = "not-an-api"
+    listed = next(p for p in raw["providers"] if p["models"])  # any record with models
+    listed["models"][0]["api"] = "not-an-api"
     with pytest.raises(mw.ConfigurationError, match=r"not-an-api.*is not one of"):
         catalog.validate_catalog(json.dumps(raw))
 
@@ -198,7 +200,7 @@ def test_register_wire_api_refuses_what_is_not_a_wire_api(clean_registry: None) 
 # --------------------------------------------------------------------------- provider seam
 
 
-class FakeAzure:
+class FakeAzure(ProviderRules):
     """A provider rule like Azure OpenAI's: its own query string and key header."""
 
     def url(self, model: mw.Model, api: str, default: str) -> str:
@@ -215,21 +217,20 @@ def test_provider_rules_apply_to_every_api_without_editing_it(
     register_provider("fake-azure", FakeAzure())
     model = mw.Model(id="m", api=api, provider="fake-azure", base_url="https://x.test/v1")
     opts = resolve_options("fake-azure", api_key="sk-provider-key")
-    req = get_api(api).build_request(model, CTX, opts)
+    req = apply_provider_rules(model, opts, get_api(api).build_request(model, CTX, opts))
     assert req.url.startswith("https://x.test/v1") and req.url.endswith("api-version=2024-10-21")
     headers = {k.lower(): v for k, v in req.headers.items()}
     assert headers["api-key"] == "sk-provider-key"
     assert not {"authorization", "x-api-key", "x-goog-api-key"} & set(headers)
     assert "sk-provider-key" in req.secrets and b"sk-provider-key" not in req.body
     # Without rules the API's own header is used.
-    plain = get_api(api).build_request(
-        mw.Model(id="m", api=api, provider="other", base_url="https://x.test/v1"), CTX, opts
-    )
+    other = mw.Model(id="m", api=api, provider="other", base_url="https://x.test/v1")
+    plain = apply_provider_rules(other, opts, get_api(api).build_request(other, CTX, opts))
     assert "api-key" not in {k.lower() for k in plain.headers}
 
 
 def test_register_provider_checks_its_hooks(clean_registry: None) -> None:
-    with pytest.raises(mw.ConfigurationError, match="callable auth"):
+    with pytest.raises(mw.ConfigurationError, match=r"must be a modelwire\.ext\.ProviderRules"):
         register_provider("p", type("R", (), {"url": lambda *a: ""})())
 
 
@@ -265,7 +266,7 @@ def test_tool_results_and_id_rules_are_asked_of_each_api() -> None:
 # --------------------------------------------------------------------------- the grep
 
 # Files outside apis/ that still name an API, each with the reason. Keep this short.
-_ALLOWED: set[str] = set()  # cloud/azure.py asks the registry (issue 18)
+_ALLOWED: set[str] = set()  # cloud/azure.py asks the registry
 
 
 def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:

@@ -1,4 +1,4 @@
-"""Typed results (issue 17): ``replay()`` returns a list of events whose final
+"""Typed results: ``replay()`` returns a list of events whose final
 message is typed, and every message keeps the model the provider says answered
 (``AssistantMessage.response_model``) beside the requested ``model``."""
 

@@ -1,4 +1,4 @@
-"""No secret leaks (issue 14, "Secrets"): every credential a request carries is
+"""No secret leaks: every credential a request carries is
 a secret for all four wire APIs, and redaction runs before any cut, so no cut
 edge — an error body cut at 500 characters, a malformed-chunk excerpt cut at
 120, a key split over network reads — shows a piece of a key. Checked in the
@@ -38,7 +38,7 @@ from modelwire.testing import MockServer, Reply
 from modelwire.trace import ReadTrace, TraceLog
 
 KEY = "sk-hdr-Qw3rtyZx9Lm2Np5Vb8Kj4Hg6Tf1Dc"  # 37 characters, as in the issue
-# Every wire API modelwire ships, from the registry (issue 17: ollama-chat is covered too).
+# Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
 # Each API's own credential header, as a caller would pass it in ``headers=``.
 OWN_HEADER = {
@@ -359,7 +359,7 @@ def test_cli_stderr_and_json_show_no_piece_of_the_key(
     provider = {"OPENAI_API_KEY": "openai", "ANTHROPIC_API_KEY": "anthropic",
                 "AWS_BEARER_TOKEN_BEDROCK": "amazon-bedrock"}.get(env, "google")  # fmt: skip
     monkeypatch.setenv(env, KEY)
-    # The CLI reads piped stdin as part of the prompt (issue 16): give it an empty one.
+    # The CLI reads piped stdin as part of the prompt: give it an empty one.
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     base = server.model(api).base_url
     body = ("." * 485 + KEY + "." * 40).encode()  # cut at 500 falls inside the key

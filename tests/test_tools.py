@@ -167,7 +167,7 @@ def test_bad_schemas_raise_at_construction() -> None:
     ],
 )
 def test_unresolvable_ref_raises_when_the_tool_is_made(ref: str, why: str) -> None:
-    # Issue 15: jsonschema only resolves a $ref when validation reaches it, so this
+    # jsonschema only resolves a $ref when validation reaches it, so this
     # used to crash the agent mid-turn (_WrappedReferencingError) after the model
     # was paid.
     schema = {
@@ -238,7 +238,7 @@ def test_execute_that_takes_args_and_ctx_is_accepted(execute: Any) -> None:
     [lambda args: "ok", lambda: "ok", lambda args, ctx, more: "ok", lambda *, args, ctx: "ok"],
 )
 def test_execute_that_cannot_take_args_and_ctx_is_refused(execute: Any) -> None:
-    # Issue 15: this used to reach the model as a TypeError tool result.
+    # Refused here: otherwise it would reach the model as a TypeError tool result.
     with pytest.raises(mw.ConfigurationError, match=r"'t'.*execute\(args, ctx\)"):
         mw.Tool("t", "d", SCHEMA, execute)
 
@@ -635,7 +635,7 @@ def test_grep_snippet_is_short_and_centred_on_the_match(tmp_path: Path) -> None:
 
 
 def test_grep_over_its_time_budget_is_a_timeout_unknown_result(tmp_path: Path) -> None:
-    # Issue 15: over the budget grep answers timeout_unknown with a hint (it used
+    # Over the budget grep answers timeout_unknown with a hint (it used
     # to return a partial list; the budget now also holds inside one file).
     for i in range(5):
         (tmp_path / f"f{i}.txt").write_text("x\n")
@@ -667,7 +667,7 @@ def run_bounded(fn: Any, seconds: float) -> Any:
 
 
 def test_grep_catastrophic_pattern_returns_at_once(tmp_path: Path) -> None:
-    # Issue 15: with Python's re, (a+)+$ on 34 "a" and a "!" backtracks for minutes.
+    # With Python's re, (a+)+$ on 34 "a" and a "!" backtracks for minutes.
     (tmp_path / "evil.txt").write_text("a" * 34 + "!\n" + "a" * 20 + "\n")
     grep = tools(tmp_path)["grep"]
     out, took = run_bounded(lambda: grep.execute({"pattern": "(a+)+$"}, ctx()), 5.0)

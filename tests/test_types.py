@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import gc
+import subprocess
+import sys
 from typing import Any
 
 import msgspec
@@ -252,3 +254,21 @@ def test_snapshot_types_are_not_gc_tracked() -> None:
         b"data: [DONE]\n\n",
     )
     assert events and not any(gc.is_tracked(e) for e in events)
+
+
+def test_a_tool_definition_checks_its_refs_without_loading_the_tools_package() -> None:
+    code = (
+        "import sys, modelwire as mw\n"
+        "schema = {'type': 'object', '$defs': {'p': {'type': 'string'}},\n"
+        "          'properties': {'path': {'$ref': '#/$defs/p'}}}\n"
+        "mw.ToolDefinition(name='read', description='Read a file', parameters=schema)\n"
+        "try:\n"
+        "    mw.ToolDefinition(name='bad', description='', parameters={'$ref': '#/nowhere'})\n"
+        "except mw.ConfigurationError as exc:\n"
+        "    assert 'nowhere' in str(exc), exc\n"
+        "else:\n"
+        "    raise AssertionError('a dangling $ref was accepted')\n"
+        "print(sorted(m for m in sys.modules if m.startswith('modelwire.tools')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]"]

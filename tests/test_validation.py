@@ -1,4 +1,4 @@
-"""Bad input is refused up front, naming the field (issue 14): header names and
+"""Bad input is refused up front, naming the field: header names and
 values HTTP cannot carry, a non-ASCII API key, values JSON cannot encode anywhere
 in the request, non-finite numbers and negative limits raise
 ``ConfigurationError`` before any I/O — for all four wire APIs, sync and async.
@@ -22,7 +22,7 @@ from modelwire._apis import builtin_api_names
 from modelwire.testing import MockServer
 
 KEY = "sk-val-Zq81_only_in_the_header_4c2b"
-# Every wire API modelwire ships, from the registry (issue 17: ollama-chat is covered too).
+# Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 

@@ -1,4 +1,4 @@
-"""Google Vertex AI (issue 18): ``google-vertex`` (Gemini) and ``vertex-anthropic``
+"""Google Vertex AI: ``google-vertex`` (Gemini) and ``vertex-anthropic``
 (Claude) over the existing wire APIs, through their provider rules
 (modelwire/providers/_vertex.py) — URLs with project and location, credentials
 (API key, access token, Application Default Credentials from a loopback token
@@ -25,10 +25,16 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import test_faults
-from modelwire import _apis as apis
-from modelwire._apis import get_api, provider_rules, register_provider
+from modelwire import _providers as providers
+from modelwire._apis import get_api
 from modelwire._options import resolve_options
-from modelwire._providers import _vertex
+from modelwire._providers import (
+    ProviderRules,
+    _vertex,
+    apply_provider_rules,
+    provider_rules,
+    register_provider,
+)
 from modelwire.testing import MockServer, Reply, tool_call
 from modelwire.trace import TraceLog
 from test_faults import fast_backoff  # noqa: F401  (the fixture, for the reused matrix)
@@ -48,7 +54,11 @@ def vertex(provider: str, base_url: str, model_id: str | None = None, **fields: 
 
 
 def build(model: mw.Model, context: mw.Context = CTX, **opts: Any) -> Any:
-    return get_api(model.api).build_request(model, context, resolve_options(model.provider, **opts))
+    """The request as the client sends it: the API's, with the provider rules applied
+    (where the environment and the credentials file are read)."""
+    options = resolve_options(model.provider, **opts)
+    built = get_api(model.api).build_request(model, context, options)
+    return apply_provider_rules(model, options, built)
 
 
 @pytest.fixture(autouse=True)
@@ -74,7 +84,7 @@ def test_built_in_rules_are_found_by_module_name_and_loaded_lazily() -> None:
     assert provider_rules("google-vertex") is _vertex.GEMINI_RULES
     assert provider_rules("vertex-anthropic") is _vertex.ANTHROPIC_RULES
     assert provider_rules("no-such-provider") is None
-    assert "no-such-provider" in apis._no_rules  # the miss is remembered
+    assert "no-such-provider" in providers._no_rules  # the miss is remembered
     # `import modelwire` loads neither the rules nor google-auth; a Vertex request
     # built with a token loads the rules only.
     code = (
@@ -90,14 +100,10 @@ def test_built_in_rules_are_found_by_module_name_and_loaded_lazily() -> None:
 
 
 def test_a_registered_provider_wins_over_the_built_in_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(apis, "_providers", dict(apis._providers))
+    monkeypatch.setattr(providers, "_providers", dict(providers._providers))
 
-    class Mine:
-        def url(self, model: mw.Model, api: str, default: str) -> str:
-            return default
-
-        def auth(self, model: mw.Model, api_key: str) -> dict[str, str] | None:
-            return None
+    class Mine(ProviderRules):
+        pass
 
     register_provider("google-vertex", Mine())
     model = vertex("google-vertex", "https://proxy.example.com/v1beta")
@@ -702,3 +708,39 @@ def test_the_project_can_come_from_the_credentials_file(
     assert request.authorizer is _vertex.ANTHROPIC_RULES.adc
     monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-env-1")  # the variable wins
     assert "/projects/proj-env-1/" in build(model).url
+
+
+# --------------------------------------------------------------------------- purity
+
+
+@pytest.mark.parametrize("provider", sorted(PROVIDERS))
+def test_building_the_request_is_pure_and_the_rules_read_the_environment(
+    provider: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """The wire API's build_request reads neither the environment nor the credentials
+    file: with every Vertex variable set (and the key file unreadable) it gives the
+    same request as without; the provider rules, applied when the call is prepared,
+    are where project and location are read."""
+    model = vertex(provider, "https://aiplatform.googleapis.com/v1")
+    for name in ("GOOGLE_CLOUD_PROJECT", "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION",
+                 "GOOGLE_APPLICATION_CREDENTIALS"):  # fmt: skip
+        monkeypatch.delenv(name, raising=False)
+    options = resolve_options(provider, api_key=TOKEN)
+    clean = get_api(model.api).build_request(model, CTX, options)
+    key_file = tmp_path / "key.json"
+    key_file.write_text(json.dumps({"type": "service_account", "project_id": "from-file"}))
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "poisoned-project")
+    monkeypatch.setenv("GOOGLE_CLOUD_LOCATION", "europe-west4")
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", str(key_file))
+
+    def no_file(self: Path) -> bytes:
+        raise AssertionError(f"build_request read {self}")
+
+    with monkeypatch.context() as m:
+        m.setattr(Path, "read_bytes", no_file)
+        m.setattr(Path, "read_text", no_file)
+        poisoned = get_api(model.api).build_request(model, CTX, options)
+    assert (poisoned.url, poisoned.headers, poisoned.body) == (clean.url, clean.headers, clean.body)
+    assert "poisoned-project" not in poisoned.url
+    prepared = apply_provider_rules(model, options, poisoned)
+    assert "/projects/poisoned-project/locations/europe-west4/" in prepared.url

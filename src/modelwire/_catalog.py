@@ -10,7 +10,7 @@ Public surface (``mw.models``, ``mw.get_model`` and the helpers below):
 * :func:`models` / :func:`get_model` / :func:`resolve_model` — catalog entries as
   :class:`~modelwire.types.Model` values (``"provider/model"`` strings for the CLI);
 * :func:`providers` / :func:`env_vars` — provider names and their API-key variables
-  (the variables themselves live in :data:`modelwire._options.ENV_KEYS`);
+  (from the provider records, :mod:`modelwire._providers._records`);
 * :func:`reasoning_levels` / :func:`clamp_reasoning` — which reasoning levels a
   model accepts, and the level to send for a requested one;
 * :func:`is_silent_overflow` / :func:`is_overflow` — context-window overflow that a
@@ -38,11 +38,12 @@ from ._catalog_schema import (
     PriceEntry,
     ProviderEntry,
     _decoder,
+    read_packaged,
 )
 from ._catalog_schema import (
     TemplateEntry as TemplateEntry,  # re-exported: a public name of this module
 )
-from ._options import ENV_KEYS, REASONING_LEVELS
+from ._options import REASONING_LEVELS
 from .errors import ConfigurationError
 from .types import AssistantMessage, Model, ModelCost
 
@@ -73,15 +74,6 @@ __all__ = [
 CATALOG_APIS: frozenset[str] = frozenset(builtin_api_names())
 #: Input kinds a model may accept.
 INPUT_KINDS: frozenset[str] = frozenset({"text", "image"})
-#: Other spellings accepted by :func:`resolve_model` for a provider name.
-PROVIDER_ALIASES: dict[str, str] = {
-    "dashscope": "qwen",
-    "alibaba": "qwen",
-    "gemini": "google",
-    "kimi": "moonshot",
-    "z-ai": "zai",
-    "lm-studio": "lmstudio",
-}
 
 
 # --------------------------------------------------------------------------- validation
@@ -113,6 +105,39 @@ def _check_url(url: str, where: str, *, local: bool) -> None:
 def _check_positive(value: int, where: str) -> None:
     if isinstance(value, bool) or value <= 0:
         raise ConfigurationError(f"{where} must be a positive integer, got {value!r}")
+
+
+def _pattern(text: str, where: str) -> None:
+    import re
+
+    try:
+        re.compile(text)
+    except re.error as exc:
+        raise ConfigurationError(f"{where} is not a valid regular expression: {exc}") from None
+
+
+def _check_record(p: ProviderEntry, where: str) -> None:
+    """The provider-record fields a schema cannot check: known APIs, patterns that
+    compile, known error kinds."""
+    from .errors import STREAM_ERROR_KINDS
+
+    for field in ("compat", "reasoning_compat", "tool_ids"):
+        for api in getattr(p, field) or {}:
+            if api not in CATALOG_APIS:
+                raise ConfigurationError(f"{where}.{field}: {api!r} is not a known API")
+    for api, rule in (p.tool_ids or {}).items():
+        _pattern(rule.valid, f"{where}.tool_ids[{api!r}].valid")
+        if rule.bad is not None:
+            _pattern(rule.bad, f"{where}.tool_ids[{api!r}].bad")
+        _check_positive(rule.max_len, f"{where}.tool_ids[{api!r}].max_len")
+    for i, text in enumerate(p.overflow):
+        _pattern(text, f"{where}.overflow[{i}]")
+    for i, q in enumerate(p.status_quirks):
+        _pattern(q.match, f"{where}.status_quirks[{i}].match")
+        if q.kind not in STREAM_ERROR_KINDS:
+            raise ConfigurationError(f"{where}.status_quirks[{i}].kind {q.kind!r} is unknown")
+        if not 400 <= q.status <= 599:
+            raise ConfigurationError(f"{where}.status_quirks[{i}].status must be 4xx or 5xx")
 
 
 def _check_entry(m: ModelEntry, p: ProviderEntry, where: str) -> None:
@@ -162,7 +187,8 @@ def validate_catalog(data: bytes | str) -> CatalogFile:
     Beyond types: known ``api``; ``https`` base URLs (``http`` only on loopback, and
     loopback only for local providers); positive token limits; non-negative
     prices; known input kinds and reasoning levels; unique provider names and
-    model ids per provider; env vars equal to :data:`~modelwire._options.ENV_KEYS`.
+    aliases and model ids per provider; provider records whose APIs are known and
+    whose patterns compile (:func:`_check_record`).
     """
     try:
         cat = _decoder.decode(data)
@@ -175,18 +201,14 @@ def validate_catalog(data: bytes | str) -> CatalogFile:
     seen: set[str] = set()
     for i, p in enumerate(cat.providers):
         where = f"providers[{i}] ({p.id})"
-        if not p.id or p.id in seen:
-            raise ConfigurationError(f"{where}.id must be a unique non-empty name")
-        seen.add(p.id)
-        want_env = ENV_KEYS.get(p.id, ())
-        if tuple(p.env) != tuple(want_env):
-            raise ConfigurationError(
-                f"{where}.env {list(p.env)} differs from modelwire._options.ENV_KEYS "
-                f"{list(want_env)}"
-            )
+        for name in (p.id, *p.aliases):
+            if not name or name in seen:
+                raise ConfigurationError(f"{where}: {name!r} must be a unique non-empty name")
+            seen.add(name)
+        _check_record(p, where)
         if p.local and p.env:
             raise ConfigurationError(f"{where} is local and must not need a key")
-        if not p.local and not p.env:
+        if not p.local and not p.env and p.models:
             raise ConfigurationError(f"{where} is hosted and must name its key variable")
         if p.local != (p.template is not None):
             raise ConfigurationError(f"{where}: a template is required for, and only for, local")
@@ -197,8 +219,11 @@ def validate_catalog(data: bytes | str) -> CatalogFile:
             _check_url(t.base_url, f"{where}.template.base_url", local=True)
             _check_positive(t.context_window, f"{where}.template.context_window")
             _check_positive(t.max_tokens, f"{where}.template.max_tokens")
-        if not p.models:
-            raise ConfigurationError(f"{where}.models must not be empty")
+        if not p.models and (p.local or p.env or p.key_optional):
+            raise ConfigurationError(
+                f"{where}.models must not be empty (only a hosted provider known by its "
+                "server's quirks alone lists no models and no key variable)"
+            )
         ids: set[str] = set()
         for j, m in enumerate(p.models):
             mwhere = f"{where}.models[{j}] ({m.id})"
@@ -227,7 +252,9 @@ class _Index:
 
     def __init__(self, cat: CatalogFile) -> None:
         self.file = cat
-        self.providers: dict[str, ProviderEntry] = {p.id: p for p in cat.providers}
+        # Providers known only by their server's quirks list no models: not catalogued.
+        self.providers: dict[str, ProviderEntry] = {p.id: p for p in cat.providers if p.models}
+        self.aliases: dict[str, str] = {a: p.id for p in cat.providers for a in p.aliases}
         self.models: dict[str, list[Model]] = {}
         self.entries: dict[tuple[str, str], ModelEntry] = {}
         for p in cat.providers:
@@ -280,10 +307,7 @@ def _load() -> _Index:
 
 def load_catalog() -> CatalogFile:
     """Read and validate the packaged data file (``modelwire/data/models.json``)."""
-    from importlib import resources
-
-    data = resources.files("modelwire").joinpath("data", "models.json").read_bytes()
-    return validate_catalog(data)
+    return validate_catalog(read_packaged())
 
 
 # --------------------------------------------------------------------------- lookups
@@ -394,7 +418,7 @@ def resolve_model(spec: str) -> Model:
     spec = spec.strip()
     index = _load()
     head, sep, tail = spec.partition("/")
-    provider = PROVIDER_ALIASES.get(head.lower(), head.lower())
+    provider = index.aliases.get(head.lower(), head.lower())
     if sep and provider in index.providers:
         if not tail:
             raise ConfigurationError(f"{spec!r} names no model after the provider")
@@ -425,7 +449,9 @@ def resolve_model(spec: str) -> Model:
 def env_vars(provider: str) -> tuple[str, ...]:
     """The API-key variables read for ``provider`` (first set wins); ``()`` for local
     servers and unknown providers, which send no auth header without a key."""
-    return tuple(ENV_KEYS.get(provider, ()))
+    from ._providers._records import env_keys
+
+    return env_keys().get(provider, ())
 
 
 # --------------------------------------------------------------------------- reasoning

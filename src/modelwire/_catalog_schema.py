@@ -1,17 +1,28 @@
-"""The typed schema of the catalog data file (``modelwire/data/models.json``).
-
-Split out of :mod:`modelwire._catalog` (issue 17: no module over ~600 lines),
-which re-exports :class:`CatalogFile`, :class:`ProviderEntry` and
-:class:`ModelEntry` and checks what a schema cannot (``validate_catalog``).
+"""The typed schema of the catalog data file (``modelwire/data/models.json``):
+providers (the one record of everything modelwire knows about a provider) and
+their models. :mod:`modelwire._catalog` checks what a schema cannot
+(``validate_catalog``); :mod:`modelwire._providers._records` derives the
+provider tables (key variables, compat defaults, id rules, error texts) from it.
 """
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import msgspec
 
-__all__ = ["CatalogFile", "ModelEntry", "PriceEntry", "ProviderEntry", "TemplateEntry"]
+__all__ = [
+    "CatalogFile",
+    "IdRuleEntry",
+    "ModelEntry",
+    "PriceEntry",
+    "ProviderEntry",
+    "StatusQuirk",
+    "TemplateEntry",
+    "packaged_catalog",
+    "read_packaged",
+]
 
 # The JSON file is decoded into these typed Structs (unknown keys refused, so a
 # typo in the data file fails the catalog test instead of being ignored). Field
@@ -78,17 +89,70 @@ class TemplateEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
     max_tokens: int
 
 
+class IdRuleEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """Which tool-call ids a provider's server accepts, where it is stricter than its
+    wire API (Mistral: exactly 9 letters and digits)."""
+
+    valid: str
+    """A regular expression an accepted id matches whole."""
+    bad: str | None = None
+    """A regular expression of the characters replaced by ``_`` when an id is rewritten."""
+    max_len: int
+    """Longest id."""
+    exact: int | None = None
+    """Required length of a rewritten id, made of letters and digits."""
+
+
+class StatusQuirk(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
+    """An HTTP error status a provider uses for another error than its usual meaning
+    (Gemini answers a bad key with 400; Groq a tokens-per-minute limit with 413)."""
+
+    status: int
+    """The HTTP status."""
+    match: str
+    """A regular expression (case-insensitive) searched in the error body."""
+    kind: str
+    """The error kind it means (``authentication``, ``rate_limit``…)."""
+
+
 class ProviderEntry(
     msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
 ):
-    """One provider: its key variables, docs and models."""
+    """One provider: everything modelwire knows about it, in one record.
+
+    Key variables, compat defaults per wire API, tool-call id rules, the texts of
+    its context-overflow errors, its status quirks, docs and models. Every
+    provider table in the code is derived from these records
+    (:mod:`modelwire._providers._records`).
+    """
 
     id: str
     """The ``Model.provider`` name (picks the env var and compat defaults)."""
     name: str
     """Display name."""
-    env: tuple[str, ...]
-    """API-key environment variables, first wins (must equal ``ENV_KEYS``)."""
+    aliases: tuple[str, ...] = ()
+    """Other spellings of ``id`` (``dashscope`` for ``qwen``): the same key
+    variables, compat and rules apply to them."""
+    env: tuple[str, ...] = ()
+    """API-key environment variables, first wins."""
+    key_optional: bool = False
+    """Without a key the provider's rules supply credentials when the request is sent
+    (SigV4, Application Default Credentials, Entra ID): no ``MissingAPIKeyError``."""
+    hosts: tuple[str, ...] = ()
+    """Substrings of a ``base_url`` that identify this provider's servers when the
+    model names another provider (``"api.openai.com"``): its compat and id rules apply."""
+    compat: dict[str, dict[str, Any]] | None = None
+    """Compat flag defaults per wire API name (``{api: {"stream_options": false}}``);
+    ``Model.compat`` overrides them."""
+    reasoning_compat: dict[str, dict[str, Any]] | None = None
+    """Compat flags per wire API added for a model with ``reasoning`` set."""
+    tool_ids: dict[str, IdRuleEntry] | None = None
+    """Tool-call id rules per wire API, where the provider is stricter than the API."""
+    overflow: tuple[str, ...] = ()
+    """Regular expressions (case-insensitive) of the provider's own wording for a
+    prompt that does not fit; generic wordings live in :mod:`modelwire._classify`."""
+    status_quirks: tuple[StatusQuirk, ...] = ()
+    """Error statuses this provider uses for another kind of error."""
     docs: str
     """Where the models, prices and limits were read."""
     local: bool = False
@@ -99,7 +163,8 @@ class ProviderEntry(
     notes: str | None = None
     """Provider-wide remarks."""
     models: tuple[ModelEntry, ...]
-    """The catalog entries, in display order."""
+    """The catalog entries, in display order (empty for a provider known only by its
+    server's quirks)."""
 
 
 class CatalogFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -114,3 +179,18 @@ class CatalogFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
 
 
 _decoder = msgspec.json.Decoder(CatalogFile)
+
+
+def read_packaged() -> bytes:
+    """The bytes of the packaged data file (``modelwire/data/models.json``)."""
+    from importlib import resources
+
+    return resources.files("modelwire").joinpath("data", "models.json").read_bytes()
+
+
+@functools.cache
+def packaged_catalog() -> CatalogFile:
+    """The packaged data file decoded (typed, not cross-checked: the catalog test and
+    :func:`modelwire._catalog.validate_catalog` check it), read once. What the provider
+    tables are derived from, without importing the catalog module."""
+    return _decoder.decode(read_packaged())

@@ -21,6 +21,7 @@ from ._apis import (
 )
 from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from ._pipeline import Pipeline
+from ._providers import apply_provider_rules
 from ._streams import (
     AssistantMessageStream,
     StreamChannel,
@@ -85,6 +86,7 @@ def _prepare(
 
     # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
     request = get_api(model.api).build_request(model, handoff(context, model), options)
+    request = apply_provider_rules(model, options, request)  # URL, auth, body, secrets
     return options, request
 
 

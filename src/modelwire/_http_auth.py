@@ -1,7 +1,8 @@
 """The request-time credential step (DESIGN §5), without httpx.
 
-A provider's :class:`~modelwire._options.RequestAuthorizer` adds its headers just
-before the request is sent (the ``Authorize`` step of :class:`modelwire._call.Call`); the async and sync twins share every decision
+Pure of any transport: a provider's :class:`~modelwire._options.RequestAuthorizer` adds
+its headers just before the request is sent (the ``Authorize`` step of
+:class:`modelwire._call.Call`); the async and sync twins share every decision
 (:func:`_authorized`, :func:`_auth_error`) and differ only in waiting.
 :mod:`modelwire._http` re-exports :func:`authorize_async` and :func:`authorize_sync`.
 """

@@ -1,8 +1,8 @@
 """HTTP error statuses → typed :mod:`modelwire.errors` (DESIGN §5), without httpx.
 
-Split out of :mod:`modelwire._http` (issue 17: no module over ~600 lines): the
-mapping is pure — status, body bytes and headers in, one
-:class:`~modelwire.errors.ProviderError` out — so it needs no transport.
+Pure — status, body bytes and headers in, one :class:`~modelwire.errors.ProviderError`
+out, carrying the provider's message, error code, request id and ``Retry-After``;
+which class, and whether to retry, is :mod:`modelwire._classify`'s decision.
 :func:`origin` is what every connect or credential error names.
 :mod:`modelwire._http` re-exports :func:`status_error` and :func:`origin`.
 """
@@ -15,23 +15,12 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from ._apis._common import content_filter_error, is_context_overflow
+from ._classify import content_filter_error, is_retryable, status_class
 from ._redact import head, redact, redact_bytes
 from ._retry import parse_retry_after
-from .errors import (
-    AuthenticationError,
-    ContentFilterError,
-    ContextOverflowError,
-    InvalidRequestError,
-    NotFoundError,
-    OverloadedError,
-    PermissionDeniedError,
-    ProviderError,
-    RateLimitError,
-    ServerError,
-)
+from .errors import ContentFilterError, ProviderError, RateLimitError
 
-__all__ = ["origin", "status_error"]
+__all__ = ["REQUEST_ID_HEADERS", "origin", "request_id", "status_error"]
 
 
 def _header(headers: Mapping[str, str], name: str) -> str | None:
@@ -62,49 +51,71 @@ class _ErrorBody(msgspec.Struct):
     error: Any = None
     message: str | None = None
     detail: Any = None
+    request_id: Any = None  # Anthropic: the request id, also in the body
 
 
-def _error_text(body: bytes) -> tuple[str, str | None]:
-    """The provider's error message and type from an error body (OpenAI,
-    Anthropic and Gemini all nest ``{"error": {"message", "type"|"status"}}``)."""
-    text = body.decode("utf-8", "replace").strip()
+def _parse(body: bytes) -> _ErrorBody | None:
+    text = body.lstrip()
     try:
-        if text.startswith("["):
+        if text.startswith(b"["):
             # Google APIs (Vertex AI) sometimes wrap the error in an array: its first.
-            parsed = (msgspec.json.decode(body, type=list[_ErrorBody]) or [_ErrorBody()])[0]
-        else:
-            parsed = msgspec.json.decode(body, type=_ErrorBody)
+            return (msgspec.json.decode(body, type=list[_ErrorBody]) or [_ErrorBody()])[0]
+        return msgspec.json.decode(body, type=_ErrorBody)
     except (msgspec.DecodeError, msgspec.ValidationError):
-        return (head(text, 500) or "(empty body)"), None
+        return None
+
+
+def _first_text(*values: object) -> str | None:
+    return next((str(v) for v in values if isinstance(v, str) and v), None)
+
+
+def _error_text(body: bytes, parsed: _ErrorBody | None) -> tuple[str, str | None, str | None]:
+    """The provider's error message, its type and its code from an error body (OpenAI,
+    Anthropic and Gemini all nest ``{"error": {"message", "type"|"status", "code"}}``).
+    The code is the most specific of ``code``, ``type`` and ``status`` that is text
+    (Gemini's ``code`` is the HTTP status, a number)."""
+    text = body.decode("utf-8", "replace").strip()
+    if parsed is None:
+        return (head(text, 500) or "(empty body)"), None, None
     err = parsed.error
     if isinstance(err, dict):
         msg = err.get("message")
         typ = err.get("type") or err.get("status") or err.get("code")
-        return (str(msg) if msg else head(text, 500)), (str(typ) if typ else None)
+        code = _first_text(err.get("code"), err.get("type"), err.get("status"))
+        return (str(msg) if msg else head(text, 500)), (str(typ) if typ else None), code
     if isinstance(err, str):
-        return err, None
+        return err, None, None
     if parsed.message:
-        return parsed.message, None
+        return parsed.message, None, None
     if isinstance(parsed.detail, str):
-        return parsed.detail, None
-    return head(text, 500) or "(empty body)", None
+        return parsed.detail, None, None
+    return head(text, 500) or "(empty body)", None, None
 
 
-def _content_filter(body: bytes) -> str | None:
-    try:
-        parsed = msgspec.json.decode(body, type=_ErrorBody)
-    except (msgspec.DecodeError, msgspec.ValidationError):
+#: Where providers put the id of a request (OpenAI ``x-request-id``, Anthropic
+#: ``request-id``, AWS ``x-amzn-requestid``, Google ``x-goog-request-id``, Azure
+#: ``apim-request-id``), first found wins.
+REQUEST_ID_HEADERS = (
+    "x-request-id",
+    "request-id",
+    "x-amzn-requestid",
+    "x-amz-request-id",
+    "x-goog-request-id",
+    "apim-request-id",
+    "x-ms-request-id",
+)
+
+
+def request_id(headers: Mapping[str, str], body: _ErrorBody | None = None) -> str | None:
+    """The provider's request id from the response headers, else the error body."""
+    for name in REQUEST_ID_HEADERS:
+        value = _header(headers, name)
+        if value:
+            return value
+    if body is None:
         return None
-    return content_filter_error(parsed.error)
-
-
-def _is_rate_limit(message: str, typ: str | None) -> bool:
-    text = f"{message} {typ or ''}".lower()
-    return "rate_limit" in text or "per minute" in text
-
-
-def _is_bad_key(message: str, body: bytes) -> bool:
-    return b"API_KEY_INVALID" in body or "API key not valid" in message
+    err = body.error if isinstance(body.error, dict) else {}
+    return _first_text(body.request_id, err.get("request_id"))
 
 
 def status_error(
@@ -113,36 +124,27 @@ def status_error(
     """The typed error for an HTTP error status, message taken from the body.
 
     ``headers`` is any mapping of the response headers (``httpx.Headers`` or a
-    plain dict): only ``Retry-After`` / ``retry-after-ms`` are read, in any case."""
+    plain dict), read in any case: ``Retry-After`` / ``retry-after-ms`` and the
+    request id (:data:`REQUEST_ID_HEADERS`)."""
     body = redact_bytes(body, secrets)  # before any cut (modelwire._redact)
-    message, typ = _error_text(body)
+    parsed = _parse(body)
+    message, typ, code = _error_text(body, parsed)
     message = redact(message, secrets)
     detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")
-    retry_after = _retry_after(headers)
-    cls: type[ProviderError]
-    if status == 401 or (status == 400 and _is_bad_key(message, body)):
-        # Gemini answers a bad key with 400 INVALID_ARGUMENT, reason API_KEY_INVALID.
-        cls = AuthenticationError
-    elif status == 403:
-        cls = PermissionDeniedError
-    elif status == 404:
-        cls = NotFoundError
-    elif status == 429 or (status == 413 and _is_rate_limit(message, typ)):
-        # Groq answers a tokens-per-minute limit with 413 "Request too large".
-        cls = RateLimitError
-        if typ and "quota" in typ.lower():
-            detail += " — the account is out of quota; retrying will not help"
-    elif status in (400, 413, 422) and (filtered := _content_filter(body)):
-        # Azure OpenAI's filtered prompt: 400, code content_filter, the categories in
-        # innererror.content_filter_result — a refusal, not a malformed request.
-        cls = ContentFilterError
+    filtered = content_filter_error(parsed.error) if parsed is not None else None
+    text = body.decode("utf-8", "replace")
+    cls = status_class(status, message, typ, text, filtered=filtered is not None)
+    retryable = is_retryable(cls.kind, status, code)
+    if cls is RateLimitError and not retryable:
+        detail += " — the account is out of quota; retrying will not help"
+    elif cls is ContentFilterError and filtered:
         detail += f" — {filtered}"
-    elif status in (400, 413, 422):
-        cls = ContextOverflowError if is_context_overflow(message) else InvalidRequestError
-    elif status in (503, 529) or (typ and "overloaded" in typ.lower()):
-        cls = OverloadedError
-    elif status >= 500:
-        cls = ServerError
-    else:
-        cls = InvalidRequestError
-    return cls(detail, status=status, retry_after=retry_after)
+    rid = request_id(headers, parsed)
+    return cls(
+        detail,
+        status=status,
+        retry_after=_retry_after(headers),
+        code=redact(code, secrets) if code else None,
+        request_id=redact(rid, secrets) if rid else None,
+        retryable=retryable,
+    )

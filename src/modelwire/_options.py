@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, Unpack
 
 import msgspec
@@ -22,7 +22,6 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ENV_KEYS",
-    "KEY_OPTIONAL",
     "REASONING_LEVELS",
     "AgentOptions",
     "HTTPRequest",
@@ -33,6 +32,7 @@ __all__ = [
     "Timeout",
     "check_extra_body",
     "check_option_names",
+    "encode_body",
     "resolve_api_key",
     "resolve_options",
 ]
@@ -40,41 +40,34 @@ __all__ = [
 ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
 REASONING_LEVELS: tuple[str, ...] = ("minimal", "low", "medium", "high", "xhigh")
 
-# Environment variables per provider (DESIGN §2a: a provider with no known
-# variable and no key sends no auth header, for local servers).
-ENV_KEYS: dict[str, tuple[str, ...]] = {
-    "openai": ("OPENAI_API_KEY",),
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "google": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "deepseek": ("DEEPSEEK_API_KEY",),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "groq": ("GROQ_API_KEY",),
-    "mistral": ("MISTRAL_API_KEY",),
-    "xai": ("XAI_API_KEY",),
-    "qwen": ("DASHSCOPE_API_KEY",),
-    "dashscope": ("DASHSCOPE_API_KEY",),
-    "moonshot": ("MOONSHOT_API_KEY",),
-    "zai": ("ZAI_API_KEY",),
-    "together": ("TOGETHER_API_KEY",),
-    "fireworks": ("FIREWORKS_API_KEY",),
-    "cerebras": ("CEREBRAS_API_KEY",),
-    "azure-openai": ("AZURE_OPENAI_API_KEY",),  # else AZURE_OPENAI_AD_TOKEN (its rules)
-    "amazon-bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),  # else SigV4 (KEY_OPTIONAL)
-    # Vertex AI: an API key (express mode) or an access token; else ADC (providers/_vertex.py).
-    "google-vertex": ("GOOGLE_CLOUD_API_KEY", "GOOGLE_CLOUD_ACCESS_TOKEN"),
-    "vertex-anthropic": ("GOOGLE_CLOUD_ACCESS_TOKEN",),
-}
 
-#: Providers whose key is optional: without one, their provider rules' authorizer
-#: supplies the credentials when the request is sent (SigV4 from the AWS credential
-#: chain, an OAuth token from Application Default Credentials or Entra ID), so no
-#: ``MissingAPIKeyError`` is raised. Their modules add themselves here.
-KEY_OPTIONAL: set[str] = {
-    "azure-openai",  # an Entra ID token (modelwire._providers.azure_openai)
-    "amazon-bedrock",  # SigV4 from the AWS credential chain
-    "google-vertex",  # Application Default Credentials (modelwire._providers._vertex)
-    "vertex-anthropic",
-}
+class _EnvKeys(Mapping[str, tuple[str, ...]]):
+    """Provider → API-key variables, read from the provider records of the catalog
+    data on first use (:func:`modelwire._providers._records.env_keys`). Read-only."""
+
+    __slots__ = ()
+
+    def _table(self) -> Mapping[str, tuple[str, ...]]:
+        from ._providers._records import env_keys
+
+        return env_keys()
+
+    def __getitem__(self, name: str) -> tuple[str, ...]:
+        return self._table()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._table())
+
+    def __len__(self) -> int:
+        return len(self._table())
+
+    def __repr__(self) -> str:
+        return f"ENV_KEYS({dict(self._table())!r})"
+
+
+#: API-key environment variables per provider, first set wins (DESIGN §2a: a provider
+#: with no known variable and no key sends no auth header, for local servers).
+ENV_KEYS: Mapping[str, tuple[str, ...]] = _EnvKeys()
 
 
 class Timeout(msgspec.Struct, frozen=True, kw_only=True):
@@ -139,6 +132,26 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
                    for k, v in self.headers.items()}  # fmt: skip
         url = redact(self.url, self.secrets)
         return f"HTTPRequest(url={url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
+
+
+_body_encoder = msgspec.json.Encoder()
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """A request's JSON body; a value JSON cannot carry raises ``ConfigurationError``
+    naming its path (``tools[0].parameters.properties.x.default``)."""
+    from .types import check_json
+
+    try:
+        data = _body_encoder.encode(body)
+    except (TypeError, ValueError, OverflowError):
+        check_json(body, "")
+        raise  # pragma: no cover - check_json raised already
+    # msgspec writes NaN and infinities as ``null`` (silently changing the value):
+    # only a body with a ``null`` in it can hold one, so only then is it walked.
+    if b"null" in data:
+        check_json(body, "")
+    return data
 
 
 class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
@@ -249,7 +262,11 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
         if value:
             _check_key(value, name)
             return value
-    if provider in KEY_OPTIONAL:
+    from ._providers._records import key_optional
+
+    if key_optional(provider):
+        # Its provider rules supply credentials when the request is sent (SigV4,
+        # Application Default Credentials, Entra ID).
         return None
     raise MissingAPIKeyError(
         f"no API key for provider {provider!r}: set {' or '.join(names)} or pass api_key=...",

@@ -151,7 +151,8 @@ class RetryPolicy:
                 f"modelwire waits ({MAX_RETRY_AFTER:.0f} s)",
             )
         if isinstance(err, ProviderError) and err.status is not None:
-            retryable = err.status in RETRY_STATUSES
+            # The classifier's decision too: a 429 ``insufficient_quota`` is sent once.
+            retryable = err.status in RETRY_STATUSES and err.retryable
         else:
             # A transport failure before any response; a timeout spent the budget.
             retryable = err.kind == "connect" and not isinstance(err, RequestTimeoutError)

@@ -32,7 +32,12 @@ class below. Third-party exceptions (httpx) are mapped in ``modelwire._http`` on
         │   ├── TruncatedStreamError             "truncated_stream"
         │   ├── ToolCallProtocolError            "tool_call_protocol"
         │   └── EventTooLargeError               "event_too_large"
+        ├── OutputInvalidError                   "output_invalid"
         └── AbortedError                         "aborted"
+
+Every :class:`StreamError` carries the provider's own error ``code`` (or type) and
+``request_id`` when it sent them, and ``retryable``: whether sending the same
+request again may succeed, decided once by ``modelwire._classify``.
 """
 
 from __future__ import annotations
@@ -56,6 +61,7 @@ __all__ = [
     "MissingAPIKeyError",
     "ModelwireError",
     "NotFoundError",
+    "OutputInvalidError",
     "OverloadedError",
     "PermissionDeniedError",
     "ProtocolError",
@@ -89,6 +95,16 @@ class ErrorInfo(msgspec.Struct, frozen=True, kw_only=True, gc=False):
     """HTTP status, when the failure was a status."""
     retry_after: float | None = None
     """Seconds the provider asked to wait, when it said."""
+    code: str | None = None
+    """The provider's own error code or type (``insufficient_quota``,
+    ``RESOURCE_EXHAUSTED``, ``ThrottlingException``), when it sent one."""
+    request_id: str | None = None
+    """The provider's id of the failed request (``x-request-id``, ``request-id``,
+    ``x-amzn-requestid``… or the error body), to quote to its support."""
+    retryable: bool = False
+    """Whether sending the same request again may succeed (a rate limit, an
+    overloaded or failing server, a dropped connection), but not an exhausted
+    quota, a bad request or a refused key."""
 
 
 class Excerpt(NamedTuple):
@@ -145,19 +161,46 @@ class StreamError(ModelwireError):
     """Something went wrong after the request started; it ends the stream.
 
     ``status`` is the HTTP status when there was one; ``retry_after`` the
-    provider's requested wait in seconds, when it sent one.
+    provider's requested wait in seconds, when it sent one; ``code`` and
+    ``request_id`` the provider's error code (or type) and request id. ``retryable``
+    (by default decided from the kind, status and code by ``modelwire._classify``)
+    says whether sending the same request again may succeed.
     """
 
     kind = "stream"
+    #: Whether an error of this kind may go away when the same request is sent again
+    #: (the default of ``retryable``; ``modelwire._classify`` refines it by status
+    #: and provider code: a rate limit out of quota is not transient).
+    transient: ClassVar[bool] = False
     #: Set when the message quotes the head of a payload (see :class:`Excerpt`).
     excerpt: Excerpt | None = None
 
     def __init__(
-        self, message: str, *, status: int | None = None, retry_after: float | None = None
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        code: str | None = None,
+        request_id: str | None = None,
+        retryable: bool | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
         self.retry_after = retry_after
+        self.code = code
+        self.request_id = request_id
+        self._retryable = retryable
+
+    @property
+    def retryable(self) -> bool:
+        """Whether sending the same request again may succeed: the classifier's
+        decision when it made one (``modelwire._classify``), else the kind's."""
+        return type(self).transient if self._retryable is None else self._retryable
+
+    @retryable.setter
+    def retryable(self, value: bool) -> None:
+        self._retryable = value
 
     @classmethod
     def quoting(cls, excerpt: Excerpt, *, status: int | None = None) -> Self:
@@ -192,7 +235,13 @@ class StreamError(ModelwireError):
     def to_info(self) -> ErrorInfo:
         """The :class:`ErrorInfo` stored on a failed message."""
         return ErrorInfo(
-            kind=self.kind, message=self.message, status=self.status, retry_after=self.retry_after
+            kind=self.kind,
+            message=self.message,
+            status=self.status,
+            retry_after=self.retry_after,
+            code=self.code,
+            request_id=self.request_id,
+            retryable=self.retryable,
         )
 
 
@@ -215,10 +264,12 @@ class NotFoundError(ProviderError):
 
 
 class RateLimitError(ProviderError):
+    transient = True
     kind = "rate_limit"
 
 
 class OverloadedError(ProviderError):
+    transient = True
     kind = "overloaded"
 
 
@@ -231,11 +282,14 @@ class InvalidRequestError(ProviderError):
 
 
 class ServerError(ProviderError):
+    transient = True
     kind = "server"
 
 
 class ProviderStreamError(ProviderError):
     """An error the provider sent inside a 200 stream."""
+
+    transient = True
 
     kind = "provider_stream"
 
@@ -253,17 +307,23 @@ class TransportError(StreamError):
 class ConnectError(TransportError):
     """The connection was refused or the host could not be resolved."""
 
+    transient = True
+
     kind = "connect"
 
 
 class RequestTimeoutError(TransportError):
     """The connect, idle (silence between bytes) or total timeout expired."""
 
+    transient = True
+
     kind = "timeout"
 
 
 class StreamInterruptedError(TransportError):
     """The connection closed before the HTTP body was complete."""
+
+    transient = True
 
     kind = "stream_interrupted"
 
@@ -284,6 +344,8 @@ class MalformedChunkError(ProtocolError):
 class TruncatedStreamError(ProtocolError):
     """The body ended mid-event or without the API's terminal signal."""
 
+    transient = True
+
     kind = "truncated_stream"
 
 
@@ -297,6 +359,13 @@ class EventTooLargeError(ProtocolError):
     """One SSE event exceeded ``max_event_bytes``."""
 
     kind = "event_too_large"
+
+
+class OutputInvalidError(StreamError):
+    """The response ended well but its output did not validate against the
+    structured output the caller asked for (``output=``)."""
+
+    kind = "output_invalid"
 
 
 class AbortedError(StreamError):
@@ -325,6 +394,7 @@ _BY_KIND: dict[str, type[StreamError]] = {
         TruncatedStreamError,
         ToolCallProtocolError,
         EventTooLargeError,
+        OutputInvalidError,
         AbortedError,
     )
 }
@@ -341,5 +411,10 @@ def error_class_for_kind(kind: str) -> type[StreamError]:
 def from_info(info: ErrorInfo) -> StreamError:
     """Rebuild the exception an :class:`ErrorInfo` describes."""
     return error_class_for_kind(info.kind)(
-        info.message, status=info.status, retry_after=info.retry_after
+        info.message,
+        status=info.status,
+        retry_after=info.retry_after,
+        code=info.code,
+        request_id=info.request_id,
+        retryable=info.retryable,
     )

@@ -379,7 +379,9 @@ class ToolDefinition(_Value, frozen=True):
         _require_str("ToolDefinition", "name", self.name, non_empty=True)
         if not isinstance(self.parameters, dict):
             raise ConfigurationError("ToolDefinition.parameters must be a JSON Schema dict")
-        from .tools._refs import check_refs  # every $ref must resolve (issue 15)
+        # Every $ref must resolve inside the schema (no fetching): a pure walk that
+        # needs neither jsonschema nor the tools package.
+        from ._schema_refs import check_refs
 
         check_refs(self.parameters, f"ToolDefinition {self.name!r}")
 

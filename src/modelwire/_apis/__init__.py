@@ -17,12 +17,8 @@ stays cheap. Modules whose name starts with ``_`` are shared helpers, not APIs.
 User APIs are added at run time with :func:`register_wire_api`.
 
 A *provider* may reuse an API with its own URL and auth rules (Azure OpenAI on
-``openai-chat``, Vertex AI on ``google-generative-ai``): :func:`register_provider`
-installs a :class:`ProviderRules` that the shared request builder
-(:func:`modelwire._apis._common.http_request`) consults for every API, so no
-adapter is edited for a new provider. Built-in providers' rules are found by name
-like APIs: the ``RULES`` of ``modelwire._providers.<name>`` (``amazon-bedrock`` →
-``modelwire._providers.amazon_bedrock``), imported on first use.
+``openai-chat``, Vertex AI on ``google-generative-ai``): those are
+:mod:`modelwire._providers`, applied by the client to the request an API built.
 """
 
 from __future__ import annotations
@@ -32,7 +28,7 @@ import importlib.util
 import inspect
 import pkgutil
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, runtime_checkable
 
 from ..errors import ConfigurationError
@@ -48,9 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_API",
-    "PROVIDERS_PACKAGE",
     "IdRule",
-    "ProviderRules",
     "StreamFunction",
     "WireAPI",
     "WireDecoder",
@@ -61,9 +55,6 @@ __all__ = [
     "custom_stream_sync",
     "find_api",
     "get_api",
-    "provider_module",
-    "provider_rules",
-    "register_provider",
     "register_stream_function",
     "register_wire_api",
 ]
@@ -172,27 +163,6 @@ class WireAPI(Protocol):
 StreamFunction: TypeAlias = Callable[..., "AsyncIterator[Event] | Iterator[Event]"]
 
 
-class ProviderRules(Protocol):
-    """A provider's own URL and auth rules on top of any wire API (the seam for
-    Azure OpenAI, Vertex AI, Bedrock). Both hooks are pure and run inside the shared
-    request builder, before any I/O."""
-
-    def url(self, model: Model, api: str, default: str) -> str:
-        """The request URL; ``default`` is ``base_url`` + the API's endpoint."""
-        ...
-
-    def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
-        """The auth headers for ``api_key``; ``None`` keeps the API's own header."""
-        ...
-
-    # Optional third hook, looked up with getattr so rules without it stay valid:
-    # ``authorizer(model, options) -> RequestAuthorizer | None`` — credentials added
-    # when the request is sent (SigV4 over the exact body, a refreshed OAuth token);
-    # see modelwire._options.RequestAuthorizer and modelwire._http.authorize_async.
-    # Optional fourth hook: ``body(model, api, body) -> body`` — the JSON body
-    # reshaped for the provider (a new mapping; the adapter's is not changed).
-
-
 _MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
             "build_request", "framing", "new_decoder", "render", "encode_frames",
             "tool_results", "tool_id_rule")  # fmt: skip
@@ -201,8 +171,6 @@ _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 _registry: dict[str, WireAPI] = {}
 _streams: dict[str, StreamFunction] = {}
 _sync_streams: dict[str, StreamFunction] = {}  # the function the sync path runs, if any
-_providers: dict[str, ProviderRules] = {}
-_no_rules: set[str] = set()  # provider names without a built-in rules module
 
 
 def __getattr__(name: str) -> tuple[str, ...]:
@@ -318,41 +286,3 @@ def custom_stream_sync(name: str) -> StreamFunction | None:
     """The stream function the sync path runs for ``name``, or ``None`` (only an async
     one is registered, or none)."""
     return _sync_streams.get(name)
-
-
-def register_provider(name: str, rules: ProviderRules) -> None:
-    """Install ``rules`` for every model whose ``provider`` is ``name``."""
-    if not isinstance(name, str) or not name:
-        raise ConfigurationError("register_provider needs a non-empty provider name")
-    for hook in ("url", "auth"):
-        if not callable(getattr(rules, hook, None)):
-            raise ConfigurationError(f"provider rules for {name!r} need a callable {hook}()")
-    _providers[name] = rules
-
-
-#: Where built-in provider rules live: provider ``google-vertex`` →
-#: ``modelwire._providers.google_vertex``, whose ``RULES`` is installed on first use
-#: (as APIs are found by module name), so ``import modelwire`` loads none of them.
-PROVIDERS_PACKAGE = "modelwire._providers"
-
-
-def provider_module(name: str) -> str:
-    """The module that owns built-in provider ``name``'s rules (its ``RULES``
-    attribute): ``azure-openai`` → ``modelwire._providers.azure_openai``."""
-    return f"{PROVIDERS_PACKAGE}.{name.replace('-', '_')}"
-
-
-def provider_rules(name: str) -> ProviderRules | None:
-    """The rules registered for provider ``name``, else a built-in provider's: the
-    ``RULES`` of module ``modelwire._providers.<name>`` (``-`` becomes ``_``), imported
-    on first use, as an API's module is (see :mod:`modelwire._providers`)."""
-    found = _providers.get(name)
-    if found is not None or name in _no_rules:
-        return found
-    module = provider_module(name)
-    if _NAME.fullmatch(name) and "." not in name and importlib.util.find_spec(module):
-        found = importlib.import_module(module).RULES
-        _providers[name] = found
-    else:
-        _no_rules.add(name)  # looked up once per provider name
-    return found

@@ -1,6 +1,8 @@
 """Helpers shared by the wire APIs: the one request builder (headers, secrets,
 checked JSON body), typed payload decoding with field paths, JSON encoding, and
-the replay test "is this the same model?"."""
+the replay test "is this the same model?". The error classifier's helpers
+(:func:`in_band_error`, :func:`is_context_overflow`…) live in
+:mod:`modelwire._classify` and are re-exported here for the decoders."""
 
 from __future__ import annotations
 
@@ -10,26 +12,17 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import msgspec
 
-from .._options import HTTPRequest, RequestOptions
-from .._redact import credential_secrets
-from ..errors import (
-    AuthenticationError,
-    ConfigurationError,
-    ContentFilterError,
-    ContextOverflowError,
-    Excerpt,
-    InvalidRequestError,
-    MalformedChunkError,
-    NotFoundError,
-    OverloadedError,
-    PermissionDeniedError,
-    ProviderStreamError,
-    RateLimitError,
-    ServerError,
-    StreamError,
+from .._classify import (
+    content_filter_error,
+    filtered_categories,
+    in_band_error,
+    is_context_overflow,
 )
+from .._options import HTTPRequest, RequestOptions, encode_body
+from .._redact import credential_secrets
+from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..types import AssistantMessage, Context, Model, ToolCall, check_json
-from . import IdRule, provider_rules
+from . import IdRule
 from ._mock import Frame, encode_sse
 
 if TYPE_CHECKING:
@@ -49,6 +42,7 @@ __all__ = [
     "decode_json",
     "decoder_for",
     "dumps",
+    "encode_body",
     "filtered_categories",
     "http_request",
     "in_band_error",
@@ -142,121 +136,6 @@ def raw_or_json_arguments(raw: str | None, arguments: dict[str, Any]) -> str:
     return dumps(arguments).decode()
 
 
-# What providers say when the prompt does not fit (real texts in tests/test_catalog.py).
-_OVERFLOW = re.compile(
-    "|".join(
-        (
-            r"maximum context length",  # OpenAI Chat, DeepSeek, vLLM, OpenRouter ("endpoint's")
-            r"context[_ ]length[_ ]exceeded",  # OpenAI error code; generic
-            r"exceeds the context window",  # OpenAI Responses
-            r"context window exceeds limit",  # MiniMax
-            r"prompt is too long",  # Anthropic
-            r"exceed context limit",  # Anthropic: input length and max_tokens exceed context limit
-            r"input is too long",  # Amazon Bedrock
-            r"input token count.*exceeds the maximum",  # Gemini
-            r"exceeds the maximum number of tokens",  # Gemini (older wording)
-            r"reduce the length of the messages",  # Groq, Cerebras
-            r"maximum prompt length is \d+",  # xAI
-            r"input_too_large",  # xAI error code
-            r"too large for model with \d+ maximum context",  # Mistral
-            r"prompt too long; exceeded (?:max )?context length",  # Ollama
-            r"exceeds the available context size",  # llama.cpp server
-            r"greater than the context length",  # LM Studio
-            r"longer than the model'?s context length",  # Together AI
-            r"exceeded model token limit",  # Moonshot / Kimi
-            r"range of input length should be",  # DashScope (Qwen)
-            r"prompt exceeds max length",  # Z.ai
-            r"model_context_window_exceeded",  # Z.ai
-            r"too many tokens",  # generic
-            r"token limit exceeded",  # generic
-        )
-    ),
-    re.I,
-)
-# Rate limits and throttling also talk about "tokens" and "too large" (Groq's
-# "Request too large for model … on tokens per minute (TPM)", Bedrock's "Too many
-# tokens, please wait"): waiting, not a shorter prompt, is their remedy.
-_NOT_OVERFLOW = re.compile(
-    r"rate[_ ]limit|tokens per min|\b[TR]PM\b|throttl|please wait|quota|try again in",
-    re.I,
-)
-
-
-def is_context_overflow(message: str) -> bool:
-    """Whether a provider error text says the prompt did not fit the context window
-    (and is not a rate limit or throttle worded with tokens)."""
-    return bool(_OVERFLOW.search(message)) and not _NOT_OVERFLOW.search(message)
-
-
-def filtered_categories(results: object) -> list[str]:
-    """The categories a content-filter result says were filtered, in order: Azure
-    OpenAI's ``content_filter_results`` / ``innererror.content_filter_result``
-    (``{"hate": {"filtered": true, "severity": "high"}, "jailbreak": {"filtered":
-    true, "detected": true}, "custom_blocklists": {"filtered": true, "details":
-    [...]}}``, learn.microsoft.com/azure/ai-foundry/openai/concepts/content-filter).
-    ``hate (high)`` names the severity when there is one."""
-    if not isinstance(results, Mapping):
-        return []
-    out = []
-    for name, result in results.items():
-        if isinstance(result, Mapping) and result.get("filtered") is True:
-            severity = result.get("severity")
-            out.append(f"{name} ({severity})" if isinstance(severity, str) else str(name))
-    return out
-
-
-def content_filter_error(error: object) -> str | None:
-    """For an error object that reports a content filter (``code:
-    "content_filter"``, or Azure's ``innererror.code: "ResponsibleAIPolicyViolation"``),
-    what was filtered (``"filtered: hate (high), jailbreak"``); else ``None``."""
-    if not isinstance(error, Mapping):
-        return None
-    inner = error.get("innererror")
-    inner = inner if isinstance(inner, Mapping) else {}
-    if error.get("code") != "content_filter" and (
-        inner.get("code") != "ResponsibleAIPolicyViolation"
-    ):
-        return None
-    cats = filtered_categories(inner.get("content_filter_result"))
-    return f"filtered: {', '.join(cats)}" if cats else "filtered by the content filter"
-
-
-def in_band_error(
-    message: str, *, type_: str | None = None, code: Any = None, status: int | None = None
-) -> StreamError:
-    """Map an error object sent inside a stream to the most specific error class."""
-    hint = f"{type_ or ''} {code or ''}".lower()
-    text = message or "the provider reported an error"
-    if type_ or code:
-        text = f"{text} ({', '.join(str(x) for x in (type_, code) if x)})"
-    if code == "content_filter":
-        # Azure OpenAI's content filter (an error event of the Responses API, a
-        # filtered prompt): a refusal, not a malformed request.
-        return ContentFilterError(text, status=status)
-    if "overloaded" in hint or status in (529, 503):
-        return OverloadedError(text, status=status)
-    if "rate_limit" in hint or "rate limit" in hint or status == 429:
-        return RateLimitError(text, status=status)
-    if is_context_overflow(message) or "context_length" in hint:
-        return ContextOverflowError(text, status=status)
-    if "authentication" in hint or status == 401:
-        return AuthenticationError(text, status=status)
-    if "permission" in hint or status == 403:
-        return PermissionDeniedError(text, status=status)
-    if "not_found" in hint or status == 404:
-        return NotFoundError(text, status=status)
-    if "invalid_request" in hint or "request_too_large" in hint or status in (400, 413, 422):
-        return InvalidRequestError(text, status=status)
-    if (
-        "api_error" in hint
-        or "server_error" in hint
-        or "timeout_error" in hint
-        or (status is not None and status >= 500)
-    ):
-        return ServerError(text, status=status)
-    return ProviderStreamError(text, status=status)
-
-
 # --------------------------------------------------------------------------- requests
 # RFC 9110 §5.1: a field name is a token; §5.5: a field value may not contain CR,
 # LF or NUL. h11 refuses the rest only once the request starts, quoting the value
@@ -304,11 +183,6 @@ def bearer_auth(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
 
 
-def _fixed(headers: dict[str, str]) -> Callable[[str], Mapping[str, str]]:
-    """An ``auth`` that sends ``headers`` (a provider rule's) whatever the key."""
-    return lambda _key: headers
-
-
 def http_request(
     model: Model,
     options: RequestOptions,
@@ -354,20 +228,6 @@ def http_request(
             key = low if lower else name
             spelled[low] = key
             out[key] = value
-    rules = provider_rules(model.provider)
-    if rules is not None:
-        # A provider's own URL and auth on top of this API (Azure, Vertex…): the seam
-        # of modelwire._apis.ProviderRules, so no adapter is edited per provider.
-        url = rules.url(model, model.api, url)
-        # Optional hook, looked up like ``authorizer``: the provider reshapes the body
-        # (Vertex AI's Anthropic models take ``anthropic_version`` and no ``model``).
-        reshape = getattr(rules, "body", None)
-        if reshape is not None:
-            body = reshape(model, model.api, body)
-        if options.api_key:
-            own = rules.auth(model, options.api_key)
-            if own is not None:
-                auth = _fixed(dict(own))
     secrets: list[str] = []
     if options.api_key and auth is not None:
         for name in replaces:
@@ -383,31 +243,12 @@ def http_request(
             out[key] = value
         secrets.append(options.api_key)
     secrets.extend(credential_secrets(out))
-    # Credentials that need I/O or the final bytes (SigV4, OAuth tokens) are added
-    # when the request is sent: the rules hand over an authorizer (optional hook).
-    make_authorizer = getattr(rules, "authorizer", None) if rules is not None else None
+    # A provider's own URL, auth, body and credentials (Azure, Vertex, Bedrock) are
+    # applied by the client to the request built here, for every API alike
+    # (modelwire._providers.apply_provider_rules).
     return HTTPRequest(
-        url=url,
-        headers=out,
-        body=encode_body(body),
-        secrets=tuple(dict.fromkeys(secrets)),
-        authorizer=make_authorizer(model, options) if make_authorizer is not None else None,
+        url=url, headers=out, body=encode_body(body), secrets=tuple(dict.fromkeys(secrets))
     )
-
-
-def encode_body(body: Mapping[str, Any]) -> bytes:
-    """The JSON body; a value JSON cannot carry raises ``ConfigurationError``
-    naming its path (``tools[0].parameters.properties.x.default``)."""
-    try:
-        data = _encoder.encode(body)
-    except (TypeError, ValueError, OverflowError):
-        check_json(body, "")
-        raise  # pragma: no cover - check_json raised already
-    # msgspec writes NaN and infinities as ``null`` (silently changing the value):
-    # only a body with a ``null`` in it can hold one, so only then is it walked.
-    if b"null" in data:
-        check_json(body, "")
-    return data
 
 
 def check_context_values(context: Context) -> None:

@@ -66,7 +66,7 @@ def fail(kind: str, message: str) -> None:
 
 def note_retries(opts: dict[str, Any]) -> dict[str, Any]:
     """``opts`` with a trace observer that prints one stderr line per automatic retry
-    (issue 14: every retry is visible), e.g. ``modelwire: retry [rate_limit]: attempt 1
+    (every retry is visible), e.g. ``modelwire: retry [rate_limit]: attempt 1
     got HTTP 429; next attempt in 1.5 s``. An observer already in ``opts`` still gets
     every record."""
     from ..trace import RetryTrace

@@ -1,12 +1,160 @@
-"""Built-in provider rules (:class:`modelwire._apis.ProviderRules`), one module per
-provider, found by name: the rules of provider ``amazon-bedrock`` are the ``RULES``
-attribute of ``modelwire._providers.amazon_bedrock`` (``-`` becomes ``_``), as a wire
-API's module is found by its name. :func:`modelwire._apis.provider_rules` imports the
-module the first time a model of that provider is used, so ``import modelwire``
-stays cheap and a user needs no ``register_provider`` call; ``register_provider``
-still wins over a built-in module. Modules whose name starts with ``_`` are shared
-helpers (``_vertex`` serves ``google-vertex`` and ``vertex-anthropic``)."""
+"""Provider rules: a provider's own URL, auth, body and credentials on top of any
+wire API (Azure OpenAI on ``openai-chat``, Vertex AI on ``google-generative-ai``,
+Bedrock's region and SigV4), applied by the client to the request the wire API
+built — so an API registered at run time gets them too, and no adapter is edited
+for a new provider.
+
+A provider's rules are a :class:`ProviderRules`: every hook is declared there with
+its default (no change), and a provider overrides the ones it needs. Built-in
+rules are found by name, as wire APIs are: the rules of provider ``amazon-bedrock``
+are the ``RULES`` attribute of ``modelwire._providers.amazon_bedrock`` (``-``
+becomes ``_``), imported the first time a model of that provider is used, so
+``import modelwire`` loads none of them; :func:`register_provider` wins over a
+built-in module. Modules whose name starts with ``_`` are shared helpers
+(``_vertex`` serves ``google-vertex`` and ``vertex-anthropic``; ``_records``
+derives the provider tables from the catalog data).
+"""
 
 from __future__ import annotations
 
-__all__: list[str] = []
+import importlib
+import importlib.util
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigurationError
+
+if TYPE_CHECKING:
+    from .._options import HTTPRequest, RequestAuthorizer, RequestOptions
+    from ..types import Model
+
+__all__ = [
+    "PROVIDERS_PACKAGE",
+    "ProviderRules",
+    "apply_provider_rules",
+    "provider_module",
+    "provider_rules",
+    "register_provider",
+]
+
+
+class ProviderRules:
+    """A provider's rules on top of any wire API. Subclass it and override the hooks
+    the provider needs; each default leaves the request as the API built it.
+
+    The hooks are pure and run when the call is prepared, before any I/O, except
+    what :meth:`authorizer` returns, which runs when the request is sent.
+    """
+
+    def url(self, model: Model, api: str, default: str) -> str:
+        """The request URL; ``default`` is ``base_url`` + the API's endpoint."""
+        return default
+
+    def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
+        """The headers that carry ``api_key``, replacing the API's own key header;
+        ``None`` keeps the API's (``{}`` sends the key in no header)."""
+        return None
+
+    def body(self, model: Model, api: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
+        """The JSON body reshaped for the provider (a new mapping; the API's is not
+        changed): Vertex AI's Claude takes ``anthropic_version`` and no ``model``."""
+        return body
+
+    def authorizer(self, model: Model, options: RequestOptions) -> RequestAuthorizer | None:
+        """Credentials added when the request is sent (SigV4 over the exact body, a
+        refreshed OAuth token), see :class:`modelwire._options.RequestAuthorizer`;
+        ``None``: none. A caller mistake (no credentials at all) raises here."""
+        return None
+
+
+#: Where built-in provider rules live: provider ``google-vertex`` →
+#: ``modelwire._providers.google_vertex``, whose ``RULES`` is installed on first use.
+PROVIDERS_PACKAGE = __name__
+_NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
+_providers: dict[str, ProviderRules] = {}
+_no_rules: set[str] = set()  # provider names without a built-in rules module
+
+
+def register_provider(name: str, rules: ProviderRules) -> None:
+    """Install ``rules`` (a :class:`ProviderRules`) for every model whose
+    ``provider`` is ``name``; it wins over a built-in provider's rules."""
+    if not isinstance(name, str) or not name:
+        raise ConfigurationError("register_provider needs a non-empty provider name")
+    if not isinstance(rules, ProviderRules):
+        raise ConfigurationError(
+            f"provider rules for {name!r} must be a modelwire.ext.ProviderRules (subclass it "
+            f"and override url, auth, body or authorizer), got {type(rules).__name__}"
+        )
+    _providers[name] = rules
+    _no_rules.discard(name)
+
+
+def provider_module(name: str) -> str:
+    """The module that owns built-in provider ``name``'s rules (its ``RULES``
+    attribute): ``azure-openai`` → ``modelwire._providers.azure_openai``."""
+    return f"{PROVIDERS_PACKAGE}.{name.replace('-', '_')}"
+
+
+def provider_rules(name: str) -> ProviderRules | None:
+    """The rules registered for provider ``name``, else a built-in provider's: the
+    ``RULES`` of module ``modelwire._providers.<name>``, imported on first use."""
+    found = _providers.get(name)
+    if found is not None or name in _no_rules:
+        return found
+    module = provider_module(name)
+    if _NAME.fullmatch(name) and "." not in name and importlib.util.find_spec(module):
+        rules = importlib.import_module(module).RULES
+        if not isinstance(rules, ProviderRules):
+            raise ConfigurationError(f"{module}.RULES is not a ProviderRules")
+        _providers[name] = found = rules
+    else:
+        _no_rules.add(name)  # looked up once per provider name
+    return found
+
+
+def apply_provider_rules(
+    model: Model, options: RequestOptions, request: HTTPRequest
+) -> HTTPRequest:
+    """``request`` (as the wire API built it) with the rules of ``model.provider``
+    applied: its URL, its body, its key header in place of the API's (every header
+    carrying the key is replaced), the new credential values added to the secrets,
+    and its authorizer. Unchanged when the provider has no rules."""
+    rules = provider_rules(model.provider)
+    if rules is None:
+        return request
+    import msgspec
+
+    from .._redact import credential_secrets
+
+    url = rules.url(model, model.api, request.url)
+    body = request.body
+    if type(rules).body is not ProviderRules.body:
+        from .._options import encode_body
+
+        body = encode_body(rules.body(model, model.api, msgspec.json.decode(body)))
+    headers = request.headers
+    secrets = list(request.secrets)
+    key = options.api_key
+    own = rules.auth(model, key) if key else None
+    if key and own is not None:
+        lower = all(name == name.lower() for name in headers)
+        # The API's own key header goes: its value is the key or ``Bearer <key>``
+        # (RFC 6750 §2.1), whatever the header's name.
+        own_values = (key, f"Bearer {key}")
+        headers = {n: v for n, v in headers.items() if v not in own_values}
+        added = {(n.lower() if lower else n): v for n, v in own.items()}
+        drop = {n.lower() for n in added}
+        headers = {n: v for n, v in headers.items() if n.lower() not in drop}
+        headers.update(added)
+        secrets.append(key)
+        secrets.extend(credential_secrets(added))
+    authorizer = rules.authorizer(model, options) or request.authorizer
+    return msgspec.structs.replace(
+        request,
+        url=url,
+        headers=headers,
+        body=body,
+        secrets=tuple(dict.fromkeys(secrets)),
+        authorizer=authorizer,
+    )

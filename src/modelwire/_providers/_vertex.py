@@ -1,7 +1,10 @@
 """Google Vertex AI: Gemini (``google-vertex``) and Claude (``vertex-anthropic``).
 
 Both reuse an existing wire API unchanged; only the URL, the credentials and (for
-Claude) the body differ. The endpoints (Vertex AI REST reference,
+Claude) the body differ. These rules run when a call is prepared
+(:func:`modelwire._providers.apply_provider_rules`), so the environment and the
+credentials file below are read there, never by the wire API's pure
+``build_request``. The endpoints (Vertex AI REST reference,
 ``projects.locations.publishers.models``)::
 
     {base_url}/projects/{project}/locations/{location}/publishers/google/models/{model}:streamGenerateContent?alt=sse
@@ -54,6 +57,7 @@ from urllib.parse import quote, urlsplit, urlunsplit
 
 from .._options import ENV_KEYS
 from ..errors import ConfigurationError, MissingAPIKeyError
+from . import ProviderRules
 
 if TYPE_CHECKING:
     from .._options import RequestOptions
@@ -171,8 +175,8 @@ class _ADC:
         return await auth.aauthorize(method, url, headers, body)
 
 
-class VertexRules:
-    """:class:`modelwire._apis.ProviderRules` for one Vertex AI publisher."""
+class VertexRules(ProviderRules):
+    """:class:`~modelwire._providers.ProviderRules` for one Vertex AI publisher."""
 
     def __init__(self, *, publisher: str, method: str, api_keys: bool) -> None:
         self.publisher = publisher

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 from .._options import RequestOptions
 from ..errors import ConfigurationError
 from ..types import Model
+from . import ProviderRules
 
 if TYPE_CHECKING:
     from ..cloud import AuthHeaders
@@ -97,8 +98,8 @@ class LazySigV4:
         return await signer.aauthorize(method, url, headers, body)
 
 
-class AmazonBedrockRules:
-    """The ``amazon-bedrock`` provider rules (:class:`modelwire._apis.ProviderRules`)."""
+class AmazonBedrockRules(ProviderRules):
+    """The ``amazon-bedrock`` provider rules (:class:`~modelwire._providers.ProviderRules`)."""
 
     def url(self, model: Model, api: str, default: str) -> str:
         if "{region}" in default:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from .._classify import RETRYABLE_KINDS
 from ..types import AssistantMessage, Model, Usage
 from ._input import BatchRequest
 
@@ -29,21 +30,10 @@ __all__ = [
     "run_requests",
 ]
 
-#: Error kinds worth another attempt: the provider or the network may do better
-#: next time. Everything else (authentication, invalid_request, context_overflow,
-#: content_filter, malformed_chunk, tool_call_protocol, …) is recorded at once.
-RETRYABLE = frozenset(
-    {
-        "rate_limit",
-        "overloaded",
-        "server",
-        "connect",
-        "timeout",
-        "stream_interrupted",
-        "truncated_stream",
-        "provider_stream",
-    }
-)
+#: Error kinds worth another attempt by default (the classifier's,
+#: :data:`modelwire._classify.RETRYABLE_KINDS`); each failure's own
+#: ``ErrorInfo.retryable`` decides (a 429 out of quota is recorded at once).
+RETRYABLE = RETRYABLE_KINDS
 #: A ``Retry-After`` longer than this ends the request instead of pausing everyone.
 MAX_PAUSE = 600.0
 #: Connections per HTTP client (see ``run_requests``).
@@ -297,7 +287,7 @@ async def _one(
         await limiter.settle(req.estimated_input_tokens, _tokens(usage))
         spent = _add_usage(spent, usage)  # a failed try that streamed something still cost
         err = msg.error
-        if err is None or err.kind not in RETRYABLE or attempt >= settings.max_attempts:
+        if err is None or not err.retryable or attempt >= settings.max_attempts:
             return _record(req, msg, spent, attempt, started, extra)
         if err.retry_after is not None:
             if err.retry_after > MAX_PAUSE:

@@ -15,6 +15,9 @@ the ``/openai/v1`` form (``{endpoint}/openai/v1/chat/completions``,
 in the body) and the dated form (``{endpoint}/openai/deployments/{d}/chat/completions?api-version=…``,
 ``{endpoint}/openai/responses?api-version=…``).
 
+:class:`AzureOpenAIRules` are provider ``azure-openai``'s rules (register your own
+with an :class:`AzureAuth` through ``modelwire.ext.register_provider``).
+
 azure-identity is the optional extra ``modelwire[azure]``, imported only when
 ``use_default_credential=True``.
 """
@@ -26,12 +29,17 @@ import os
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Protocol
-from urllib.parse import quote, urlsplit
+from typing import TYPE_CHECKING, Any, Protocol
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
+from .._providers import ProviderRules
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 from ._tokens import REFRESH_MARGIN, TokenCache
+
+if TYPE_CHECKING:
+    from .._options import RequestAuthorizer, RequestOptions
+    from ..types import Model
 
 __all__ = [
     "AD_TOKEN_ENV",
@@ -39,7 +47,10 @@ __all__ = [
     "API_VERSION_ENV",
     "AZURE_SCOPE",
     "ENDPOINT_ENV",
+    "PLACEHOLDER_HOST",
+    "PROVIDER",
     "AzureAuth",
+    "AzureOpenAIRules",
     "TokenCredential",
     "azure_url",
     "resolve_api_version",
@@ -225,7 +236,7 @@ class AzureAuth:
 
     def _fetch(self) -> tuple[str, float | None]:
         """Get a token from the credential (blocking); runs under the cache's lock."""
-        from .._http import redact
+        from .._redact import redact
 
         try:
             access = self._credential.get_token(self._scope)
@@ -307,3 +318,67 @@ def _default_credential() -> TokenCredential:
         ) from exc
     credential: TokenCredential = DefaultAzureCredential()
     return credential
+
+
+PROVIDER = "azure-openai"
+#: The host of the catalog's base URL: "the resource in AZURE_OPENAI_ENDPOINT".
+PLACEHOLDER_HOST = "your-resource.openai.azure.com"
+
+
+def _split_version(base_url: str) -> tuple[str, str | None]:
+    """``base_url`` without its ``api-version`` query parameter, and that value."""
+    parts = urlsplit(base_url)
+    if not parts.query:
+        return base_url, None
+    query = parse_qsl(parts.query, keep_blank_values=True)
+    version = next((v for k, v in query if k == "api-version"), None)
+    rest = urlencode([(k, v) for k, v in query if k != "api-version"])
+    return urlunsplit(parts._replace(query=rest)), version
+
+
+class AzureOpenAIRules(ProviderRules):
+    """URL and auth rules of provider ``azure-openai``.
+
+    ``auth``: an :class:`~modelwire.cloud.azure.AzureAuth` that supplies every
+    request's credentials (Entra ID token, token provider…) instead of the
+    ``api-key`` header; ``api_version``: the default API version
+    (``"2024-10-21"``, ``"preview"``; ``None``: ``OPENAI_API_VERSION`` or the
+    ``/openai/v1`` form). Register with
+    ``modelwire.ext.register_provider("azure-openai", AzureOpenAIRules(...))``.
+    """
+
+    def __init__(self, *, auth: AzureAuth | None = None, api_version: str | None = None) -> None:
+        self._auth = auth
+        self._api_version = api_version
+
+    def __repr__(self) -> str:
+        return f"AzureOpenAIRules(auth={self._auth!r}, api_version={self._api_version!r})"
+
+    def url(self, model: Model, api: str, default: str) -> str:
+        endpoint, version = _split_version(model.base_url)
+        if (urlsplit(endpoint).hostname or "") == PLACEHOLDER_HOST:
+            endpoint = resolve_endpoint()  # AZURE_OPENAI_ENDPOINT, or a clear error
+        version = version or self._api_version or resolve_api_version()
+        return azure_url(endpoint, model.id, api, version)
+
+    def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
+        # Azure's key header (the openai SDK's AzureOpenAI sends the same); with an
+        # AzureAuth the credentials come from it alone.
+        return {} if self._auth is not None else {"api-key": api_key}
+
+    def authorizer(self, model: Model, options: RequestOptions) -> RequestAuthorizer | None:
+        if self._auth is not None:
+            return self._auth
+        if options.api_key:
+            return None  # the api-key header (auth above) carries it
+        token = os.environ.get(AD_TOKEN_ENV, "").strip()
+        if token:
+            return AzureAuth(ad_token=token)
+        # Raised while the request is built: at mw.stream(), before any I/O.
+        raise MissingAPIKeyError(
+            f"no credentials for provider {PROVIDER!r}: set {API_KEY_ENV} (or "
+            f"{AD_TOKEN_ENV} for a Microsoft Entra ID token), pass api_key=..., or "
+            "register AzureOpenAIRules(auth=AzureAuth(use_default_credential=True)) "
+            "with mw.register_provider (modelwire[azure])",
+            env_var=API_KEY_ENV,
+        )

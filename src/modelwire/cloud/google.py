@@ -205,7 +205,7 @@ class VertexAuth:
         from google.auth.exceptions import GoogleAuthError
         from google.auth.transport.requests import Request
 
-        from .._http import redact
+        from .._redact import redact
 
         if self._session is None:
             import requests

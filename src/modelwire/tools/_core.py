@@ -332,7 +332,7 @@ class Tool:
                 f'Tool {name!r}: parameters must be an object schema ({{"type": "object", ...}}); '
                 "providers accept nothing else for function arguments"
             )
-        from ._refs import check_refs
+        from .._schema_refs import check_refs
         from ._schema import compile_validator
 
         check_refs(schema, f"Tool {name!r}")

@@ -112,10 +112,14 @@ class AnthropicCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 
 
 def detect_compat(model: Model) -> AnthropicCompat:
-    """The defaults overridden by ``model.compat``; unknown flags are refused."""
-    if not model.compat:
+    """The provider record's defaults overridden by ``model.compat``; unknown flags
+    are refused."""
+    from ..._providers._records import compat_defaults
+
+    base = compat_defaults(model, "anthropic-messages")
+    if not model.compat and not base:
         return AnthropicCompat()
-    return merge_compat("anthropic-messages", AnthropicCompat, model.compat)
+    return merge_compat("anthropic-messages", AnthropicCompat, model.compat, base)
 
 
 # "claude-<family>-<major>[-<minor>]" anywhere in the id (also Bedrock/Vertex ids

@@ -26,10 +26,7 @@ from ..._deltas import (
 )
 from ..._sse import ServerSentEvent
 from ...errors import (
-    InvalidRequestError,
     MalformedChunkError,
-    ServerError,
-    StreamError,
     TruncatedStreamError,
 )
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
@@ -99,6 +96,7 @@ class _Event(msgspec.Struct, gc=False):
     delta: _Delta | None = None
     usage: _Usage | None = None
     error: _Error | None = None
+    request_id: str | None = None  # on an error event, as on an error response
 
 
 class _Loose(msgspec.Struct, gc=False):
@@ -150,12 +148,6 @@ _STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
     "max_tokens": "length",
     # The response filled the context window: truncated like max_tokens.
     "model_context_window_exceeded": "length",
-}
-
-# Error types of the Errors reference that ``in_band_error`` cannot tell from the name.
-_ERROR_CLASSES: dict[str, type[StreamError]] = {
-    "request_too_large": InvalidRequestError,
-    "timeout_error": ServerError,
 }
 
 
@@ -249,10 +241,7 @@ class AnthropicDecoder:
         if t == "error":
             err = ev.error or _Error()
             message = err.message or "the provider reported an error"
-            cls = _ERROR_CLASSES.get(err.type or "")
-            if cls is not None:
-                raise cls(f"{message} ({err.type})")
-            raise in_band_error(message, type_=err.type)
+            raise in_band_error(message, type_=err.type, request_id=ev.request_id)
         return []  # ping, and event types added after this adapter was written
 
     def _ignorable(self, data: str) -> bool:

@@ -106,7 +106,10 @@ class BedrockCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 def _compat(model: Model) -> BedrockCompat:
-    return merge_compat("bedrock-converse", BedrockCompat, model.compat)
+    from ..._providers._records import compat_defaults
+
+    base = compat_defaults(model, "bedrock-converse")
+    return merge_compat("bedrock-converse", BedrockCompat, model.compat, base)
 
 
 # --------------------------------------------------------------------------- request

@@ -98,10 +98,13 @@ _VERSION = re.compile(r"gemini-(\d+)")
 
 def detect_compat(model: Model) -> GoogleCompat:
     """Defaults from the model id (``gemini-3…`` → levels and the signature
-    fallback; ``…-pro``/``…-flash-lite`` → their budget ranges), then ``model.compat``."""
+    fallback; ``…-pro``/``…-flash-lite`` → their budget ranges) over the provider
+    record's, then ``model.compat``."""
+    from ..._providers._records import compat_defaults
+
     mid = model.id.lower().rsplit("/", 1)[-1]
     m = _VERSION.search(mid)
-    base: dict[str, Any] = {}
+    base: dict[str, Any] = compat_defaults(model, "google-generative-ai")
     if m is not None and int(m.group(1)) >= 3:
         base["thinking"] = "level"
         base["signature_fallback"] = True

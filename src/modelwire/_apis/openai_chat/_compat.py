@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -46,32 +46,11 @@ class ChatCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 
 def detect_compat(model: Model) -> ChatCompat:
-    """Defaults for the model's provider and base URL, then ``model.compat`` overrides."""
-    url = model.base_url.lower()
-    provider = model.provider.lower()
-    base: dict[str, Any] = {}
-    if provider == "openai" or "api.openai.com" in url:
-        base["max_tokens_field"] = "max_completion_tokens"
-        if model.reasoning:
-            base["system_role"] = "developer"
-    elif provider == "deepseek" or "deepseek.com" in url:
-        base["thinking_replay"] = "reasoning_content"
-        base["reasoning_style"] = "none"
-    elif provider == "openrouter" or "openrouter.ai" in url:
-        base["reasoning_style"] = "openrouter"
-    elif provider in ("qwen", "dashscope") or "dashscope" in url:
-        base["reasoning_style"] = "enable_thinking"
-    elif provider == "zai" or "z.ai" in url or "bigmodel.cn" in url:
-        base["reasoning_style"] = "zai"
-        base["thinking_replay"] = "reasoning_content"
-    elif provider == "snowflake" or "snowflakecomputing" in url:
-        # Snowflake Cortex ends with [DONE] but never sends finish_reason.
-        base["infer_finish_reason"] = True
-    elif provider == "mistral" or "mistral.ai" in url:
-        base["reasoning_style"] = "none"
-        base["stream_options"] = False
-    elif provider == "groq" or "groq.com" in url:
-        base["reasoning_effort_map"] = {"minimal": "low", "xhigh": "high"}
-    elif provider == "xai" or "x.ai" in url:
-        base["reasoning_effort_map"] = {"minimal": "low", "medium": "low", "xhigh": "high"}
-    return merge_compat("openai-chat", ChatCompat, model.compat, base)
+    """The provider record's defaults (``compat["openai-chat"]`` of the record that
+    matches the model's provider or base URL, :mod:`modelwire._providers._records`),
+    then ``model.compat`` overrides."""
+    from ..._providers._records import compat_defaults
+
+    return merge_compat(
+        "openai-chat", ChatCompat, model.compat, compat_defaults(model, "openai-chat")
+    )

@@ -13,18 +13,22 @@ from ...types import Model, TextContent, ThinkingContent
 from .. import IdRule
 from .._mock import Frame, ScriptedReply, arguments_text, split_text, text_of
 
-__all__ = ["CHAT_ID_RULE", "MISTRAL_ID_RULE", "render", "tool_id_rule", "tool_results"]
+__all__ = ["CHAT_ID_RULE", "render", "tool_id_rule", "tool_results"]
 
 #: OpenAI refuses ``tool_calls[].id`` longer than 40 characters.
 CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
-#: Mistral's compatible API wants exactly 9 letters and digits.
-MISTRAL_ID_RULE = IdRule(re.compile(r"[A-Za-z0-9]{9}"), re.compile(r"[^A-Za-z0-9]"), 9, exact=9)
 
 
 def tool_id_rule(model: Model) -> IdRule:
-    if model.provider == "mistral" or "mistral.ai" in model.base_url.lower():
-        return MISTRAL_ID_RULE
-    return CHAT_ID_RULE
+    """OpenAI's rule, unless the provider record is stricter (Mistral's compatible
+    API wants exactly 9 letters and digits: ``tool_ids`` in its record)."""
+    from ..._providers._records import tool_id_override
+
+    own = tool_id_override(model, "openai-chat")
+    if own is None:
+        return CHAT_ID_RULE
+    bad = re.compile(own.bad) if own.bad is not None else None
+    return IdRule(re.compile(own.valid), bad, own.max_len, exact=own.exact)
 
 
 def tool_results(body: object) -> list[str]:

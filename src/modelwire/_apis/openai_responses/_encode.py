@@ -60,10 +60,14 @@ class ResponsesCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 
 
 def detect_compat(model: Model) -> ResponsesCompat:
-    """The defaults, then ``model.compat`` overrides (unknown flags are refused)."""
-    if not model.compat:
+    """The provider record's defaults, then ``model.compat`` overrides (unknown flags
+    are refused)."""
+    from ..._providers._records import compat_defaults
+
+    base = compat_defaults(model, "openai-responses")
+    if not model.compat and not base:
         return _DEFAULT_COMPAT
-    return merge_compat("openai-responses", ResponsesCompat, model.compat)
+    return merge_compat("openai-responses", ResponsesCompat, model.compat, base)
 
 
 _DEFAULT_COMPAT = ResponsesCompat()

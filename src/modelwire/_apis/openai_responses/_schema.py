@@ -1,7 +1,7 @@
 """Typed msgspec schemas of the ``openai-responses`` stream events (the fields
 the decoder uses only) and their cached decoders.
 
-Split out of ``_decode`` (issue 17: no module over ~600 lines). Reference:
+The decoder (``_decode``) reads the stream through them. Reference:
 https://platform.openai.com/docs/api-reference/responses-streaming.
 """
 

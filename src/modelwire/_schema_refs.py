@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import unquote, urljoin
 
-from ..errors import ConfigurationError
+from .errors import ConfigurationError
 
 __all__ = ["check_refs", "unresolved_refs"]
 

@@ -1,0 +1,136 @@
+"""The provider tables, derived from the provider records of the catalog data.
+
+Each provider has one record in ``modelwire/data/models.json``
+(:class:`~modelwire._catalog_schema.ProviderEntry`): key variables, whether the key
+is optional, compat defaults per wire API, tool-call id rules, the texts of its
+context-overflow errors and its status quirks. Every table the code consults is
+built from those records here, once, on first use (never at ``import modelwire``),
+and handed out read-only: a provider is added by adding its record, not by editing
+a table in the code.
+
+A model's record is found by its ``provider`` (or an alias of it), else by a host
+of a record appearing in its ``base_url`` (an OpenAI-compatible server under
+another provider name still gets its server's compat).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .._catalog_schema import CatalogFile, IdRuleEntry, ProviderEntry
+    from ..types import Model
+
+__all__ = [
+    "compat_defaults",
+    "env_keys",
+    "key_optional",
+    "overflow_texts",
+    "provider_record",
+    "record_for",
+    "status_quirk_kind",
+    "tool_id_override",
+]
+
+
+class _Tables:
+    """Everything derived from the records, built once."""
+
+    def __init__(self, cat: CatalogFile) -> None:
+        by_name: dict[str, ProviderEntry] = {}
+        for p in cat.providers:
+            for name in (p.id, *p.aliases):
+                by_name[name] = p
+        self.by_name: Mapping[str, ProviderEntry] = MappingProxyType(by_name)
+        self.env: Mapping[str, tuple[str, ...]] = MappingProxyType(
+            {name: p.env for name, p in by_name.items() if p.env}
+        )
+        self.key_optional = frozenset(name for name, p in by_name.items() if p.key_optional)
+        self.hosts = tuple((h.lower(), p) for p in cat.providers for h in p.hosts)
+        self.overflow = tuple(dict.fromkeys(t for p in cat.providers for t in p.overflow))
+        self.quirks = tuple(
+            (q.status, re.compile(q.match, re.I), q.kind)
+            for p in cat.providers
+            for q in p.status_quirks
+        )
+
+
+_lock = threading.Lock()
+_tables: _Tables | None = None
+
+
+def _get() -> _Tables:
+    global _tables
+    found = _tables
+    if found is None:
+        from .._catalog_schema import packaged_catalog
+
+        with _lock:
+            found = _tables
+            if found is None:
+                found = _tables = _Tables(packaged_catalog())
+    return found
+
+
+def provider_record(name: str) -> ProviderEntry | None:
+    """The record of provider ``name`` (its id or an alias), or ``None``."""
+    return _get().by_name.get(name)
+
+
+def record_for(model: Model) -> ProviderEntry | None:
+    """The record whose rules apply to ``model``: its provider's, else the first
+    record one of whose hosts appears in ``model.base_url``."""
+    found = _get().by_name.get(model.provider.lower())
+    if found is not None:
+        return found
+    url = model.base_url.lower()
+    return next((p for host, p in _get().hosts if host in url), None)
+
+
+def env_keys() -> Mapping[str, tuple[str, ...]]:
+    """Provider name (ids and aliases) → its API-key variables, first set wins.
+    Providers without one (local servers) are absent: they send no auth header."""
+    return _get().env
+
+
+def key_optional(provider: str) -> bool:
+    """Whether ``provider`` works without a key (its rules supply credentials)."""
+    return provider in _get().key_optional
+
+
+def compat_defaults(model: Model, api: str) -> dict[str, Any]:
+    """The compat flags ``model``'s provider record sets for wire API ``api``
+    (a new dict; ``Model.compat`` is applied on top by the API)."""
+    record = record_for(model)
+    if record is None:
+        return {}
+    out = dict((record.compat or {}).get(api, {}))
+    if model.reasoning:
+        out.update((record.reasoning_compat or {}).get(api, {}))
+    return out
+
+
+def tool_id_override(model: Model, api: str) -> IdRuleEntry | None:
+    """The tool-call id rule ``model``'s provider imposes on wire API ``api``, where
+    it is stricter than the API's own; ``None`` when it imposes none."""
+    record = record_for(model)
+    return (record.tool_ids or {}).get(api) if record is not None else None
+
+
+def overflow_texts() -> tuple[str, ...]:
+    """Every record's own wording (regular expressions) for a prompt that does not
+    fit. An error text does not say who sent it, so all of them are searched."""
+    return _get().overflow
+
+
+def status_quirk_kind(status: int, text: str) -> str | None:
+    """The error kind a provider's status quirk gives ``status`` with error body
+    ``text`` (Gemini's 400 ``API_KEY_INVALID`` is ``authentication``), or ``None``."""
+    for want, pattern, kind in _get().quirks:
+        if want == status and pattern.search(text):
+            return kind
+    return None
