@@ -24,7 +24,7 @@ import pytest
 import modelwire as mw
 from eventlist import final
 from modelwire import _catalog as catalog
-from modelwire._apis import builtin_api_names, get_api
+from modelwire._apis import builtin_api_names, get_api, mock_facet
 from modelwire._apis._common import is_context_overflow
 from modelwire._assemble import compute_cost
 from modelwire._options import (
@@ -95,7 +95,7 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
         assert not _loopback(entry["base_url"])
     # base_url carries the API's version segment, except where the API's base_url is the
     # server root (ollama-chat, DESIGN §2b; issue 17).
-    if get_api(entry["api"]).version_segment:
+    if mock_facet(entry["api"]).version_segment:
         assert url.path not in ("", "/"), "base_url carries the API's version segment"
     else:
         assert url.path == "", "base_url is the server root"

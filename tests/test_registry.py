@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +30,7 @@ from modelwire._apis import (
     custom_stream,
     find_api,
     get_api,
+    mock_routes,
     register_provider,
     register_wire_api,
 )
@@ -73,7 +75,8 @@ def test_listing_names_imports_no_api_module() -> None:
         "from modelwire._cli import build_parser\n"
         "assert 'ollama-chat' in builtin_api_names()\n"
         "build_parser()\n"
-        "loaded = [m for m in sys.modules if m.startswith('modelwire._apis.')]\n"
+        "loaded = [m for m in sys.modules if m.startswith('modelwire._apis.')\n"
+        "          and not m.rpartition('.')[2].startswith('_')]  # helpers, not APIs\n"
         "assert loaded == [], loaded\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -158,7 +161,10 @@ def final_text(events: list[Any]) -> str:
 def test_register_api_neither_mutates_the_object_nor_keeps_a_second_registry(
     clean_registry: None,
 ) -> None:
-    obj = OllamaChatAPI()
+    class MyOllama(OllamaChatAPI):
+        endpoint = "/my/chat"  # its own path: the mock server must tell them apart
+
+    obj = MyOllama()
     mw.register_api("my-ollama", obj)
     assert obj.name == "ollama-chat"  # not renamed
     assert get_api("my-ollama") is obj and custom_stream("my-ollama") is None
@@ -187,7 +193,7 @@ def test_register_wire_api_refuses_what_is_not_a_wire_api(clean_registry: None) 
 
         def new_decoder(self, *a: Any) -> Any: ...
 
-    with pytest.raises(mw.ConfigurationError, match=r"not a WireAPI.*framing"):
+    with pytest.raises(mw.ConfigurationError, match=r"not a WireAPI.*framing.*recognizes"):
         register_wire_api(Half())  # type: ignore[arg-type]
     with pytest.raises(mw.ConfigurationError, match="wire API object or a stream function"):
         mw.register_api("half", 42)
@@ -300,3 +306,77 @@ def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(
     assert r.status_code == 404
     text = r.json()["error"]["message"]
     assert "/api/chat" in text and "/chat/completions" in text
+
+
+def test_registration_checks_each_facet_the_codec_claims(clean_registry: None) -> None:
+    class HalfMock:
+        content_type = "text/event-stream"
+        version_segment = "/v1"
+
+    class NoMock(OllamaChatAPI):
+        name = "no-mock"
+        endpoint = "/no/mock"
+        mock = None  # type: ignore[assignment]  # no mock facet: still a complete API
+
+    class BadMock(NoMock):
+        name = "bad-mock"
+        mock = HalfMock()  # type: ignore[assignment]
+
+    class BadHandoff(NoMock):
+        name = "bad-handoff"
+        handoff = object()  # type: ignore[assignment]
+
+    with pytest.raises(mw.ConfigurationError, match=r"BadMock\.mock is not a mock facet: "
+                       r"it lacks extra_paths, render, encode_frames, request_model, "
+                       r"tool_results"):  # fmt: skip
+        register_wire_api(BadMock())  # type: ignore[arg-type]
+    with pytest.raises(
+        mw.ConfigurationError, match=r"handoff is not a handoff facet.*tool_id_rule"
+    ):
+        register_wire_api(BadHandoff())  # type: ignore[arg-type]
+    register_wire_api(NoMock())
+    assert get_api("no-mock").mock is None
+    with pytest.raises(mw.ConfigurationError, match="no mock facet"):
+        render("hi", "no-mock")
+    with pytest.raises(mw.ConfigurationError, match="unknown api 'no-mock'; the MockServer speaks"):
+        MockServer([]).model("no-mock")
+
+
+def test_a_path_conflict_is_refused_naming_both_apis(clean_registry: None) -> None:
+    class Clash(OllamaChatAPI):
+        name = "clash-chat"  # Ollama's exact path, /api/chat
+
+    with pytest.raises(mw.ConfigurationError, match=r"'clash-chat'.*'/api/chat'.*'ollama-chat'"):
+        register_wire_api(Clash())
+    assert find_api("clash-chat") is None
+
+    # The same path under another version segment is another route: no conflict.
+    class Versioned(OllamaChatAPI):
+        name = "versioned-chat"
+        mock = replace(OllamaChatAPI.mock, version_segment="/v9")
+
+    register_wire_api(Versioned())
+    assert mock_routes()["versioned-chat"] == "/v9/api/chat"
+    assert api_for_path("/v9/api/chat") == "versioned-chat"
+    assert api_for_path("/api/chat") == "ollama-chat"
+
+
+def test_the_mock_routes_by_the_exact_path_not_a_suffix(clean_registry: None) -> None:
+    # A short endpoint ("/chat", as Cohere's v2 API has) must not take Ollama's "/api/chat".
+    class Short(OllamaChatAPI):
+        name = "short-chat"
+        endpoint = "/chat"
+        mock = replace(OllamaChatAPI.mock, version_segment="/v2")
+
+    register_wire_api(Short())
+    routes = mock_routes()
+    assert routes["short-chat"] == "/v2/chat" and routes["ollama-chat"] == "/api/chat"
+    assert api_for_path("/api/chat") == "ollama-chat"
+    assert api_for_path("/v2/chat?x=1") == "short-chat"
+    assert api_for_path("/v1/chat/completions") == "openai-chat"
+    # The model id fills exactly one path segment of a templated route.
+    assert api_for_path("/v1beta/models/gemini-x:streamGenerateContent") == "google-generative-ai"
+    with MockServer(["short", "long"]) as srv:
+        assert mw.complete_sync(srv.model("short-chat"), CTX).text == "short"
+        assert mw.complete_sync(srv.model("ollama-chat"), CTX).text == "long"
+    assert [r.api for r in srv.requests] == ["short-chat", "ollama-chat"]

@@ -7,8 +7,9 @@ frame value, so nothing here depends on which one it is.
 Shared by the live HTTP path and :func:`replay`, so a recorded stream and a
 live one run the same code (DESIGN §1). ``feed``/``end``/``fail`` never raise a
 stream failure: they end the stream with an ``error`` event instead. Until the
-decoder recognises a first payload, a payload that is plainly another API's ends
-the stream with a ``malformed_chunk`` naming that API (:mod:`modelwire._apis._sniff`).
+decoder recognises a first payload, a body that another registered API recognizes
+(and this one does not) ends the stream with a ``malformed_chunk`` naming that API
+(:mod:`modelwire._apis._sniff`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ._apis import get_api
-from ._apis._sniff import wrong_api_error
+from ._apis._sniff import SNIFF_BYTES, wrong_api_error
 from ._assemble import Assembler, CompletionPolicy, ToolChoice
 from ._sse import DEFAULT_MAX_EVENT_BYTES
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
@@ -42,7 +43,8 @@ class Pipeline:
     :class:`~modelwire.trace.Tracer`. Without it, the only cost is one test per read.
     """
 
-    __slots__ = ("_decode", "_sniffing", "api", "assembler", "decoder", "secrets", "sse", "trace")
+    __slots__ = ("_decode", "_head", "_sniffing", "api", "assembler", "decoder", "secrets", "sse",
+                 "trace")  # fmt: skip
 
     def __init__(
         self,
@@ -61,8 +63,9 @@ class Pipeline:
         self.api = api
         self.decoder = wire.new_decoder(model)
         # Until the decoder recognises a payload, check it is not another API's
-        # (``apis._sniff``); then decode directly.
+        # (``apis._sniff``, asked with the first bytes of the body); then decode directly.
         self._sniffing = True
+        self._head = bytearray()
         self._decode: Callable[[ServerSentEvent], list[Delta]] = self._first_decode
         # ``sse`` is the framing decoder (the name predates non-SSE framings; the
         # trace calls its records "sse" for every framing).
@@ -101,18 +104,34 @@ class Pipeline:
         try:
             deltas: list[Delta] = self.decoder.decode(event)
         except MalformedChunkError as exc:
-            err = wrong_api_error(self.api, event.data, exc.message)
+            err = wrong_api_error(self.api, bytes(self._head), exc.message)
             if err is not None:
+                self._sniffing = False  # diagnosed: the caller's error handling adds nothing
                 raise err from None
             raise
         if deltas:
             self._sniffing = False
+            self._head = bytearray()
             self._decode = self.decoder.decode
             return deltas
-        err = wrong_api_error(self.api, event.data)
+        err = wrong_api_error(self.api, bytes(self._head))
         if err is not None:
+            self._sniffing = False
             raise err
         return deltas
+
+    def _sniff(self, data: bytes) -> None:
+        # The first bytes of the body, kept (bounded) for wrong-API detection.
+        room = SNIFF_BYTES - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+
+    def _diagnose(self, exc: StreamError) -> StreamError:
+        """A framing error or a truncated body before any recognised payload: another
+        API's body? (A Bedrock event stream read as SSE, NDJSON read as SSE…)"""
+        if not self._sniffing or isinstance(exc, AbortedError) or not self._head:
+            return exc
+        return wrong_api_error(self.api, bytes(self._head), exc.message) or exc
 
     @property
     def done(self) -> bool:
@@ -139,6 +158,8 @@ class Pipeline:
         if asm.done:
             return out
         asm.start(out)
+        if self._sniffing:
+            self._sniff(data)
         try:
             events = self.sse.feed(data)
             decode = self._decode
@@ -147,7 +168,7 @@ class Pipeline:
                 if asm.done:
                     break
         except StreamError as exc:
-            asm.fail(self._redact(exc), out)
+            asm.fail(self._redact(self._diagnose(exc)), out)
         except Exception as exc:  # a decoder bug must still end the stream typed
             asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
         return out
@@ -171,7 +192,7 @@ class Pipeline:
             if not asm.done:
                 raise TruncatedStreamError("the stream ended without its terminal event")
         except StreamError as exc:
-            asm.fail(self._redact(exc), out)
+            asm.fail(self._redact(self._diagnose(exc)), out)
         except Exception as exc:
             asm.fail(self._redact(MalformedChunkError(f"could not decode a chunk: {exc!r}")), out)
         return out
@@ -218,6 +239,8 @@ class Pipeline:
         if self.assembler.done:
             return out
         self._start_traced(out)
+        if self._sniffing:
+            self._sniff(data)
         try:
             events = self.sse.feed(data)
         except Exception as exc:
@@ -296,7 +319,11 @@ class Pipeline:
         t = self.trace
         assert t is not None
         if isinstance(exc, StreamError):
-            err = exc
+            err = (
+                exc
+                if at == "decode" and isinstance(exc, MalformedChunkError)
+                else (self._diagnose(exc))
+            )
         else:  # a decoder bug must still end the stream typed
             err = MalformedChunkError(f"could not decode a chunk: {exc!r}")
         err = self._redact(err)

@@ -25,6 +25,8 @@ __all__ = [
     "arguments_text",
     "compact_json",
     "encode_sse",
+    "model_in_body",
+    "role_tool_results",
     "split_text",
     "text_of",
 ]
@@ -99,3 +101,18 @@ def text_of(value: Any) -> str:
             if key in value:
                 return text_of(value[key])
     return ""
+
+
+def model_in_body(path: str, body: object) -> str | None:
+    """The model a request asked for in its body's ``model`` field (most APIs)."""
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def role_tool_results(body: object) -> list[str]:
+    """The ``content`` of every ``role: tool`` message of a body's ``messages``
+    (OpenAI Chat Completions and Ollama carry tool results the same way)."""
+    if not isinstance(body, dict):
+        return []
+    return [text_of(m.get("content")) for m in body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip

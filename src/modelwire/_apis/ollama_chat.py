@@ -60,7 +60,7 @@ from ..types import (
     ToolCall,
     UserMessage,
 )
-from . import IdRule
+from ._codec import MockRendering, first_line_json
 from ._common import (
     Count,
     bearer_auth,
@@ -77,8 +77,8 @@ from ._mock import (
     ScriptedReply,
     arguments_object,
     compact_json,
+    role_tool_results,
     split_text,
-    text_of,
 )
 
 if TYPE_CHECKING:
@@ -327,14 +327,6 @@ class OllamaDecoder:
 # --------------------------------------------------------------------------- mock
 
 
-def tool_results(body: object) -> list[str]:
-    """The ``content`` of every ``role: tool`` message."""
-    if not isinstance(body, dict):
-        return []
-    return [text_of(m.get("content")) for m in body.get("messages", [])
-            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
-
-
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
     """The lines Ollama streams for a scripted reply (``rid`` is not sent: the API
     has no response id)."""
@@ -372,23 +364,39 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
 # --------------------------------------------------------------------------- the API
 
 
+def _encode_frames(frames: Sequence[Frame]) -> list[bytes]:
+    # One JSON value per line, LF-terminated, as Ollama writes them.
+    return [(p if isinstance(p, str) else compact_json(p)).encode() + b"\n" for _, p in frames]
+
+
+def recognizes(payload: bytes) -> bool:
+    """An Ollama ``/api/chat`` body: its first line is a JSON object with ``model``,
+    ``created_at`` and ``message`` or ``done`` (api/chat reference)."""
+    obj = first_line_json(payload)
+    return (
+        isinstance(obj, dict)
+        and "model" in obj
+        and "created_at" in obj
+        and ("message" in obj or "done" in obj)
+    )
+
+
 class OllamaChatAPI:
     """The ``ollama-chat`` wire API."""
 
     name = "ollama-chat"
     endpoint = "/api/chat"
-    content_type = "application/x-ndjson"
-    version_segment = ""  # base_url is the server root
+    mock = MockRendering(
+        render=render,
+        tool_results=role_tool_results,
+        encode_frames=_encode_frames,
+        content_type="application/x-ndjson",
+        version_segment="",  # base_url is the server root
+    )
+    handoff = None  # Ollama accepts any tool-call id
 
     def path(self, model_id: str) -> str:
         return self.endpoint
-
-    def matches_path(self, path: str) -> bool:
-        return path.split("?", 1)[0].rstrip("/").endswith(self.endpoint)
-
-    def request_model(self, path: str, body: object) -> str | None:
-        model = body.get("model") if isinstance(body, dict) else None
-        return model if isinstance(model, str) else None
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         check_context_values(context)
@@ -410,20 +418,8 @@ class OllamaChatAPI:
     def new_decoder(self, model: Model | None) -> OllamaDecoder:
         return OllamaDecoder()
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
-
-    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
-        # One JSON value per line, LF-terminated, as Ollama writes them.
-        return [(p if isinstance(p, str) else compact_json(p)).encode() + b"\n" for _, p in frames]
-
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        return None
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = OllamaChatAPI()

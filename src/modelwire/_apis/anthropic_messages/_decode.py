@@ -32,9 +32,10 @@ from ...errors import (
     StreamError,
     TruncatedStreamError,
 )
+from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 
-__all__ = ["AnthropicDecoder"]
+__all__ = ["AnthropicDecoder", "recognizes"]
 
 
 # --------------------------------------------------------------------------- inbound
@@ -417,3 +418,11 @@ class AnthropicDecoder:
         raise TruncatedStreamError(
             "the stream ended without message_stop (the response may be incomplete)"
         )
+
+
+def recognizes(payload: bytes) -> bool:
+    """A Messages body: its first SSE payload's ``type`` is a Messages stream event
+    (``error`` excepted: the Responses API has one too)."""
+    obj = first_sse_json(payload)
+    t = obj.get("type") if isinstance(obj, dict) else None
+    return isinstance(t, str) and t != "error" and t in _KNOWN_EVENTS

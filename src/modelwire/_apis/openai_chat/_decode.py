@@ -23,10 +23,11 @@ from ..._deltas import (
 from ..._redact import head
 from ..._sse import ServerSentEvent
 from ...errors import Excerpt, MalformedChunkError
+from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
 from ._compat import ChatCompat
 
-__all__ = ["ChatDecoder"]
+__all__ = ["ChatDecoder", "recognizes"]
 
 
 # --------------------------------------------------------------------------- inbound
@@ -378,3 +379,15 @@ class ChatDecoder:
         # inferred here: without finish_reason *and* [DONE] there is no sign at all
         # that the response is whole.
         return [EndOfStream()]
+
+
+def recognizes(payload: bytes) -> bool:
+    """A Chat Completions body: its first SSE payload is a chunk object (``choices``,
+    or ``object: "chat.completion.chunk"``), without the ``type`` other APIs tag
+    their events with."""
+    obj = first_sse_json(payload)
+    return (
+        isinstance(obj, dict)
+        and "type" not in obj
+        and ("choices" in obj or obj.get("object") == "chat.completion.chunk")
+    )

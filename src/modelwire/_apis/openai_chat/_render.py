@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 from ...types import Model, TextContent, ThinkingContent
-from .. import IdRule
-from .._mock import Frame, ScriptedReply, arguments_text, split_text, text_of
+from .._codec import IdRule
+from .._mock import Frame, ScriptedReply, arguments_text, split_text
 
-__all__ = ["CHAT_ID_RULE", "MISTRAL_ID_RULE", "render", "tool_id_rule", "tool_results"]
+__all__ = ["CHAT_ID_RULE", "MISTRAL_ID_RULE", "render", "tool_id_rule"]
 
 #: OpenAI refuses ``tool_calls[].id`` longer than 40 characters.
 CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
@@ -25,14 +25,6 @@ def tool_id_rule(model: Model) -> IdRule:
     if model.provider == "mistral" or "mistral.ai" in model.base_url.lower():
         return MISTRAL_ID_RULE
     return CHAT_ID_RULE
-
-
-def tool_results(body: object) -> list[str]:
-    """The ``content`` of every ``role: tool`` message."""
-    if not isinstance(body, dict):
-        return []
-    return [text_of(m.get("content")) for m in body.get("messages", [])
-            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
 
 
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
