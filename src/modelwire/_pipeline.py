@@ -27,7 +27,7 @@ from .events import Replay
 if TYPE_CHECKING:
     from ._deltas import Delta
     from ._framing import Framing
-    from ._sse import ServerSentEvent
+    from ._sse import Frame
     from .events import Event
     from .trace import ErrorLayer, TraceObserver, Tracer
     from .types import AssistantMessage, Model
@@ -66,7 +66,7 @@ class Pipeline:
         # (``apis._sniff``, asked with the first bytes of the body); then decode directly.
         self._sniffing = True
         self._head = bytearray()
-        self._decode: Callable[[ServerSentEvent], list[Delta]] = self._first_decode
+        self._decode: Callable[[Frame], list[Delta]] = self._first_decode
         # ``sse`` is the framing decoder (the name predates non-SSE framings; the
         # trace calls its records "sse" for every framing).
         self.sse: Framing = wire.framing(max_event_bytes)
@@ -98,7 +98,7 @@ class Pipeline:
         if self.trace is not None:
             self.trace.add_secrets(new)
 
-    def _first_decode(self, event: ServerSentEvent) -> list[Delta]:
+    def _first_decode(self, event: Frame) -> list[Delta]:
         if not self._sniffing:
             return self._decode(event)  # recognised earlier in this read
         try:
@@ -277,16 +277,19 @@ class Pipeline:
             self._fail_traced(err, "decode", eof, None, out)
         return out
 
-    def _events_traced(self, events: list[ServerSentEvent], parent: str, out: list[Event]) -> None:
+    def _events_traced(self, events: list[Frame], parent: str, out: list[Event]) -> None:
         t = self.trace
         assert t is not None
         decode = self._decode
+        # Frames carry no SSE id/retry: the framing's state after this read stands in.
+        sse_id = getattr(self.sse, "last_event_id", "")
+        retry = getattr(self.sse, "retry", None)
         for ev in events:
-            sid = t.sse(ev, parent)
+            sid = t.sse(ev, parent, sse_id, retry)
             try:
                 deltas = decode(ev)
             except Exception as exc:
-                self._fail_traced(exc, "decode", sid, ev.data, out)
+                self._fail_traced(exc, "decode", sid, ev.data.decode(), out)
                 return
             self._deltas_traced(deltas, sid, out)
             if self.assembler.done:

@@ -30,13 +30,13 @@ from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
 import msgspec
 
 from ..errors import ConfigurationError
-from ._mock import Frame, ScriptedReply, encode_sse, model_in_body
+from ._mock import MockFrame, ScriptedReply, encode_sse, model_in_body
 
 if TYPE_CHECKING:
     from .._deltas import Delta
     from .._framing import Framing
     from .._options import HTTPRequest, RequestOptions
-    from .._sse import ServerSentEvent
+    from .._sse import Frame as WireFrame
     from ..types import Context, Model
 
 __all__ = [
@@ -73,14 +73,15 @@ class IdRule(NamedTuple):
 class WireDecoder(Protocol):
     """A fresh per-response decoder: one frame in, normalized deltas out.
 
-    ``decode`` validates one payload and returns deltas (:mod:`modelwire._deltas`),
-    raising a ``StreamError`` subclass for bad input (a ``MalformedChunkError``
-    naming the field path); ``end`` is called when the body is complete and
+    ``decode`` validates one frame's payload (``frame.data``: bytes, decoded with
+    msgspec straight from them, e.g. by :func:`~modelwire._apis._common.decode_json`)
+    and returns deltas (:mod:`modelwire._deltas`), raising a ``StreamError`` subclass
+    for bad input (a ``MalformedChunkError`` naming the field path); ``end`` is called when the body is complete and
     returns ``[EndOfStream()]`` or raises ``TruncatedStreamError`` when the API's
     terminal signal is missing.
     """
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]: ...
+    def decode(self, frame: WireFrame) -> list[Delta]: ...
 
     def end(self) -> list[Delta]: ...
 
@@ -110,12 +111,12 @@ class MockFacet(Protocol):
 
     def render(
         self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
+    ) -> list[MockFrame]:
         """A scripted reply as this API's events, unframed (``response_id`` ``""``:
         the API's own mock id)."""
         ...
 
-    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
+    def encode_frames(self, frames: Sequence[MockFrame]) -> list[bytes]:
         """Each rendered event as the bytes this API's framing puts on the wire."""
         ...
 
@@ -232,10 +233,10 @@ def check_codec(api: object) -> WireCodec:
 
 
 def sse_framing(max_event_bytes: int) -> Framing:
-    """A fresh Server-Sent-Events framing (:class:`~modelwire._sse.SSEDecoder`)."""
-    from .._sse import SSEDecoder
+    """A fresh Server-Sent-Events framing (:class:`~modelwire._sse.SSEFraming`)."""
+    from .._sse import SSEFraming
 
-    return SSEDecoder(max_event_bytes=max_event_bytes)
+    return SSEFraming(max_event_bytes=max_event_bytes)
 
 
 def first_sse_json(payload: bytes) -> object:
@@ -269,7 +270,7 @@ def first_line_json(payload: bytes) -> object:
     return None
 
 
-def _sse(frames: Sequence[Frame]) -> list[bytes]:
+def _sse(frames: Sequence[MockFrame]) -> list[bytes]:
     return encode_sse(frames)
 
 
@@ -279,11 +280,11 @@ class MockRendering:
     ``tool_results`` once and states the rest as data (SSE ``data:`` events under
     ``/v1``, the model read from the body's ``model`` field, by default)."""
 
-    render: Callable[[ScriptedReply, str, str, int], list[Frame]]
+    render: Callable[[ScriptedReply, str, str, int], list[MockFrame]]
     """``(reply, model, response_id, piece_chars) -> frames``."""
     tool_results: Callable[[object], list[str]]
     """``(request body) -> tool-result texts``."""
-    encode_frames: Callable[[Sequence[Frame]], list[bytes]] = field(default=_sse)
+    encode_frames: Callable[[Sequence[MockFrame]], list[bytes]] = field(default=_sse)
     """``(frames) -> bytes per frame``: SSE ``data:`` events by default
     (:func:`~modelwire._apis._mock.encode_sse` with ``named=True`` for named events)."""
     request_model: Callable[[str, object], str | None] = field(default=model_in_body)

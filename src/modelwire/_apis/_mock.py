@@ -19,7 +19,7 @@ from ..errors import ConfigurationError
 from ..types import AssistantContent, ToolCall, Usage
 
 __all__ = [
-    "Frame",
+    "MockFrame",
     "ScriptedReply",
     "arguments_object",
     "arguments_text",
@@ -31,9 +31,9 @@ __all__ = [
     "text_of",
 ]
 
-#: ``(event name or None, payload)``: one event before framing. The payload is a
+#: ``(event name or None, payload)``: one rendered event before framing. The payload is a
 #: JSON-able dict or, for the OpenAI Chat terminator, the string ``[DONE]``.
-Frame: TypeAlias = tuple[str | None, "dict[str, Any] | str"]
+MockFrame: TypeAlias = tuple[str | None, "dict[str, Any] | str"]
 
 
 class ScriptedReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -79,7 +79,9 @@ def arguments_object(call: ToolCall) -> dict[str, Any]:
     return dict(call.arguments)
 
 
-def encode_sse(frames: Sequence[Frame], *, named: bool = False, sep: str = "\n\n") -> list[bytes]:
+def encode_sse(
+    frames: Sequence[MockFrame], *, named: bool = False, sep: str = "\n\n"
+) -> list[bytes]:
     """Each frame as one SSE event: ``event:`` lines when ``named``; ``sep`` ends it."""
     out: list[bytes] = []
     for name, payload in frames:

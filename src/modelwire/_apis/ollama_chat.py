@@ -48,7 +48,7 @@ from .._deltas import (
     UsageUpdate,
 )
 from .._options import HTTPRequest, RequestOptions, check_extra_body
-from .._sse import ServerSentEvent
+from .._sse import Frame
 from ..errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
 from ..types import (
     AssistantMessage,
@@ -73,7 +73,7 @@ from ._common import (
     in_band_error,
 )
 from ._mock import (
-    Frame,
+    MockFrame,
     ScriptedReply,
     arguments_object,
     compact_json,
@@ -83,6 +83,7 @@ from ._mock import (
 
 if TYPE_CHECKING:
     from .._framing import Framing
+    from ._codec import WireCodec
 
 __all__ = ["API", "RESERVED", "OllamaChatAPI", "OllamaDecoder"]
 
@@ -258,13 +259,13 @@ class OllamaDecoder:
         self._id_base: str | None = None
         self._meta = False
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        data = event.data
-        if not self._meta and data.startswith(("data:", "event:", ":")):
+    def decode(self, frame: Frame) -> list[Delta]:
+        data = frame.data
+        if not self._meta and data.startswith((b"data:", b"event:", b":")):
             # A Server-Sent-Events body (an OpenAI-compatible /v1 endpoint?), not NDJSON.
             raise MalformedChunkError(
                 "malformed line: the body is Server-Sent Events (it starts with "
-                f"{data.split(':', 1)[0]!r}:), not Ollama's NDJSON: decode it with the API "
+                f"{data.split(b':', 1)[0].decode()!r}:), not Ollama's NDJSON: decode it with the API "
                 "that sent it (e.g. api='openai-chat' for Ollama's /v1 endpoint)"
             )
         line = decode_json(data, _line_decoder, "line")
@@ -327,13 +328,13 @@ class OllamaDecoder:
 # --------------------------------------------------------------------------- mock
 
 
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The lines Ollama streams for a scripted reply (``rid`` is not sent: the API
     has no response id)."""
     t0 = time.time_ns()
     n = 0
 
-    def line(message: dict[str, Any], **final: Any) -> Frame:
+    def line(message: dict[str, Any], **final: Any) -> MockFrame:
         nonlocal n
         n += 1
         # RFC 3339 with nanoseconds, as Ollama writes created_at; unique per response.
@@ -343,7 +344,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
                        "message": {"role": "assistant", "content": "", **message},
                        "done": bool(final), **final})  # fmt: skip
 
-    frames: list[Frame] = []
+    frames: list[MockFrame] = []
     for block in reply.content:
         if isinstance(block, ThinkingContent):
             frames += [line({"thinking": p}) for p in split_text(block.thinking, pc)]
@@ -364,7 +365,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
 # --------------------------------------------------------------------------- the API
 
 
-def _encode_frames(frames: Sequence[Frame]) -> list[bytes]:
+def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
     # One JSON value per line, LF-terminated, as Ollama writes them.
     return [(p if isinstance(p, str) else compact_json(p)).encode() + b"\n" for _, p in frames]
 
@@ -423,3 +424,6 @@ class OllamaChatAPI:
 
 
 API = OllamaChatAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

@@ -22,7 +22,8 @@ from typing import Any, Literal, TypeAlias
 
 from .._apis import MockFacet, api_names, find_api
 from .._apis import api_for_path as api_for_path
-from .._apis._mock import Frame, ScriptedReply, arguments_text, compact_json, split_text
+from .._apis._mock import MockFrame as Frame
+from .._apis._mock import ScriptedReply, arguments_text, compact_json, split_text
 from ..errors import ConfigurationError
 from ..types import (
     AssistantContent,

@@ -59,6 +59,7 @@ from ._render import render, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "ADAPTIVE_EFFORTS",
@@ -460,3 +461,6 @@ class AnthropicMessagesAPI:
 
 
 API = AnthropicMessagesAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

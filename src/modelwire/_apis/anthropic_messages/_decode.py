@@ -24,7 +24,7 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import (
     InvalidRequestError,
     MalformedChunkError,
@@ -195,8 +195,8 @@ class AnthropicDecoder:
         self._pending_input: dict[int, str] = {}
         self._streamed_input: set[int] = set()
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        data = event.data
+    def decode(self, frame: Frame) -> list[Delta]:
+        data = frame.data
         try:
             ev = _decode_event(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -256,7 +256,7 @@ class AnthropicDecoder:
             raise in_band_error(message, type_=err.type)
         return []  # ping, and event types added after this adapter was written
 
-    def _ignorable(self, data: str) -> bool:
+    def _ignorable(self, data: bytes) -> bool:
         """Whether a payload that failed typed validation is one we ignore anyway
         (an unknown event, block or delta type whose fields clash with ours)."""
         try:

@@ -64,6 +64,7 @@ from ._render import encode_frames, render, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "API",
@@ -376,3 +377,6 @@ class BedrockConverseAPI:
 
 
 API = BedrockConverseAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

@@ -49,13 +49,14 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import Frame, encode_sse
+from .._mock import MockFrame, encode_sse
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
 from ._render import render, tool_results
 from ._schema import gemini_schema
 
 if TYPE_CHECKING:
     from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "API",
@@ -283,7 +284,7 @@ def _request_model(path: str, body: object) -> str | None:
     return tail.split(":", 1)[0] or None
 
 
-def _encode_frames(frames: Sequence[Frame]) -> list[bytes]:
+def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
     # Gemini ends each event with CRLF CRLF.
     return encode_sse(frames, sep="\r\n\r\n")
 
@@ -365,3 +366,6 @@ class GoogleAPI:
 
 
 API = GoogleAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

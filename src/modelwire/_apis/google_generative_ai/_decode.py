@@ -34,7 +34,7 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import (
     InvalidRequestError,
     MalformedChunkError,
@@ -348,8 +348,8 @@ class GoogleDecoder:
         self._n_synth = 0
         self._stream: _StreamedCall | None = None
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        chunk = decode_json(event.data, _chunk_decoder)
+    def decode(self, frame: Frame) -> list[Delta]:
+        chunk = decode_json(frame.data, _chunk_decoder)
         if chunk.error is not None:
             raise _in_band(chunk.error)
         out: list[Delta] = []

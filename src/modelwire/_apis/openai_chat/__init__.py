@@ -23,6 +23,7 @@ from ._render import render, tool_id_rule
 
 if TYPE_CHECKING:
     from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = ["API", "RESERVED", "ChatCompat", "ChatDecoder", "OpenAIChatAPI", "detect_compat",
            "encode_messages"]  # fmt: skip
@@ -65,3 +66,6 @@ class OpenAIChatAPI:
 
 
 API = OpenAIChatAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

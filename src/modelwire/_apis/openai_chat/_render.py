@@ -11,7 +11,7 @@ from typing import Any
 
 from ...types import Model, TextContent, ThinkingContent
 from .._codec import IdRule
-from .._mock import Frame, ScriptedReply, arguments_text, split_text
+from .._mock import MockFrame, ScriptedReply, arguments_text, split_text
 
 __all__ = ["CHAT_ID_RULE", "MISTRAL_ID_RULE", "render", "tool_id_rule"]
 
@@ -27,18 +27,18 @@ def tool_id_rule(model: Model) -> IdRule:
     return CHAT_ID_RULE
 
 
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """``data: <chunk>`` events … ``data: [DONE]`` (the mock server's bytes)."""
     rid = rid or "chatcmpl-mock"
     created = int(time.time())
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> Frame:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> MockFrame:
         return (None, {
             "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         })  # fmt: skip
 
-    frames: list[Frame] = [chunk({"role": "assistant", "content": ""})]
+    frames: list[MockFrame] = [chunk({"role": "assistant", "content": ""})]
     tool_index = 0
     for block in reply.content:
         if isinstance(block, TextContent):

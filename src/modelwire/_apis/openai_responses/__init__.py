@@ -73,6 +73,7 @@ from ._render import render, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "API",
@@ -170,3 +171,6 @@ class OpenAIResponsesAPI:
 
 
 API = OpenAIResponsesAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec
