@@ -109,12 +109,16 @@ class Pipeline:
                 self._sniffing = False  # diagnosed: the caller's error handling adds nothing
                 raise err from None
             raise
+        err = wrong_api_error(self.api, bytes(self._head))
         if deltas:
+            # Recognised (a foreign payload may still decode to something, e.g. an
+            # ``id`` read as a response id): asked once more, then decode directly.
             self._sniffing = False
             self._head = bytearray()
             self._decode = self.decoder.decode
+            if err is not None:
+                raise err
             return deltas
-        err = wrong_api_error(self.api, bytes(self._head))
         if err is not None:
             self._sniffing = False
             raise err

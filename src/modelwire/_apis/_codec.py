@@ -245,17 +245,29 @@ def first_sse_json(payload: bytes) -> object:
     :meth:`~WireCodec.recognizes` looks at."""
     from .._sse import SSEDecoder
 
-    try:
-        events = SSEDecoder().feed(payload)
-    except Exception:
-        return None
-    for ev in events:
-        if ev.data.strip() and ev.data != "[DONE]":
-            try:
-                return msgspec.json.decode(ev.data)
-            except msgspec.DecodeError:
-                return None
+    decoder = SSEDecoder()
+    start = 0
+    for _ in range(8):  # a few comment or keep-alive blocks may come first
+        # Only up to the next blank line: the first event, not the whole prefix.
+        cut = min((i for i in (payload.find(s, start) for s in _BLANK) if i >= 0), default=-1)
+        end = len(payload) if cut < 0 else cut + 4
+        try:
+            events = decoder.feed(payload[start:end])
+        except Exception:
+            return None
+        for ev in events:
+            if ev.data.strip() and ev.data != "[DONE]":
+                try:
+                    return msgspec.json.decode(ev.data)
+                except msgspec.DecodeError:
+                    return None
+        if cut < 0 or end >= len(payload):
+            return None
+        start = end
     return None
+
+
+_BLANK = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 
 def first_line_json(payload: bytes) -> object:
