@@ -380,3 +380,100 @@ def test_the_mock_routes_by_the_exact_path_not_a_suffix(clean_registry: None) ->
         assert mw.complete_sync(srv.model("short-chat"), CTX).text == "short"
         assert mw.complete_sync(srv.model("ollama-chat"), CTX).text == "long"
     assert [r.api for r in srv.requests] == ["short-chat", "ollama-chat"]
+
+
+# --------------------------------------------------------------------------- the documented API
+
+ADDING = SRC.parents[1] / "docs" / "adding-a-wire-api.md"
+
+
+def documented_module(tmp_path: Path) -> Path:
+    """The complete API module of docs/adding-a-wire-api.md, exactly as printed."""
+    text = ADDING.read_text(encoding="utf-8")
+    match = re.search(r"^```python\n(# cohere_v2\.py\n.*?)^```\n", text, re.M | re.S)
+    assert match, "docs/adding-a-wire-api.md shows the cohere_v2.py module"
+    body = match.group(1)
+    # Extenders are sent to modelwire.ext only: no private module in the example.
+    assert "modelwire._" not in body and "from modelwire.ext import" in body
+    path = tmp_path / "cohere_v2.py"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def cohere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None) -> Iterator[Any]:
+    documented_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    module = importlib.import_module("cohere_v2")
+    from modelwire.ext import register_wire_api as register
+
+    register(module.API)
+    yield module
+    sys.modules.pop("cohere_v2", None)
+
+
+def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
+    import modelwire.ext as ext
+    from eventlist import same_at_every_split
+
+    name = "cohere-v2"
+    assert get_api(name) is cohere.API and name in api_names()
+    assert isinstance(cohere.API, ext.WireCodec) and isinstance(cohere.API.mock, ext.MockFacet)
+    assert mock_routes()[name] == "/v2/chat" and api_for_path("/v2/chat") == name
+    assert api_for_path("/api/chat") == "ollama-chat"  # the short path takes nothing else's
+    # The mock server answers it, on its exact path, with a tool call and then text.
+    script: list[str | mw.ToolCall] = [
+        "Reading.",
+        mw.ToolCall(id="c1", name="read", arguments={"path": "a"}),
+    ]
+    read = mw.ToolDefinition(name="read", description="Read a file", parameters={
+        "type": "object", "properties": {"path": {"type": "string"}}})  # fmt: skip
+    tools_ctx = mw.Context(messages=CTX.messages, tools=[read])
+    with MockServer([script, "It says hi."]) as srv:
+        model = srv.model(name, "command-x")
+        assert model.base_url == srv.origin + "/v2"
+        first = mw.complete_sync(model, tools_ctx)
+        assert first.stop_reason == "tool_use" and first.tool_calls[0].arguments == {"path": "a"}
+        result = mw.ToolResultMessage(tool_call_id="c1", tool_name="read",
+                                      content=[mw.TextContent(text="hi")], is_error=False)  # fmt: skip
+        ctx = mw.Context(messages=[*CTX.messages, first, result], tools=[read])
+        second = mw.complete_sync(model, ctx)
+    assert first.text == "Reading." and second.text == "It says hi." and second.api == name
+    rec = srv.requests[1]
+    assert rec.path == "/v2/chat" and rec.api == name and rec.model == "command-x"
+    from modelwire._cli.demo import tool_result_text
+
+    assert tool_result_text(name, rec.json()) == "hi"  # the mock facet's tool_results
+    # Replay whole, byte by byte and at every split.
+    body = render(script, name, piece_chars=3)
+    message = mw.replay(name, body).message
+    assert message.text == "Reading." and message.tool_calls[0].name == "read"
+    same_at_every_split(name, body)
+    # Truncation and a field path, from the decoder.
+    cut = mw.replay(name, body[: body.rindex(b'data: {"type":"message-end"')]).message
+    assert cut.error is not None and cut.error.kind == "truncated_stream"
+    bad = body.replace(b'"text":"Rea"', b'"text":5')
+    err = mw.replay(name, bad).message.error
+    assert err is not None and "delta.message.content.text must be a string" in err.message
+    # Wrong-API detection, both ways.
+    for wrong, source, raw in (
+        ("openai-chat", name, body),
+        (name, "openai-chat", render(script, "openai-chat")),
+        (name, "ollama-chat", render(script, "ollama-chat")),
+    ):
+        err = mw.replay(wrong, raw).message.error
+        assert err is not None and err.kind == "malformed_chunk", (wrong, source, err)
+        assert f"looks like {source} output, not {wrong}" in err.message
+
+
+def test_the_registry_derived_suites_pick_up_a_new_api(cohere: Any) -> None:
+    import test_wrong_api
+
+    name = "cohere-v2"
+    assert name in test_wrong_api.rendered()
+    pairs = test_wrong_api.pairs()
+    assert (name, "openai-chat") in pairs and ("bedrock-converse", name) in pairs
+    test_wrong_api.test_every_pair_of_registered_apis_names_the_right_one()
+    test_wrong_api.test_each_stream_decodes_with_its_own_api()

@@ -167,7 +167,6 @@ def find_api(name: str) -> WireAPI | None:
     if api.name != name:
         raise ConfigurationError(f"{module}.API is named {api.name!r}, not {name!r}")
     _registry[name] = api
-    _routes.clear()
     return api
 
 
@@ -215,14 +214,12 @@ def register_wire_api(api: WireCodec, name: str | None = None) -> None:
             )
     _streams.pop(key, None)
     _registry[key] = codec
-    _routes.clear()
 
 
 #: What stands for the model id in a route (:func:`mock_routes`).
 MODEL_SLOT = "{model}"
 # Asked of ``path()`` in its place: unreserved characters only, so no quoting changes it.
 _SLOT_ID = "modelwire-model-slot"
-_routes: dict[str, str] = {}  # api name -> route, rebuilt after each registration
 
 
 def _route(codec: WireCodec) -> str:
@@ -240,11 +237,10 @@ def mock_routes() -> dict[str, str]:
     endpoint for model :data:`MODEL_SLOT` (query string dropped), e.g.
     ``/v1beta/models/{model}:streamGenerateContent`` (every built-in module is
     imported)."""
-    if not _routes:
-        # find_api() may import a module (and clear the cache): build, then store.
-        codecs = [(n, find_api(n)) for n in api_names()]
-        _routes.update({n: _route(c) for n, c in codecs if c is not None})
-    return dict(_routes)
+    # Built on each call (a few APIs, no I/O): nothing to go stale when tests swap
+    # the registry.
+    codecs = [(n, find_api(n)) for n in api_names()]
+    return {n: _route(c) for n, c in codecs if c is not None}
 
 
 def _slot_match(template: str, path: str) -> bool:
@@ -313,7 +309,6 @@ def register_stream_function(name: str, fn: StreamFunction) -> None:
         raise ConfigurationError("a stream function must be callable")
     key = _check_name(name)
     _registry.pop(key, None)
-    _routes.clear()
     _streams[key] = fn
 
 

@@ -1,0 +1,122 @@
+"""What an extender needs to add a wire API: the one public module for it.
+
+A wire API is a small codec (:class:`WireCodec`: name, endpoint path, request
+encoding, framing, decoder factory, ``recognizes``) plus optional facets
+(:class:`MockFacet` for the mock server, :class:`HandoffFacet` for tool-call id
+rules), registered with :func:`register_wire_api`. Its decoder turns each
+:class:`Frame` (an event type and the payload bytes, whatever the framing) into the
+normalized deltas below, decoding payloads with :func:`decode_json` (typed, with
+field paths in its errors). The mock-rendering helpers build a scripted reply's
+events. docs/adding-a-wire-api.md walks through a complete API built from these
+names only.
+"""
+
+from __future__ import annotations
+
+from ._apis import MODEL_SLOT, register_wire_api
+from ._apis._codec import (
+    HandoffFacet,
+    IdRule,
+    IdRules,
+    MockFacet,
+    MockRendering,
+    WireCodec,
+    WireDecoder,
+    first_line_json,
+    first_sse_json,
+    sse_framing,
+)
+from ._apis._common import (
+    Count,
+    bearer_auth,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    decode_json,
+    decoder_for,
+    http_request,
+    in_band_error,
+)
+from ._apis._mock import (
+    MockFrame,
+    ScriptedReply,
+    arguments_object,
+    arguments_text,
+    compact_json,
+    encode_sse,
+    model_in_body,
+    role_tool_results,
+    split_text,
+    text_of,
+)
+from ._deltas import (
+    BlockEnd,
+    BlockSignature,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArguments,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ._framing import EventStreamDecoder, Framing, NDJSONDecoder
+from ._options import HTTPRequest, RequestOptions, check_extra_body
+from ._sse import Frame, SSEFraming
+
+__all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py checks
+    "BlockEnd",
+    "BlockSignature",
+    "BlockStart",
+    "Count",
+    "Delta",
+    "EndOfStream",
+    "EventStreamDecoder",
+    "Finish",
+    "Frame",
+    "Framing",
+    "HTTPRequest",
+    "HandoffFacet",
+    "IdRule",
+    "IdRules",
+    "MODEL_SLOT",
+    "MockFacet",
+    "MockFrame",
+    "MockRendering",
+    "NDJSONDecoder",
+    "RequestOptions",
+    "ResponseMeta",
+    "SSEFraming",
+    "ScriptedReply",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallArguments",
+    "ToolCallDelta",
+    "UsageUpdate",
+    "WireCodec",
+    "WireDecoder",
+    "arguments_object",
+    "arguments_text",
+    "bearer_auth",
+    "check_context_values",
+    "check_extra_body",
+    "check_reasoning",
+    "check_tool_choice",
+    "compact_json",
+    "decode_json",
+    "decoder_for",
+    "encode_sse",
+    "first_line_json",
+    "first_sse_json",
+    "http_request",
+    "in_band_error",
+    "model_in_body",
+    "register_wire_api",
+    "role_tool_results",
+    "split_text",
+    "sse_framing",
+    "text_of",
+]
