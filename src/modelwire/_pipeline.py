@@ -1,8 +1,9 @@
 """The sans-IO inbound pipeline: bytes → frames → deltas → model events.
 
-The wire API chooses its framing (``WireAPI.framing``: SSE, NDJSON, the AWS
+The wire API chooses its framing (``WireCodec.framing``: SSE, NDJSON, the AWS
 binary event stream — :mod:`modelwire._framing`); every framing yields the same
-frame value, so nothing here depends on which one it is.
+:class:`~modelwire._sse.Frame` (event type and payload bytes), so nothing here
+depends on which one it is.
 
 Shared by the live HTTP path and :func:`replay`, so a recorded stream and a
 live one run the same code (DESIGN §1). ``feed``/``end``/``fail`` never raise a

@@ -1,17 +1,21 @@
 """Wire APIs: one module per API, and the registry every other layer asks.
 
-A wire API owns **every** fact of one provider format, behind the typed
-:class:`WireAPI` protocol: its name, the endpoint for a model, request building
-(auth header included), the response framing (SSE, NDJSON, binary event
-stream), the per-response decoder, how the mock server renders a scripted reply
-in its bytes, how a request body carries tool results, and which tool-call ids it
-accepts (handoff). Nothing outside this package names a wire API: the catalog's
-validation, the CLI's ``--api`` choices, the mock server, the demo, handoff and
-the pipeline all ask this registry.
+A wire API owns **every** fact of one provider format. Its required part is a small
+codec (:class:`WireCodec`, :mod:`modelwire._apis._codec`): the name, the endpoint
+for a model, request building (auth header included), the response framing (SSE,
+NDJSON, binary event stream), the per-response decoder and ``recognizes``, which
+wrong-API detection asks of every registered API. Optional facets, typed
+separately, serve the other audiences: ``mock`` (:class:`MockFacet`: how the mock
+server renders a scripted reply in its bytes, its media type and version segment,
+the model and tool results a request carries) and ``handoff``
+(:class:`HandoffFacet`: which tool-call ids it accepts). Nothing outside this
+package names a wire API: the catalog's validation, the CLI's ``--api`` choices,
+the mock server (routing by :func:`mock_routes`), the demo, handoff and the
+pipeline all ask this registry, each for the part it needs.
 
 Discovery needs no central list: the module of API ``ollama-chat`` is
 ``modelwire._apis.ollama_chat`` (``-`` becomes ``_``), and its ``API`` attribute is
-the :class:`WireAPI`. Names are listed from the package's modules without
+the :class:`WireCodec`. Names are listed from the package's modules without
 importing them, and a module is imported on first use, so ``import modelwire``
 stays cheap. Modules whose name starts with ``_`` are shared helpers, not APIs.
 User APIs are added at run time with :func:`register_wire_api`.
