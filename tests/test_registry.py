@@ -342,6 +342,18 @@ def test_registration_checks_each_facet_the_codec_claims(clean_registry: None) -
         MockServer([]).model("no-mock")
 
 
+def test_a_codec_whose_path_fails_is_refused_at_registration(clean_registry: None) -> None:
+    class Broken(OllamaChatAPI):
+        name = "broken-path"
+
+        def path(self, model_id: str) -> str:
+            raise KeyError(model_id)
+
+    with pytest.raises(mw.ConfigurationError, match=r"'broken-path': path\(\)"):
+        register_wire_api(Broken())
+    assert find_api("broken-path") is None
+
+
 def test_a_path_conflict_is_refused_naming_both_apis(clean_registry: None) -> None:
     class Clash(OllamaChatAPI):
         name = "clash-chat"  # Ollama's exact path, /api/chat

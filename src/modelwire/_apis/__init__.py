@@ -209,7 +209,12 @@ def register_wire_api(api: WireCodec, name: str | None = None) -> None:
     registration of the same name wins."""
     codec = check_codec(api)
     key = _check_name(codec.name if name is None else name)
-    route = _route(codec)
+    try:
+        route = _route(codec)
+    except Exception as exc:
+        raise ConfigurationError(
+            f"wire API {key!r}: path() or its mock facet's version_segment failed ({exc!r})"
+        ) from exc
     for other, template in mock_routes().items():
         if template == route and other != key:
             raise ConfigurationError(
