@@ -489,3 +489,7 @@ def test_the_registry_derived_suites_pick_up_a_new_api(cohere: Any) -> None:
     assert (name, "openai-chat") in pairs and ("bedrock-converse", name) in pairs
     test_wrong_api.test_every_pair_of_registered_apis_names_the_right_one()
     test_wrong_api.test_each_stream_decodes_with_its_own_api()
+    import test_trace
+
+    assert name in test_trace.traced_registered_apis()
+    test_trace.test_every_registered_api_traces_one_record_per_frame()
