@@ -29,6 +29,7 @@ from modelwire._apis.anthropic_messages import (
 from modelwire._deltas import EndOfStream
 from modelwire._options import resolve_options
 from modelwire._pipeline import replay
+from modelwire._sse import Frame
 from recorded import recorded_streams
 
 FIXTURES = recorded_streams("anthropic")
@@ -61,6 +62,11 @@ ERROR_KINDS = {
     "billing_error": "provider_stream",
     "an_error_type_from_the_future": "provider_stream",
 }
+
+
+def wire_frame(*, event: str = "message", data: str) -> Frame:
+    """A frame as the pipeline's framing hands it to a decoder: the payload as bytes."""
+    return Frame(event, data.encode())
 
 
 def test_fixtures_present() -> None:
@@ -579,7 +585,7 @@ def test_message_start_with_bad_usage_names_the_path() -> None:
 def test_decoder_terminal_signal_and_end() -> None:
     dec = API.new_decoder(None)
     assert isinstance(dec, AnthropicDecoder)
-    assert dec.decode(mw.ServerSentEvent(event="message_stop", data='{"type":"message_stop"}')) == [
+    assert dec.decode(wire_frame(event="message_stop", data='{"type":"message_stop"}')) == [
         EndOfStream()
     ]
     with pytest.raises(errors.TruncatedStreamError, match="message_stop"):

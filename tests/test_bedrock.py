@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 import modelwire._apis
 from eventlist import final, plain, same_at_every_split
-from modelwire._apis import get_api
+from modelwire._apis import api_for_path, get_api, mock_facet
 from modelwire._framing.eventstream import encode_event, encode_exception
 from modelwire._options import HTTPRequest, RequestOptions, resolve_options
 from modelwire._providers import (
@@ -434,9 +434,9 @@ def test_the_path_carries_the_encoded_model_id_and_the_mock_reads_it_back() -> N
     arn = "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.anthropic.claude-x-v1:0"
     path = api.path(arn)
     assert "/" not in path[len("/model/") : -len("/converse-stream")]
-    assert api.matches_path(path + "?x=1") and not api.matches_path("/v1/chat/completions")
-    assert api.request_model(path, {}) == arn
-    assert api.request_model("/api/chat", {}) is None
+    assert api_for_path(path + "?x=1") == API and api_for_path("/v1/chat/completions") != API
+    assert mock_facet(API).request_model(path, {}) == arn
+    assert mock_facet(API).request_model("/api/chat", {}) is None
 
 
 # --------------------------------------------------------------------------- provider

@@ -24,9 +24,10 @@ import pytest
 import modelwire as mw
 from eventlist import final
 from modelwire import _catalog as catalog
-from modelwire._apis import builtin_api_names, get_api
+from modelwire._apis import builtin_api_names, get_api, mock_facet
 from modelwire._assemble import compute_cost
 from modelwire._classify import is_context_overflow
+from modelwire._handoffs import tool_id_rule
 from modelwire._options import (
     ENV_KEYS,
     REASONING_LEVELS,
@@ -96,7 +97,7 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
         assert not _loopback(entry["base_url"])
     # base_url carries the API's version segment, except where the API's base_url is the
     # server root (ollama-chat, DESIGN §2b).
-    if get_api(entry["api"]).version_segment:
+    if mock_facet(entry["api"]).version_segment:
         assert url.path not in ("", "/"), "base_url carries the API's version segment"
     else:
         assert url.path == "", "base_url is the server root"
@@ -878,12 +879,11 @@ def test_reasoning_compat_applies_to_reasoning_models_only() -> None:
 
 def test_the_mistral_id_rule_is_its_records() -> None:
     rule = _record(RAW, "mistral")["tool_ids"]["openai-chat"]
-    api = get_api("openai-chat")
     for model in (_chat_model("mistral"), _chat_model("proxy", "https://api.mistral.ai/v1")):
-        got = api.tool_id_rule(model)
+        got = tool_id_rule(model)
         assert got is not None and (got.valid.pattern, got.max_len, got.exact) == (
             rule["valid"], rule["max_len"], rule["exact"])  # fmt: skip
-    assert api.tool_id_rule(_chat_model("openai")).exact is None  # type: ignore[union-attr]
+    assert tool_id_rule(_chat_model("openai")).exact is None  # type: ignore[union-attr]
 
 
 def test_a_new_record_is_all_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -916,7 +916,7 @@ def test_a_new_record_is_all_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
         resolve_api_key("new-co", None)
     proxied = _chat_model("proxy", "https://api.newco.test/v1")
     assert detect_compat(proxied).stream_options is False
-    assert get_api("openai-chat").tool_id_rule(proxied).max_len == 8  # type: ignore[union-attr]
+    assert tool_id_rule(proxied).max_len == 8  # type: ignore[union-attr]
     assert is_context_overflow("NewCo: prompt over 9000 tokens")
     assert status_error(418, b'{"error": {"message": "teapot_quota"}}', {}, ()).kind == "rate_limit"
     monkeypatch.undo()

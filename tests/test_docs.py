@@ -209,6 +209,9 @@ def test_the_documented_pytest_files_pass(doc: Path, pytester: pytest.Pytester) 
         pytester.makeconftest(files["conftest.py"])
     tests = {name: body for name, body in files.items() if name.startswith("test_")}
     assert tests
+    for name, body in files.items():
+        if name != "conftest.py" and name not in tests:  # a module the tests import
+            pytester.makepyfile(**{name.removesuffix(".py"): body})
     for name, body in tests.items():
         pytester.makepyfile(**{name.removesuffix(".py"): body})
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "error")

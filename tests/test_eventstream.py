@@ -42,7 +42,7 @@ from modelwire._framing import (
     encode_exception,
     encode_message,
 )
-from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent
+from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, Frame
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,
@@ -69,6 +69,11 @@ TYPES: dict[str, Callable[[Any], HeaderValue]] = {
 }
 
 Outcome = tuple[list[Any], type[ModelwireError] | None]
+
+
+def wire_frame(*, event: str = "message", data: str) -> Frame:
+    """A frame as the pipeline's framing hands it to a decoder: the payload as bytes."""
+    return Frame(event, data.encode())
 
 
 def run(
@@ -179,7 +184,7 @@ def test_every_single_byte_corruption_is_caught() -> None:
 # -- the Framing decoder: message types ------------------------------------------------------
 
 
-def bedrock_stream() -> tuple[bytes, list[ServerSentEvent]]:
+def bedrock_stream() -> tuple[bytes, list[Frame]]:
     """A ConverseStream-shaped body (synthetic), and the frames it must give."""
     events = [
         ("messageStart", {"role": "assistant"}),
@@ -199,7 +204,7 @@ def bedrock_stream() -> tuple[bytes, list[ServerSentEvent]]:
     payloads = [json.dumps(p, ensure_ascii=False).encode() for _, p in events]
     body = b"".join(encode_event(name, p) for (name, _), p in zip(events, payloads, strict=True))
     frames = [
-        ServerSentEvent(event=name, data=p.decode())
+        wire_frame(event=name, data=p.decode())
         for (name, _), p in zip(events, payloads, strict=True)
     ]
     return body, frames
@@ -234,8 +239,8 @@ def test_exception_and_error_messages_map_to_distinguishable_frames() -> None:
     )
     assert run(EventStreamDecoder(), [body]) == (
         [
-            ServerSentEvent(event="messageStart", data='{"role":"assistant"}'),
-            ServerSentEvent(
+            wire_frame(event="messageStart", data='{"role":"assistant"}'),
+            wire_frame(
                 event="exception:throttlingException", data='{"message":"Too many requests"}'
             ),
         ],
@@ -246,12 +251,12 @@ def test_exception_and_error_messages_map_to_distinguishable_frames() -> None:
         {":message-type": "error", ":error-code": "code", ":error-message": "message"}
     )
     assert run(EventStreamDecoder(), [error]) == (
-        [ServerSentEvent(event="error:code", data="message")],
+        [wire_frame(event="error:code", data="message")],
         None,
     )
     no_text = encode_message({":message-type": "error", ":error-code": "E"}, b"details")
     assert run(EventStreamDecoder(), [no_text]) == (
-        [ServerSentEvent(event="error:E", data="details")],
+        [wire_frame(event="error:E", data="details")],
         None,
     )
 
@@ -276,7 +281,7 @@ def test_messages_that_cannot_be_classified_are_malformed(
     decoder = EventStreamDecoder()
     # The good message before it is delivered; the error comes from the next call.
     assert decoder.feed(good + encode_message(headers, b"{}")) == [
-        ServerSentEvent(event="messageStart", data="{}")
+        wire_frame(event="messageStart", data="{}")
     ]
     with pytest.raises(MalformedChunkError, match=match) as info:
         decoder.end()
@@ -337,7 +342,7 @@ def test_limit_is_per_message_and_earlier_messages_are_delivered() -> None:
     small = encode_event("a", b"1")
     big = encode_event("b", b"1" * 100)
     decoder = EventStreamDecoder(max_event_bytes=len(small))
-    assert decoder.feed(small + small + big[:12]) == [ServerSentEvent(event="a", data="1")] * 2
+    assert decoder.feed(small + small + big[:12]) == [wire_frame(event="a", data="1")] * 2
     with pytest.raises(EventTooLargeError, match="message #3"):
         decoder.feed(big[12:])
 
@@ -392,7 +397,7 @@ def test_truncation_says_how_many_bytes_of_which_message_were_missing(cut: int) 
     first = encode_event("a", b"{}")
     second = encode_event("contentBlockDelta", b'{"x": 1}')
     decoder = EventStreamDecoder()
-    assert decoder.feed(first + second[:cut]) == [ServerSentEvent(event="a", data="{}")]
+    assert decoder.feed(first + second[:cut]) == [wire_frame(event="a", data="{}")]
     with pytest.raises(TruncatedStreamError) as info:
         decoder.end()
     message = str(info.value)

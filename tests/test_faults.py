@@ -31,7 +31,7 @@ import pytest
 
 import modelwire as mw
 import modelwire._retry
-from modelwire._apis import builtin_api_names, get_api
+from modelwire._apis import builtin_api_names, mock_facet
 from modelwire._framing.eventstream import encode_exception
 from modelwire.testing import render_frames
 from modelwire.testing.render import frame
@@ -169,7 +169,7 @@ def serving(plans: list[Plan]) -> Iterator[RawServer]:
 
 
 def model_for(api: str, port: int, provider: str = "mock", base: str | None = None) -> mw.Model:
-    segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
+    segment = mock_facet(api).version_segment  # /v1, /v1beta, or the server root
     url = f"http://127.0.0.1:{port}" + (segment if base is None else base)
     return mw.Model(id="mock-model", api=api, provider=provider, base_url=url)
 
@@ -201,7 +201,7 @@ TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
 
 def streamed(api: str, body: list[bytes], end: str = "finish") -> Plan:
     """A 200 response with the API's own media type (text/event-stream, x-ndjson)."""
-    return Plan(body=body, end=end, content_type=get_api(api).content_type)
+    return Plan(body=body, end=end, content_type=mock_facet(api).content_type)
 
 
 def frames(api: str) -> list[bytes]:
@@ -585,7 +585,7 @@ def test_a_dropped_stream_closes_its_connection_promptly(api: str, mode: str) ->
 def test_connect_error_names_the_origin_only(api: str, mode: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed on exit: connecting is refused
-    segment = get_api(api).version_segment  # /v1, /v1beta, or the server root
+    segment = mock_facet(api).version_segment  # /v1, /v1beta, or the server root
     model = mw.Model(id="m", api=api, provider="mock",
                      base_url=f"http://user:hunter2pw@127.0.0.1:{port}{segment}?tenant=q1")  # fmt: skip
     _events, message = run(mode, model, "plain", api_key=KEY, max_retries=0)

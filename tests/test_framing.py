@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 import modelwire._framing as framing
 from modelwire._framing import EventStreamDecoder, Framing, NDJSONDecoder, encode_event
-from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent, SSEDecoder
+from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, Frame, SSEDecoder, SSEFraming
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,
@@ -37,7 +37,7 @@ from modelwire.errors import (
 DATA = Path(__file__).resolve().parent / "data" / "framing"
 OLLAMA = (DATA / "ollama-chat.ndjson").read_bytes()
 
-Outcome = tuple[list[ServerSentEvent], type[ModelwireError] | None]
+Outcome = tuple[list[Frame], type[ModelwireError] | None]
 
 
 def run(chunks: Iterable[bytes], **kwargs: Any) -> Outcome:
@@ -46,7 +46,7 @@ def run(chunks: Iterable[bytes], **kwargs: Any) -> Outcome:
 
 
 def run_decoder(decoder: Framing, chunks: Iterable[bytes]) -> Outcome:
-    frames: list[ServerSentEvent] = []
+    frames: list[Frame] = []
     try:
         for chunk in chunks:
             frames += decoder.feed(chunk)
@@ -61,8 +61,8 @@ def split_at(data: bytes, offsets: Iterable[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(cuts)]
 
 
-def frames_of(*lines: str) -> list[ServerSentEvent]:
-    return [ServerSentEvent(event="message", data=line) for line in lines]
+def frames_of(*lines: str) -> list[Frame]:
+    return [Frame("message", line.encode()) for line in lines]
 
 
 # -- the Framing protocol -------------------------------------------------------------
@@ -84,7 +84,7 @@ def resolve(cls: type[Any], hint: Any) -> Any:
     return types.GenericAlias(list, (item,))
 
 
-@pytest.mark.parametrize("cls", [SSEDecoder, NDJSONDecoder, EventStreamDecoder])
+@pytest.mark.parametrize("cls", [SSEFraming, NDJSONDecoder, EventStreamDecoder])
 def test_every_decoder_is_a_framing_with_the_protocols_signatures(cls: type[Any]) -> None:
     assert isinstance(cls(), Framing)
     # runtime_checkable only checks that the names exist: compare the signatures too.
@@ -108,28 +108,31 @@ def test_objects_missing_a_member_are_not_framings() -> None:
         bytes_fed = 0
         max_event_bytes = 1
 
-        def feed(self, data: bytes) -> list[ServerSentEvent]:
+        def feed(self, data: bytes) -> list[Frame]:
             return []
 
     assert not isinstance(NoEnd(), Framing)
 
 
 def test_one_consumer_drives_every_framing_and_gets_the_same_frames() -> None:
-    """The seam the pipeline uses: any Framing in, ServerSentEvent frames out."""
+    """The seam the pipeline uses: any Framing in, Frames (payload bytes) out."""
     payloads = ['{"a": 1}', '{"b": "ü"}']
 
     def drain(decoder: Framing, body: bytes) -> list[tuple[str, str]]:
-        out: list[ServerSentEvent] = []
+        out: list[Frame] = []
         for i in range(0, len(body), 3):
             out += decoder.feed(body[i : i + 3])
         out += decoder.end()
         assert decoder.bytes_fed == len(body)
-        return [(f.event, f.data) for f in out]
+        assert all(type(f) is Frame and type(f.data) is bytes for f in out)
+        return [(f.event, f.data.decode()) for f in out]
 
     sse = "".join(f"event: delta\ndata: {p}\n\n" for p in payloads).encode()
     ndjson = "".join(p + "\n" for p in payloads).encode()
     aws = b"".join(encode_event("delta", p.encode()) for p in payloads)
-    assert drain(SSEDecoder(), sse) == [("delta", p) for p in payloads]
+    assert drain(SSEFraming(), sse) == [("delta", p) for p in payloads]
+    # The public SSEDecoder keeps yielding Frames (text), event for event.
+    assert [(e.event, e.data) for e in SSEDecoder().feed(sse)] == [("delta", p) for p in payloads]
     assert drain(NDJSONDecoder(), ndjson) == [("message", p) for p in payloads]
     assert drain(EventStreamDecoder(), aws) == [("delta", p) for p in payloads]
 
@@ -141,7 +144,7 @@ def test_package_exports_are_curated_and_resolve() -> None:
         assert getattr(framing, name) is not None
     public = {n for n in vars(framing) if n.isidentifier() and not n.startswith("_")}
     modules = {"annotations", "eventstream", "ndjson", "TYPE_CHECKING", "Protocol"}
-    modules |= {"runtime_checkable", "ServerSentEvent"}
+    modules |= {"runtime_checkable"}
     assert public - modules == set(framing.__all__)
 
 
@@ -155,7 +158,7 @@ def test_ollama_stream_whole() -> None:
     frames, error = run([OLLAMA])
     assert error is None
     assert frames == OLLAMA_FRAMES
-    values = [json.loads(f.data) for f in frames]
+    values = [json.loads(f.data) for f in frames]  # bytes, as msgspec reads them
     assert values[-1]["done"] is True
     assert "".join(v["message"]["content"] for v in values).startswith("Hello! Here is a naïve")
     assert values[-2]["message"]["tool_calls"][0]["function"]["name"] == "read_file"
@@ -432,14 +435,14 @@ blank_lines = st.sampled_from(["", " ", "\t", "\r", " \r"])
 
 
 @st.composite
-def ndjson_streams(draw: st.DrawFn) -> tuple[bytes, list[ServerSentEvent]]:
+def ndjson_streams(draw: st.DrawFn) -> tuple[bytes, list[Frame]]:
     """Random non-blank lines with LF or CRLF ends and blank lines between them."""
     out: list[str] = []
-    expected: list[ServerSentEvent] = []
+    expected: list[Frame] = []
     for line in draw(st.lists(content_lines, max_size=10)):
         out += [blank + "\n" for blank in draw(st.lists(blank_lines, max_size=2))]
         out.append(line + draw(st.sampled_from(["\n", "\r\n"])))
-        expected.append(ServerSentEvent(data=line))
+        expected.append(Frame("message", line.encode()))
     return "".join(out).encode(), expected
 
 
@@ -452,7 +455,7 @@ def cuts(draw: st.DrawFn, data: bytes) -> list[bytes]:
 @settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
 @given(stream=ndjson_streams(), data=st.data())
 def test_random_lines_come_back_however_split(
-    stream: tuple[bytes, list[ServerSentEvent]], data: st.DataObject
+    stream: tuple[bytes, list[Frame]], data: st.DataObject
 ) -> None:
     body, expected = stream
     assert run([body]) == (expected, None)
@@ -462,7 +465,7 @@ def test_random_lines_come_back_however_split(
 
 def oracle(soup: bytes, limit: int) -> Outcome:
     """NDJSON as specified above, written the obvious (quadratic-free but naive) way."""
-    frames: list[ServerSentEvent] = []
+    frames: list[Frame] = []
     *lines, last = soup.split(b"\n")
     for raw in lines:
         raw = raw.removesuffix(b"\r")
@@ -471,7 +474,8 @@ def oracle(soup: bytes, limit: int) -> Outcome:
         if not raw.strip(b" \t\r"):
             continue
         try:
-            frames.append(ServerSentEvent(data=raw.decode("utf-8")))
+            raw.decode("utf-8")
+            frames.append(Frame("message", raw))
         except UnicodeDecodeError:
             return frames, MalformedChunkError
     if len(last.removesuffix(b"\r")) > limit:
@@ -517,3 +521,36 @@ def test_byte_soup_never_raises_anything_but_modelwire_errors(
     # Poisoned or ended, the decoder keeps answering with modelwire errors only.
     with pytest.raises(ModelwireError):
         decoder.feed(b"1\n")
+
+
+# -- SSE: the pipeline's framing is the public decoder, as bytes -------------------------
+
+sse_soup = st.lists(
+    st.sampled_from([b"data: ", b"data:", b"event: x\n", b"id: 7\n", b": c\n", b"retry: 5\n",
+                     b"\n", b"\r\n", b"\r", b"{\"a\":1}", b"\xc3\xa9", b"\xff", b"[DONE]"]),
+    max_size=30,
+).map(b"".join)  # fmt: skip
+
+
+def sse_outcome(decoder: SSEDecoder, pieces: list[bytes]) -> tuple[list[tuple[str, bytes]], str]:
+    out: list[tuple[str, bytes]] = []
+    try:
+        for piece in pieces:
+            for ev in decoder.feed(piece):
+                data = ev.data if isinstance(ev, Frame) else ev.data.encode()
+                out.append((ev.event, data))
+        decoder.end()
+    except ModelwireError as exc:
+        return out, f"{type(exc).__name__}: {exc.message}"
+    return out, ""
+
+
+@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@given(soup=sse_soup, limit=limits, data=st.data())
+def test_sse_framing_gives_the_public_decoders_events_as_frames(
+    soup: bytes, limit: int, data: st.DataObject
+) -> None:
+    pieces = data.draw(cuts(soup))
+    want = sse_outcome(SSEDecoder(max_event_bytes=limit), pieces)
+    framing = SSEFraming(max_event_bytes=limit)
+    assert sse_outcome(framing, pieces) == want  # same payloads, same errors, same words

@@ -31,7 +31,7 @@ from modelwire._apis.google_generative_ai import (
 )
 from modelwire._options import resolve_options
 from modelwire._pipeline import replay
-from modelwire._sse import ServerSentEvent
+from modelwire._sse import Frame
 from modelwire.errors import ConfigurationError, MalformedChunkError
 from recorded import recorded_streams
 
@@ -41,6 +41,11 @@ DATA = Path(__file__).resolve().parent / "data" / "google"
 RECORDED = sorted(FIXTURES.glob("*.sse"))
 SYNTHETIC = sorted(DATA.glob("*.sse"))
 BASE = "https://generativelanguage.googleapis.com/v1beta"
+
+
+def wire_frame(*, event: str = "message", data: str) -> Frame:
+    """A frame as the pipeline's framing hands it to a decoder: the payload as bytes."""
+    return Frame(event, data.encode())
 
 
 def model(mid: str = "gemini-2.5-flash", **kw: Any) -> mw.Model:
@@ -364,7 +369,7 @@ def test_decoder_end_contract() -> None:
     with pytest.raises(mw.errors.TruncatedStreamError):
         dec.end()
     dec.decode(
-        ServerSentEvent(
+        wire_frame(
             data='{"candidates":[{"content":{"parts":[{"text":"x"}]},"finishReason":"STOP"}]}'
         )
     )
@@ -566,7 +571,7 @@ def _chunk(parts: Sequence[Mapping[str, Any]], **extra: Any) -> str:
 )
 def test_bad_payloads_name_the_field(payload: str, path: str) -> None:
     with pytest.raises(MalformedChunkError) as info:
-        GoogleDecoder().decode(ServerSentEvent(data=payload))
+        GoogleDecoder().decode(wire_frame(data=payload))
     assert path in str(info.value)
 
 
@@ -586,14 +591,10 @@ def test_bad_payloads_name_the_field(payload: str, path: str) -> None:
 )
 def test_bad_partial_args_name_the_field(args: list[dict[str, Any]], path: str) -> None:
     dec = GoogleDecoder()
-    dec.decode(
-        ServerSentEvent(data=_chunk([{"functionCall": {"name": "f", "willContinue": True}}]))
-    )
+    dec.decode(wire_frame(data=_chunk([{"functionCall": {"name": "f", "willContinue": True}}])))
     with pytest.raises(MalformedChunkError) as info:
         dec.decode(
-            ServerSentEvent(
-                data=_chunk([{"functionCall": {"partialArgs": args, "willContinue": True}}])
-            )
+            wire_frame(data=_chunk([{"functionCall": {"partialArgs": args, "willContinue": True}}]))
         )
     assert path in str(info.value)
 

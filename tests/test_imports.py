@@ -1,10 +1,13 @@
 """The import graph of ``src/modelwire`` has no cycle.
 
-Every import counts: at module level, inside a function (a lazy import) and under
-``if TYPE_CHECKING:``; a cycle through any of them means two modules depend on
-each other, so neither layer can be read, tested or moved alone. The graph is read
-from the source with :mod:`ast` (nothing is imported), and each cycle is reported
-as a path, e.g. ``modelwire.errors -> modelwire.types -> modelwire.errors``.
+Every import counts: at module level, inside a function (a lazy import), under
+``if TYPE_CHECKING:``, and the dynamic imports of module-name discovery (the wire
+APIs and providers, found as ``<package>.<name>`` and imported with
+``importlib.import_module``: an edge to every public module of that package); a cycle
+through any of them means two modules depend on each other, so neither layer can be
+read, tested or moved alone. The graph is read from the source with :mod:`ast`
+(nothing is imported), and each cycle is reported as a path, e.g.
+``modelwire.errors -> modelwire.types -> modelwire.errors``.
 """
 
 from __future__ import annotations
@@ -47,7 +50,46 @@ def import_graph(root: Path) -> dict[str, set[str]]:
             else:
                 continue
             graph[name].update(n for n in names if n in mods and n != name)
+        graph[name].update(discovered(name, ast.parse(path.read_text(encoding="utf-8")), mods))
     return graph
+
+
+def discovered(name: str, tree: ast.Module, mods: dict[str, Path]) -> set[str]:
+    """The modules a module may import by module-name discovery: when it calls
+    ``importlib.import_module``, every public module directly inside each package
+    whose name it builds module names from — ``f"{__name__}.{…}"`` (its own package)
+    or ``f"{PACKAGE}.{…}"`` with ``PACKAGE = "modelwire.x"`` a module-level string."""
+    calls = [
+        n for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        and n.func.attr == "import_module"
+    ]  # fmt: skip
+    if not calls:
+        return set()
+    consts = {
+        t.id: node.value.value
+        for node in tree.body
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str)
+        for t in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        if isinstance(t, ast.Name)
+    }  # fmt: skip
+    packages = set()
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.JoinedStr) or len(node.values) < 2:
+            continue
+        head, dot = node.values[0], node.values[1]
+        if not (isinstance(head, ast.FormattedValue) and isinstance(head.value, ast.Name)):
+            continue
+        if not (isinstance(dot, ast.Constant) and str(dot.value).startswith(".")):
+            continue
+        package = name if head.value.id == "__name__" else consts.get(head.value.id)
+        if package is not None:
+            packages.add(package)
+    return {
+        m for m in mods
+        if m.rpartition(".")[0] in packages and not m.rpartition(".")[2].startswith("_")
+    }  # fmt: skip
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -120,6 +162,40 @@ def test_the_checker_finds_a_cycle_through_a_lazy_or_type_checking_import(
         ["pkg.errors", "pkg.types", "pkg.errors"],
         ["pkg.sub.a", "pkg.sub.b", "pkg.sub.a"],
     ]
+
+
+def test_the_checker_follows_module_name_discovery(tmp_path: Path) -> None:
+    # A registry that imports ``pkg.apis.<name>`` by name, and an API module that
+    # imports the registry back: a cycle no import statement shows.
+    pkg = tmp_path / "pkg"
+    (pkg / "apis").mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    (pkg / "apis" / "__init__.py").write_text(
+        "import importlib\n\n\ndef find(name):\n"
+        '    return importlib.import_module(f"{__name__}.{name}").API\n'
+    )
+    (pkg / "apis" / "_shared.py").write_text("")  # helpers are not discovered
+    (pkg / "apis" / "chat.py").write_text("from . import find\nAPI = 1\n")
+    (pkg / "apis" / "plain.py").write_text("from ._shared import x\n")
+    (pkg / "rules.py").write_text(
+        'import importlib\nPACKAGE = "pkg.providers"\n\n\ndef rules(name):\n'
+        '    return importlib.import_module(f"{PACKAGE}.{name}")\n'
+    )
+    (pkg / "providers").mkdir()
+    (pkg / "providers" / "__init__.py").write_text("")
+    (pkg / "providers" / "azure.py").write_text("from .. import rules\nfrom ..rules import r\n")
+    graph = import_graph(pkg)
+    assert graph["pkg.apis"] == {"pkg.apis.chat", "pkg.apis.plain"}
+    assert graph["pkg.rules"] == {"pkg.providers.azure"}
+    assert sorted(cycles(graph)) == [
+        ["pkg.apis", "pkg.apis.chat", "pkg.apis"],
+        ["pkg.providers.azure", "pkg.rules", "pkg.providers.azure"],
+    ]
+    # And in src: the registry reaches every shipped API module this way.
+    src = import_graph(SRC)
+    from modelwire._apis import api_module, builtin_api_names
+
+    assert {api_module(n) for n in builtin_api_names()} <= src["modelwire._apis"]
 
 
 def test_the_error_module_imports_no_other_modelwire_module_at_load() -> None:

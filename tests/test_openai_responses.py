@@ -28,7 +28,7 @@ from modelwire._apis import get_api
 from modelwire._apis.openai_responses import API, ResponsesDecoder, detect_compat
 from modelwire._options import resolve_options
 from modelwire._pipeline import replay
-from modelwire._sse import ServerSentEvent
+from modelwire._sse import Frame
 from modelwire.errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
 from modelwire.types import (
     AssistantMessage,
@@ -59,6 +59,11 @@ MODEL = Model(
     base_url="https://api.openai.com/v1/",
     reasoning=True,
 )
+
+
+def wire_frame(*, event: str = "message", data: str) -> Frame:
+    """A frame as the pipeline's framing hands it to a decoder: the payload as bytes."""
+    return Frame(event, data.encode())
 
 
 def test_all_recorded_fixtures_are_present() -> None:
@@ -461,7 +466,7 @@ def _decode_all(*payloads_: str) -> list[Any]:
     dec = ResponsesDecoder()
     out: list[Any] = []
     for p in payloads_:
-        out.extend(dec.decode(ServerSentEvent(data=p)))
+        out.extend(dec.decode(wire_frame(data=p)))
     return out
 
 

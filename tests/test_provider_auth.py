@@ -208,7 +208,7 @@ class ThirdPartyChat(OpenAIChatAPI):
     ) -> HTTPRequest:
         body = json.dumps(self.build_body(model, context, options)).encode()
         headers = {"content-type": "application/json", "authorization": f"Bearer {options.api_key}"}
-        return HTTPRequest(url=self.url(model), headers=headers, body=body)
+        return HTTPRequest(url=model.url_root + self.path(model.id), headers=headers, body=body)
 
 
 class AzureStyle(ProviderRules):

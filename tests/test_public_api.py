@@ -114,3 +114,27 @@ def test_top_level_exports_follow_the_rule_in_the_docstring() -> None:
         assert home in EXPORT_MODULES, f"mw.{name} comes from {home}"
         if home == "modelwire.errors" and name != "errors":
             assert name in TOP_LEVEL_ERRORS, f"mw.{name}: stream errors stay in mw.errors"
+
+
+def test_ext_all_is_curated_complete_and_private_free() -> None:
+    import modelwire.ext as ext
+
+    assert ext.__all__ == sorted(ext.__all__)
+    assert len(set(ext.__all__)) == len(ext.__all__)
+    for name in ext.__all__:
+        assert getattr(ext, name) is not None, name
+    public = {
+        name
+        for name, value in vars(ext).items()
+        if not name.startswith("_")
+        and not isinstance(value, types.ModuleType)
+        and name != "annotations"
+    }
+    assert public == set(ext.__all__)
+    # What an extender needs, by kind: the codec and its facets, frames, deltas,
+    # field-path JSON decoding, mock rendering, registration.
+    needed = {"WireCodec", "WireDecoder", "MockFacet", "HandoffFacet", "MockRendering",
+              "IdRules", "Frame", "Framing", "TextDelta", "ToolCallDelta", "Finish",
+              "EndOfStream", "decode_json", "decoder_for", "ScriptedReply", "split_text",
+              "encode_sse", "register_wire_api", "http_request"}  # fmt: skip
+    assert needed <= set(ext.__all__)

@@ -14,6 +14,7 @@ import re
 import subprocess
 import sys
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from modelwire._apis import (
     custom_stream,
     find_api,
     get_api,
+    mock_routes,
     register_wire_api,
 )
 from modelwire._apis.ollama_chat import OllamaChatAPI
@@ -74,7 +76,8 @@ def test_listing_names_imports_no_api_module() -> None:
         "from modelwire._cli import build_parser\n"
         "assert 'ollama-chat' in builtin_api_names()\n"
         "build_parser()\n"
-        "loaded = [m for m in sys.modules if m.startswith('modelwire._apis.')]\n"
+        "loaded = [m for m in sys.modules if m.startswith('modelwire._apis.')\n"
+        "          and not m.rpartition('.')[2].startswith('_')]  # helpers, not APIs\n"
         "assert loaded == [], loaded\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -160,7 +163,10 @@ def final_text(events: list[Any]) -> str:
 def test_register_api_neither_mutates_the_object_nor_keeps_a_second_registry(
     clean_registry: None,
 ) -> None:
-    obj = OllamaChatAPI()
+    class MyOllama(OllamaChatAPI):
+        endpoint = "/my/chat"  # its own path: the mock server must tell them apart
+
+    obj = MyOllama()
     mw.register_api("my-ollama", obj)
     assert obj.name == "ollama-chat"  # not renamed
     assert get_api("my-ollama") is obj and custom_stream("my-ollama") is None
@@ -189,7 +195,7 @@ def test_register_wire_api_refuses_what_is_not_a_wire_api(clean_registry: None) 
 
         def new_decoder(self, *a: Any) -> Any: ...
 
-    with pytest.raises(mw.ConfigurationError, match=r"not a WireAPI.*framing"):
+    with pytest.raises(mw.ConfigurationError, match=r"not a WireAPI.*framing.*recognizes"):
         register_wire_api(Half())  # type: ignore[arg-type]
     with pytest.raises(mw.ConfigurationError, match="wire API object or a stream function"):
         mw.register_api("half", 42)
@@ -301,3 +307,190 @@ def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(
     assert r.status_code == 404
     text = r.json()["error"]["message"]
     assert "/api/chat" in text and "/chat/completions" in text
+
+
+def test_registration_checks_each_facet_the_codec_claims(clean_registry: None) -> None:
+    class HalfMock:
+        content_type = "text/event-stream"
+        version_segment = "/v1"
+
+    class NoMock(OllamaChatAPI):
+        name = "no-mock"
+        endpoint = "/no/mock"
+        mock = None  # type: ignore[assignment]  # no mock facet: still a complete API
+
+    class BadMock(NoMock):
+        name = "bad-mock"
+        mock = HalfMock()  # type: ignore[assignment]
+
+    class BadHandoff(NoMock):
+        name = "bad-handoff"
+        handoff = object()  # type: ignore[assignment]
+
+    with pytest.raises(mw.ConfigurationError, match=r"BadMock\.mock is not a mock facet: "
+                       r"it lacks extra_paths, render, encode_frames, request_model, "
+                       r"tool_results"):  # fmt: skip
+        register_wire_api(BadMock())  # type: ignore[arg-type]
+    with pytest.raises(
+        mw.ConfigurationError, match=r"handoff is not a handoff facet.*tool_id_rule"
+    ):
+        register_wire_api(BadHandoff())  # type: ignore[arg-type]
+    register_wire_api(NoMock())
+    assert get_api("no-mock").mock is None
+    with pytest.raises(mw.ConfigurationError, match="no mock facet"):
+        render("hi", "no-mock")
+    with pytest.raises(mw.ConfigurationError, match="unknown api 'no-mock'; the MockServer speaks"):
+        MockServer([]).model("no-mock")
+
+
+def test_a_codec_whose_path_fails_is_refused_at_registration(clean_registry: None) -> None:
+    class Broken(OllamaChatAPI):
+        name = "broken-path"
+
+        def path(self, model_id: str) -> str:
+            raise KeyError(model_id)
+
+    with pytest.raises(mw.ConfigurationError, match=r"'broken-path': path\(\)"):
+        register_wire_api(Broken())
+    assert find_api("broken-path") is None
+
+
+def test_a_path_conflict_is_refused_naming_both_apis(clean_registry: None) -> None:
+    class Clash(OllamaChatAPI):
+        name = "clash-chat"  # Ollama's exact path, /api/chat
+
+    with pytest.raises(mw.ConfigurationError, match=r"'clash-chat'.*'/api/chat'.*'ollama-chat'"):
+        register_wire_api(Clash())
+    assert find_api("clash-chat") is None
+
+    # The same path under another version segment is another route: no conflict.
+    class Versioned(OllamaChatAPI):
+        name = "versioned-chat"
+        mock = replace(OllamaChatAPI.mock, version_segment="/v9")
+
+    register_wire_api(Versioned())
+    assert mock_routes()["versioned-chat"] == "/v9/api/chat"
+    assert api_for_path("/v9/api/chat") == "versioned-chat"
+    assert api_for_path("/api/chat") == "ollama-chat"
+
+
+def test_the_mock_routes_by_the_exact_path_not_a_suffix(clean_registry: None) -> None:
+    # A short endpoint ("/chat", as Cohere's v2 API has) must not take Ollama's "/api/chat".
+    class Short(OllamaChatAPI):
+        name = "short-chat"
+        endpoint = "/chat"
+        mock = replace(OllamaChatAPI.mock, version_segment="/v2")
+
+    register_wire_api(Short())
+    routes = mock_routes()
+    assert routes["short-chat"] == "/v2/chat" and routes["ollama-chat"] == "/api/chat"
+    assert api_for_path("/api/chat") == "ollama-chat"
+    assert api_for_path("/v2/chat?x=1") == "short-chat"
+    assert api_for_path("/v1/chat/completions") == "openai-chat"
+    # The model id fills exactly one path segment of a templated route.
+    assert api_for_path("/v1beta/models/gemini-x:streamGenerateContent") == "google-generative-ai"
+    with MockServer(["short", "long"]) as srv:
+        assert mw.complete_sync(srv.model("short-chat"), CTX).text == "short"
+        assert mw.complete_sync(srv.model("ollama-chat"), CTX).text == "long"
+    assert [r.api for r in srv.requests] == ["short-chat", "ollama-chat"]
+
+
+# --------------------------------------------------------------------------- the documented API
+
+ADDING = SRC.parents[1] / "docs" / "adding-a-wire-api.md"
+
+
+def documented_module(tmp_path: Path) -> Path:
+    """The complete API module of docs/adding-a-wire-api.md, exactly as printed."""
+    text = ADDING.read_text(encoding="utf-8")
+    match = re.search(r"^```python\n(# cohere_v2\.py\n.*?)^```\n", text, re.M | re.S)
+    assert match, "docs/adding-a-wire-api.md shows the cohere_v2.py module"
+    body = match.group(1)
+    # Extenders are sent to modelwire.ext only: no private module in the example.
+    assert "modelwire._" not in body and "from modelwire.ext import" in body
+    path = tmp_path / "cohere_v2.py"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def cohere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None) -> Iterator[Any]:
+    documented_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import importlib
+
+    module = importlib.import_module("cohere_v2")
+    from modelwire.ext import register_wire_api as register
+
+    register(module.API)
+    yield module
+    sys.modules.pop("cohere_v2", None)
+
+
+def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
+    import modelwire.ext as ext
+    from eventlist import same_at_every_split
+
+    name = "cohere-v2"
+    assert get_api(name) is cohere.API and name in api_names()
+    assert isinstance(cohere.API, ext.WireCodec) and isinstance(cohere.API.mock, ext.MockFacet)
+    assert mock_routes()[name] == "/v2/chat" and api_for_path("/v2/chat") == name
+    assert api_for_path("/api/chat") == "ollama-chat"  # the short path takes nothing else's
+    # The mock server answers it, on its exact path, with a tool call and then text.
+    script: list[str | mw.ToolCall] = [
+        "Reading.",
+        mw.ToolCall(id="c1", name="read", arguments={"path": "a"}),
+    ]
+    read = mw.ToolDefinition(name="read", description="Read a file", parameters={
+        "type": "object", "properties": {"path": {"type": "string"}}})  # fmt: skip
+    tools_ctx = mw.Context(messages=CTX.messages, tools=[read])
+    with MockServer([script, "It says hi."]) as srv:
+        model = srv.model(name, "command-x")
+        assert model.base_url == srv.origin + "/v2"
+        first = mw.complete_sync(model, tools_ctx)
+        assert first.stop_reason == "tool_use" and first.tool_calls[0].arguments == {"path": "a"}
+        result = mw.ToolResultMessage(tool_call_id="c1", tool_name="read",
+                                      content=[mw.TextContent(text="hi")], is_error=False)  # fmt: skip
+        ctx = mw.Context(messages=[*CTX.messages, first, result], tools=[read])
+        second = mw.complete_sync(model, ctx)
+    assert first.text == "Reading." and second.text == "It says hi." and second.api == name
+    rec = srv.requests[1]
+    assert rec.path == "/v2/chat" and rec.api == name and rec.model == "command-x"
+    from modelwire._cli.demo import tool_result_text
+
+    assert tool_result_text(name, rec.json()) == "hi"  # the mock facet's tool_results
+    # Replay whole, byte by byte and at every split.
+    body = render(script, name, piece_chars=3)
+    message = mw.replay(name, body).message
+    assert message.text == "Reading." and message.tool_calls[0].name == "read"
+    same_at_every_split(name, body)
+    # Truncation and a field path, from the decoder.
+    cut = mw.replay(name, body[: body.rindex(b'data: {"type":"message-end"')]).message
+    assert cut.error is not None and cut.error.kind == "truncated_stream"
+    bad = body.replace(b'"text":"Rea"', b'"text":5')
+    err = mw.replay(name, bad).message.error
+    assert err is not None and "delta.message.content.text must be a string" in err.message
+    # Wrong-API detection, both ways.
+    for wrong, source, raw in (
+        ("openai-chat", name, body),
+        (name, "openai-chat", render(script, "openai-chat")),
+        (name, "ollama-chat", render(script, "ollama-chat")),
+    ):
+        err = mw.replay(wrong, raw).message.error
+        assert err is not None and err.kind == "malformed_chunk", (wrong, source, err)
+        assert f"looks like {source} output, not {wrong}" in err.message
+
+
+def test_the_registry_derived_suites_pick_up_a_new_api(cohere: Any) -> None:
+    import test_wrong_api
+
+    name = "cohere-v2"
+    assert name in test_wrong_api.rendered()
+    pairs = test_wrong_api.pairs()
+    assert (name, "openai-chat") in pairs and ("bedrock-converse", name) in pairs
+    test_wrong_api.test_every_pair_of_registered_apis_names_the_right_one()
+    test_wrong_api.test_each_stream_decodes_with_its_own_api()
+    import test_trace
+
+    assert name in test_trace.traced_registered_apis()
+    test_trace.test_every_registered_api_traces_one_record_per_frame()

@@ -40,16 +40,24 @@ from modelwire.trace import ReadTrace, TraceLog
 KEY = "sk-hdr-Qw3rtyZx9Lm2Np5Vb8Kj4Hg6Tf1Dc"  # 37 characters, as in the issue
 # Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
-# Each API's own credential header, as a caller would pass it in ``headers=``.
-OWN_HEADER = {
-    "openai-chat": ("Authorization", f"Bearer {KEY}"),
-    "openai-responses": ("authorization", f"Bearer {KEY}"),
-    "anthropic-messages": ("X-Api-Key", KEY),
-    "google-generative-ai": ("X-Goog-Api-Key", KEY),
-    "ollama-chat": ("Authorization", f"Bearer {KEY}"),  # a proxy or ollama.com
-    "bedrock-converse": ("Authorization", f"Bearer {KEY}"),  # a Bedrock API key
-}
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
+
+
+def own_header(api: str) -> tuple[str, str]:
+    """The API's own credential header for ``KEY``, as a caller would pass it in
+    ``headers=``: asked of the API (the one header its request carries the key in)."""
+    model = mw.Model(id="m", api=api, provider="local", base_url="http://127.0.0.1:9/v1")
+    req = get_api(api).build_request(model, CTX, resolve_options("local", api_key=KEY))
+    [(name, value)] = [(k, v) for k, v in req.headers.items() if KEY in v]
+    return name, value
+
+
+def test_each_api_names_its_own_credential_header() -> None:
+    headers = {api: own_header(api) for api in APIS}
+    assert headers["openai-chat"] == ("Authorization", f"Bearer {KEY}")
+    assert headers["anthropic-messages"][0].lower() == "x-api-key"
+
+
 FAST = mw.Timeout(connect=2, idle=2)
 
 
@@ -200,7 +208,7 @@ def test_every_credential_header_is_a_secret_for_every_api(
 def test_one_auth_header_whatever_the_case(api: str) -> None:
     """Before, OpenAI Chat/Responses sent ``Authorization`` *and* a caller's
     ``authorization`` (case-sensitive merge): two credentials on one request."""
-    name = OWN_HEADER[api][0]
+    name = own_header(api)[0]
     model = mw.Model(id="m", api=api, provider="local", base_url="http://127.0.0.1:9/v1")
     opts = resolve_options("local", api_key=KEY, headers={name.swapcase(): "stale-credential-1"})
     req = get_api(api).build_request(model, CTX, opts)
@@ -250,7 +258,7 @@ async def test_a_header_key_echoed_in_an_error_body_is_redacted(
 ) -> None:
     """The key given only in ``headers=`` (not ``api_key``), echoed by a 401 body.
     Before: OpenAI Chat, Responses and Gemini returned it verbatim in error.message."""
-    name, value = OWN_HEADER[api]
+    name, value = own_header(api)
     body = json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}."}}).encode()
     reply = Reply(status=401, content_type="application/json", body=body)
     texts = await _both(server, reply, server.model(api), headers={name: value})

@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import modelwire.testing as testing
+from modelwire._apis import MODEL_SLOT, mock_routes
 from modelwire.errors import ConfigurationError, StreamInterruptedError
 from modelwire.testing import (
     MockServer,
@@ -330,10 +331,8 @@ def test_mock_server_speaks_each_api(api: str) -> None:
     assert len(srv.requests) == 2
     rec = srv.requests[0]
     assert rec.method == "POST" and rec.api == api and rec.model == "model-x"
-    endpoint = {"openai-chat": "/v1/chat/completions", "openai-responses": "/v1/responses",
-                "anthropic-messages": "/v1/messages",
-                "google-generative-ai": "/v1beta/models/model-x:streamGenerateContent"}[api]  # fmt: skip
-    assert rec.path.split("?")[0] == endpoint
+    # The exact path the mock server routes to the API, asked of the registry.
+    assert rec.path.split("?")[0] == mock_routes()[api].replace(MODEL_SLOT, "model-x")
     assert "读取 README.md" in rec.body.decode()
     # the second request carries the first answer's tool calls back
     assert "README.md" in srv.requests[1].body.decode()

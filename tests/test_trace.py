@@ -860,3 +860,34 @@ def test_subprocess_demo_trace_survives_a_closed_pipe() -> None:
     proc.stderr.close()
     assert code == 0, stderr
     assert "Traceback" not in stderr and "Warning" not in stderr
+
+
+def traced_registered_apis() -> list[str]:
+    """Every registered API the mock can render (read from the registry when called)."""
+    from modelwire._apis import api_names, find_api
+
+    return [n for n in api_names() if (c := find_api(n)) is not None and c.mock is not None]
+
+
+def test_every_registered_api_traces_one_record_per_frame() -> None:
+    """Whatever its framing (SSE, NDJSON, the AWS event stream), each frame is one
+    ``sse`` record whose data is the frame's payload, and tracing changes no event."""
+    from modelwire.testing import render_frames
+    from modelwire.testing.render import frame
+
+    script: list[str | mw.ToolCall] = ["Hello, 世界. ", tool_call("read", {"path": "README.md"})]
+    apis = traced_registered_apis()
+    assert {"ollama-chat", "bedrock-converse", "openai-chat"} <= set(apis)
+    for api in apis:
+        frames = render_frames(script, api, piece_chars=4)
+        body = b"".join(frame(api, frames))  # the same frames, as the API puts them on the wire
+        log = TraceLog()
+        events = mw.replay(api, [body[i : i + 7] for i in range(0, len(body), 7)], trace=log)
+        assert events[-1].type == "done", api
+        assert plain(events) == plain(mw.replay(api, body)), api
+        sse = [r for r in log.records if isinstance(r, SSETrace)]
+        assert len(sse) == len(frames), api
+        # Each record's data is its frame's payload (JSON compared as values).
+        for record, (_, payload) in zip(sse, frames, strict=True):
+            got = record.data if isinstance(payload, str) else json.loads(record.data)
+            assert got == payload, api

@@ -1,7 +1,9 @@
 """Replaying (or streaming) one API's body with another ``api``: a
-``malformed_chunk`` naming the field the chosen API needed and the API the
-payload looks like — never msgspec's bare "Expected `object`, got `array`", never
-a mere truncated stream.
+``malformed_chunk`` naming the API the body looks like (every registered API is
+asked: ``WireCodec.recognizes``) and, when the chosen decoder needed a field, that
+field — never msgspec's bare "Expected `object`, got `array`", never a mere
+truncated stream. The pairs come from the registry: a new API is covered as soon as
+it is registered.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
+from modelwire._apis import DEFAULT_API, api_names, builtin_api_names, find_api, recognizing
 from modelwire._pipeline import replay
+from modelwire.testing import render
 
 DATA = Path(__file__).resolve().parent / "data"
 STREAMS = {
@@ -24,20 +28,20 @@ STREAMS = {
 }
 
 
-def needed(source: str, api: str) -> str:
-    """The field ``api`` needed from ``source``'s first payload, as the error says it."""
-    if api == "openai-chat":
-        return "choices is missing"
-    if api == "google-generative-ai":
-        return "candidates is missing"
-    if source in ("openai-chat", "google-generative-ai"):
-        return "type is missing"
-    first = {"openai-responses": "response.created", "anthropic-messages": "message_start"}
-    kind = "a Responses" if api == "openai-responses" else "an Anthropic Messages"
-    return f"type {first[source]!r} is not {kind} stream event"
+SCRIPT: list[str | mw.ToolCall] = [
+    "Hello there, ",
+    mw.ToolCall(id="call_1", name="read", arguments={"path": "a.txt"}),
+]
 
 
-PAIRS = [(a, b) for a, b in itertools.permutations(STREAMS, 2)]
+def rendered() -> dict[str, bytes]:
+    """A body of every registered API that offers a mock facet, rendered by the API."""
+    codecs = [(n, find_api(n)) for n in api_names()]  # stream functions have no codec
+    return {n: render(SCRIPT, n, piece_chars=5) for n, c in codecs if c and c.mock}
+
+
+def pairs() -> list[tuple[str, str]]:
+    return list(itertools.permutations(rendered(), 2))
 
 
 def test_each_stream_decodes_with_its_own_api() -> None:
@@ -45,31 +49,63 @@ def test_each_stream_decodes_with_its_own_api() -> None:
         events = replay(api, path.read_bytes())
         assert events[-1].type == "done", (api, final(events).error)
         assert events[-1].message.tool_calls
+    for api, body in rendered().items():
+        assert replay(api, body)[-1].type == "done", api
+        # Each body is recognised by its own API and by no other.
+        assert recognizing(body) == [api], api
 
 
-@pytest.mark.parametrize(("source", "api"), PAIRS, ids=lambda x: str(x))
-def test_wrong_api_names_the_field_and_the_right_api(source: str, api: str) -> None:
-    assert len(PAIRS) == 12
-    events = replay(api, STREAMS[source].read_bytes())
+def check_wrong(events: list[mw.Event], source: str, api: str) -> str:
     end = events[-1]
-    assert end.type == "error"
+    assert end.type == "error", (source, api)
     err = end.message.error
-    assert err is not None and err.kind == "malformed_chunk"
-    assert needed(source, api) in err.message
+    assert err is not None and err.kind == "malformed_chunk", (source, api, err)
     assert f"looks like {source} output, not {api}" in err.message
     assert f"api={source!r}" in err.message
     assert "Expected `" not in err.message
     assert end.message.content == ()  # nothing from a foreign payload is content
     with pytest.raises(mw.errors.MalformedChunkError, match=f"api={source!r}"):
         end.message.raise_for_error()
+    return err.message
 
 
-@pytest.mark.parametrize(("source", "api"), PAIRS[:3], ids=lambda x: str(x))
-def test_wrong_api_diagnosis_at_every_split_point(source: str, api: str) -> None:
-    raw = STREAMS[source].read_bytes()
-    whole = replay(api, raw).message.error
-    for i in range(1, len(raw)):
-        assert replay(api, [raw[:i], raw[i:]]).message.error == whole, i
+def test_every_pair_of_registered_apis_names_the_right_one() -> None:
+    bodies = rendered()
+    assert set(builtin_api_names()) <= set(bodies)
+    for source, api in pairs():
+        check_wrong(replay(api, bodies[source]), source, api)
+
+
+@pytest.mark.parametrize(("source", "api"), list(itertools.permutations(STREAMS, 2)),
+                         ids=lambda x: str(x))  # fmt: skip
+def test_recorded_streams_under_the_wrong_api(source: str, api: str) -> None:
+    message = check_wrong(replay(api, STREAMS[source].read_bytes()), source, api)
+    if source in ("openai-chat", "google-generative-ai") and api in (
+        "openai-responses",
+        "anthropic-messages",
+    ):
+        assert "type is missing" in message  # the field the chosen decoder needed
+
+
+def test_wrong_api_diagnosis_at_every_split_point() -> None:
+    bodies = rendered()
+    for source, api in pairs():
+        if api != DEFAULT_API:
+            continue
+        raw = bodies[source]
+        whole = diagnosis(replay(api, raw))
+        assert f"api={source!r}" in whole
+        for i in range(1, len(raw)):
+            assert diagnosis(replay(api, [raw[:i], raw[i:]])) == whole, (source, i)
+        assert diagnosis(replay(api, [raw[i : i + 1] for i in range(len(raw))])) == whole
+
+
+def diagnosis(events: list[mw.Event]) -> str:
+    """The kind and the wrong-API verdict of a failed replay (an SSE framing error
+    also says how many bytes were fed, which depends on the split)."""
+    err = events[-1].message.error  # type: ignore[union-attr]
+    assert err is not None
+    return f"{err.kind}: {err.message.rpartition('; it looks like ')[2]}"
 
 
 def test_payloads_without_content_first_are_not_misjudged() -> None:
@@ -109,5 +145,5 @@ def test_wrong_api_on_the_live_path() -> None:
             messages=[mw.UserMessage(content="hi")]), max_retries=0)  # fmt: skip
     assert msg.stop_reason == "error" and msg.error is not None
     assert msg.error.kind == "malformed_chunk"
-    assert "choices is missing" in msg.error.message
+    assert "looks like google-generative-ai output, not openai-chat" in msg.error.message
     assert "api='google-generative-ai'" in msg.error.message

@@ -134,11 +134,13 @@ _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 def tool_id_rule(model: Model) -> IdRule | None:
     """The tool-call id rule of ``model``'s API (``None``: any id is accepted).
 
-    Each wire API states its own (:meth:`modelwire._apis.WireAPI.tool_id_rule`);
-    a custom stream function accepts any id.
+    Each wire API states its own in its handoff facet
+    (:class:`modelwire._apis.HandoffFacet`); an API without one, or a custom stream
+    function, accepts any id.
     """
     api = find_api(model.api)
-    return api.tool_id_rule(model) if api is not None else None
+    facet = api.handoff if api is not None else None
+    return facet.tool_id_rule(model) if facet is not None else None
 
 
 def _digest(text: str, salt: int) -> bytes:

@@ -1,14 +1,16 @@
 """The sans-IO inbound pipeline: bytes → frames → deltas → model events.
 
-The wire API chooses its framing (``WireAPI.framing``: SSE, NDJSON, the AWS
+The wire API chooses its framing (``WireCodec.framing``: SSE, NDJSON, the AWS
 binary event stream — :mod:`modelwire._framing`); every framing yields the same
-frame value, so nothing here depends on which one it is.
+:class:`~modelwire._sse.Frame` (event type and payload bytes), so nothing here
+depends on which one it is.
 
 Shared by the live HTTP path and :func:`replay`, so a recorded stream and a
 live one run the same code (DESIGN §1). ``feed``/``end``/``fail`` never raise a
 stream failure: they end the stream with an ``error`` event instead. Until the
-decoder recognises a first payload, a payload that is plainly another API's ends
-the stream with a ``malformed_chunk`` naming that API (:mod:`modelwire._apis._sniff`).
+decoder recognises a first payload, a body that another registered API recognizes
+(and this one does not) ends the stream with a ``malformed_chunk`` naming that API
+(:mod:`modelwire._apis._sniff`).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from ._apis import get_api
-from ._apis._sniff import wrong_api_error
+from ._apis._sniff import SNIFF_BYTES, wrong_api_error
 from ._assemble import Assembler, CompletionPolicy, ToolChoice
 from ._sse import DEFAULT_MAX_EVENT_BYTES
 from .errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
@@ -26,7 +28,7 @@ from .events import Replay
 if TYPE_CHECKING:
     from ._deltas import Delta
     from ._framing import Framing
-    from ._sse import ServerSentEvent
+    from ._sse import Frame
     from .events import Event
     from .trace import ErrorLayer, TraceObserver, Tracer
     from .types import AssistantMessage, Model
@@ -43,7 +45,8 @@ class Pipeline:
     the only cost is one test per read.
     """
 
-    __slots__ = ("_decode", "_sniffing", "api", "assembler", "decoder", "secrets", "sse", "trace")
+    __slots__ = ("_decode", "_head", "_sniffing", "api", "assembler", "decoder", "secrets", "sse",
+                 "trace")  # fmt: skip
 
     def __init__(
         self,
@@ -62,9 +65,10 @@ class Pipeline:
         self.api = api
         self.decoder = wire.new_decoder(model)
         # Until the decoder recognises a payload, check it is not another API's
-        # (``apis._sniff``); then decode directly.
+        # (``apis._sniff``, asked with the first bytes of the body); then decode directly.
         self._sniffing = True
-        self._decode: Callable[[ServerSentEvent], list[Delta]] = self._first_decode
+        self._head = bytearray()
+        self._decode: Callable[[Frame], list[Delta]] = self._first_decode
         # ``sse`` is the framing decoder (the name predates non-SSE framings; the
         # trace calls its records "sse" for every framing).
         self.sse: Framing = wire.framing(max_event_bytes)
@@ -96,24 +100,44 @@ class Pipeline:
         if self.trace is not None:
             self.trace.add_secrets(new)
 
-    def _first_decode(self, event: ServerSentEvent) -> list[Delta]:
+    def _first_decode(self, event: Frame) -> list[Delta]:
         if not self._sniffing:
             return self._decode(event)  # recognised earlier in this read
         try:
             deltas: list[Delta] = self.decoder.decode(event)
         except MalformedChunkError as exc:
-            err = wrong_api_error(self.api, event.data, exc.message)
+            err = wrong_api_error(self.api, bytes(self._head), exc.message)
             if err is not None:
+                self._sniffing = False  # diagnosed: the caller's error handling adds nothing
                 raise err from None
             raise
+        err = wrong_api_error(self.api, bytes(self._head))
         if deltas:
+            # Recognised (a foreign payload may still decode to something, e.g. an
+            # ``id`` read as a response id): asked once more, then decode directly.
             self._sniffing = False
+            self._head = bytearray()
             self._decode = self.decoder.decode
+            if err is not None:
+                raise err
             return deltas
-        err = wrong_api_error(self.api, event.data)
         if err is not None:
+            self._sniffing = False
             raise err
         return deltas
+
+    def _sniff(self, data: bytes) -> None:
+        # The first bytes of the body, kept (bounded) for wrong-API detection.
+        room = SNIFF_BYTES - len(self._head)
+        if room > 0:
+            self._head += data[:room]
+
+    def _diagnose(self, exc: StreamError) -> StreamError:
+        """A framing error or a truncated body before any recognised payload: another
+        API's body? (A Bedrock event stream read as SSE, NDJSON read as SSE…)"""
+        if not self._sniffing or isinstance(exc, AbortedError) or not self._head:
+            return exc
+        return wrong_api_error(self.api, bytes(self._head), exc.message) or exc
 
     @property
     def done(self) -> bool:
@@ -148,6 +172,8 @@ class Pipeline:
             t.fault = ("sse", t.read(data), None)
         if asm.done:
             return out
+        if self._sniffing:
+            self._sniff(data)
         try:
             if t is None:
                 asm.start(out)
@@ -160,7 +186,7 @@ class Pipeline:
                 if asm.done:
                     break
         except Exception as exc:
-            self._failed(exc, out)
+            self._failed(exc, out, diagnose=True)
         return out
 
     def end(self) -> list[Event]:
@@ -193,7 +219,7 @@ class Pipeline:
                     t.fault = ("decode", "eof", None)
                 raise TruncatedStreamError("the stream ended without its terminal event")
         except Exception as exc:
-            self._failed(exc, out)
+            self._failed(exc, out, diagnose=True)
         return out
 
     def fail(self, exc: StreamError, at: ErrorLayer = "http") -> list[Event]:
@@ -211,12 +237,14 @@ class Pipeline:
     def abort(self, reason: str = "the stream was aborted by the caller") -> list[Event]:
         return self.fail(AbortedError(reason), "caller")
 
-    def _failed(self, exc: BaseException, out: list[Event]) -> None:
+    def _failed(self, exc: BaseException, out: list[Event], *, diagnose: bool = False) -> None:
         # ``feed``/``end``/``fail`` never raise a stream failure: a decoder bug too
         # ends the stream typed. The error is a redacted copy (a server may quote
         # the key in an in-band error or in a payload a malformed-chunk message cites).
+        # A failure of the body itself (``diagnose``: framing, decoding, truncation)
+        # may mean it is another API's; one the transport or the caller reports not.
         if isinstance(exc, StreamError):
-            err = exc
+            err = self._diagnose(exc) if diagnose else exc
         else:
             err = MalformedChunkError(f"could not decode a chunk: {exc!r}")
         if self.secrets:
@@ -233,12 +261,14 @@ class Pipeline:
 
     # ------------------------------------------------------------------ trace hooks
 
-    def _decode_traced(self, ev: ServerSentEvent) -> list[Delta]:
+    def _decode_traced(self, ev: Frame) -> list[Delta]:
         t = self.trace
         assert t is not None
-        sid = t.sse(ev, t.fault[1])
+        # Frames carry no SSE id/retry: the framing's state after this read stands in.
+        sid = t.sse(ev, t.fault[1], getattr(self.sse, "last_event_id", ""),
+                    getattr(self.sse, "retry", None))  # fmt: skip
         read = t.fault
-        t.fault = ("decode", sid, ev.data)
+        t.fault = ("decode", sid, ev.data.decode())
         deltas = self._decode(ev)
         t.delta_parent = sid
         t.fault = read

@@ -33,7 +33,7 @@ as it grows (each byte is looked at a small, fixed number of times).
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import msgspec
 
@@ -45,7 +45,7 @@ from .errors import (
     TruncatedStreamError,
 )
 
-__all__ = ["DEFAULT_MAX_EVENT_BYTES", "SSEDecoder", "ServerSentEvent"]
+__all__ = ["DEFAULT_MAX_EVENT_BYTES", "Frame", "SSEDecoder", "SSEFraming", "ServerSentEvent"]
 
 #: Default for :class:`SSEDecoder` ``max_event_bytes``: 16 MiB.
 DEFAULT_MAX_EVENT_BYTES = 16 * 1024 * 1024
@@ -82,6 +82,22 @@ class ServerSentEvent(msgspec.Struct, frozen=True, gc=False, kw_only=True):
     """The reconnection time in milliseconds set by a valid ``retry`` field inside this
     event's block, else ``None``. The value in effect for the stream, which persists
     across events, is :attr:`SSEDecoder.retry`."""
+
+
+class Frame(msgspec.Struct, frozen=True, gc=False):
+    """One frame of a response body, whatever its framing: what a wire API decodes.
+
+    ``event`` is the frame's type (an SSE event's type, ``"message"`` for an NDJSON
+    line, the ``:event-type`` of an AWS event-stream message); ``data`` its payload
+    as the bytes on the wire (an SSE event's ``data`` lines joined with LF, the line,
+    the message payload), already checked to be UTF-8 — a wire API decodes it with
+    msgspec straight from bytes. Immutable and not tracked by the garbage collector.
+    """
+
+    event: str
+    """The frame's type."""
+    data: bytes
+    """The payload bytes (valid UTF-8)."""
 
 
 class SSEDecoder:
@@ -136,6 +152,9 @@ class SSEDecoder:
         "_tail",
         "_tail_len",
     )
+
+    # Frames (``SSEFraming``) instead of ServerSentEvents: read once per loop.
+    _FRAMES = False
 
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         if (
@@ -229,7 +248,7 @@ class SSEDecoder:
             if self._ev_bytes + self._tail_len > self._max:
                 self._fail(self._too_large())
             return []
-        out: list[ServerSentEvent] = []
+        out: list[Any] = []  # ServerSentEvents, or Frames (SSEFraming)
         try:
             self._consume(chunk, out)
         except ModelwireError as exc:
@@ -318,7 +337,7 @@ class SSEDecoder:
             raise err
         raise type(err)(err.message) from err
 
-    def _consume(self, data: bytes, out: list[ServerSentEvent]) -> None:
+    def _consume(self, data: bytes, out: list[Any]) -> None:
         """Decode ``data`` (non-empty; BOM and split CRLF already handled).
 
         Fast path for the shape nearly every LLM stream has, LF line ends and events of
@@ -342,7 +361,7 @@ class SSEDecoder:
                 return
         self._general(data, out)
 
-    def _fast(self, data: bytes, out: list[ServerSentEvent]) -> None:
+    def _fast(self, data: bytes, out: list[Any]) -> None:
         """:meth:`_consume` for LF-only ``data`` no longer than ``max_event_bytes``."""
         if self._ev_bytes or self._tail:
             # Mid-event: finish it (up to its blank line) on the general path.
@@ -364,10 +383,22 @@ class SSEDecoder:
             append = out.append
             id_ = self._id
             names = _EVENT_LINES
+            frames = self._FRAMES
             for block in blocks:
                 if block[:6] == b"data: " and 10 not in block:
+                    raw = block[6:]
+                    if frames:
+                        # Validated (the whole stream must be UTF-8), not decoded: the
+                        # wire API parses the bytes (an ASCII payload is valid as it is).
+                        if not raw.isascii():
+                            try:
+                                raw.decode()
+                            except UnicodeDecodeError as exc:
+                                raise self._bad_utf8(exc, "event data") from None
+                        append(Frame("message", raw))
+                        continue
                     try:
-                        text = block[6:].decode()
+                        text = raw.decode()
                     except UnicodeDecodeError as exc:
                         raise self._bad_utf8(exc, "event data") from None
                     append(ServerSentEvent(data=text, id=id_))
@@ -384,12 +415,17 @@ class SSEDecoder:
                     except UnicodeDecodeError:
                         pass  # the line loop below raises the error, worded as always
                 if name is not None and line[:6] == b"data: " and 10 not in line:
+                    raw = line[6:]
                     try:
-                        text = line[6:].decode()
+                        if not frames:
+                            append(ServerSentEvent(event=name, data=raw.decode(), id=id_))
+                            continue
+                        if not raw.isascii():
+                            raw.decode()
                     except UnicodeDecodeError:
                         pass  # as above
                     else:
-                        append(ServerSentEvent(event=name, data=text, id=id_))
+                        append(Frame(name, raw))
                         continue
                 lines = block.split(b"\n")
                 lines.append(b"")
@@ -402,7 +438,7 @@ class SSEDecoder:
                 self._tail = [rest]
                 self._tail_len = len(rest)
 
-    def _general(self, data: bytes, out: list[ServerSentEvent]) -> None:
+    def _general(self, data: bytes, out: list[Any]) -> None:
         """Split ``data`` into lines at CR, LF and CRLF; keep an unterminated last line."""
         last = data[-1]
         terminated = last == 10 or last == 13
@@ -430,7 +466,7 @@ class SSEDecoder:
             f"(within the first {self._bytes_fed} bytes of the stream)"
         )
 
-    def _lines(self, lines: list[bytes], out: list[ServerSentEvent]) -> None:
+    def _lines(self, lines: list[bytes], out: list[Any]) -> None:
         """Process complete lines (WHATWG "process the field" / "dispatch the event")."""
         buf = self._data
         event = self._event
@@ -451,11 +487,14 @@ class SSEDecoder:
                             text = raw.decode()
                         except UnicodeDecodeError as exc:
                             raise self._bad_utf8(exc, "event data") from None
-                        append(
-                            ServerSentEvent(
-                                event=event or "message", data=text, id=id_, retry=ev_retry
+                        if self._FRAMES:
+                            append(Frame(event or "message", raw))
+                        else:
+                            append(
+                                ServerSentEvent(
+                                    event=event or "message", data=text, id=id_, retry=ev_retry
+                                )
                             )
-                        )
                         buf = []
                     event = ""
                     ev_retry = None
@@ -518,6 +557,23 @@ class SSEDecoder:
             f"at offset {base + exc.start} of an SSE {where}, within the first "
             f"{self._bytes_fed} bytes of the stream"
         )
+
+
+class SSEFraming(SSEDecoder):
+    """The SSE framing of the inbound pipeline: the same decoder, byte for byte and
+    error for error, yielding :class:`Frame` values (payload bytes, UTF-8 checked,
+    not decoded) instead of :class:`ServerSentEvent` values. ``id`` and ``retry``
+    are still tracked (:attr:`last_event_id`, :attr:`retry`); no LLM API's payload
+    depends on them."""
+
+    __slots__ = ()
+    _FRAMES = True
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:  # type: ignore[override]
+        return super().feed(data)  # type: ignore[return-value]
+
+    def end(self) -> list[Frame]:  # type: ignore[override]
+        return super().end()  # type: ignore[return-value]
 
 
 def _as_bytes(data: object) -> bytes:

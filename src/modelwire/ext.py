@@ -1,16 +1,131 @@
-"""What extenders of modelwire import: the seams for a new provider.
+"""What an extender needs to add a wire API: the one public module for it.
 
-* :class:`ProviderRules` — a provider's own URL, auth, body and request-time
-  credentials on top of any wire API; subclass it and override the hooks you need.
-* :func:`register_provider` — install rules for every model of one ``provider``
-  name (it wins over a built-in provider's rules).
+A wire API is a small codec (:class:`WireCodec`: name, endpoint path, request
+encoding, framing, decoder factory, ``recognizes``) plus optional facets
+(:class:`MockFacet` for the mock server, :class:`HandoffFacet` for tool-call id
+rules), registered with :func:`register_wire_api`. Its decoder turns each
+:class:`Frame` (an event type and the payload bytes, whatever the framing) into the
+normalized deltas below, decoding payloads with :func:`decode_json` (typed, with
+field paths in its errors). The mock-rendering helpers build a scripted reply's
+events. docs/adding-a-wire-api.md walks through a complete API built from these
+names only.
 
-The client applies the rules to the request any wire API built, the built-in ones
-and those registered at run time alike.
+A *provider* reuses any wire API with its own URL, auth, body and request-time
+credentials: subclass :class:`ProviderRules`, override the hooks you need, and
+install it with :func:`register_provider`; the client applies the rules to the
+request any wire API built, the built-in ones and those registered at run time
+alike.
 """
 
 from __future__ import annotations
 
+from ._apis import MODEL_SLOT, register_wire_api
+from ._apis._codec import (
+    HandoffFacet,
+    IdRule,
+    IdRules,
+    MockFacet,
+    MockRendering,
+    WireCodec,
+    WireDecoder,
+    first_line_json,
+    first_sse_json,
+    sse_framing,
+)
+from ._apis._common import (
+    Count,
+    bearer_auth,
+    check_context_values,
+    check_reasoning,
+    check_tool_choice,
+    decode_json,
+    decoder_for,
+    http_request,
+    in_band_error,
+)
+from ._apis._mock import (
+    MockFrame,
+    ScriptedReply,
+    arguments_object,
+    arguments_text,
+    compact_json,
+    encode_sse,
+    model_in_body,
+    role_tool_results,
+    split_text,
+    text_of,
+)
+from ._deltas import (
+    BlockEnd,
+    BlockSignature,
+    BlockStart,
+    Delta,
+    EndOfStream,
+    Finish,
+    ResponseMeta,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallArguments,
+    ToolCallDelta,
+    UsageUpdate,
+)
+from ._framing import EventStreamDecoder, Framing, NDJSONDecoder
+from ._options import HTTPRequest, RequestOptions, check_extra_body
 from ._providers import ProviderRules, register_provider
+from ._sse import Frame, SSEFraming
 
-__all__ = ["ProviderRules", "register_provider"]
+__all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py checks
+    "BlockEnd",
+    "BlockSignature",
+    "BlockStart",
+    "Count",
+    "Delta",
+    "EndOfStream",
+    "EventStreamDecoder",
+    "Finish",
+    "Frame",
+    "Framing",
+    "HTTPRequest",
+    "HandoffFacet",
+    "IdRule",
+    "IdRules",
+    "MODEL_SLOT",
+    "MockFacet",
+    "MockFrame",
+    "MockRendering",
+    "NDJSONDecoder",
+    "ProviderRules",
+    "RequestOptions",
+    "ResponseMeta",
+    "SSEFraming",
+    "ScriptedReply",
+    "TextDelta",
+    "ThinkingDelta",
+    "ToolCallArguments",
+    "ToolCallDelta",
+    "UsageUpdate",
+    "WireCodec",
+    "WireDecoder",
+    "arguments_object",
+    "arguments_text",
+    "bearer_auth",
+    "check_context_values",
+    "check_extra_body",
+    "check_reasoning",
+    "check_tool_choice",
+    "compact_json",
+    "decode_json",
+    "decoder_for",
+    "encode_sse",
+    "first_line_json",
+    "first_sse_json",
+    "http_request",
+    "in_band_error",
+    "model_in_body",
+    "register_provider",
+    "register_wire_api",
+    "role_tool_results",
+    "split_text",
+    "sse_framing",
+    "text_of",
+]

@@ -63,7 +63,7 @@ from .types import AssistantMessage, Context
 if TYPE_CHECKING:
     from ._deltas import Delta
     from ._options import HTTPRequest
-    from ._sse import ServerSentEvent
+    from ._sse import Frame
     from .errors import StreamError
     from .events import Event
     from .types import Model
@@ -519,10 +519,11 @@ class Tracer:
 
     # ------------------------------------------------------------------ layers
 
-    def sse(self, ev: ServerSentEvent, parent: str | None) -> str:
+    def sse(self, ev: Frame, parent: str | None, sse_id: str = "", retry: int | None = None) -> str:
         sid = self._id("sse")
-        self.emit(SSETrace(id=sid, parent=parent, event=ev.event, data=self.redact(ev.data),
-                           sse_id=ev.id, retry=ev.retry))  # fmt: skip
+        data = self.redact(ev.data.decode())  # the framing checked the UTF-8
+        self.emit(SSETrace(id=sid, parent=parent, event=ev.event, data=data,
+                           sse_id=sse_id, retry=retry))  # fmt: skip
         return sid
 
     def delta(self, d: Delta, parent: str | None, events: Sequence[Event]) -> str:

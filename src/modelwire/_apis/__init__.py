@@ -1,17 +1,21 @@
 """Wire APIs: one module per API, and the registry every other layer asks.
 
-A wire API owns **every** fact of one provider format, behind the typed
-:class:`WireAPI` protocol: its name, the endpoint for a model, request building
-(auth header included), the response framing (SSE, NDJSON, binary event
-stream), the per-response decoder, how the mock server renders a scripted reply
-in its bytes, how a request body carries tool results, and which tool-call ids it
-accepts (handoff). Nothing outside this package names a wire API: the catalog's
-validation, the CLI's ``--api`` choices, the mock server, the demo, handoff and
-the pipeline all ask this registry.
+A wire API owns **every** fact of one provider format. Its required part is a small
+codec (:class:`WireCodec`, :mod:`modelwire._apis._codec`): the name, the endpoint
+for a model, request building (auth header included), the response framing (SSE,
+NDJSON, binary event stream), the per-response decoder and ``recognizes``, which
+wrong-API detection asks of every registered API. Optional facets, typed
+separately, serve the other audiences: ``mock`` (:class:`MockFacet`: how the mock
+server renders a scripted reply in its bytes, its media type and version segment,
+the model and tool results a request carries) and ``handoff``
+(:class:`HandoffFacet`: which tool-call ids it accepts). Nothing outside this
+package names a wire API: the catalog's validation, the CLI's ``--api`` choices,
+the mock server (routing by :func:`mock_routes`), the demo, handoff and the
+pipeline all ask this registry, each for the part it needs.
 
 Discovery needs no central list: the module of API ``ollama-chat`` is
 ``modelwire._apis.ollama_chat`` (``-`` becomes ``_``), and its ``API`` attribute is
-the :class:`WireAPI`. Names are listed from the package's modules without
+the :class:`WireCodec`. Names are listed from the package's modules without
 importing them, and a module is imported on first use, so ``import modelwire``
 stays cheap. Modules whose name starts with ``_`` are shared helpers, not APIs.
 User APIs are added at run time with :func:`register_wire_api`.
@@ -28,26 +32,33 @@ import importlib.util
 import inspect
 import pkgutil
 import re
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, NamedTuple, Protocol, TypeAlias, runtime_checkable
+from collections.abc import AsyncIterator, Callable, Iterator
+from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConfigurationError
+from ._codec import (
+    HandoffFacet,
+    IdRule,
+    MockFacet,
+    WireCodec,
+    WireDecoder,
+    check_codec,
+)
 
 if TYPE_CHECKING:
-    from .._deltas import Delta
-    from .._framing import Framing
-    from .._options import HTTPRequest, RequestOptions
-    from .._sse import ServerSentEvent
     from ..events import Event
-    from ..types import Context, Model
-    from ._mock import Frame, ScriptedReply
 
 __all__ = [
     "DEFAULT_API",
+    "MODEL_SLOT",
+    "HandoffFacet",
     "IdRule",
+    "MockFacet",
     "StreamFunction",
     "WireAPI",
+    "WireCodec",
     "WireDecoder",
+    "api_for_path",
     "api_module",
     "api_names",
     "builtin_api_names",
@@ -55,6 +66,9 @@ __all__ = [
     "custom_stream_sync",
     "find_api",
     "get_api",
+    "mock_facet",
+    "mock_routes",
+    "recognizing",
     "register_stream_function",
     "register_wire_api",
 ]
@@ -64,97 +78,8 @@ __all__ = [
 DEFAULT_API = "openai-chat"
 
 
-class IdRule(NamedTuple):
-    """What a target API accepts as a tool-call id (used by :mod:`modelwire._handoffs`)."""
-
-    valid: re.Pattern[str]
-    """Ids that match (``fullmatch``) are kept."""
-    bad: re.Pattern[str] | None
-    """Characters replaced by ``_`` when an id is rewritten (``None``: any)."""
-    max_len: int
-    """Longest id."""
-    exact: int | None = None
-    """Required length of a rewritten id (Mistral: 9), made of letters and digits."""
-
-
-class WireDecoder(Protocol):
-    """A fresh per-response decoder: one frame in, normalized deltas out.
-
-    ``decode`` validates one payload and returns deltas (:mod:`modelwire._deltas`),
-    raising a ``StreamError`` subclass for bad input (a ``MalformedChunkError``
-    naming the field path); ``end`` is called when the body is complete and
-    returns ``[EndOfStream()]`` or raises ``TruncatedStreamError`` when the API's
-    terminal signal is missing.
-    """
-
-    def decode(self, event: ServerSentEvent) -> list[Delta]: ...
-
-    def end(self) -> list[Delta]: ...
-
-
-@runtime_checkable
-class WireAPI(Protocol):
-    """Every fact of one wire API. Implementations are stateless singletons."""
-
-    @property
-    def name(self) -> str:
-        """The ``Model.api`` value, e.g. ``"ollama-chat"``."""
-        ...
-
-    @property
-    def content_type(self) -> str:
-        """The media type of a streamed response (``text/event-stream``,
-        ``application/x-ndjson``…), sent by the mock server."""
-        ...
-
-    @property
-    def version_segment(self) -> str:
-        """The version segment of a ``base_url`` for this API (``/v1``, ``/v1beta``,
-        ``""`` for a server root): what ``MockServer.model(api)`` appends."""
-        ...
-
-    def path(self, model_id: str) -> str:
-        """The endpoint appended to ``Model.base_url`` (``/chat/completions``)."""
-        ...
-
-    def matches_path(self, path: str) -> bool:
-        """Whether a request target (query string included) is this API's endpoint."""
-        ...
-
-    def request_model(self, path: str, body: object) -> str | None:
-        """The model id a request asked for (the body's ``model``, or a path segment)."""
-        ...
-
-    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
-        """Pure: the URL, headers and JSON body; ``ConfigurationError`` for
-        impossible options, before any I/O."""
-        ...
-
-    def framing(self, max_event_bytes: int) -> Framing:
-        """A fresh decoder of the response body into frames (:mod:`modelwire._framing`)."""
-        ...
-
-    def new_decoder(self, model: Model | None) -> WireDecoder:
-        """A fresh per-response decoder."""
-        ...
-
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        """A scripted reply as this API's events, unframed (for the mock server)."""
-        ...
-
-    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
-        """Each frame as the bytes this API's framing puts on the wire."""
-        ...
-
-    def tool_results(self, body: object) -> list[str]:
-        """The texts of the tool results in a request body, in order."""
-        ...
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        """Which tool-call ids ``model`` accepts (``None``: any), for handoff."""
-        ...
+#: The protocol every registered wire API satisfies (the codec; facets are optional).
+WireAPI = WireCodec
 
 
 #: A custom API that produces events itself: ``(model, context, options) -> events``,
@@ -163,9 +88,6 @@ class WireAPI(Protocol):
 StreamFunction: TypeAlias = Callable[..., "AsyncIterator[Event] | Iterator[Event]"]
 
 
-_MEMBERS = ("name", "content_type", "version_segment", "path", "matches_path", "request_model",
-            "build_request", "framing", "new_decoder", "render", "encode_frames",
-            "tool_results", "tool_id_rule")  # fmt: skip
 _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 # One registry, two kinds of entry: a name is either a WireAPI or a stream function.
 _registry: dict[str, WireAPI] = {}
@@ -217,9 +139,9 @@ def find_api(name: str) -> WireAPI | None:
     module = api_module(name)
     if importlib.util.find_spec(module) is None:
         return None
-    api = importlib.import_module(module).API
-    if not isinstance(api, WireAPI) or api.name != name:
-        raise ConfigurationError(f"{module}.API is not the WireAPI {name!r}")
+    api = check_codec(importlib.import_module(module).API)
+    if api.name != name:
+        raise ConfigurationError(f"{module}.API is named {api.name!r}, not {name!r}")
     _registry[name] = api
     return api
 
@@ -232,6 +154,15 @@ def get_api(name: str) -> WireAPI:
     return api
 
 
+def mock_facet(name: str) -> MockFacet:
+    """The mock facet of wire API ``name``; ``ConfigurationError`` if the API is
+    unknown or offers none."""
+    mock = get_api(name).mock
+    if mock is None:
+        raise ConfigurationError(f"wire API {name!r} has no mock facet (its codec's mock is None)")
+    return mock
+
+
 def _check_name(name: object) -> str:
     if not isinstance(name, str) or not _NAME.fullmatch(name):
         raise ConfigurationError(
@@ -240,18 +171,118 @@ def _check_name(name: object) -> str:
     return name
 
 
-def register_wire_api(api: WireAPI, name: str | None = None) -> None:
-    """Register ``api`` (a :class:`WireAPI`) under ``name`` (default ``api.name``).
-    The object is not changed; a later registration of the same name wins."""
-    if not isinstance(api, WireAPI):
-        missing = [m for m in _MEMBERS if not hasattr(api, m)]
+def register_wire_api(api: WireCodec, name: str | None = None) -> None:
+    """Register ``api`` (a :class:`WireCodec`) under ``name`` (default ``api.name``).
+
+    The codec and each facet it claims are checked (a ``ConfigurationError`` names
+    every missing member), and so is its path: an API whose exact path (version
+    segment included) is another API's cannot be told apart by the mock server, so
+    that is a ``ConfigurationError`` naming both. The object is not changed; a later
+    registration of the same name wins."""
+    codec = check_codec(api)
+    key = _check_name(codec.name if name is None else name)
+    try:
+        route = _route(codec)
+    except Exception as exc:
         raise ConfigurationError(
-            f"{type(api).__name__} is not a WireAPI: it lacks {', '.join(sorted(missing))}"
-        )
-    key = _check_name(api.name if name is None else name)
+            f"wire API {key!r}: path() or its mock facet's version_segment failed ({exc!r})"
+        ) from exc
+    for other, template in mock_routes().items():
+        if template == route and other != key:
+            raise ConfigurationError(
+                f"wire API {key!r} has the path {route!r}, which is already wire API "
+                f"{other!r}'s: give {key!r} its own endpoint or version segment"
+            )
     _streams.pop(key, None)
     _sync_streams.pop(key, None)
-    _registry[key] = api
+    _registry[key] = codec
+
+
+#: What stands for the model id in a route (:func:`mock_routes`).
+MODEL_SLOT = "{model}"
+# Asked of ``path()`` in its place: unreserved characters only, so no quoting changes it.
+_SLOT_ID = "modelwire-model-slot"
+
+
+def _route(codec: WireCodec) -> str:
+    mock = codec.mock
+    segment = mock.version_segment if mock is not None else ""
+    return (segment + _endpoint(codec)).rstrip("/")
+
+
+def _endpoint(codec: WireCodec) -> str:
+    return codec.path(_SLOT_ID).split("?", 1)[0].replace(_SLOT_ID, MODEL_SLOT)
+
+
+def mock_routes() -> dict[str, str]:
+    """Every wire API's exact path, by API name: its version segment, then its
+    endpoint for model :data:`MODEL_SLOT` (query string dropped), e.g.
+    ``/v1beta/models/{model}:streamGenerateContent`` (every built-in module is
+    imported)."""
+    # Built on each call (a few APIs, no I/O): nothing to go stale when tests swap
+    # the registry.
+    codecs = [(n, find_api(n)) for n in api_names()]
+    return {n: _route(c) for n, c in codecs if c is not None}
+
+
+def _slot_match(template: str, path: str) -> bool:
+    head, slot, tail = template.partition(MODEL_SLOT)
+    if not slot:
+        return template == path
+    if len(path) <= len(head) + len(tail) or not path.startswith(head) or not path.endswith(tail):
+        return False
+    return "/" not in path[len(head) : len(path) - len(tail)]  # one path segment
+
+
+def api_for_path(path: str) -> str | None:
+    """The wire API a request target belongs to (query string ignored), or ``None``.
+
+    The exact path (version segment included) decides; the model id fills one path
+    segment. A path no API owns exactly (a provider's own URL layout: Azure
+    deployments, Vertex AI publishers) goes to the API whose endpoint, without its
+    version segment, ends it at a segment boundary — the longest such endpoint, so
+    ``/api/chat`` is never taken for a shorter ``/chat``."""
+    target = path.split("?", 1)[0].rstrip("/")
+    routes = mock_routes()
+    for api, template in routes.items():
+        if _slot_match(template, target):
+            return api
+    best: tuple[int, str] | None = None
+    for api in routes:
+        codec = find_api(api)
+        if codec is None:
+            continue
+        endpoints = [_endpoint(codec), *(codec.mock.extra_paths if codec.mock else ())]
+        for endpoint in endpoints:
+            endpoint = endpoint.split("?", 1)[0].rstrip("/")
+            if _ends_with(target, endpoint) and (best is None or len(endpoint) > best[0]):
+                best = (len(endpoint), api)
+    return best[1] if best is not None else None
+
+
+def _ends_with(target: str, endpoint: str) -> bool:
+    # Endpoints start with "/" or ":", so a suffix match is at a segment boundary.
+    head, slot, _ = endpoint.partition(MODEL_SLOT)
+    if not slot:
+        return target.endswith(endpoint)
+    i = target.rfind(head) if head else target.rfind("/") + 1
+    return i >= 0 and _slot_match(endpoint, target[i:])
+
+
+def recognizing(payload: bytes, *, besides: str | None = None) -> list[str]:
+    """Every registered API (``besides`` excepted) whose codec recognizes
+    ``payload``, the first bytes of a response body (wrong-API detection)."""
+    found = []
+    for n in api_names():
+        if n == besides:
+            continue
+        codec = find_api(n)
+        try:
+            if codec is not None and codec.recognizes(payload):
+                found.append(n)
+        except Exception:  # a codec's guess never breaks the stream
+            continue
+    return found
 
 
 def register_stream_function(

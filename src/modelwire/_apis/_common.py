@@ -7,8 +7,8 @@ the replay test "is this the same model?". The error classifier's helpers
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, TypeVar
 
 import msgspec
 
@@ -22,17 +22,12 @@ from .._options import HTTPRequest, RequestOptions, encode_body
 from .._redact import credential_secrets
 from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..types import AssistantMessage, Context, Model, ToolCall, check_json
-from . import IdRule
-from ._mock import Frame, encode_sse
-
-if TYPE_CHECKING:
-    from .._framing import Framing
+from ._codec import IdRule
 
 __all__ = [
     "EXCERPT_CHARS",
     "SAFE_ID_RULE",
     "Count",
-    "SSEWireAPI",
     "bearer_auth",
     "check_context_values",
     "check_json",
@@ -64,6 +59,7 @@ _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
 # msgspec's text for a failed ``Meta`` constraint: "Expected `int` >= 0".
 _CONSTRAINT = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+)$")
+_MISSING = re.compile(r"^Object missing required field `(.+)`$")
 #: Characters of a payload a malformed-chunk message quotes (after redaction).
 EXCERPT_CHARS = 120
 _NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
@@ -83,8 +79,12 @@ def _path_message(exc: msgspec.ValidationError) -> str:
     text = str(exc)
     m = _PATH.match(text)
     if not m:
-        return text
+        missing = _MISSING.match(text)
+        return f"{missing.group(1)} is missing" if missing else text
     what, path = m.group(1), m.group(2).lstrip(".")
+    missing = _MISSING.match(what)
+    if missing:
+        return f"{path + '.' if path else ''}{missing.group(1)} is missing"
     c = _CONSTRAINT.match(what)
     if c:
         want = _NAMES.get(c.group(1), c.group(1))
@@ -322,46 +322,3 @@ def check_reasoning(model: Model, level: str | None) -> None:
 #: Letters, digits, ``_`` and ``-``, up to 64: Anthropic ``tool_use.id`` (Messages API
 #: reference) and OpenAI Responses ``call_id`` values as OpenAI issues them.
 SAFE_ID_RULE = IdRule(re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[^A-Za-z0-9_-]"), 64)
-
-
-class SSEWireAPI:
-    """Defaults shared by the wire APIs that stream Server-Sent Events.
-
-    A subclass sets ``name`` and ``endpoint`` (the path after ``base_url``) and
-    implements ``build_request``, ``new_decoder``, ``render`` and ``tool_results``;
-    it overrides the rest only where its API differs.
-    """
-
-    name: str = ""
-    endpoint: str = ""
-    content_type: str = "text/event-stream"
-    version_segment: str = "/v1"
-    #: SSE ``event:`` lines in rendered frames (Responses, Anthropic name their events).
-    named_events: bool = False
-    #: What ends one rendered event (Gemini sends CRLF CRLF).
-    event_separator: str = "\n\n"
-
-    def path(self, model_id: str) -> str:
-        return self.endpoint
-
-    def url(self, model: Model) -> str:
-        """``base_url`` (trailing slash ignored) + the endpoint."""
-        return model.url_root + self.path(model.id)
-
-    def matches_path(self, path: str) -> bool:
-        return path.split("?", 1)[0].rstrip("/").endswith(self.endpoint)
-
-    def request_model(self, path: str, body: object) -> str | None:
-        model = body.get("model") if isinstance(body, dict) else None
-        return model if isinstance(model, str) else None
-
-    def framing(self, max_event_bytes: int) -> Framing:
-        from .._sse import SSEDecoder
-
-        return SSEDecoder(max_event_bytes=max_event_bytes)
-
-    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
-        return encode_sse(frames, named=self.named_events, sep=self.event_separator)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        return None

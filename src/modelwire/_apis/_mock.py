@@ -19,19 +19,21 @@ from ..errors import ConfigurationError
 from ..types import AssistantContent, ToolCall, Usage
 
 __all__ = [
-    "Frame",
+    "MockFrame",
     "ScriptedReply",
     "arguments_object",
     "arguments_text",
     "compact_json",
     "encode_sse",
+    "model_in_body",
+    "role_tool_results",
     "split_text",
     "text_of",
 ]
 
-#: ``(event name or None, payload)``: one event before framing. The payload is a
+#: ``(event name or None, payload)``: one rendered event before framing. The payload is a
 #: JSON-able dict or, for the OpenAI Chat terminator, the string ``[DONE]``.
-Frame: TypeAlias = tuple[str | None, "dict[str, Any] | str"]
+MockFrame: TypeAlias = tuple[str | None, "dict[str, Any] | str"]
 
 
 class ScriptedReply(msgspec.Struct, frozen=True, kw_only=True):
@@ -77,7 +79,9 @@ def arguments_object(call: ToolCall) -> dict[str, Any]:
     return dict(call.arguments)
 
 
-def encode_sse(frames: Sequence[Frame], *, named: bool = False, sep: str = "\n\n") -> list[bytes]:
+def encode_sse(
+    frames: Sequence[MockFrame], *, named: bool = False, sep: str = "\n\n"
+) -> list[bytes]:
     """Each frame as one SSE event: ``event:`` lines when ``named``; ``sep`` ends it."""
     out: list[bytes] = []
     for name, payload in frames:
@@ -99,3 +103,18 @@ def text_of(value: Any) -> str:
             if key in value:
                 return text_of(value[key])
     return ""
+
+
+def model_in_body(path: str, body: object) -> str | None:
+    """The model a request asked for in its body's ``model`` field (most APIs)."""
+    model = body.get("model") if isinstance(body, dict) else None
+    return model if isinstance(model, str) else None
+
+
+def role_tool_results(body: object) -> list[str]:
+    """The ``content`` of every ``role: tool`` message of a body's ``messages``
+    (OpenAI Chat Completions and Ollama carry tool results the same way)."""
+    if not isinstance(body, dict):
+        return []
+    return [text_of(m.get("content")) for m in body.get("messages", [])
+            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip

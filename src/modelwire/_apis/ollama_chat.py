@@ -48,7 +48,7 @@ from .._deltas import (
     UsageUpdate,
 )
 from .._options import HTTPRequest, RequestOptions, check_extra_body
-from .._sse import ServerSentEvent
+from .._sse import Frame
 from ..errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
 from ..types import (
     AssistantMessage,
@@ -60,7 +60,7 @@ from ..types import (
     ToolCall,
     UserMessage,
 )
-from . import IdRule
+from ._codec import MockRendering, first_line_json
 from ._common import (
     Count,
     bearer_auth,
@@ -73,16 +73,17 @@ from ._common import (
     in_band_error,
 )
 from ._mock import (
-    Frame,
+    MockFrame,
     ScriptedReply,
     arguments_object,
     compact_json,
+    role_tool_results,
     split_text,
-    text_of,
 )
 
 if TYPE_CHECKING:
     from .._framing import Framing
+    from ._codec import WireCodec
 
 __all__ = ["API", "RESERVED", "OllamaChatAPI", "OllamaDecoder"]
 
@@ -258,13 +259,13 @@ class OllamaDecoder:
         self._id_base: str | None = None
         self._meta = False
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        data = event.data
-        if not self._meta and data.startswith(("data:", "event:", ":")):
+    def decode(self, frame: Frame) -> list[Delta]:
+        data = frame.data
+        if not self._meta and data.startswith((b"data:", b"event:", b":")):
             # A Server-Sent-Events body (an OpenAI-compatible /v1 endpoint?), not NDJSON.
             raise MalformedChunkError(
                 "malformed line: the body is Server-Sent Events (it starts with "
-                f"{data.split(':', 1)[0]!r}:), not Ollama's NDJSON: decode it with the API "
+                f"{data.split(b':', 1)[0].decode()!r}:), not Ollama's NDJSON: decode it with the API "
                 "that sent it (e.g. api='openai-chat' for Ollama's /v1 endpoint)"
             )
         line = decode_json(data, _line_decoder, "line")
@@ -327,21 +328,13 @@ class OllamaDecoder:
 # --------------------------------------------------------------------------- mock
 
 
-def tool_results(body: object) -> list[str]:
-    """The ``content`` of every ``role: tool`` message."""
-    if not isinstance(body, dict):
-        return []
-    return [text_of(m.get("content")) for m in body.get("messages", [])
-            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
-
-
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The lines Ollama streams for a scripted reply (``rid`` is not sent: the API
     has no response id)."""
     t0 = time.time_ns()
     n = 0
 
-    def line(message: dict[str, Any], **final: Any) -> Frame:
+    def line(message: dict[str, Any], **final: Any) -> MockFrame:
         nonlocal n
         n += 1
         # RFC 3339 with nanoseconds, as Ollama writes created_at; unique per response.
@@ -351,7 +344,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
                        "message": {"role": "assistant", "content": "", **message},
                        "done": bool(final), **final})  # fmt: skip
 
-    frames: list[Frame] = []
+    frames: list[MockFrame] = []
     for block in reply.content:
         if isinstance(block, ThinkingContent):
             frames += [line({"thinking": p}) for p in split_text(block.thinking, pc)]
@@ -372,23 +365,39 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
 # --------------------------------------------------------------------------- the API
 
 
+def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
+    # One JSON value per line, LF-terminated, as Ollama writes them.
+    return [(p if isinstance(p, str) else compact_json(p)).encode() + b"\n" for _, p in frames]
+
+
+def recognizes(payload: bytes) -> bool:
+    """An Ollama ``/api/chat`` body: its first line is a JSON object with ``model``,
+    ``created_at`` and ``message`` or ``done`` (api/chat reference)."""
+    obj = first_line_json(payload)
+    return (
+        isinstance(obj, dict)
+        and "model" in obj
+        and "created_at" in obj
+        and ("message" in obj or "done" in obj)
+    )
+
+
 class OllamaChatAPI:
     """The ``ollama-chat`` wire API."""
 
     name = "ollama-chat"
     endpoint = "/api/chat"
-    content_type = "application/x-ndjson"
-    version_segment = ""  # base_url is the server root
+    mock = MockRendering(
+        render=render,
+        tool_results=role_tool_results,
+        encode_frames=_encode_frames,
+        content_type="application/x-ndjson",
+        version_segment="",  # base_url is the server root
+    )
+    handoff = None  # Ollama accepts any tool-call id
 
     def path(self, model_id: str) -> str:
         return self.endpoint
-
-    def matches_path(self, path: str) -> bool:
-        return path.split("?", 1)[0].rstrip("/").endswith(self.endpoint)
-
-    def request_model(self, path: str, body: object) -> str | None:
-        model = body.get("model") if isinstance(body, dict) else None
-        return model if isinstance(model, str) else None
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         check_context_values(context)
@@ -410,20 +419,11 @@ class OllamaChatAPI:
     def new_decoder(self, model: Model | None) -> OllamaDecoder:
         return OllamaDecoder()
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
-
-    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
-        # One JSON value per line, LF-terminated, as Ollama writes them.
-        return [(p if isinstance(p, str) else compact_json(p)).encode() + b"\n" for _, p in frames]
-
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        return None
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = OllamaChatAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

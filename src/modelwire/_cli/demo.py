@@ -51,11 +51,12 @@ _TOTAL = re.compile(r"lines \d+-\d+ of (\d+)")
 
 def tool_result_text(api: str | None, body: Any) -> str | None:
     """The text of the last tool result in a request body of ``api``
-    (``WireAPI.tool_results``: each API knows where its body carries them)."""
+    (the mock facet's ``tool_results``: each API knows where its body carries them)."""
     from .._apis import find_api
 
     wire = find_api(api) if api is not None else None
-    found = wire.tool_results(body) if wire is not None else []
+    mock = wire.mock if wire is not None else None
+    found = mock.tool_results(body) if mock is not None else []
     return found[-1] if found else None
 
 

@@ -5,28 +5,29 @@ framings exist, all with the same guarantees (split anywhere, truncation reporte
 ``end()``, a per-frame size limit checked as soon as it is known, invalid UTF-8 typed,
 errors from :mod:`modelwire.errors`, ``feed()`` after ``end()`` a caller mistake):
 
-* :class:`~modelwire._sse.SSEDecoder` — ``text/event-stream`` (OpenAI, Anthropic, Gemini);
+* :class:`~modelwire._sse.SSEFraming` — ``text/event-stream`` (OpenAI, Anthropic, Gemini),
+  the public :class:`~modelwire._sse.SSEDecoder` yielding frames;
 * :class:`NDJSONDecoder` — newline-delimited JSON (Ollama's native ``/api/chat``);
 * :class:`EventStreamDecoder` — the AWS binary event stream (Amazon Bedrock
   ``ConverseStream``), with :func:`encode_message`/:func:`encode_event` for the mock server.
 
-Every framing yields :class:`~modelwire._sse.ServerSentEvent` values: ``event`` is the frame's
-type and ``data`` its text payload (``"message"`` and the line for NDJSON; the
-``:event-type`` header and the payload for the AWS event stream). Reusing the SSE value,
-rather than a new frame type, keeps the seam every wire API already has —
-``decode(event: ServerSentEvent)`` — so a non-SSE API plugs into the pipeline by choosing
-its framing, and nothing downstream changes. The AWS event stream's typed headers stay
-available from the lower-level :class:`EventStreamMessageDecoder`.
+Every framing yields one value type, :class:`Frame`: ``event`` is the frame's type and
+``data`` its payload as bytes, checked to be UTF-8 but not decoded (an SSE event's type
+and data; ``"message"`` and the line for NDJSON; the ``:event-type`` header and the payload
+for the AWS event stream). A wire API decodes ``data`` with msgspec straight from the
+bytes, so no payload is turned into a ``str`` first, and a non-SSE API plugs into the
+pipeline by choosing its framing. The AWS event stream's typed headers stay available from
+the lower-level :class:`EventStreamMessageDecoder`.
 
-:class:`Framing` is the structural type the pipeline holds; ``SSEDecoder`` satisfies it as
-it is (checked by mypy below and by the tests).
+:class:`Framing` is the structural type the pipeline holds (checked by mypy below and by
+the tests).
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from .._sse import ServerSentEvent
+from .._sse import Frame, SSEFraming
 from .eventstream import (
     EventStreamDecoder,
     EventStreamMessage,
@@ -48,6 +49,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_framing.py che
     "EventStreamDecoder",
     "EventStreamMessage",
     "EventStreamMessageDecoder",
+    "Frame",
     "Framing",
     "HeaderValue",
     "Int16",
@@ -55,6 +57,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_framing.py che
     "Int64",
     "Int8",
     "NDJSONDecoder",
+    "SSEFraming",
     "Timestamp",
     "decode_messages",
     "encode_event",
@@ -83,18 +86,16 @@ class Framing(Protocol):
         """The size limit of one frame, in bytes."""
         ...
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
+    def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
         """Decode the next piece of the body; return the frames it completed."""
         ...
 
-    def end(self) -> list[ServerSentEvent]:
+    def end(self) -> list[Frame]:
         """Signal the end of the body; raise if it ended in the middle of a frame."""
         ...
 
 
 if TYPE_CHECKING:
     # mypy --strict proves that each decoder is a Framing (a mismatch fails `make types`).
-    from .._sse import SSEDecoder
-
-    def _conforms(sse: SSEDecoder, nd: NDJSONDecoder, aws: EventStreamDecoder) -> list[Framing]:
+    def _conforms(sse: SSEFraming, nd: NDJSONDecoder, aws: EventStreamDecoder) -> list[Framing]:
         return [sse, nd, aws]

@@ -20,8 +20,9 @@ Two layers:
 * :class:`EventStreamMessageDecoder` gives :class:`EventStreamMessage` values with the full
   typed headers; :func:`decode_messages` is its one-shot form.
 * :class:`EventStreamDecoder` is a :class:`~modelwire._framing.Framing`: it gives
-  :class:`~modelwire._sse.ServerSentEvent` frames so a wire API's ``decode(event)`` works
-  unchanged. The mapping, by the ``:message-type`` header:
+  :class:`~modelwire._sse.Frame` values (the payload as bytes, checked to be UTF-8) like
+  every framing, so a wire API's ``decode(frame)`` reads them as any other. The mapping,
+  by the ``:message-type`` header:
 
   ============== ================================== =========================================
   message type   ``event``                          ``data``
@@ -66,7 +67,7 @@ from typing import TypeVar
 
 import msgspec
 
-from .._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent
+from .._sse import DEFAULT_MAX_EVENT_BYTES, Frame
 from ..errors import (
     EventTooLargeError,
     MalformedChunkError,
@@ -351,7 +352,7 @@ class EventStreamMessageDecoder(_MessageReader[EventStreamMessage]):
         )
 
 
-class EventStreamDecoder(_MessageReader[ServerSentEvent]):
+class EventStreamDecoder(_MessageReader[Frame]):
     """Incremental, sans-IO decoder of an AWS event stream body (a :class:`Framing`).
 
     ::
@@ -359,10 +360,10 @@ class EventStreamDecoder(_MessageReader[ServerSentEvent]):
         decoder = EventStreamDecoder()
         for chunk in body_chunks:
             for frame in decoder.feed(chunk):
-                handle(frame.event, frame.data)  # "contentBlockDelta", '{"delta": ...}'
+                handle(frame.event, frame.data)  # "contentBlockDelta", b'{"delta": ...}'
         decoder.end()  # raises TruncatedStreamError if the body stopped mid-message
 
-    Each message becomes one :class:`~modelwire._sse.ServerSentEvent` (the mapping is in the
+    Each message becomes one :class:`~modelwire._sse.Frame` (the mapping is in the
     module docstring); the frames never depend on where the body was cut. For the typed
     headers use :class:`EventStreamMessageDecoder`.
 
@@ -382,20 +383,21 @@ class EventStreamDecoder(_MessageReader[ServerSentEvent]):
     def __init__(self, *, max_event_bytes: int = DEFAULT_MAX_EVENT_BYTES) -> None:
         super().__init__(max_event_bytes)
 
-    def _make(
-        self, buf: bytes, start: int, headers_end: int, stop: int, base: int
-    ) -> ServerSentEvent:
+    def _make(self, buf: bytes, start: int, headers_end: int, stop: int, base: int) -> Frame:
         raw = buf[start:headers_end]
         event = _FRAME_EVENTS.get(raw)
         if event is None:
             event, text = self._classify(self._headers(buf, start, headers_end, base))
             if text is not None:
-                return ServerSentEvent(event=event, data=text)
+                return Frame(event, text.encode())
             if len(raw) <= _BLOCK_MAX and len(_FRAME_EVENTS) < _BLOCKS_MAX:
                 _FRAME_EVENTS[raw] = event
         payload = buf[headers_end:stop]
+        if payload.isascii():
+            return Frame(event, payload)
         try:
-            return ServerSentEvent(event=event, data=payload.decode())
+            payload.decode()  # checked, not decoded: the wire API parses the bytes
+            return Frame(event, payload)
         except UnicodeDecodeError as exc:
             bad = payload[exc.start : exc.end]
             raise MalformedChunkError(

@@ -6,9 +6,9 @@ LF is tolerated (it is not part of the frame). Empty lines — and lines of JSON
 (space, tab, CR) — are ignored, which the NDJSON spec allows ("MAY silently ignore empty
 lines"). The first user is Ollama's native ``POST /api/chat`` (``application/x-ndjson``).
 
-No JSON is parsed here: the frame is ``ServerSentEvent(event="message", data=line)``, and the
-wire API's ``decode(event)`` parses ``data`` as it does an SSE ``data`` field, with its own
-field-path errors. Deliberate choices, each raising a typed error instead of guessing:
+No JSON is parsed here: the frame is ``Frame("message", line)`` — the line's bytes, checked
+to be UTF-8 — and the wire API's ``decode(frame)`` parses them as it does an SSE event's
+payload, with its own field-path errors. Deliberate choices, each raising a typed error instead of guessing:
 
 1. **An unterminated last line is a truncation** (:class:`~modelwire.errors.TruncatedStreamError`
    from :meth:`NDJSONDecoder.end`), even when it happens to be a complete JSON value. The spec
@@ -33,17 +33,16 @@ and joined once when the LF arrives; complete lines are split with one ``bytes.s
 
 from __future__ import annotations
 
-from .._sse import DEFAULT_MAX_EVENT_BYTES, ServerSentEvent
+from .._sse import DEFAULT_MAX_EVENT_BYTES, Frame
 from ..errors import EventTooLargeError, MalformedChunkError, TruncatedStreamError
 from ._base import IncrementalDecoder
 
 __all__ = ["NDJSONDecoder"]
 
-_WS_STR = " \t\r"
 _WS_BYTES = b" \t\r"
 
 
-class NDJSONDecoder(IncrementalDecoder[ServerSentEvent]):
+class NDJSONDecoder(IncrementalDecoder[Frame]):
     """Incremental, sans-IO decoder of a newline-delimited JSON body (a :class:`Framing`).
 
     ::
@@ -54,7 +53,7 @@ class NDJSONDecoder(IncrementalDecoder[ServerSentEvent]):
                 handle(json.loads(frame.data))
         decoder.end()  # raises TruncatedStreamError if the last line has no LF
 
-    Each non-blank line becomes ``ServerSentEvent(event="message", data=line)`` with a
+    Each non-blank line becomes ``Frame("message", line)`` (bytes) with a
     trailing CR removed; the frames never depend on where the body was cut.
 
     Errors: :class:`~modelwire.errors.MalformedChunkError` (invalid UTF-8, with its byte
@@ -76,7 +75,7 @@ class NDJSONDecoder(IncrementalDecoder[ServerSentEvent]):
         # Stream offset of the first byte of the pending line (for error messages).
         self._line_start = 0
 
-    def _consume(self, data: bytes, out: list[ServerSentEvent]) -> None:
+    def _consume(self, data: bytes, out: list[Frame]) -> None:
         cut = data.rfind(b"\n")
         tail = self._tail
         if cut < 0:
@@ -100,22 +99,26 @@ class NDJSONDecoder(IncrementalDecoder[ServerSentEvent]):
         if self._tail_len > self._max:
             self._check_pending()
 
-    def _lines(self, head: bytes, start: int, out: list[ServerSentEvent]) -> None:
+    def _lines(self, head: bytes, start: int, out: list[Frame]) -> None:
         """Emit the complete lines of ``head`` (lines joined by LF, the last LF removed)."""
         append = out.append
         if len(head) <= self._max:
-            # Fast path: no line can be too large, so decode once and split the text.
-            try:
-                text = head.decode()
-            except UnicodeDecodeError:
-                pass  # the line loop below finds the line and raises, in order
-            else:
-                for line in text.split("\n"):
-                    if line[-1:] == "\r":
+            # Fast path: no line can be too large, so check the UTF-8 once (ASCII is
+            # valid as it is) and split the bytes.
+            valid = head.isascii()
+            if not valid:
+                try:
+                    head.decode()
+                    valid = True
+                except UnicodeDecodeError:
+                    pass  # the line loop below finds the line and raises, in order
+            if valid:
+                for line in head.split(b"\n"):
+                    if line[-1:] == b"\r":
                         line = line[:-1]
-                    if not line or (line[0] in _WS_STR and not line.strip(_WS_STR)):
+                    if not line or (line[0] in _WS_BYTES and not line.strip(_WS_BYTES)):
                         continue
-                    append(ServerSentEvent(data=line))
+                    append(Frame("message", line))
                 return
         offset = start
         for raw in head.split(b"\n"):
@@ -128,7 +131,7 @@ class NDJSONDecoder(IncrementalDecoder[ServerSentEvent]):
             if not raw.strip(_WS_BYTES):
                 continue
             try:
-                line = raw.decode()
+                raw.decode()
             except UnicodeDecodeError as exc:
                 bad = raw[exc.start : exc.end]
                 raise MalformedChunkError(
@@ -137,7 +140,7 @@ class NDJSONDecoder(IncrementalDecoder[ServerSentEvent]):
                     f"starting at byte offset {line_start}; the server sent bytes that are "
                     "not UTF-8 JSON"
                 ) from None
-            append(ServerSentEvent(data=line))
+            append(Frame("message", raw))
 
     def _check_pending(self) -> None:
         """Raise if the pending line is already over the limit (a final CR may be a CRLF's)."""

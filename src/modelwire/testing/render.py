@@ -5,8 +5,8 @@ A *script* is what a test says the model should answer: a string (text), a
 whole :class:`~modelwire.types.AssistantMessage` (its ``stop_reason`` and
 ``usage`` are rendered too). :func:`render` turns it into the response body the
 provider would send, in that API's framing (SSE events, NDJSON lines…). The
-bytes of each API are owned by the API itself (``WireAPI.render`` and
-``WireAPI.encode_frames`` in :mod:`modelwire._apis`); this module only normalizes
+bytes of each API are owned by the API itself (the ``render`` and ``encode_frames``
+of its mock facet, :class:`modelwire.ext.MockFacet`); this module only normalizes
 the script and asks the registry, so a new wire API is rendered with no edit here.
 
 Text and tool-call arguments are cut into pieces of ``piece_chars``
@@ -20,8 +20,10 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
-from .._apis import api_names, find_api
-from .._apis._mock import Frame, ScriptedReply, arguments_text, compact_json, split_text
+from .._apis import MockFacet, api_names, find_api
+from .._apis import api_for_path as api_for_path
+from .._apis._mock import MockFrame as Frame
+from .._apis._mock import ScriptedReply, arguments_text, compact_json, split_text
 from ..errors import ConfigurationError
 from ..types import (
     AssistantContent,
@@ -122,11 +124,13 @@ def normalize(script: Script) -> ScriptedReply:
     return ScriptedReply(content=blocks, stop_reason=stop, usage=usage, response_id=response_id)
 
 
-def _wire(api: str) -> Any:
+def _wire(api: str) -> MockFacet:
     wire = find_api(api) if isinstance(api, str) else None
     if wire is None:
         raise ConfigurationError(f"cannot render for api {api!r}; known: {', '.join(api_names())}")
-    return wire
+    if wire.mock is None:
+        raise ConfigurationError(f"wire API {api!r} has no mock facet: it cannot be rendered")
+    return wire.mock
 
 
 def render_frames(
@@ -147,7 +151,7 @@ def render_frames(
 
 
 def frame(api: str, frames: Sequence[Frame]) -> list[bytes]:
-    """Each event framed as ``api`` frames it on the wire (``WireAPI.encode_frames``)."""
+    """Each event framed as ``api`` frames it on the wire (``MockFacet.encode_frames``)."""
     out: list[bytes] = _wire(api).encode_frames(frames)
     return out
 
@@ -165,12 +169,3 @@ def render(
         script, api, model=model, response_id=response_id, piece_chars=piece_chars
     )
     return b"".join(frame(api, frames))
-
-
-def api_for_path(path: str) -> str | None:
-    """Which API a request path belongs to (query string ignored), or ``None``."""
-    for api in api_names():
-        wire = find_api(api)
-        if wire is not None and wire.matches_path(path):
-            return api
-    return None

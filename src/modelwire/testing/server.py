@@ -6,9 +6,11 @@ the next reply; every request is recorded for assertions.
 
 A reply is raw bytes, a :class:`Reply` (status, headers, body and faults), or a
 *script* — text, a ``ToolCall``, content blocks or an ``AssistantMessage`` —
-that the server renders in the wire format of the API the request path names
-(``/chat/completions``, ``/responses``, ``/messages``,
-``/models/{id}:streamGenerateContent``; see :mod:`modelwire.testing.render`).
+that the server renders in the wire format of the API the request path names.
+Routing is by the exact path, version segment included, from a table built from
+the registry (``/v1/chat/completions``, ``/api/chat``,
+``/v1beta/models/{model}:streamGenerateContent``…;
+:func:`modelwire._apis.mock_routes`); see :mod:`modelwire.testing.render`.
 A callable ``(RecordedRequest) -> reply`` decides when the request arrives, so
 a reply can depend on what the client sent (e.g. a tool result).
 """
@@ -28,7 +30,8 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from .._apis import DEFAULT_API, api_names, find_api, get_api
+from .._apis import DEFAULT_API, MockFacet, api_names, find_api, mock_routes
+from .._apis._mock import model_in_body
 from ..errors import ConfigurationError
 from ..types import Model, ModelCost
 from .render import api_for_path, frame, render_frames
@@ -45,6 +48,12 @@ __all__ = [
 
 
 _DEFAULT_CONTENT_TYPE = "text/event-stream"
+
+
+def _mock(api: str | None) -> MockFacet | None:
+    """The mock facet of wire API ``api`` (``None``: unknown, or it offers none)."""
+    wire = find_api(api) if api is not None else None
+    return wire.mock if wire is not None else None
 
 
 class Reply(msgspec.Struct, kw_only=True):
@@ -123,17 +132,16 @@ class RecordedRequest(msgspec.Struct):
     @property
     def model(self) -> str | None:
         """The model id the client asked for, as the request's API carries it (the
-        body's ``model`` field, or a path segment: ``WireAPI.request_model``)."""
+        body's ``model`` field, or a path segment: ``MockFacet.request_model``)."""
         try:
             body = self.json()
         except ValueError:
             body = None
         api = self.api
         wire = find_api(api) if api is not None else None
-        if wire is None:
-            model = body.get("model") if isinstance(body, dict) else None
-            return model if isinstance(model, str) else None
-        return wire.request_model(self.path, body)
+        if wire is None or wire.mock is None:
+            return model_in_body(self.path, body)
+        return wire.mock.request_model(self.path, body)
 
 
 #: A callable deciding the reply when a request arrives.
@@ -315,14 +323,13 @@ class MockServer:
             if item.message is None:
                 # A raw body left at the default media type gets its API's own
                 # (application/x-ndjson on an NDJSON API's path).
-                wire = find_api(rec.api) if rec.api is not None else None
-                if wire is not None and item.content_type == _DEFAULT_CONTENT_TYPE:
-                    return msgspec.structs.replace(item, content_type=wire.content_type)
+                mock = _mock(rec.api)
+                if mock is not None and item.content_type == _DEFAULT_CONTENT_TYPE:
+                    return msgspec.structs.replace(item, content_type=mock.content_type)
                 return item
             api = rec.api
-            if api is None:
-                wires = [w for w in map(find_api, api_names()) if w is not None]
-                known = ", ".join(w.path("MODEL") for w in wires)
+            if api is None or _mock(api) is None:
+                known = ", ".join(mock_routes().values())
                 return error_reply(
                     404,
                     f"MockServer: no wire API has the path {rec.path!r}, so a scripted reply "
@@ -341,8 +348,9 @@ class MockServer:
             points = tuple(itertools.accumulate(len(f) for f in frames)) if split else None
             # The API's media type, unless the script chose one (Reply.content_type).
             ctype = item.content_type
-            if ctype == _DEFAULT_CONTENT_TYPE:
-                ctype = get_api(api).content_type
+            mock = _mock(api)
+            if ctype == _DEFAULT_CONTENT_TYPE and mock is not None:
+                ctype = mock.content_type
             return msgspec.structs.replace(
                 item, body=body, message=None, content_type=ctype,
                 split_points=points if split else item.split_points,
@@ -360,16 +368,17 @@ class MockServer:
         **fields: Any,
     ) -> Model:
         """A :class:`~modelwire.types.Model` reaching this server through ``api``
-        (its base URL ends in the API's own version segment, ``WireAPI.version_segment``:
+        (its base URL ends in the API's own version segment, ``MockFacet.version_segment``:
         ``/v1``, ``/v1beta``, or none for a server root). The provider ``mock`` has no
         API-key variable, so no key is needed."""
-        wire = find_api(api)
-        if wire is None:
+        mock = _mock(api)
+        if mock is None:
+            speaks = [n for n in api_names() if _mock(n) is not None]
             raise ConfigurationError(
-                f"unknown api {api!r}; the MockServer speaks {', '.join(api_names())}"
+                f"unknown api {api!r}; the MockServer speaks {', '.join(speaks)}"
             )
         return Model(
-            id=id, api=api, provider=provider, base_url=self.origin + wire.version_segment,
+            id=id, api=api, provider=provider, base_url=self.origin + mock.version_segment,
             cost=cost or ModelCost(), **fields,
         )  # fmt: skip
 

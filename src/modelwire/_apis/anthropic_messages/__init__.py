@@ -25,7 +25,8 @@ the inbound one (stream events → normalized deltas).
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from functools import partial
+from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
@@ -42,10 +43,9 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .. import IdRule
+from .._codec import IdRules, MockRendering, sse_framing
 from .._common import (
     SAFE_ID_RULE,
-    SSEWireAPI,
     check_context_values,
     check_reasoning,
     check_tool_choice,
@@ -53,9 +53,13 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import Frame, ScriptedReply
-from ._decode import AnthropicDecoder
+from .._mock import encode_sse, model_in_body
+from ._decode import AnthropicDecoder, recognizes
 from ._render import render, tool_results
+
+if TYPE_CHECKING:
+    from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "ADAPTIVE_EFFORTS",
@@ -363,12 +367,32 @@ def _thinking(
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
-class AnthropicMessagesAPI(SSEWireAPI):
+def _request_model(path: str, body: object) -> str | None:
+    # Claude on Vertex AI streams the same events from
+    # ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path
+    # (modelwire._providers._vertex): the mock server answers that path too.
+    target = path.split("?", 1)[0]
+    if target.endswith(_RAW_PREDICT):
+        return target.rsplit("/models/", 1)[-1][: -len(_RAW_PREDICT)] or None
+    return model_in_body(path, body)
+
+
+class AnthropicMessagesAPI:
     """The ``anthropic-messages`` wire API."""
 
     name = "anthropic-messages"
     endpoint = "/messages"
-    named_events = True
+    mock = MockRendering(
+        render=render,
+        tool_results=tool_results,
+        encode_frames=partial(encode_sse, named=True),
+        request_model=_request_model,
+        extra_paths=("/models/{model}" + _RAW_PREDICT,),
+    )
+    handoff = IdRules(lambda model: SAFE_ID_RULE)
+
+    def path(self, model_id: str) -> str:
+        return self.endpoint
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         """The JSON body (pure); ``ConfigurationError`` for impossible options."""
@@ -414,7 +438,7 @@ class AnthropicMessagesAPI(SSEWireAPI):
         return http_request(
             model,
             options,
-            url=self.url(model),
+            url=model.url_root + self.endpoint,
             body=body,
             defaults={
                 "content-type": "application/json",
@@ -430,31 +454,17 @@ class AnthropicMessagesAPI(SSEWireAPI):
             combine=("anthropic-beta",),
         )
 
-    # Claude on Vertex AI streams the same events from
-    # ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path
-    # (modelwire._providers._vertex): the mock server answers that path too.
-    def matches_path(self, path: str) -> bool:
-        return super().matches_path(path) or path.split("?", 1)[0].endswith(_RAW_PREDICT)
-
-    def request_model(self, path: str, body: object) -> str | None:
-        target = path.split("?", 1)[0]
-        if target.endswith(_RAW_PREDICT):
-            return target.rsplit("/models/", 1)[-1][: -len(_RAW_PREDICT)] or None
-        return super().request_model(path, body)
+    def framing(self, max_event_bytes: int) -> Framing:
+        return sse_framing(max_event_bytes)
 
     def new_decoder(self, model: Model | None) -> AnthropicDecoder:
         return AnthropicDecoder()
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
-
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        return SAFE_ID_RULE
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = AnthropicMessagesAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

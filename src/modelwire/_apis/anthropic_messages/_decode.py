@@ -24,14 +24,15 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,
 )
+from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 
-__all__ = ["AnthropicDecoder"]
+__all__ = ["AnthropicDecoder", "recognizes"]
 
 
 # --------------------------------------------------------------------------- inbound
@@ -186,8 +187,8 @@ class AnthropicDecoder:
         self._pending_input: dict[int, str] = {}
         self._streamed_input: set[int] = set()
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        data = event.data
+    def decode(self, frame: Frame) -> list[Delta]:
+        data = frame.data
         try:
             ev = _decode_event(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -244,7 +245,7 @@ class AnthropicDecoder:
             raise in_band_error(message, type_=err.type, request_id=ev.request_id)
         return []  # ping, and event types added after this adapter was written
 
-    def _ignorable(self, data: str) -> bool:
+    def _ignorable(self, data: bytes) -> bool:
         """Whether a payload that failed typed validation is one we ignore anyway
         (an unknown event, block or delta type whose fields clash with ours)."""
         try:
@@ -406,3 +407,11 @@ class AnthropicDecoder:
         raise TruncatedStreamError(
             "the stream ended without message_stop (the response may be incomplete)"
         )
+
+
+def recognizes(payload: bytes) -> bool:
+    """A Messages body: its first SSE payload's ``type`` is a Messages stream event
+    (``error`` excepted: the Responses API has one too)."""
+    obj = first_sse_json(payload)
+    t = obj.get("type") if isinstance(obj, dict) else None
+    return isinstance(t, str) and t != "error" and t in _KNOWN_EVENTS

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
-from .._mock import Frame, ScriptedReply, arguments_text, split_text, text_of
+from .._mock import MockFrame, ScriptedReply, arguments_text, split_text, text_of
 
 __all__ = ["render", "tool_results"]
 
@@ -24,13 +24,13 @@ def tool_results(body: object) -> list[str]:
     return found
 
 
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
     rid = rid or "msg_mock"
     u = reply.usage
     usage = {"input_tokens": u.input, "cache_creation_input_tokens": u.cache_write,
              "cache_read_input_tokens": u.cache_read}  # fmt: skip
-    frames: list[Frame] = [
+    frames: list[MockFrame] = [
         ("message_start", {"type": "message_start", "message": {
             "id": rid, "type": "message", "role": "assistant", "model": model, "content": [],
             "stop_reason": None, "stop_sequence": None, "usage": {**usage, "output_tokens": 1},
@@ -38,13 +38,13 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
         ("ping", {"type": "ping"}),
     ]  # fmt: skip
 
-    def delta(index: int, body: dict[str, Any]) -> Frame:
+    def delta(index: int, body: dict[str, Any]) -> MockFrame:
         return ("content_block_delta", {"type": "content_block_delta", "index": index,
                                         "delta": body})  # fmt: skip
 
     for i, block in enumerate(reply.content):
         start: dict[str, Any]
-        deltas: list[Frame] = []
+        deltas: list[MockFrame] = []
         if isinstance(block, ThinkingContent) and block.redacted:
             start = {"type": "redacted_thinking", "data": block.signature or ""}
         elif isinstance(block, ThinkingContent):

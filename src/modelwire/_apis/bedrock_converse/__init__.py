@@ -28,6 +28,7 @@ one the ``amazon-bedrock`` provider signs the exact bytes with SigV4
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -46,7 +47,7 @@ from ...types import (
     ToolCall,
     UserMessage,
 )
-from .. import IdRule
+from .._codec import IdRules, MockRendering
 from .._common import (
     SAFE_ID_RULE,
     bearer_auth,
@@ -57,12 +58,13 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import Frame, ScriptedReply, arguments_object
+from .._mock import arguments_object
 from ._decode import BedrockDecoder
 from ._render import encode_frames, render, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "API",
@@ -308,27 +310,49 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
 # --------------------------------------------------------------------------- the API
 
 
+_SUFFIX = "/converse-stream"
+_CONTENT_TYPE = "application/vnd.amazon.eventstream"
+
+
+def _request_model(path: str, body: object) -> str | None:
+    p = path.split("?", 1)[0].rstrip("/")
+    if not (p.endswith(_SUFFIX) and "/model/" in p):
+        return None
+    return unquote(p[p.rindex("/model/") + len("/model/") : -len(_SUFFIX)]) or None
+
+
+def recognizes(payload: bytes) -> bool:
+    """An AWS event stream: the first 12 bytes are a message prelude (total length,
+    headers length, CRC32 of the two) whose checksum holds — no text body passes."""
+    if len(payload) < 12:
+        return False
+    total = int.from_bytes(payload[:4], "big")
+    headers = int.from_bytes(payload[4:8], "big")
+    return (
+        total >= 16
+        and headers <= total - 16
+        and zlib.crc32(payload[:8]) == int.from_bytes(payload[8:12], "big")
+    )
+
+
 class BedrockConverseAPI:
     """The ``bedrock-converse`` wire API."""
 
     name = "bedrock-converse"
-    content_type = "application/vnd.amazon.eventstream"
-    version_segment = ""  # base_url is the runtime endpoint
-    suffix = "/converse-stream"
+    mock = MockRendering(
+        render=render,
+        tool_results=tool_results,
+        encode_frames=encode_frames,
+        request_model=_request_model,
+        content_type=_CONTENT_TYPE,
+        version_segment="",  # base_url is the runtime endpoint
+    )
+    # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
+    handoff = IdRules(lambda model: SAFE_ID_RULE)
 
     def path(self, model_id: str) -> str:
         # The id may hold ':' and '/' (versions, ARNs): every reserved byte is encoded.
-        return f"/model/{quote(model_id, safe='')}{self.suffix}"
-
-    def matches_path(self, path: str) -> bool:
-        p = path.split("?", 1)[0].rstrip("/")
-        return p.endswith(self.suffix) and "/model/" in p
-
-    def request_model(self, path: str, body: object) -> str | None:
-        p = path.split("?", 1)[0].rstrip("/")
-        if not self.matches_path(p):
-            return None
-        return unquote(p[p.rindex("/model/") + len("/model/") : -len(self.suffix)]) or None
+        return f"/model/{quote(model_id, safe='')}{_SUFFIX}"
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         check_context_values(context)
@@ -337,7 +361,7 @@ class BedrockConverseAPI:
             options,
             url=model.url_root + self.path(model.id),
             body=build_body(model, context, options),
-            defaults={"Content-Type": "application/json", "Accept": self.content_type},
+            defaults={"Content-Type": "application/json", "Accept": _CONTENT_TYPE},
             # A Bedrock API key (or a gateway's token) is a bearer token; SigV4 is added
             # by the amazon-bedrock provider's authorizer when there is no key.
             auth=bearer_auth,
@@ -351,20 +375,11 @@ class BedrockConverseAPI:
     def new_decoder(self, model: Model | None) -> BedrockDecoder:
         return BedrockDecoder()
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
-
-    def encode_frames(self, frames: Sequence[Frame]) -> list[bytes]:
-        return encode_frames(frames)
-
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
-        return SAFE_ID_RULE
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = BedrockConverseAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

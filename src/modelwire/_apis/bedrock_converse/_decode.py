@@ -46,7 +46,7 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import MalformedChunkError, ProviderStreamError, StreamError, TruncatedStreamError
 from .._common import Count, decode_json, decoder_for, in_band_error
 
@@ -169,9 +169,9 @@ class BedrockDecoder:
         self._finished = False
         self._redacted: set[int] = set()
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        name = event.event
-        data = event.data
+    def decode(self, frame: Frame) -> list[Delta]:
+        name = frame.event
+        data = frame.data
         if name == "contentBlockDelta":
             return self._delta(decode_json(data, _delta, "contentBlockDelta"))
         if name == "contentBlockStart":
@@ -206,7 +206,8 @@ class BedrockDecoder:
             kind = name.partition(":")[2]
             return self._raise(exception_error(kind, exc.message or exc.Message or kind))
         if name.startswith("error:"):
-            raise ProviderStreamError(f"Bedrock stream error {name.partition(':')[2]}: {data}")
+            text = data.decode()  # the framing checked the UTF-8
+            raise ProviderStreamError(f"Bedrock stream error {name.partition(':')[2]}: {text}")
         return []  # messageStart and unknown events (forward compatible)
 
     @staticmethod

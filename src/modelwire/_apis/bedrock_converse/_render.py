@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
-from .._mock import Frame, ScriptedReply, arguments_text, compact_json, split_text, text_of
+from .._mock import MockFrame, ScriptedReply, arguments_text, compact_json, split_text, text_of
 
 __all__ = ["encode_frames", "render", "tool_results"]
 
@@ -29,12 +29,12 @@ def tool_results(body: object) -> list[str]:
     return found
 
 
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The events for a scripted reply (``model`` and ``rid`` are not sent: the
     stream names neither)."""
-    frames: list[Frame] = [("messageStart", {"role": "assistant"})]
+    frames: list[MockFrame] = [("messageStart", {"role": "assistant"})]
 
-    def delta(i: int, body: dict[str, Any]) -> Frame:
+    def delta(i: int, body: dict[str, Any]) -> MockFrame:
         return ("contentBlockDelta", {"contentBlockIndex": i, "delta": body})
 
     for i, block in enumerate(reply.content):
@@ -66,7 +66,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
     return frames
 
 
-def encode_frames(frames: Sequence[Frame]) -> list[bytes]:
+def encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
     """Each frame as one AWS event-stream message."""
     from ..._framing.eventstream import encode_event, encode_exception
 

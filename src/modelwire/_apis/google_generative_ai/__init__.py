@@ -20,8 +20,8 @@ as ``?key=`` in the URL, so it cannot leak through logs of URLs (DESIGN §3 rule
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Any, Literal
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import quote
 
 import msgspec
@@ -40,8 +40,8 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
+from .._codec import MockRendering, sse_framing
 from .._common import (
-    SSEWireAPI,
     check_context_values,
     check_reasoning,
     check_tool_choice,
@@ -49,10 +49,14 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import Frame, ScriptedReply
-from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder
+from .._mock import MockFrame, encode_sse
+from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
 from ._render import render, tool_results
 from ._schema import gemini_schema
+
+if TYPE_CHECKING:
+    from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "API",
@@ -277,22 +281,32 @@ def _thinking(level: str, compat: GoogleCompat) -> dict[str, Any]:
     return {"thinkingBudget": budget, "includeThoughts": True}
 
 
-class GoogleAPI(SSEWireAPI):
+def _request_model(path: str, body: object) -> str | None:
+    # The model id is a path segment: ``/models/{id}:streamGenerateContent``.
+    tail = path.split("?", 1)[0].rsplit("/models/", 1)[-1]
+    return tail.split(":", 1)[0] or None
+
+
+def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
+    # Gemini ends each event with CRLF CRLF.
+    return encode_sse(frames, sep="\r\n\r\n")
+
+
+class GoogleAPI:
     """The ``google-generative-ai`` wire API."""
 
     name = "google-generative-ai"
-    endpoint = ":streamGenerateContent"
-    version_segment = "/v1beta"
-    # Gemini ends each event with CRLF CRLF.
-    event_separator = "\r\n\r\n"
+    mock = MockRendering(
+        render=render,
+        tool_results=tool_results,
+        encode_frames=_encode_frames,
+        request_model=_request_model,
+        version_segment="/v1beta",
+    )
+    handoff = None  # Gemini ids are its own or synthetic: any id is accepted
 
     def path(self, model_id: str) -> str:
         return f"/models/{quote(model_id, safe='/')}:streamGenerateContent?alt=sse"
-
-    def request_model(self, path: str, body: object) -> str | None:
-        # The model id is a path segment: ``/models/{id}:streamGenerateContent``.
-        tail = path.split("?", 1)[0].rsplit("/models/", 1)[-1]
-        return tail.split(":", 1)[0] or None
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         compat = detect_compat(model)
@@ -338,7 +352,7 @@ class GoogleAPI(SSEWireAPI):
         return http_request(
             model,
             options,
-            url=self.url(model),
+            url=model.url_root + self.path(model.id),
             body=self.build_body(model, context, options),
             defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
             auth=lambda key: {"x-goog-api-key": key},
@@ -347,13 +361,14 @@ class GoogleAPI(SSEWireAPI):
     def new_decoder(self, model: Model | None) -> GoogleDecoder:
         return GoogleDecoder()
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
+    def framing(self, max_event_bytes: int) -> Framing:
+        return sse_framing(max_event_bytes)
 
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = GoogleAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

@@ -34,7 +34,7 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import (
     InvalidRequestError,
     MalformedChunkError,
@@ -42,9 +42,10 @@ from ...errors import (
     StreamError,
     TruncatedStreamError,
 )
+from .._codec import first_sse_json
 from .._common import decode_json, decoder_for, dumps, in_band_error
 
-__all__ = ["SYNTHETIC_ID_PREFIX", "GoogleDecoder"]
+__all__ = ["SYNTHETIC_ID_PREFIX", "GoogleDecoder", "recognizes"]
 
 #: Prefix of the ids the decoder makes up when ``functionCall.id`` is absent; such
 #: ids are never sent back to Gemini (only provider-given ids are).
@@ -347,8 +348,8 @@ class GoogleDecoder:
         self._n_synth = 0
         self._stream: _StreamedCall | None = None
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        chunk = decode_json(event.data, _chunk_decoder)
+    def decode(self, frame: Frame) -> list[Delta]:
+        chunk = decode_json(frame.data, _chunk_decoder)
         if chunk.error is not None:
             raise _in_band(chunk.error)
         out: list[Delta] = []
@@ -534,3 +535,13 @@ class GoogleDecoder:
         elif stream.diverged:
             # Cut by MAX_TOKENS: keep what arrived, unclosed; it is never trusted.
             out.append(ToolCallArguments(stream.key, stream.partial_text()))
+
+
+_TELLS = ("candidates", "usageMetadata", "promptFeedback")
+
+
+def recognizes(payload: bytes) -> bool:
+    """A Gemini body: its first SSE payload is a ``GenerateContentResponse``
+    (``candidates``, ``usageMetadata`` or ``promptFeedback``), with no ``type``."""
+    obj = first_sse_json(payload)
+    return isinstance(obj, dict) and "type" not in obj and any(k in obj for k in _TELLS)

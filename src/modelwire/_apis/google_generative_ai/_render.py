@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
-from .._mock import Frame, ScriptedReply, arguments_object, split_text, text_of
+from .._mock import MockFrame, ScriptedReply, arguments_object, split_text, text_of
 
 __all__ = ["render", "tool_results"]
 
@@ -23,13 +23,13 @@ def tool_results(body: object) -> list[str]:
     return found
 
 
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
     rid = rid or "mock-response"
     u = reply.usage
     prompt = u.input + u.cache_read + u.cache_write
 
-    def frame_(parts: list[dict[str, Any]], finish: str | None = None) -> Frame:
+    def frame_(parts: list[dict[str, Any]], finish: str | None = None) -> MockFrame:
         cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
         if finish:
             cand["finishReason"] = finish
@@ -42,7 +42,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
         return (None, {"candidates": [cand], "usageMetadata": usage, "modelVersion": model,
                        "responseId": rid})  # fmt: skip
 
-    frames: list[Frame] = []
+    frames: list[MockFrame] = []
     for block in reply.content:
         sig = {"thoughtSignature": block.signature} if block.signature else {}
         if isinstance(block, ThinkingContent):

@@ -9,27 +9,36 @@ data, detected from the provider and base URL and overridable with
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..._options import HTTPRequest, RequestOptions
 from ...types import Context, Model
-from .. import IdRule
-from .._common import SSEWireAPI, bearer_auth, check_context_values, http_request
-from .._mock import Frame, ScriptedReply
+from .._codec import IdRules, MockRendering, sse_framing
+from .._common import bearer_auth, check_context_values, http_request
+from .._mock import role_tool_results
 from ._compat import ChatCompat, detect_compat
-from ._decode import ChatDecoder
+from ._decode import ChatDecoder, recognizes
 from ._encode import RESERVED, build_body, encode_messages
-from ._render import render, tool_id_rule, tool_results
+from ._render import render, tool_id_rule
+
+if TYPE_CHECKING:
+    from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = ["API", "RESERVED", "ChatCompat", "ChatDecoder", "OpenAIChatAPI", "detect_compat",
            "encode_messages"]  # fmt: skip
 
 
-class OpenAIChatAPI(SSEWireAPI):
+class OpenAIChatAPI:
     """The ``openai-chat`` wire API."""
 
     name = "openai-chat"
     endpoint = "/chat/completions"
+    mock = MockRendering(render=render, tool_results=role_tool_results)
+    handoff = IdRules(tool_id_rule)
+
+    def path(self, model_id: str) -> str:
+        return self.endpoint
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         return build_body(model, context, options)
@@ -39,26 +48,24 @@ class OpenAIChatAPI(SSEWireAPI):
         return http_request(
             model,
             options,
-            url=self.url(model),
+            url=model.url_root + self.endpoint,
             body=build_body(model, context, options),
             defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
             auth=bearer_auth,
         )
 
+    def framing(self, max_event_bytes: int) -> Framing:
+        return sse_framing(max_event_bytes)
+
     def new_decoder(self, model: Model | None) -> ChatDecoder:
         compat = detect_compat(model) if model is not None else ChatCompat()
         return ChatDecoder(compat)
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
-
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        return tool_id_rule(model)
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = OpenAIChatAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

@@ -21,12 +21,13 @@ from ..._deltas import (
     UsageUpdate,
 )
 from ..._redact import head
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import Excerpt, MalformedChunkError
+from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
 from ._compat import ChatCompat
 
-__all__ = ["ChatDecoder"]
+__all__ = ["ChatDecoder", "recognizes"]
 
 
 # --------------------------------------------------------------------------- inbound
@@ -207,9 +208,9 @@ class ChatDecoder:
         self._saw_tool = False
         self._thinking_field: str | None = None
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        data = event.data
-        if event.event == "message" and data[:1] == "{":
+    def decode(self, frame: Frame) -> list[Delta]:
+        data = frame.data
+        if frame.event == "message" and data[:1] == b"{":
             # The hot path: an ordinary chunk (not an error event, keep-alive or [DONE]).
             try:
                 chunk = _decode_chunk(data)
@@ -217,11 +218,11 @@ class ChatDecoder:
                 decode_json(data, _chunk_decoder)  # raises MalformedChunkError with the path
                 raise  # pragma: no cover - decode_json raised already
             return self._chunk(chunk)
-        if event.event == "error":
+        if frame.event == "error":
             # Groq sends ``event: error`` with a JSON error object; a server that
             # sends plain text there still reported an error, not a malformed chunk.
-            if not data.lstrip().startswith("{"):
-                text = data.strip()
+            if not data.lstrip().startswith(b"{"):
+                text = data.decode().strip()  # the framing checked the UTF-8
                 if not text:
                     raise in_band_error("the server sent an error event")
                 # Quoted whole on the error: the live path redacts keys before the cut.
@@ -230,11 +231,11 @@ class ChatDecoder:
                 raise err
             payload = decode_json(data, _error_decoder, "error event")
             _raise_error(payload.error, payload.message)
-        if event.event != "message" or not data or data.isspace():
+        if frame.event != "message" or not data or data.isspace():
             # Chat streams use unnamed events only; other event types and empty
             # keep-alive payloads carry nothing we use (DESIGN §3 rule 5).
             return []
-        if data == "[DONE]":
+        if data == b"[DONE]":
             return self._terminal()
         return self._chunk(decode_json(data, _chunk_decoder))
 
@@ -378,3 +379,15 @@ class ChatDecoder:
         # inferred here: without finish_reason *and* [DONE] there is no sign at all
         # that the response is whole.
         return [EndOfStream()]
+
+
+def recognizes(payload: bytes) -> bool:
+    """A Chat Completions body: its first SSE payload is a chunk object (``choices``,
+    or ``object: "chat.completion.chunk"``), without the ``type`` other APIs tag
+    their events with."""
+    obj = first_sse_json(payload)
+    return (
+        isinstance(obj, dict)
+        and "type" not in obj
+        and ("choices" in obj or obj.get("object") == "chat.completion.chunk")
+    )

@@ -10,10 +10,10 @@ import time
 from typing import Any
 
 from ...types import Model, TextContent, ThinkingContent
-from .. import IdRule
-from .._mock import Frame, ScriptedReply, arguments_text, split_text, text_of
+from .._codec import IdRule
+from .._mock import MockFrame, ScriptedReply, arguments_text, split_text
 
-__all__ = ["CHAT_ID_RULE", "render", "tool_id_rule", "tool_results"]
+__all__ = ["CHAT_ID_RULE", "render", "tool_id_rule"]
 
 #: OpenAI refuses ``tool_calls[].id`` longer than 40 characters.
 CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
@@ -31,26 +31,18 @@ def tool_id_rule(model: Model) -> IdRule:
     return IdRule(re.compile(own.valid), bad, own.max_len, exact=own.exact)
 
 
-def tool_results(body: object) -> list[str]:
-    """The ``content`` of every ``role: tool`` message."""
-    if not isinstance(body, dict):
-        return []
-    return [text_of(m.get("content")) for m in body.get("messages", [])
-            if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
-
-
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """``data: <chunk>`` events … ``data: [DONE]`` (the mock server's bytes)."""
     rid = rid or "chatcmpl-mock"
     created = int(time.time())
 
-    def chunk(delta: dict[str, Any], finish: str | None = None) -> Frame:
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> MockFrame:
         return (None, {
             "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         })  # fmt: skip
 
-    frames: list[Frame] = [chunk({"role": "assistant", "content": ""})]
+    frames: list[MockFrame] = [chunk({"role": "assistant", "content": ""})]
     tool_index = 0
     for block in reply.content:
         if isinstance(block, TextContent):

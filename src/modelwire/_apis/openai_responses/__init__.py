@@ -44,21 +44,21 @@ Compat flags (``Model(compat={...})``, unknown keys refused) are the fields of
 
 from __future__ import annotations
 
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 from ..._options import HTTPRequest, RequestOptions, check_extra_body
 from ...types import Context, Model
-from .. import IdRule
+from .._codec import IdRules, MockRendering, first_sse_json, sse_framing
 from .._common import (
     SAFE_ID_RULE,
-    SSEWireAPI,
     bearer_auth,
     check_context_values,
     check_reasoning,
     check_tool_choice,
     http_request,
 )
-from .._mock import Frame, ScriptedReply
+from .._mock import encode_sse
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
@@ -70,6 +70,10 @@ from ._encode import (
     encode_input,
 )
 from ._render import render, tool_results
+
+if TYPE_CHECKING:
+    from ..._framing import Framing
+    from .._codec import WireCodec
 
 __all__ = [
     "API",
@@ -83,12 +87,25 @@ __all__ = [
 ]
 
 
-class OpenAIResponsesAPI(SSEWireAPI):
+def recognizes(payload: bytes) -> bool:
+    """A Responses body: its first SSE payload's ``type`` starts with ``response.``."""
+    obj = first_sse_json(payload)
+    t = obj.get("type") if isinstance(obj, dict) else None
+    return isinstance(t, str) and t.startswith("response.")
+
+
+class OpenAIResponsesAPI:
     """The ``openai-responses`` wire API."""
 
     name = "openai-responses"
     endpoint = "/responses"
-    named_events = True
+    mock = MockRendering(
+        render=render, tool_results=tool_results, encode_frames=partial(encode_sse, named=True)
+    )
+    handoff = IdRules(lambda model: SAFE_ID_RULE)
+
+    def path(self, model_id: str) -> str:
+        return self.endpoint
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         """The request body as a dict (reasoning items inside as ``msgspec.Raw``)."""
@@ -137,7 +154,7 @@ class OpenAIResponsesAPI(SSEWireAPI):
         return http_request(
             model,
             options,
-            url=self.url(model),
+            url=model.url_root + self.endpoint,
             body=self.build_body(model, context, options),
             defaults={"Content-Type": "application/json", "Accept": "text/event-stream"},
             auth=bearer_auth,
@@ -146,16 +163,14 @@ class OpenAIResponsesAPI(SSEWireAPI):
     def new_decoder(self, model: Model | None) -> ResponsesDecoder:
         return ResponsesDecoder()
 
-    def render(
-        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
-    ) -> list[Frame]:
-        return render(reply, model, response_id, piece_chars)
+    def framing(self, max_event_bytes: int) -> Framing:
+        return sse_framing(max_event_bytes)
 
-    def tool_results(self, body: object) -> list[str]:
-        return tool_results(body)
-
-    def tool_id_rule(self, model: Model) -> IdRule | None:
-        return SAFE_ID_RULE
+    def recognizes(self, payload: bytes) -> bool:
+        return recognizes(payload)
 
 
 API = OpenAIResponsesAPI()
+
+if TYPE_CHECKING:
+    _CODEC: WireCodec = API  # mypy --strict proves the API is a complete codec

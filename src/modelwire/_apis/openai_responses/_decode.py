@@ -26,7 +26,7 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import ServerSentEvent
+from ..._sse import Frame
 from ...errors import (
     AuthenticationError,
     ContentFilterError,
@@ -122,6 +122,12 @@ class _ItemState:
         self.signature: str | None = None
 
 
+# An event's type bytes → its name, shared by every decoder: streams use a few dozen
+# names, so the table stays small; it stops growing at _TYPES_MAX entries.
+_TYPES: dict[bytes, str] = {}
+_TYPES_MAX = 256
+
+
 class ResponsesDecoder:
     """Per-response decoder: SSE events → normalized deltas.
 
@@ -138,7 +144,7 @@ class ResponsesDecoder:
         self._meta = False
         self._saw_call = False
         self._terminal = False
-        self._handlers: dict[str, Callable[[str, str], list[Delta]]] = {
+        self._handlers: dict[str, Callable[[bytes, str], list[Delta]]] = {
             "response.output_text.delta": self._text_delta,
             "response.refusal.delta": self._text_delta,
             "response.reasoning_summary_text.delta": self._summary_delta,
@@ -160,11 +166,11 @@ class ResponsesDecoder:
 
     # ------------------------------------------------------------------ dispatch
 
-    def decode(self, event: ServerSentEvent) -> list[Delta]:
-        data = event.data
+    def decode(self, frame: Frame) -> list[Delta]:
+        data = frame.data
         if self._terminal:
             return []
-        if data == "[DONE]":
+        if data == b"[DONE]":
             # OpenRouter ends with [DONE] after response.completed (never reached:
             # the stream is over by then); before it, the response is incomplete.
             raise TruncatedStreamError(
@@ -174,17 +180,20 @@ class ResponsesDecoder:
         # Fast path: OpenAI and OpenRouter put "type" first; peek at it without a
         # second JSON pass. Anything else goes through the typed envelope.
         etype: str | None = None
-        if data.startswith('{"type":"'):
-            end = data.find('"', 9)
+        if data.startswith(b'{"type":"'):
+            end = data.find(b'"', 9)
             if end > 0:
-                etype = data[9:end]
-                if "\\" in etype:
-                    etype = None
+                raw = data[9:end]
+                etype = _TYPES.get(raw)
+                if etype is None and b"\\" not in raw and raw.isascii():
+                    etype = raw.decode()
+                    if len(_TYPES) < _TYPES_MAX:
+                        _TYPES[raw] = etype
         if etype is None:
             etype = _decode(data, _envelope, "event").type
         handler = self._handlers.get(etype)
         if handler is None:
-            if event.event == "error":
+            if frame.event == "error":
                 return self._error(data, "error")
             return []  # unknown or built-in-tool events (web_search_call.*…): ignored
         return handler(data, etype)
@@ -229,7 +238,7 @@ class ResponsesDecoder:
 
     # ------------------------------------------------------------------ deltas
 
-    def _text_delta(self, data: str, etype: str) -> list[Delta]:
+    def _text_delta(self, data: bytes, etype: str) -> list[Delta]:
         # The hot path of every stream, kept flat: one typed decode, two lookups.
         try:
             ev = _delta_event.decode(data)
@@ -265,7 +274,7 @@ class ResponsesDecoder:
         out.append(ThinkingDelta(key, delta))
         return out
 
-    def _summary_delta(self, data: str, etype: str) -> list[Delta]:
+    def _summary_delta(self, data: bytes, etype: str) -> list[Delta]:
         ev: _DeltaEvent = _decode(data, _delta_event, etype)
         key = self._key(ev.output_index, ev.item_id, etype)
         index = ev.summary_index
@@ -274,12 +283,12 @@ class ResponsesDecoder:
             index = st.part[1] if st is not None and st.part is not None else 0
         return self._thinking(key, ("summary", index), ev.delta, etype)
 
-    def _reasoning_delta(self, data: str, etype: str) -> list[Delta]:
+    def _reasoning_delta(self, data: bytes, etype: str) -> list[Delta]:
         ev: _DeltaEvent = _decode(data, _delta_event, etype)
         key = self._key(ev.output_index, ev.item_id, etype)
         return self._thinking(key, ("content", ev.content_index or 0), ev.delta, etype)
 
-    def _args_delta(self, data: str, etype: str) -> list[Delta]:
+    def _args_delta(self, data: bytes, etype: str) -> list[Delta]:
         ev: _DeltaEvent = _decode(data, _delta_event, etype)
         key = self._key(ev.output_index, ev.item_id, etype)
         st = self._open(key, _TOOL, etype)
@@ -287,7 +296,7 @@ class ResponsesDecoder:
             return []
         return [ToolCallDelta(key, None, None, ev.delta)]
 
-    def _args_done(self, data: str, etype: str) -> list[Delta]:
+    def _args_done(self, data: bytes, etype: str) -> list[Delta]:
         # The whole arguments text: used even when no delta came (LM Studio sends
         # function_call_arguments.done only).
         ev: _ArgsDoneEvent = _decode(data, _args_done_event, etype)
@@ -301,7 +310,7 @@ class ResponsesDecoder:
             )
         return [ToolCallArguments(key, ev.arguments)]
 
-    def _input_delta(self, data: str, etype: str) -> list[Delta]:
+    def _input_delta(self, data: bytes, etype: str) -> list[Delta]:
         # custom_tool_call input streams as free text; the call's arguments are
         # {"input": text}, so the display text is that object as it grows.
         ev: _DeltaEvent = _decode(data, _delta_event, etype)
@@ -313,7 +322,7 @@ class ResponsesDecoder:
         st.pieces.append(ev.delta)
         return [ToolCallDelta(key, None, None, head + dumps(ev.delta).decode()[1:-1])]
 
-    def _input_done(self, data: str, etype: str) -> list[Delta]:
+    def _input_done(self, data: bytes, etype: str) -> list[Delta]:
         ev: _InputDoneEvent = _decode(data, _input_done_event, etype)
         key = self._key(ev.output_index, ev.item_id, etype)
         st = self._items.get(key)
@@ -327,7 +336,7 @@ class ResponsesDecoder:
 
     # ------------------------------------------------------------------ items
 
-    def _item_added(self, data: str, etype: str) -> list[Delta]:
+    def _item_added(self, data: bytes, etype: str) -> list[Delta]:
         ev: _ItemEvent = _decode(data, _item_event, etype)
         head: _ItemHead = _decode(ev.item, _item_head_decoder, etype, "item.")
         key = self._item_key(ev.output_index, head.id, etype)
@@ -398,7 +407,7 @@ class ResponsesDecoder:
             return [BlockSignature(key, signature)]
         return []
 
-    def _item_done(self, data: str, etype: str) -> list[Delta]:
+    def _item_done(self, data: bytes, etype: str) -> list[Delta]:
         ev: _ItemEvent = _decode(data, _item_event, etype)
         raw = ev.item
         head: _ItemHead = _decode(raw, _item_head_decoder, etype, "item.")
@@ -491,7 +500,7 @@ class ResponsesDecoder:
 
     # ------------------------------------------------------------------ response
 
-    def _meta_event(self, data: str, etype: str) -> list[Delta]:
+    def _meta_event(self, data: bytes, etype: str) -> list[Delta]:
         if self._meta:
             return []
         resp = _decode(data, _response_event, etype).response
@@ -523,12 +532,12 @@ class ResponsesDecoder:
         self._terminal = True
         return out
 
-    def _completed(self, data: str, etype: str) -> list[Delta]:
+    def _completed(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
         reason: Literal["stop", "tool_use"] = "tool_use" if self._saw_call else "stop"
         return self._terminal_deltas(resp, Finish(reason, resp.status or "completed"))
 
-    def _incomplete(self, data: str, etype: str) -> list[Delta]:
+    def _incomplete(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
         why = resp.incomplete_details.reason if resp.incomplete_details else None
         if why == "content_filter":
@@ -545,14 +554,14 @@ class ResponsesDecoder:
             finish = Finish("length", why or "incomplete")
         return self._terminal_deltas(resp, finish)
 
-    def _failed(self, data: str, etype: str) -> list[Delta]:
+    def _failed(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
         err = resp.error
         if err is None:
             raise in_band_error("the response failed (response.failed without an error)")
         raise _error_from_code(err.message or "the response failed", err.code, err.type)
 
-    def _error(self, data: str, etype: str) -> list[Delta]:
+    def _error(self, data: bytes, etype: str) -> list[Delta]:
         ev: _ErrorEvent = _decode(data, _error_event, "error event")
         inner = ev.error
         message = ev.message or (inner.message if inner else None) or "the server sent an error"

@@ -11,7 +11,7 @@ import time
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
-from .._mock import Frame, ScriptedReply, arguments_text, split_text, text_of
+from .._mock import MockFrame, ScriptedReply, arguments_text, split_text, text_of
 
 __all__ = ["render", "tool_results"]
 
@@ -34,12 +34,12 @@ def _reasoning_item(signature: str | None) -> dict[str, Any] | None:
     return item if isinstance(item, dict) and item.get("type") == "reasoning" else None
 
 
-def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[Frame]:
+def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
     rid = rid or "resp_mock"
     seq = itertools.count()
     created = int(time.time())
-    frames: list[Frame] = []
+    frames: list[MockFrame] = []
 
     def ev(kind: str, **fields: Any) -> None:
         frames.append((kind, {"type": kind, "sequence_number": next(seq), **fields}))

@@ -1,0 +1,319 @@
+"""What a wire API is: a small required codec and optional, separately typed facets.
+
+Three audiences use a wire API and each asks only for what it needs:
+
+* the client and the pipeline need the **codec** (:class:`WireCodec`): the name, the
+  endpoint path, the request encoding, the response framing, the per-response decoder,
+  and :meth:`WireCodec.recognizes`, which wrong-API detection asks of every registered
+  API;
+* the mock server, :func:`modelwire.testing.render` and the demo need the **mock
+  facet** (:class:`MockFacet`, ``codec.mock``): how a scripted reply is rendered and
+  framed, the media type, the version segment of a base URL, the model a request asked
+  for, and the tool results a request carries;
+* handoff needs the **handoff facet** (:class:`HandoffFacet`, ``codec.handoff``): which
+  tool-call ids the API accepts.
+
+A codec states its facets as attributes (``None``: not offered), so a codec without a
+mock facet is still a complete API for the client. :func:`check_codec` is what
+registration runs: it names every missing member of the codec and of each facet the
+codec claims. :class:`MockRendering` and :class:`IdRules` are ready-made facets built
+from plain functions, so an API module writes each behaviour once and forwards nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+
+import msgspec
+
+from ..errors import ConfigurationError
+from ._mock import MockFrame, ScriptedReply, encode_sse, model_in_body
+
+if TYPE_CHECKING:
+    from .._deltas import Delta
+    from .._framing import Framing
+    from .._options import HTTPRequest, RequestOptions
+    from .._sse import Frame as WireFrame
+    from ..types import Context, Model
+
+__all__ = [
+    "CODEC_MEMBERS",
+    "HANDOFF_MEMBERS",
+    "MOCK_MEMBERS",
+    "HandoffFacet",
+    "IdRule",
+    "IdRules",
+    "MockFacet",
+    "MockRendering",
+    "WireCodec",
+    "WireDecoder",
+    "check_codec",
+    "first_line_json",
+    "first_sse_json",
+    "sse_framing",
+]
+
+
+class IdRule(NamedTuple):
+    """What a target API accepts as a tool-call id (used by :mod:`modelwire._handoffs`)."""
+
+    valid: re.Pattern[str]
+    """Ids that match (``fullmatch``) are kept."""
+    bad: re.Pattern[str] | None
+    """Characters replaced by ``_`` when an id is rewritten (``None``: any)."""
+    max_len: int
+    """Longest id."""
+    exact: int | None = None
+    """Required length of a rewritten id (Mistral: 9), made of letters and digits."""
+
+
+class WireDecoder(Protocol):
+    """A fresh per-response decoder: one frame in, normalized deltas out.
+
+    ``decode`` validates one frame's payload (``frame.data``: bytes, decoded with
+    msgspec straight from them, e.g. by :func:`~modelwire._apis._common.decode_json`)
+    and returns deltas (:mod:`modelwire._deltas`), raising a ``StreamError`` subclass
+    for bad input (a ``MalformedChunkError`` naming the field path); ``end`` is called when the body is complete and
+    returns ``[EndOfStream()]`` or raises ``TruncatedStreamError`` when the API's
+    terminal signal is missing.
+    """
+
+    def decode(self, frame: WireFrame) -> list[Delta]: ...
+
+    def end(self) -> list[Delta]: ...
+
+
+@runtime_checkable
+class MockFacet(Protocol):
+    """How the mock server speaks an API (optional: ``WireCodec.mock``)."""
+
+    @property
+    def content_type(self) -> str:
+        """The media type of a streamed response (``text/event-stream``…)."""
+        ...
+
+    @property
+    def version_segment(self) -> str:
+        """The version segment of a ``base_url`` for this API (``/v1``, ``/v1beta``,
+        ``""`` for a server root): what ``MockServer.model(api)`` appends, and the
+        start of the exact path the mock server routes to this API."""
+        ...
+
+    @property
+    def extra_paths(self) -> tuple[str, ...]:
+        """Other endpoints a provider serves this API at, with :data:`MODEL_SLOT`
+        for the model id (Claude on Vertex AI: ``/models/{model}:streamRawPredict``):
+        the mock server answers them too when no API owns the exact path."""
+        ...
+
+    def render(
+        self, reply: ScriptedReply, model: str, response_id: str, piece_chars: int
+    ) -> list[MockFrame]:
+        """A scripted reply as this API's events, unframed (``response_id`` ``""``:
+        the API's own mock id)."""
+        ...
+
+    def encode_frames(self, frames: Sequence[MockFrame]) -> list[bytes]:
+        """Each rendered event as the bytes this API's framing puts on the wire."""
+        ...
+
+    def request_model(self, path: str, body: object) -> str | None:
+        """The model id a request asked for (the body's ``model``, or a path segment)."""
+        ...
+
+    def tool_results(self, body: object) -> list[str]:
+        """The texts of the tool results in a request body, in order."""
+        ...
+
+
+@runtime_checkable
+class HandoffFacet(Protocol):
+    """Which tool-call ids an API accepts (optional: ``WireCodec.handoff``)."""
+
+    def tool_id_rule(self, model: Model) -> IdRule | None:
+        """The rule for ``model`` (``None``: any id is accepted)."""
+        ...
+
+
+@runtime_checkable
+class WireCodec(Protocol):
+    """The required part of a wire API. Implementations are stateless singletons."""
+
+    @property
+    def name(self) -> str:
+        """The ``Model.api`` value, e.g. ``"ollama-chat"``."""
+        ...
+
+    @property
+    def mock(self) -> MockFacet | None:
+        """The mock-server facet, or ``None`` when the API offers none."""
+        ...
+
+    @property
+    def handoff(self) -> HandoffFacet | None:
+        """The handoff facet, or ``None``: any tool-call id is accepted."""
+        ...
+
+    def path(self, model_id: str) -> str:
+        """The endpoint appended to ``Model.base_url`` (``/chat/completions``)."""
+        ...
+
+    def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
+        """Pure: the URL, headers and JSON body; ``ConfigurationError`` for
+        impossible options, before any I/O."""
+        ...
+
+    def framing(self, max_event_bytes: int) -> Framing:
+        """A fresh decoder of the response body into frames (:mod:`modelwire._framing`)."""
+        ...
+
+    def new_decoder(self, model: Model | None) -> WireDecoder:
+        """A fresh per-response decoder."""
+        ...
+
+    def recognizes(self, payload: bytes) -> bool:
+        """Whether ``payload`` — the first bytes of a response body — is plainly this
+        API's output. Asked of every registered API when a body decoded with another
+        ``api`` yields nothing or fails (wrong-API detection); never raises."""
+        ...
+
+
+CODEC_MEMBERS = ("name", "mock", "handoff", "path", "build_request", "framing", "new_decoder",
+                 "recognizes")  # fmt: skip
+MOCK_MEMBERS = ("content_type", "version_segment", "extra_paths", "render", "encode_frames",
+                "request_model", "tool_results")  # fmt: skip
+HANDOFF_MEMBERS = ("tool_id_rule",)
+_CALLABLE = frozenset({"path", "build_request", "framing", "new_decoder", "recognizes",
+                       "render", "encode_frames", "request_model", "tool_results",
+                       "tool_id_rule"})  # fmt: skip
+
+
+def _lacking(obj: object, members: Sequence[str]) -> list[str]:
+    missing = []
+    for m in members:
+        try:
+            value = getattr(obj, m)
+        except AttributeError:
+            missing.append(m)
+            continue
+        if m in _CALLABLE and not callable(value):
+            missing.append(f"{m} (not callable)")
+    return missing
+
+
+def check_codec(api: object) -> WireCodec:
+    """``api`` if it is a complete :class:`WireCodec` and each facet it claims
+    (a ``mock`` or ``handoff`` that is not ``None``) is complete; else a
+    ``ConfigurationError`` naming every missing member."""
+    what = type(api).__name__
+    missing = _lacking(api, CODEC_MEMBERS)
+    if missing:
+        raise ConfigurationError(
+            f"{what} is not a WireAPI: it lacks {', '.join(missing)} (a wire codec needs "
+            f"{', '.join(CODEC_MEMBERS)}; mock and handoff may be None)"
+        )
+    for facet, members in (("mock", MOCK_MEMBERS), ("handoff", HANDOFF_MEMBERS)):
+        value = getattr(api, facet)
+        if value is None:
+            continue
+        missing = _lacking(value, members)
+        if missing:
+            raise ConfigurationError(
+                f"{what}.{facet} is not a {facet} facet: it lacks {', '.join(missing)} "
+                f"(set {facet} = None to offer none)"
+            )
+    name = getattr(api, "name")  # noqa: B009 - checked above, typed below
+    if not isinstance(name, str):
+        raise ConfigurationError(f"{what}.name must be a str, got {type(name).__name__}")
+    assert isinstance(api, WireCodec)
+    return api
+
+
+def sse_framing(max_event_bytes: int) -> Framing:
+    """A fresh Server-Sent-Events framing (:class:`~modelwire._sse.SSEFraming`)."""
+    from .._sse import SSEFraming
+
+    return SSEFraming(max_event_bytes=max_event_bytes)
+
+
+def first_sse_json(payload: bytes) -> object:
+    """The JSON value of the first Server-Sent Event with data in ``payload`` (the
+    start of a body), or ``None`` (not SSE, incomplete, not JSON): what a codec's
+    :meth:`~WireCodec.recognizes` looks at."""
+    from .._sse import SSEDecoder
+
+    decoder = SSEDecoder()
+    start = 0
+    for _ in range(8):  # a few comment or keep-alive blocks may come first
+        # Only up to the next blank line: the first event, not the whole prefix.
+        cut = min((i for i in (payload.find(s, start) for s in _BLANK) if i >= 0), default=-1)
+        end = len(payload) if cut < 0 else cut + 4
+        try:
+            events = decoder.feed(payload[start:end])
+        except Exception:
+            return None
+        for ev in events:
+            if ev.data.strip() and ev.data != "[DONE]":
+                try:
+                    return msgspec.json.decode(ev.data)
+                except msgspec.DecodeError:
+                    return None
+        if cut < 0 or end >= len(payload):
+            return None
+        start = end
+    return None
+
+
+_BLANK = (b"\n\n", b"\r\n\r\n", b"\r\r")
+
+
+def first_line_json(payload: bytes) -> object:
+    """The JSON value on the first non-blank, complete line of ``payload`` (NDJSON),
+    or ``None``."""
+    for line in payload.split(b"\n")[:-1]:
+        if line.strip():
+            try:
+                return msgspec.json.decode(line)
+            except msgspec.DecodeError:
+                return None
+    return None
+
+
+def _sse(frames: Sequence[MockFrame]) -> list[bytes]:
+    return encode_sse(frames)
+
+
+@dataclass(frozen=True, slots=True)
+class MockRendering:
+    """A :class:`MockFacet` made of functions: an API module writes ``render`` and
+    ``tool_results`` once and states the rest as data (SSE ``data:`` events under
+    ``/v1``, the model read from the body's ``model`` field, by default)."""
+
+    render: Callable[[ScriptedReply, str, str, int], list[MockFrame]]
+    """``(reply, model, response_id, piece_chars) -> frames``."""
+    tool_results: Callable[[object], list[str]]
+    """``(request body) -> tool-result texts``."""
+    encode_frames: Callable[[Sequence[MockFrame]], list[bytes]] = field(default=_sse)
+    """``(frames) -> bytes per frame``: SSE ``data:`` events by default
+    (:func:`~modelwire._apis._mock.encode_sse` with ``named=True`` for named events)."""
+    request_model: Callable[[str, object], str | None] = field(default=model_in_body)
+    """``(path, body) -> model id``: the body's ``model`` field by default."""
+    content_type: str = "text/event-stream"
+    version_segment: str = "/v1"
+    extra_paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IdRules:
+    """A :class:`HandoffFacet` made of one function ``(model) -> IdRule | None``."""
+
+    tool_id_rule: Callable[[Model], IdRule | None]
+
+
+if TYPE_CHECKING:
+    # mypy --strict proves the ready-made facets satisfy their protocols.
+    def _conforms(m: MockRendering, h: IdRules) -> tuple[MockFacet, HandoffFacet]:
+        return m, h
