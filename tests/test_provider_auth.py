@@ -202,6 +202,8 @@ class ThirdPartyChat(OpenAIChatAPI):
     built-in APIs' request helper: the provider rules still reach it."""
 
     name = "third-party-chat"
+    # Its own endpoint: two APIs on one exact path could not be told apart.
+    endpoint = "/third-party/chat/completions"
 
     def build_request(
         self, model: mw.Model, context: mw.Context, options: RequestOptions
@@ -241,7 +243,7 @@ def test_a_third_party_api_gets_the_provider_rules_url_auth_body_and_secrets(
         bad = _run(mode, model, api_key=KEY, max_retries=0)
         sent = server.requests[0]
     assert ok.error is None and ok.text == "routed"
-    assert sent.path.endswith("/chat/completions?api-version=2024-10-21")
+    assert sent.path.endswith("/v1/third-party/chat/completions?api-version=2024-10-21")
     assert sent.headers.get("api-key") == KEY and "authorization" not in sent.headers
     assert json.loads(sent.body)["user"] == "azure-style"
     # The rules' key header is a secret: redacted in the error text.
