@@ -34,7 +34,7 @@ import modelwire._retry
 from modelwire._apis import builtin_api_names, mock_facet
 from modelwire._framing.eventstream import encode_exception
 from modelwire.testing import render_frames
-from modelwire.testing.render import frame
+from modelwire.testing._render import frame
 from modelwire.trace import RetryTrace, TraceLog
 
 # Every wire API modelwire ships, from the registry (so ollama-chat is covered too).

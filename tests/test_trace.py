@@ -873,7 +873,7 @@ def test_every_registered_api_traces_one_record_per_frame() -> None:
     """Whatever its framing (SSE, NDJSON, the AWS event stream), each frame is one
     ``sse`` record whose data is the frame's payload, and tracing changes no event."""
     from modelwire.testing import render_frames
-    from modelwire.testing.render import frame
+    from modelwire.testing._render import frame
 
     script: list[str | mw.ToolCall] = ["Hello, 世界. ", tool_call("read", {"path": "README.md"})]
     apis = traced_registered_apis()

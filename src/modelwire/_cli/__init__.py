@@ -191,7 +191,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("mock-server", help="serve scripted replies on loopback",
                        description="A MockServer speaking every wire API. Without --script it "
                        "echoes the last user message. Script format: see "
-                       "docs/testing.md or `python -m pydoc modelwire.testing.script`.")  # fmt: skip
+                       "docs/testing.md or `python -m pydoc modelwire.testing._script`.")  # fmt: skip
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--script", metavar="FILE", help="JSON list of replies, played in order")

@@ -18,16 +18,16 @@
 
 from __future__ import annotations
 
-from .render import APIS, api_for_path, render, render_frames, tool_call
-from .script import load_script, parse_script
-from .scripted import (
+from ._render import APIS, api_for_path, render, render_frames, tool_call
+from ._script import load_script, parse_script
+from ._scripted import (
     ScriptedModel,
     deltas_for,
     events_from_deltas,
     register_text_api,
     text_api,
 )
-from .server import MockServer, RecordedRequest, Reply, error_reply, sse_body
+from ._server import MockServer, RecordedRequest, Reply, error_reply, sse_body
 
 __all__ = [
     "APIS",

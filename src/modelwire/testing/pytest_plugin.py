@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from .scripted import ScriptedModel
-from .server import MockServer
+from ._scripted import ScriptedModel
+from ._server import MockServer
 
 __all__ = ["mock_server", "scripted_model"]
 

@@ -47,8 +47,8 @@ import msgspec
 
 from ..errors import ConfigurationError
 from ..types import AssistantContent, AssistantMessage, TextContent, ThinkingContent, Usage
-from .render import tool_call
-from .server import Reply
+from ._render import tool_call
+from ._server import Reply
 
 __all__ = ["load_script", "parse_script"]
 

@@ -10,7 +10,7 @@ that the server renders in the wire format of the API the request path names.
 Routing is by the exact path, version segment included, from a table built from
 the registry (``/v1/chat/completions``, ``/api/chat``,
 ``/v1beta/models/{model}:streamGenerateContent``…;
-:func:`modelwire._apis.mock_routes`); see :mod:`modelwire.testing.render`.
+:func:`modelwire._apis.mock_routes`); see :mod:`modelwire.testing._render`.
 A callable ``(RecordedRequest) -> reply`` decides when the request arrives, so
 a reply can depend on what the client sent (e.g. a tool result).
 """
@@ -34,7 +34,7 @@ from .._apis import DEFAULT_API, MockFacet, api_names, find_api, mock_routes
 from .._apis._mock import model_in_body
 from ..errors import ConfigurationError
 from ..types import Model, ModelCost
-from .render import api_for_path, frame, render_frames
+from ._render import api_for_path, frame, render_frames
 
 __all__ = [
     "MockServer",

@@ -46,7 +46,7 @@ from ..types import (
     TextContent,
     ThinkingContent,
 )
-from .render import Script, arguments_text, normalize, split_text
+from ._render import Script, arguments_text, normalize, split_text
 
 __all__ = [
     "SCRIPTED_API",
