@@ -32,7 +32,6 @@ import pytest
 import modelwire as mw
 import modelwire._retry
 from modelwire._apis import builtin_api_names, mock_facet
-from modelwire._framing.eventstream import encode_exception
 from modelwire.testing import render_frames
 from modelwire.testing._render import frame
 from modelwire.trace import RetryTrace, TraceLog
@@ -225,26 +224,13 @@ def mid_utf8(api: str) -> list[bytes]:
     return [*before, f[: f.index("你".encode()) + 1]]  # 1 of the 3 bytes of 你
 
 
-_IN_BAND = {
-    "openai-chat": b'data: {"error":{"message":"Overloaded for %s","type":"overloaded_error"}}\n\n',
-    "openai-responses": b'event: error\ndata: {"type":"error","code":"server_error",'
-    b'"message":"Overloaded for %s","param":null,"sequence_number":9}\n\n',
-    "anthropic-messages": b'event: error\ndata: {"type":"error","error":'
-    b'{"type":"overloaded_error","message":"Overloaded for %s"}}\n\n',
-    "google-generative-ai": b'data: {"error":{"code":503,"message":"Overloaded for %s",'
-    b'"status":"UNAVAILABLE"}}\r\n\r\n',
-    "ollama-chat": b'{"error":"Overloaded for %s"}\n',
-}
-# The others say "overloaded"; an Ollama error line is a bare text (no type or code).
-_IN_BAND_KIND = {"openai-responses": "server", "ollama-chat": "provider_stream"}
-
-
 def in_band(api: str) -> list[bytes]:
-    before, _f = at(api, "你".encode())  # up to and including "rld "
-    if api == "bedrock-converse":  # a binary frame: built around the formatted payload
-        payload = b'{"message":"Overloaded for %s"}' % KEY.encode()
-        return [*before, encode_exception("serviceUnavailableException", payload)]
-    return [*before, _IN_BAND[api] % KEY.encode()]
+    # The API's own mid-stream error event (its mock facet says how the provider
+    # sends one), after the frames up to and including "rld ".
+    before, _f = at(api, "你".encode())
+    facet = mock_facet(api)
+    assert facet.in_band_error is not None, f"{api} has no in-band error to inject"
+    return [*before, *facet.encode_frames(facet.in_band_error(f"Overloaded for {KEY}"))]
 
 
 def error_json(status: int, headers: dict[str, str] | None = None) -> Plan:
@@ -518,7 +504,7 @@ def test_fault_matrix(
     if case.kind is None:
         assert (terminal.type, message.stop_reason, message.error) == ("done", "stop", None)
     else:
-        kind = _IN_BAND_KIND.get(api, case.kind) if name == "in_band_error" else case.kind
+        kind = mock_facet(api).in_band_kind if name == "in_band_error" else case.kind
         assert message.error is not None, message
         assert (terminal.type, message.error.kind) == ("error", kind), message.error
         assert message.stop_reason == ("aborted" if kind == "aborted" else "error")

@@ -128,6 +128,20 @@ class MockFacet(Protocol):
         """The texts of the tool results in a request body, in order."""
         ...
 
+    @property
+    def in_band_error(self) -> Callable[[str], list[MockFrame]] | None:
+        """``(message) -> frames``: the error event this API sends mid-stream, after
+        its ``200``, when the server is overloaded, as its documentation shows it
+        (``None``: the API has no in-band error). The mock server's faults and the
+        fault matrix use it."""
+        ...
+
+    @property
+    def in_band_kind(self) -> str:
+        """The error kind :attr:`in_band_error`'s event decodes to: ``overloaded``
+        where the provider's shape can say so (a type or code), else what it can."""
+        ...
+
 
 @runtime_checkable
 class HandoffFacet(Protocol):
@@ -184,7 +198,7 @@ class WireCodec(Protocol):
 CODEC_MEMBERS = ("name", "mock", "handoff", "path", "build_request", "framing", "new_decoder",
                  "recognizes")  # fmt: skip
 MOCK_MEMBERS = ("content_type", "version_segment", "extra_paths", "render", "encode_frames",
-                "request_model", "tool_results")  # fmt: skip
+                "request_model", "tool_results", "in_band_error", "in_band_kind")  # fmt: skip
 HANDOFF_MEMBERS = ("tool_id_rule",)
 _CALLABLE = frozenset({"path", "build_request", "framing", "new_decoder", "recognizes",
                        "render", "encode_frames", "request_model", "tool_results",
@@ -304,6 +318,10 @@ class MockRendering:
     content_type: str = "text/event-stream"
     version_segment: str = "/v1"
     extra_paths: tuple[str, ...] = ()
+    in_band_error: Callable[[str], list[MockFrame]] | None = None
+    """``(message) -> frames``: the API's mid-stream overload error (``None``: none)."""
+    in_band_kind: str = "overloaded"
+    """The error kind that event decodes to."""
 
 
 @dataclass(frozen=True, slots=True)

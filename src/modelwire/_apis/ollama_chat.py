@@ -382,12 +382,19 @@ def recognizes(payload: bytes) -> bool:
     )
 
 
+def _in_band_error(message: str) -> list[MockFrame]:
+    """Ollama's ``{"error": …}`` line: a bare text, with no type or code to say more."""
+    return [(None, {"error": message})]
+
+
 class OllamaChatAPI:
     """The ``ollama-chat`` wire API."""
 
     name = "ollama-chat"
     endpoint = "/api/chat"
     mock = MockRendering(
+        in_band_error=_in_band_error,
+        in_band_kind="provider_stream",
         render=render,
         tool_results=role_tool_results,
         encode_frames=_encode_frames,

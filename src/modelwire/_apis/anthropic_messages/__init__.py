@@ -53,7 +53,7 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import encode_sse, model_in_body
+from .._mock import MockFrame, encode_sse, model_in_body
 from ._decode import AnthropicDecoder, recognizes
 from ._render import render, tool_results
 
@@ -377,12 +377,18 @@ def _request_model(path: str, body: object) -> str | None:
     return model_in_body(path, body)
 
 
+def _in_band_error(message: str) -> list[MockFrame]:
+    """The Messages stream's ``error`` event (docs: "Error events", ``overloaded_error``)."""
+    return [("error", {"type": "error", "error": {"type": "overloaded_error", "message": message}})]
+
+
 class AnthropicMessagesAPI:
     """The ``anthropic-messages`` wire API."""
 
     name = "anthropic-messages"
     endpoint = "/messages"
     mock = MockRendering(
+        in_band_error=_in_band_error,
         render=render,
         tool_results=tool_results,
         encode_frames=partial(encode_sse, named=True),

@@ -58,7 +58,7 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import arguments_object
+from .._mock import MockFrame, arguments_object
 from ._decode import BedrockDecoder
 from ._render import encode_frames, render, tool_results
 
@@ -335,11 +335,18 @@ def recognizes(payload: bytes) -> bool:
     )
 
 
+def _in_band_error(message: str) -> list[MockFrame]:
+    """An event-stream exception message (``:message-type: exception``), as ConverseStream
+    reports ``serviceUnavailableException``."""
+    return [("exception:serviceUnavailableException", {"message": message})]
+
+
 class BedrockConverseAPI:
     """The ``bedrock-converse`` wire API."""
 
     name = "bedrock-converse"
     mock = MockRendering(
+        in_band_error=_in_band_error,
         render=render,
         tool_results=tool_results,
         encode_frames=encode_frames,

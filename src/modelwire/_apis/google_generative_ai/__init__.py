@@ -292,11 +292,17 @@ def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
     return encode_sse(frames, sep="\r\n\r\n")
 
 
+def _in_band_error(message: str) -> list[MockFrame]:
+    """A Google RPC status object in a ``data:`` event (``UNAVAILABLE``, HTTP 503)."""
+    return [(None, {"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}})]
+
+
 class GoogleAPI:
     """The ``google-generative-ai`` wire API."""
 
     name = "google-generative-ai"
     mock = MockRendering(
+        in_band_error=_in_band_error,
         render=render,
         tool_results=tool_results,
         encode_frames=_encode_frames,

@@ -15,7 +15,7 @@ from ..._options import HTTPRequest, RequestOptions
 from ...types import Context, Model
 from .._codec import IdRules, MockRendering, sse_framing
 from .._common import bearer_auth, check_context_values, http_request
-from .._mock import role_tool_results
+from .._mock import MockFrame, role_tool_results
 from ._compat import ChatCompat, detect_compat
 from ._decode import ChatDecoder, recognizes
 from ._encode import RESERVED, build_body, encode_messages
@@ -29,12 +29,19 @@ __all__ = ["API", "RESERVED", "ChatCompat", "ChatDecoder", "OpenAIChatAPI", "det
            "encode_messages"]  # fmt: skip
 
 
+def _in_band_error(message: str) -> list[MockFrame]:
+    """An error object in a ``data:`` event, as OpenAI-compatible servers send one mid-stream."""
+    return [(None, {"error": {"message": message, "type": "overloaded_error"}})]
+
+
 class OpenAIChatAPI:
     """The ``openai-chat`` wire API."""
 
     name = "openai-chat"
     endpoint = "/chat/completions"
-    mock = MockRendering(render=render, tool_results=role_tool_results)
+    mock = MockRendering(
+        in_band_error=_in_band_error, render=render, tool_results=role_tool_results
+    )
     handoff = IdRules(tool_id_rule)
 
     def path(self, model_id: str) -> str:

@@ -58,7 +58,7 @@ from .._common import (
     check_tool_choice,
     http_request,
 )
-from .._mock import encode_sse
+from .._mock import MockFrame, encode_sse
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
@@ -94,13 +94,23 @@ def recognizes(payload: bytes) -> bool:
     return isinstance(t, str) and t.startswith("response.")
 
 
+def _in_band_error(message: str) -> list[MockFrame]:
+    """The Responses ``error`` stream event (API reference, "Streaming events": ``error``); its
+    ``server_error`` code says server, not overloaded."""
+    return [("error", {"type": "error", "code": "server_error", "message": message, "param": None})]
+
+
 class OpenAIResponsesAPI:
     """The ``openai-responses`` wire API."""
 
     name = "openai-responses"
     endpoint = "/responses"
     mock = MockRendering(
-        render=render, tool_results=tool_results, encode_frames=partial(encode_sse, named=True)
+        in_band_error=_in_band_error,
+        in_band_kind="server",
+        render=render,
+        tool_results=tool_results,
+        encode_frames=partial(encode_sse, named=True),
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
 
