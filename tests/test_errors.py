@@ -134,3 +134,40 @@ def test_an_anthropic_error_event_is_classified_once_with_its_request_id(
     info = mw.replay("anthropic-messages", [body]).message.error
     assert info is not None and (info.kind, info.code, info.request_id) == (kind, type_, "req_011")
     assert info.retryable is retryable
+
+
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+def test_a_failure_after_the_200_carries_the_request_id_of_the_response_head(sync: bool) -> None:
+    # An in-band error (and a truncation) arrives after the status line: the request
+    # id a support ticket needs is only in the response headers, and the key the
+    # server echoed into it is redacted.
+    from modelwire.testing import MockServer, Reply
+
+    key = "sk-req-id-test-4f1d2c"
+    in_band = (b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+               b'data: {"error":{"message":"Overloaded","type":"overloaded_error"}}\n\n')  # fmt: skip
+    truncated = b'data: {"choices":[{"index":0,"delta":{"content":"Hi"}}]}\n\n'
+    ctx = mw.Context(messages=[mw.UserMessage(content="hi")])
+    replies = [
+        Reply(body=in_band, headers={"x-request-id": "req_in_band_1"}),
+        Reply(body=truncated, headers={"request-id": f"req_{key}"}),
+        Reply(body=in_band),
+    ]
+    with MockServer(replies) as server:
+        model = server.model("openai-chat")
+        got = []
+        for _ in replies:
+            if sync:
+                got.append(mw.complete_sync(model, ctx, api_key=key, max_retries=0))
+            else:
+                import asyncio
+
+                got.append(asyncio.run(mw.complete(model, ctx, api_key=key, max_retries=0)))
+    infos = [m.error for m in got]
+    assert all(i is not None for i in infos)
+    assert [(i.kind, i.request_id) for i in infos if i is not None] == [
+        ("overloaded", "req_in_band_1"),
+        ("truncated_stream", "req_[redacted]"),
+        ("overloaded", None),
+    ]
+    assert [m.text for m in got] == ["Hi", "Hi", "Hi"]

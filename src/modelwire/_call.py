@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
-from ._http_status import origin, status_error
+from ._http_status import origin, request_id, status_error
 from ._redact import head, redact
 from ._retry import RetryPolicy
 from .errors import ProviderStreamError, RequestTimeoutError, StreamError
@@ -262,6 +262,9 @@ class Call:
         if isinstance(head, StreamError):
             yield self._emit(p.fail(head))
             return
+        rid = request_id(head.headers)
+        if rid:
+            p.request_id = redact(rid, p.secrets)
         if aborted():
             yield self._emit(p.abort())
             return

@@ -15,6 +15,7 @@ decoder recognises a first payload, a body that another registered API recognize
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
@@ -45,7 +46,8 @@ class Pipeline:
     the only cost is one test per read.
     """
 
-    __slots__ = ("_decode", "_head", "_sniffing", "api", "assembler", "decoder", "secrets", "sse",
+    __slots__ = ("_decode", "_head", "_sniffing", "api", "assembler", "decoder", "request_id",
+                 "secrets", "sse",
                  "trace")  # fmt: skip
 
     def __init__(
@@ -84,6 +86,9 @@ class Pipeline:
         # API keys to redact from error texts: a server may quote the key in an
         # in-band error or in a payload that a malformed-chunk message cites.
         self.secrets = secrets
+        #: The provider's request id from the response head (set by the Call): every
+        #: failure after the ``200`` carries it, as a status error does.
+        self.request_id: str | None = None
         self.trace: Tracer | None = None
         if trace is not None:
             from .trace import Tracer
@@ -249,6 +254,9 @@ class Pipeline:
             err = MalformedChunkError(f"could not decode a chunk: {exc!r}")
         if self.secrets:
             err = err.redacted(self.secrets)
+        if err.request_id is None and self.request_id is not None:
+            err = copy.copy(err)
+            err.request_id = self.request_id
         t = self.trace
         if t is None:
             self.assembler.fail(err, out)
