@@ -55,7 +55,7 @@ from .._common import (
 )
 from .._mock import MockFrame, encode_sse, model_in_body
 from ._decode import AnthropicDecoder, recognizes
-from ._render import render, tool_results
+from ._render import error_body, render, render_complete, render_models, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
@@ -394,6 +394,11 @@ class AnthropicMessagesAPI:
         encode_frames=partial(encode_sse, named=True),
         request_model=_request_model,
         extra_paths=("/models/{model}" + _RAW_PREDICT,),
+        render_complete=render_complete,
+        error_body=error_body,
+        models_path="/models",
+        render_models=render_models,
+        models_header="anthropic-version",
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
 

@@ -51,7 +51,7 @@ from .._common import (
 )
 from .._mock import MockFrame, encode_sse
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
-from ._render import render, tool_results
+from ._render import error_body, render, render_complete, render_models, tool_results
 from ._schema import gemini_schema
 
 if TYPE_CHECKING:
@@ -308,6 +308,14 @@ class GoogleAPI:
         encode_frames=_encode_frames,
         request_model=_request_model,
         version_segment="/v1beta",
+        render_complete=render_complete,
+        streams=lambda path, body: True,  # the method, not the body, says it
+        complete_paths=("/models/{model}:generateContent",),
+        error_body=error_body,
+        models_path="/models",
+        render_models=render_models,
+        models_header="x-goog-api-key",
+        sse_query="alt=sse",
     )
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
 
