@@ -1009,3 +1009,123 @@ def test_a_provider_shaped_error_is_still_a_typed_error(api: str) -> None:
         msg = mw.complete_sync(srv.model(api), CTX, max_retries=0)
     assert msg.error is not None and msg.error.kind == "authentication"
     assert "bad key" in msg.error.message
+
+
+# --------------------------------------------------------------------------- automatic mode
+
+SCHEMAS: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"path": {"type": "string", "minLength": 3}},
+     "required": ["path"]},
+    {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": 5, "maximum": 9, "multipleOf": 3},
+        "x": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "flag": {"type": "boolean"}, "mode": {"enum": ["fast", "slow"]},
+        "tag": {"const": "v1"}, "when": {"type": "string", "format": "date-time"},
+        "mail": {"type": "string", "format": "email"}, "short": {"type": "string", "maxLength": 1},
+    }, "required": ["n", "x", "flag", "mode", "tag", "when", "mail", "short"],
+     "additionalProperties": False},
+    {"type": "object", "properties": {
+        "items": {"type": "array", "items": {"$ref": "#/$defs/point"}, "minItems": 2},
+        "maybe": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 2}]},
+        "both": {"allOf": [{"type": "object", "properties": {"a": {"type": "string"}},
+                            "required": ["a"]},
+                           {"properties": {"b": {"type": ["null", "integer"]}},
+                            "required": ["b"]}]},
+    }, "required": ["items", "maybe", "both"],
+     "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}},
+                         "required": ["x"]}}},
+    {"type": "object"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_example_for_is_valid_against_the_schema(schema: dict[str, Any]) -> None:
+    import jsonschema
+
+    value = testing.example_for(schema)
+    jsonschema.validate(value, schema)  # the independent check
+    assert value == testing.example_for(schema)  # the same every run
+    for key in schema.get("required", []):
+        assert key in value
+
+
+def test_example_for_refuses_what_it_cannot_satisfy() -> None:
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}},
+              "required": ["id"]}  # fmt: skip
+    with pytest.raises(ConfigurationError, match=r"tool 'lookup'.*pattern|tool 'lookup'.*id"):
+        testing.example_for(schema, tool="tool 'lookup'")
+    with pytest.raises(ConfigurationError, match="only local"):
+        testing.example_for({"$ref": "https://example.com/s.json"})
+
+
+# Gemini's Schema has no multipleOf and no exclusive bounds: the request carries the
+# tool without them (so a model, or the mock, cannot honour them). Its variant of the
+# second schema keeps to what Gemini can say.
+GEMINI_TUNE = {**SCHEMAS[1], "properties": {
+    **SCHEMAS[1]["properties"], "n": {"type": "integer", "minimum": 5, "maximum": 9},
+    "x": {"type": "number", "minimum": 0.25, "maximum": 0.75}}}  # fmt: skip
+
+
+def _auto_tools(
+    calls: list[tuple[str, dict[str, Any]]], tune: dict[str, Any] = SCHEMAS[1]
+) -> list[mw.Tool]:
+    def make(name: str, schema: dict[str, Any]) -> mw.Tool:
+        def execute(args: dict[str, Any], ctx: Any) -> str:
+            calls.append((name, args))
+            return f"{name} ran"
+
+        return mw.Tool(name=name, description=name, parameters=schema, execute=execute)
+
+    return [make("read", SCHEMAS[0]), make("tune", tune), make("plot", SCHEMAS[2])]
+
+
+def _check_auto_run(
+    run: Any, calls: list[tuple[str, dict[str, Any]]], tune: dict[str, Any] = SCHEMAS[1]
+) -> None:
+    import jsonschema
+
+    assert [name for name, _ in calls] == ["read", "tune", "plot"]  # each once, in order
+    for (_, args), schema in zip(calls, [SCHEMAS[0], tune, SCHEMAS[2]], strict=True):
+        jsonschema.validate(args, schema)
+    assert run.final.stop_reason == "stop"
+    assert run.final.text == 'tool results: ["read ran", "tune ran", "plot ran"]'
+
+
+def test_scripted_model_auto_calls_each_tool_once_then_answers() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    sm = ScriptedModel(auto=True)
+    run = mw.Agent(sm.model, tools=_auto_tools(calls)).run_sync("go")
+    _check_auto_run(run, calls)
+    assert len(sm.contexts) == 2
+    plain = mw.complete_sync(sm.model, mw.Context(messages=[mw.UserMessage(content="hi")]))
+    assert plain.text == "success (no tool calls)"
+
+
+@pytest.mark.anyio
+async def test_scripted_model_auto_on_the_async_path() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    sm = ScriptedModel(["first a scripted reply"], auto=True)
+    agent = mw.Agent(sm.model, tools=_auto_tools(calls))
+    first = await agent.run("go")
+    assert first.final.text == "first a scripted reply" and calls == []
+    _check_auto_run(await agent.run("go"), calls)
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "anthropic-messages",
+                                 "google-generative-ai", "ollama-chat", "bedrock-converse"])  # fmt: skip
+def test_mock_server_auto_calls_each_tool_once_then_answers(api: str) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    tune = GEMINI_TUNE if api == "google-generative-ai" else SCHEMAS[1]
+    with MockServer(auto=True) as srv:
+        run = mw.Agent(srv.model(api), tools=_auto_tools(calls, tune)).run_sync("go")
+    _check_auto_run(run, calls, tune)
+    assert len(srv.requests) == 2
+
+
+def test_auto_with_a_schema_outside_the_subset_is_a_clear_error() -> None:
+    bad = mw.Tool(name="lookup", description="", execute=lambda a, c: "x",
+                  parameters={"type": "object", "properties": {"id": {"type": "string",
+                              "pattern": "^[0-9]+$"}}, "required": ["id"]})  # fmt: skip
+    sm = ScriptedModel(auto=True)
+    run = mw.Agent(sm.model, tools=[bad]).run_sync("go")
+    assert run.final.error is not None and "lookup" in run.final.error.message

@@ -36,6 +36,7 @@ from ._mock import (
     ScriptedReply,
     as_rendered,
     encode_sse,
+    function_tools,
     model_in_body,
     openai_error,
     stream_flag,
@@ -355,6 +356,11 @@ class MockRendering:
     adapt: Callable[[list[MockFrame], object], list[MockFrame]] = field(default=as_rendered)
     """``(frames, request body) -> frames``: the stream as the request asked for it
     (OpenAI Chat's usage chunk only with ``stream_options.include_usage``)."""
+    request_tools: Callable[[object], list[tuple[str, dict[str, Any]]]] = field(
+        default=function_tools
+    )
+    """``(request body) -> [(tool name, parameters schema)]``: the tools a request
+    declares (``tools[].function`` by default), for the automatic reply."""
     sse_query: str | None = None
     """The query item that asks the streaming path for SSE; without it the path answers
     with a JSON array of the events (Gemini's ``alt=sse``; ``None``: always a stream)."""

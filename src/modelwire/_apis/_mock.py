@@ -27,7 +27,9 @@ __all__ = [
     "arguments_text",
     "as_rendered",
     "compact_json",
+    "declared_tools",
     "encode_sse",
+    "function_tools",
     "model_in_body",
     "openai_error",
     "prefixed",
@@ -165,3 +167,27 @@ def prefixed(prefix: str, rid: str) -> str:
 def as_rendered(frames: list[MockFrame], body: object) -> list[MockFrame]:
     """The frames unchanged, whatever the request body asked (most APIs)."""
     return frames
+
+
+def declared_tools(
+    items: object, *, spec: str | None, name: str, schema: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, parameters schema)`` of each tool in a body's list of tool objects:
+    ``spec`` is the key holding the declaration (``None``: the item itself), ``schema``
+    a dotted path to its JSON Schema (``inputSchema.json``)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for item in items if isinstance(items, list) else []:
+        decl = item.get(spec) if spec is not None and isinstance(item, dict) else item
+        if not isinstance(decl, dict) or not isinstance(decl.get(name), str):
+            continue
+        value: Any = decl
+        for key in schema.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        found.append((decl[name], value if isinstance(value, dict) else {"type": "object"}))
+    return found
+
+
+def function_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
+    """The tools of ``tools[].function`` (OpenAI Chat Completions, Ollama)."""
+    items = body.get("tools") if isinstance(body, dict) else None
+    return declared_tools(items, spec="function", name="name", schema="parameters")

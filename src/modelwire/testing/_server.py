@@ -36,8 +36,9 @@ import msgspec
 from .._apis import DEFAULT_API, MockFacet, api_names, find_api
 from .._apis._mock import MockError, as_rendered, compact_json, model_in_body, openai_error
 from ..errors import ConfigurationError
-from ..types import Model, ModelCost
-from ._render import frame, normalize, render_frames
+from ..types import Context, Model, ModelCost
+from ._auto import auto_for_context, auto_for_request
+from ._render import Script, frame, normalize, render_frames
 from ._routing import Route, facet_option, route, served_paths
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "Reply",
     "ReplyLike",
     "Responder",
+    "auto_reply",
     "error_reply",
     "sse_body",
 ]
@@ -197,6 +199,18 @@ def error_reply(
                  headers=dict(headers or {}))  # fmt: skip
 
 
+def auto_reply(source: Context | RecordedRequest) -> Script:
+    """The automatic reply, as a reply for :class:`ScriptedModel` (given the ``Context``)
+    or :class:`MockServer` (given the ``RecordedRequest``): one call to each declared
+    tool with arguments valid against its schema; once tool results are back, a text
+    naming them (``auto=True`` on either plays it for every call past the script)."""
+    if isinstance(source, Context):
+        return auto_for_context(source)
+    if isinstance(source, RecordedRequest):
+        return auto_for_request(source.api, source._body())
+    raise ConfigurationError(f"auto_reply takes a Context or a RecordedRequest, not {source!r}")
+
+
 def _error(mock: MockFacet | None, status: int, message: str, kind: str | None) -> MockError:
     make = facet_option(mock, "error_body", openai_error) if mock is not None else openai_error
     found: MockError = make(status, message, kind)
@@ -322,6 +336,7 @@ class MockServer:
         port: int = 0,
         on_request: Callable[[RecordedRequest, Reply], None] | None = None,
         models: Iterable[str] = (),
+        auto: bool = False,
     ) -> None:
         #: Called (on the server thread) with every request and the reply chosen for
         #: it — also the 500 "no reply left", a listing and the 404 for an unknown path.
@@ -329,6 +344,9 @@ class MockServer:
         #: The model ids the listings (``GET /v1/models``, ``/api/tags``…) name: those
         #: given, then each id :meth:`model` was asked for (``mock-model`` when none).
         self.models: list[str] = list(models)
+        #: Once the replies run out, answer every call with the automatic reply
+        #: (:func:`~modelwire.testing.auto_reply`: each declared tool once, then text).
+        self.auto = auto
         self._replies: list[Reply | Responder] = [_coerce(r) for r in replies]
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
@@ -482,6 +500,8 @@ class MockServer:
         with self._lock:
             self.requests.append(rec)
             if not self._replies:
+                if self.auto:
+                    return auto_reply
                 return Reply(status=500, error="MockServer has no reply left")
             if len(self._replies) == 1 and self.repeat_last:
                 return self._replies[0]

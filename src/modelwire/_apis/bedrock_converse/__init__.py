@@ -58,7 +58,7 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import MockFrame, arguments_object
+from .._mock import MockFrame, arguments_object, declared_tools
 from ._decode import BedrockDecoder
 from ._render import encode_frames, error_body, render, render_complete, tool_results
 
@@ -355,6 +355,12 @@ class BedrockConverseAPI:
         content_type=_CONTENT_TYPE,
         version_segment="",  # base_url is the runtime endpoint
         render_complete=render_complete,
+        request_tools=lambda body: declared_tools(
+            (body.get("toolConfig") or {}).get("tools") if isinstance(body, dict) else None,
+            spec="toolSpec",
+            name="name",
+            schema="inputSchema.json",
+        ),
         streams=lambda path, body: True,  # the endpoint, not the body, says it
         complete_paths=("/model/{model}/converse",),
         error_body=error_body,
