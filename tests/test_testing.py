@@ -655,7 +655,11 @@ def test_parse_script_covers_every_reply_kind() -> None:
     assert (m2.usage.input, m2.usage.output, m2.usage.total_tokens) == (3, 4, 7)
     assert isinstance(m2.content[0], mw.ThinkingContent)
     assert replies[3].status == 429 and replies[3].headers == {"retry-after": "1"}
-    assert json.loads(replies[3].body) == {"error": {"message": "slow down", "type": "mock_error"}}
+    assert (replies[3].error, replies[3].error_type) == ("slow down", None)
+    with MockServer([replies[3]]) as srv:  # rendered in the shape of the API it reaches
+        r = httpx.post(srv.origin + "/v1/messages", json={})
+    assert r.status_code == 429 and r.headers["retry-after"] == "1"
+    assert r.json()["error"] == {"type": "rate_limit_error", "message": "slow down"}
     assert (replies[4].body, replies[4].chunk_size, replies[4].delay) == (
         b"data: [DONE]\n\n",
         1,
