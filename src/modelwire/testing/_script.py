@@ -40,7 +40,6 @@ Unknown keys are refused, and every mistake names its place, e.g.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
