@@ -1124,6 +1124,11 @@ def test_mock_server_auto_calls_each_tool_once_then_answers(api: str) -> None:
         run = mw.Agent(srv.model(api), tools=_auto_tools(calls, tune)).run_sync("go")
     _check_auto_run(run, calls, tune)
     assert len(srv.requests) == 2
+    if api != "ollama-chat":  # Ollama sends no call ids (modelwire makes them up)
+        prefix = {"anthropic-messages": "toolu_", "bedrock-converse": "tooluse_"}.get(api, "call_")
+        ids = [c.id for m in run.messages if isinstance(m, mw.AssistantMessage)
+               for c in m.tool_calls]  # fmt: skip
+        assert len(ids) == 3 and all(i.startswith(prefix) for i in ids), ids
 
 
 def test_auto_with_a_schema_outside_the_subset_is_a_clear_error() -> None:

@@ -361,6 +361,9 @@ class MockRendering:
     )
     """``(request body) -> [(tool name, parameters schema)]``: the tools a request
     declares (``tools[].function`` by default), for the automatic reply."""
+    tool_id_prefix: str = "call_"
+    """How the provider's tool-call ids start (Anthropic ``toolu_``, Bedrock
+    ``tooluse_``): the ids the automatic reply makes up."""
     sse_query: str | None = None
     """The query item that asks the streaming path for SSE; without it the path answers
     with a JSON array of the events (Gemini's ``alt=sse``; ``None``: always a stream)."""

@@ -19,6 +19,7 @@ never an invalid call.
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -31,6 +32,8 @@ from ..types import Context, ToolCall, ToolResultMessage, UserMessage
 from ._render import Script, tool_call
 
 __all__ = ["auto_for_context", "auto_for_request", "auto_script", "example_for"]
+
+_ids = itertools.count(1)
 
 _FORMATS = {
     "date-time": "2025-01-01T00:00:00Z", "date": "2025-01-01", "time": "00:00:00Z",
@@ -188,17 +191,21 @@ def example_for(schema: Mapping[str, Any], *, tool: str = "the tool") -> Any:
 
 
 def auto_script(
-    tools: Sequence[tuple[str, Mapping[str, Any]]], results: Sequence[str] | None
+    tools: Sequence[tuple[str, Mapping[str, Any]]],
+    results: Sequence[str] | None,
+    *,
+    id_prefix: str = "call_",
 ) -> Script:
     """The automatic reply: one call per tool (``tools``: name and parameters schema)
-    while no tool result is back, else a text naming the results."""
+    while no tool result is back, else a text naming the results. Call ids start with
+    ``id_prefix`` (the provider's own) and are unique in the process."""
     if results is None and tools:
         calls: list[ToolCall] = []
         for name, schema in tools:
             args = example_for(schema or {"type": "object"}, tool=f"tool {name!r}")
             if not isinstance(args, dict):
                 raise ConfigurationError(f"tool {name!r}: its parameters must be an object schema")
-            calls.append(tool_call(name, args))
+            calls.append(tool_call(name, args, id=f"{id_prefix}auto_{next(_ids)}"))
         return calls
     if not results:
         return "success (no tool calls)"
@@ -237,4 +244,5 @@ def auto_for_request(api: str | None, body: object) -> Script:
     found = codec.mock.tool_results(body)
     declared = facet_option(codec.mock, "request_tools", None)
     tools = declared(body) if declared is not None else []
-    return auto_script(tools, found or None)
+    prefix = facet_option(codec.mock, "tool_id_prefix", "call_")
+    return auto_script(tools, found or None, id_prefix=prefix)

@@ -405,6 +405,7 @@ class AnthropicMessagesAPI:
         models_path="/models",
         render_models=render_models,
         models_header="anthropic-version",
+        tool_id_prefix="toolu_",
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
 

@@ -364,6 +364,7 @@ class BedrockConverseAPI:
         streams=lambda path, body: True,  # the endpoint, not the body, says it
         complete_paths=("/model/{model}/converse",),
         error_body=error_body,
+        tool_id_prefix="tooluse_",
     )
     # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
     handoff = IdRules(lambda model: SAFE_ID_RULE)
