@@ -314,7 +314,11 @@ def _sse(frames: Sequence[MockFrame]) -> list[bytes]:
 class MockRendering:
     """A :class:`MockFacet` made of functions: an API module writes ``render`` and
     ``tool_results`` once and states the rest as data (SSE ``data:`` events under
-    ``/v1``, the model read from the body's ``model`` field, by default)."""
+    ``/v1``, the model read from the body's ``model`` field, by default).
+
+    The members from ``render_complete`` on (the non-streaming answer, errors, model
+    listing, declared tools…) are optional extras of the facet: the mock server reads
+    them with these defaults, so a facet written without them still streams."""
 
     render: Callable[[ScriptedReply, str, str, int], list[MockFrame]]
     """``(reply, model, response_id, piece_chars) -> frames``."""

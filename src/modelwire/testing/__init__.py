@@ -2,9 +2,11 @@
 
 * :class:`MockServer` — a real loopback HTTP server that speaks every wire
   API: it renders scripted replies (text, tool calls, whole messages) in the
-  format of the API the request path names, or plays raw bytes, with faults
-  (split sizes, every byte, random splits, delays, cuts, stalls), and records
-  every request.
+  format of the API the request path names — streamed, or as the one JSON object
+  of a request that asks no stream — or plays raw bytes, with faults (split
+  sizes, every byte, random splits, delays, cuts, stalls); it lists its models,
+  answers a path no API serves with a 404 that uses no reply, and records every
+  request.
 * :class:`ScriptedModel` — the same scripts with no HTTP at all (the
   ``scripted`` api).
 * :func:`auto_reply` (``auto=True`` on either) — pydantic-ai's ``TestModel`` mode:
