@@ -273,8 +273,9 @@ def _check_message(api: str, msg: mw.AssistantMessage, script: mw.AssistantMessa
         assert (got.id, got.name, got.arguments) == (want.id, want.name, want.arguments)
         assert json.loads(got.raw_arguments or "") == want.arguments
     u = script.usage
-    # Only Anthropic reports cache writes; the others count them as input.
-    cw = u.cache_write if api == "anthropic-messages" else 0
+    # Anthropic and Responses (input_tokens_details.cache_write_tokens) report cache
+    # writes; the others count them as input.
+    cw = u.cache_write if api in ("anthropic-messages", "openai-responses") else 0
     assert (msg.usage.input, msg.usage.output, msg.usage.cache_read, msg.usage.cache_write) == (
         u.input + u.cache_write - cw,
         u.output,
@@ -383,6 +384,8 @@ def test_no_reply_left_and_unknown_path_and_bad_script() -> None:
         assert mw.complete_sync(model, CTX).text == "only one"
         r = httpx.post(srv.origin + "/v1/embeddings", json={})
         assert r.status_code == 404 and "/v1/embeddings" in r.json()["error"]["message"]
+        assert srv.pending == 2  # the 404 consumed no reply
+        assert mw.complete_sync(model, CTX).text == "scripted"
         bad = mw.complete_sync(model, CTX, max_retries=0)
         assert bad.error is not None and bad.error.kind == "server"
         assert "scripted reply failed" in bad.error.message
@@ -432,7 +435,9 @@ def test_split_deliveries_give_the_same_message(api: str, delivery: dict[str, An
 def test_scripted_replies_flush_one_event_per_chunk() -> None:
     reply = Reply(message="abcdef", piece_chars=2)
     with MockServer([reply]) as srv:
-        resolved = srv._resolve(RecordedRequest("POST", "/v1/messages", {}, b"{}"), reply)
+        resolved = srv._resolve(
+            RecordedRequest("POST", "/v1/messages", {}, b'{"stream":true}'), reply
+        )
     assert resolved.split_points is not None
     pieces = resolved.pieces()
     assert all(p.endswith(b"\n\n") and p.startswith(b"event: ") for p in pieces)
@@ -650,7 +655,11 @@ def test_parse_script_covers_every_reply_kind() -> None:
     assert (m2.usage.input, m2.usage.output, m2.usage.total_tokens) == (3, 4, 7)
     assert isinstance(m2.content[0], mw.ThinkingContent)
     assert replies[3].status == 429 and replies[3].headers == {"retry-after": "1"}
-    assert json.loads(replies[3].body) == {"error": {"message": "slow down", "type": "mock_error"}}
+    assert (replies[3].error, replies[3].error_type) == ("slow down", None)
+    with MockServer([replies[3]]) as srv:  # rendered in the shape of the API it reaches
+        r = httpx.post(srv.origin + "/v1/messages", json={})
+    assert r.status_code == 429 and r.headers["retry-after"] == "1"
+    assert r.json()["error"] == {"type": "rate_limit_error", "message": "slow down"}
     assert (replies[4].body, replies[4].chunk_size, replies[4].delay) == (
         b"data: [DONE]\n\n",
         1,
@@ -772,3 +781,360 @@ async def test_scripted_length_finish_never_trusts_call_arguments() -> None:
     assert msg.stop_reason == "length"
     (call,) = msg.tool_calls
     assert call.arguments == {} and call.raw_arguments == '{"path":"README.md"}'
+
+
+# --------------------------------------------------------------------------- answers as asked
+
+CALL = mw.ToolCall(id="call_7", name="read", arguments={"path": "README.md"},
+                   raw_arguments='{"path":"README.md"}')  # fmt: skip
+SCRIPT = mw.AssistantMessage(
+    content=(mw.TextContent(text="Reading it."), CALL), api="", provider="", model="",
+    usage=mw.Usage(input=11, output=7, total_tokens=18), stop_reason="tool_use",
+)  # fmt: skip
+
+# (api, path, body) of a request that does not ask for a stream, and what the one JSON
+# object answering it must hold: text, the call's name and arguments, the stop reason.
+NON_STREAMING = [
+    ("openai-chat", "/v1/chat/completions", {"model": "m", "messages": []}),
+    ("openai-chat", "/v1/chat/completions", {"model": "m", "messages": [], "stream": False}),
+    ("openai-responses", "/v1/responses", {"model": "m", "input": "hi"}),
+    ("anthropic-messages", "/v1/messages", {"model": "m", "max_tokens": 5, "messages": []}),
+    ("google-generative-ai", "/v1beta/models/m:generateContent", {"contents": []}),
+    ("ollama-chat", "/api/chat", {"model": "m", "messages": [], "stream": False}),
+    ("bedrock-converse", "/model/m/converse", {"messages": []}),
+]
+
+
+def _summary(api: str, obj: dict[str, Any]) -> tuple[str, str, dict[str, Any], str, int, int]:
+    """(text, tool name, tool arguments, raw stop reason, input, output) read by hand
+    from each provider's documented non-streaming object."""
+    if api == "openai-chat":
+        m = obj["choices"][0]["message"]
+        f = m["tool_calls"][0]["function"]
+        u = obj["usage"]
+        return (m["content"], f["name"], json.loads(f["arguments"]),
+                obj["choices"][0]["finish_reason"], u["prompt_tokens"], u["completion_tokens"])  # fmt: skip
+    if api == "openai-responses":
+        msg, call = obj["output"]
+        u = obj["usage"]
+        return (msg["content"][0]["text"], call["name"], json.loads(call["arguments"]),
+                obj["status"], u["input_tokens"], u["output_tokens"])  # fmt: skip
+    if api == "anthropic-messages":
+        text, use = obj["content"]
+        u = obj["usage"]
+        return (text["text"], use["name"], use["input"], obj["stop_reason"],
+                u["input_tokens"], u["output_tokens"])  # fmt: skip
+    if api == "google-generative-ai":
+        cand = obj["candidates"][0]
+        text, call = cand["content"]["parts"]
+        u = obj["usageMetadata"]
+        return (text["text"], call["functionCall"]["name"], call["functionCall"]["args"],
+                cand["finishReason"], u["promptTokenCount"], u["candidatesTokenCount"])  # fmt: skip
+    if api == "ollama-chat":
+        m = obj["message"]
+        f = m["tool_calls"][0]["function"]
+        return (m["content"], f["name"], f["arguments"], obj["done_reason"],
+                obj["prompt_eval_count"], obj["eval_count"])  # fmt: skip
+    text, use = obj["output"]["message"]["content"]
+    u = obj["usage"]
+    return (text["text"], use["toolUse"]["name"], use["toolUse"]["input"], obj["stopReason"],
+            u["inputTokens"], u["outputTokens"])  # fmt: skip
+
+
+_STOPS = {"openai-chat": "tool_calls", "openai-responses": "completed",
+          "anthropic-messages": "tool_use", "google-generative-ai": "STOP",
+          "ollama-chat": "stop", "bedrock-converse": "tool_use"}  # fmt: skip
+
+
+@pytest.mark.parametrize(("api", "path", "body"), NON_STREAMING)
+def test_a_request_without_stream_gets_one_json_object(
+    api: str, path: str, body: dict[str, Any]
+) -> None:
+    with MockServer([SCRIPT]) as srv:
+        r = httpx.post(srv.origin + path, json=body)
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    got = _summary(api, r.json())
+    assert got == ("Reading it.", "read", {"path": "README.md"}, _STOPS[api], 11, 7)
+    assert srv.requests[0].api == api and not srv.requests[0].stream
+
+
+def test_the_same_path_streams_when_asked() -> None:
+    with MockServer([SCRIPT, SCRIPT]) as srv:
+        r = httpx.post(srv.origin + "/v1/messages", json={"model": "m", "stream": True})
+        o = httpx.post(srv.origin + "/api/chat", json={"model": "m"})  # Ollama: streams by default
+    assert r.headers["content-type"] == "text/event-stream"
+    assert r.text.startswith("event: message_start\n")
+    assert o.headers["content-type"] == "application/x-ndjson" and len(o.text.splitlines()) > 1
+    assert [q.stream for q in srv.requests] == [True, True]
+
+
+def test_the_ids_carry_the_provider_prefixes() -> None:
+    with MockServer([SCRIPT] * 3) as srv:
+        chat = httpx.post(srv.origin + "/v1/chat/completions", json={}).json()
+        resp = httpx.post(srv.origin + "/v1/responses", json={}).json()
+        msg = httpx.post(srv.origin + "/v1/messages", json={}).json()
+    assert chat["id"].startswith("chatcmpl-") and chat["object"] == "chat.completion"
+    assert resp["id"].startswith("resp_") and resp["object"] == "response"
+    assert msg["id"].startswith("msg_") and msg["type"] == "message"
+
+
+def test_usage_chunk_only_when_the_request_asks_for_it() -> None:
+    asked = {"stream": True, "stream_options": {"include_usage": True}}
+    with MockServer([SCRIPT, SCRIPT]) as srv:
+        plain = httpx.post(srv.origin + "/v1/chat/completions", json={"stream": True}).text
+        usage = httpx.post(srv.origin + "/v1/chat/completions", json=asked).text
+
+    def chunks(body: str) -> list[Any]:
+        return [json.loads(line[6:]) for line in body.split("\n\n")
+                if line.startswith("data: {")]  # fmt: skip
+
+    assert not any(c["choices"] == [] for c in chunks(plain))
+    assert [c["usage"]["prompt_tokens"] for c in chunks(usage) if c["choices"] == []] == [11]
+
+
+def test_gemini_stream_without_alt_sse_is_a_json_array() -> None:
+    with MockServer([SCRIPT, SCRIPT]) as srv:
+        array = httpx.post(srv.origin + "/v1beta/models/m:streamGenerateContent", json={})
+        sse = httpx.post(srv.origin + "/v1beta/models/m:streamGenerateContent?alt=sse", json={})
+    assert array.headers["content-type"] == "application/json"
+    items = array.json()
+    assert isinstance(items, list) and len(items) > 1
+    text = "".join(p.get("text", "") for i in items for p in i["candidates"][0]["content"]["parts"])
+    assert text == "Reading it." and items[-1]["candidates"][0]["finishReason"] == "STOP"
+    assert sse.headers["content-type"] == "text/event-stream" and sse.text.startswith("data: ")
+
+
+@pytest.mark.parametrize("api", ["anthropic-messages", "bedrock-converse"])
+def test_an_unsigned_thinking_block_gets_a_fixed_signature(api: str) -> None:
+    script: list[mw.ThinkingContent | str] = [mw.ThinkingContent(thinking="hmm"), "ok"]
+    msg = mw.replay(api, [render(script, api)])[-1].partial
+    block = msg.content[0]
+    assert isinstance(block, mw.ThinkingContent) and block.thinking == "hmm"
+    assert block.signature  # non-empty, opaque
+    signed: list[mw.ThinkingContent | str] = [
+        mw.ThinkingContent(thinking="hmm", signature="s"),
+        "ok",
+    ]
+    again = mw.replay(api, [render(signed, api)])[-1].partial.content[0]
+    assert isinstance(again, mw.ThinkingContent) and again.signature == "s"
+
+
+# --------------------------------------------------------------------------- routing
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/chat/completions"),  # no version segment
+        ("POST", "/v1/chat/completions/chat/completions"),  # endpoint in the base URL
+        ("POST", "/v1/embeddings"),
+        ("GET", "/v1/chat/completions"),
+        ("POST", "/v1/models"),
+        ("GET", "/v2/models"),
+    ],
+)
+def test_an_unserved_path_is_a_404_naming_the_served_ones_and_uses_no_reply(
+    method: str, path: str
+) -> None:
+    with MockServer([tool_call("read", {"path": "a"}), "after"]) as srv:
+        r = httpx.request(method, srv.origin + path, json={"model": "m"})
+        assert r.status_code == 404
+        message = r.json()["error"]["message"]
+        assert path in message
+        assert "POST /v1/chat/completions" in message and "GET /api/tags" in message
+        assert srv.pending == 2
+        assert [(q.method, q.path) for q in srv.requests] == [(method, path)]
+        assert srv.requests[0].api is None
+        # The script is untouched: the real call still gets the scripted tool call.
+        msg = mw.complete_sync(srv.model(), CTX)
+    assert [c.name for c in msg.tool_calls] == ["read"]
+
+
+def test_a_provider_url_layout_still_routes() -> None:
+    with MockServer(["azure", "vertex"]) as srv:
+        a = httpx.post(srv.origin + "/openai/deployments/d/chat/completions?api-version=1",
+                       json={"stream": False}).json()  # fmt: skip
+        v = httpx.post(srv.origin + "/v1/projects/p/locations/l/publishers/google/models/"
+                       "g:generateContent", json={}).json()  # fmt: skip
+    assert a["choices"][0]["message"]["content"] == "azure"
+    assert v["candidates"][0]["content"]["parts"][0]["text"] == "vertex"
+
+
+# --------------------------------------------------------------------------- model listings
+
+
+def test_model_listings_name_the_servers_models_and_use_no_reply() -> None:
+    with MockServer(["kept"], models=["alpha", "beta"]) as srv:
+        srv.model("openai-chat", "gamma")
+        openai = httpx.get(srv.origin + "/v1/models").json()
+        claude = httpx.get(srv.origin + "/v1/models", headers={"anthropic-version": "2023-06-01"})
+        gemini = httpx.get(srv.origin + "/v1beta/models").json()
+        ollama = httpx.get(srv.origin + "/api/tags").json()
+        assert srv.pending == 1 and len(srv.requests) == 4
+    want = ["alpha", "beta", "gamma"]
+    assert openai["object"] == "list" and [m["id"] for m in openai["data"]] == want
+    assert [m["id"] for m in claude.json()["data"]] == want
+    assert claude.json()["data"][0]["type"] == "model"
+    assert [m["name"] for m in gemini["models"]] == [f"models/{m}" for m in want]
+    assert [m["name"] for m in ollama["models"]] == want
+    assert [q.api for q in srv.requests] == [
+        "openai-chat", "anthropic-messages", "google-generative-ai", "ollama-chat"]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- error shapes
+
+
+def test_errors_come_in_each_providers_own_shape() -> None:
+    replies = [error_reply(429, "slow down")] * 6
+    with MockServer(replies) as srv:
+        got = {
+            "openai": httpx.post(srv.origin + "/v1/chat/completions", json={}),
+            "anthropic": httpx.post(srv.origin + "/v1/messages", json={}),
+            "google": httpx.post(srv.origin + "/v1beta/models/m:generateContent", json={}),
+            "ollama": httpx.post(srv.origin + "/api/chat", json={}),
+            "bedrock": httpx.post(srv.origin + "/model/m/converse", json={}),
+        }
+    assert all(r.status_code == 429 for r in got.values())
+    assert got["openai"].json()["error"]["type"] == "rate_limit_error"
+    body = got["anthropic"].json()
+    assert body["type"] == "error" and body["error"]["type"] == "rate_limit_error"
+    assert got["anthropic"].headers["request-id"]
+    assert got["google"].json()["error"] == {
+        "code": 429, "message": "slow down", "status": "RESOURCE_EXHAUSTED"}  # fmt: skip
+    assert got["ollama"].json() == {"error": "slow down"}
+    assert got["bedrock"].json() == {"message": "slow down"}
+    assert got["bedrock"].headers["x-amzn-errortype"].startswith("ThrottlingException")
+
+
+@pytest.mark.parametrize("api", ["anthropic-messages", "google-generative-ai", "ollama-chat",
+                                 "bedrock-converse"])  # fmt: skip
+def test_a_provider_shaped_error_is_still_a_typed_error(api: str) -> None:
+    with MockServer([error_reply(401, "bad key")]) as srv:
+        msg = mw.complete_sync(srv.model(api), CTX, max_retries=0)
+    assert msg.error is not None and msg.error.kind == "authentication"
+    assert "bad key" in msg.error.message
+
+
+# --------------------------------------------------------------------------- automatic mode
+
+SCHEMAS: list[dict[str, Any]] = [
+    {"type": "object", "properties": {"path": {"type": "string", "minLength": 3}},
+     "required": ["path"]},
+    {"type": "object", "properties": {
+        "n": {"type": "integer", "minimum": 5, "maximum": 9, "multipleOf": 3},
+        "x": {"type": "number", "exclusiveMinimum": 0, "exclusiveMaximum": 1},
+        "flag": {"type": "boolean"}, "mode": {"enum": ["fast", "slow"]},
+        "tag": {"const": "v1"}, "when": {"type": "string", "format": "date-time"},
+        "mail": {"type": "string", "format": "email"}, "short": {"type": "string", "maxLength": 1},
+    }, "required": ["n", "x", "flag", "mode", "tag", "when", "mail", "short"],
+     "additionalProperties": False},
+    {"type": "object", "properties": {
+        "items": {"type": "array", "items": {"$ref": "#/$defs/point"}, "minItems": 2},
+        "maybe": {"anyOf": [{"type": "null"}, {"type": "integer", "minimum": 2}]},
+        "both": {"allOf": [{"type": "object", "properties": {"a": {"type": "string"}},
+                            "required": ["a"]},
+                           {"properties": {"b": {"type": ["null", "integer"]}},
+                            "required": ["b"]}]},
+    }, "required": ["items", "maybe", "both"],
+     "$defs": {"point": {"type": "object", "properties": {"x": {"type": "number"}},
+                         "required": ["x"]}}},
+    {"type": "object"},
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+def test_example_for_is_valid_against_the_schema(schema: dict[str, Any]) -> None:
+    import jsonschema
+
+    value = testing.example_for(schema)
+    jsonschema.validate(value, schema)  # the independent check
+    assert value == testing.example_for(schema)  # the same every run
+    for key in schema.get("required", []):
+        assert key in value
+
+
+def test_example_for_refuses_what_it_cannot_satisfy() -> None:
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[0-9]+$"}},
+              "required": ["id"]}  # fmt: skip
+    with pytest.raises(ConfigurationError, match=r"tool 'lookup'.*pattern|tool 'lookup'.*id"):
+        testing.example_for(schema, tool="tool 'lookup'")
+    with pytest.raises(ConfigurationError, match="only local"):
+        testing.example_for({"$ref": "https://example.com/s.json"})
+
+
+# Gemini's Schema has no multipleOf and no exclusive bounds: the request carries the
+# tool without them (so a model, or the mock, cannot honour them). Its variant of the
+# second schema keeps to what Gemini can say.
+GEMINI_TUNE = {**SCHEMAS[1], "properties": {
+    **SCHEMAS[1]["properties"], "n": {"type": "integer", "minimum": 5, "maximum": 9},
+    "x": {"type": "number", "minimum": 0.25, "maximum": 0.75}}}  # fmt: skip
+
+
+def _auto_tools(
+    calls: list[tuple[str, dict[str, Any]]], tune: dict[str, Any] = SCHEMAS[1]
+) -> list[mw.Tool]:
+    def make(name: str, schema: dict[str, Any]) -> mw.Tool:
+        def execute(args: dict[str, Any], ctx: Any) -> str:
+            calls.append((name, args))
+            return f"{name} ran"
+
+        return mw.Tool(name=name, description=name, parameters=schema, execute=execute)
+
+    return [make("read", SCHEMAS[0]), make("tune", tune), make("plot", SCHEMAS[2])]
+
+
+def _check_auto_run(
+    run: Any, calls: list[tuple[str, dict[str, Any]]], tune: dict[str, Any] = SCHEMAS[1]
+) -> None:
+    import jsonschema
+
+    assert [name for name, _ in calls] == ["read", "tune", "plot"]  # each once, in order
+    for (_, args), schema in zip(calls, [SCHEMAS[0], tune, SCHEMAS[2]], strict=True):
+        jsonschema.validate(args, schema)
+    assert run.final.stop_reason == "stop"
+    assert run.final.text == 'tool results: ["read ran", "tune ran", "plot ran"]'
+
+
+def test_scripted_model_auto_calls_each_tool_once_then_answers() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    sm = ScriptedModel(auto=True)
+    run = mw.Agent(sm.model, tools=_auto_tools(calls)).run_sync("go")
+    _check_auto_run(run, calls)
+    assert len(sm.contexts) == 2
+    plain = mw.complete_sync(sm.model, mw.Context(messages=[mw.UserMessage(content="hi")]))
+    assert plain.text == "success (no tool calls)"
+
+
+@pytest.mark.anyio
+async def test_scripted_model_auto_on_the_async_path() -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    sm = ScriptedModel(["first a scripted reply"], auto=True)
+    agent = mw.Agent(sm.model, tools=_auto_tools(calls))
+    first = await agent.run("go")
+    assert first.final.text == "first a scripted reply" and calls == []
+    _check_auto_run(await agent.run("go"), calls)
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "openai-responses", "anthropic-messages",
+                                 "google-generative-ai", "ollama-chat", "bedrock-converse"])  # fmt: skip
+def test_mock_server_auto_calls_each_tool_once_then_answers(api: str) -> None:
+    calls: list[tuple[str, dict[str, Any]]] = []
+    tune = GEMINI_TUNE if api == "google-generative-ai" else SCHEMAS[1]
+    with MockServer(auto=True) as srv:
+        run = mw.Agent(srv.model(api), tools=_auto_tools(calls, tune)).run_sync("go")
+    _check_auto_run(run, calls, tune)
+    assert len(srv.requests) == 2
+    if api != "ollama-chat":  # Ollama sends no call ids (modelwire makes them up)
+        prefix = {"anthropic-messages": "toolu_", "bedrock-converse": "tooluse_"}.get(api, "call_")
+        ids = [c.id for m in run.messages if isinstance(m, mw.AssistantMessage)
+               for c in m.tool_calls]  # fmt: skip
+        assert len(ids) == 3 and all(i.startswith(prefix) for i in ids), ids
+
+
+def test_auto_with_a_schema_outside_the_subset_is_a_clear_error() -> None:
+    bad = mw.Tool(name="lookup", description="", execute=lambda a, c: "x",
+                  parameters={"type": "object", "properties": {"id": {"type": "string",
+                              "pattern": "^[0-9]+$"}}, "required": ["id"]})  # fmt: skip
+    sm = ScriptedModel(auto=True)
+    run = mw.Agent(sm.model, tools=[bad]).run_sync("go")
+    assert run.final.error is not None and "lookup" in run.final.error.message

@@ -25,12 +25,22 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
 from ..errors import ConfigurationError
-from ._mock import MockFrame, ScriptedReply, encode_sse, model_in_body
+from ._mock import (
+    MockError,
+    MockFrame,
+    ScriptedReply,
+    as_rendered,
+    encode_sse,
+    function_tools,
+    model_in_body,
+    openai_error,
+    stream_flag,
+)
 
 if TYPE_CHECKING:
     from .._deltas import Delta
@@ -304,7 +314,11 @@ def _sse(frames: Sequence[MockFrame]) -> list[bytes]:
 class MockRendering:
     """A :class:`MockFacet` made of functions: an API module writes ``render`` and
     ``tool_results`` once and states the rest as data (SSE ``data:`` events under
-    ``/v1``, the model read from the body's ``model`` field, by default)."""
+    ``/v1``, the model read from the body's ``model`` field, by default).
+
+    The members from ``render_complete`` on (the non-streaming answer, errors, model
+    listing, declared tools…) are optional extras of the facet: the mock server reads
+    them with these defaults, so a facet written without them still streams."""
 
     render: Callable[[ScriptedReply, str, str, int], list[MockFrame]]
     """``(reply, model, response_id, piece_chars) -> frames``."""
@@ -322,6 +336,41 @@ class MockRendering:
     """``(message) -> frames``: the API's mid-stream overload error (``None``: none)."""
     in_band_kind: str = "overloaded"
     """The error kind that event decodes to."""
+    render_complete: Callable[[ScriptedReply, str, str], dict[str, Any]] | None = None
+    """``(reply, model, response_id) -> body``: the one JSON object the API answers a
+    request that did not ask for a stream with (``None``: the API always streams)."""
+    streams: Callable[[str, object], bool] = field(default=stream_flag)
+    """``(path, body) -> bool``: whether a request to the streaming path asked for a
+    stream (the body's ``"stream": true`` by default, as OpenAI and Anthropic read it)."""
+    complete_paths: tuple[str, ...] = ()
+    """Endpoints (after the version segment, :data:`MODEL_SLOT` for the model id) that
+    answer with :attr:`render_complete` whatever the body says (Gemini
+    ``/models/{model}:generateContent``, Bedrock ``/model/{model}/converse``)."""
+    error_body: Callable[[int, str, str | None], MockError] = field(default=openai_error)
+    """``(status, message, error type or None) -> MockError``: an HTTP error in the
+    provider's own shape and headers (``None``: the type the provider uses for that
+    status)."""
+    models_path: str | None = None
+    """The model listing endpoint after the version segment (``None``: none)."""
+    render_models: Callable[[Sequence[str]], dict[str, Any]] | None = None
+    """``(model ids) -> body`` of the listing."""
+    models_header: str | None = None
+    """A request header that marks a listing as this API's, when several APIs share
+    :attr:`models_path` (Anthropic's ``anthropic-version`` on ``/v1/models``)."""
+    adapt: Callable[[list[MockFrame], object], list[MockFrame]] = field(default=as_rendered)
+    """``(frames, request body) -> frames``: the stream as the request asked for it
+    (OpenAI Chat's usage chunk only with ``stream_options.include_usage``)."""
+    request_tools: Callable[[object], list[tuple[str, dict[str, Any]]]] = field(
+        default=function_tools
+    )
+    """``(request body) -> [(tool name, parameters schema)]``: the tools a request
+    declares (``tools[].function`` by default), for the automatic reply."""
+    tool_id_prefix: str = "call_"
+    """How the provider's tool-call ids start (Anthropic ``toolu_``, Bedrock
+    ``tooluse_``): the ids the automatic reply makes up."""
+    sse_query: str | None = None
+    """The query item that asks the streaming path for SSE; without it the path answers
+    with a JSON array of the events (Gemini's ``alt=sse``; ``None``: always a stream)."""
 
 
 @dataclass(frozen=True, slots=True)

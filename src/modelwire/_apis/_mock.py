@@ -19,15 +19,23 @@ from ..errors import ConfigurationError
 from ..types import AssistantContent, ToolCall, Usage
 
 __all__ = [
+    "THINKING_SIGNATURE",
+    "MockError",
     "MockFrame",
     "ScriptedReply",
     "arguments_object",
     "arguments_text",
+    "as_rendered",
     "compact_json",
+    "declared_tools",
     "encode_sse",
+    "function_tools",
     "model_in_body",
+    "openai_error",
+    "prefixed",
     "role_tool_results",
     "split_text",
+    "stream_flag",
     "text_of",
 ]
 
@@ -118,3 +126,68 @@ def role_tool_results(body: object) -> list[str]:
         return []
     return [text_of(m.get("content")) for m in body.get("messages", [])
             if isinstance(m, dict) and m.get("role") == "tool"]  # fmt: skip
+
+
+#: The signature a thinking block gets when the script gives none: providers always
+#: sign thinking (an empty one is refused when replayed), so the mock sends a fixed,
+#: opaque, non-empty value.
+THINKING_SIGNATURE = "bW9kZWx3aXJlLW1vY2stc2lnbmF0dXJl"
+
+
+class MockError(msgspec.Struct, frozen=True, kw_only=True):
+    """An HTTP error as a provider sends it: its JSON body and the headers that go
+    with it (a request id, an error-type header)."""
+
+    body: dict[str, Any]
+    headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def openai_error(status: int, message: str, kind: str | None = None) -> MockError:
+    """OpenAI's ``{"error": {"message", "type", "param", "code"}}``
+    (https://platform.openai.com/docs/guides/error-codes)."""
+    kind = kind or {400: "invalid_request_error", 401: "authentication_error",
+            403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}.get(
+        status, "server_error" if status >= 500 else "invalid_request_error")  # fmt: skip
+    return MockError(
+        body={"error": {"message": message, "type": kind, "param": None, "code": None}},
+        headers={"x-request-id": "req_mock"},
+    )
+
+
+def stream_flag(path: str, body: object) -> bool:
+    """Whether a body asked for a stream with ``"stream": true`` (absent: no)."""
+    return isinstance(body, dict) and body.get("stream") is True
+
+
+def prefixed(prefix: str, rid: str) -> str:
+    """``rid`` with the provider's id prefix (``chatcmpl-``, ``resp_``, ``msg_``…)."""
+    return rid if rid.startswith(prefix) else prefix + rid
+
+
+def as_rendered(frames: list[MockFrame], body: object) -> list[MockFrame]:
+    """The frames unchanged, whatever the request body asked (most APIs)."""
+    return frames
+
+
+def declared_tools(
+    items: object, *, spec: str | None, name: str, schema: str
+) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, parameters schema)`` of each tool in a body's list of tool objects:
+    ``spec`` is the key holding the declaration (``None``: the item itself), ``schema``
+    a dotted path to its JSON Schema (``inputSchema.json``)."""
+    found: list[tuple[str, dict[str, Any]]] = []
+    for item in items if isinstance(items, list) else []:
+        decl = item.get(spec) if spec is not None and isinstance(item, dict) else item
+        if not isinstance(decl, dict) or not isinstance(decl.get(name), str):
+            continue
+        value: Any = decl
+        for key in schema.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        found.append((decl[name], value if isinstance(value, dict) else {"type": "object"}))
+    return found
+
+
+def function_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
+    """The tools of ``tools[].function`` (OpenAI Chat Completions, Ollama)."""
+    items = body.get("tools") if isinstance(body, dict) else None
+    return declared_tools(items, spec="function", name="name", schema="parameters")

@@ -73,6 +73,7 @@ from ._common import (
     in_band_error,
 )
 from ._mock import (
+    MockError,
     MockFrame,
     ScriptedReply,
     arguments_object,
@@ -353,13 +354,52 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
         else:
             call = {"function": {"name": block.name, "arguments": arguments_object(block)}}
             frames.append(line({"tool_calls": [call]}))
+    frames.append(line({}, **_final(reply)))
+    return frames
+
+
+def _final(reply: ScriptedReply) -> dict[str, Any]:
     u = reply.usage
     # Ollama reports no cache reads or writes: every prompt token counts as input.
-    frames.append(line({}, done_reason="length" if reply.stop_reason == "length" else "stop",
-                       total_duration=0, load_duration=0,
-                       prompt_eval_count=u.input + u.cache_read + u.cache_write,
-                       prompt_eval_duration=0, eval_count=u.output, eval_duration=0))  # fmt: skip
-    return frames
+    return {"done_reason": "length" if reply.stop_reason == "length" else "stop",
+            "total_duration": 0, "load_duration": 0,
+            "prompt_eval_count": u.input + u.cache_read + u.cache_write,
+            "prompt_eval_duration": 0, "eval_count": u.output, "eval_duration": 0}  # fmt: skip
+
+
+def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
+    """The one object ``"stream": false`` gets: the whole message and the final counts."""
+    message: dict[str, Any] = {"role": "assistant", "content": "".join(
+        b.text for b in reply.content if isinstance(b, TextContent))}  # fmt: skip
+    thinking = "".join(b.thinking for b in reply.content if isinstance(b, ThinkingContent))
+    if thinking:
+        message["thinking"] = thinking
+    calls = [{"function": {"name": b.name, "arguments": arguments_object(b)}}
+             for b in reply.content if isinstance(b, ToolCall)]  # fmt: skip
+    if calls:
+        message["tool_calls"] = calls
+    stamp = time.strftime("%Y-%m-%dT%H:%M:%S.000000000Z", time.gmtime())
+    return {"model": model, "created_at": stamp, "message": message, "done": True,
+            **_final(reply)}  # fmt: skip
+
+
+def _streams(path: str, body: object) -> bool:
+    # /api/chat streams unless the body says "stream": false (api.md, "Generate a chat").
+    return not (isinstance(body, dict) and body.get("stream") is False)
+
+
+def _error_body(status: int, message: str, kind: str | None = None) -> MockError:
+    # Ollama's errors are {"error": "<text>"}: no type to carry (api.md, "Errors").
+    return MockError(body={"error": message})
+
+
+def _render_models(ids: Sequence[str]) -> dict[str, Any]:
+    # GET /api/tags (api.md, "List Local Models").
+    return {"models": [{"name": i, "model": i, "modified_at": "2025-01-01T00:00:00Z",
+                        "size": 0, "digest": "0" * 64,
+                        "details": {"format": "gguf", "family": "mock", "families": ["mock"],
+                                    "parameter_size": "0B", "quantization_level": "Q4_0"}}
+                       for i in ids]}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the API
@@ -400,6 +440,11 @@ class OllamaChatAPI:
         encode_frames=_encode_frames,
         content_type="application/x-ndjson",
         version_segment="",  # base_url is the server root
+        render_complete=render_complete,
+        streams=_streams,
+        error_body=_error_body,
+        models_path="/api/tags",
+        render_models=_render_models,
     )
     handoff = None  # Ollama accepts any tool-call id
 

@@ -2,11 +2,16 @@
 
 * :class:`MockServer` — a real loopback HTTP server that speaks every wire
   API: it renders scripted replies (text, tool calls, whole messages) in the
-  format of the API the request path names, or plays raw bytes, with faults
-  (split sizes, every byte, random splits, delays, cuts, stalls), and records
-  every request.
+  format of the API the request path names — streamed, or as the one JSON object
+  of a request that asks no stream — or plays raw bytes, with faults (split
+  sizes, every byte, random splits, delays, cuts, stalls); it lists its models,
+  answers a path no API serves with a 404 that uses no reply, and records every
+  request.
 * :class:`ScriptedModel` — the same scripts with no HTTP at all (the
   ``scripted`` api).
+* :func:`auto_reply` (``auto=True`` on either) — pydantic-ai's ``TestModel`` mode:
+  every declared tool called once with arguments valid against its schema
+  (:func:`example_for`), then a text answer.
 * :func:`render` — a script as the exact SSE body a provider would send.
 * :func:`text_api` / :func:`register_text_api` — the simplest custom provider
   (an async generator of text) as a stream function for ``mw.register_api``.
@@ -18,6 +23,7 @@
 
 from __future__ import annotations
 
+from ._auto import example_for
 from ._render import APIS, api_for_path, render, render_frames, tool_call
 from ._script import load_script, parse_script
 from ._scripted import (
@@ -27,7 +33,7 @@ from ._scripted import (
     register_text_api,
     text_api,
 )
-from ._server import MockServer, RecordedRequest, Reply, error_reply, sse_body
+from ._server import MockServer, RecordedRequest, Reply, auto_reply, error_reply, sse_body
 
 __all__ = [
     "APIS",
@@ -36,9 +42,11 @@ __all__ = [
     "Reply",
     "ScriptedModel",
     "api_for_path",
+    "auto_reply",
     "deltas_for",
     "error_reply",
     "events_from_deltas",
+    "example_for",
     "load_script",
     "parse_script",
     "register_text_api",

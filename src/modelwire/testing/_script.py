@@ -26,8 +26,9 @@ any order, ``type`` text/thinking/tool_call); ``stop_reason``
 (characters per delta, default 8).
 
 Raw replies: ``body`` (a string sent verbatim, UTF-8) with ``content_type``;
-``status`` with ``error`` (and ``error_type``) sends a JSON error body
-``{"error": {"message", "type"}}``.
+``status`` with ``error`` (and ``error_type``) sends the JSON error body of the API
+the request reaches (OpenAI's ``{"error": {"message", "type"}}``, Anthropic's,
+Google's…: :func:`~modelwire.testing.error_reply`).
 
 Delivery and faults (any reply): ``status``, ``headers``, ``chunk_size``,
 ``split_points``, ``seed``, ``delay``, ``cut_after``, ``stall_after``,
@@ -39,7 +40,6 @@ Unknown keys are refused, and every mistake names its place, e.g.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any, Literal
 
@@ -98,7 +98,7 @@ class _Item(_Strict):
     body: str | None = None
     content_type: str | None = None
     error: str | None = None
-    error_type: str = "mock_error"
+    error_type: str | None = None
     # delivery and faults
     status: int = 200
     headers: dict[str, str] = msgspec.field(default_factory=dict)
@@ -183,9 +183,9 @@ def _reply(i: int, item: str | _Item) -> Reply:
     if item.chunk_size is not None and item.chunk_size <= 0:
         raise ConfigurationError(f"{where}.chunk_size must be a positive integer")
     if item.error is not None:
-        body = json.dumps({"error": {"message": item.error, "type": item.error_type}})
-        return Reply(body=body.encode(), content_type=item.content_type or "application/json",
-                     **delivery)  # fmt: skip
+        # Rendered in the error shape of the API the request reaches (error_reply).
+        return Reply(error=item.error, error_type=item.error_type,
+                     content_type=item.content_type or "application/json", **delivery)  # fmt: skip
     if item.body is not None:
         return Reply(body=item.body.encode(), content_type=item.content_type or
                      "text/event-stream", **delivery)  # fmt: skip

@@ -167,6 +167,11 @@ class ScriptedModel:
     ``contexts`` records every context received, for assertions. ``delay``
     seconds pass between events, to watch a stream render.
 
+    ``auto=True``: once the replies run out (or with none), each call gets the
+    automatic reply (:func:`~modelwire.testing.auto_reply`) — one call to each
+    declared tool with arguments valid against its schema, then, with the tool
+    results back, a text answer — as pydantic-ai's ``TestModel`` does.
+
     It serves the async and the sync path alike — ``mw.stream``/``mw.complete``,
     ``mw.stream_sync``/``mw.complete_sync``, ``Agent.run``/``Agent.run_sync`` —
     with the same replies, faults and recorded contexts::
@@ -186,8 +191,10 @@ class ScriptedModel:
         repeat_last: bool = False,
         piece_chars: int = 8,
         delay: float = 0.0,
+        auto: bool = False,
     ) -> None:
         _ensure_registered()
+        self.auto = auto
         self._replies: list[Any] = list(replies)
         self._lock = threading.Lock()
         self.repeat_last = repeat_last
@@ -220,6 +227,10 @@ class ScriptedModel:
         with self._lock:
             self.contexts.append(context)
             if not self._replies:
+                if self.auto:
+                    from ._auto import auto_for_context
+
+                    return auto_for_context(context)
                 return None
             item = self._replies[0] if self.repeat_last and len(self._replies) == 1 else (
                 self._replies.pop(0)
@@ -228,7 +239,14 @@ class ScriptedModel:
 
     def events(self, context: Context, options: RequestOptions | None = None) -> list[Event]:
         """The events of the next reply for ``context`` (consumes it)."""
-        script = self._next(context)
+        try:
+            script = self._next(context)
+        except ConfigurationError as exc:  # the automatic reply cannot serve this schema
+            script = None
+            return events_from_deltas(
+                [Finish("error", None, "provider_stream", f"bad script: {exc}"), EndOfStream()],
+                self.model, context, options,
+            )  # fmt: skip
         if script is None:
             deltas: list[Delta] = [
                 Finish("error", None, ProviderStreamError.kind,

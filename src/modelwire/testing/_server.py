@@ -7,10 +7,13 @@ the next reply; every request is recorded for assertions.
 A reply is raw bytes, a :class:`Reply` (status, headers, body and faults), or a
 *script* — text, a ``ToolCall``, content blocks or an ``AssistantMessage`` —
 that the server renders in the wire format of the API the request path names.
-Routing is by the exact path, version segment included, from a table built from
-the registry (``/v1/chat/completions``, ``/api/chat``,
-``/v1beta/models/{model}:streamGenerateContent``…;
-:func:`modelwire._apis.mock_routes`); see :mod:`modelwire.testing._render`.
+Routing is by the exact path, version segment included, from each API's mock facet
+(``/v1/chat/completions``, ``/api/chat``,
+``/v1beta/models/{model}:streamGenerateContent``…; :mod:`modelwire.testing._routing`):
+a request that does not ask for a stream (``"stream": false``, Gemini's
+``:generateContent``, Bedrock's ``/converse``) gets the same reply as the one JSON
+object the provider answers with, a ``GET`` of a model listing lists the server's
+models, and a path no API serves is a 404 that consumes no reply.
 A callable ``(RecordedRequest) -> reply`` decides when the request arrives, so
 a reply can depend on what the client sent (e.g. a tool result).
 """
@@ -30,11 +33,13 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from .._apis import DEFAULT_API, MockFacet, api_names, find_api, mock_routes
-from .._apis._mock import model_in_body
+from .._apis import DEFAULT_API, MockFacet, api_names, find_api
+from .._apis._mock import MockError, as_rendered, compact_json, model_in_body, openai_error
 from ..errors import ConfigurationError
-from ..types import Model, ModelCost
-from ._render import api_for_path, frame, render_frames
+from ..types import Context, Model, ModelCost
+from ._auto import auto_for_context, auto_for_request
+from ._render import Script, frame, normalize, render_frames
+from ._routing import Route, facet_option, route, served_paths
 
 __all__ = [
     "MockServer",
@@ -42,6 +47,7 @@ __all__ = [
     "Reply",
     "ReplyLike",
     "Responder",
+    "auto_reply",
     "error_reply",
     "sse_body",
 ]
@@ -70,10 +76,16 @@ class Reply(msgspec.Struct, kw_only=True):
     ``AssistantMessage``) rendered for the API of the request path when the
     request arrives, ``piece_chars`` characters per delta. Without an explicit
     split it is sent one SSE event per chunk, as a provider flushes them.
+
+    ``error`` instead of either: an HTTP error (``status``) with this message, in
+    the body and headers the request path's API sends errors with
+    (:func:`error_reply`); ``error_type`` is the provider's own error type.
     """
 
     body: bytes = b""
     message: Any = None
+    error: str | None = None
+    error_type: str | None = None
     piece_chars: int = 8
     status: int = 200
     headers: dict[str, str] = msgspec.field(default_factory=dict)
@@ -124,10 +136,29 @@ class RecordedRequest(msgspec.Struct):
         """The body parsed as JSON."""
         return json.loads(self.body)
 
+    def _body(self) -> object:
+        try:
+            return self.json() if self.body else None
+        except ValueError:
+            return None
+
+    @property
+    def route(self) -> Route | None:
+        """The API this request is for and how it is answered (``None``: no API
+        serves its method and path, and it was answered 404)."""
+        return route(self.method, self.path, self.headers, self._body())
+
     @property
     def api(self) -> str | None:
-        """The wire API the path belongs to (``None`` for an unknown path)."""
-        return api_for_path(self.path)
+        """The wire API the request belongs to (``None`` for a path no API serves)."""
+        found = self.route
+        return found.api if found is not None else None
+
+    @property
+    def stream(self) -> bool:
+        """Whether the request asked for a stream (``False`` also for an unserved path)."""
+        found = self.route
+        return found is not None and found.kind == "stream"
 
     @property
     def model(self) -> str | None:
@@ -155,14 +186,35 @@ def error_reply(
     status: int,
     message: str,
     *,
-    type: str = "mock_error",
+    type: str | None = None,
     headers: dict[str, str] | None = None,
 ) -> Reply:
-    """A JSON error response as providers send them: ``{"error": {"message", "type"}}``."""
-    body = json.dumps({"error": {"message": message, "type": type}}).encode()
-    return Reply(
-        status=status, body=body, content_type="application/json", headers=dict(headers or {})
-    )
+    """An HTTP error as the request's API sends it: OpenAI's ``{"error": {"message",
+    "type", …}}``, Anthropic's ``{"type": "error", "error": {…}}`` with ``request-id``,
+    Google's ``{"error": {"code", "message", "status"}}``, Ollama's ``{"error": "…"}``,
+    Bedrock's ``{"message"}`` with ``x-amzn-ErrorType`` (each facet's ``error_body``).
+    ``type`` is the provider's error type (default: the one it uses for ``status``);
+    ``headers`` are added (``retry-after``…)."""
+    return Reply(status=status, error=message, error_type=type, content_type="application/json",
+                 headers=dict(headers or {}))  # fmt: skip
+
+
+def auto_reply(source: Context | RecordedRequest) -> Script:
+    """The automatic reply, as a reply for :class:`ScriptedModel` (given the ``Context``)
+    or :class:`MockServer` (given the ``RecordedRequest``): one call to each declared
+    tool with arguments valid against its schema; once tool results are back, a text
+    naming them (``auto=True`` on either plays it for every call past the script)."""
+    if isinstance(source, Context):
+        return auto_for_context(source)
+    if isinstance(source, RecordedRequest):
+        return auto_for_request(source.api, source._body())
+    raise ConfigurationError(f"auto_reply takes a Context or a RecordedRequest, not {source!r}")
+
+
+def _error(mock: MockFacet | None, status: int, message: str, kind: str | None) -> MockError:
+    make = facet_option(mock, "error_body", openai_error) if mock is not None else openai_error
+    found: MockError = make(status, message, kind)
+    return found
 
 
 def _coerce(item: Any) -> Reply | Responder:
@@ -210,7 +262,7 @@ class _Handler(BaseHTTPRequestHandler):
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
         )
-        reply = owner._resolve(rec, owner._next_reply(rec))
+        reply = owner._answer(rec)
         if owner.on_request is not None:
             owner.on_request(rec, reply)
         self.send_response(reply.status)
@@ -262,9 +314,11 @@ class _Handler(BaseHTTPRequestHandler):
 
 class MockServer:
     """A loopback HTTP server playing ``replies`` in order (the last one repeats
-    when ``repeat_last``). Use as a context manager; ``base_url`` ends in ``/v1``
-    (``/v1beta`` style paths work too: any path is accepted and recorded), and
-    :meth:`model` builds a ``Model`` for any wire API pointing here.
+    when ``repeat_last``). Use as a context manager; ``base_url`` ends in ``/v1``,
+    and :meth:`model` builds a ``Model`` for any wire API pointing here (with its
+    own version segment). Every request is recorded in :attr:`requests`; one to a
+    path no API serves is answered 404 and consumes no reply, as does a model
+    listing (``models``: the ids it names).
 
     Each reply is a :class:`Reply`, raw ``bytes``, a script (``str``,
     ``ToolCall``, content blocks, ``AssistantMessage``: rendered for the API
@@ -281,10 +335,18 @@ class MockServer:
         host: str = "127.0.0.1",
         port: int = 0,
         on_request: Callable[[RecordedRequest, Reply], None] | None = None,
+        models: Iterable[str] = (),
+        auto: bool = False,
     ) -> None:
         #: Called (on the server thread) with every request and the reply chosen for
-        #: it — also the 500 "no reply left" and the 404 for an unknown path.
+        #: it — also the 500 "no reply left", a listing and the 404 for an unknown path.
         self.on_request = on_request
+        #: The model ids the listings (``GET /v1/models``, ``/api/tags``…) name: those
+        #: given, then each id :meth:`model` was asked for (``mock-model`` when none).
+        self.models: list[str] = list(models)
+        #: Once the replies run out, answer every call with the automatic reply
+        #: (:func:`~modelwire.testing.auto_reply`: each declared tool once, then text).
+        self.auto = auto
         self._replies: list[Reply | Responder] = [_coerce(r) for r in replies]
         self._lock = threading.Lock()
         self.requests: list[RecordedRequest] = []
@@ -313,50 +375,101 @@ class MockServer:
         with self._lock:
             return self.requests[-1]
 
-    def _resolve(self, rec: RecordedRequest, item: Reply | Responder) -> Reply:
+    def _answer(self, rec: RecordedRequest) -> Reply:
+        """The reply for a request: a listing or a 404 without touching the script,
+        else the next scripted reply rendered as the request asked."""
+        found = rec.route
+        if found is None or found.kind == "models":
+            with self._lock:
+                self.requests.append(rec)
+            if found is None:
+                return self._not_found(rec)
+            mock = _mock(found.api)
+            assert mock is not None
+            ids = list(dict.fromkeys(self.models)) or ["mock-model"]
+            body = compact_json(mock.render_models(ids))  # type: ignore[attr-defined]
+            return Reply(body=body.encode(), content_type="application/json")
+        return self._resolve(rec, self._next_reply(rec), found)
+
+    def _not_found(self, rec: RecordedRequest) -> Reply:
+        served = "; ".join(served_paths())
+        message = (
+            f"MockServer: no wire API serves {rec.method} {rec.path.split('?', 1)[0]!r} "
+            f"(no scripted reply was used). Served: {served}"
+        )
+        error = openai_error(404, message)
+        return Reply(status=404, body=compact_json(error.body).encode(),
+                     content_type="application/json")  # fmt: skip
+
+    def _resolve(
+        self, rec: RecordedRequest, item: Reply | Responder, found: Route | None = None
+    ) -> Reply:
         """Turn a queued item into the concrete ``Reply`` for this request."""
+        found = found or rec.route
+        if found is None:
+            return self._not_found(rec)
+        mock = _mock(found.api)
         try:
             if not isinstance(item, Reply):
                 item = _coerce(item(rec))
                 if not isinstance(item, Reply):
                     raise ConfigurationError("a responder must return a reply, not a callable")
+            if item.error is not None:
+                error = _error(mock, item.status, item.error, item.error_type)
+                return msgspec.structs.replace(
+                    item, body=compact_json(error.body).encode(), error=None,
+                    headers={**error.headers, **item.headers},
+                )  # fmt: skip
             if item.message is None:
                 # A raw body left at the default media type gets its API's own
                 # (application/x-ndjson on an NDJSON API's path).
-                mock = _mock(rec.api)
                 if mock is not None and item.content_type == _DEFAULT_CONTENT_TYPE:
                     return msgspec.structs.replace(item, content_type=mock.content_type)
                 return item
-            api = rec.api
-            if api is None or _mock(api) is None:
-                known = ", ".join(mock_routes().values())
-                return error_reply(
-                    404,
-                    f"MockServer: no wire API has the path {rec.path!r}, so a scripted reply "
-                    f"cannot be rendered (known endpoints: {known})",
-                    type="not_found_error",
+            if mock is None:
+                raise ConfigurationError(f"wire API {found.api!r} has no mock facet")
+            model = rec.model or "mock-model"
+            rid = f"mock-{len(self.requests)}"
+            if found.kind == "complete":
+                complete = facet_option(mock, "render_complete", None)
+                reply = normalize(item.message)
+                obj = complete(reply, model, reply.response_id or rid)
+                ctype = item.content_type
+                if ctype == _DEFAULT_CONTENT_TYPE:
+                    ctype = "application/json"
+                return msgspec.structs.replace(
+                    item, body=compact_json(obj).encode(), message=None, content_type=ctype
                 )
-            frames = frame(
-                api,
-                render_frames(
-                    item.message, api, model=rec.model or "mock-model",
-                    response_id=f"mock-{len(self.requests)}", piece_chars=item.piece_chars,
-                ),
+            rendered = render_frames(
+                item.message, found.api, model=model, response_id=rid,
+                piece_chars=item.piece_chars,
             )  # fmt: skip
+            rendered = facet_option(mock, "adapt", as_rendered)(rendered, rec._body())
+            sse_query = facet_option(mock, "sse_query", None)
+            query = rec.path.partition("?")[2].split("&")
+            if sse_query is not None and sse_query not in query:
+                # Gemini without alt=sse: the same responses as one JSON array.
+                array = [p for _, p in rendered if not isinstance(p, str)]
+                return msgspec.structs.replace(
+                    item, body=compact_json(array).encode(), message=None,
+                    content_type="application/json",
+                )  # fmt: skip
+            frames = frame(found.api, rendered)
             body = b"".join(frames)
             split = item.chunk_size is None and item.split_points is None and item.seed is None
             points = tuple(itertools.accumulate(len(f) for f in frames)) if split else None
             # The API's media type, unless the script chose one (Reply.content_type).
             ctype = item.content_type
-            mock = _mock(api)
-            if ctype == _DEFAULT_CONTENT_TYPE and mock is not None:
+            if ctype == _DEFAULT_CONTENT_TYPE:
                 ctype = mock.content_type
             return msgspec.structs.replace(
                 item, body=body, message=None, content_type=ctype,
                 split_points=points if split else item.split_points,
             )  # fmt: skip
         except Exception as exc:  # a bad script must reach the test as an HTTP error
-            return error_reply(500, f"MockServer: the scripted reply failed: {exc}")
+            error = _error(mock, 500, f"MockServer: the scripted reply failed: {exc}", None)
+            return Reply(status=500, body=compact_json(error.body).encode(),
+                         headers=dict(error.headers), content_type="application/json")  # fmt: skip
 
     def model(
         self,
@@ -377,6 +490,7 @@ class MockServer:
             raise ConfigurationError(
                 f"unknown api {api!r}; the MockServer speaks {', '.join(speaks)}"
             )
+        self.models.append(id)
         return Model(
             id=id, api=api, provider=provider, base_url=self.origin + mock.version_segment,
             cost=cost or ModelCost(), **fields,
@@ -386,11 +500,9 @@ class MockServer:
         with self._lock:
             self.requests.append(rec)
             if not self._replies:
-                return Reply(
-                    status=500,
-                    content_type="application/json",
-                    body=b'{"error":{"message":"MockServer has no reply left","type":"mock"}}',
-                )
+                if self.auto:
+                    return auto_reply
+                return Reply(status=500, error="MockServer has no reply left")
             if len(self._replies) == 1 and self.repeat_last:
                 return self._replies[0]
             return self._replies.pop(0)

@@ -53,9 +53,9 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import MockFrame, encode_sse, model_in_body
+from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
 from ._decode import AnthropicDecoder, recognizes
-from ._render import render, tool_results
+from ._render import error_body, render, render_complete, render_models, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
@@ -394,6 +394,18 @@ class AnthropicMessagesAPI:
         encode_frames=partial(encode_sse, named=True),
         request_model=_request_model,
         extra_paths=("/models/{model}" + _RAW_PREDICT,),
+        render_complete=render_complete,
+        request_tools=lambda body: declared_tools(
+            body.get("tools") if isinstance(body, dict) else None,
+            spec=None,
+            name="name",
+            schema="input_schema",
+        ),
+        error_body=error_body,
+        models_path="/models",
+        render_models=render_models,
+        models_header="anthropic-version",
+        tool_id_prefix="toolu_",
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
 

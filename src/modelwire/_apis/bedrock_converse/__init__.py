@@ -58,9 +58,9 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import MockFrame, arguments_object
+from .._mock import MockFrame, arguments_object, declared_tools
 from ._decode import BedrockDecoder
-from ._render import encode_frames, render, tool_results
+from ._render import encode_frames, error_body, render, render_complete, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
@@ -316,9 +316,10 @@ _CONTENT_TYPE = "application/vnd.amazon.eventstream"
 
 def _request_model(path: str, body: object) -> str | None:
     p = path.split("?", 1)[0].rstrip("/")
-    if not (p.endswith(_SUFFIX) and "/model/" in p):
+    suffix = next((s for s in (_SUFFIX, "/converse") if p.endswith(s)), None)
+    if suffix is None or "/model/" not in p:
         return None
-    return unquote(p[p.rindex("/model/") + len("/model/") : -len(_SUFFIX)]) or None
+    return unquote(p[p.rindex("/model/") + len("/model/") : -len(suffix)]) or None
 
 
 def recognizes(payload: bytes) -> bool:
@@ -353,6 +354,17 @@ class BedrockConverseAPI:
         request_model=_request_model,
         content_type=_CONTENT_TYPE,
         version_segment="",  # base_url is the runtime endpoint
+        render_complete=render_complete,
+        request_tools=lambda body: declared_tools(
+            (body.get("toolConfig") or {}).get("tools") if isinstance(body, dict) else None,
+            spec="toolSpec",
+            name="name",
+            schema="inputSchema.json",
+        ),
+        streams=lambda path, body: True,  # the endpoint, not the body, says it
+        complete_paths=("/model/{model}/converse",),
+        error_body=error_body,
+        tool_id_prefix="tooluse_",
     )
     # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
     handoff = IdRules(lambda model: SAFE_ID_RULE)

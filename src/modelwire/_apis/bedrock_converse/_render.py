@@ -12,9 +12,19 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
-from .._mock import MockFrame, ScriptedReply, arguments_text, compact_json, split_text, text_of
+from .._mock import (
+    THINKING_SIGNATURE,
+    MockError,
+    MockFrame,
+    ScriptedReply,
+    arguments_object,
+    arguments_text,
+    compact_json,
+    split_text,
+    text_of,
+)
 
-__all__ = ["encode_frames", "render", "tool_results"]
+__all__ = ["encode_frames", "error_body", "render", "render_complete", "tool_results"]
 
 
 def tool_results(body: object) -> list[str]:
@@ -45,8 +55,9 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
         elif isinstance(block, ThinkingContent):
             frames += [delta(i, {"reasoningContent": {"text": p}})
                        for p in split_text(block.thinking, pc)]  # fmt: skip
-            if block.signature:
-                frames.append(delta(i, {"reasoningContent": {"signature": block.signature}}))
+            # Reasoning is always signed; without a scripted signature, a fixed opaque one.
+            sig = block.signature or THINKING_SIGNATURE
+            frames.append(delta(i, {"reasoningContent": {"signature": sig}}))
         elif isinstance(block, TextContent):
             frames += [delta(i, {"text": p}) for p in split_text(block.text, pc)]
         else:
@@ -55,15 +66,57 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             frames += [delta(i, {"toolUse": {"input": p}})
                        for p in split_text(arguments_text(block), pc)]  # fmt: skip
         frames.append(("contentBlockStop", {"contentBlockIndex": i}))
-    stop = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}[reply.stop_reason]
-    frames.append(("messageStop", {"stopReason": stop}))
-    u = reply.usage
-    frames.append(("metadata", {"usage": {
-        "inputTokens": u.input, "outputTokens": u.output,
-        "totalTokens": u.input + u.output + u.cache_read + u.cache_write,
-        "cacheReadInputTokens": u.cache_read, "cacheWriteInputTokens": u.cache_write,
-    }, "metrics": {"latencyMs": 0}}))  # fmt: skip
+    frames.append(("messageStop", {"stopReason": _STOP[reply.stop_reason]}))
+    frames.append(("metadata", {"usage": _usage(reply), "metrics": {"latencyMs": 0}}))
     return frames
+
+
+_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}
+
+
+def _usage(reply: ScriptedReply) -> dict[str, int]:
+    u = reply.usage
+    return {"inputTokens": u.input, "outputTokens": u.output,
+            "totalTokens": u.input + u.output + u.cache_read + u.cache_write,
+            "cacheReadInputTokens": u.cache_read, "cacheWriteInputTokens": u.cache_write}  # fmt: skip
+
+
+def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
+    """The ``/converse`` answer: the whole message, stop reason, usage, metrics
+    (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_Converse.html)."""
+    content: list[dict[str, Any]] = []
+    for block in reply.content:
+        if isinstance(block, ThinkingContent) and block.redacted:
+            content.append({"reasoningContent": {"redactedContent": block.signature or ""}})
+        elif isinstance(block, ThinkingContent):
+            content.append({"reasoningContent": {"reasoningText": {
+                "text": block.thinking, "signature": block.signature or THINKING_SIGNATURE}}})  # fmt: skip
+        elif isinstance(block, TextContent):
+            content.append({"text": block.text})
+        else:
+            content.append({"toolUse": {"toolUseId": block.id, "name": block.name,
+                                        "input": arguments_object(block)}})  # fmt: skip
+    return {"output": {"message": {"role": "assistant", "content": content}},
+            "stopReason": _STOP[reply.stop_reason], "usage": _usage(reply),
+            "metrics": {"latencyMs": 0}}  # fmt: skip
+
+
+# The exception each status stands for in the Bedrock Runtime reference ("Errors").
+_ERRORS = {400: "ValidationException", 403: "AccessDeniedException",
+           404: "ResourceNotFoundException", 408: "ModelTimeoutException",
+           424: "ModelErrorException", 429: "ThrottlingException",
+           503: "ServiceUnavailableException"}  # fmt: skip
+
+
+def error_body(status: int, message: str, kind: str | None = None) -> MockError:
+    """``{"message"}`` with the error's type in ``x-amzn-ErrorType``, as AWS JSON
+    protocols send it (botocore reads the type from that header)."""
+    kind = kind or _ERRORS.get(status, "InternalServerException")
+    return MockError(
+        body={"message": message},
+        headers={"x-amzn-ErrorType": f"{kind}:http://internal.amazon.com/coral/com.amazon.bedrock/",
+                 "x-amzn-RequestId": "00000000-0000-0000-0000-000000000000"},
+    )  # fmt: skip
 
 
 def encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:

@@ -49,9 +49,9 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import MockFrame, encode_sse
+from .._mock import MockFrame, declared_tools, encode_sse
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
-from ._render import render, tool_results
+from ._render import error_body, render, render_complete, render_models, tool_results
 from ._schema import gemini_schema
 
 if TYPE_CHECKING:
@@ -287,6 +287,16 @@ def _request_model(path: str, body: object) -> str | None:
     return tail.split(":", 1)[0] or None
 
 
+def _request_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
+    # tools[].functionDeclarations[]: name, parameters (or parametersJsonSchema).
+    found: list[tuple[str, dict[str, Any]]] = []
+    for tool in body.get("tools", []) if isinstance(body, dict) else []:
+        decls = tool.get("functionDeclarations") if isinstance(tool, dict) else None
+        for name, schema in declared_tools(decls, spec=None, name="name", schema="parameters"):
+            found.append((name, schema))
+    return found
+
+
 def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
     # Gemini ends each event with CRLF CRLF.
     return encode_sse(frames, sep="\r\n\r\n")
@@ -308,6 +318,15 @@ class GoogleAPI:
         encode_frames=_encode_frames,
         request_model=_request_model,
         version_segment="/v1beta",
+        render_complete=render_complete,
+        request_tools=_request_tools,
+        streams=lambda path, body: True,  # the method, not the body, says it
+        complete_paths=("/models/{model}:generateContent",),
+        error_body=error_body,
+        models_path="/models",
+        render_models=render_models,
+        models_header="x-goog-api-key",
+        sse_query="alt=sse",
     )
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
 

@@ -5,12 +5,13 @@ Reference: https://ai.google.dev/api/generate-content#method:-models.streamgener
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
-from .._mock import MockFrame, ScriptedReply, arguments_object, split_text, text_of
+from .._mock import MockError, MockFrame, ScriptedReply, arguments_object, split_text, text_of
 
-__all__ = ["render", "tool_results"]
+__all__ = ["error_body", "render", "render_complete", "render_models", "tool_results"]
 
 
 def tool_results(body: object) -> list[str]:
@@ -26,21 +27,9 @@ def tool_results(body: object) -> list[str]:
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
     rid = rid or "mock-response"
-    u = reply.usage
-    prompt = u.input + u.cache_read + u.cache_write
 
     def frame_(parts: list[dict[str, Any]], finish: str | None = None) -> MockFrame:
-        cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
-        if finish:
-            cand["finishReason"] = finish
-        usage: dict[str, Any] = {"promptTokenCount": prompt, "totalTokenCount": prompt}
-        if finish:
-            usage = {"promptTokenCount": prompt, "candidatesTokenCount": u.output,
-                     "totalTokenCount": prompt + u.output}  # fmt: skip
-            if u.cache_read:
-                usage["cachedContentTokenCount"] = u.cache_read
-        return (None, {"candidates": [cand], "usageMetadata": usage, "modelVersion": model,
-                       "responseId": rid})  # fmt: skip
+        return (None, _response(reply, model, rid, parts, finish))
 
     frames: list[MockFrame] = []
     for block in reply.content:
@@ -60,7 +49,67 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             # Gemini sends a whole call in one part; ``id`` is optional in the API.
             call = {"name": block.name, "args": arguments_object(block), "id": block.id}
             frames.append(frame_([{"functionCall": call, **sig}]))
-    # Gemini reports STOP for tool calls too; MAX_TOKENS when cut off.
-    finish = "MAX_TOKENS" if reply.stop_reason == "length" else "STOP"
-    frames.append(frame_([{"text": ""}], finish))
+    frames.append(frame_([{"text": ""}], _finish(reply)))
     return frames
+
+
+def _finish(reply: ScriptedReply) -> str:
+    # Gemini reports STOP for tool calls too; MAX_TOKENS when cut off.
+    return "MAX_TOKENS" if reply.stop_reason == "length" else "STOP"
+
+
+def _response(
+    reply: ScriptedReply, model: str, rid: str, parts: list[dict[str, Any]], finish: str | None
+) -> dict[str, Any]:
+    u = reply.usage
+    prompt = u.input + u.cache_read + u.cache_write
+    cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
+    if finish:
+        cand["finishReason"] = finish
+    usage: dict[str, Any] = {"promptTokenCount": prompt, "totalTokenCount": prompt}
+    if finish:
+        usage = {"promptTokenCount": prompt, "candidatesTokenCount": u.output,
+                 "totalTokenCount": prompt + u.output}  # fmt: skip
+        if u.cache_read:
+            usage["cachedContentTokenCount"] = u.cache_read
+    return {"candidates": [cand], "usageMetadata": usage, "modelVersion": model,
+            "responseId": rid}  # fmt: skip
+
+
+def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
+    """The ``GenerateContentResponse`` of ``:generateContent``: one candidate holding
+    every part (https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse)."""
+    parts: list[dict[str, Any]] = []
+    for block in reply.content:
+        sig = {"thoughtSignature": block.signature} if block.signature else {}
+        if isinstance(block, ThinkingContent):
+            parts.append({"text": block.thinking, "thought": True, **sig})
+        elif isinstance(block, TextContent):
+            parts.append({"text": block.text, **sig})
+        else:
+            call = {"name": block.name, "args": arguments_object(block), "id": block.id}
+            parts.append({"functionCall": call, **sig})
+    return _response(reply, model, rid or "mock-response", parts, _finish(reply))
+
+
+# google.rpc.Code names by HTTP status (https://ai.google.dev/gemini-api/docs/troubleshooting).
+_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
+           404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED",
+           500: "INTERNAL", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE",
+           504: "DEADLINE_EXCEEDED"}  # fmt: skip
+
+
+def error_body(status: int, message: str, kind: str | None = None) -> MockError:
+    """Google's ``{"error": {"code", "message", "status"}}``."""
+    name = kind or _STATUS.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    return MockError(body={"error": {"code": status, "message": message, "status": name}})
+
+
+def render_models(ids: Sequence[str]) -> dict[str, Any]:
+    """``GET /v1beta/models`` (https://ai.google.dev/api/models#method:-models.list)."""
+    return {"models": [{"name": f"models/{i}", "baseModelId": i, "version": "001",
+                        "displayName": i, "inputTokenLimit": 1048576,
+                        "outputTokenLimit": 65536,
+                        "supportedGenerationMethods": ["generateContent",
+                                                       "streamGenerateContent"]}
+                       for i in ids]}  # fmt: skip

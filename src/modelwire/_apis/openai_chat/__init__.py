@@ -19,7 +19,7 @@ from .._mock import MockFrame, role_tool_results
 from ._compat import ChatCompat, detect_compat
 from ._decode import ChatDecoder, recognizes
 from ._encode import RESERVED, build_body, encode_messages
-from ._render import render, tool_id_rule
+from ._render import adapt, render, render_complete, render_models, tool_id_rule
 
 if TYPE_CHECKING:
     from ..._framing import Framing
@@ -40,8 +40,10 @@ class OpenAIChatAPI:
     name = "openai-chat"
     endpoint = "/chat/completions"
     mock = MockRendering(
-        in_band_error=_in_band_error, render=render, tool_results=role_tool_results
-    )
+        in_band_error=_in_band_error, render=render, tool_results=role_tool_results,
+        render_complete=render_complete, adapt=adapt, models_path="/models",
+        render_models=render_models,
+    )  # fmt: skip
     handoff = IdRules(tool_id_rule)
 
     def path(self, model_id: str) -> str:

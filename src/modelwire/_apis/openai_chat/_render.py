@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from ...types import Model, TextContent, ThinkingContent
 from .._codec import IdRule
-from .._mock import MockFrame, ScriptedReply, arguments_text, split_text
+from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text
 
-__all__ = ["CHAT_ID_RULE", "render", "tool_id_rule"]
+__all__ = ["CHAT_ID_RULE", "adapt", "render", "render_complete", "render_models", "tool_id_rule"]
 
 #: OpenAI refuses ``tool_calls[].id`` longer than 40 characters.
 CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
@@ -33,7 +34,7 @@ def tool_id_rule(model: Model) -> IdRule:
 
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """``data: <chunk>`` events … ``data: [DONE]`` (the mock server's bytes)."""
-    rid = rid or "chatcmpl-mock"
+    rid = prefixed("chatcmpl-", rid or "mock")
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> MockFrame:
@@ -60,17 +61,63 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
                     chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": p}}]})
                 )
             tool_index += 1
-    finish = {"stop": "stop", "length": "length", "tool_use": "tool_calls"}[reply.stop_reason]
-    frames.append(chunk({}, finish))
-    u = reply.usage
-    # Chat reports no cache writes: they count as ordinary prompt tokens.
-    prompt = u.input + u.cache_read + u.cache_write
+    frames.append(chunk({}, _FINISH[reply.stop_reason]))
     frames.append((None, {
         "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
-        "choices": [],
-        "usage": {"prompt_tokens": prompt, "completion_tokens": u.output,
-                  "total_tokens": prompt + u.output,
-                  "prompt_tokens_details": {"cached_tokens": u.cache_read}},
+        "choices": [], "usage": _usage(reply),
     }))  # fmt: skip
     frames.append((None, "[DONE]"))
     return frames
+
+
+_FINISH = {"stop": "stop", "length": "length", "tool_use": "tool_calls"}
+
+
+def _usage(reply: ScriptedReply) -> dict[str, Any]:
+    u = reply.usage
+    # Chat reports no cache writes: they count as ordinary prompt tokens.
+    prompt = u.input + u.cache_read + u.cache_write
+    return {"prompt_tokens": prompt, "completion_tokens": u.output,
+            "total_tokens": prompt + u.output,
+            "prompt_tokens_details": {"cached_tokens": u.cache_read}}  # fmt: skip
+
+
+def adapt(frames: list[MockFrame], body: object) -> list[MockFrame]:
+    """The usage-only chunk (``choices: []``) only when the request asked for it with
+    ``stream_options.include_usage`` (chat-streaming reference: "stream_options")."""
+    options = body.get("stream_options") if isinstance(body, dict) else None
+    if isinstance(options, dict) and options.get("include_usage") is True:
+        return frames
+    return [f for f in frames if not (isinstance(f[1], dict) and f[1].get("choices") == [])]
+
+
+def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
+    """The ``chat.completion`` object a request without ``"stream": true`` gets
+    (https://platform.openai.com/docs/api-reference/chat/object)."""
+    text = "".join(b.text for b in reply.content if isinstance(b, TextContent))
+    thinking = "".join(b.thinking for b in reply.content if isinstance(b, ThinkingContent))
+    calls = [{"id": b.id, "type": "function",
+              "function": {"name": b.name, "arguments": arguments_text(b)}}
+             for b in reply.content if not isinstance(b, TextContent | ThinkingContent)]  # fmt: skip
+    message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    if calls:
+        message["tool_calls"] = calls
+    if thinking:
+        message["reasoning_content"] = thinking  # DeepSeek's field, as the stream sends it
+    return {
+        "id": prefixed("chatcmpl-", rid or "mock"), "object": "chat.completion",
+        "created": int(time.time()), "model": model,
+        "choices": [{"index": 0, "message": message, "logprobs": None,
+                     "finish_reason": _FINISH[reply.stop_reason]}],
+        "usage": _usage(reply),
+    }  # fmt: skip
+
+
+def render_models(ids: Sequence[str]) -> dict[str, Any]:
+    """``GET /v1/models`` (https://platform.openai.com/docs/api-reference/models/list)."""
+    return {
+        "object": "list",
+        "data": [
+            {"id": i, "object": "model", "created": 0, "owned_by": "modelwire-mock"} for i in ids
+        ],
+    }

@@ -58,7 +58,8 @@ from .._common import (
     check_tool_choice,
     http_request,
 )
-from .._mock import MockFrame, encode_sse
+from .._mock import MockFrame, declared_tools, encode_sse
+from ..openai_chat._render import render_models
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
@@ -69,7 +70,7 @@ from ._encode import (
     detect_compat,
     encode_input,
 )
-from ._render import render, tool_results
+from ._render import render, render_complete, tool_results
 
 if TYPE_CHECKING:
     from ..._framing import Framing
@@ -111,6 +112,15 @@ class OpenAIResponsesAPI:
         render=render,
         tool_results=tool_results,
         encode_frames=partial(encode_sse, named=True),
+        render_complete=render_complete,
+        request_tools=lambda body: declared_tools(
+            body.get("tools") if isinstance(body, dict) else None,
+            spec=None,
+            name="name",
+            schema="parameters",
+        ),
+        models_path="/models",
+        render_models=render_models,
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
 

@@ -10,10 +10,10 @@ import json
 import time
 from typing import Any
 
-from ...types import TextContent, ThinkingContent
-from .._mock import MockFrame, ScriptedReply, arguments_text, split_text, text_of
+from ...types import TextContent, ThinkingContent, ToolCall
+from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text, text_of
 
-__all__ = ["render", "tool_results"]
+__all__ = ["render", "render_complete", "tool_results"]
 
 
 def tool_results(body: object) -> list[str]:
@@ -34,9 +34,36 @@ def _reasoning_item(signature: str | None) -> dict[str, Any] | None:
     return item if isinstance(item, dict) and item.get("type") == "reasoning" else None
 
 
+def _response(
+    rid: str,
+    created: int,
+    model: str,
+    status: str,
+    output: list[Any],
+    usage: Any,
+    incomplete: Any = None,
+) -> dict[str, Any]:
+    # Every field the Response object marks required
+    # (https://platform.openai.com/docs/api-reference/responses/object).
+    return {"id": rid, "object": "response", "created_at": created, "status": status,
+            "error": None, "incomplete_details": incomplete, "instructions": None,
+            "metadata": {}, "model": model, "output": output, "parallel_tool_calls": True,
+            "temperature": None, "tool_choice": "auto", "tools": [], "top_p": None,
+            "usage": usage}  # fmt: skip
+
+
+def _usage(reply: ScriptedReply) -> dict[str, Any]:
+    u = reply.usage
+    prompt = u.input + u.cache_read + u.cache_write
+    return {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": u.cache_read,
+                                                      "cache_write_tokens": u.cache_write},
+            "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + u.output}  # fmt: skip
+
+
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
-    rid = rid or "resp_mock"
+    rid = prefixed("resp_", rid or "mock")
     seq = itertools.count()
     created = int(time.time())
     frames: list[MockFrame] = []
@@ -45,20 +72,16 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
         frames.append((kind, {"type": kind, "sequence_number": next(seq), **fields}))
 
     def response(status: str, output: list[Any], usage: Any, incomplete: Any = None) -> Any:
-        return {"id": rid, "object": "response", "created_at": created, "status": status,
-                "error": None, "incomplete_details": incomplete, "model": model,
-                "output": output, "usage": usage}  # fmt: skip
+        return _response(rid, created, model, status, output, usage, incomplete)
 
     ev("response.created", response=response("in_progress", [], None))
     ev("response.in_progress", response=response("in_progress", [], None))
     output: list[Any] = []
     for oi, block in enumerate(reply.content):
         if isinstance(block, ThinkingContent):
-            # modelwire keeps a Responses reasoning item as JSON in the signature.
-            item = _reasoning_item(block.signature) or {}
-            item_id = str(item.get("id") or f"rs_{rid}_{oi}")
-            item = {**item, "id": item_id, "type": "reasoning", "summary": []}
-            ev("response.output_item.added", output_index=oi, item=item)
+            item = _reasoning(block, rid, oi)
+            item_id = item["id"]
+            ev("response.output_item.added", output_index=oi, item={**item, "summary": []})
             part = {"type": "summary_text", "text": ""}
             common = {"item_id": item_id, "output_index": oi, "summary_index": 0}
             ev("response.reasoning_summary_part.added", **common, part=part)
@@ -67,42 +90,32 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             ev("response.reasoning_summary_text.done", **common, text=block.thinking)
             done_part = {"type": "summary_text", "text": block.thinking}
             ev("response.reasoning_summary_part.done", **common, part=done_part)
-            item = {**item, "summary": [done_part]}
         elif isinstance(block, TextContent):
-            # The signature of a Responses text block is its message item id.
-            item_id = block.signature or f"msg_{rid}_{oi}"
-            item = {"id": item_id, "type": "message", "status": "in_progress",
-                    "role": "assistant", "content": []}  # fmt: skip
-            ev("response.output_item.added", output_index=oi, item=item)
+            item = _message(block, rid, oi)
+            item_id = item["id"]
+            ev("response.output_item.added", output_index=oi,
+               item={**item, "status": "in_progress", "content": []})  # fmt: skip
             common = {"item_id": item_id, "output_index": oi, "content_index": 0}
             empty = {"type": "output_text", "text": "", "annotations": []}
             ev("response.content_part.added", **common, part=empty)
             for p in split_text(block.text, pc):
                 ev("response.output_text.delta", **common, delta=p, logprobs=[])
             ev("response.output_text.done", **common, text=block.text, logprobs=[])
-            full = {"type": "output_text", "text": block.text, "annotations": []}
-            ev("response.content_part.done", **common, part=full)
-            item = {**item, "status": "completed", "content": [full]}
+            ev("response.content_part.done", **common, part=item["content"][0])
         else:
-            # ToolCall.id is the call_id; the signature keeps the item id.
-            item_id = block.signature or f"fc_{rid}_{oi}"
-            args = arguments_text(block)
-            item = {"type": "function_call", "id": item_id, "call_id": block.id,
-                    "name": block.name, "arguments": "", "status": "in_progress"}  # fmt: skip
-            ev("response.output_item.added", output_index=oi, item=item)
+            item = _function_call(block, rid, oi)
+            item_id = item["id"]
+            args = item["arguments"]
+            ev("response.output_item.added", output_index=oi,
+               item={**item, "arguments": "", "status": "in_progress"})  # fmt: skip
             for p in split_text(args, pc):
                 ev("response.function_call_arguments.delta", item_id=item_id,
                    output_index=oi, delta=p)  # fmt: skip
             ev("response.function_call_arguments.done", item_id=item_id, output_index=oi,
-               arguments=args)  # fmt: skip
-            item = {**item, "arguments": args, "status": "completed"}
+               name=block.name, arguments=args)  # fmt: skip
         ev("response.output_item.done", output_index=oi, item=item)
         output.append(item)
-    u = reply.usage
-    prompt = u.input + u.cache_read + u.cache_write
-    usage = {"input_tokens": prompt, "input_tokens_details": {"cached_tokens": u.cache_read},
-             "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
-             "total_tokens": prompt + u.output}  # fmt: skip
+    usage = _usage(reply)
     if reply.stop_reason == "length":
         # A cut-off response ends ``response.incomplete`` (reason max_output_tokens).
         ev("response.incomplete", response=response(
@@ -110,3 +123,43 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
     else:
         ev("response.completed", response=response("completed", output, usage))
     return frames
+
+
+def _reasoning(block: ThinkingContent, rid: str, oi: int) -> dict[str, Any]:
+    # modelwire keeps a Responses reasoning item as JSON in the signature.
+    item = _reasoning_item(block.signature) or {}
+    item_id = str(item.get("id") or f"rs_{rid}_{oi}")
+    done_part = {"type": "summary_text", "text": block.thinking}
+    return {**item, "id": item_id, "type": "reasoning", "summary": [done_part]}
+
+
+def _message(block: TextContent, rid: str, oi: int) -> dict[str, Any]:
+    # The signature of a Responses text block is its message item id.
+    full = {"type": "output_text", "text": block.text, "annotations": []}
+    return {"id": block.signature or f"msg_{rid}_{oi}", "type": "message",
+            "status": "completed", "role": "assistant", "content": [full]}  # fmt: skip
+
+
+def _function_call(block: ToolCall, rid: str, oi: int) -> dict[str, Any]:
+    # ToolCall.id is the call_id; the signature keeps the item id.
+    return {"type": "function_call", "id": block.signature or f"fc_{rid}_{oi}",
+            "call_id": block.id, "name": block.name, "arguments": arguments_text(block),
+            "status": "completed"}  # fmt: skip
+
+
+def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
+    """The ``response`` object a request without ``"stream": true`` gets: the one the
+    stream's ``response.completed`` (or ``response.incomplete``) carries."""
+    rid = prefixed("resp_", rid or "mock")
+    output: list[Any] = []
+    for oi, block in enumerate(reply.content):
+        if isinstance(block, ThinkingContent):
+            output.append(_reasoning(block, rid, oi))
+        elif isinstance(block, TextContent):
+            output.append(_message(block, rid, oi))
+        else:
+            output.append(_function_call(block, rid, oi))
+    if reply.stop_reason == "length":
+        return _response(rid, int(time.time()), model, "incomplete", output, _usage(reply),
+                         {"reason": "max_output_tokens"})  # fmt: skip
+    return _response(rid, int(time.time()), model, "completed", output, _usage(reply))

@@ -1,0 +1,159 @@
+"""Which wire API, and which of its endpoints, a request to the mock server is for.
+
+The answer comes from each API's mock facet (:class:`modelwire.ext.MockFacet`): its
+streaming endpoint (:func:`modelwire._apis.mock_routes`), its non-streaming endpoints
+(``complete_paths``), its model listing (``models_path``) and the body's ``stream``
+flag (``streams``). A path no API serves is ``None`` — the server answers it 404
+without consuming a scripted reply, so a client's probe or a wrong base URL never
+eats the reply meant for the real call.
+
+A provider's own URL layout (Azure deployments, Vertex AI publishers) reaches the API
+whose endpoint ends the path, but only after a prefix that is not empty and is not
+itself a served path: ``/chat/completions`` (no version segment) and
+``/v1/chat/completions/chat/completions`` (a base URL that already held the
+endpoint) are configuration mistakes, answered 404 so they show.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, NamedTuple
+
+from .._apis import MODEL_SLOT, api_names, find_api, mock_routes
+from .._apis._codec import MockFacet
+from .._apis._mock import stream_flag
+
+__all__ = ["Route", "facet_option", "route", "served_paths"]
+
+
+class Route(NamedTuple):
+    """The API a request is for and how it is answered."""
+
+    api: str
+    kind: Literal["stream", "complete", "models"]
+    """``stream``: the scripted reply as a stream; ``complete``: as one JSON object;
+    ``models``: the model listing (no reply consumed)."""
+
+
+def facet_option(mock: MockFacet, name: str, default: Any) -> Any:
+    """An optional facet member (a facet written before it existed has none)."""
+    return getattr(mock, name, default)
+
+
+def _facets() -> list[tuple[str, MockFacet]]:
+    out = []
+    for name in api_names():
+        codec = find_api(name)
+        if codec is not None and codec.mock is not None:
+            out.append((name, codec.mock))
+    return out
+
+
+def _match(template: str, path: str) -> bool:
+    head, slot, tail = template.partition(MODEL_SLOT)
+    if not slot:
+        return template == path
+    if len(path) <= len(head) + len(tail) or not path.startswith(head) or not path.endswith(tail):
+        return False
+    return "/" not in path[len(head) : len(path) - len(tail)]  # one path segment
+
+
+def _clean(template: str) -> str:
+    return template.split("?", 1)[0].rstrip("/")
+
+
+def _endpoints(api: str, mock: MockFacet) -> list[tuple[str, bool]]:
+    """``(endpoint after the version segment, is a non-streaming one)``."""
+    route = mock_routes().get(api, "")
+    segment = mock.version_segment
+    stream = route[len(segment) :] if route.startswith(segment) else route
+    out = [(stream, False), *((_clean(p), False) for p in mock.extra_paths)]
+    out += [(_clean(p), True) for p in facet_option(mock, "complete_paths", ())]
+    return [(e, c) for e, c in out if e]
+
+
+def _answer(api: str, mock: MockFacet, complete: bool, path: str, body: object) -> Route:
+    if facet_option(mock, "render_complete", None) is None:
+        return Route(api, "stream")
+    if complete:
+        return Route(api, "complete")
+    streams = facet_option(mock, "streams", stream_flag)
+    return Route(api, "stream" if streams(path, body) else "complete")
+
+
+def _routed(target: str) -> bool:
+    """Whether ``target`` is, or ends with, a served endpoint."""
+    for api, mock in _facets():
+        for endpoint, _ in _endpoints(api, mock):
+            if _match(mock.version_segment + endpoint, target) or _suffix(endpoint, target):
+                return True
+    return False
+
+
+def _suffix(endpoint: str, target: str) -> int | None:
+    """Where ``endpoint`` starts when it ends ``target`` at a segment boundary."""
+    for i, ch in enumerate(target):
+        if ch in "/:" and _match(endpoint, target[i:]):
+            return i
+    return None
+
+
+def route(method: str, path: str, headers: Mapping[str, str], body: object) -> Route | None:
+    """The API and answer for a request (``headers`` with lower-cased names), or
+    ``None`` when no API serves ``method path``."""
+    target = path.split("?", 1)[0].rstrip("/")
+    facets = _facets()
+    if method == "GET":
+        listing = [(api, m) for api, m in facets
+                   if facet_option(m, "models_path", None) is not None
+                   and facet_option(m, "render_models", None) is not None
+                   and m.version_segment + m.models_path == target]  # type: ignore[attr-defined]  # fmt: skip
+        # A client of an API whose listing lives under another version segment (the
+        # google-genai SDK asks /v1/models) is known by its header.
+        listing += [(api, m) for api, m in facets
+                    if facet_option(m, "models_header", None) in headers
+                    and facet_option(m, "render_models", None) is not None
+                    and (api, m) not in listing
+                    and _suffix(m.models_path, target)]  # type: ignore[attr-defined]  # fmt: skip
+        if not listing:
+            return None
+        # Several APIs list at one path (OpenAI's and Anthropic's /v1/models): the
+        # header a client of one of them always sends tells them apart.
+        for api, m in listing:
+            marker = facet_option(m, "models_header", None)
+            if marker is not None and marker in headers:
+                return Route(api, "models")
+        plain = [api for api, m in listing if facet_option(m, "models_header", None) is None]
+        return Route(plain[0] if plain else listing[0][0], "models")
+    if method != "POST":
+        return None
+    for api, mock in facets:
+        for endpoint, complete in _endpoints(api, mock):
+            if _match(mock.version_segment + endpoint, target):
+                return _answer(api, mock, complete, path, body)
+    best: tuple[int, str, MockFacet, bool] | None = None
+    for api, mock in facets:
+        for endpoint, complete in _endpoints(api, mock):
+            start = _suffix(endpoint, target)
+            if start is None or start == 0 or _routed(target[:start]):
+                continue
+            size = len(target) - start
+            if best is None or size > best[0]:
+                best = (size, api, mock, complete)
+    if best is None:
+        return None
+    return _answer(best[1], best[2], best[3], path, body)
+
+
+def served_paths() -> list[str]:
+    """Every path the mock server answers, ``METHOD path`` (for a 404's message)."""
+    out = []
+    for api, mock in _facets():
+        for endpoint, _ in _endpoints(api, mock):
+            out.append(f"POST {mock.version_segment}{endpoint}")
+        models = facet_option(mock, "models_path", None)
+        if models is not None and facet_option(mock, "render_models", None) is not None:
+            line = f"GET {mock.version_segment}{models}"
+            if line not in out:
+                out.append(line)
+    return out
