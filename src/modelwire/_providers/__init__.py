@@ -117,17 +117,21 @@ def apply_provider_rules(
     model: Model, options: RequestOptions, request: HTTPRequest
 ) -> HTTPRequest:
     """``request`` (as the wire API built it) with the rules of ``model.provider``
-    applied: its URL, its body, its key header in place of the API's (every header
+    applied: its URL (never one with a ``.`` or ``..`` path segment), its body, its key header in place of the API's (every header
     carrying the key is replaced), the new credential values added to the secrets,
     and its authorizer. Unchanged when the provider has no rules."""
+    from .._apis._common import check_url_path
+
     rules = provider_rules(model.provider)
     if rules is None:
+        check_url_path(request.url, f"the model id and base_url of {model.provider}/{model.id}")
         return request
     import msgspec
 
     from .._redact import credential_secrets
 
     url = rules.url(model, model.api, request.url)
+    check_url_path(url, f"the model id and base_url of {model.provider}/{model.id}")
     body = request.body
     if type(rules).body is not ProviderRules.body:
         from .._options import encode_body

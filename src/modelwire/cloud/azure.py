@@ -30,8 +30,9 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._apis._common import path_segment
 from .._providers import ProviderRules
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
@@ -152,7 +153,8 @@ def azure_url(
             f"Chat Completions with api_version {api_version!r} needs the deployment "
             "name (the URL is /openai/deployments/{deployment}/chat/completions)"
         )
-    return f"{base}/openai/deployments/{quote(deployment, safe='')}/{path}?{version}"
+    name = path_segment(deployment, "the Azure OpenAI deployment name (Model.id)")
+    return f"{base}/openai/deployments/{name}/{path}?{version}"
 
 
 def _endpoint(api: str) -> str | None:
@@ -160,7 +162,9 @@ def _endpoint(api: str) -> str | None:
     from .._apis import find_api
 
     wire = find_api(api) if isinstance(api, str) else None
-    path = wire.path("").strip("/") if wire is not None else None
+    # The endpoint for a placeholder id: an API that puts the id in its path
+    # (Gemini, Bedrock) is not one Azure serves.
+    path = wire.path("m").split("?", 1)[0].strip("/") if wire is not None else None
     return path if path in _ENDPOINTS else None
 
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import quote
+from urllib.parse import unquote
 
 import msgspec
 
@@ -47,6 +47,7 @@ from .._common import (
     check_tool_choice,
     http_request,
     merge_compat,
+    path_segment,
     same_model,
 )
 from .._mock import MockFrame, encode_sse
@@ -281,10 +282,28 @@ def _thinking(level: str, compat: GoogleCompat) -> dict[str, Any]:
     return {"thinkingBudget": budget, "includeThoughts": True}
 
 
+def model_resource(model_id: str) -> str:
+    """The Gemini API resource name of ``model_id``, encoded for the URL path: the
+    method is ``POST /v1beta/{model=models/*}:streamGenerateContent`` (also
+    ``tunedModels/*``), so ``gemini-2.5-flash`` and ``models/gemini-2.5-flash`` are
+    ``models/gemini-2.5-flash`` and ``tunedModels/my-model`` stays itself. What
+    follows the collection is one segment: a ``/``, ``:``, ``?`` or ``#`` in it is
+    data, and ``.`` / ``..`` are refused (ai.google.dev/api/generate-content)."""
+    collection, name = "models", model_id
+    for prefix in _COLLECTIONS:
+        if isinstance(model_id, str) and model_id.startswith(prefix + "/"):
+            collection, name = prefix, model_id[len(prefix) + 1 :]
+            break
+    return f"{collection}/{path_segment(name, 'the Gemini model id (Model.id)')}"
+
+
+_COLLECTIONS = ("models", "tunedModels")
+
+
 def _request_model(path: str, body: object) -> str | None:
     # The model id is a path segment: ``/models/{id}:streamGenerateContent``.
     tail = path.split("?", 1)[0].rsplit("/models/", 1)[-1]
-    return tail.split(":", 1)[0] or None
+    return unquote(tail.split(":", 1)[0]) or None
 
 
 def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
@@ -306,7 +325,7 @@ class GoogleAPI:
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
 
     def path(self, model_id: str) -> str:
-        return f"/models/{quote(model_id, safe='/')}:streamGenerateContent?alt=sse"
+        return f"/{model_resource(model_id)}:streamGenerateContent?alt=sse"
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         compat = detect_compat(model)
