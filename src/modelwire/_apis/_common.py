@@ -9,7 +9,6 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, TypeVar
-from urllib.parse import quote, unquote, urlsplit
 
 import msgspec
 
@@ -34,7 +33,6 @@ __all__ = [
     "check_json",
     "check_reasoning",
     "check_tool_choice",
-    "check_url_path",
     "content_filter_error",
     "decode_json",
     "decoder_for",
@@ -46,7 +44,6 @@ __all__ = [
     "is_context_overflow",
     "join_url",
     "merge_compat",
-    "path_segment",
     "raw_or_json_arguments",
     "same_model",
 ]
@@ -120,42 +117,6 @@ def decode_json(
 def join_url(model: Model, endpoint: str) -> str:
     """``base_url`` (trailing slash ignored) + ``endpoint``."""
     return model.url_root + endpoint
-
-
-# --------------------------------------------------------------------------- URL paths
-# A value placed in a URL path is data: RFC 3986 §3.3 lets a segment hold only
-# pchar, and §5.2.4 removes "." and ".." segments (httpx does, before sending), so
-# an id of ".." would move the request to another endpoint of the same host.
-_DOT_SEGMENTS = (".", "..")
-
-
-def path_segment(value: str, source: str, *, safe: str = "") -> str:
-    """``value`` as exactly one URL path segment: every character but the unreserved
-    ones (and ``safe``) percent-encoded as UTF-8, so ``/``, ``?``, ``#``, ``%``,
-    spaces and non-ASCII stay data. ``.`` and ``..`` (which no encoding keeps from
-    being navigation) are a :class:`ConfigurationError` naming ``source``."""
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError(f"{source} must be a non-empty string (it is a URL path segment)")
-    if value in _DOT_SEGMENTS:
-        raise ConfigurationError(
-            f"{source} is {value!r}, which in a URL path means another path "
-            "(RFC 3986 §5.2.4); give the real name"
-        )
-    return quote(value, safe=safe)
-
-
-def check_url_path(url: str, source: str) -> None:
-    """Refuse a request URL whose path holds a ``.`` or ``..`` segment (plain or
-    percent-encoded, which RFC 3986 §6.2.2.2 makes equivalent): the client would
-    remove it, or the server may, and send the request elsewhere. The net under
-    every wire API and provider, including those registered at run time."""
-    path = urlsplit(url).path
-    for segment in path.split("/"):
-        if unquote(segment) in _DOT_SEGMENTS:
-            raise ConfigurationError(
-                f"the request URL path {path!r} has a {segment!r} segment, which would "
-                f"send the request to another path; check {source}"
-            )
 
 
 def same_model(model: Model, message: AssistantMessage) -> bool:

@@ -120,7 +120,7 @@ def apply_provider_rules(
     applied: its URL (never one with a ``.`` or ``..`` path segment), its body, its key header in place of the API's (every header
     carrying the key is replaced), the new credential values added to the secrets,
     and its authorizer. Unchanged when the provider has no rules."""
-    from .._apis._common import check_url_path
+    from .._url import check_url_path
 
     rules = provider_rules(model.provider)
     if rules is None:

@@ -55,8 +55,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .._apis._common import path_segment
 from .._options import ENV_KEYS
+from .._url import path_segment
 from ..errors import ConfigurationError, MissingAPIKeyError
 from . import ProviderRules
 
@@ -79,7 +79,7 @@ ANTHROPIC_VERSION = "vertex-2023-10-16"
 #: Google's global Vertex AI host; a regional location gets ``{location}-`` in front.
 GOOGLE_HOST = "aiplatform.googleapis.com"
 # ``…/projects/{p}/locations/{l}`` in a base_url, and whatever follows it.
-_SCOPED = re.compile(r"/projects/([^/]+)/locations/([^/]+)(?:/.*)?$")
+_SCOPED = re.compile(r"/projects/([^/]+)/locations/([^/]+)(?:/.*)?\Z", re.S)
 
 
 def vertex_location(model: Model) -> tuple[str | None, str]:

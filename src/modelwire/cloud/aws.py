@@ -23,6 +23,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._options import check_credential
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 
@@ -31,9 +32,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BEDROCK_API_KEY_ENV",
+    "CREDENTIAL_ENVS",
     "BedrockAuth",
     "SigV4Signer",
     "bedrock_api_key",
+    "check_credential_environment",
     "resolve_region",
 ]
 
@@ -41,7 +44,7 @@ __all__ = [
 BEDROCK_API_KEY_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 
 _REGION_ENVS = ("AWS_REGION", "AWS_DEFAULT_REGION")
-_REGION_RE = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-[0-9]+$")
+_REGION_RE = re.compile(r"[a-z]{2}(-[a-z0-9]+)+-[0-9]+")
 _NO_CREDENTIALS = (
     "no AWS credentials found: set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), or "
     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary "
@@ -62,14 +65,35 @@ def _require_botocore() -> None:
 
 
 def bedrock_api_key() -> str | None:
-    """The Bedrock API key from ``AWS_BEARER_TOKEN_BEDROCK``, or None when unset or blank."""
-    key = os.environ.get(BEDROCK_API_KEY_ENV, "").strip()
-    return key or None
+    """The Bedrock API key from ``AWS_BEARER_TOKEN_BEDROCK``, or None when unset or
+    blank; a :class:`ConfigurationError` naming it when it cannot be a header value."""
+    key = os.environ.get(BEDROCK_API_KEY_ENV, "")
+    if not key.strip():
+        return None
+    check_credential(key, BEDROCK_API_KEY_ENV)
+    return key
+
+
+#: The variables botocore's environment provider reads (``AWS_SECURITY_TOKEN`` is
+#: the older name of the session token).
+CREDENTIAL_ENVS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                   "AWS_SECURITY_TOKEN")  # fmt: skip
+
+
+def check_credential_environment() -> None:
+    """Refuse, before any request, an AWS credential variable holding a control
+    character or surrounding whitespace: botocore sends the access key id and the
+    session token in headers as read, so a CR/LF would fail only at send time (or
+    split a header). The error names the variable, never its value."""
+    for name in CREDENTIAL_ENVS:
+        value = os.environ.get(name)
+        if value:
+            check_credential(value, name)
 
 
 def _check_region(region: str, source: str) -> str:
     region = region.strip()
-    if not _REGION_RE.match(region):
+    if not _REGION_RE.fullmatch(region):
         raise ConfigurationError(
             f"{source} is {region!r}, which is not an AWS region name; "
             "use a region such as 'us-east-1' or 'eu-central-1'"
@@ -132,6 +156,7 @@ class SigV4Signer:
         self.region = _check_region(region, "region")
         self.service = service
         if credentials is None:
+            check_credential_environment()
             credentials = _load_credentials(profile)
         self._credentials = credentials
 
@@ -160,6 +185,12 @@ class SigV4Signer:
                 "the body to sign must be the exact bytes that will be sent (bytes), "
                 f"not {type(body).__name__}"
             )
+        # Credentials from a profile, a credential_process or a container endpoint
+        # are checked here, where they are first seen (the variables were at
+        # construction): what goes into a header must be a header value.
+        check_credential(frozen.access_key, "the AWS access key id from the credential chain")
+        if frozen.token:
+            check_credential(frozen.token, "the AWS session token from the credential chain")
         request = AWSRequest(method=method.upper(), url=url, headers=dict(headers), data=body)
         auth = SigV4Auth(frozen, self.service, self.region)
         auth.add_auth(request)
@@ -252,7 +283,9 @@ class BedrockAuth:
         self.region = (
             signer.region if signer is not None else resolve_region(region, profile=profile)
         )
-        self._api_key = api_key.strip() if api_key else bedrock_api_key()
+        if api_key:
+            check_credential(api_key, "BedrockAuth(api_key=)")
+        self._api_key = api_key or bedrock_api_key()
         self._signer: SigV4Signer | None = None
         if self._api_key is None:
             self._signer = signer or SigV4Signer(self.region, profile=profile)

@@ -32,8 +32,9 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .._apis._common import path_segment
+from .._options import check_credential
 from .._providers import ProviderRules
+from .._url import path_segment
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 from ._tokens import REFRESH_MARGIN, TokenCache
@@ -67,7 +68,7 @@ API_VERSION_ENV = "OPENAI_API_VERSION"
 # The endpoints Azure OpenAI serves. Which wire API uses which is asked of the
 # registry (WireAPI.path), so this module names no API (tests/test_registry.py).
 _ENDPOINTS = ("chat/completions", "responses")
-_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
+_DATED = re.compile(r"\d{4}-\d{2}-\d{2}(-preview)?")
 
 
 class _AccessToken(Protocol):
@@ -135,7 +136,7 @@ def azure_url(
     if api_version in (None, "v1", "preview"):
         query = "?api-version=preview" if api_version == "preview" else ""
         return f"{base}/openai/v1/{path}{query}"
-    if not _DATED.match(api_version):
+    if not _DATED.fullmatch(api_version):
         raise ConfigurationError(
             f"api_version {api_version!r} is neither a dated Azure OpenAI API version "
             "(e.g. '2024-10-21') nor 'v1' / 'preview'"
@@ -204,8 +205,10 @@ class AzureAuth:
         self._scope = scope
         self._last_token = ""
         if api_key:
+            check_credential(api_key, "AzureAuth(api_key=)")
             self._api_key = api_key
         elif ad_token:
+            check_credential(ad_token, "AzureAuth(ad_token=)")
             self._ad_token = ad_token
         elif token_provider is not None:
             self._provider = token_provider
@@ -214,9 +217,9 @@ class AzureAuth:
                 credential = _default_credential()
             self._credential = credential
             self._cache = TokenCache(self._fetch, clock=clock, margin=margin)
-        elif env_token := os.environ.get(AD_TOKEN_ENV, "").strip():
+        elif env_token := _env_credential(AD_TOKEN_ENV):
             self._ad_token = env_token
-        elif env_key := os.environ.get(API_KEY_ENV, "").strip():
+        elif env_key := _env_credential(API_KEY_ENV):
             self._api_key = env_key
         else:
             raise MissingAPIKeyError(
@@ -303,7 +306,19 @@ class AzureAuth:
 def _checked(token: Any, source: str) -> str:
     if not isinstance(token, str) or not token.strip():
         raise AuthenticationError(f"{source} did not return a bearer token (a non-empty string)")
+    check_credential(token, f"the token from {source}")
     return token
+
+
+def _env_credential(name: str) -> str | None:
+    """Variable ``name`` when set (blank counts as unset), refused before any request
+    when it holds a control character or surrounding whitespace (a CR/LF would
+    split the header)."""
+    value = os.environ.get(name, "")
+    if not value.strip():
+        return None
+    check_credential(value, name)
+    return value
 
 
 def _close(awaitable: Any) -> None:
@@ -375,7 +390,7 @@ class AzureOpenAIRules(ProviderRules):
             return self._auth
         if options.api_key:
             return None  # the api-key header (auth above) carries it
-        token = os.environ.get(AD_TOKEN_ENV, "").strip()
+        token = _env_credential(AD_TOKEN_ENV)
         if token:
             return AzureAuth(ad_token=token)
         # Raised while the request is built: at mw.stream(), before any I/O.

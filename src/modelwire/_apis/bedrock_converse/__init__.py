@@ -36,6 +36,7 @@ from urllib.parse import unquote
 import msgspec
 
 from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ..._url import path_segment
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -56,7 +57,6 @@ from .._common import (
     check_tool_choice,
     http_request,
     merge_compat,
-    path_segment,
     same_model,
 )
 from .._mock import arguments_object

@@ -28,6 +28,7 @@ import msgspec
 
 from ..._assemble import parse_arguments
 from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ..._url import path_segment
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -47,7 +48,6 @@ from .._common import (
     check_tool_choice,
     http_request,
     merge_compat,
-    path_segment,
     same_model,
 )
 from .._mock import MockFrame, encode_sse
@@ -129,7 +129,7 @@ def detect_compat(model: Model) -> GoogleCompat:
 RESERVED = frozenset({"model", "stream", "contents", "tools", "toolConfig", "tool_config",
                       "systemInstruction", "system_instruction"})  # fmt: skip
 _GEN_RESERVED = frozenset({"maxOutputTokens", "max_output_tokens"})
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")  # FunctionDeclaration.name
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]{0,63}")  # FunctionDeclaration.name
 _LEVELS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 _BUDGETS = {"low": 2048, "medium": 8192}
 
@@ -241,7 +241,7 @@ def _tools(context: Context) -> list[dict[str, Any]] | None:
         return None
     decls: list[dict[str, Any]] = []
     for i, tool in enumerate(context.tools):
-        if not _NAME.match(tool.name):
+        if not _NAME.fullmatch(tool.name):
             raise ConfigurationError(
                 f"tools[{i}].name {tool.name!r} is not a valid Gemini function name "
                 "(letters, digits, _ . : -, starting with a letter or _, at most 64)"
