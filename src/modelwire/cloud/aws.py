@@ -18,9 +18,13 @@ when a signer is built.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from .._options import check_credential
@@ -51,6 +55,40 @@ _NO_CREDENTIALS = (
     "credentials), or AWS_PROFILE naming a profile in ~/.aws/config or ~/.aws/credentials, "
     "or run where a container or instance role is available"
 )
+
+
+# botocore.auth logs the canonical request (which carries X-Amz-Security-Token),
+# the string to sign and the signature at DEBUG. While we sign, its records made in
+# this context are dropped by a filter on those loggers; botocore used elsewhere in
+# the process logs as it always does.
+_SIGNING: ContextVar[bool] = ContextVar("modelwire_sigv4_signing", default=False)
+_QUIET_LOGGERS = ("botocore.auth",)
+
+
+class _WhileSigning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _SIGNING.get()
+
+
+_FILTER = _WhileSigning()
+_filter_lock = threading.Lock()
+_filter_installed = False
+
+
+@contextmanager
+def _quiet_botocore() -> Iterator[None]:
+    global _filter_installed
+    if not _filter_installed:
+        with _filter_lock:
+            if not _filter_installed:
+                for name in _QUIET_LOGGERS:
+                    logging.getLogger(name).addFilter(_FILTER)
+                _filter_installed = True
+    token = _SIGNING.set(True)
+    try:
+        yield
+    finally:
+        _SIGNING.reset(token)
 
 
 def _require_botocore() -> None:
@@ -193,7 +231,8 @@ class SigV4Signer:
             check_credential(frozen.token, "the AWS session token from the credential chain")
         request = AWSRequest(method=method.upper(), url=url, headers=dict(headers), data=body)
         auth = SigV4Auth(frozen, self.service, self.region)
-        auth.add_auth(request)
+        with _quiet_botocore():
+            auth.add_auth(request)
         out: dict[str, str] = {}
         for name in ("Authorization", "X-Amz-Date", "Date", "X-Amz-Security-Token"):
             value = request.headers.get(name)
