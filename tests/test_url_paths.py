@@ -32,17 +32,21 @@ DOTS = {".", ".."}
 
 
 class Recorder:
-    """A loopback server that records every request line and answers 404."""
+    """A loopback server that records every request line and its headers and answers
+    404 with ``answer`` as the error message."""
 
-    def __init__(self) -> None:
+    def __init__(self, answer: bytes = b"no such path") -> None:
         self.lines: list[str] = []
+        self.headers: list[dict[str, str]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 outer.lines.append(self.requestline)
+                outer.headers.append({k.lower(): v for k, v in self.headers.items()})
                 self.rfile.read(int(self.headers.get("content-length") or 0))
-                data = json.dumps({"error": {"message": "no such path", "code": 404}}).encode()
+                message = answer.decode()
+                data = json.dumps({"error": {"message": message, "code": 404}}).encode()
                 self.send_response(404)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, 
 
 import msgspec
 
-from ._redact import is_credential_header, redact
+from ._redact import is_credential_header, redact, redact_url
 from .errors import ConfigurationError, MissingAPIKeyError
 
 if TYPE_CHECKING:
@@ -131,7 +131,7 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
     def __repr__(self) -> str:
         headers = {k: "[redacted]" if is_credential_header(k) else redact(v, self.secrets)
                    for k, v in self.headers.items()}  # fmt: skip
-        url = redact(self.url, self.secrets)
+        url = redact_url(redact(self.url, self.secrets))
         return f"HTTPRequest(url={url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
 
 

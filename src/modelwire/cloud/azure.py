@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from .._options import check_credential
 from .._providers import ProviderRules
+from .._redact import redact_url
 from .._url import path_segment
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
@@ -122,12 +123,12 @@ def azure_url(
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise ConfigurationError(
-            f"the Azure OpenAI endpoint {endpoint!r} is not an http(s) URL; use "
+            f"the Azure OpenAI endpoint {redact_url(endpoint)!r} is not an http(s) URL; use "
             "https://my-resource.openai.azure.com"
         )
     if parts.query or parts.fragment:
         raise ConfigurationError(
-            f"the Azure OpenAI endpoint {endpoint!r} has a query or fragment; give the "
+            f"the Azure OpenAI endpoint {redact_url(endpoint)!r} has a query or fragment; give the "
             "resource URL only and the API version as api_version"
         )
     base = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
@@ -143,7 +144,7 @@ def azure_url(
         )
     if v1_endpoint:
         raise ConfigurationError(
-            f"the endpoint {endpoint!r} is the /openai/v1 form, which takes no dated "
+            f"the endpoint {redact_url(endpoint)!r} is the /openai/v1 form, which takes no dated "
             f"api_version ({api_version!r}): drop one of them"
         )
     version = f"api-version={api_version}"
