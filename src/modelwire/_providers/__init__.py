@@ -184,7 +184,7 @@ def userinfo_auth(model: Model, request: HTTPRequest) -> HTTPRequest:
     if request.authorizer is not None or any(n.lower() == "authorization" for n in request.headers):
         raise ConfigurationError(
             f"the base_url of {model.provider}/{model.id} ({redact_url(request.url)}) "
-            "carries user:password@, which is sent as HTTP Basic auth, but the request "
+            "carries a user name and password, sent as HTTP Basic auth, but the request "
             "has credentials in Authorization already (an API key, a token or a "
             "signature): drop the userinfo, or pass the key some other way"
         )
