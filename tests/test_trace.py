@@ -900,12 +900,15 @@ PASSWORD = "s3cret-pass-77Qx"
 
 
 def test_userinfo_is_sent_as_basic_auth_and_never_shown(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     import base64
     import io
 
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    caplog.set_level("DEBUG")  # httpx logs each request's URL at INFO
 
     from modelwire._cli import main
     from test_url_paths import Recorder
@@ -926,6 +929,8 @@ def test_userinfo_is_sent_as_basic_auth_and_never_shown(
         assert message.error is not None
         shown = [repr(r) for r in log.records]
         shown += [message.error.message, repr(model), repr(message.error), str(model)]
+        shown += [r.getMessage() for r in caplog.records]
+        assert any(rec.netloc in r.getMessage() for r in caplog.records)  # httpx logged it
         for text in shown:
             assert PASSWORD not in text and pair not in text, text
         assert "[redacted]@" in repr(model)
