@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire._apis import builtin_api_names, get_api
-from modelwire._catalog import env_vars, models
+from modelwire._catalog import env_vars
 from modelwire._cli import main
 from modelwire._framing.eventstream import encode_event
 from modelwire._options import HTTPRequest, resolve_options
@@ -445,6 +445,8 @@ def test_a_control_character_in_an_aws_credential_variable_is_refused_at_stream(
 
 def _key_vars() -> dict[str, str]:
     """Every API-key variable the catalog's providers read, with one provider reading it."""
+    from modelwire._catalog import models
+
     out: dict[str, str] = {}
     for model in models():
         for var in env_vars(model.provider):
@@ -457,6 +459,8 @@ def test_a_control_character_in_any_api_key_variable_is_refused_at_stream(
     var: str, recorder: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import msgspec
+
+    from modelwire._catalog import models
 
     found = models(_key_vars()[var])[0]
     monkeypatch.setenv(var, "tok\r\nX-Injected: 1")
