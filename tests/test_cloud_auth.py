@@ -1029,3 +1029,78 @@ def test_layers_import_only_what_they_need(module: str, never: tuple[str, ...]) 
     assert module in reached
     bad = sorted(m for m in reached if any(m == n or m.startswith(n + ".") for n in never))
     assert bad == [], f"{module} reaches {bad}"
+
+
+# --------------------------------------------------------------------------- botocore's DEBUG logs while we sign
+SESSION_TOKEN = "FwoGZXIvYXdzEJr-session-token-9Qx"
+
+
+def _signer() -> SigV4Signer:
+    from botocore.credentials import Credentials
+
+    creds = Credentials("AKIDEXAMPLE", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", SESSION_TOKEN)
+    return SigV4Signer("us-east-1", credentials=creds)
+
+
+def _leaks(caplog: pytest.LogCaptureFixture, *secrets: str) -> list[str]:
+    return [r.getMessage() for r in caplog.records
+            if any(s in r.getMessage() for s in secrets)]  # fmt: skip
+
+
+URL = "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream"
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_botocore_logs_neither_the_session_token_nor_the_signature_while_we_sign(
+    mode: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level("DEBUG")  # every logger, botocore's included
+    signer = _signer()
+    if mode == "sync":
+        headers, _ = signer.authorize("POST", URL, {"content-type": "application/json"}, b"{}")
+    else:
+        headers, _ = anyio.run(
+            signer.aauthorize, "POST", URL, {"content-type": "application/json"}, b"{}"
+        )
+    signature = headers["Authorization"].rpartition("Signature=")[2]
+    assert headers["X-Amz-Security-Token"] == SESSION_TOKEN and len(signature) == 64
+    assert _leaks(caplog, SESSION_TOKEN, signature) == []
+
+
+def test_botocore_used_outside_our_signing_still_logs(caplog: pytest.LogCaptureFixture) -> None:
+    # The filter is scoped to our signing: the caller's own botocore use is untouched.
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    _signer().authorize("POST", URL, {}, b"{}")  # installs the filter
+    caplog.set_level("DEBUG")
+    request = AWSRequest(method="POST", url=URL, data=b"{}")
+    creds = Credentials("AKIDEXAMPLE", "secret", SESSION_TOKEN)
+    SigV4Auth(creds, "bedrock", "us-east-1").add_auth(request)
+    assert any("CanonicalRequest" in r.getMessage() for r in caplog.records)
+
+
+def test_a_sigv4_stream_at_debug_logs_no_credential(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import modelwire as mw
+    from test_url_paths import Recorder
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", SESSION_TOKEN)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    caplog.set_level("DEBUG")
+    rec = Recorder()
+    try:
+        model = mw.Model(id="anthropic.claude-v1", api="bedrock-converse",
+                         provider="amazon-bedrock", base_url=f"http://{rec.netloc}")  # fmt: skip
+        message = mw.complete_sync(model, mw.Context(messages=[mw.UserMessage(content="hi")]),
+                                   max_retries=0)  # fmt: skip
+    finally:
+        rec.server.shutdown()
+        rec.server.server_close()
+    assert message.error is not None and len(rec.lines) == 1  # it was signed and sent
+    assert _leaks(caplog, SESSION_TOKEN, "wJalrXUtnFEMI") == []
+    assert not [r for r in caplog.records if r.name.startswith("botocore.auth")]

@@ -572,13 +572,15 @@ def test_connect_error_names_the_origin_only(api: str, mode: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed on exit: connecting is refused
     segment = mock_facet(api).version_segment  # /v1, /v1beta, or the server root
-    model = mw.Model(id="m", api=api, provider="mock",
-                     base_url=f"http://user:hunter2pw@127.0.0.1:{port}{segment}?tenant=q1")  # fmt: skip
-    _events, message = run(mode, model, "plain", api_key=KEY, max_retries=0)
-    assert message.error is not None and message.error.kind == "connect"
-    assert f"http://127.0.0.1:{port}" in message.error.message
-    for secret in ("hunter2pw", "user:", "tenant", "?", "/v1", KEY):
-        assert secret not in message.error.message
+    # userinfo is sent as Basic auth, so it goes without a key in Authorization.
+    for userinfo, key in (("user:hunter2pw@", None), ("", KEY)):
+        model = mw.Model(id="m", api=api, provider="mock",
+                         base_url=f"http://{userinfo}127.0.0.1:{port}{segment}?tenant=q1")  # fmt: skip
+        _events, message = run(mode, model, "plain", api_key=key, max_retries=0)
+        assert message.error is not None and message.error.kind == "connect"
+        assert f"http://127.0.0.1:{port}" in message.error.message
+        for secret in ("hunter2pw", "user:", "tenant", "?", "/v1", KEY):
+            assert secret not in message.error.message
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import io
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -386,3 +386,194 @@ def test_cli_stderr_and_json_show_no_piece_of_the_key(
         assert code == 1, (out, err)
         assert "invalid_request" in out + err
         assert not fragments(out) and not fragments(err), (out, err)
+
+
+# --------------------------------------------------------------------------- credentials that cannot be header values
+# A CR/LF (or any control character) in a credential would split or break a header:
+# refused at stream(), before any I/O, naming the variable and never quoting the value.
+
+BAD_VALUES = [
+    "tok\r\nX-Injected: 1",
+    "tok\nmore",
+    "tok\n",
+    "tok\x00nul",
+    "tok\x7fdel",
+    "tok\x85nel",
+]
+ENV_BAD_VALUES = [v for v in BAD_VALUES if "\x00" not in v]  # the OS refuses NUL in env
+
+
+def _refused_up_front(model: mw.Model, var: str, recorder: Any, **opts: Any) -> None:
+    before = len(recorder.lines)
+    for call in (mw.stream, mw.stream_sync):
+        with pytest.raises(mw.ConfigurationError) as info:
+            call(model, CTX, max_retries=0, **opts)
+        text = f"{info.value} {info.value!r}"
+        assert var in text
+        assert "X-Injected" not in text and "more" not in text and "\n" not in str(info.value)
+    assert len(recorder.lines) == before  # nothing was sent
+
+
+@pytest.fixture
+def recorder() -> Iterator[Any]:
+    from test_url_paths import Recorder
+
+    rec = Recorder()
+    yield rec
+    rec.server.shutdown()
+    rec.server.server_close()
+
+
+@pytest.mark.parametrize("value", ENV_BAD_VALUES)
+def test_a_control_character_in_the_azure_ad_token_is_refused_at_stream(
+    value: str, recorder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AZURE_OPENAI_AD_TOKEN", value)
+    model = mw.Model(id="dep", api="openai-chat", provider="azure-openai",
+                     base_url=f"http://{recorder.netloc}/openai/v1")  # fmt: skip
+    _refused_up_front(model, "AZURE_OPENAI_AD_TOKEN", recorder)
+
+
+@pytest.mark.parametrize("var", ["AWS_SESSION_TOKEN", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"])
+@pytest.mark.parametrize("value", ENV_BAD_VALUES)
+def test_a_control_character_in_an_aws_credential_variable_is_refused_at_stream(
+    var: str, value: str, recorder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY")
+    monkeypatch.setenv("AWS_SESSION_TOKEN", "FwoGZXIvYXdzEXAMPLE")
+    monkeypatch.setenv(var, value)
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    model = mw.Model(id="anthropic.claude-v1", api="bedrock-converse", provider="amazon-bedrock",
+                     base_url=f"http://{recorder.netloc}")  # fmt: skip
+    _refused_up_front(model, var, recorder)
+
+
+def _key_vars() -> dict[str, str]:
+    """Every API-key variable the catalog's providers read, with one provider reading it."""
+    from modelwire._catalog import models
+
+    out: dict[str, str] = {}
+    for model in models():
+        for var in env_vars(model.provider):
+            out.setdefault(var, model.provider)
+    return out
+
+
+@pytest.mark.parametrize("var", sorted(_key_vars()))
+def test_a_control_character_in_any_api_key_variable_is_refused_at_stream(
+    var: str, recorder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import msgspec
+
+    from modelwire._catalog import models
+
+    found = models(_key_vars()[var])[0]
+    monkeypatch.setenv(var, "tok\r\nX-Injected: 1")
+    model = msgspec.structs.replace(found, base_url=f"http://{recorder.netloc}/v1")
+    _refused_up_front(model, var, recorder)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_token_provider_returning_a_newline_fails_typed_and_not_retried(
+    mode: str, recorder: Any
+) -> None:
+    from modelwire._providers import register_provider
+    from modelwire.cloud.azure import AzureAuth, AzureOpenAIRules
+
+    calls: list[int] = []
+
+    def provider() -> str:
+        calls.append(1)
+        return "tok\r\nX-Injected: 1"
+
+    rules = AzureOpenAIRules(auth=AzureAuth(token_provider=provider))
+    register_provider("azure-crlf", rules)
+    model = mw.Model(id="dep", api="openai-chat", provider="azure-crlf",
+                     base_url=f"http://{recorder.netloc}/openai/v1")  # fmt: skip
+    import asyncio
+
+    if mode == "sync":
+        message = mw.complete_sync(model, CTX, max_retries=2)
+    else:
+        message = asyncio.run(mw.complete(model, CTX, max_retries=2))
+    assert message.error is not None
+    assert message.error.kind == "authentication" and not message.error.retryable
+    assert "token_provider" in message.error.message
+    assert "X-Injected" not in message.error.message
+    assert len(calls) == 1 and recorder.lines == []
+
+
+def test_explicit_cloud_credentials_with_control_characters_are_refused() -> None:
+    from modelwire.cloud.aws import BedrockAuth
+    from modelwire.cloud.azure import AzureAuth
+    from modelwire.cloud.google import VertexAuth
+
+    cases: list[tuple[Callable[[str], object], str]] = [
+        (lambda v: AzureAuth(ad_token=v), "AzureAuth(ad_token=)"),
+        (lambda v: AzureAuth(api_key=v), "AzureAuth(api_key=)"),
+        (lambda v: VertexAuth(token=v), "VertexAuth(token=)"),
+        (lambda v: VertexAuth(api_key=v), "VertexAuth(api_key=)"),
+        (lambda v: BedrockAuth(api_key=v, region="us-east-1"), "BedrockAuth(api_key=)"),
+    ]
+    for make, source in cases:
+        for value in BAD_VALUES:
+            with pytest.raises(mw.ConfigurationError, match=re.escape(source)) as info:
+                make(value)
+            assert "X-Injected" not in str(info.value)
+
+
+def test_a_session_token_from_the_credential_chain_with_a_newline_is_refused_when_signing() -> None:
+    from botocore.credentials import Credentials
+
+    from modelwire.cloud.aws import SigV4Signer
+
+    signer = SigV4Signer(
+        "us-east-1", credentials=Credentials("AKIDEXAMPLE", "secret", "tok\r\nX-Injected: 1")
+    )
+    with pytest.raises(mw.ConfigurationError, match="session token") as info:
+        signer.authorize(
+            "POST",
+            "https://bedrock-runtime.us-east-1.amazonaws.com/model/m/converse-stream",
+            {},
+            b"{}",
+        )
+    assert "X-Injected" not in str(info.value)
+
+
+# --------------------------------------------------------------------------- format checks match the whole value
+# ``$`` matches before a final newline: every format check is a fullmatch.
+
+
+@pytest.mark.parametrize("version", ["2024-10-21\n", "2024-10-21\r\n", "2024-10-21-preview\n"])
+def test_an_api_version_with_a_trailing_newline_is_refused(version: str, recorder: Any) -> None:
+    from modelwire.cloud.azure import azure_url
+
+    with pytest.raises(mw.ConfigurationError, match="api_version"):
+        azure_url("https://r.openai.azure.com", "dep", "openai-chat", version)
+    # In the base_url's query too, before any request.
+    from urllib.parse import quote
+
+    model = mw.Model(id="dep", api="openai-chat", provider="azure-openai",
+                     base_url=f"http://{recorder.netloc}?api-version={quote(version)}")  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match="api_version"):
+        mw.stream_sync(model, CTX, api_key="azure-key-1")
+    assert recorder.lines == []
+
+
+def test_format_checks_refuse_a_trailing_newline() -> None:
+    from modelwire.cloud.google import resolve_location, resolve_project
+
+    with pytest.raises(mw.ConfigurationError, match="location"):
+        resolve_location("us-central1\n")
+    with pytest.raises(mw.ConfigurationError, match="project"):
+        resolve_project("my-project-1\n")
+    with pytest.raises(mw.ConfigurationError):
+        mw.Tool(name="read\n", description="d", parameters={"type": "object"},
+                execute=lambda args, ctx: "x")  # fmt: skip
+    # Gemini's FunctionDeclaration.name format, checked when the body is built.
+    gemini = mw.Model(id="gemini-x", api="google-generative-ai", provider="google",
+                      base_url="http://127.0.0.1:9/v1beta")  # fmt: skip
+    tools = [mw.ToolDefinition(name="read\n", description="d", parameters={"type": "object"})]
+    with pytest.raises(mw.ConfigurationError, match="read"):
+        mw.stream_sync(gemini, mw.Context(messages=CTX.messages, tools=tools), api_key="k")

@@ -891,3 +891,77 @@ def test_every_registered_api_traces_one_record_per_frame() -> None:
         for record, (_, payload) in zip(sse, frames, strict=True):
             got = record.data if isinstance(payload, str) else json.loads(record.data)
             assert got == payload, api
+
+
+# --------------------------------------------------------------------------- userinfo in base_url
+# ``user:password@`` in a base_url is sent as HTTP Basic auth (RFC 7617), as httpx and
+# curl send it; the URL that is sent, traced and shown carries none of it.
+PASSWORD = "s3cret-pass-77Qx"
+
+
+def test_userinfo_is_sent_as_basic_auth_and_never_shown(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    import base64
+    import io
+
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    caplog.set_level("DEBUG")  # httpx logs each request's URL at INFO
+
+    from modelwire._cli import main
+    from test_url_paths import Recorder
+
+    rec = Recorder(answer=f"bad credentials alice:{PASSWORD}".encode())
+    try:
+        base = f"http://alice:{PASSWORD}@{rec.netloc}/v1"
+        model = mw.Model(id="m", api="openai-chat", provider="vllm", base_url=base)
+        log = TraceLog()
+        message = mw.complete_sync(model, CTX, trace=log, max_retries=0)
+        # Sent: the path without userinfo, the pair in Authorization: Basic.
+        assert rec.lines[-1].split(" ")[1] == "/v1/chat/completions"
+        pair = base64.b64encode(f"alice:{PASSWORD}".encode()).decode()
+        assert rec.headers[-1]["authorization"] == f"Basic {pair}"
+        # Shown: the trace's request URL, its headers, the error text, reprs.
+        [request] = [r for r in log.records if isinstance(r, RequestTrace)]
+        assert request.url == f"http://{rec.netloc}/v1/chat/completions"
+        assert message.error is not None
+        shown = [repr(r) for r in log.records]
+        shown += [message.error.message, repr(model), repr(message.error), str(model)]
+        shown += [r.getMessage() for r in caplog.records]
+        assert any(rec.netloc in r.getMessage() for r in caplog.records)  # httpx logged it
+        for text in shown:
+            assert PASSWORD not in text and pair not in text, text
+        assert "[redacted]@" in repr(model)
+        # CLI output: the error line and the connect hint.
+        code = main(["chat", "-m", "local/m", "--base-url", base, "--api", "openai-chat",
+                     "--timeout", "2", "hi"])  # fmt: skip
+        out, err = capsys.readouterr()
+        assert code != 0 and PASSWORD not in out + err
+    finally:
+        rec.server.shutdown()
+        rec.server.server_close()
+    dead = f"http://alice:{PASSWORD}@127.0.0.1:9/v1"
+    code = main(["chat", "-m", "local/m", "--base-url", dead, "--api", "openai-chat",
+                 "--timeout", "2", "hi"])  # fmt: skip
+    out, err = capsys.readouterr()
+    assert code != 0 and "connect" in out + err and PASSWORD not in out + err
+
+
+def test_userinfo_with_credentials_in_authorization_already_is_refused() -> None:
+    model = mw.Model(id="m", api="openai-chat", provider="openai",
+                     base_url=f"http://alice:{PASSWORD}@127.0.0.1:9/v1")  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match="Basic auth") as info:
+        mw.stream_sync(model, CTX, api_key="sk-test-key-123")
+    assert PASSWORD not in str(info.value) and "[redacted]@127.0.0.1:9" in str(info.value)
+
+
+def test_a_request_repr_and_a_bad_base_url_error_hide_userinfo() -> None:
+    from modelwire._options import HTTPRequest
+
+    request = HTTPRequest(url=f"https://u:{PASSWORD}@h.test/v1", headers={}, body=b"")
+    assert PASSWORD not in repr(request)
+    with pytest.raises(mw.ConfigurationError) as info:
+        mw.Model(id="m", api="openai-chat", provider="p", base_url=f"ftp://u:{PASSWORD}@h/v1")
+    assert PASSWORD not in str(info.value)

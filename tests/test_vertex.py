@@ -675,12 +675,17 @@ def test_a_connect_error_names_the_origin_only(provider: str) -> None:
 
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed on exit: connecting is refused
-    model = vertex(provider, f"http://user:hunter2pw@127.0.0.1:{port}{SCOPED}")
+    model = vertex(provider, f"http://127.0.0.1:{port}{SCOPED}")
     message = mw.complete_sync(model, CTX, api_key=TOKEN, max_retries=0)
     assert message.error is not None and message.error.kind == "connect"
     assert f"http://127.0.0.1:{port}" in message.error.message
-    for secret in ("hunter2pw", "user:", "proj-test-123", TOKEN):
+    for secret in ("proj-test-123", TOKEN):
         assert secret not in message.error.message
+    # user:password@ is Basic auth, which a bearer token excludes: refused, not shown.
+    with_userinfo = vertex(provider, f"http://user:hunter2pw@127.0.0.1:{port}{SCOPED}")
+    with pytest.raises(mw.ConfigurationError, match="Basic auth") as info:
+        mw.complete_sync(with_userinfo, CTX, api_key=TOKEN, max_retries=0)
+    assert "hunter2pw" not in str(info.value) and "user:" not in str(info.value)
 
 
 @pytest.mark.parametrize(
@@ -744,3 +749,27 @@ def test_building_the_request_is_pure_and_the_rules_read_the_environment(
     assert "poisoned-project" not in poisoned.url
     prepared = apply_provider_rules(model, options, poisoned)
     assert "/projects/poisoned-project/locations/europe-west4/" in prepared.url
+
+
+@pytest.mark.parametrize("provider", list(PROVIDERS))
+@pytest.mark.parametrize(
+    ("var", "value"),
+    [
+        ("GOOGLE_CLOUD_PROJECT", "../../escape"),
+        ("GOOGLE_CLOUD_PROJECT", "proj-test-123/../x"),
+        ("GOOGLE_CLOUD_PROJECT", "proj-test-123?x=1"),
+        ("GOOGLE_CLOUD_LOCATION", "us-east5/../../x"),
+        ("GOOGLE_CLOUD_LOCATION", "evil.example#"),
+        ("GOOGLE_CLOUD_LOCATION", "us-east5\nx"),
+    ],
+)
+def test_a_hostile_project_or_location_never_reaches_the_url(
+    provider: str, var: str, value: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Both go into the path (and the location into the host name): refused, naming
+    # the variable, before any request.
+    monkeypatch.setenv("GOOGLE_CLOUD_PROJECT", "proj-test-123")
+    monkeypatch.setenv(var, value)
+    model = vertex(provider, "http://127.0.0.1:9/v1")
+    with pytest.raises(mw.ConfigurationError, match=var):
+        mw.stream_sync(model, CTX, api_key=TOKEN)

@@ -44,6 +44,7 @@ from ._catalog_schema import (
     TemplateEntry as TemplateEntry,  # re-exported: a public name of this module
 )
 from ._options import REASONING_LEVELS
+from ._redact import redact_url
 from .errors import ConfigurationError
 from .types import AssistantMessage, Model, ModelCost
 
@@ -99,7 +100,7 @@ def _check_url(url: str, where: str, *, local: bool) -> None:
     if parts.scheme == "http" and is_loopback(url):
         return
     want = "http on a loopback address" if local else "https (or http on a loopback address)"
-    raise ConfigurationError(f"{where} must be {want}, got {url!r}")
+    raise ConfigurationError(f"{where} must be {want}, got {redact_url(url)!r}")
 
 
 def _check_positive(value: int, where: str) -> None:
@@ -370,7 +371,7 @@ def _env_base_url(m: Model) -> Model:
     if not url:
         return m
     if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-        raise ConfigurationError(f"{var} must be an http(s) URL, got {url!r}")
+        raise ConfigurationError(f"{var} must be an http(s) URL, got {redact_url(url)!r}")
     if version and not url.endswith(version):
         url += version
     return msgspec.structs.replace(m, base_url=url)

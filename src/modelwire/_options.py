@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, 
 
 import msgspec
 
-from ._redact import is_credential_header, redact
+from ._redact import is_credential_header, redact, redact_url
 from .errors import ConfigurationError, MissingAPIKeyError
 
 if TYPE_CHECKING:
@@ -30,6 +30,7 @@ __all__ = [
     "RequestOptions",
     "StreamOptions",
     "Timeout",
+    "check_credential",
     "check_extra_body",
     "check_option_names",
     "encode_body",
@@ -130,7 +131,7 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
     def __repr__(self) -> str:
         headers = {k: "[redacted]" if is_credential_header(k) else redact(v, self.secrets)
                    for k, v in self.headers.items()}  # fmt: skip
-        url = redact(self.url, self.secrets)
+        url = redact_url(redact(self.url, self.secrets))
         return f"HTTPRequest(url={url!r}, headers={headers!r}, body=<{len(self.body)} bytes>)"
 
 
@@ -252,7 +253,7 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
     if api_key is not None:
         if not isinstance(api_key, str) or not api_key:
             raise ConfigurationError("api_key must be a non-empty string or a callable")
-        _check_key(api_key, "api_key")
+        check_credential(api_key, "api_key")
         return api_key
     names = ENV_KEYS.get(provider)
     if not names:
@@ -260,7 +261,7 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
     for name in names:
         value = os.environ.get(name)
         if value:
-            _check_key(value, name)
+            check_credential(value, name)
             return value
     from ._providers._records import key_optional
 
@@ -274,11 +275,17 @@ def resolve_api_key(provider: str, api_key: str | Callable[[], str] | None) -> s
     )
 
 
-def _check_key(key: str, source: str) -> None:
-    """A key read from a file often ends in a newline: the HTTP client would refuse
-    the header only once the request starts, quoting the key in its error. Refuse
-    it here, before any request, without quoting it (DESIGN §3 rule 6)."""
-    if key != key.strip() or any(ord(c) < 0x20 or ord(c) == 0x7F for c in key):
+def check_credential(key: str, source: str) -> None:
+    """Refuse a credential (API key, token, AWS key or session token) that cannot be
+    a header value, naming ``source`` (the option or variable), never the value.
+
+    A key read from a file often ends in a newline: the HTTP client would refuse
+    the header only once the request starts, as a retryable ``connect`` failure
+    quoting the key; a CR/LF inside one would split the header (RFC 9110 §5.5).
+    Refused here, before any request (DESIGN §3 rule 6)."""
+    if not isinstance(key, str):
+        raise ConfigurationError(f"{source} must be a string, not {type(key).__name__}")
+    if key != key.strip() or any(ord(c) < 0x20 or 0x7F <= ord(c) <= 0x9F for c in key):
         raise ConfigurationError(
             f"{source} contains whitespace at an end or a control character (a trailing "
             "newline from a file?); strip it before passing it"

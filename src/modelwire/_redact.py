@@ -40,6 +40,8 @@ __all__ = [
     "is_credential_header",
     "redact",
     "redact_bytes",
+    "redact_url",
+    "split_userinfo",
     "tail",
 ]
 
@@ -119,6 +121,34 @@ def _basic(token: str) -> list[str]:
         return []
     password = pair.partition(":")[2]
     return [s for s in (pair, password) if len(s) >= MIN_FRAGMENT]
+
+
+# ``scheme://userinfo@host`` (RFC 3986 §3.2.1): everything between "//" and the
+# last "@" before the path is userinfo, which may hold a password or a token.
+_USERINFO = re.compile(r"(?P<head>[A-Za-z][A-Za-z0-9+.-]*://)(?P<userinfo>[^/?#]*)@")
+
+
+def redact_url(text: str) -> str:
+    """``text`` with the userinfo of every URL in it replaced by ``[redacted]``
+    (``https://user:pw@host/v1`` → ``https://[redacted]@host/v1``): shown URLs never
+    carry a password, whether or not it is also a known secret."""
+    if "@" not in text:
+        return text
+    return _USERINFO.sub(lambda m: f"{m['head']}{MARK}@", text)
+
+
+def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
+    """``(url without userinfo, user, password)`` — both percent-decoded, ``None``
+    when the URL has none (RFC 3986 §3.2.1; the password after the first ``:``)."""
+    from urllib.parse import unquote, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    userinfo, at, host = parts.netloc.rpartition("@")
+    if not at:
+        return url, None, None
+    user, colon, password = userinfo.partition(":")
+    bare = urlunsplit(parts._replace(netloc=host))
+    return bare, unquote(user), unquote(password) if colon else None
 
 
 @functools.lru_cache(maxsize=64)

@@ -57,7 +57,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
 import msgspec
 
-from ._redact import StreamRedactor, is_credential_header, redact
+from ._redact import StreamRedactor, is_credential_header, redact, redact_url
 from .types import AssistantMessage, Context
 
 if TYPE_CHECKING:
@@ -431,7 +431,7 @@ class Tracer:
         except msgspec.DecodeError:
             body = text
         self.emit(RequestTrace(id="request", parent=self.origin, method="POST",
-                               url=self.redact(request.url), headers=headers, body=body,
+                               url=redact_url(self.redact(request.url)), headers=headers, body=body,
                                size=len(request.body)))  # fmt: skip
         self.origin = self.last = "request"
 

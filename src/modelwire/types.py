@@ -18,6 +18,7 @@ import msgspec
 
 # ErrorInfo lives in errors (the exception tree builds it); re-exported here as a
 # protocol type, so errors never imports types (no import cycle).
+from ._redact import redact_url
 from .errors import ConfigurationError, ErrorInfo, from_info
 
 __all__ = [
@@ -496,8 +497,17 @@ class Model(_Value, frozen=True):
                 raise ConfigurationError(f"Model.{limit} must be a positive integer, got {value!r}")
         if not self.base_url.startswith(("http://", "https://")):
             raise ConfigurationError(
-                f"Model.base_url must start with http:// or https://, got {self.base_url!r}"
+                f"Model.base_url must start with http:// or https://, got "
+                f"{redact_url(self.base_url)!r}"
             )
+
+    def __repr__(self) -> str:
+        # user:password@ in base_url is a credential (sent as Basic auth): not shown.
+        shown = (
+            f"{f}={(redact_url(v) if f == 'base_url' else v)!r}"
+            for f, v in ((f, getattr(self, f)) for f in self.__struct_fields__)
+        )
+        return f"Model({', '.join(shown)})"
 
     @property
     def url_root(self) -> str:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._apis import DEFAULT_API
+from .._redact import redact_url
 from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
@@ -64,9 +65,9 @@ def _report_failure(message: AssistantMessage | None, model: Model | None = None
             # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
             from urllib.parse import urlsplit
 
-            where = urlsplit(model.base_url).netloc
+            where = urlsplit(model.base_url).netloc.rpartition("@")[2]
             if where and where not in text:
-                text += f" (tried {model.base_url})"
+                text += f" (tried {redact_url(model.base_url)})"
         fail(message.error.kind, text)
 
 
@@ -310,7 +311,7 @@ def run(args: argparse.Namespace) -> int:
     if not is_loopback(model.base_url) and not args.allow_paid_api:
         raise CLIError(
             "paid_api_not_allowed",
-            f"run sends the contents of files under {str(root)!r} to {model.base_url}, "
+            f"run sends the contents of files under {str(root)!r} to {redact_url(model.base_url)}, "
             "a remote API that may bill you; pass --allow-paid-api to allow it",
         )
     if not root.is_dir():

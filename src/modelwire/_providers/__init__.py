@@ -36,6 +36,7 @@ __all__ = [
     "provider_module",
     "provider_rules",
     "register_provider",
+    "userinfo_auth",
 ]
 
 
@@ -119,15 +120,21 @@ def apply_provider_rules(
     """``request`` (as the wire API built it) with the rules of ``model.provider``
     applied: its URL, its body, its key header in place of the API's (every header
     carrying the key is replaced), the new credential values added to the secrets,
-    and its authorizer. Unchanged when the provider has no rules."""
+    and its authorizer. Then, for every provider: a URL with a ``.`` or ``..`` path
+    segment is refused, and ``user:password@`` in it becomes Basic auth
+    (:func:`userinfo_auth`)."""
+    from .._url import check_url_path
+
     rules = provider_rules(model.provider)
     if rules is None:
-        return request
+        check_url_path(request.url, f"the model id and base_url of {model.provider}/{model.id}")
+        return userinfo_auth(model, request)
     import msgspec
 
     from .._redact import credential_secrets
 
     url = rules.url(model, model.api, request.url)
+    check_url_path(url, f"the model id and base_url of {model.provider}/{model.id}")
     body = request.body
     if type(rules).body is not ProviderRules.body:
         from .._options import encode_body
@@ -150,11 +157,48 @@ def apply_provider_rules(
         secrets.append(key)
         secrets.extend(credential_secrets(added))
     authorizer = rules.authorizer(model, options) or request.authorizer
-    return msgspec.structs.replace(
+    ruled = msgspec.structs.replace(
         request,
         url=url,
         headers=headers,
         body=body,
         secrets=tuple(dict.fromkeys(secrets)),
         authorizer=authorizer,
+    )
+    return userinfo_auth(model, ruled)
+
+
+def userinfo_auth(model: Model, request: HTTPRequest) -> HTTPRequest:
+    """``request`` with the ``user:password@`` of its URL moved into an
+    ``Authorization: Basic`` header (RFC 7617; what httpx, requests and curl send
+    for such a URL), so the URL that is sent, traced and shown carries none, and
+    the credentials are secrets like any key. A request that already has
+    credentials in ``Authorization`` (a key, a token, a SigV4 signature) cannot
+    carry both: a :class:`ConfigurationError`, before any I/O. Unchanged without
+    userinfo."""
+    from .._redact import credential_secrets, redact_url, split_userinfo
+
+    bare, user, password = split_userinfo(request.url)
+    if user is None:
+        return request
+    if request.authorizer is not None or any(n.lower() == "authorization" for n in request.headers):
+        raise ConfigurationError(
+            f"the base_url of {model.provider}/{model.id} ({redact_url(request.url)}) "
+            "carries a user name and password, sent as HTTP Basic auth, but the request "
+            "has credentials in Authorization already (an API key, a token or a "
+            "signature): drop the userinfo, or pass the key some other way"
+        )
+    import base64
+
+    import msgspec
+
+    token = base64.b64encode(f"{user}:{password or ''}".encode()).decode("ascii")
+    lower = all(name == name.lower() for name in request.headers)
+    added = {("authorization" if lower else "Authorization"): f"Basic {token}"}
+    secrets = (*request.secrets, *credential_secrets(added))
+    return msgspec.structs.replace(
+        request,
+        url=bare,
+        headers={**request.headers, **added},
+        secrets=tuple(dict.fromkeys(s for s in secrets if s)),
     )

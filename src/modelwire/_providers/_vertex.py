@@ -53,9 +53,10 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, urlsplit, urlunsplit
+from urllib.parse import urlsplit, urlunsplit
 
 from .._options import ENV_KEYS
+from .._url import path_segment
 from ..errors import ConfigurationError, MissingAPIKeyError
 from . import ProviderRules
 
@@ -78,7 +79,7 @@ ANTHROPIC_VERSION = "vertex-2023-10-16"
 #: Google's global Vertex AI host; a regional location gets ``{location}-`` in front.
 GOOGLE_HOST = "aiplatform.googleapis.com"
 # ``…/projects/{p}/locations/{l}`` in a base_url, and whatever follows it.
-_SCOPED = re.compile(r"/projects/([^/]+)/locations/([^/]+)(?:/.*)?$")
+_SCOPED = re.compile(r"/projects/([^/]+)/locations/([^/]+)(?:/.*)?\Z", re.S)
 
 
 def vertex_location(model: Model) -> tuple[str | None, str]:
@@ -196,10 +197,15 @@ class VertexRules(ProviderRules):
         if parts.hostname == GOOGLE_HOST and location != "global":
             netloc = f"{location}-{GOOGLE_HOST}"
         if project is not None:
+            # Both are checked against their formats (modelwire.cloud.google); encoded
+            # too, as every value put into the path is.
+            project = path_segment(project, "the Vertex AI project", safe=":")
+            location = path_segment(location, "the Vertex AI location")
             path += f"/projects/{project}/locations/{location}"
         # else Vertex AI express mode: an API key and no project in the path. Whether
         # a key is sent is known only to authorizer(), which refuses anything else.
-        model_id = quote(model.id, safe="@")  # Claude ids: claude-sonnet-4-5@20250929
+        # One segment; '@' is a pchar (RFC 3986 §3.3): claude-sonnet-4-5@20250929.
+        model_id = path_segment(model.id, "the Vertex AI model id (Model.id)", safe="@")
         path += f"/publishers/{self.publisher}/models/{model_id}{self.method}"
         return urlunsplit((parts.scheme, netloc, path, "", ""))
 

@@ -42,7 +42,7 @@ __all__ = ["RULES", "AmazonBedrockRules", "LazySigV4"]
 _CHAIN_VARS = ("AWS_PROFILE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
                "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")  # fmt: skip
 _signers: dict[str, SigV4Signer] = {}
-_HOST = re.compile(r"^https://bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:/|$)")
+_HOST = re.compile(r"^https://bedrock-runtime(?:-fips)?\.([a-z0-9-]+)\.amazonaws\.com(?:/|\Z)")
 
 
 def endpoint_region(url: str) -> str | None:
@@ -120,10 +120,13 @@ class AmazonBedrockRules(ProviderRules):
                 "needs botocore: pip install 'modelwire[bedrock]', or set "
                 "AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key)"
             )
+        from ..cloud.aws import check_credential_environment, resolve_region
+
+        # The credential chain is read when the request is sent; its variables are
+        # checked now, at stream(), so a CR/LF in one is a caller mistake up front.
+        check_credential_environment()
         region = endpoint_region(model.base_url)
         if region is None:
-            from ..cloud.aws import resolve_region
-
             region = resolve_region()
         return LazySigV4(region)
 

@@ -18,11 +18,16 @@ when a signer is built.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from .._options import check_credential
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 
@@ -31,9 +36,11 @@ if TYPE_CHECKING:
 
 __all__ = [
     "BEDROCK_API_KEY_ENV",
+    "CREDENTIAL_ENVS",
     "BedrockAuth",
     "SigV4Signer",
     "bedrock_api_key",
+    "check_credential_environment",
     "resolve_region",
 ]
 
@@ -41,13 +48,47 @@ __all__ = [
 BEDROCK_API_KEY_ENV = "AWS_BEARER_TOKEN_BEDROCK"
 
 _REGION_ENVS = ("AWS_REGION", "AWS_DEFAULT_REGION")
-_REGION_RE = re.compile(r"^[a-z]{2}(-[a-z0-9]+)+-[0-9]+$")
+_REGION_RE = re.compile(r"[a-z]{2}(-[a-z0-9]+)+-[0-9]+")
 _NO_CREDENTIALS = (
     "no AWS credentials found: set AWS_BEARER_TOKEN_BEDROCK (a Bedrock API key), or "
     "AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (plus AWS_SESSION_TOKEN for temporary "
     "credentials), or AWS_PROFILE naming a profile in ~/.aws/config or ~/.aws/credentials, "
     "or run where a container or instance role is available"
 )
+
+
+# botocore.auth logs the canonical request (which carries X-Amz-Security-Token),
+# the string to sign and the signature at DEBUG. While we sign, its records made in
+# this context are dropped by a filter on those loggers; botocore used elsewhere in
+# the process logs as it always does.
+_SIGNING: ContextVar[bool] = ContextVar("modelwire_sigv4_signing", default=False)
+_QUIET_LOGGERS = ("botocore.auth",)
+
+
+class _WhileSigning(logging.Filter):
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not _SIGNING.get()
+
+
+_FILTER = _WhileSigning()
+_filter_lock = threading.Lock()
+_filter_installed = False
+
+
+@contextmanager
+def _quiet_botocore() -> Iterator[None]:
+    global _filter_installed
+    if not _filter_installed:
+        with _filter_lock:
+            if not _filter_installed:
+                for name in _QUIET_LOGGERS:
+                    logging.getLogger(name).addFilter(_FILTER)
+                _filter_installed = True
+    token = _SIGNING.set(True)
+    try:
+        yield
+    finally:
+        _SIGNING.reset(token)
 
 
 def _require_botocore() -> None:
@@ -62,14 +103,35 @@ def _require_botocore() -> None:
 
 
 def bedrock_api_key() -> str | None:
-    """The Bedrock API key from ``AWS_BEARER_TOKEN_BEDROCK``, or None when unset or blank."""
-    key = os.environ.get(BEDROCK_API_KEY_ENV, "").strip()
-    return key or None
+    """The Bedrock API key from ``AWS_BEARER_TOKEN_BEDROCK``, or None when unset or
+    blank; a :class:`ConfigurationError` naming it when it cannot be a header value."""
+    key = os.environ.get(BEDROCK_API_KEY_ENV, "")
+    if not key.strip():
+        return None
+    check_credential(key, BEDROCK_API_KEY_ENV)
+    return key
+
+
+#: The variables botocore's environment provider reads (``AWS_SECURITY_TOKEN`` is
+#: the older name of the session token).
+CREDENTIAL_ENVS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN",
+                   "AWS_SECURITY_TOKEN")  # fmt: skip
+
+
+def check_credential_environment() -> None:
+    """Refuse, before any request, an AWS credential variable holding a control
+    character or surrounding whitespace: botocore sends the access key id and the
+    session token in headers as read, so a CR/LF would fail only at send time (or
+    split a header). The error names the variable, never its value."""
+    for name in CREDENTIAL_ENVS:
+        value = os.environ.get(name)
+        if value:
+            check_credential(value, name)
 
 
 def _check_region(region: str, source: str) -> str:
     region = region.strip()
-    if not _REGION_RE.match(region):
+    if not _REGION_RE.fullmatch(region):
         raise ConfigurationError(
             f"{source} is {region!r}, which is not an AWS region name; "
             "use a region such as 'us-east-1' or 'eu-central-1'"
@@ -132,6 +194,7 @@ class SigV4Signer:
         self.region = _check_region(region, "region")
         self.service = service
         if credentials is None:
+            check_credential_environment()
             credentials = _load_credentials(profile)
         self._credentials = credentials
 
@@ -160,9 +223,16 @@ class SigV4Signer:
                 "the body to sign must be the exact bytes that will be sent (bytes), "
                 f"not {type(body).__name__}"
             )
+        # Credentials from a profile, a credential_process or a container endpoint
+        # are checked here, where they are first seen (the variables were at
+        # construction): what goes into a header must be a header value.
+        check_credential(frozen.access_key, "the AWS access key id from the credential chain")
+        if frozen.token:
+            check_credential(frozen.token, "the AWS session token from the credential chain")
         request = AWSRequest(method=method.upper(), url=url, headers=dict(headers), data=body)
         auth = SigV4Auth(frozen, self.service, self.region)
-        auth.add_auth(request)
+        with _quiet_botocore():
+            auth.add_auth(request)
         out: dict[str, str] = {}
         for name in ("Authorization", "X-Amz-Date", "Date", "X-Amz-Security-Token"):
             value = request.headers.get(name)
@@ -252,7 +322,9 @@ class BedrockAuth:
         self.region = (
             signer.region if signer is not None else resolve_region(region, profile=profile)
         )
-        self._api_key = api_key.strip() if api_key else bedrock_api_key()
+        if api_key:
+            check_credential(api_key, "BedrockAuth(api_key=)")
+        self._api_key = api_key or bedrock_api_key()
         self._signer: SigV4Signer | None = None
         if self._api_key is None:
             self._signer = signer or SigV4Signer(self.region, profile=profile)

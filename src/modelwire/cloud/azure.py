@@ -30,9 +30,12 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from .._options import check_credential
 from .._providers import ProviderRules
+from .._redact import redact_url
+from .._url import path_segment
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 from ._tokens import REFRESH_MARGIN, TokenCache
@@ -66,7 +69,7 @@ API_VERSION_ENV = "OPENAI_API_VERSION"
 # The endpoints Azure OpenAI serves. Which wire API uses which is asked of the
 # registry (WireAPI.path), so this module names no API (tests/test_registry.py).
 _ENDPOINTS = ("chat/completions", "responses")
-_DATED = re.compile(r"^\d{4}-\d{2}-\d{2}(-preview)?$")
+_DATED = re.compile(r"\d{4}-\d{2}-\d{2}(-preview)?")
 
 
 class _AccessToken(Protocol):
@@ -120,12 +123,12 @@ def azure_url(
     parts = urlsplit(endpoint.strip())
     if parts.scheme not in ("https", "http") or not parts.hostname:
         raise ConfigurationError(
-            f"the Azure OpenAI endpoint {endpoint!r} is not an http(s) URL; use "
+            f"the Azure OpenAI endpoint {redact_url(endpoint)!r} is not an http(s) URL; use "
             "https://my-resource.openai.azure.com"
         )
     if parts.query or parts.fragment:
         raise ConfigurationError(
-            f"the Azure OpenAI endpoint {endpoint!r} has a query or fragment; give the "
+            f"the Azure OpenAI endpoint {redact_url(endpoint)!r} has a query or fragment; give the "
             "resource URL only and the API version as api_version"
         )
     base = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
@@ -134,14 +137,14 @@ def azure_url(
     if api_version in (None, "v1", "preview"):
         query = "?api-version=preview" if api_version == "preview" else ""
         return f"{base}/openai/v1/{path}{query}"
-    if not _DATED.match(api_version):
+    if not _DATED.fullmatch(api_version):
         raise ConfigurationError(
             f"api_version {api_version!r} is neither a dated Azure OpenAI API version "
             "(e.g. '2024-10-21') nor 'v1' / 'preview'"
         )
     if v1_endpoint:
         raise ConfigurationError(
-            f"the endpoint {endpoint!r} is the /openai/v1 form, which takes no dated "
+            f"the endpoint {redact_url(endpoint)!r} is the /openai/v1 form, which takes no dated "
             f"api_version ({api_version!r}): drop one of them"
         )
     version = f"api-version={api_version}"
@@ -152,7 +155,8 @@ def azure_url(
             f"Chat Completions with api_version {api_version!r} needs the deployment "
             "name (the URL is /openai/deployments/{deployment}/chat/completions)"
         )
-    return f"{base}/openai/deployments/{quote(deployment, safe='')}/{path}?{version}"
+    name = path_segment(deployment, "the Azure OpenAI deployment name (Model.id)")
+    return f"{base}/openai/deployments/{name}/{path}?{version}"
 
 
 def _endpoint(api: str) -> str | None:
@@ -160,7 +164,9 @@ def _endpoint(api: str) -> str | None:
     from .._apis import find_api
 
     wire = find_api(api) if isinstance(api, str) else None
-    path = wire.path("").strip("/") if wire is not None else None
+    # The endpoint for a placeholder id: an API that puts the id in its path
+    # (Gemini, Bedrock) is not one Azure serves.
+    path = wire.path("m").split("?", 1)[0].strip("/") if wire is not None else None
     return path if path in _ENDPOINTS else None
 
 
@@ -200,8 +206,10 @@ class AzureAuth:
         self._scope = scope
         self._last_token = ""
         if api_key:
+            check_credential(api_key, "AzureAuth(api_key=)")
             self._api_key = api_key
         elif ad_token:
+            check_credential(ad_token, "AzureAuth(ad_token=)")
             self._ad_token = ad_token
         elif token_provider is not None:
             self._provider = token_provider
@@ -210,9 +218,9 @@ class AzureAuth:
                 credential = _default_credential()
             self._credential = credential
             self._cache = TokenCache(self._fetch, clock=clock, margin=margin)
-        elif env_token := os.environ.get(AD_TOKEN_ENV, "").strip():
+        elif env_token := _env_credential(AD_TOKEN_ENV):
             self._ad_token = env_token
-        elif env_key := os.environ.get(API_KEY_ENV, "").strip():
+        elif env_key := _env_credential(API_KEY_ENV):
             self._api_key = env_key
         else:
             raise MissingAPIKeyError(
@@ -299,7 +307,19 @@ class AzureAuth:
 def _checked(token: Any, source: str) -> str:
     if not isinstance(token, str) or not token.strip():
         raise AuthenticationError(f"{source} did not return a bearer token (a non-empty string)")
+    check_credential(token, f"the token from {source}")
     return token
+
+
+def _env_credential(name: str) -> str | None:
+    """Variable ``name`` when set (blank counts as unset), refused before any request
+    when it holds a control character or surrounding whitespace (a CR/LF would
+    split the header)."""
+    value = os.environ.get(name, "")
+    if not value.strip():
+        return None
+    check_credential(value, name)
+    return value
 
 
 def _close(awaitable: Any) -> None:
@@ -371,7 +391,7 @@ class AzureOpenAIRules(ProviderRules):
             return self._auth
         if options.api_key:
             return None  # the api-key header (auth above) carries it
-        token = os.environ.get(AD_TOKEN_ENV, "").strip()
+        token = _env_credential(AD_TOKEN_ENV)
         if token:
             return AzureAuth(ad_token=token)
         # Raised while the request is built: at mw.stream(), before any I/O.

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
+from .._options import check_credential
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 from ._tokens import REFRESH_MARGIN, TokenCache
@@ -50,8 +51,8 @@ LOCATION_ENVS = ("GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION")
 # Project ids: 6–30 lowercase letters, digits, hyphens (plus legacy "domain:id");
 # locations: "global" or a region such as "us-central1". Either is put into a
 # URL path, so anything else is refused rather than escaped.
-_PROJECT_RE = re.compile(r"^([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]$")
-_LOCATION_RE = re.compile(r"^[a-z][a-z0-9-]*[a-z0-9]$")
+_PROJECT_RE = re.compile(r"([a-z0-9.-]+:)?[a-z][a-z0-9-]{4,28}[a-z0-9]")
+_LOCATION_RE = re.compile(r"[a-z][a-z0-9-]*[a-z0-9]")
 
 
 def _env(names: Sequence[str]) -> tuple[str, str] | None:
@@ -76,7 +77,7 @@ def resolve_project(project: str | None = None, *, adc_project: str | None = Non
                 "no Google Cloud project: pass project=, or set GOOGLE_CLOUD_PROJECT "
                 "(or use credentials that name one, e.g. a service-account key file)"
             )
-    if not _PROJECT_RE.match(project):
+    if not _PROJECT_RE.fullmatch(project):
         raise ConfigurationError(f"{source} is {project!r}, which is not a Google Cloud project id")
     return project
 
@@ -92,7 +93,7 @@ def resolve_location(location: str | None = None) -> str:
                 "(e.g. 'us-central1' or 'global'; CLOUD_ML_REGION is read too)"
             )
         source, location = found
-    if not _LOCATION_RE.match(location):
+    if not _LOCATION_RE.fullmatch(location):
         raise ConfigurationError(
             f"{source} is {location!r}, which is not a Vertex AI location "
             "(e.g. 'us-central1', 'europe-west4', 'global')"
@@ -159,8 +160,10 @@ class VertexAuth:
         self._adc_project: str | None = None
         self._project, self._location = project, location
         if token:
+            check_credential(token, "VertexAuth(token=)")
             self._static = ("Authorization", "Bearer ")
         elif api_key:
+            check_credential(api_key, "VertexAuth(api_key=)")
             self._static = ("x-goog-api-key", "")
         else:
             _require_google_auth()
@@ -226,6 +229,7 @@ class VertexAuth:
         token = self._credentials.token
         if not isinstance(token, str) or not token:
             raise AuthenticationError("the Google token endpoint returned no access token")
+        check_credential(token, "the access token from the Google token endpoint")
         expiry = self._credentials.expiry  # naive UTC (google-auth's convention)
         expires_at = expiry.replace(tzinfo=UTC).timestamp() if expiry else None
         return token, expires_at

@@ -246,7 +246,7 @@ Execute: TypeAlias = Callable[
 ]
 
 # OpenAI and Anthropic both accept ^[a-zA-Z0-9_-]{1,64}$ for function names.
-_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def _schema_of(parameters: Any) -> dict[str, Any]:
@@ -313,7 +313,7 @@ class Tool:
         *,
         timeout: float | None = None,
     ) -> None:
-        if not isinstance(name, str) or not _NAME.match(name):
+        if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigurationError(
                 f"Tool name {name!r} must match ^[A-Za-z0-9_-]{{1,64}}$ (provider limit)"
             )

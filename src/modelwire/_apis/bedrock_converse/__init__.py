@@ -31,11 +31,12 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import quote, unquote
+from urllib.parse import unquote
 
 import msgspec
 
 from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ..._url import path_segment
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -370,8 +371,9 @@ class BedrockConverseAPI:
     handoff = IdRules(lambda model: SAFE_ID_RULE)
 
     def path(self, model_id: str) -> str:
-        # The id may hold ':' and '/' (versions, ARNs): every reserved byte is encoded.
-        return f"/model/{quote(model_id, safe='')}{_SUFFIX}"
+        # The id may hold ':' and '/' (versions, inference-profile ARNs): the API
+        # reference says to URL-encode it, so it stays one segment.
+        return f"/model/{path_segment(model_id, 'the Bedrock model id (Model.id)')}{_SUFFIX}"
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         check_context_values(context)

@@ -22,12 +22,13 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import quote
+from urllib.parse import unquote
 
 import msgspec
 
 from ..._assemble import parse_arguments
 from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ..._url import path_segment
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -128,7 +129,7 @@ def detect_compat(model: Model) -> GoogleCompat:
 RESERVED = frozenset({"model", "stream", "contents", "tools", "toolConfig", "tool_config",
                       "systemInstruction", "system_instruction"})  # fmt: skip
 _GEN_RESERVED = frozenset({"maxOutputTokens", "max_output_tokens"})
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_.:\-]{0,63}$")  # FunctionDeclaration.name
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.:\-]{0,63}")  # FunctionDeclaration.name
 _LEVELS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "high"}
 _BUDGETS = {"low": 2048, "medium": 8192}
 
@@ -240,7 +241,7 @@ def _tools(context: Context) -> list[dict[str, Any]] | None:
         return None
     decls: list[dict[str, Any]] = []
     for i, tool in enumerate(context.tools):
-        if not _NAME.match(tool.name):
+        if not _NAME.fullmatch(tool.name):
             raise ConfigurationError(
                 f"tools[{i}].name {tool.name!r} is not a valid Gemini function name "
                 "(letters, digits, _ . : -, starting with a letter or _, at most 64)"
@@ -281,10 +282,28 @@ def _thinking(level: str, compat: GoogleCompat) -> dict[str, Any]:
     return {"thinkingBudget": budget, "includeThoughts": True}
 
 
+def model_resource(model_id: str) -> str:
+    """The Gemini API resource name of ``model_id``, encoded for the URL path: the
+    method is ``POST /v1beta/{model=models/*}:streamGenerateContent`` (also
+    ``tunedModels/*``), so ``gemini-2.5-flash`` and ``models/gemini-2.5-flash`` are
+    ``models/gemini-2.5-flash`` and ``tunedModels/my-model`` stays itself. What
+    follows the collection is one segment: a ``/``, ``:``, ``?`` or ``#`` in it is
+    data, and ``.`` / ``..`` are refused (ai.google.dev/api/generate-content)."""
+    collection, name = "models", model_id
+    for prefix in _COLLECTIONS:
+        if isinstance(model_id, str) and model_id.startswith(prefix + "/"):
+            collection, name = prefix, model_id[len(prefix) + 1 :]
+            break
+    return f"{collection}/{path_segment(name, 'the Gemini model id (Model.id)')}"
+
+
+_COLLECTIONS = ("models", "tunedModels")
+
+
 def _request_model(path: str, body: object) -> str | None:
     # The model id is a path segment: ``/models/{id}:streamGenerateContent``.
     tail = path.split("?", 1)[0].rsplit("/models/", 1)[-1]
-    return tail.split(":", 1)[0] or None
+    return unquote(tail.split(":", 1)[0]) or None
 
 
 def _request_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
@@ -331,7 +350,7 @@ class GoogleAPI:
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
 
     def path(self, model_id: str) -> str:
-        return f"/models/{quote(model_id, safe='/')}:streamGenerateContent?alt=sse"
+        return f"/{model_resource(model_id)}:streamGenerateContent?alt=sse"
 
     def build_body(self, model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
         compat = detect_compat(model)
