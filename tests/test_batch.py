@@ -377,7 +377,7 @@ async def test_token_bucket_takes_variable_amounts_and_settles() -> None:
     t0 = time.monotonic()
     await limiter.acquire(10)
     assert time.monotonic() - t0 >= 0.19
-    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive number"):
+    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive finite number"):
         Limits(rpm=0)
 
 

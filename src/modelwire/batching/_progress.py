@@ -61,7 +61,12 @@ def format_summary(s: dict[str, Any]) -> str:
     parts = [
         f"{s['ok']} done, {s['failed']} failed ({failed}), "
         f"{s['skipped_done']} already in the output, {s['skipped_cost']} not started (cost cap), "
-        f"{s['skipped_invalid']} invalid lines skipped",
+        f"{s['skipped_invalid']} invalid lines skipped"
+        + (
+            f", {s['skipped_deadline']} left by the run deadline"
+            if s.get("skipped_deadline")
+            else ""
+        ),
         f"{s['input_tokens']:,} input + {s['output_tokens']:,} output tokens, "
         f"{_money(s['cost'])}, {s['requests']} requests, {s['wall_s']:.2f} s",
     ]

@@ -9,10 +9,11 @@ both backends share every decision.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 
@@ -38,6 +39,8 @@ RETRYABLE = RETRYABLE_KINDS
 MAX_PAUSE = 600.0
 #: Connections per HTTP client (see ``run_requests``).
 POOL_SIZE = 16
+#: Why a line was not written: the cost cap refused an attempt, or the run ran out.
+SkipReason: TypeAlias = Literal["cost", "deadline"]
 
 
 class LimiterLike(Protocol):
@@ -62,6 +65,13 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     backoff_cap: float = 30.0
     agent_root: str | None = None
     agent_max_turns: int = 8
+    output_format: str = "modelwire"
+    """``"modelwire"`` or ``"openai"`` (the OpenAI Batch API output lines)."""
+    line_timeout: float | None = None
+    """Seconds one line may take, every attempt and backoff included."""
+    run_deadline: float | None = None
+    """Wall-clock time (``time.time()``, shared by Ray workers) after which no line
+    starts and no attempt goes on."""
 
 
 class Budget:
@@ -174,7 +184,7 @@ def _tokens(u: Usage) -> int:
 
 def _record(
     req: BatchRequest, message: AssistantMessage, usage: Usage, attempts: int, started: float,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None, output_format: str = "modelwire",
 ) -> dict[str, Any]:  # fmt: skip
     ok = message.error is None and message.stop_reason not in ("error", "aborted")
     rec: dict[str, Any] = {"custom_id": req.custom_id, "ok": ok}
@@ -195,19 +205,36 @@ def _record(
     rec["latency_ms"] = round((time.monotonic() - started) * 1000, 1)
     if extra:
         rec.update(extra)
+    if output_format == "openai":
+        from ._openai_output import openai_line
+
+        # The counters read ``rec``; the file gets this line instead (see OutputLog).
+        rec["_line"] = openai_line(req, message, rec)
     return rec
 
 
 async def _attempt(
-    req: BatchRequest, settings: RunSettings, http_client: Any
-) -> tuple[AssistantMessage, Usage, dict[str, Any] | None]:
-    """One try: the library's own path with ``max_retries=0`` (the runner retries)."""
+    req: BatchRequest, settings: RunSettings, http_client: Any, budget: BudgetLike, timeout: Any
+) -> tuple[AssistantMessage, Usage, dict[str, Any] | None] | None:
+    """One try: the library's own path with ``max_retries=0`` (the runner retries).
+    Every HTTP request — this try, or each turn of an agent — reserves its estimate
+    from the budget first and settles its real cost after, so the cap is passed by
+    at most the requests in flight; ``None`` when the budget refused one."""
+    estimate = estimate_cost(req)
+    options = {**req.options, "timeout": timeout} if timeout is not None else req.options
     if settings.agent_root is None:
         from .._client import complete
 
-        msg = await complete(
-            req.model, req.context, max_retries=0, http_client=http_client, **req.options
-        )
+        if not await budget.reserve(estimate):
+            return None
+        actual = 0.0
+        try:
+            msg = await complete(
+                req.model, req.context, max_retries=0, http_client=http_client, **options
+            )
+            actual = msg.usage.cost.total
+        finally:
+            await budget.settle(estimate, actual)
         return msg, msg.usage, None
     from ..agent import Agent
     from ..tools import read_only
@@ -217,9 +244,29 @@ async def _attempt(
     agent = Agent(
         req.model, read_only(root=settings.agent_root), system_prompt=req.context.system_prompt,
         messages=history, max_turns=settings.agent_max_turns, max_retries=0,
-        http_client=http_client, **req.options,
+        http_client=http_client, **options,
     )  # fmt: skip
-    run = await agent.run(prompt)  # type: ignore[arg-type]
+    # Each turn is one HTTP request: reserve at ``turn_start`` (the agent waits at
+    # that event, before sending) and settle at ``turn_end``.
+    reserved = False
+    run = None
+    stream = agent.stream(prompt)  # type: ignore[arg-type]
+    try:
+        async for ev in stream:
+            if ev.type == "turn_start":
+                if not await budget.reserve(estimate):
+                    return None
+                reserved = True
+            elif ev.type == "turn_end" and reserved:
+                reserved = False
+                await budget.settle(estimate, ev.message.usage.cost.total)
+            elif ev.type == "agent_end":
+                run = ev.run
+    finally:
+        if reserved:
+            await budget.settle(estimate, 0.0)
+        await stream.aclose()
+    assert run is not None
     extra = {"turns": run.turns, "messages": [msgspec.to_builtins(m) for m in run.new_messages]}
     return run.final, run.usage, extra
 
@@ -231,10 +278,11 @@ async def run_requests(
     settings: RunSettings,
     limiter_for: Callable[[Model], LimiterLike],
     budget: BudgetLike,
-    on_skip: Callable[[BatchRequest], None] | None = None,
+    on_skip: Callable[[BatchRequest, SkipReason], None] | None = None,
 ) -> None:
     """Run every request with ``settings.concurrency`` workers, writing one record
-    per request to ``sink`` — except those the budget refused (``on_skip``)."""
+    per request to ``sink`` — except those the budget refused or the run deadline
+    cut (``on_skip`` with ``"cost"`` or ``"deadline"``)."""
     from .._http import pooled_async_client
 
     it = iter(requests)
@@ -249,23 +297,20 @@ async def run_requests(
     async def worker(http_client: Any) -> None:
         nonlocal stop
         for req in it:
+            if not stop and _run_left(settings) <= 0:
+                stop = True
             if stop:
                 if on_skip is not None:
-                    on_skip(req)
+                    on_skip(req, "deadline" if _run_left(settings) <= 0 else "cost")
                 continue
-            estimate = estimate_cost(req)
-            if not await budget.reserve(estimate):
+            outcome = await _one(req, settings, limiter_for(req.model), http_client, budget)
+            if isinstance(outcome, str):
+                # Cut by the cap or the run deadline: no line, so a rerun does it.
                 stop = True
                 if on_skip is not None:
-                    on_skip(req)
+                    on_skip(req, outcome)
                 continue
-            actual = 0.0
-            try:
-                record = await _one(req, settings, limiter_for(req.model), http_client)
-                actual = record["cost"]
-                await sink.write(record)
-            finally:
-                await budget.settle(estimate, actual)
+            await sink.write(outcome)
 
     try:
         await asyncio.gather(*(worker(clients[i // POOL_SIZE]) for i in range(n)))
@@ -274,30 +319,74 @@ async def run_requests(
             await c.aclose()
 
 
+def _run_left(settings: RunSettings) -> float:
+    if settings.run_deadline is None:
+        return math.inf
+    return settings.run_deadline - time.time()
+
+
+def _attempt_timeout(option: Any, left: float) -> Any:
+    """The request's own ``timeout`` with its total cut to ``left`` seconds: the
+    Call's total deadline bounds the whole attempt, so a server that keeps the
+    connection alive with comments (each resets the idle timer) still ends on time."""
+    from .._options import Timeout
+
+    if math.isinf(left):
+        return option
+    left = max(left, 0.001)
+    if option is None:
+        return Timeout(total=left)
+    if isinstance(option, Timeout):
+        total = left if option.total is None else min(option.total, left)
+        return msgspec.structs.replace(option, total=total)
+    return Timeout(connect=float(option), idle=float(option), total=left)
+
+
 async def _one(
-    req: BatchRequest, settings: RunSettings, limiter: LimiterLike, http_client: Any
-) -> dict[str, Any]:
+    req: BatchRequest,
+    settings: RunSettings,
+    limiter: LimiterLike,
+    http_client: Any,
+    budget: BudgetLike,
+) -> dict[str, Any] | SkipReason:
+    """Every attempt of one line: its record, or why it was cut before it finished
+    (``"cost"``: the cap refused an attempt; ``"deadline"``: the run ran out)."""
     started = time.monotonic()
+    line_end = math.inf if settings.line_timeout is None else started + settings.line_timeout
     spent = Usage()
     attempt = 0
+    last: dict[str, Any] | None = None
     while True:
+        left_run = _run_left(settings)
+        left = min(line_end - time.monotonic(), left_run)
+        if left <= 0:
+            if last is None or left_run <= 0:
+                return "deadline"
+            return last  # the line's own deadline: its last failure is its result
         attempt += 1
         await limiter.acquire(req.estimated_input_tokens)
-        msg, usage, extra = await _attempt(req, settings, http_client)
+        timeout = _attempt_timeout(req.options.get("timeout"), left)
+        got = await _attempt(req, settings, http_client, budget, timeout)
+        if got is None:
+            return "cost"
+        msg, usage, extra = got
         await limiter.settle(req.estimated_input_tokens, _tokens(usage))
         spent = _add_usage(spent, usage)  # a failed try that streamed something still cost
         err = msg.error
+        last = _record(req, msg, spent, attempt, started, extra, settings.output_format)
+        if err is not None and _run_left(settings) <= 0:
+            return "deadline"  # cut by the run, not failed: a rerun does the line
         if err is None or not err.retryable or attempt >= settings.max_attempts:
-            return _record(req, msg, spent, attempt, started, extra)
+            return last
         if err.retry_after is not None:
             if err.retry_after > MAX_PAUSE:
-                return _record(req, msg, spent, attempt, started, extra)
+                return last
             # Every worker of this provider waits, not only this one.
             await limiter.pause(err.retry_after)
         else:
             # Full jitter (AWS architecture blog, "Exponential Backoff and Jitter").
             cap = min(settings.backoff_cap, settings.backoff_base * 2 ** (attempt - 1))
-            await asyncio.sleep(random.uniform(0, cap))
+            await asyncio.sleep(min(random.uniform(0, cap), max(0.0, line_end - time.monotonic())))
 
 
 def _add_usage(a: Usage, b: Usage) -> Usage:
