@@ -276,15 +276,24 @@ def _plan(
     requests, invalid = load_requests(
         input, resolve, skip_invalid=skip_invalid, api_key=api_key, timeout=timeout
     )
+    progress = progress or Progress()
+    if invalid:
+        progress.invalid(invalid)  # before the run, so they never follow its summary
     settings = RunSettings(
         concurrency=concurrency, max_attempts=max_attempts, backoff_base=knobs.backoff_base,
         agent_root=os.fspath(agent_root) if agent_root is not None else None,
         line_timeout=line_timeout, output_format=output_format,
         run_deadline=time.time() + run_timeout if run_timeout is not None else None,
     )  # fmt: skip
-    progress = progress or Progress()
     if backend == "ray":
-        from ._ray import run_on_ray
+        try:
+            from ._ray import run_on_ray
+        except ImportError as exc:
+            if exc.name is None or exc.name.partition(".")[0] != "ray":
+                raise
+            raise ConfigurationError(
+                "backend=\"ray\" needs Ray, which is not installed: pip install 'modelwire[ray]'"
+            ) from None
 
         job = functools.partial(
             run_on_ray, requests, out, settings=settings, max_cost=max_cost,
@@ -329,20 +338,26 @@ async def _run_local(
         def on_skip(req: BatchRequest, why: str) -> None:
             skipped[why] += 1
 
+        interrupted = False
         try:
             await run_requests(
                 pending, _LocalSink(log, stats, progress), settings=settings,
                 limiter_for=limiter_for, budget=Budget(max_cost), on_skip=on_skip,
             )  # fmt: skip
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Ctrl-C (asyncio.run cancels the main task): the progress and the
+            # summary still say exactly what reached the file, then it goes on up.
+            interrupted = True
+            raise
         finally:
             log.sync()
-        progress.update(stats.snapshot(), force=True)
-    summary = summarize(
-        stats, total=len(requests), skipped_done=len(requests) - len(pending),
-        skipped_cost=skipped["cost"], skipped_deadline=skipped["deadline"], invalid=invalid,
-        started=started,
-    )  # fmt: skip
-    progress.close(summary_dict(summary))
+            progress.update(stats.snapshot(), force=True)
+            summary = summarize(
+                stats, total=len(requests), skipped_done=len(requests) - len(pending),
+                skipped_cost=skipped["cost"], skipped_deadline=skipped["deadline"],
+                invalid=invalid, started=started, interrupted=interrupted,
+            )  # fmt: skip
+            progress.close(summary_dict(summary))
     return summary
 
 

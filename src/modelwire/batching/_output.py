@@ -34,6 +34,9 @@ if sys.platform != "win32":
 __all__ = ["OutputLog", "check_output", "read_done"]
 
 
+_ABSENT = msgspec.Raw(b"")
+
+
 class _Head(msgspec.Struct):
     """What a line of an existing output file says about itself: a result of ours
     has ``ok``, an OpenAI Batch output line has ``response``; a request line has
@@ -41,22 +44,26 @@ class _Head(msgspec.Struct):
 
     custom_id: str
     ok: bool | None = None
-    response: msgspec.Raw | None = None
-    error: msgspec.Raw | None = None
-    prompt: msgspec.Raw | None = None
-    context: msgspec.Raw | None = None
-    body: msgspec.Raw | None = None
-    url: msgspec.Raw | None = None
+    # Raw: present or not, without decoding what may be a large value ("" = absent).
+    response: msgspec.Raw = _ABSENT
+    error: msgspec.Raw = _ABSENT
+    prompt: msgspec.Raw = _ABSENT
+    context: msgspec.Raw = _ABSENT
+    body: msgspec.Raw = _ABSENT
+    url: msgspec.Raw = _ABSENT
 
 
 _head_decoder = msgspec.json.Decoder(_Head)
-_NULL = b"null"
+
+
+def _given(raw: msgspec.Raw) -> bool:
+    return len(raw) > 0 and bytes(raw) != b"null"
 
 
 def _result_format(head: _Head) -> str | None:
     if head.ok is not None:
         return "modelwire"
-    if head.response is not None or head.error is not None:
+    if len(head.response) or len(head.error):
         return "openai"
     return None
 
@@ -64,9 +71,7 @@ def _result_format(head: _Head) -> str | None:
 def _result_ok(head: _Head, fmt: str) -> bool:
     if fmt == "modelwire":
         return bool(head.ok)
-    if head.error is not None and bytes(head.error) != _NULL:
-        return False
-    if head.response is None or bytes(head.response) == _NULL:
+    if _given(head.error) or not _given(head.response):
         return False
     try:
         status = msgspec.json.decode(head.response, type=dict[str, Any]).get("status_code")
@@ -103,7 +108,7 @@ def read_done(path: str, output_format: str | None = None) -> tuple[dict[str, bo
             ) from None
         fmt = _result_format(head)
         if fmt is None:
-            if any(x is not None for x in (head.prompt, head.context, head.body, head.url)):
+            if any(len(x) for x in (head.prompt, head.context, head.body, head.url)):
                 raise ConfigurationError(
                     f"{path} is a file of requests (line {n} is a request, not a result): "
                     "-o names where the results go; choose another file"

@@ -16,6 +16,13 @@ __all__ = ["JsonProgress", "NoProgress", "Progress", "RichProgress", "format_sum
 
 
 class Progress:
+    """What a run reports, in this order: ``invalid`` (the lines skipped with
+    ``skip_invalid``, before anything is sent), ``start``, ``update`` as results
+    arrive, and ``close`` with the summary — also when the run is interrupted."""
+
+    def invalid(self, problems: list[Any]) -> None:
+        pass
+
     def start(self, total: int) -> None:
         pass
 
@@ -70,6 +77,8 @@ def format_summary(s: dict[str, Any]) -> str:
         f"{s['input_tokens']:,} input + {s['output_tokens']:,} output tokens, "
         f"{_money(s['cost'])}, {s['requests']} requests, {s['wall_s']:.2f} s",
     ]
+    if s.get("interrupted"):
+        parts.append("stopped before the end: run the same command again to resume")
     return "\n".join(parts)
 
 
