@@ -697,7 +697,10 @@ def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:
     with contextlib.redirect_stderr(err):
         code = main(["batch", "in.jsonl", "-o", "o.jsonl", "--rpm", "openai=fast"])
     assert code == 2
-    assert "--rpm takes N or PROVIDER=N with N a finite number > 0, got 'openai=fast'" in err.getvalue()
+    assert (
+        "--rpm takes N or PROVIDER=N with N a finite number > 0, got 'openai=fast'"
+        in err.getvalue()
+    )
 
 
 def test_a_second_run_on_the_same_output_is_refused_while_the_first_writes(tmp_path: Path) -> None:
@@ -1108,3 +1111,51 @@ def test_a_bad_responses_line_names_its_field(tmp_path: Path) -> None:
         mw.batch(src, tmp_path / "o.jsonl", base_url="http://127.0.0.1:9/v1")
     assert "line 1: body.input[0].content[0].type must be input_text" in str(info.value)
     assert "line 2: url must be /v1/chat/completions" in str(info.value)
+
+
+def test_ctrl_c_on_a_terminal_leaves_the_bar_final_and_the_error_on_its_own_line(
+    tmp_path: Path,
+) -> None:
+    import pty
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(200))
+    out = tmp_path / "out.jsonl"
+    master, slave = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TERM": "xterm", "COLUMNS": "160"}
+    with MockServer([Reply(message="answer", delay=0.02)], repeat_last=True) as srv:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "modelwire", "batch", str(src), "-o", str(out),
+             "--base-url", srv.base_url, "--concurrency", "4"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env,
+        )  # fmt: skip
+        os.close(slave)
+        deadline = time.monotonic() + 60
+        while (not out.exists() or len(results(out)) < 10) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 130
+    reader.join(timeout=10)
+    os.close(master)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    written = len(results(out))
+    shown = re.findall(r"(\d+)/200", text)
+    assert shown and int(shown[-1]) == written, (shown[-3:], written)
+    before, error = text.rsplit("modelwire: error [interrupted]", 1)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", before)
+    assert plain.endswith("\n")  # the error is not glued to the bar
+    assert f"{written} done" in plain  # the summary, after the final bar
+    assert "run the same command again to resume" in error and error.endswith("\n")
