@@ -172,7 +172,7 @@ def _progress(args: argparse.Namespace) -> Progress:
 
 def run(args: argparse.Namespace) -> int:
     from ..batching import batch
-    from ..errors import MissingAPIKeyError
+    from ..errors import ConfigurationError, MissingAPIKeyError
     from .common import EXIT_INTERRUPTED, CLIError
 
     limits = parse_limits(args.rpm, args.tpm)
@@ -198,10 +198,8 @@ def run(args: argparse.Namespace) -> int:
             "interrupted", f"stopped by Ctrl-C; every result written so far is in "
             f"{args.output}: run the same command again to resume", EXIT_INTERRUPTED,
         ) from None  # fmt: skip
-    except Exception as exc:
-        from ..errors import ConfigurationError
-
-        if on_ray and isinstance(exc, ConfigurationError) and "pip install" in exc.message:
+    except ConfigurationError as exc:
+        if on_ray and "needs Ray" in exc.message:  # said in the CLI's words
             raise CLIError("usage", "--ray needs Ray, which is not installed: pip install "
                            "'modelwire[ray]'") from None  # fmt: skip
         raise

@@ -27,6 +27,7 @@ from typing import Any
 
 import msgspec
 
+from .._apis import api_for_path
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import (
     AssistantContent,
@@ -102,6 +103,9 @@ class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Keyword options for ``mw.stream``."""
     estimated_input_tokens: int
     """A rough prompt size (4 characters per token) for rate limits and cost caps."""
+    url: str | None = None
+    """The endpoint of an OpenAI Batch API line (``/v1/chat/completions``,
+    ``/v1/responses``); ``None`` for modelwire's own format."""
 
 
 class InputProblem(msgspec.Struct, frozen=True):
@@ -296,7 +300,7 @@ def _responses_parts(where: str, content: Any) -> tuple[UserContent, ...]:
     return tuple(out)
 
 
-def _responses_context(body: Mapping[str, Any]) -> Context:
+def _responses_context(body: Mapping[str, Any], model: Model) -> Context:
     """A Responses ``input`` (a string or a list of items), ``instructions`` and
     ``tools`` as a modelwire Context."""
     items: Any = body.get("input")
@@ -325,7 +329,7 @@ def _responses_context(body: Mapping[str, Any]) -> Context:
                 _expect(text_only, f"{where}.content may hold only text")
                 out.append(AssistantMessage(
                     content=tuple(p for p in parts if isinstance(p, TextContent)),
-                    api="openai-responses", provider="", model="", stop_reason="stop",
+                    api=model.api, provider=model.provider, model=model.id, stop_reason="stop",
                 ))  # fmt: skip
             else:
                 raise _LineError(f"{where}.role must be system, developer, user or assistant, got {role!r}")  # fmt: skip
@@ -341,8 +345,8 @@ def _responses_context(body: Mapping[str, Any]) -> Context:
             _expect(isinstance(args, dict), f"{where}.arguments must be a JSON object")
             names[call_id] = fname
             call = ToolCall(id=call_id, name=fname, arguments=args, raw_arguments=raw)
-            out.append(AssistantMessage(content=(call,), api="openai-responses", provider="",
-                                        model="", stop_reason="tool_use"))  # fmt: skip
+            out.append(AssistantMessage(content=(call,), api=model.api, provider=model.provider,
+                                        model=model.id, stop_reason="tool_use"))  # fmt: skip
         elif kind == "function_call_output":
             call_id = item.get("call_id")
             _expect(call_id in names, f"{where}.call_id {call_id!r} answers no earlier function_call")  # fmt: skip
@@ -426,9 +430,12 @@ def parse_line(
         _expect(isinstance(name, str) and bool(name), "body.model must be a string")
         model = resolve(name if "/" in name else f"openai/{name}")
         if url == "/v1/responses":
-            # The body is a Responses request: it goes out through that API.
-            model = msgspec.structs.replace(model, api="openai-responses")
-            context = _responses_context(body)
+            # The body is a Responses request: it goes out through the API that
+            # serves that endpoint (the registry knows which).
+            wire = api_for_path(url)
+            assert wire is not None
+            model = msgspec.structs.replace(model, api=wire)
+            context = _responses_context(body, model)
             options = _responses_options(body)
         else:
             context = _openai_context(body, model)
@@ -453,7 +460,8 @@ def parse_line(
         bad = set(options) - OPTION_KEYS
         _expect(not bad, f"unknown options: {', '.join(sorted(bad))} (allowed: {', '.join(sorted(OPTION_KEYS))})")  # fmt: skip
     req = BatchRequest(custom_id=cid, line=line, model=model, context=context,
-                       options=dict(options), estimated_input_tokens=_estimate_tokens(context))  # fmt: skip
+                       options=dict(options), estimated_input_tokens=_estimate_tokens(context),
+                       url=obj.get("url") if isinstance(obj.get("url"), str) else None)  # fmt: skip
     if check is not None:
         check(req)
     return req

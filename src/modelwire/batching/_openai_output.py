@@ -7,9 +7,8 @@ One line per request, as the Batch API writes its output file
      "response": {"status_code": 200, "request_id": "…", "body": {…}} | null,
      "error": null | {"code": "…", "message": "…"}}
 
-``body`` is what the API would have answered without streaming: a
-``chat.completion`` object for a Chat Completions request, a ``response`` object
-for a Responses one (the request's ``model.api`` decides). A provider's HTTP error
+``body`` is what the API would have answered without streaming: a ``response``
+object for a ``/v1/responses`` line, a ``chat.completion`` object for any other. A provider's HTTP error
 is a ``response`` with its status and an ``{"error": {...}}`` body; a failure with
 no status (timeout, broken stream…) is ``error``, ``response`` null.
 """
@@ -104,7 +103,7 @@ def openai_line(req: BatchRequest, message: AssistantMessage, record: dict[str, 
     if record["ok"]:
         body = (
             _responses_body(message, record)
-            if req.model.api == "openai-responses"
+            if req.url == "/v1/responses"
             else _chat_body(message, record)
         )
         line["response"] = {"status_code": 200, "request_id": message.response_id, "body": body}
