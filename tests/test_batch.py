@@ -1159,3 +1159,12 @@ def test_ctrl_c_on_a_terminal_leaves_the_bar_final_and_the_error_on_its_own_line
     assert plain.endswith("\n")  # the error is not glued to the bar
     assert f"{written} done" in plain  # the summary, after the final bar
     assert "run the same command again to resume" in error and error.endswith("\n")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
+def test_progress_intervals_are_finite(value: float) -> None:
+    from modelwire.batching import JsonProgress, RichProgress
+
+    for cls in (JsonProgress, RichProgress):
+        with pytest.raises(mw.ConfigurationError, match="interval must be a finite number"):
+            cls(interval=value)

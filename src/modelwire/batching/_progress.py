@@ -8,9 +8,12 @@ summary at the end.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from typing import Any, TextIO
+
+from ..errors import ConfigurationError
 
 __all__ = ["JsonProgress", "NoProgress", "Progress", "RichProgress", "format_summary"]
 
@@ -36,12 +39,19 @@ class Progress:
 NoProgress = Progress
 
 
+def _interval(value: float) -> float:
+    # NaN would compare false with every elapsed time: no update would ever print.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:  # fmt: skip
+        raise ConfigurationError(f"interval must be a finite number of seconds >= 0, got {value!r}")  # fmt: skip
+    return float(value)
+
+
 class JsonProgress(Progress):
     """``{"type": "progress", ...}`` lines, then one ``{"type": "summary", ...}``."""
 
     def __init__(self, out: TextIO | None = None, interval: float = 1.0) -> None:
         self.out = out or sys.stderr
-        self.interval = interval
+        self.interval = _interval(interval)
         self._last = 0.0
 
     def _line(self, kind: str, data: dict[str, Any]) -> None:
@@ -86,6 +96,7 @@ class RichProgress(Progress):
     """A rich live bar on a terminal (rich is the CLI extra)."""
 
     def __init__(self, interval: float = 0.2, console: Any = None) -> None:
+        interval = _interval(interval)
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bar
