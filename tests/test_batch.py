@@ -815,8 +815,10 @@ def test_max_cost_is_reserved_per_http_request_agent_turns_included(tmp_path: Pa
         s1 = mw.batch(src, out, models=models, concurrency=1, max_cost=0.0035,
                       agent_root=tmp_path / "docs")  # fmt: skip
         assert len(srv.requests) == 3
-        # The line cut after its first turn has no result: a rerun does it whole.
-        assert s1.ok == 1 and s1.skipped_cost == 2 and s1.cost == pytest.approx(0.002)
+        # The line cut after its first turn has no result (a rerun does it whole),
+        # but its turn was paid: the summary reports the real spend, within the cap.
+        assert s1.ok == 1 and s1.skipped_cost == 2 and s1.cost == pytest.approx(0.003)
+        assert s1.cost <= 0.0035 and s1.output_tokens == 3000
         s2 = mw.batch(src, out, models=models, concurrency=1, max_cost=1.0,
                       agent_root=tmp_path / "docs")  # fmt: skip
     assert s2.ok == 2 and s2.complete
@@ -841,6 +843,7 @@ def test_max_cost_counts_every_retry(tmp_path: Path) -> None:
         sent = len(srv.requests)
     assert sent == 2, "a cap of $0.0025 allows two $0.001 attempts"
     assert s.ok == 0 and s.skipped_cost == 2
+    assert s.requests == 2 and s.cost == pytest.approx(0.002)
 
 
 @pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "dir", "input", "requests",

@@ -149,6 +149,9 @@ class _LocalSink:
         self.log, self.stats, self.progress = log, stats, progress
         self._next = 0.0
 
+    async def spent(self, spend: dict[str, Any]) -> None:
+        self.stats.add_spent(spend)
+
     async def write(self, record: dict[str, Any]) -> None:
         if self.log.write(record):
             self.stats.add(record)

@@ -79,6 +79,9 @@ class SinkActor:
             self.stats.add(record)
         return wrote
 
+    def spent(self, spend: dict[str, Any]) -> None:
+        self.stats.add_spent(spend)
+
     def snapshot(self) -> dict[str, Any]:
         return self.stats.snapshot()
 
@@ -146,6 +149,9 @@ class _RemoteSink:
         self.handle = handle
         self.chaos = chaos
         self.written = 0
+
+    async def spent(self, spend: dict[str, Any]) -> None:
+        await self.handle.spent.remote(spend)
 
     async def write(self, record: dict[str, Any]) -> None:
         # Acknowledged before the next request starts: a result counts as done

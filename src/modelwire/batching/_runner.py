@@ -51,6 +51,8 @@ class LimiterLike(Protocol):
 
 class Sink(Protocol):
     async def write(self, record: dict[str, Any]) -> None: ...
+    async def spent(self, spend: dict[str, Any]) -> None:
+        """What a line cut before its result (cost cap, run deadline) still cost."""
 
 
 class BudgetLike(Protocol):
@@ -147,6 +149,17 @@ class Stats:
         self.output_tokens += usage.get("output", 0)
         self.cost += record.get("cost", 0.0)
 
+    def add_spent(self, spend: Mapping[str, Any]) -> None:
+        """Requests, tokens and cost of a line that got no result (see ``Sink.spent``):
+        the summary reports what was really spent, not only what was written."""
+        self.attempts += spend.get("attempts", 0)
+        usage = spend.get("usage") or {}
+        self.input_tokens += (
+            usage.get("input", 0) + usage.get("cache_read", 0) + usage.get("cache_write", 0)
+        )
+        self.output_tokens += usage.get("output", 0)
+        self.cost += spend.get("cost", 0.0)
+
     def snapshot(self) -> dict[str, Any]:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         n = self.finished
@@ -215,18 +228,19 @@ def _record(
 
 async def _attempt(
     req: BatchRequest, settings: RunSettings, http_client: Any, budget: BudgetLike, timeout: Any
-) -> tuple[AssistantMessage, Usage, dict[str, Any] | None] | None:
+) -> tuple[AssistantMessage, Usage, dict[str, Any] | None] | _Refused:
     """One try: the library's own path with ``max_retries=0`` (the runner retries).
     Every HTTP request — this try, or each turn of an agent — reserves its estimate
     from the budget first and settles its real cost after, so the cap is passed by
-    at most the requests in flight; ``None`` when the budget refused one."""
+    at most the requests in flight. When the budget refuses one: what ran before
+    it (earlier agent turns) instead of a result."""
     estimate = estimate_cost(req)
     options = {**req.options, "timeout": timeout} if timeout is not None else req.options
     if settings.agent_root is None:
         from .._client import complete
 
         if not await budget.reserve(estimate):
-            return None
+            return _Refused(Usage(), 0)
         actual = 0.0
         try:
             msg = await complete(
@@ -250,15 +264,17 @@ async def _attempt(
     # that event, before sending) and settle at ``turn_end``.
     reserved = False
     run = None
+    turns, done = Usage(), 0
     stream = agent.stream(prompt)  # type: ignore[arg-type]
     try:
         async for ev in stream:
             if ev.type == "turn_start":
                 if not await budget.reserve(estimate):
-                    return None
+                    return _Refused(turns, done)
                 reserved = True
             elif ev.type == "turn_end" and reserved:
                 reserved = False
+                turns, done = _add_usage(turns, ev.message.usage), done + 1
                 await budget.settle(estimate, ev.message.usage.cost.total)
             elif ev.type == "agent_end":
                 run = ev.run
@@ -304,11 +320,13 @@ async def run_requests(
                     on_skip(req, "deadline" if _run_left(settings) <= 0 else "cost")
                 continue
             outcome = await _one(req, settings, limiter_for(req.model), http_client, budget)
-            if isinstance(outcome, str):
+            if isinstance(outcome, _Cut):
                 # Cut by the cap or the run deadline: no line, so a rerun does it.
                 stop = True
+                if outcome.attempts:
+                    await sink.spent(outcome.spend())
                 if on_skip is not None:
-                    on_skip(req, outcome)
+                    on_skip(req, outcome.reason)
                 continue
             await sink.write(outcome)
 
@@ -317,6 +335,26 @@ async def run_requests(
     finally:
         for c in clients:
             await c.aclose()
+
+
+class _Refused(msgspec.Struct, frozen=True):
+    """The budget refused a request of an attempt: the usage of the ``requests``
+    that ran before it in that attempt (an agent's earlier turns)."""
+
+    usage: Usage
+    requests: int
+
+
+class _Cut(msgspec.Struct, frozen=True):
+    """A line stopped before its result: why, and what its attempts cost."""
+
+    reason: SkipReason
+    usage: Usage
+    attempts: int
+
+    def spend(self) -> dict[str, Any]:
+        return {"attempts": self.attempts, "usage": _usage_dict(self.usage),
+                "cost": self.usage.cost.total}  # fmt: skip
 
 
 def _run_left(settings: RunSettings) -> float:
@@ -348,7 +386,7 @@ async def _one(
     limiter: LimiterLike,
     http_client: Any,
     budget: BudgetLike,
-) -> dict[str, Any] | SkipReason:
+) -> dict[str, Any] | _Cut:
     """Every attempt of one line: its record, or why it was cut before it finished
     (``"cost"``: the cap refused an attempt; ``"deadline"``: the run ran out)."""
     started = time.monotonic()
@@ -361,21 +399,22 @@ async def _one(
         left = min(line_end - time.monotonic(), left_run)
         if left <= 0:
             if last is None or left_run <= 0:
-                return "deadline"
+                return _Cut("deadline", spent, attempt)
             return last  # the line's own deadline: its last failure is its result
         attempt += 1
         await limiter.acquire(req.estimated_input_tokens)
         timeout = _attempt_timeout(req.options.get("timeout"), left)
         got = await _attempt(req, settings, http_client, budget, timeout)
-        if got is None:
-            return "cost"
+        if isinstance(got, _Refused):  # the cap refused a request of this attempt
+            spent = _add_usage(spent, got.usage)
+            return _Cut("cost", spent, attempt if got.requests else attempt - 1)
         msg, usage, extra = got
         await limiter.settle(req.estimated_input_tokens, _tokens(usage))
         spent = _add_usage(spent, usage)  # a failed try that streamed something still cost
         err = msg.error
         last = _record(req, msg, spent, attempt, started, extra, settings.output_format)
         if err is not None and _run_left(settings) <= 0:
-            return "deadline"  # cut by the run, not failed: a rerun does the line
+            return _Cut("deadline", spent, attempt)  # cut by the run: a rerun does the line
         if err is None or not err.retryable or attempt >= settings.max_attempts:
             return last
         if err.retry_after is not None:
