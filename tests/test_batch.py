@@ -1171,3 +1171,34 @@ def test_progress_intervals_are_finite(value: float) -> None:
     for cls in (JsonProgress, RichProgress):
         with pytest.raises(mw.ConfigurationError, match="interval must be a finite number"):
             cls(interval=value)
+
+
+def test_a_line_sets_its_own_total_deadline_in_its_options(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": "a", "model": "mock/m", "prompt": "hi",
+         "options": {"timeout": {"connect": 5, "idle": 5, "total": 1}}},
+    ])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer([_keepalive_only(30)], repeat_last=True) as srv:
+        t0 = time.monotonic()
+        s = mw.batch(src, out, models={"mock/m": srv.model()}, max_attempts=1)
+        took = time.monotonic() - t0
+    [rec] = results(out)
+    assert s.failed == 1 and rec["error"]["kind"] == "timeout" and took < 20
+    bad = write_jsonl(tmp_path / "bad.jsonl", [
+        {"custom_id": "a", "model": "mock/m", "prompt": "hi", "options": {"timeout": {"total": -1}}},
+        {"custom_id": "b", "model": "mock/m", "prompt": "hi", "options": {"timeout": {"totl": 1}}},
+    ])  # fmt: skip
+    with pytest.raises(mw.ConfigurationError) as info:
+        mw.batch(
+            bad,
+            tmp_path / "o2.jsonl",
+            models={
+                "mock/m": mw.Model(
+                    id="m", api="openai-chat", provider="mock", base_url="http://127.0.0.1:9/v1"
+                )
+            },
+        )
+    text = str(info.value)
+    assert "line 1: options.timeout must be seconds or an object" in text and "total" in text
+    assert "line 2: options.timeout must be seconds or an object" in text

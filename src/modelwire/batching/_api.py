@@ -25,7 +25,7 @@ from ._input import BatchRequest, InputProblem, problems_error, read_requests
 from ._limits import Limits, ProviderLimiter
 from ._output import OutputLog, check_output, read_done
 from ._progress import Progress
-from ._runner import Budget, RunSettings, Stats, run_requests
+from ._runner import Budget, RunSettings, Stats, as_timeout, run_requests
 from ._summary import BatchSummary, summarize, summary_dict
 
 __all__ = ["BatchSummary", "batch", "batch_async", "load_requests", "model_resolver"]
@@ -81,6 +81,8 @@ def _validator(api_key: Any, timeout: Any) -> Callable[[BatchRequest], None]:
 def _call_options(options: dict[str, Any], timeout: Any) -> dict[str, Any]:
     if timeout is not None and "timeout" not in options:
         return {**options, "timeout": timeout}
+    if isinstance(options.get("timeout"), dict):
+        return {**options, "timeout": as_timeout(options["timeout"])}
     return options
 
 

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 import msgspec
 
 from .._classify import RETRYABLE_KINDS
+from ..errors import ConfigurationError
 from ..types import AssistantMessage, Model, Usage
 from ._input import BatchRequest
 
@@ -27,6 +28,7 @@ __all__ = [
     "RunSettings",
     "Sink",
     "Stats",
+    "as_timeout",
     "estimate_cost",
     "run_requests",
 ]
@@ -363,12 +365,33 @@ def _run_left(settings: RunSettings) -> float:
     return settings.run_deadline - time.time()
 
 
+def as_timeout(option: Any) -> Any:
+    """A line's ``timeout`` as ``mw.stream`` takes it: seconds, or a
+    ``{"connect", "idle", "total"}`` object (a file, or a ``mw.Timeout`` that went
+    through JSON to a Ray worker) as ``mw.Timeout``."""
+    from .._options import Timeout
+
+    if isinstance(option, dict):
+        unknown = sorted(set(option) - {"connect", "idle", "total"})
+        try:
+            if unknown:  # a misspelt key would silently leave its limit unset
+                raise msgspec.ValidationError(f"unknown keys {', '.join(unknown)}")
+            return msgspec.convert(option, Timeout)
+        except msgspec.ValidationError as exc:
+            raise ConfigurationError(
+                f"options.timeout must be seconds or an object with connect, idle and "
+                f"total seconds: {exc}"
+            ) from None
+    return option
+
+
 def _attempt_timeout(option: Any, left: float) -> Any:
     """The request's own ``timeout`` with its total cut to ``left`` seconds: the
     Call's total deadline bounds the whole attempt, so a server that keeps the
     connection alive with comments (each resets the idle timer) still ends on time."""
     from .._options import Timeout
 
+    option = as_timeout(option)
     if math.isinf(left):
         return option
     left = max(left, 0.001)
