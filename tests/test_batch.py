@@ -377,7 +377,7 @@ async def test_token_bucket_takes_variable_amounts_and_settles() -> None:
     t0 = time.monotonic()
     await limiter.acquire(10)
     assert time.monotonic() - t0 >= 0.19
-    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive number"):
+    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive finite number"):
         Limits(rpm=0)
 
 
@@ -697,7 +697,10 @@ def test_cli_rate_limit_flags_per_provider_and_for_all() -> None:
     with contextlib.redirect_stderr(err):
         code = main(["batch", "in.jsonl", "-o", "o.jsonl", "--rpm", "openai=fast"])
     assert code == 2
-    assert "--rpm takes N or PROVIDER=N with N > 0, got 'openai=fast'" in err.getvalue()
+    assert (
+        "--rpm takes N or PROVIDER=N with N a finite number > 0, got 'openai=fast'"
+        in err.getvalue()
+    )
 
 
 def test_a_second_run_on_the_same_output_is_refused_while_the_first_writes(tmp_path: Path) -> None:
@@ -719,3 +722,483 @@ def test_a_writer_may_wait_for_the_lock_of_one_that_is_going_away(tmp_path: Path
     with OutputLog(out, lock_wait=10) as second:  # as the Ray sink after a killed driver
         assert 0.2 < time.monotonic() - t0 < 5
         assert list(second.done) == ["a"]
+
+
+# --------------------------------------------------------------------------- hardening
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"max_cost": float("nan")}, {"max_cost": float("inf")}, {"max_cost": -0.01},
+        {"max_cost": "1"}, {"concurrency": 0}, {"concurrency": True}, {"concurrency": 1.5},
+        {"max_attempts": 0}, {"ray_workers": 0}, {"line_timeout": float("nan")},
+        {"line_timeout": 0}, {"line_timeout": float("inf")}, {"run_timeout": -1},
+        {"run_timeout": float("nan")}, {"limits": {"mock": 5}}, {"output_format": "csv"},
+    ],
+)  # fmt: skip
+def test_every_numeric_setting_is_finite_and_in_range_before_anything_is_sent(
+    tmp_path: Path, bad: dict[str, Any]
+) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(2))
+    with MockServer(["ok"], repeat_last=True) as srv:
+        with pytest.raises(mw.ConfigurationError, match=next(iter(bad))):
+            mw.batch(src, tmp_path / "out.jsonl", models={"mock/m": srv.model()}, **bad)
+        assert srv.requests == []
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0, 0.0, True])
+def test_limits_refuse_nan_infinity_and_non_positive_numbers(value: float) -> None:
+    # nan <= 0 is false: a NaN rate was accepted and never let a request through.
+    for name in ("rpm", "tpm"):
+        with pytest.raises(mw.ConfigurationError, match=f"{name} must be a positive finite"):
+            Limits(**{name: value})
+
+
+def _main(*args: str) -> tuple[int, str]:
+    from modelwire._cli import main
+
+    err = io.StringIO()
+    with contextlib.redirect_stderr(err):
+        try:
+            code = main(["batch", *args])
+        except SystemExit as exc:  # argparse's usage error
+            code = int(exc.code or 0)
+    return code, err.getvalue()
+
+
+@pytest.mark.parametrize(
+    "flags",
+    [
+        ["--rpm", "nan"], ["--tpm", "inf"], ["--rpm", "openai=nan"], ["--max-cost", "nan"],
+        ["--max-cost", "inf"], ["--max-cost", "-1"], ["--concurrency", "0"],
+        ["--max-attempts", "nan"], ["--timeout", "nan"], ["--timeout", "0"],
+        ["--line-timeout", "inf"], ["--run-timeout", "-5"], ["--ray-workers", "0"],
+    ],
+)  # fmt: skip
+def test_cli_numbers_are_finite_and_in_range_or_a_usage_error(
+    tmp_path: Path, flags: list[str]
+) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(2))
+    with MockServer(["ok"], repeat_last=True) as srv:
+        code, err = _main(str(src), "-o", str(tmp_path / "o.jsonl"), "--base-url",
+                          srv.base_url, *flags)  # fmt: skip
+        assert srv.requests == []
+    assert code == 2, err
+    assert flags[0] in err and "Traceback" not in err
+
+
+def test_max_cost_is_reserved_per_http_request_agent_turns_included(tmp_path: Path) -> None:
+    """Each agent turn costs exactly its estimate ($0.001); a $0.0035 cap allows
+    exactly three HTTP requests at concurrency 1, whichever lines they belong to."""
+
+    def reply(rec: Any) -> Any:
+        msgs = rec.json()["messages"]
+        content: Any = (mw.TextContent(text="done"),)
+        if msgs[-1]["role"] != "tool":
+            content = (tool_call("read", {"path": "a.txt"}),)
+        return mw.AssistantMessage(
+            content=content, api="", provider="", model="", stop_reason="stop",
+            usage=mw.Usage(output=1000, total_tokens=1000),
+        )  # fmt: skip
+
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("x")
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": f"r{i}", "model": "mock/m", "prompt": "x", "options": {"max_tokens": 1000}}
+        for i in range(3)
+    ])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    cost = mw.ModelCost(input=0.0, output=1.0)
+    with MockServer([reply], repeat_last=True) as srv:
+        models = {"mock/m": srv.model(cost=cost)}
+        s1 = mw.batch(src, out, models=models, concurrency=1, max_cost=0.0035,
+                      agent_root=tmp_path / "docs")  # fmt: skip
+        assert len(srv.requests) == 3
+        # The line cut after its first turn has no result (a rerun does it whole),
+        # but its turn was paid: the summary reports the real spend, within the cap.
+        assert s1.ok == 1 and s1.skipped_cost == 2 and s1.cost == pytest.approx(0.003)
+        assert s1.cost <= 0.0035 and s1.output_tokens == 3000
+        s2 = mw.batch(src, out, models=models, concurrency=1, max_cost=1.0,
+                      agent_root=tmp_path / "docs")  # fmt: skip
+    assert s2.ok == 2 and s2.complete
+    assert sorted(r["custom_id"] for r in results(out)) == ["r0", "r1", "r2"]
+
+
+def test_max_cost_counts_every_retry(tmp_path: Path) -> None:
+    """A retried request that streamed tokens before failing is billed: each attempt
+    reserves before it is sent."""
+    body = (
+        b'data: {"choices":[{"index":0,"delta":{"content":"par"}}]}\n\n'
+        b'data: {"choices":[],"usage":{"prompt_tokens":0,"completion_tokens":1000}}\n\n'
+    )  # a complete body without a finish reason: truncated, retryable
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": f"r{i}", "model": "mock/m", "prompt": "x", "options": {"max_tokens": 1000}}
+        for i in range(2)
+    ])  # fmt: skip
+    cost = mw.ModelCost(input=0.0, output=1.0)
+    with MockServer([Reply(body=body)], repeat_last=True) as srv, knobs(backoff_base=0.001):
+        s = mw.batch(src, tmp_path / "out.jsonl", models={"mock/m": srv.model(cost=cost)},
+                     concurrency=1, max_attempts=4, max_cost=0.0025)  # fmt: skip
+        sent = len(srv.requests)
+    assert sent == 2, "a cap of $0.0025 allows two $0.001 attempts"
+    assert s.ok == 0 and s.skipped_cost == 2
+    assert s.requests == 2 and s.cost == pytest.approx(0.002)
+
+
+@pytest.mark.parametrize("target", ["/dev/null", "/dev/stdout", "dir", "input", "requests",
+                                    "openai-requests"])  # fmt: skip
+def test_unusable_outputs_are_refused_before_anything_is_sent(tmp_path: Path, target: str) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(3))
+    other = write_jsonl(tmp_path / "more.jsonl", prompts(2))
+    openai_in = write_jsonl(tmp_path / "oa.jsonl", [{
+        "custom_id": "r0", "method": "POST", "url": "/v1/chat/completions",
+        "body": {"model": "gpt-4.1-mini", "messages": [{"role": "user", "content": "hi"}]},
+    }])  # fmt: skip
+    (tmp_path / "dir").mkdir()
+    out = {"dir": str(tmp_path / "dir"), "input": str(src), "requests": str(other),
+           "openai-requests": str(openai_in)}.get(target, target)  # fmt: skip
+    before = {p: p.read_bytes() for p in (src, other, openai_in)}
+    with MockServer(["ok"], repeat_last=True) as srv:
+        with pytest.raises(mw.ConfigurationError) as info:
+            mw.batch(src, out, models={"mock/m": srv.model()})
+        assert srv.requests == []
+    text = str(info.value)
+    expected = {"/dev/null": "not a regular file", "/dev/stdout": "not a regular file",
+                "dir": "is a directory", "input": "is the input file",
+                "requests": "is a file of requests",
+                "openai-requests": "is a file of requests"}[target]  # fmt: skip
+    assert expected in text
+    assert {p: p.read_bytes() for p in before} == before
+
+
+def test_a_fifo_output_is_refused_at_once_without_opening_it(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(2))
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    with MockServer(["ok"], repeat_last=True) as srv:
+        p = _cli(str(src), "-o", str(fifo), "--base-url", srv.base_url)
+        _, stderr = p.communicate(timeout=60)  # opening it for reading would block here
+        assert srv.requests == []
+    assert p.returncode == 2, stderr
+    assert "is not a regular file" in stderr and "Traceback" not in stderr
+
+
+def test_standard_output_is_refused_even_when_it_is_a_regular_file(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(2))
+    captured = tmp_path / "captured.txt"
+    with MockServer(["ok"], repeat_last=True) as srv, captured.open("w") as f:
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        p = subprocess.run(
+            [sys.executable, "-m", "modelwire", "batch", str(src), "-o", str(captured),
+             "--base-url", srv.base_url, "--plain"],
+            stdout=f, stderr=subprocess.PIPE, text=True, env=env, timeout=60,
+        )  # fmt: skip
+        assert srv.requests == []
+    assert p.returncode == 2 and "standard stream" in p.stderr
+
+
+_FSIZE_RUNNER = """
+import resource, signal, sys
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG instead of being killed
+resource.setrlimit(resource.RLIMIT_FSIZE, (int(sys.argv[1]), int(sys.argv[1])))
+from modelwire._cli import main
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def test_a_write_failure_is_typed_keeps_whole_lines_and_says_how_to_resume(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(30))
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    with MockServer([echo], repeat_last=True) as srv:
+        args = ["batch", str(src), "-o", str(out), "--base-url", srv.base_url,
+                "--concurrency", "1", "--plain"]  # fmt: skip
+        p = subprocess.run([sys.executable, "-c", _FSIZE_RUNNER, "6000", *args], env=env,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert p.returncode == 1, p.stderr
+        assert "error [output_write]" in p.stderr and "file size limit" in p.stderr
+        assert "run the same command again to resume" in p.stderr
+        assert "internal" not in p.stderr and "Traceback" not in p.stderr
+        data = out.read_bytes()
+        assert data.endswith(b"\n") and 0 < len(results(out)) < 30  # whole lines only
+        p2 = subprocess.run([sys.executable, "-m", "modelwire", *args], env=env,
+                            capture_output=True, text=True, timeout=120)  # fmt: skip
+    assert p2.returncode == 0, p2.stderr
+    ids = [r["custom_id"] for r in results(out)]
+    assert sorted(ids) == sorted(f"r{i}" for i in range(30)) and len(ids) == 30
+
+
+def _keepalive_only(seconds: float) -> Reply:
+    # Only SSE comments: each resets the idle timer, none is an event.
+    n = int(seconds / 0.1)
+    return Reply(body=b": keep-alive\n\n" * n, chunk_size=len(b": keep-alive\n\n"), delay=0.1)
+
+
+def test_a_line_deadline_ends_a_server_that_sends_only_keep_alive_comments(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(1))
+    out = tmp_path / "out.jsonl"
+    with MockServer([_keepalive_only(30)], repeat_last=True) as srv, knobs(backoff_base=0.001):
+        t0 = time.monotonic()
+        s = mw.batch(src, out, models={"mock/m": srv.model()}, timeout=1.0, line_timeout=1.0)
+        took = time.monotonic() - t0
+    [rec] = results(out)
+    assert not rec["ok"] and rec["error"]["kind"] == "timeout"
+    assert s.failed == 1 and took < 20  # the server would go on for 30 s
+
+
+def test_a_run_deadline_leaves_unfinished_lines_for_the_next_run(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(3))
+    out = tmp_path / "out.jsonl"
+    with MockServer([_keepalive_only(30)], repeat_last=True) as srv:
+        s1 = mw.batch(src, out, models={"mock/m": srv.model()}, concurrency=1, run_timeout=1.0)
+        assert len(srv.requests) == 1
+    assert s1.ok == 0 and s1.failed == 0 and s1.skipped_deadline == 3 and not s1.complete
+    assert results(out) == []
+    with MockServer(["fine"], repeat_last=True) as srv:
+        s2 = mw.batch(src, out, models={"mock/m": srv.model()})
+    assert s2.ok == 3 and s2.complete
+
+
+def test_cli_key_and_a_missing_key_reported_once_in_cli_words(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(20, model="openai/gpt-4.1-mini"))
+    with MockServer(["ok"], repeat_last=True) as srv:
+        code, err = _main(str(src), "-o", str(tmp_path / "o.jsonl"), "--base-url", srv.base_url)
+        assert srv.requests == []
+        assert code == 2
+        assert err.count("\n") == 1 and err.count("no API key") == 1, err
+        assert err.startswith("modelwire: error [missing_api_key]: ")
+        assert "OPENAI_API_KEY" in err and "--key" in err and "api_key=" not in err
+        code, err = _main(str(src), "-o", str(tmp_path / "o.jsonl"), "--base-url",
+                          srv.base_url, "--key", "sk-from-flag", "--plain")  # fmt: skip
+        assert code == 0, err
+        assert {r.headers["authorization"] for r in srv.requests} == {"Bearer sk-from-flag"}
+    assert len(results(tmp_path / "o.jsonl")) == 20
+
+
+def test_ctrl_c_prints_a_final_accurate_summary_and_the_resume_hint(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(200))
+    out = tmp_path / "out.jsonl"
+    with MockServer([Reply(message="answer", delay=0.02)], repeat_last=True) as srv:
+        p = _cli(str(src), "-o", str(out), "--base-url", srv.base_url, "--concurrency", "4",
+                 "--json")  # fmt: skip
+        deadline = time.monotonic() + 60
+        while (not out.exists() or len(results(out)) < 10) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        stdout, stderr = p.communicate(timeout=60)
+    assert p.returncode == 130, stderr
+    written = len(results(out))
+    assert 10 <= written < 200
+    lines = [json.loads(x) for x in stdout.splitlines()]
+    last_progress = [x for x in lines if x["type"] == "progress"][-1]
+    summary = lines[-1]
+    assert summary["type"] == "summary" and summary["interrupted"] is True
+    assert last_progress["done"] == written == summary["ok"] + summary["failed"]
+    assert stderr.endswith("\n") and stderr.count("\n") == 1, stderr
+    assert "error [interrupted]" in stderr and "run the same command again to resume" in stderr
+
+
+def test_ctrl_c_with_the_plain_summary_ends_on_its_own_line(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(200))
+    out = tmp_path / "out.jsonl"
+    with MockServer([Reply(message="answer", delay=0.02)], repeat_last=True) as srv:
+        p = _cli(str(src), "-o", str(out), "--base-url", srv.base_url, "--plain")
+        deadline = time.monotonic() + 60
+        while (not out.exists() or len(results(out)) < 5) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        _, stderr = p.communicate(timeout=60)
+    assert p.returncode == 130
+    summary, error = stderr.rsplit("modelwire: error [interrupted]", 1)
+    assert f"{len(results(out))} done" in summary and "run the same command again" in summary
+    assert summary.endswith("\n") and error.endswith("\n")
+
+
+_NO_RAY = """
+import sys
+sys.modules["ray"] = None  # as if Ray were not installed
+from modelwire._cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def test_cli_ray_without_ray_installed_gives_the_install_hint(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(2))
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    p = subprocess.run(
+        [sys.executable, "-c", _NO_RAY, "batch", str(src), "-o", str(tmp_path / "o.jsonl"),
+         "--base-url", "http://127.0.0.1:9/v1", "--ray"],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert p.returncode == 2, p.stderr
+    assert "pip install 'modelwire[ray]'" in p.stderr
+    assert "ModuleNotFoundError" not in p.stderr and "internal" not in p.stderr
+
+
+def test_skipped_line_reports_print_before_the_summary(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [*prompts(2), "{oops"])
+    with MockServer(["ok"], repeat_last=True) as srv:
+        code, err = _main(str(src), "-o", str(tmp_path / "o.jsonl"), "--base-url",
+                          srv.base_url, "--skip-invalid", "--plain")  # fmt: skip
+    assert code == 0, err
+    assert "skipped invalid line 3" in err
+    assert err.index("skipped invalid line 3") < err.index("2 done")
+
+
+def test_openai_output_format_writes_batch_api_output_lines_and_resumes(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(4))
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo, error_reply(401, "bad key")] * 2) as srv:
+        code, err = _main(str(src), "-o", str(out), "--base-url", srv.base_url,
+                          "--concurrency", "1", "--output-format", "openai", "--plain")  # fmt: skip
+    assert code == 1, err
+    lines = {r["custom_id"]: r for r in results(out)}
+    assert set(lines) == {"r0", "r1", "r2", "r3"}
+    for rec in lines.values():
+        assert set(rec) == {"id", "custom_id", "response", "error"}
+        assert rec["id"].startswith("batch_req_")
+    ok = [r for r in lines.values() if r["response"]["status_code"] == 200]
+    bad = [r for r in lines.values() if r["response"]["status_code"] == 401]
+    assert len(ok) == 2 and len(bad) == 2
+    for rec in ok:
+        body = rec["response"]["body"]
+        assert body["object"] == "chat.completion" and rec["error"] is None
+        n = rec["custom_id"][1:]
+        assert body["choices"][0]["message"]["content"] == f"answer to q{n}"
+        assert body["choices"][0]["finish_reason"] == "stop"
+    assert bad[0]["response"]["body"]["error"]["message"]
+    # Resume reads the same format back: nothing is sent again.
+    with MockServer(["x"], repeat_last=True) as srv:
+        code, err = _main(str(src), "-o", str(out), "--base-url", srv.base_url,
+                          "--output-format", "openai", "--plain")  # fmt: skip
+        assert srv.requests == []
+        # ...and refuses to mix formats in one file.
+        code2, err2 = _main(str(src), "-o", str(out), "--base-url", srv.base_url, "--plain")
+    assert code2 == 2 and "openai format" in err2
+
+
+def test_responses_api_batch_lines_run_through_the_responses_api(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [{
+        "custom_id": "a", "method": "POST", "url": "/v1/responses",
+        "body": {"model": "mock/m", "instructions": "Be brief.", "max_output_tokens": 50,
+                 "input": [{"role": "user", "content": [{"type": "input_text", "text": "hi"}]}]},
+    }, {
+        "custom_id": "b", "method": "POST", "url": "/v1/responses",
+        "body": {"model": "mock/m", "input": "hello"},
+    }])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer(["from responses"], repeat_last=True) as srv:
+        s = mw.batch(src, out, base_url=srv.base_url, output_format="openai")
+        paths = {r.path for r in srv.requests}
+        first = next(r.json() for r in srv.requests if r.json().get("instructions"))
+    assert s.ok == 2 and paths == {"/v1/responses"}
+    assert first["instructions"] == "Be brief." and first["max_output_tokens"] == 50
+    for rec in results(out):
+        body = rec["response"]["body"]
+        assert body["object"] == "response" and body["status"] == "completed"
+        assert body["output"][0]["content"][0]["text"] == "from responses"
+
+
+def test_a_bad_responses_line_names_its_field(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [{
+        "custom_id": "a", "method": "POST", "url": "/v1/responses",
+        "body": {"model": "mock/m", "input": [{"role": "user", "content": [{"type": "x"}]}]},
+    }, {
+        "custom_id": "b", "method": "POST", "url": "/v1/embeddings", "body": {"model": "m"},
+    }])  # fmt: skip
+    with pytest.raises(mw.ConfigurationError) as info:
+        mw.batch(src, tmp_path / "o.jsonl", base_url="http://127.0.0.1:9/v1")
+    assert "line 1: body.input[0].content[0].type must be input_text" in str(info.value)
+    assert "line 2: url must be /v1/chat/completions" in str(info.value)
+
+
+def test_ctrl_c_on_a_terminal_leaves_the_bar_final_and_the_error_on_its_own_line(
+    tmp_path: Path,
+) -> None:
+    import pty
+
+    src = write_jsonl(tmp_path / "in.jsonl", prompts(200))
+    out = tmp_path / "out.jsonl"
+    master, slave = pty.openpty()
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                data = os.read(master, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            chunks.append(data)
+
+    reader = threading.Thread(target=drain, daemon=True)
+    reader.start()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "TERM": "xterm", "COLUMNS": "160"}
+    with MockServer([Reply(message="answer", delay=0.02)], repeat_last=True) as srv:
+        p = subprocess.Popen(
+            [sys.executable, "-m", "modelwire", "batch", str(src), "-o", str(out),
+             "--base-url", srv.base_url, "--concurrency", "4"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=slave, env=env,
+        )  # fmt: skip
+        os.close(slave)
+        deadline = time.monotonic() + 60
+        while (not out.exists() or len(results(out)) < 10) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        p.send_signal(signal.SIGINT)
+        assert p.wait(timeout=60) == 130
+    reader.join(timeout=10)
+    os.close(master)
+    text = b"".join(chunks).decode("utf-8", "replace")
+    written = len(results(out))
+    shown = re.findall(r"(\d+)/200", text)
+    assert shown and int(shown[-1]) == written, (shown[-3:], written)
+    before, error = text.rsplit("modelwire: error [interrupted]", 1)
+    plain = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", before)
+    assert plain.endswith("\n")  # the error is not glued to the bar
+    assert f"{written} done" in plain  # the summary, after the final bar
+    assert "run the same command again to resume" in error and error.endswith("\n")
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), -1.0])
+def test_progress_intervals_are_finite(value: float) -> None:
+    from modelwire.batching import JsonProgress, RichProgress
+
+    for cls in (JsonProgress, RichProgress):
+        with pytest.raises(mw.ConfigurationError, match="interval must be a finite number"):
+            cls(interval=value)
+
+
+def test_a_line_sets_its_own_total_deadline_in_its_options(tmp_path: Path) -> None:
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": "a", "model": "mock/m", "prompt": "hi",
+         "options": {"timeout": {"connect": 5, "idle": 5, "total": 1}}},
+    ])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer([_keepalive_only(30)], repeat_last=True) as srv:
+        t0 = time.monotonic()
+        s = mw.batch(src, out, models={"mock/m": srv.model()}, max_attempts=1)
+        took = time.monotonic() - t0
+    [rec] = results(out)
+    assert s.failed == 1 and rec["error"]["kind"] == "timeout" and took < 20
+    bad = write_jsonl(tmp_path / "bad.jsonl", [
+        {"custom_id": "a", "model": "mock/m", "prompt": "hi", "options": {"timeout": {"total": -1}}},
+        {"custom_id": "b", "model": "mock/m", "prompt": "hi", "options": {"timeout": {"totl": 1}}},
+    ])  # fmt: skip
+    with pytest.raises(mw.ConfigurationError) as info:
+        mw.batch(
+            bad,
+            tmp_path / "o2.jsonl",
+            models={
+                "mock/m": mw.Model(
+                    id="m", api="openai-chat", provider="mock", base_url="http://127.0.0.1:9/v1"
+                )
+            },
+        )
+    text = str(info.value)
+    assert "line 1: options.timeout must be seconds or an object" in text and "total" in text
+    assert "line 2: options.timeout must be seconds or an object" in text

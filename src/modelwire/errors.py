@@ -11,6 +11,7 @@ class below. Third-party exceptions (httpx) are mapped in ``modelwire._http`` on
     ModelwireError
     ├── ConfigurationError (also ValueError)     kind "configuration"
     │   └── MissingAPIKeyError                   kind "missing_api_key"
+    ├── OutputWriteError (also OSError)          kind "output_write"  (a batch's results)
     └── StreamError                              (ends a stream; carried as ErrorInfo)
         ├── ProviderError                        (the provider said no)
         │   ├── AuthenticationError              "authentication"    401
@@ -62,6 +63,7 @@ __all__ = [
     "ModelwireError",
     "NotFoundError",
     "OutputInvalidError",
+    "OutputWriteError",
     "OverloadedError",
     "PermissionDeniedError",
     "ProtocolError",
@@ -145,6 +147,13 @@ class ConfigurationError(ModelwireError, ValueError):
     """The caller asked for something impossible; raised before any request."""
 
     kind = "configuration"
+
+
+class OutputWriteError(ModelwireError, OSError):
+    """A batch run could not write its results file (a full disk, a file size
+    limit…); the lines written before it stay, so running again resumes."""
+
+    kind = "output_write"
 
 
 class MissingAPIKeyError(ConfigurationError):

@@ -7,12 +7,46 @@ batch package (or Ray): that happens only when the command runs.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._apis import builtin_api_names
 
+if TYPE_CHECKING:
+    from ..batching import Progress
+
 __all__ = ["add_parser", "run"]
+
+
+def _count(text: str) -> int:
+    """A positive integer (argparse reports the ValueError as a usage error, exit 2)."""
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _number(text: str, *, zero: bool) -> float:
+    # float() takes "nan" and "inf": NaN compares false with every bound and would
+    # pass a `> 0` check, so finiteness is checked first.
+    value = float(text)
+    if not math.isfinite(value) or value < 0 or (value == 0 and not zero):
+        raise ValueError(text)
+    return value
+
+
+def _dollars(text: str) -> float:
+    return _number(text, zero=True)
+
+
+def _seconds(text: str) -> float:
+    return _number(text, zero=False)
+
+
+_count.__name__ = "positive integer"
+_dollars.__name__ = "finite number of dollars >= 0"
+_seconds.__name__ = "positive finite number of seconds"
 
 
 def add_parser(sub: Any) -> None:
@@ -25,12 +59,13 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     p.add_argument("input", metavar="IN.jsonl")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
-    p.add_argument("--concurrency", type=int, default=16, metavar="N",
+    p.add_argument("--concurrency", type=_count, default=16, metavar="N",
                    help="requests in flight at once (default 16)")  # fmt: skip
-    p.add_argument("--max-attempts", type=int, default=4, metavar="N",
+    p.add_argument("--max-attempts", type=_count, default=4, metavar="N",
                    help="tries per request for retryable errors (default 4)")  # fmt: skip
-    p.add_argument("--max-cost", type=float, metavar="USD",
-                   help="stop starting requests once spend + requests in flight could pass it")  # fmt: skip
+    p.add_argument("--max-cost", type=_dollars, metavar="USD",
+                   help="stop sending once spend + requests in flight could pass it (every "
+                   "HTTP request counts: retries and agent turns too)")  # fmt: skip
     p.add_argument("--rpm", action="append", metavar="[PROVIDER=]N",
                    help="requests per minute for each provider, or for one (repeatable)")  # fmt: skip
     p.add_argument("--tpm", action="append", metavar="[PROVIDER=]N",
@@ -38,7 +73,20 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--base-url", help="send every model to this API root (e.g. a local server)")
     p.add_argument("--api", choices=builtin_api_names(),
                    help="wire API for --base-url models not in the catalog")  # fmt: skip
-    p.add_argument("--timeout", type=float, help="connect and idle timeout in seconds")
+    p.add_argument("--key", metavar="KEY",
+                   help="the API key for every line (default: the provider's environment "
+                   "variable)")  # fmt: skip
+    p.add_argument("--timeout", type=_seconds, metavar="S",
+                   help="connect and idle timeout in seconds")  # fmt: skip
+    p.add_argument("--line-timeout", type=_seconds, metavar="S",
+                   help="seconds one line may take in all, retries included (then it is "
+                   "recorded as a timeout)")  # fmt: skip
+    p.add_argument("--run-timeout", type=_seconds, metavar="S",
+                   help="seconds for the whole run: then nothing new starts and unfinished "
+                   "lines are left for the next run")  # fmt: skip
+    p.add_argument("--output-format", choices=("modelwire", "openai"), default="modelwire",
+                   help="result lines in modelwire's format (default) or the OpenAI Batch API "
+                   "output format")  # fmt: skip
     p.add_argument("--skip-invalid", action="store_true",
                    help="run the valid lines even when some are bad (they are listed)")  # fmt: skip
     p.add_argument("--agent", action="store_true",
@@ -47,7 +95,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                    help="run on a Ray cluster (pip install 'modelwire[ray]'); without ADDRESS "
                    "a local one")  # fmt: skip
-    p.add_argument("--ray-workers", type=int, default=2, metavar="N",
+    p.add_argument("--ray-workers", type=_count, default=2, metavar="N",
                    help="with --ray: shards run in parallel (default 2)")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="progress as JSON lines on stdout (the default when stderr is not a "
@@ -68,8 +116,9 @@ def parse_limits(rpm: list[str] | None, tpm: list[str] | None) -> dict[str, Any]
                 value = float(number)
             except ValueError:
                 value = -1.0
-            if value <= 0 or (sep and not provider):
-                raise CLIError("usage", f"--{flag} takes N or PROVIDER=N with N > 0, got {item!r}")
+            # NaN passes `<= 0` (every comparison with it is false): finite first.
+            if not math.isfinite(value) or value <= 0 or (sep and not provider):
+                raise CLIError("usage", f"--{flag} takes N or PROVIDER=N with N a finite number > 0, got {item!r}")  # fmt: skip
             values.setdefault(provider or "*", {})[flag] = value
     if not values:
         return None
@@ -78,31 +127,80 @@ def parse_limits(rpm: list[str] | None, tpm: list[str] | None) -> dict[str, Any]
     return {p: Limits(**{**default, **v}) for p, v in values.items()}
 
 
-def run(args: argparse.Namespace) -> int:
-    from ..batching import JsonProgress, Progress, RichProgress, batch
-    from ..batching._progress import format_summary
+class _Reports:
+    """Around the chosen progress: skipped lines reported on stderr before the run
+    (never after its summary), and with ``--plain`` the summary on stderr at the end
+    — also when the run is interrupted."""
 
-    progress: Progress
+    def __init__(self, inner: Progress, plain: bool) -> None:
+        self.inner, self.plain = inner, plain
+
+    def invalid(self, problems: list[Any]) -> None:
+        for problem in problems:
+            sys.stderr.write(f"modelwire: skipped invalid {problem}\n")
+        sys.stderr.flush()
+        self.inner.invalid(problems)
+
+    def start(self, total: int) -> None:
+        self.inner.start(total)
+
+    def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
+        self.inner.update(snapshot, force=force)
+
+    def close(self, summary: dict[str, Any]) -> None:
+        from ..batching._progress import format_summary
+
+        self.inner.close(summary)
+        if self.plain:
+            sys.stderr.write(format_summary(summary) + "\n")
+            sys.stderr.flush()
+
+
+def _progress(args: argparse.Namespace) -> Progress:
+    from ..batching import JsonProgress, Progress, RichProgress
+
+    inner: Progress
     if args.json or (not args.plain and not sys.stderr.isatty()):
-        progress = JsonProgress(sys.stdout)
+        inner = JsonProgress(sys.stdout)
     elif args.plain:
-        progress = Progress()
+        inner = Progress()
     else:
-        progress = RichProgress()
+        inner = RichProgress()
+    progress = _Reports(inner, args.plain)
+    return progress  # type: ignore[return-value]
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..batching import batch
+    from ..errors import ConfigurationError, MissingAPIKeyError
+    from .common import EXIT_INTERRUPTED, CLIError
+
     limits = parse_limits(args.rpm, args.tpm)
     on_ray = args.ray is not None
-    summary = batch(
-        args.input, args.output, concurrency=args.concurrency, max_attempts=args.max_attempts,
-        max_cost=args.max_cost, limits=limits, base_url=args.base_url, api=args.api,
-        timeout=args.timeout, skip_invalid=args.skip_invalid,
-        agent_root=args.root if args.agent else None, progress=progress,
-        backend="ray" if on_ray else "local", ray_workers=args.ray_workers,
-        ray_address=None if not on_ray or args.ray == "local" else args.ray,
-    )  # fmt: skip
-    if args.plain:
-        from ..batching._summary import summary_dict
-
-        sys.stderr.write(format_summary(summary_dict(summary)) + "\n")
-    for problem in summary.invalid:
-        sys.stderr.write(f"modelwire: skipped invalid {problem}\n")
-    return 0 if summary.failed == 0 and summary.skipped_cost == 0 else 1
+    try:
+        summary = batch(
+            args.input, args.output, concurrency=args.concurrency,
+            max_attempts=args.max_attempts, max_cost=args.max_cost, limits=limits,
+            base_url=args.base_url, api=args.api, api_key=args.key, timeout=args.timeout,
+            line_timeout=args.line_timeout, run_timeout=args.run_timeout,
+            output_format=args.output_format, skip_invalid=args.skip_invalid,
+            agent_root=args.root if args.agent else None, progress=_progress(args),
+            backend="ray" if on_ray else "local", ray_workers=args.ray_workers,
+            ray_address=None if not on_ray or args.ray == "local" else args.ray,
+        )  # fmt: skip
+    except MissingAPIKeyError as exc:
+        var = f"set {exc.env_var} in the environment or " if exc.env_var else ""
+        provider = exc.message.split(":")[0].removeprefix("no API key for ")
+        raise CLIError(exc.kind, f"no API key for {provider}: {var}pass --key KEY; nothing "
+                       "was sent") from None  # fmt: skip
+    except KeyboardInterrupt:
+        raise CLIError(
+            "interrupted", f"stopped by Ctrl-C; every result written so far is in "
+            f"{args.output}: run the same command again to resume", EXIT_INTERRUPTED,
+        ) from None  # fmt: skip
+    except ConfigurationError as exc:
+        if on_ray and "needs Ray" in exc.message:  # said in the CLI's words
+            raise CLIError("usage", "--ray needs Ray, which is not installed: pip install "
+                           "'modelwire[ray]'") from None  # fmt: skip
+        raise
+    return 0 if summary.failed == 0 and summary.complete else 1

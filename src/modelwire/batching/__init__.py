@@ -1,11 +1,13 @@
 """Batch runs that survive anything: ``mw.batch``, ``batch_async`` and ``modelwire batch``.
 
 One request per JSONL line (modelwire's own format or the OpenAI Batch API
-input format), validated up front; one result line per ``custom_id``, appended
-atomically so a crash or ``kill -9`` followed by the same command yields every
-id exactly once; concurrency, per-provider rate limits with shared
-``Retry-After`` pauses, retries with jittered backoff, a cost cap, progress;
-the same job on a Ray cluster with ``backend="ray"``. Guide: docs/batch.md.
+input format, Chat Completions or Responses), validated up front; one result
+line per ``custom_id`` (modelwire's format or the OpenAI Batch API output
+format), appended atomically so a crash or ``kill -9`` followed by the same
+command yields every id exactly once; concurrency, per-provider rate limits with
+shared ``Retry-After`` pauses, retries with jittered backoff, a cost cap reserved
+per HTTP request, per-line and per-run deadlines, progress; the same job on a
+Ray cluster with ``backend="ray"``. Guide: docs/batch.md.
 
 ``mw.batch`` is :func:`batch` (it runs its own event loop); inside a running loop,
 ``await batch_async(...)`` with the same arguments.

@@ -9,6 +9,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
+import math
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
@@ -22,9 +23,9 @@ from ..errors import ConfigurationError
 from ..types import Model
 from ._input import BatchRequest, InputProblem, problems_error, read_requests
 from ._limits import Limits, ProviderLimiter
-from ._output import OutputLog
+from ._output import OutputLog, check_output, read_done
 from ._progress import Progress
-from ._runner import Budget, RunSettings, Stats, run_requests
+from ._runner import Budget, RunSettings, Stats, as_timeout, run_requests
 from ._summary import BatchSummary, summarize, summary_dict
 
 __all__ = ["BatchSummary", "batch", "batch_async", "load_requests", "model_resolver"]
@@ -80,6 +81,8 @@ def _validator(api_key: Any, timeout: Any) -> Callable[[BatchRequest], None]:
 def _call_options(options: dict[str, Any], timeout: Any) -> dict[str, Any]:
     if timeout is not None and "timeout" not in options:
         return {**options, "timeout": timeout}
+    if isinstance(options.get("timeout"), dict):
+        return {**options, "timeout": as_timeout(options["timeout"])}
     return options
 
 
@@ -148,6 +151,9 @@ class _LocalSink:
         self.log, self.stats, self.progress = log, stats, progress
         self._next = 0.0
 
+    async def spent(self, spend: dict[str, Any]) -> None:
+        self.stats.add_spent(spend)
+
     async def write(self, record: dict[str, Any]) -> None:
         if self.log.write(record):
             self.stats.add(record)
@@ -157,13 +163,40 @@ class _LocalSink:
                 self.progress.update(self.stats.snapshot())
 
 
-def _check_settings(concurrency: int, max_attempts: int, max_cost: float | None) -> None:
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ConfigurationError(f"concurrency must be a positive integer, got {concurrency!r}")
-    if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
-        raise ConfigurationError(f"max_attempts must be a positive integer, got {max_attempts!r}")
-    if max_cost is not None and (not isinstance(max_cost, int | float) or max_cost < 0):
-        raise ConfigurationError(f"max_cost must be a number of dollars >= 0, got {max_cost!r}")
+def _positive_int(name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+
+
+def _finite(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _check_settings(
+    concurrency: int,
+    max_attempts: int,
+    max_cost: float | None,
+    ray_workers: int,
+    line_timeout: float | None,
+    run_timeout: float | None,
+) -> None:
+    """Every numeric setting finite and in range before anything is sent: NaN
+    compares false with everything, so ``nan < 0`` would let ``max_cost=nan`` pass
+    and silently remove the cap."""
+    _positive_int("concurrency", concurrency)
+    _positive_int("max_attempts", max_attempts)
+    _positive_int("ray_workers", ray_workers)
+    if max_cost is not None and (not _finite(max_cost) or max_cost < 0):
+        raise ConfigurationError(
+            f"max_cost must be a finite number of dollars >= 0 (or None for no cap), got "
+            f"{max_cost!r}"
+        )
+    for name, value in (("line_timeout", line_timeout), ("run_timeout", run_timeout)):
+        if value is not None and (not _finite(value) or value <= 0):
+            raise ConfigurationError(
+                f"{name} must be a positive finite number of seconds (or None for no "
+                f"limit), got {value!r}"
+            )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -210,6 +243,9 @@ def _plan(
     api: str | None,
     api_key: Any,
     timeout: Any,
+    line_timeout: float | None,
+    run_timeout: float | None,
+    output_format: Literal["modelwire", "openai"],
     skip_invalid: bool,
     agent_root: str | os.PathLike[str] | None,
     progress: Progress | None,
@@ -223,19 +259,46 @@ def _plan(
     knobs = _KNOBS.get(_Knobs())
     if backend not in ("local", "ray"):
         raise ConfigurationError(f'backend must be "local" or "ray", got {backend!r}')
-    _check_settings(concurrency, max_attempts, max_cost)
+    _check_settings(concurrency, max_attempts, max_cost, ray_workers, line_timeout, run_timeout)
+    if limits is not None and not isinstance(limits, Limits):
+        for provider, lim in limits.items():
+            if not isinstance(lim, Limits):
+                raise ConfigurationError(
+                    f"limits[{provider!r}] must be a modelwire.batching.Limits, got {lim!r}"
+                )
+    if output_format not in ("modelwire", "openai"):
+        raise ConfigurationError(
+            f'output_format must be "modelwire" or "openai", got {output_format!r}'
+        )
+    out = os.fspath(output)
+    inputs = (os.fspath(input),) if isinstance(input, str | os.PathLike) else ()
+    # The output is checked (and an existing one read) before the input is even
+    # validated: a results file that cannot be used would otherwise fail only after
+    # requests were paid for.
+    check_output(out, inputs)
+    read_done(out, output_format)
     resolve = model_resolver(models, base_url=base_url, api=api)
     requests, invalid = load_requests(
         input, resolve, skip_invalid=skip_invalid, api_key=api_key, timeout=timeout
     )
+    progress = progress or Progress()
+    if invalid:
+        progress.invalid(invalid)  # before the run, so they never follow its summary
     settings = RunSettings(
         concurrency=concurrency, max_attempts=max_attempts, backoff_base=knobs.backoff_base,
         agent_root=os.fspath(agent_root) if agent_root is not None else None,
+        line_timeout=line_timeout, output_format=output_format,
+        run_deadline=time.time() + run_timeout if run_timeout is not None else None,
     )  # fmt: skip
-    progress = progress or Progress()
-    out = os.fspath(output)
     if backend == "ray":
-        from ._ray import run_on_ray
+        try:
+            from ._ray import run_on_ray
+        except ImportError as exc:
+            if exc.name is None or exc.name.partition(".")[0] != "ray":
+                raise
+            raise ConfigurationError(
+                "backend=\"ray\" needs Ray, which is not installed: pip install 'modelwire[ray]'"
+            ) from None
 
         job = functools.partial(
             run_on_ray, requests, out, settings=settings, max_cost=max_cost,
@@ -245,8 +308,8 @@ def _plan(
         return _Plan(ray=job, local=None)
 
     async def local() -> BatchSummary:
-        return await _run_local(requests, invalid, out, settings, max_cost, limits, progress,
-                                started)  # fmt: skip
+        return await _run_local(requests, invalid, out, inputs, settings, max_cost, limits,
+                                progress, started)  # fmt: skip
 
     return _Plan(ray=None, local=local)
 
@@ -255,6 +318,7 @@ async def _run_local(
     requests: list[BatchRequest],
     invalid: list[InputProblem],
     out: str,
+    inputs: tuple[str, ...],
     settings: RunSettings,
     max_cost: float | None,
     limits: Limits | Mapping[str, Limits] | None,
@@ -270,24 +334,35 @@ async def _run_local(
             lim = limiters[model.provider] = _LocalLimiter(ProviderLimiter(limits_for(model.provider)))  # fmt: skip
         return lim
 
-    with OutputLog(out) as log:
+    with OutputLog(out, output_format=settings.output_format, inputs=inputs) as log:
         pending = [r for r in requests if r.custom_id not in log.done]
         stats = Stats(len(pending), already_done=len(requests) - len(pending))
-        skipped: list[BatchRequest] = []
+        skipped: dict[str, int] = {"cost": 0, "deadline": 0}
         progress.start(len(pending))
+
+        def on_skip(req: BatchRequest, why: str) -> None:
+            skipped[why] += 1
+
+        interrupted = False
         try:
             await run_requests(
                 pending, _LocalSink(log, stats, progress), settings=settings,
-                limiter_for=limiter_for, budget=Budget(max_cost), on_skip=skipped.append,
+                limiter_for=limiter_for, budget=Budget(max_cost), on_skip=on_skip,
             )  # fmt: skip
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            # Ctrl-C (asyncio.run cancels the main task): the progress and the
+            # summary still say exactly what reached the file, then it goes on up.
+            interrupted = True
+            raise
         finally:
             log.sync()
-        progress.update(stats.snapshot(), force=True)
-    summary = summarize(
-        stats, total=len(requests), skipped_done=len(requests) - len(pending),
-        skipped_cost=len(skipped), invalid=invalid, started=started,
-    )  # fmt: skip
-    progress.close(summary_dict(summary))
+            progress.update(stats.snapshot(), force=True)
+            summary = summarize(
+                stats, total=len(requests), skipped_done=len(requests) - len(pending),
+                skipped_cost=skipped["cost"], skipped_deadline=skipped["deadline"],
+                invalid=invalid, started=started, interrupted=interrupted,
+            )  # fmt: skip
+            progress.close(summary_dict(summary))
     return summary
 
 
@@ -304,6 +379,9 @@ async def batch_async(
     api: str | None = None,
     api_key: Any = None,
     timeout: Any = None,
+    line_timeout: float | None = None,
+    run_timeout: float | None = None,
+    output_format: Literal["modelwire", "openai"] = "modelwire",
     skip_invalid: bool = False,
     agent_root: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
@@ -317,7 +395,8 @@ async def batch_async(
     plan = _plan(
         input, output, concurrency=concurrency, max_attempts=max_attempts,
         max_cost=max_cost, limits=limits, models=models, base_url=base_url, api=api,
-        api_key=api_key, timeout=timeout, skip_invalid=skip_invalid, agent_root=agent_root,
+        api_key=api_key, timeout=timeout, line_timeout=line_timeout, run_timeout=run_timeout,
+        output_format=output_format, skip_invalid=skip_invalid, agent_root=agent_root,
         progress=progress, backend=backend, ray_address=ray_address, ray_workers=ray_workers,
     )  # fmt: skip
     if plan.ray is not None:
@@ -339,6 +418,9 @@ def batch(
     api: str | None = None,
     api_key: Any = None,
     timeout: Any = None,
+    line_timeout: float | None = None,
+    run_timeout: float | None = None,
+    output_format: Literal["modelwire", "openai"] = "modelwire",
     skip_invalid: bool = False,
     agent_root: str | os.PathLike[str] | None = None,
     progress: Progress | None = None,
@@ -352,11 +434,15 @@ def batch(
     Re-running with the same ``output`` resumes: ids already there are skipped.
     Options: ``concurrency``, ``max_attempts``, ``max_cost`` (dollars),
     ``limits`` (``Limits(rpm, tpm)`` for every provider, or a dict by provider),
+    ``line_timeout`` (seconds one line may take, retries included) and
+    ``run_timeout`` (seconds for the whole run: no line starts after it, and lines
+    it cuts are left for the next run),
     ``models`` (``{"provider/id": Model}`` overriding the catalog), ``base_url``
     and ``api`` (send every model there), ``api_key``, ``timeout``,
     ``skip_invalid``, ``agent_root`` (run ``mw.Agent`` with the read-only tools
     rooted there), ``progress``, ``backend`` (``"local"`` or ``"ray"``),
-    ``ray_address``, ``ray_workers``. See docs/batch.md.
+    ``ray_address``, ``ray_workers``, ``output_format`` (``"modelwire"``, or
+    ``"openai"`` for the OpenAI Batch API output lines). See docs/batch.md.
 
     It runs its own event loop, so it refuses to start inside a running one (it
     would block that loop for the whole run): there, ``await
@@ -371,7 +457,8 @@ def batch(
     plan = _plan(
         input, output, concurrency=concurrency, max_attempts=max_attempts,
         max_cost=max_cost, limits=limits, models=models, base_url=base_url, api=api,
-        api_key=api_key, timeout=timeout, skip_invalid=skip_invalid, agent_root=agent_root,
+        api_key=api_key, timeout=timeout, line_timeout=line_timeout, run_timeout=run_timeout,
+        output_format=output_format, skip_invalid=skip_invalid, agent_root=agent_root,
         progress=progress, backend=backend, ray_address=ray_address, ray_workers=ray_workers,
     )  # fmt: skip
     if plan.ray is not None:

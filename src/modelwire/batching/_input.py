@@ -8,9 +8,11 @@ Two line formats are accepted:
   ``temperature``, ``reasoning``, ``tool_choice``, ``parallel_tool_calls``,
   ``extra_body``, ``timeout``, ``headers``, ``session_id``).
 * the OpenAI Batch API input format — ``{"custom_id", "method": "POST", "url":
-  "/v1/chat/completions", "body": {...}}`` — so existing batch files run as they
-  are (https://platform.openai.com/docs/api-reference/batch/request-input).
-  ``body.model`` without a provider prefix means ``openai/<model>``.
+  "/v1/chat/completions" | "/v1/responses", "body": {...}}`` — so existing batch
+  files run as they are
+  (https://platform.openai.com/docs/api-reference/batch/request-input); a
+  ``/v1/responses`` body goes out through the Responses API. ``body.model``
+  without a provider prefix means ``openai/<model>``.
 
 Every line becomes a :class:`BatchRequest`, or an :class:`InputProblem` naming
 its line number; :func:`read_requests` collects them all so a bad file is
@@ -25,7 +27,8 @@ from typing import Any
 
 import msgspec
 
-from ..errors import ConfigurationError, ModelwireError
+from .._apis import api_for_path
+from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import (
     AssistantContent,
     AssistantMessage,
@@ -67,6 +70,7 @@ OPTION_KEYS = frozenset(
         "session_id",
     }
 )
+_OPENAI_URLS = ("/v1/chat/completions", "/v1/responses")
 _NATIVE_KEYS = frozenset({"custom_id", "model", "context", "prompt", "options"})
 _OPENAI_KEYS = frozenset({"custom_id", "method", "url", "body"})
 # Body fields mapped onto modelwire options; the rest travel as extra_body.
@@ -99,6 +103,9 @@ class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
     """Keyword options for ``mw.stream``."""
     estimated_input_tokens: int
     """A rough prompt size (4 characters per token) for rate limits and cost caps."""
+    url: str | None = None
+    """The endpoint of an OpenAI Batch API line (``/v1/chat/completions``,
+    ``/v1/responses``); ``None`` for modelwire's own format."""
 
 
 class InputProblem(msgspec.Struct, frozen=True):
@@ -252,6 +259,146 @@ def _openai_options(body: Mapping[str, Any]) -> dict[str, Any]:
     return opts
 
 
+# Responses body fields mapped onto modelwire options; the rest travel as extra_body
+# (https://platform.openai.com/docs/api-reference/responses/create).
+_RESPONSES_MAPPED = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "tools",
+        "tool_choice",
+        "max_output_tokens",
+        "temperature",
+        "parallel_tool_calls",
+        "reasoning",
+        "stream",
+    }
+)
+
+
+def _responses_parts(where: str, content: Any) -> tuple[UserContent, ...]:
+    """Responses content (a string or ``input_text``/``output_text``/``input_image``
+    parts) as modelwire content blocks."""
+    if isinstance(content, str):
+        return (TextContent(text=content),)
+    _expect(isinstance(content, list), f"{where} must be a string or a list of parts")
+    out: list[UserContent] = []
+    for i, part in enumerate(content):
+        p = f"{where}[{i}]"
+        _expect(isinstance(part, dict), f"{p} must be an object")
+        kind = part.get("type")
+        if kind in ("input_text", "output_text"):
+            _expect(isinstance(part.get("text"), str), f"{p}.text must be a string")
+            out.append(TextContent(text=part["text"]))
+        elif kind == "input_image":
+            url = part.get("image_url")
+            _expect(isinstance(url, str), f"{p}.image_url must be a data:<mime>;base64,... URL")
+            out.extend(_text_parts(p, [{"type": "image_url", "image_url": {"url": url}}]))
+        else:
+            raise _LineError(f"{p}.type must be input_text, output_text or input_image, got {kind!r}")  # fmt: skip
+    return tuple(out)
+
+
+def _responses_context(body: Mapping[str, Any], model: Model) -> Context:
+    """A Responses ``input`` (a string or a list of items), ``instructions`` and
+    ``tools`` as a modelwire Context."""
+    items: Any = body.get("input")
+    if isinstance(items, str):
+        items = [{"role": "user", "content": items}]
+    _expect(isinstance(items, list) and bool(items), "body.input must be a string or a non-empty list")  # fmt: skip
+    instructions = body.get("instructions")
+    _expect(instructions is None or isinstance(instructions, str), "body.instructions must be a string")  # fmt: skip
+    system: list[str] = [instructions] if instructions else []
+    out: list[Message] = []
+    names: dict[str, str] = {}
+    for i, item in enumerate(items):
+        where = f"body.input[{i}]"
+        _expect(isinstance(item, dict), f"{where} must be an object")
+        kind = item.get("type", "message")
+        if kind == "message":
+            role = item.get("role")
+            parts = _responses_parts(f"{where}.content", item.get("content"))
+            text_only = all(isinstance(p, TextContent) for p in parts)
+            if role in ("system", "developer"):
+                _expect(text_only, f"{where}.content may hold only text")
+                system.append("".join(p.text for p in parts if isinstance(p, TextContent)))
+            elif role == "user":
+                out.append(UserMessage(content=parts))
+            elif role == "assistant":
+                _expect(text_only, f"{where}.content may hold only text")
+                out.append(AssistantMessage(
+                    content=tuple(p for p in parts if isinstance(p, TextContent)),
+                    api=model.api, provider=model.provider, model=model.id, stop_reason="stop",
+                ))  # fmt: skip
+            else:
+                raise _LineError(f"{where}.role must be system, developer, user or assistant, got {role!r}")  # fmt: skip
+        elif kind == "function_call":
+            call_id, fname, raw = item.get("call_id"), item.get("name"), item.get("arguments", "{}")
+            _expect(isinstance(call_id, str) and bool(call_id), f"{where}.call_id must be a string")  # fmt: skip
+            _expect(isinstance(fname, str), f"{where}.name must be a string")
+            _expect(isinstance(raw, str), f"{where}.arguments must be a JSON string")
+            try:
+                args = msgspec.json.decode(raw)
+            except msgspec.DecodeError:
+                raise _LineError(f"{where}.arguments is not valid JSON") from None
+            _expect(isinstance(args, dict), f"{where}.arguments must be a JSON object")
+            names[call_id] = fname
+            call = ToolCall(id=call_id, name=fname, arguments=args, raw_arguments=raw)
+            out.append(AssistantMessage(content=(call,), api=model.api, provider=model.provider,
+                                        model=model.id, stop_reason="tool_use"))  # fmt: skip
+        elif kind == "function_call_output":
+            call_id = item.get("call_id")
+            _expect(call_id in names, f"{where}.call_id {call_id!r} answers no earlier function_call")  # fmt: skip
+            output = item.get("output")
+            _expect(isinstance(output, str), f"{where}.output must be a string")
+            out.append(ToolResultMessage(tool_call_id=call_id, tool_name=names[call_id],
+                                         content=(TextContent(text=output),)))  # fmt: skip
+        else:
+            raise _LineError(f"{where}.type must be message, function_call or function_call_output, got {kind!r}")  # fmt: skip
+    tools: list[ToolDefinition] | None = None
+    if body.get("tools") is not None:
+        _expect(isinstance(body["tools"], list), "body.tools must be a list")
+        tools = []
+        for i, t in enumerate(body["tools"]):
+            _expect(isinstance(t, dict) and t.get("type") == "function",
+                    f"body.tools[{i}] must be {{\"type\": \"function\", \"name\": ...}}")  # fmt: skip
+            _expect(isinstance(t.get("name"), str), f"body.tools[{i}].name must be a string")
+            tools.append(ToolDefinition(
+                name=t["name"], description=t.get("description") or "",
+                parameters=t.get("parameters") or {"type": "object", "properties": {}},
+            ))  # fmt: skip
+    return Context(
+        system_prompt="\n\n".join(system) or None,
+        messages=tuple(out),
+        tools=tuple(tools) if tools is not None else None,
+    )
+
+
+def _responses_options(body: Mapping[str, Any]) -> dict[str, Any]:
+    opts: dict[str, Any] = {}
+    if body.get("max_output_tokens") is not None:
+        opts["max_tokens"] = body["max_output_tokens"]
+    for key in ("temperature", "parallel_tool_calls"):
+        if body.get(key) is not None:
+            opts[key] = body[key]
+    reasoning = body.get("reasoning")
+    if reasoning is not None:
+        _expect(isinstance(reasoning, dict), "body.reasoning must be an object")
+        if reasoning.get("effort") is not None:
+            opts["reasoning"] = reasoning["effort"]
+    tc = body.get("tool_choice")
+    if isinstance(tc, dict):
+        _expect(isinstance(tc.get("name"), str), "body.tool_choice.name must be a string")
+        opts["tool_choice"] = {"name": tc["name"]}
+    elif tc is not None:
+        opts["tool_choice"] = tc
+    extra = {k: v for k, v in body.items() if k not in _RESPONSES_MAPPED}
+    if extra:
+        opts["extra_body"] = extra
+    return opts
+
+
 def _estimate_tokens(context: Context) -> int:
     # 4 characters per token is the usual rule of thumb; only used to pace
     # tokens/min and to bound the cost of requests not yet answered.
@@ -274,15 +421,25 @@ def parse_line(
         _expect(not unknown, f"unknown keys for an OpenAI Batch line: {', '.join(sorted(unknown))}")  # fmt: skip
         _expect(obj.get("method", "POST") == "POST", "method must be POST")
         url = obj.get("url")
-        _expect(url == "/v1/chat/completions",
-                f"url must be /v1/chat/completions (the Chat Completions body), got {url!r}")  # fmt: skip
+        _expect(url in _OPENAI_URLS,
+                "url must be /v1/chat/completions (a Chat Completions body) or /v1/responses "
+                f"(a Responses body), got {url!r}")  # fmt: skip
         body = obj.get("body")
         _expect(isinstance(body, dict), "body must be an object")
         name = body.get("model")
         _expect(isinstance(name, str) and bool(name), "body.model must be a string")
         model = resolve(name if "/" in name else f"openai/{name}")
-        context = _openai_context(body, model)
-        options = _openai_options(body)
+        if url == "/v1/responses":
+            # The body is a Responses request: it goes out through the API that
+            # serves that endpoint (the registry knows which).
+            wire = api_for_path(url)
+            assert wire is not None
+            model = msgspec.structs.replace(model, api=wire)
+            context = _responses_context(body, model)
+            options = _responses_options(body)
+        else:
+            context = _openai_context(body, model)
+            options = _openai_options(body)
     else:
         unknown = set(obj) - _NATIVE_KEYS
         _expect(not unknown, f"unknown keys: {', '.join(sorted(unknown))} (expected custom_id, model, context or prompt, options)")  # fmt: skip
@@ -303,7 +460,8 @@ def parse_line(
         bad = set(options) - OPTION_KEYS
         _expect(not bad, f"unknown options: {', '.join(sorted(bad))} (allowed: {', '.join(sorted(OPTION_KEYS))})")  # fmt: skip
     req = BatchRequest(custom_id=cid, line=line, model=model, context=context,
-                       options=dict(options), estimated_input_tokens=_estimate_tokens(context))  # fmt: skip
+                       options=dict(options), estimated_input_tokens=_estimate_tokens(context),
+                       url=obj.get("url") if isinstance(obj.get("url"), str) else None)  # fmt: skip
     if check is not None:
         check(req)
     return req
@@ -328,6 +486,10 @@ def read_requests(
             continue
         try:
             req = parse_line(raw, n, resolve, check)
+        except MissingAPIKeyError:
+            # A missing key is the run's problem, not the line's: said once, at once,
+            # not repeated for every line of that provider.
+            raise
         except (_LineError, ModelwireError) as exc:
             problems.append(InputProblem(n, str(exc)))
             continue

@@ -12,6 +12,7 @@ saw it.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 
 from aiolimiter import AsyncLimiter
@@ -26,8 +27,17 @@ class Limits:
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None) -> None:
         for name, v in (("rpm", rpm), ("tpm", tpm)):
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int | float) or v <= 0):
-                raise ConfigurationError(f"{name} must be a positive number or None, got {v!r}")
+            # NaN compares false with everything: ``nan <= 0`` would pass and the
+            # bucket would never let a request through; infinity never refills.
+            if v is not None and (
+                isinstance(v, bool)
+                or not isinstance(v, int | float)
+                or not math.isfinite(v)
+                or v <= 0
+            ):
+                raise ConfigurationError(
+                    f"{name} must be a positive finite number or None, got {v!r}"
+                )
         self.rpm = rpm
         self.tpm = tpm
 

@@ -8,14 +8,24 @@ summary at the end.
 from __future__ import annotations
 
 import json
+import math
 import sys
 import time
 from typing import Any, TextIO
+
+from ..errors import ConfigurationError
 
 __all__ = ["JsonProgress", "NoProgress", "Progress", "RichProgress", "format_summary"]
 
 
 class Progress:
+    """What a run reports, in this order: ``invalid`` (the lines skipped with
+    ``skip_invalid``, before anything is sent), ``start``, ``update`` as results
+    arrive, and ``close`` with the summary — also when the run is interrupted."""
+
+    def invalid(self, problems: list[Any]) -> None:
+        pass
+
     def start(self, total: int) -> None:
         pass
 
@@ -29,12 +39,19 @@ class Progress:
 NoProgress = Progress
 
 
+def _interval(value: float) -> float:
+    # NaN would compare false with every elapsed time: no update would ever print.
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:  # fmt: skip
+        raise ConfigurationError(f"interval must be a finite number of seconds >= 0, got {value!r}")  # fmt: skip
+    return float(value)
+
+
 class JsonProgress(Progress):
     """``{"type": "progress", ...}`` lines, then one ``{"type": "summary", ...}``."""
 
     def __init__(self, out: TextIO | None = None, interval: float = 1.0) -> None:
         self.out = out or sys.stderr
-        self.interval = interval
+        self.interval = _interval(interval)
         self._last = 0.0
 
     def _line(self, kind: str, data: dict[str, Any]) -> None:
@@ -61,10 +78,17 @@ def format_summary(s: dict[str, Any]) -> str:
     parts = [
         f"{s['ok']} done, {s['failed']} failed ({failed}), "
         f"{s['skipped_done']} already in the output, {s['skipped_cost']} not started (cost cap), "
-        f"{s['skipped_invalid']} invalid lines skipped",
+        f"{s['skipped_invalid']} invalid lines skipped"
+        + (
+            f", {s['skipped_deadline']} left by the run deadline"
+            if s.get("skipped_deadline")
+            else ""
+        ),
         f"{s['input_tokens']:,} input + {s['output_tokens']:,} output tokens, "
         f"{_money(s['cost'])}, {s['requests']} requests, {s['wall_s']:.2f} s",
     ]
+    if s.get("interrupted"):
+        parts.append("stopped before the end: run the same command again to resume")
     return "\n".join(parts)
 
 
@@ -72,6 +96,7 @@ class RichProgress(Progress):
     """A rich live bar on a terminal (rich is the CLI extra)."""
 
     def __init__(self, interval: float = 0.2, console: Any = None) -> None:
+        interval = _interval(interval)
         from rich.console import Console
         from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeRemainingColumn
         from rich.progress import Progress as Bar

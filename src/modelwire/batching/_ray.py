@@ -50,15 +50,16 @@ SINK_LOCK_WAIT = 30.0
 class SinkActor:
     """The one writer of the output file (see :class:`OutputLog`)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, output_format: str = "modelwire") -> None:
         self.path = path
+        self.output_format = output_format
         self.stats = Stats(0)
 
     def open(self, lock_wait: float) -> str | None:
         """Open the output; the error text when it cannot be (no exception, so
         the driver reports it as the one-line error it is)."""
         try:
-            self.log = OutputLog(self.path, lock_wait=lock_wait)
+            self.log = OutputLog(self.path, lock_wait=lock_wait, output_format=self.output_format)
         except ConfigurationError as exc:
             return exc.message
         return None
@@ -77,6 +78,9 @@ class SinkActor:
         if wrote:
             self.stats.add(record)
         return wrote
+
+    def spent(self, spend: dict[str, Any]) -> None:
+        self.stats.add_spent(spend)
 
     def snapshot(self) -> dict[str, Any]:
         return self.stats.snapshot()
@@ -146,6 +150,9 @@ class _RemoteSink:
         self.chaos = chaos
         self.written = 0
 
+    async def spent(self, spend: dict[str, Any]) -> None:
+        await self.handle.spent.remote(spend)
+
     async def write(self, record: dict[str, Any]) -> None:
         # Acknowledged before the next request starts: a result counts as done
         # only once the sink has appended it.
@@ -168,13 +175,14 @@ def run_shard(
     limiters: dict[str, Any],
     budget: Any,
     chaos: dict[str, Any] | None,
-) -> int:
-    """Run one shard on a worker; returns how many requests the budget refused."""
+) -> tuple[int, int]:
+    """Run one shard on a worker; returns how many requests the budget refused and
+    how many the run deadline cut."""
     requests = msgspec.json.decode(blob, type=list[BatchRequest])
     # A retried shard skips what its earlier run (or anyone) already wrote.
     done = set(ray.get(sink.done_among.remote([r.custom_id for r in requests])))
     requests = [r for r in requests if r.custom_id not in done]
-    skipped: list[BatchRequest] = []
+    skipped: list[str] = []
 
     async def main() -> None:
         run = RunSettings(**settings)
@@ -182,11 +190,11 @@ def run_shard(
         await run_requests(
             requests, _RemoteSink(sink, chaos), settings=run,
             limiter_for=lambda m: proxies[m.provider], budget=_Remote(budget),
-            on_skip=skipped.append,
+            on_skip=lambda req, why: skipped.append(why),
         )  # fmt: skip
 
     asyncio.run(main())
-    return len(skipped)
+    return skipped.count("cost"), skipped.count("deadline")
 
 
 def _init(address: str | None, workers: int) -> bool:
@@ -228,7 +236,7 @@ def run_on_ray(
         here = ray.get_runtime_context().get_node_id()
         sink = SinkActor.options(  # type: ignore[attr-defined]
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
-        ).remote(out)  # the file lives on the driver's machine
+        ).remote(out, settings.output_format)  # the file lives on the driver's machine
         problem = ray.get(sink.open.remote(SINK_LOCK_WAIT))
         if problem is not None:
             raise ConfigurationError(problem)
@@ -262,7 +270,9 @@ def run_on_ray(
         while waiting:
             _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
             progress.update(ray.get(sink.snapshot.remote()))
-        skipped_cost = sum(ray.get(refs))
+        counts = ray.get(refs)
+        skipped_cost = sum(c for c, _ in counts)
+        skipped_deadline = sum(d for _, d in counts)
         progress.update(ray.get(sink.snapshot.remote()), force=True)
         t = ray.get(sink.totals.remote())
         ray.get(sink.close.remote())
@@ -276,7 +286,8 @@ def run_on_ray(
     )  # fmt: skip
     summary = summarize(
         stats, total=len(requests), skipped_done=len(requests) - len(pending),
-        skipped_cost=skipped_cost, invalid=invalid, started=started,
+        skipped_cost=skipped_cost, skipped_deadline=skipped_deadline, invalid=invalid,
+        started=started,
     )  # fmt: skip
     from ._summary import summary_dict
 

@@ -9,14 +9,16 @@ both backends share every decision.
 from __future__ import annotations
 
 import asyncio
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 
 from .._classify import RETRYABLE_KINDS
+from ..errors import ConfigurationError
 from ..types import AssistantMessage, Model, Usage
 from ._input import BatchRequest
 
@@ -26,6 +28,7 @@ __all__ = [
     "RunSettings",
     "Sink",
     "Stats",
+    "as_timeout",
     "estimate_cost",
     "run_requests",
 ]
@@ -38,6 +41,8 @@ RETRYABLE = RETRYABLE_KINDS
 MAX_PAUSE = 600.0
 #: Connections per HTTP client (see ``run_requests``).
 POOL_SIZE = 16
+#: Why a line was not written: the cost cap refused an attempt, or the run ran out.
+SkipReason: TypeAlias = Literal["cost", "deadline"]
 
 
 class LimiterLike(Protocol):
@@ -48,6 +53,8 @@ class LimiterLike(Protocol):
 
 class Sink(Protocol):
     async def write(self, record: dict[str, Any]) -> None: ...
+    async def spent(self, spend: dict[str, Any]) -> None:
+        """What a line cut before its result (cost cap, run deadline) still cost."""
 
 
 class BudgetLike(Protocol):
@@ -62,6 +69,13 @@ class RunSettings(msgspec.Struct, frozen=True, kw_only=True):
     backoff_cap: float = 30.0
     agent_root: str | None = None
     agent_max_turns: int = 8
+    output_format: str = "modelwire"
+    """``"modelwire"`` or ``"openai"`` (the OpenAI Batch API output lines)."""
+    line_timeout: float | None = None
+    """Seconds one line may take, every attempt and backoff included."""
+    run_deadline: float | None = None
+    """Wall-clock time (``time.time()``, shared by Ray workers) after which no line
+    starts and no attempt goes on."""
 
 
 class Budget:
@@ -137,6 +151,17 @@ class Stats:
         self.output_tokens += usage.get("output", 0)
         self.cost += record.get("cost", 0.0)
 
+    def add_spent(self, spend: Mapping[str, Any]) -> None:
+        """Requests, tokens and cost of a line that got no result (see ``Sink.spent``):
+        the summary reports what was really spent, not only what was written."""
+        self.attempts += spend.get("attempts", 0)
+        usage = spend.get("usage") or {}
+        self.input_tokens += (
+            usage.get("input", 0) + usage.get("cache_read", 0) + usage.get("cache_write", 0)
+        )
+        self.output_tokens += usage.get("output", 0)
+        self.cost += spend.get("cost", 0.0)
+
     def snapshot(self) -> dict[str, Any]:
         elapsed = max(time.monotonic() - self.started, 1e-9)
         n = self.finished
@@ -174,7 +199,7 @@ def _tokens(u: Usage) -> int:
 
 def _record(
     req: BatchRequest, message: AssistantMessage, usage: Usage, attempts: int, started: float,
-    extra: dict[str, Any] | None = None,
+    extra: dict[str, Any] | None = None, output_format: str = "modelwire",
 ) -> dict[str, Any]:  # fmt: skip
     ok = message.error is None and message.stop_reason not in ("error", "aborted")
     rec: dict[str, Any] = {"custom_id": req.custom_id, "ok": ok}
@@ -195,19 +220,37 @@ def _record(
     rec["latency_ms"] = round((time.monotonic() - started) * 1000, 1)
     if extra:
         rec.update(extra)
+    if output_format == "openai":
+        from ._openai_output import openai_line
+
+        # The counters read ``rec``; the file gets this line instead (see OutputLog).
+        rec["_line"] = openai_line(req, message, rec)
     return rec
 
 
 async def _attempt(
-    req: BatchRequest, settings: RunSettings, http_client: Any
-) -> tuple[AssistantMessage, Usage, dict[str, Any] | None]:
-    """One try: the library's own path with ``max_retries=0`` (the runner retries)."""
+    req: BatchRequest, settings: RunSettings, http_client: Any, budget: BudgetLike, timeout: Any
+) -> tuple[AssistantMessage, Usage, dict[str, Any] | None] | _Refused:
+    """One try: the library's own path with ``max_retries=0`` (the runner retries).
+    Every HTTP request — this try, or each turn of an agent — reserves its estimate
+    from the budget first and settles its real cost after, so the cap is passed by
+    at most the requests in flight. When the budget refuses one: what ran before
+    it (earlier agent turns) instead of a result."""
+    estimate = estimate_cost(req)
+    options = {**req.options, "timeout": timeout} if timeout is not None else req.options
     if settings.agent_root is None:
         from .._client import complete
 
-        msg = await complete(
-            req.model, req.context, max_retries=0, http_client=http_client, **req.options
-        )
+        if not await budget.reserve(estimate):
+            return _Refused(Usage(), 0)
+        actual = 0.0
+        try:
+            msg = await complete(
+                req.model, req.context, max_retries=0, http_client=http_client, **options
+            )
+            actual = msg.usage.cost.total
+        finally:
+            await budget.settle(estimate, actual)
         return msg, msg.usage, None
     from ..agent import Agent
     from ..tools import read_only
@@ -217,9 +260,31 @@ async def _attempt(
     agent = Agent(
         req.model, read_only(root=settings.agent_root), system_prompt=req.context.system_prompt,
         messages=history, max_turns=settings.agent_max_turns, max_retries=0,
-        http_client=http_client, **req.options,
+        http_client=http_client, **options,
     )  # fmt: skip
-    run = await agent.run(prompt)  # type: ignore[arg-type]
+    # Each turn is one HTTP request: reserve at ``turn_start`` (the agent waits at
+    # that event, before sending) and settle at ``turn_end``.
+    reserved = False
+    run = None
+    turns, done = Usage(), 0
+    stream = agent.stream(prompt)  # type: ignore[arg-type]
+    try:
+        async for ev in stream:
+            if ev.type == "turn_start":
+                if not await budget.reserve(estimate):
+                    return _Refused(turns, done)
+                reserved = True
+            elif ev.type == "turn_end" and reserved:
+                reserved = False
+                turns, done = _add_usage(turns, ev.message.usage), done + 1
+                await budget.settle(estimate, ev.message.usage.cost.total)
+            elif ev.type == "agent_end":
+                run = ev.run
+    finally:
+        if reserved:
+            await budget.settle(estimate, 0.0)
+        await stream.aclose()
+    assert run is not None
     extra = {"turns": run.turns, "messages": [msgspec.to_builtins(m) for m in run.new_messages]}
     return run.final, run.usage, extra
 
@@ -231,10 +296,11 @@ async def run_requests(
     settings: RunSettings,
     limiter_for: Callable[[Model], LimiterLike],
     budget: BudgetLike,
-    on_skip: Callable[[BatchRequest], None] | None = None,
+    on_skip: Callable[[BatchRequest, SkipReason], None] | None = None,
 ) -> None:
     """Run every request with ``settings.concurrency`` workers, writing one record
-    per request to ``sink`` — except those the budget refused (``on_skip``)."""
+    per request to ``sink`` — except those the budget refused or the run deadline
+    cut (``on_skip`` with ``"cost"`` or ``"deadline"``)."""
     from .._http import pooled_async_client
 
     it = iter(requests)
@@ -249,23 +315,22 @@ async def run_requests(
     async def worker(http_client: Any) -> None:
         nonlocal stop
         for req in it:
+            if not stop and _run_left(settings) <= 0:
+                stop = True
             if stop:
                 if on_skip is not None:
-                    on_skip(req)
+                    on_skip(req, "deadline" if _run_left(settings) <= 0 else "cost")
                 continue
-            estimate = estimate_cost(req)
-            if not await budget.reserve(estimate):
+            outcome = await _one(req, settings, limiter_for(req.model), http_client, budget)
+            if isinstance(outcome, _Cut):
+                # Cut by the cap or the run deadline: no line, so a rerun does it.
                 stop = True
+                if outcome.attempts:
+                    await sink.spent(outcome.spend())
                 if on_skip is not None:
-                    on_skip(req)
+                    on_skip(req, outcome.reason)
                 continue
-            actual = 0.0
-            try:
-                record = await _one(req, settings, limiter_for(req.model), http_client)
-                actual = record["cost"]
-                await sink.write(record)
-            finally:
-                await budget.settle(estimate, actual)
+            await sink.write(outcome)
 
     try:
         await asyncio.gather(*(worker(clients[i // POOL_SIZE]) for i in range(n)))
@@ -274,30 +339,116 @@ async def run_requests(
             await c.aclose()
 
 
+class _Refused(msgspec.Struct, frozen=True):
+    """The budget refused a request of an attempt: the usage of the ``requests``
+    that ran before it in that attempt (an agent's earlier turns)."""
+
+    usage: Usage
+    requests: int
+
+
+class _Cut(msgspec.Struct, frozen=True):
+    """A line stopped before its result: why, and what its attempts cost."""
+
+    reason: SkipReason
+    usage: Usage
+    attempts: int
+
+    def spend(self) -> dict[str, Any]:
+        return {"attempts": self.attempts, "usage": _usage_dict(self.usage),
+                "cost": self.usage.cost.total}  # fmt: skip
+
+
+def _run_left(settings: RunSettings) -> float:
+    if settings.run_deadline is None:
+        return math.inf
+    return settings.run_deadline - time.time()
+
+
+def as_timeout(option: Any) -> Any:
+    """A line's ``timeout`` as ``mw.stream`` takes it: seconds, or a
+    ``{"connect", "idle", "total"}`` object (a file, or a ``mw.Timeout`` that went
+    through JSON to a Ray worker) as ``mw.Timeout``."""
+    from .._options import Timeout
+
+    if isinstance(option, dict):
+        unknown = sorted(set(option) - {"connect", "idle", "total"})
+        try:
+            if unknown:  # a misspelt key would silently leave its limit unset
+                raise msgspec.ValidationError(f"unknown keys {', '.join(unknown)}")
+            return msgspec.convert(option, Timeout)
+        except msgspec.ValidationError as exc:
+            raise ConfigurationError(
+                f"options.timeout must be seconds or an object with connect, idle and "
+                f"total seconds: {exc}"
+            ) from None
+    return option
+
+
+def _attempt_timeout(option: Any, left: float) -> Any:
+    """The request's own ``timeout`` with its total cut to ``left`` seconds: the
+    Call's total deadline bounds the whole attempt, so a server that keeps the
+    connection alive with comments (each resets the idle timer) still ends on time."""
+    from .._options import Timeout
+
+    option = as_timeout(option)
+    if math.isinf(left):
+        return option
+    left = max(left, 0.001)
+    if option is None:
+        return Timeout(total=left)
+    if isinstance(option, Timeout):
+        total = left if option.total is None else min(option.total, left)
+        return msgspec.structs.replace(option, total=total)
+    return Timeout(connect=float(option), idle=float(option), total=left)
+
+
 async def _one(
-    req: BatchRequest, settings: RunSettings, limiter: LimiterLike, http_client: Any
-) -> dict[str, Any]:
+    req: BatchRequest,
+    settings: RunSettings,
+    limiter: LimiterLike,
+    http_client: Any,
+    budget: BudgetLike,
+) -> dict[str, Any] | _Cut:
+    """Every attempt of one line: its record, or why it was cut before it finished
+    (``"cost"``: the cap refused an attempt; ``"deadline"``: the run ran out)."""
     started = time.monotonic()
+    line_end = math.inf if settings.line_timeout is None else started + settings.line_timeout
     spent = Usage()
     attempt = 0
+    last: dict[str, Any] | None = None
     while True:
+        left_run = _run_left(settings)
+        left = min(line_end - time.monotonic(), left_run)
+        if left <= 0:
+            if last is None or left_run <= 0:
+                return _Cut("deadline", spent, attempt)
+            return last  # the line's own deadline: its last failure is its result
         attempt += 1
         await limiter.acquire(req.estimated_input_tokens)
-        msg, usage, extra = await _attempt(req, settings, http_client)
+        timeout = _attempt_timeout(req.options.get("timeout"), left)
+        got = await _attempt(req, settings, http_client, budget, timeout)
+        if isinstance(got, _Refused):  # the cap refused a request of this attempt
+            spent = _add_usage(spent, got.usage)
+            return _Cut("cost", spent, attempt if got.requests else attempt - 1)
+        msg, usage, extra = got
         await limiter.settle(req.estimated_input_tokens, _tokens(usage))
         spent = _add_usage(spent, usage)  # a failed try that streamed something still cost
         err = msg.error
+        last = _record(req, msg, spent, attempt, started, extra, settings.output_format)
+        if err is not None and _run_left(settings) <= 0:
+            return _Cut("deadline", spent, attempt)  # cut by the run: a rerun does the line
         if err is None or not err.retryable or attempt >= settings.max_attempts:
-            return _record(req, msg, spent, attempt, started, extra)
+            return last
         if err.retry_after is not None:
             if err.retry_after > MAX_PAUSE:
-                return _record(req, msg, spent, attempt, started, extra)
+                return last
             # Every worker of this provider waits, not only this one.
             await limiter.pause(err.retry_after)
         else:
             # Full jitter (AWS architecture blog, "Exponential Backoff and Jitter").
             cap = min(settings.backoff_cap, settings.backoff_base * 2 ** (attempt - 1))
-            await asyncio.sleep(random.uniform(0, cap))
+            await asyncio.sleep(min(random.uniform(0, cap), max(0.0, line_end - time.monotonic())))
 
 
 def _add_usage(a: Usage, b: Usage) -> Usage:

@@ -35,16 +35,21 @@ class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
     cost: float
     wall_s: float
     invalid: tuple[InputProblem, ...] = ()
+    skipped_deadline: int = 0
+    """Not started, or cut before they finished, by ``run_timeout`` (run again to go on)."""
+    interrupted: bool = False
+    """The run was stopped (Ctrl-C) before every line was done: run again to resume."""
 
     @property
     def complete(self) -> bool:
         """Every valid request has a line in the output."""
-        return self.skipped_cost == 0
+        return self.skipped_cost == 0 and self.skipped_deadline == 0 and not self.interrupted
 
 
 def summarize(
     stats: Stats, *, total: int, skipped_done: int, skipped_cost: int,
-    invalid: list[InputProblem], started: float,
+    invalid: list[InputProblem], started: float, skipped_deadline: int = 0,
+    interrupted: bool = False,
 ) -> BatchSummary:  # fmt: skip
     return BatchSummary(
         total=total, ok=stats.ok, failed=sum(stats.failed.values()),
@@ -52,7 +57,7 @@ def summarize(
         skipped_cost=skipped_cost, skipped_invalid=len(invalid), requests=stats.attempts,
         input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
         cost=round(stats.cost, 9), wall_s=round(time.monotonic() - started, 3),
-        invalid=tuple(invalid),
+        invalid=tuple(invalid), skipped_deadline=skipped_deadline, interrupted=interrupted,
     )  # fmt: skip
 
 
