@@ -878,6 +878,26 @@ def test_the_ids_carry_the_provider_prefixes() -> None:
     assert msg["id"].startswith("msg_") and msg["type"] == "message"
 
 
+def test_a_made_up_tool_call_id_takes_the_prefix_of_the_api_that_sends_it() -> None:
+    # Anthropic's tool_use ids are toolu_…, Bedrock's tooluse_…, OpenAI's call_…: a
+    # script's call without an id looks like the provider's own, streamed or not; an
+    # id the script gives is sent exactly as given.
+    made_up = testing.tool_call("read", {"path": "README.md"})
+    given = testing.tool_call("read", {"path": "README.md"}, id="my-own-id")
+    n = made_up.id.removeprefix("call_")
+    ctx = mw.Context(messages=[mw.UserMessage(content="read it")], tools=TOOLS)
+    with MockServer([made_up, made_up, made_up, given]) as srv:
+        anthropic_streamed = mw.complete_sync(srv.model("anthropic-messages"), ctx, api_key="k")
+        chat_streamed = mw.complete_sync(srv.model("openai-chat"), ctx, api_key="k")
+        whole = httpx.post(srv.origin + "/v1/messages", json={"model": "m"}).json()
+        kept = mw.complete_sync(srv.model("anthropic-messages"), ctx, api_key="k")
+    assert anthropic_streamed.content[-1].id == f"toolu_{n}"  # type: ignore[union-attr]
+    assert chat_streamed.content[-1].id == f"call_{n}"  # type: ignore[union-attr]
+    assert [b["id"] for b in whole["content"] if b["type"] == "tool_use"] == [f"toolu_{n}"]
+    assert kept.content[-1].id == "my-own-id"  # type: ignore[union-attr]
+    assert render(made_up, "bedrock-converse").count(f"tooluse_{n}".encode()) == 1
+
+
 def test_usage_chunk_only_when_the_request_asks_for_it() -> None:
     asked = {"stream": True, "stream_options": {"include_usage": True}}
     with MockServer([SCRIPT, SCRIPT]) as srv:

@@ -20,6 +20,8 @@ import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
 
+import msgspec
+
 from .._apis import MockFacet, api_names, find_api
 from .._apis import api_for_path as api_for_path
 from .._apis._mock import MockFrame as Frame
@@ -33,6 +35,7 @@ from ..types import (
     ToolCall,
     Usage,
 )
+from ._routing import facet_option
 
 __all__ = [
     "Frame",
@@ -70,14 +73,36 @@ def tool_call(
     name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None
 ) -> ToolCall:
     """A :class:`ToolCall` for a script; ``id`` defaults to a process-unique ``call_<n>``
-    (an agent answers calls by id, so ids must not repeat within a conversation)."""
+    (an agent answers calls by id, so ids must not repeat within a conversation),
+    sent with the prefix of the API that renders it (``toolu_<n>`` for Anthropic, as
+    the provider's own ids look: :func:`for_api`); an ``id`` given is sent as given."""
     args = dict(arguments or {})
-    return ToolCall(
-        id=id or f"call_{next(_ids)}",
-        name=name,
-        arguments=args,
-        raw_arguments=_dumps(args),
+    if not id:
+        id = f"{_DEFAULT_PREFIX}{next(_ids)}"
+        _made_up.add(id)
+    return ToolCall(id=id, name=name, arguments=args, raw_arguments=_dumps(args))
+
+
+_DEFAULT_PREFIX = "call_"
+# The ids ``tool_call`` made up (never one a script gave): only these take an API's prefix.
+_made_up: set[str] = set()
+
+
+def for_api(reply: ScriptedReply, mock: MockFacet) -> ScriptedReply:
+    """``reply`` with every tool-call id :func:`tool_call` made up carrying ``mock``'s
+    provider prefix (``MockRendering.tool_id_prefix``) instead of ``call_``."""
+    prefix = facet_option(mock, "tool_id_prefix", _DEFAULT_PREFIX)
+    if prefix == _DEFAULT_PREFIX or not any(
+        isinstance(b, ToolCall) and b.id in _made_up for b in reply.content
+    ):
+        return reply
+    content = tuple(
+        msgspec.structs.replace(b, id=prefix + b.id.removeprefix(_DEFAULT_PREFIX))
+        if isinstance(b, ToolCall) and b.id in _made_up
+        else b
+        for b in reply.content
     )
+    return msgspec.structs.replace(reply, content=content)
 
 
 def normalize(script: Script) -> ScriptedReply:
@@ -143,7 +168,7 @@ def render_frames(
 ) -> list[Frame]:
     """The events (name, payload) for ``script`` in ``api``'s format, unframed."""
     wire = _wire(api)
-    reply = normalize(script)
+    reply = for_api(normalize(script), wire)
     split_text("", piece_chars)  # a bad piece size is refused even for an empty script
     rid = response_id or reply.response_id or ""  # "": the API's own mock id
     frames: list[Frame] = wire.render(reply, model, rid, piece_chars)

@@ -38,7 +38,7 @@ from .._apis._mock import MockError, as_rendered, compact_json, model_in_body, o
 from ..errors import ConfigurationError
 from ..types import Context, Model, ModelCost
 from ._auto import auto_for_context, auto_for_request
-from ._render import Script, frame, normalize, render_frames
+from ._render import Script, for_api, frame, normalize, render_frames
 from ._routing import Route, facet_option, route, served_paths
 
 __all__ = [
@@ -432,7 +432,7 @@ class MockServer:
             rid = f"mock-{len(self.requests)}"
             if found.kind == "complete":
                 complete = facet_option(mock, "render_complete", None)
-                reply = normalize(item.message)
+                reply = for_api(normalize(item.message), mock)
                 obj = complete(reply, model, reply.response_id or rid)
                 ctype = item.content_type
                 if ctype == _DEFAULT_CONTENT_TYPE:
