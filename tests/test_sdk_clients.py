@@ -500,3 +500,64 @@ async def test_pydantic_ai_agents_run_the_scripted_tool_call(streaming: bool) ->
     # The tool result went back to the mock in each API's own shape.
     results = [r for r in srv.requests if r.api and "file contents" in r.body.decode()]
     assert [r.api for r in results] == ["openai-chat", "openai-responses", "anthropic-messages"]
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_the_sdks_against_the_mock_server_command(tmp_path: Any) -> None:
+    """``modelwire mock-server`` (a real process, as a user starts it) answers the
+    official SDKs, streaming and not, with exactly what its script says."""
+    import subprocess
+    import sys
+
+    reply = {"text": "From the command.", "usage": {"input": 21, "output": 9},
+             "tool_calls": [{"name": "read", "arguments": ARGS, "id": "call_cmd1"}]}  # fmt: skip
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps([reply] * 3), encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelwire", "mock-server", "--json", "--script", str(script)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, encoding="utf-8",
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        origin = json.loads(proc.stdout.readline())["origin"]
+        with openai.OpenAI(base_url=origin + "/v1", api_key="sk-test", max_retries=0) as oa:
+            whole = oa.chat.completions.create(
+                model="gpt-x", messages=[{"role": "user", "content": "hi"}], tools=TOOLS_OPENAI
+            )
+            chunks = list(oa.chat.completions.create(
+                model="gpt-x", messages=[{"role": "user", "content": "hi"}],
+                tools=TOOLS_OPENAI, stream=True, stream_options={"include_usage": True},
+            ))  # fmt: skip
+        with anthropic.Anthropic(base_url=origin, api_key="sk-ant", max_retries=0) as an:
+            message = an.messages.create(
+                model="claude-x", max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+            )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        for pipe in (proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+    choice = whole.choices[0]
+    assert (choice.message.content, choice.finish_reason) == ("From the command.", "tool_calls")
+    (call,) = choice.message.tool_calls or []
+    assert (call.id, call.function.name, json.loads(call.function.arguments)) == (
+        "call_cmd1", "read", ARGS)  # fmt: skip
+    assert whole.usage is not None and (
+        whole.usage.prompt_tokens,
+        whole.usage.completion_tokens,
+    ) == (21, 9)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    finish = [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ]
+    usage = [c.usage for c in chunks if c.usage is not None]
+    assert (text, finish) == ("From the command.", ["tool_calls"])
+    assert [(u.prompt_tokens, u.completion_tokens) for u in usage] == [(21, 9)]
+    text_block, use = message.content
+    assert text_block.type == "text" and text_block.text == "From the command."
+    assert use.type == "tool_use" and (use.id, use.name, use.input) == ("call_cmd1", "read", ARGS)
+    assert (message.stop_reason, message.usage.input_tokens, message.usage.output_tokens) == (
+        "tool_use", 21, 9)  # fmt: skip
