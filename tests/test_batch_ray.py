@@ -163,3 +163,60 @@ def test_max_cost_holds_across_workers_and_a_local_rerun_goes_on(
     assert s2.skipped_done == s1.ok and s2.complete
     got = ids(out)
     assert len(got) == 12 and set(got) == {f"r{i}" for i in range(12)}
+
+
+def test_a_write_failure_in_the_sink_is_the_typed_error_with_the_resume_hint(
+    cluster: None, tmp_path: Path
+) -> None:
+    # The sink actor's disk "fills up" after 3 lines: the caller gets the same typed
+    # OutputWriteError a local run raises (not Ray's wrapper), the lines written stay
+    # whole, and a local rerun finishes the rest.
+    out = tmp_path / "out.jsonl"
+    with MockServer([Reply(message="ok")], repeat_last=True) as srv:
+        models = {"mock/m": srv.model()}
+        with (
+            knobs(chaos={"write_fail_after": 3}),
+            pytest.raises(mw.errors.OutputWriteError) as info,
+        ):
+            mw.batch(lines(12), out, models=models, backend="ray", ray_workers=2, concurrency=1)
+        assert not isinstance(info.value, ray.exceptions.RayError)
+        assert "the disk is full" in info.value.message
+        assert "run the same command again to resume" in info.value.message
+        assert len(ids(out)) == 3
+        summary = mw.batch(lines(12), out, models=models)
+    assert summary.skipped_done == 3 and summary.ok == 9
+    assert sorted(ids(out)) == sorted(f"r{i}" for i in range(12))
+
+
+def test_ctrl_c_on_a_ray_run_prints_the_final_summary_and_the_resume_hint(
+    tmp_path: Path,
+) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines(200)))
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "RAY_AUTH_MODE": "disabled"}
+    with MockServer([Reply(message="answer", delay=0.05)], repeat_last=True) as srv:
+        cmd = [sys.executable, "-m", "modelwire", "batch", str(src), "-o", str(out),
+               "--base-url", srv.base_url, "--concurrency", "2", "--json", "--ray"]  # fmt: skip
+        p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, start_new_session=True)  # fmt: skip
+        try:
+            deadline = time.monotonic() + 90
+            while len(read_done(str(out))[0]) < 6 and time.monotonic() < deadline:
+                assert p.poll() is None, "the Ray run ended before it could be interrupted"
+                time.sleep(0.05)
+            p.send_signal(signal.SIGINT)  # the driver only, as a terminal's Ctrl-C would
+            stdout, stderr = p.communicate(timeout=90)
+        finally:
+            try:
+                os.killpg(p.pid, signal.SIGKILL)  # any Ray process left behind
+            except ProcessLookupError:
+                pass
+    assert p.returncode == 130, stderr[-2000:]
+    written = len(ids(out))
+    assert 6 <= written < 200
+    records = [json.loads(x) for x in stdout.splitlines() if x.startswith("{")]
+    summary = records[-1]
+    assert summary["type"] == "summary" and summary["interrupted"] is True
+    assert summary["ok"] + summary["failed"] == written
+    assert "run the same command again to resume" in stderr

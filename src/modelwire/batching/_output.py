@@ -31,7 +31,7 @@ from ..errors import ConfigurationError, OutputWriteError
 if sys.platform != "win32":
     import fcntl
 
-__all__ = ["OutputLog", "check_output", "read_done"]
+__all__ = ["OutputLog", "check_output", "read_done", "write_error"]
 
 
 _ABSENT = msgspec.Raw(b"")
@@ -175,7 +175,7 @@ def check_output(path: str, inputs: tuple[str, ...] = ()) -> None:
             continue
 
 
-def _write_error(path: str, exc: OSError) -> OutputWriteError:
+def write_error(path: str, exc: OSError) -> OutputWriteError:
     reason = {errno.ENOSPC: "the disk is full", errno.EFBIG: "the file size limit was reached",
               errno.EDQUOT: "the disk quota is exceeded"}.get(exc.errno or 0, exc.strerror)  # fmt: skip
     err = OutputWriteError(
@@ -259,7 +259,7 @@ class OutputLog:
                 view = view[n:]
         except OSError as exc:
             self._drop_torn(len(line) - len(view))
-            raise _write_error(self.path, exc) from None
+            raise write_error(self.path, exc) from None
         self.done[cid] = bool(record.get("ok"))
         self._unsynced += 1
         if (
@@ -283,7 +283,7 @@ class OutputLog:
             try:
                 os.fsync(self._fd)
             except OSError as exc:
-                raise _write_error(self.path, exc) from None
+                raise write_error(self.path, exc) from None
             self._unsynced = 0
         self._last_sync = time.monotonic()
 

@@ -20,6 +20,7 @@ Imported only for ``backend="ray"``: ``import modelwire`` never loads Ray.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import signal
 from collections.abc import Callable
@@ -29,11 +30,11 @@ import msgspec
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, OutputWriteError
 from ..types import Model
 from ._input import BatchRequest, InputProblem
 from ._limits import Limits, ProviderLimiter
-from ._output import OutputLog
+from ._output import OutputLog, write_error
 from ._progress import Progress
 from ._runner import Budget, RunSettings, Stats, run_requests
 
@@ -50,10 +51,14 @@ SINK_LOCK_WAIT = 30.0
 class SinkActor:
     """The one writer of the output file (see :class:`OutputLog`)."""
 
-    def __init__(self, path: str, output_format: str = "modelwire") -> None:
+    def __init__(
+        self, path: str, output_format: str = "modelwire", fail_after: int | None = None
+    ) -> None:
         self.path = path
         self.output_format = output_format
         self.stats = Stats(0)
+        # Fault tests only: the disk "fills up" after this many lines.
+        self._fail_after = fail_after
 
     def open(self, lock_wait: float) -> str | None:
         """Open the output; the error text when it cannot be (no exception, so
@@ -74,6 +79,8 @@ class SinkActor:
         return [i for i in ids if i in self.log.done]
 
     def write(self, record: dict[str, Any]) -> bool:
+        if self._fail_after is not None and len(self.log.done) >= self._fail_after:
+            raise write_error(self.path, OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)))
         wrote = self.log.write(record)
         if wrote:
             self.stats.add(record)
@@ -159,7 +166,7 @@ class _RemoteSink:
         await self.handle.write.remote(record)
         self.written += 1
         chaos = self.chaos
-        if chaos and self.written >= chaos["kill_after"]:
+        if chaos and "kill_after" in chaos and self.written >= chaos["kill_after"]:
             # Fault tests only: the first execution of a shard dies like a lost node.
             marker = f"{chaos['marker']}.{chaos['shard']}"
             if chaos["shard"] == 0 and not os.path.exists(marker):
@@ -227,8 +234,6 @@ def run_on_ray(
     started: float,
     chaos: dict[str, Any] | None = None,
 ) -> Any:
-    from ._summary import summarize
-
     if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
         raise ConfigurationError(f"ray_workers must be a positive integer, got {workers!r}")
     own = _init(address, workers)
@@ -236,7 +241,8 @@ def run_on_ray(
         here = ray.get_runtime_context().get_node_id()
         sink = SinkActor.options(  # type: ignore[attr-defined]
             scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=here, soft=False)
-        ).remote(out, settings.output_format)  # the file lives on the driver's machine
+        ).remote(out, settings.output_format, (chaos or {}).get("write_fail_after"))
+        # (the file lives on the driver's machine)
         problem = ray.get(sink.open.remote(SINK_LOCK_WAIT))
         if problem is not None:
             raise ConfigurationError(problem)
@@ -266,30 +272,85 @@ def run_on_ray(
             for i, shard in enumerate(shards)
             if shard
         ]
-        waiting = list(refs)
-        while waiting:
-            _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
-            progress.update(ray.get(sink.snapshot.remote()))
-        counts = ray.get(refs)
-        skipped_cost = sum(c for c, _ in counts)
-        skipped_deadline = sum(d for _, d in counts)
-        progress.update(ray.get(sink.snapshot.remote()), force=True)
-        t = ray.get(sink.totals.remote())
-        ray.get(sink.close.remote())
+        interrupted = False
+        skipped_cost = skipped_deadline = 0
+        try:
+            waiting = list(refs)
+            while waiting:
+                _, waiting = ray.wait(waiting, num_returns=len(waiting), timeout=0.5)
+                progress.update(ray.get(sink.snapshot.remote()))
+            counts = _shard_results(refs)
+            skipped_cost = sum(c for c, _ in counts)
+            skipped_deadline = sum(d for _, d in counts)
+        except KeyboardInterrupt:
+            # Ctrl-C: stop the shards first, so the summary says exactly what reached
+            # the file, then go on up (the CLI adds the resume hint).
+            interrupted = True
+            for ref in refs:
+                ray.cancel(ref, force=True)
+            raise
+        finally:
+            summary = _final_summary(
+                sink, progress, requests=requests, pending=pending, invalid=invalid,
+                started=started, skipped_cost=skipped_cost,
+                skipped_deadline=skipped_deadline, interrupted=interrupted,
+            )  # fmt: skip
     finally:
         if own:
             ray.shutdown()
+    return summary
+
+
+def _shard_results(refs: list[Any]) -> list[Any]:
+    """Every shard's counts; a results file that cannot be written (raised in the
+    sink actor, wrapped by Ray once per hop) is the typed ``OutputWriteError`` it is."""
+    try:
+        return list(ray.get(refs))
+    except ray.exceptions.RayTaskError as exc:
+        cause: BaseException | None = exc
+        for _ in range(8):  # one wrapper per actor/task hop
+            if isinstance(cause, OutputWriteError) and not isinstance(
+                cause, ray.exceptions.RayTaskError
+            ):
+                break
+            cause = getattr(cause, "cause", None) or getattr(cause, "__cause__", None)
+        if isinstance(cause, OutputWriteError):
+            raise OutputWriteError(*cause.args) from None
+        raise
+
+
+def _final_summary(
+    sink: Any,
+    progress: Progress,
+    *,
+    requests: list[BatchRequest],
+    pending: list[BatchRequest],
+    invalid: list[InputProblem],
+    started: float,
+    skipped_cost: int,
+    skipped_deadline: int,
+    interrupted: bool,
+) -> Any:
+    """The last progress update and the summary, from the sink's own counts: what
+    was written, whichever way the run ended."""
+    from ._summary import summarize, summary_dict
+
     stats = Stats(len(pending))
-    stats.ok, stats.failed, stats.attempts = t["ok"], t["failed"], t["attempts"]
-    stats.input_tokens, stats.output_tokens, stats.cost = (
-        t["input_tokens"], t["output_tokens"], t["cost"],
-    )  # fmt: skip
+    try:
+        progress.update(ray.get(sink.snapshot.remote()), force=True)
+        t = ray.get(sink.totals.remote())
+        ray.get(sink.close.remote())
+    except (ray.exceptions.RayError, KeyboardInterrupt):
+        t = None  # the sink is gone: nothing more is known than what was shown
+    if t is not None:
+        stats.ok, stats.failed, stats.attempts = t["ok"], t["failed"], t["attempts"]
+        stats.input_tokens, stats.output_tokens, stats.cost = (
+            t["input_tokens"], t["output_tokens"], t["cost"],
+        )  # fmt: skip
     summary = summarize(
         stats, total=len(requests), skipped_done=len(requests) - len(pending),
         skipped_cost=skipped_cost, skipped_deadline=skipped_deadline, invalid=invalid,
-        started=started,
+        started=started, interrupted=interrupted,
     )  # fmt: skip
-    from ._summary import summary_dict
-
     progress.close(summary_dict(summary))
     return summary
