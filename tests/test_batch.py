@@ -426,6 +426,29 @@ def test_agent_mode_runs_the_agent_with_read_only_tools(tmp_path: Path) -> None:
     assert [m["role"] for m in rec["messages"]] == ["user", "assistant", "tool_result", "assistant"]
 
 
+def test_an_agent_lines_turns_together_keep_its_deadline(tmp_path: Path) -> None:
+    # Each turn answers well within the line's deadline, but the model asks for the
+    # tool again and again: the turns together must stop at the deadline, not run on
+    # to max_turns (8 requests here).
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "a.txt").write_text("again")
+
+    def reply(rec: Any) -> Any:
+        time.sleep(0.6)  # the model thinking: the whole answer comes after it
+        return tool_call("read", {"path": "a.txt"})
+
+    src = write_jsonl(tmp_path / "in.jsonl", [{"custom_id": "a", "model": "mock/m", "prompt": "go"}])  # fmt: skip
+    out = tmp_path / "out.jsonl"
+    with MockServer([reply], repeat_last=True) as srv:
+        mw.batch(src, out, models={"mock/m": srv.model()}, agent_root=tmp_path / "docs",
+                 line_timeout=1.5, max_attempts=1)  # fmt: skip
+        sent = len(srv.requests)
+    [rec] = results(out)
+    assert not rec["ok"] and rec["error"]["kind"] == "timeout", rec
+    assert "total timeout" in rec["error"]["message"]
+    assert 1 <= sent <= 3, (sent, rec)
+
+
 def test_mw_batch_is_a_plain_function_whatever_was_imported_first(tmp_path: Path) -> None:
     # In a fresh interpreter, both import orders: mw.batch is the function and
     # modelwire.batching the package (no module doubling as a callable).

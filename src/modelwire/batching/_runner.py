@@ -268,18 +268,24 @@ async def _attempt(
     run = None
     turns, done = Usage(), 0
     stream = agent.stream(prompt)  # type: ignore[arg-type]
+    # Each turn's call has the attempt's total deadline; the turns together have it too,
+    # or a line of many quick turns would outlast its deadline.
+    total = getattr(as_timeout(timeout), "total", None)
     try:
-        async for ev in stream:
-            if ev.type == "turn_start":
-                if not await budget.reserve(estimate):
-                    return _Refused(turns, done)
-                reserved = True
-            elif ev.type == "turn_end" and reserved:
-                reserved = False
-                turns, done = _add_usage(turns, ev.message.usage), done + 1
-                await budget.settle(estimate, ev.message.usage.cost.total)
-            elif ev.type == "agent_end":
-                run = ev.run
+        async with asyncio.timeout(total):
+            async for ev in stream:
+                if ev.type == "turn_start":
+                    if not await budget.reserve(estimate):
+                        return _Refused(turns, done)
+                    reserved = True
+                elif ev.type == "turn_end" and reserved:
+                    reserved = False
+                    turns, done = _add_usage(turns, ev.message.usage), done + 1
+                    await budget.settle(estimate, ev.message.usage.cost.total)
+                elif ev.type == "agent_end":
+                    run = ev.run
+    except TimeoutError:
+        return _timed_out(req, turns, done, total), turns, {"turns": done}
     finally:
         if reserved:
             await budget.settle(estimate, 0.0)
@@ -287,6 +293,22 @@ async def _attempt(
     assert run is not None
     extra = {"turns": run.turns, "messages": [msgspec.to_builtins(m) for m in run.new_messages]}
     return run.final, run.usage, extra
+
+
+def _timed_out(
+    req: BatchRequest, usage: Usage, turns: int, total: float | None
+) -> AssistantMessage:
+    """The result of an agent line whose turns together ran out of its deadline."""
+    from ..types import ErrorInfo
+
+    m = req.model
+    info = ErrorInfo(
+        kind="timeout", retryable=True,
+        message=f"total timeout expired: the agent's {turns} finished turn(s) and the one "
+        f"in flight took longer than the {total:g} s left for this line",
+    )  # fmt: skip
+    return AssistantMessage(content=(), api=m.api, provider=m.provider, model=m.id,
+                            usage=usage, stop_reason="error", error=info)  # fmt: skip
 
 
 async def run_requests(
