@@ -152,6 +152,31 @@ class MockFacet(Protocol):
         where the provider's shape can say so (a type or code), else what it can."""
         ...
 
+    # The members below serve non-streaming clients, listings and the automatic
+    # reply; :class:`MockRendering` documents each and gives the defaults.
+    @property
+    def render_complete(self) -> Callable[[ScriptedReply, str, str], dict[str, Any]] | None: ...
+    @property
+    def streams(self) -> Callable[[str, object], bool]: ...
+    @property
+    def complete_paths(self) -> tuple[str, ...]: ...
+    @property
+    def error_body(self) -> Callable[[int, str, str | None], MockError]: ...
+    @property
+    def models_path(self) -> str | None: ...
+    @property
+    def render_models(self) -> Callable[[Sequence[str]], dict[str, Any]] | None: ...
+    @property
+    def models_header(self) -> str | None: ...
+    @property
+    def adapt(self) -> Callable[[list[MockFrame], object], list[MockFrame]]: ...
+    @property
+    def request_tools(self) -> Callable[[object], list[tuple[str, dict[str, Any]]]]: ...
+    @property
+    def tool_id_prefix(self) -> str: ...
+    @property
+    def sse_query(self) -> str | None: ...
+
 
 @runtime_checkable
 class HandoffFacet(Protocol):
@@ -208,7 +233,10 @@ class WireCodec(Protocol):
 CODEC_MEMBERS = ("name", "mock", "handoff", "path", "build_request", "framing", "new_decoder",
                  "recognizes")  # fmt: skip
 MOCK_MEMBERS = ("content_type", "version_segment", "extra_paths", "render", "encode_frames",
-                "request_model", "tool_results", "in_band_error", "in_band_kind")  # fmt: skip
+                "request_model", "tool_results", "in_band_error", "in_band_kind",
+                "render_complete", "streams", "complete_paths", "error_body", "models_path",
+                "render_models", "models_header", "adapt", "request_tools", "tool_id_prefix",
+                "sse_query")  # fmt: skip
 HANDOFF_MEMBERS = ("tool_id_rule",)
 _CALLABLE = frozenset({"path", "build_request", "framing", "new_decoder", "recognizes",
                        "render", "encode_frames", "request_model", "tool_results",

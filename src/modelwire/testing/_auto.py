@@ -236,13 +236,12 @@ def auto_for_request(api: str | None, body: object) -> Script:
     the tools it declares and the tool results it carries, read by the API's mock facet
     (``request_tools``, ``tool_results``)."""
     from .._apis import find_api
-    from ._routing import facet_option
 
     codec = find_api(api) if api is not None else None
     if codec is None or codec.mock is None:
         return "success (no tool calls)"
     found = codec.mock.tool_results(body)
-    declared = facet_option(codec.mock, "request_tools", None)
+    declared = codec.mock.request_tools
     tools = declared(body) if declared is not None else []
-    prefix = facet_option(codec.mock, "tool_id_prefix", "call_")
+    prefix = codec.mock.tool_id_prefix
     return auto_script(tools, found or None, id_prefix=prefix)

@@ -35,7 +35,6 @@ from ..types import (
     ToolCall,
     Usage,
 )
-from ._routing import facet_option
 
 __all__ = [
     "Frame",
@@ -91,7 +90,7 @@ _made_up: set[str] = set()
 def for_api(reply: ScriptedReply, mock: MockFacet) -> ScriptedReply:
     """``reply`` with every tool-call id :func:`tool_call` made up carrying ``mock``'s
     provider prefix (``MockRendering.tool_id_prefix``) instead of ``call_``."""
-    prefix = facet_option(mock, "tool_id_prefix", _DEFAULT_PREFIX)
+    prefix = mock.tool_id_prefix
     if prefix == _DEFAULT_PREFIX or not any(
         isinstance(b, ToolCall) and b.id in _made_up for b in reply.content
     ):

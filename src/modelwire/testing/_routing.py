@@ -17,13 +17,12 @@ endpoint) are configuration mistakes, answered 404 so they show.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Literal, NamedTuple
 
 from .._apis import MODEL_SLOT, api_names, find_api, mock_routes
 from .._apis._codec import MockFacet
-from .._apis._mock import stream_flag
 
-__all__ = ["Route", "facet_option", "route", "served_paths"]
+__all__ = ["Route", "route", "served_paths"]
 
 
 class Route(NamedTuple):
@@ -33,11 +32,6 @@ class Route(NamedTuple):
     kind: Literal["stream", "complete", "models"]
     """``stream``: the scripted reply as a stream; ``complete``: as one JSON object;
     ``models``: the model listing (no reply consumed)."""
-
-
-def facet_option(mock: MockFacet, name: str, default: Any) -> Any:
-    """An optional facet member (a facet written before it existed has none)."""
-    return getattr(mock, name, default)
 
 
 def _facets() -> list[tuple[str, MockFacet]]:
@@ -68,16 +62,16 @@ def _endpoints(api: str, mock: MockFacet) -> list[tuple[str, bool]]:
     segment = mock.version_segment
     stream = route[len(segment) :] if route.startswith(segment) else route
     out = [(stream, False), *((_clean(p), False) for p in mock.extra_paths)]
-    out += [(_clean(p), True) for p in facet_option(mock, "complete_paths", ())]
+    out += [(_clean(p), True) for p in mock.complete_paths]
     return [(e, c) for e, c in out if e]
 
 
 def _answer(api: str, mock: MockFacet, complete: bool, path: str, body: object) -> Route:
-    if facet_option(mock, "render_complete", None) is None:
+    if mock.render_complete is None:
         return Route(api, "stream")
     if complete:
         return Route(api, "complete")
-    streams = facet_option(mock, "streams", stream_flag)
+    streams = mock.streams
     return Route(api, "stream" if streams(path, body) else "complete")
 
 
@@ -105,25 +99,26 @@ def route(method: str, path: str, headers: Mapping[str, str], body: object) -> R
     facets = _facets()
     if method == "GET":
         listing = [(api, m) for api, m in facets
-                   if facet_option(m, "models_path", None) is not None
-                   and facet_option(m, "render_models", None) is not None
-                   and m.version_segment + m.models_path == target]  # type: ignore[attr-defined]  # fmt: skip
+                   if m.models_path is not None
+                   and m.render_models is not None
+                   and m.version_segment + m.models_path == target]  # fmt: skip
         # A client of an API whose listing lives under another version segment (the
         # google-genai SDK asks /v1/models) is known by its header.
         listing += [(api, m) for api, m in facets
-                    if facet_option(m, "models_header", None) in headers
-                    and facet_option(m, "render_models", None) is not None
+                    if m.models_header in headers
+                    and m.render_models is not None
                     and (api, m) not in listing
-                    and _suffix(m.models_path, target)]  # type: ignore[attr-defined]  # fmt: skip
+                    and m.models_path is not None
+                    and _suffix(m.models_path, target)]  # fmt: skip
         if not listing:
             return None
         # Several APIs list at one path (OpenAI's and Anthropic's /v1/models): the
         # header a client of one of them always sends tells them apart.
         for api, m in listing:
-            marker = facet_option(m, "models_header", None)
+            marker = m.models_header
             if marker is not None and marker in headers:
                 return Route(api, "models")
-        plain = [api for api, m in listing if facet_option(m, "models_header", None) is None]
+        plain = [api for api, m in listing if m.models_header is None]
         return Route(plain[0] if plain else listing[0][0], "models")
     if method != "POST":
         return None
@@ -151,8 +146,8 @@ def served_paths() -> list[str]:
     for api, mock in _facets():
         for endpoint, _ in _endpoints(api, mock):
             out.append(f"POST {mock.version_segment}{endpoint}")
-        models = facet_option(mock, "models_path", None)
-        if models is not None and facet_option(mock, "render_models", None) is not None:
+        models = mock.models_path
+        if models is not None and mock.render_models is not None:
             line = f"GET {mock.version_segment}{models}"
             if line not in out:
                 out.append(line)

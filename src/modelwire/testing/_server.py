@@ -34,12 +34,12 @@ from typing import Any, TypeAlias
 import msgspec
 
 from .._apis import DEFAULT_API, MockFacet, api_names, find_api
-from .._apis._mock import MockError, as_rendered, compact_json, model_in_body, openai_error
+from .._apis._mock import MockError, compact_json, model_in_body, openai_error
 from ..errors import ConfigurationError
 from ..types import Context, Model, ModelCost
 from ._auto import auto_for_context, auto_for_request
 from ._render import Script, for_api, frame, normalize, render_frames
-from ._routing import Route, facet_option, route, served_paths
+from ._routing import Route, route, served_paths
 
 __all__ = [
     "MockServer",
@@ -212,7 +212,7 @@ def auto_reply(source: Context | RecordedRequest) -> Script:
 
 
 def _error(mock: MockFacet | None, status: int, message: str, kind: str | None) -> MockError:
-    make = facet_option(mock, "error_body", openai_error) if mock is not None else openai_error
+    make = mock.error_body if mock is not None else openai_error
     found: MockError = make(status, message, kind)
     return found
 
@@ -385,9 +385,10 @@ class MockServer:
             if found is None:
                 return self._not_found(rec)
             mock = _mock(found.api)
-            assert mock is not None
+            # Routed as a listing only when the facet renders one (``_routing``).
+            assert mock is not None and mock.render_models is not None
             ids = list(dict.fromkeys(self.models)) or ["mock-model"]
-            body = compact_json(mock.render_models(ids))  # type: ignore[attr-defined]
+            body = compact_json(mock.render_models(ids))
             return Reply(body=body.encode(), content_type="application/json")
         return self._resolve(rec, self._next_reply(rec), found)
 
@@ -431,7 +432,9 @@ class MockServer:
             model = rec.model or "mock-model"
             rid = f"mock-{len(self.requests)}"
             if found.kind == "complete":
-                complete = facet_option(mock, "render_complete", None)
+                # Routed as "complete" only when the facet renders one (``_routing``).
+                complete = mock.render_complete
+                assert complete is not None
                 reply = for_api(normalize(item.message), mock)
                 obj = complete(reply, model, reply.response_id or rid)
                 ctype = item.content_type
@@ -444,8 +447,8 @@ class MockServer:
                 item.message, found.api, model=model, response_id=rid,
                 piece_chars=item.piece_chars,
             )  # fmt: skip
-            rendered = facet_option(mock, "adapt", as_rendered)(rendered, rec._body())
-            sse_query = facet_option(mock, "sse_query", None)
+            rendered = mock.adapt(rendered, rec._body())
+            sse_query = mock.sse_query
             query = rec.path.partition("?")[2].split("&")
             if sse_query is not None and sse_query not in query:
                 # Gemini without alt=sse: the same responses as one JSON array.
