@@ -561,3 +561,55 @@ def test_the_sdks_against_the_mock_server_command(tmp_path: Any) -> None:
     assert use.type == "tool_use" and (use.id, use.name, use.input) == ("call_cmd1", "read", ARGS)
     assert (message.stop_reason, message.usage.input_tokens, message.usage.output_tokens) == (
         "tool_use", 21, 9)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- LiteLLM
+
+
+def _litellm() -> Any:
+    import os
+    import warnings
+
+    # Offline: the cost map packaged with LiteLLM, never its download at import.
+    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
+    with warnings.catch_warnings():
+        # Its own import warns (pydantic field names, deprecated defaults): not ours.
+        warnings.simplefilter("ignore")
+        import litellm
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+@pytest.mark.parametrize(("prefix", "where"), [("openai", "base_url"), ("anthropic", "origin")])
+def test_litellm_completion_streaming_and_not(prefix: str, where: str) -> None:
+    litellm = _litellm()
+    kw: dict[str, Any] = {"model": f"{prefix}/m-x", "api_key": "sk-test", "max_tokens": 50,
+                          "messages": [{"role": "user", "content": "hi"}],
+                          "tools": TOOLS_OPENAI}  # fmt: skip
+    with MockServer([tool_turn(), tool_turn()]) as srv:
+        base = getattr(srv, where)
+        import warnings
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # LiteLLM's own deprecations on the way
+            whole = litellm.completion(api_base=base, **kw)
+            chunks = list(litellm.completion(api_base=base, stream=True,
+                                             stream_options={"include_usage": True}, **kw))  # fmt: skip
+        paths = [r.path for r in srv.requests]
+    message = whole.choices[0].message
+    assert (message.content, whole.choices[0].finish_reason) == (TEXT, "tool_calls")
+    (call,) = message.tool_calls
+    assert (call.id, call.function.name, json.loads(call.function.arguments)) == (
+        "call_abc123", "read", ARGS)  # fmt: skip
+    assert (whole.usage.prompt_tokens, whole.usage.completion_tokens) == (21, 9)
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    args = "".join(tc.function.arguments or "" for c in chunks if c.choices
+                   for tc in c.choices[0].delta.tool_calls or ())  # fmt: skip
+    finish = [
+        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
+    ]
+    assert text == TEXT and json.loads(args) == ARGS and finish[-1] == "tool_calls"
+    usage = [c.usage for c in chunks if getattr(c, "usage", None) is not None]
+    assert (usage[-1].prompt_tokens, usage[-1].completion_tokens) == (21, 9)
+    want = "/v1/chat/completions" if prefix == "openai" else "/v1/messages"
+    assert [p.split("?")[0] for p in paths] == [want, want]

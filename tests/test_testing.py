@@ -896,6 +896,10 @@ def test_a_made_up_tool_call_id_takes_the_prefix_of_the_api_that_sends_it() -> N
     assert [b["id"] for b in whole["content"] if b["type"] == "tool_use"] == [f"toolu_{n}"]
     assert kept.content[-1].id == "my-own-id"  # type: ignore[union-attr]
     assert render(made_up, "bedrock-converse").count(f"tooluse_{n}".encode()) == 1
+    # A script that gives the very text of a made-up id keeps it: the rule is about
+    # the call the kit made, not about how an id looks.
+    same_text = testing.tool_call("read", {"path": "README.md"}, id=made_up.id)
+    assert f'"id":"{made_up.id}"'.encode() in render(same_text, "anthropic-messages")
 
 
 def test_usage_chunk_only_when_the_request_asks_for_it() -> None:

@@ -16,6 +16,7 @@ result decodes back through ``mw.replay(api, body)`` to the same content.
 
 from __future__ import annotations
 
+import builtins
 import itertools
 from collections.abc import Iterable, Sequence
 from typing import Any, Literal, TypeAlias
@@ -76,28 +77,34 @@ def tool_call(
     sent with the prefix of the API that renders it (``toolu_<n>`` for Anthropic, as
     the provider's own ids look: :func:`for_api`); an ``id`` given is sent as given."""
     args = dict(arguments or {})
+    call = ToolCall(
+        id=id or f"{_DEFAULT_PREFIX}{next(_ids)}", name=name, arguments=args,
+        raw_arguments=_dumps(args),
+    )  # fmt: skip
     if not id:
-        id = f"{_DEFAULT_PREFIX}{next(_ids)}"
-        _made_up.add(id)
-    return ToolCall(id=id, name=name, arguments=args, raw_arguments=_dumps(args))
+        # Known by identity, not by its text: a script may give the same id itself.
+        _made_up[builtins.id(call)] = call
+    return call
 
 
 _DEFAULT_PREFIX = "call_"
-# The ids ``tool_call`` made up (never one a script gave): only these take an API's prefix.
-_made_up: set[str] = set()
+# The calls ``tool_call`` made an id for (kept alive, so an identity is never reused).
+_made_up: dict[int, ToolCall] = {}
+
+
+def _is_made_up(block: object) -> bool:
+    return _made_up.get(builtins.id(block)) is block
 
 
 def for_api(reply: ScriptedReply, mock: MockFacet) -> ScriptedReply:
     """``reply`` with every tool-call id :func:`tool_call` made up carrying ``mock``'s
     provider prefix (``MockRendering.tool_id_prefix``) instead of ``call_``."""
     prefix = mock.tool_id_prefix
-    if prefix == _DEFAULT_PREFIX or not any(
-        isinstance(b, ToolCall) and b.id in _made_up for b in reply.content
-    ):
+    if prefix == _DEFAULT_PREFIX or not any(_is_made_up(b) for b in reply.content):
         return reply
     content = tuple(
         msgspec.structs.replace(b, id=prefix + b.id.removeprefix(_DEFAULT_PREFIX))
-        if isinstance(b, ToolCall) and b.id in _made_up
+        if isinstance(b, ToolCall) and _is_made_up(b)
         else b
         for b in reply.content
     )
