@@ -566,6 +566,27 @@ def test_the_sdks_against_the_mock_server_command(tmp_path: Any) -> None:
 # --------------------------------------------------------------------------- LiteLLM
 
 
+@pytest.fixture
+def keep_logging() -> Iterator[None]:
+    """LiteLLM quiets other libraries' loggers for the whole process (httpx's to
+    WARNING, filters on asyncio's…): put every logger back as it was, so no later test
+    sees its settings."""
+    import logging
+
+    loggers = [logging.getLogger(), *(
+        lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    )]  # fmt: skip
+    saved = [(lg, lg.level, lg.propagate, lg.disabled, list(lg.handlers), list(lg.filters))
+             for lg in loggers]  # fmt: skip
+    try:
+        yield
+    finally:
+        for lg, level, propagate, disabled, handlers, filters in saved:
+            lg.setLevel(level)
+            lg.propagate, lg.disabled = propagate, disabled
+            lg.handlers[:], lg.filters[:] = handlers, filters
+
+
 def _litellm() -> Any:
     import os
     import warnings
@@ -581,7 +602,7 @@ def _litellm() -> Any:
 
 
 @pytest.mark.parametrize(("prefix", "where"), [("openai", "base_url"), ("anthropic", "origin")])
-def test_litellm_completion_streaming_and_not(prefix: str, where: str) -> None:
+def test_litellm_completion_streaming_and_not(prefix: str, where: str, keep_logging: None) -> None:
     litellm = _litellm()
     kw: dict[str, Any] = {"model": f"{prefix}/m-x", "api_key": "sk-test", "max_tokens": 50,
                           "messages": [{"role": "user", "content": "hi"}],
