@@ -565,72 +565,56 @@ def test_the_sdks_against_the_mock_server_command(tmp_path: Any) -> None:
 
 # --------------------------------------------------------------------------- LiteLLM
 
-
-@pytest.fixture
-def keep_logging() -> Iterator[None]:
-    """LiteLLM quiets other libraries' loggers for the whole process (httpx's to
-    WARNING, filters on asyncio's…): put every logger back as it was, so no later test
-    sees its settings."""
-    import logging
-
-    loggers = [logging.getLogger(), *(
-        lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)
-    )]  # fmt: skip
-    saved = [(lg, lg.level, lg.propagate, lg.disabled, list(lg.handlers), list(lg.filters))
-             for lg in loggers]  # fmt: skip
-    try:
-        yield
-    finally:
-        for lg, level, propagate, disabled, handlers, filters in saved:
-            lg.setLevel(level)
-            lg.propagate, lg.disabled = propagate, disabled
-            lg.handlers[:], lg.filters[:] = handlers, filters
-
-
-def _litellm() -> Any:
-    import os
-    import warnings
-
-    # Offline: the cost map packaged with LiteLLM, never its download at import.
-    os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"
-    with warnings.catch_warnings():
-        # Its own import warns (pydantic field names, deprecated defaults): not ours.
-        warnings.simplefilter("ignore")
-        import litellm
-    litellm.suppress_debug_info = True
-    return litellm
+# LiteLLM changes process-wide state when imported and used (other libraries' loggers
+# and filters, httpx's request log), so it runs in a child process of its own.
+_LITELLM = r"""
+import json, os, sys, warnings
+os.environ["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # offline: its packaged cost map
+warnings.simplefilter("ignore")
+import litellm
+litellm.suppress_debug_info = True
+kw = json.loads(sys.argv[1])
+whole = litellm.completion(**kw)
+chunks = list(litellm.completion(stream=True, stream_options={"include_usage": True}, **kw))
+m = whole.choices[0].message
+out = {
+    "text": m.content, "finish": whole.choices[0].finish_reason,
+    "calls": [[c.id, c.function.name, c.function.arguments] for c in m.tool_calls or ()],
+    "usage": [whole.usage.prompt_tokens, whole.usage.completion_tokens],
+    "stream_text": "".join(c.choices[0].delta.content or "" for c in chunks if c.choices),
+    "stream_args": "".join(tc.function.arguments or "" for c in chunks if c.choices
+                           for tc in c.choices[0].delta.tool_calls or ()),
+    "stream_finish": [c.choices[0].finish_reason for c in chunks
+                      if c.choices and c.choices[0].finish_reason],
+    "stream_usage": [[c.usage.prompt_tokens, c.usage.completion_tokens] for c in chunks
+                     if getattr(c, "usage", None) is not None],
+}
+print(json.dumps(out))
+"""
 
 
 @pytest.mark.parametrize(("prefix", "where"), [("openai", "base_url"), ("anthropic", "origin")])
-def test_litellm_completion_streaming_and_not(prefix: str, where: str, keep_logging: None) -> None:
-    litellm = _litellm()
-    kw: dict[str, Any] = {"model": f"{prefix}/m-x", "api_key": "sk-test", "max_tokens": 50,
-                          "messages": [{"role": "user", "content": "hi"}],
-                          "tools": TOOLS_OPENAI}  # fmt: skip
-    with MockServer([tool_turn(), tool_turn()]) as srv:
-        base = getattr(srv, where)
-        import warnings
+def test_litellm_completion_streaming_and_not(prefix: str, where: str) -> None:
+    import importlib.util
+    import subprocess
+    import sys
 
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # LiteLLM's own deprecations on the way
-            whole = litellm.completion(api_base=base, **kw)
-            chunks = list(litellm.completion(api_base=base, stream=True,
-                                             stream_options={"include_usage": True}, **kw))  # fmt: skip
-        paths = [r.path for r in srv.requests]
-    message = whole.choices[0].message
-    assert (message.content, whole.choices[0].finish_reason) == (TEXT, "tool_calls")
-    (call,) = message.tool_calls
-    assert (call.id, call.function.name, json.loads(call.function.arguments)) == (
-        "call_abc123", "read", ARGS)  # fmt: skip
-    assert (whole.usage.prompt_tokens, whole.usage.completion_tokens) == (21, 9)
-    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
-    args = "".join(tc.function.arguments or "" for c in chunks if c.choices
-                   for tc in c.choices[0].delta.tool_calls or ())  # fmt: skip
-    finish = [
-        c.choices[0].finish_reason for c in chunks if c.choices and c.choices[0].finish_reason
-    ]
-    assert text == TEXT and json.loads(args) == ARGS and finish[-1] == "tool_calls"
-    usage = [c.usage for c in chunks if getattr(c, "usage", None) is not None]
-    assert (usage[-1].prompt_tokens, usage[-1].completion_tokens) == (21, 9)
+    if importlib.util.find_spec("litellm") is None:  # found, never imported here
+        pytest.skip("LiteLLM is not installed (make test installs it)")
+    with MockServer([tool_turn(), tool_turn()]) as srv:
+        kw = {"model": f"{prefix}/m-x", "api_key": "sk-test", "max_tokens": 50,
+              "api_base": getattr(srv, where), "tools": TOOLS_OPENAI,
+              "messages": [{"role": "user", "content": "hi"}]}  # fmt: skip
+        run = subprocess.run([sys.executable, "-c", _LITELLM, json.dumps(kw)],
+                             capture_output=True, text=True, timeout=120)  # fmt: skip
+        paths = [r.path.split("?")[0] for r in srv.requests]
+    assert run.returncode == 0, run.stderr[-3000:]
+    got = json.loads(run.stdout.strip().splitlines()[-1])
+    assert (got["text"], got["finish"]) == (TEXT, "tool_calls")
+    [[cid, name, args]] = got["calls"]
+    assert (cid, name, json.loads(args)) == ("call_abc123", "read", ARGS)
+    assert got["usage"] == [21, 9]
+    assert got["stream_text"] == TEXT and json.loads(got["stream_args"]) == ARGS
+    assert got["stream_finish"][-1] == "tool_calls" and got["stream_usage"][-1] == [21, 9]
     want = "/v1/chat/completions" if prefix == "openai" else "/v1/messages"
-    assert [p.split("?")[0] for p in paths] == [want, want]
+    assert paths == [want, want]
