@@ -1139,6 +1139,28 @@ def test_a_bad_responses_line_names_its_field(tmp_path: Path) -> None:
     assert "line 2: url must be /v1/chat/completions" in str(info.value)
 
 
+def test_bad_tools_in_chat_and_responses_lines_name_their_field(tmp_path: Path) -> None:
+    msgs = [{"role": "user", "content": "hi"}]
+    src = write_jsonl(tmp_path / "in.jsonl", [
+        {"custom_id": "a", "method": "POST", "url": "/v1/chat/completions",
+         "body": {"model": "mock/m", "messages": msgs, "tools": [{"type": "function"}]}},
+        {"custom_id": "b", "method": "POST", "url": "/v1/chat/completions",
+         "body": {"model": "mock/m", "messages": msgs,
+                  "tools": [{"type": "function", "function": {"name": 7}}]}},
+        {"custom_id": "c", "method": "POST", "url": "/v1/responses",
+         "body": {"model": "mock/m", "input": "hi", "tools": [{"type": "function", "name": 7}]}},
+        {"custom_id": "d", "method": "POST", "url": "/v1/responses",
+         "body": {"model": "mock/m", "input": "hi", "tools": {"type": "function"}}},
+    ])  # fmt: skip
+    with pytest.raises(mw.ConfigurationError) as info:
+        mw.batch(src, tmp_path / "o.jsonl", base_url="http://127.0.0.1:9/v1")
+    text = str(info.value)
+    assert 'line 1: body.tools[0] must be {"type": "function", "function": {...}}' in text
+    assert "line 2: body.tools[0].function.name must be a string" in text
+    assert "line 3: body.tools[0].name must be a string" in text
+    assert "line 4: body.tools must be a list" in text
+
+
 def test_ctrl_c_on_a_terminal_leaves_the_bar_final_and_the_error_on_its_own_line(
     tmp_path: Path,
 ) -> None:

@@ -218,22 +218,32 @@ def _openai_context(body: Mapping[str, Any], model: Model) -> Context:
     tools: list[ToolDefinition] | None = None
     fn = None
     if body.get("tools") is not None:
-        _expect(isinstance(body["tools"], list), "body.tools must be a list")
-        tools = []
-        for i, t in enumerate(body["tools"]):
-            fn = t.get("function") if isinstance(t, dict) else None
-            _expect(isinstance(t, dict) and t.get("type") == "function" and isinstance(fn, dict),
-                    f"body.tools[{i}] must be {{\"type\": \"function\", \"function\": {{...}}}}")  # fmt: skip
-            _expect(isinstance(fn.get("name"), str), f"body.tools[{i}].function.name must be a string")  # fmt: skip
-            tools.append(ToolDefinition(
-                name=fn["name"], description=fn.get("description") or "",
-                parameters=fn.get("parameters") or {"type": "object", "properties": {}},
-            ))  # fmt: skip
+        tools = _tool_definitions(body["tools"], nested=True)
     return Context(
         system_prompt="\n\n".join(system) or None,
         messages=tuple(out),
         tools=tuple(tools) if tools is not None else None,
     )
+
+
+def _tool_definitions(value: Any, *, nested: bool) -> list[ToolDefinition]:
+    """``body.tools`` of a Chat line (``nested``: ``{"type": "function", "function":
+    {...}}``) or a Responses line (the function's fields beside ``type``)."""
+    _expect(isinstance(value, list), "body.tools must be a list")
+    tools = []
+    shape = '"function": {...}' if nested else '"name": ...'
+    for i, t in enumerate(value):
+        fn = t.get("function") if nested and isinstance(t, dict) else t
+        _expect(isinstance(t, dict) and t.get("type") == "function" and isinstance(fn, dict),
+                f"body.tools[{i}] must be {{\"type\": \"function\", {shape}}}")  # fmt: skip
+        assert isinstance(fn, dict)  # _expect raised otherwise
+        where = f"body.tools[{i}].function.name" if nested else f"body.tools[{i}].name"
+        _expect(isinstance(fn.get("name"), str), f"{where} must be a string")
+        tools.append(ToolDefinition(
+            name=fn["name"], description=fn.get("description") or "",
+            parameters=fn.get("parameters") or {"type": "object", "properties": {}},
+        ))  # fmt: skip
+    return tools
 
 
 def _openai_options(body: Mapping[str, Any]) -> dict[str, Any]:
@@ -358,16 +368,7 @@ def _responses_context(body: Mapping[str, Any], model: Model) -> Context:
             raise _LineError(f"{where}.type must be message, function_call or function_call_output, got {kind!r}")  # fmt: skip
     tools: list[ToolDefinition] | None = None
     if body.get("tools") is not None:
-        _expect(isinstance(body["tools"], list), "body.tools must be a list")
-        tools = []
-        for i, t in enumerate(body["tools"]):
-            _expect(isinstance(t, dict) and t.get("type") == "function",
-                    f"body.tools[{i}] must be {{\"type\": \"function\", \"name\": ...}}")  # fmt: skip
-            _expect(isinstance(t.get("name"), str), f"body.tools[{i}].name must be a string")
-            tools.append(ToolDefinition(
-                name=t["name"], description=t.get("description") or "",
-                parameters=t.get("parameters") or {"type": "object", "properties": {}},
-            ))  # fmt: skip
+        tools = _tool_definitions(body["tools"], nested=False)
     return Context(
         system_prompt="\n\n".join(system) or None,
         messages=tuple(out),
