@@ -125,10 +125,18 @@ class RawServer:
                 lines = [f"HTTP/1.1 {plan.status} X", f"Content-Type: {plan.content_type}",
                          "Transfer-Encoding: chunked"]  # fmt: skip
                 lines += [f"{k}: {v}" for k, v in plan.headers.items()]
-                conn.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
-                for piece in plan.body:
-                    conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-                    time.sleep(0.002)  # one read per piece, as a provider flushes them
+                head_bytes = ("\r\n".join(lines) + "\r\n\r\n").encode()
+                chunks = [b"%x\r\n%s\r\n" % (len(p), p) for p in plan.body]
+                if plan.end == "stall":
+                    # One write with the head: the content is in the client's socket buffer
+                    # when it sees the status, so a stall case's deadline (idle or total)
+                    # can only fire after that content was read, however loaded the machine.
+                    conn.sendall(head_bytes + b"".join(chunks))
+                else:
+                    conn.sendall(head_bytes)
+                    for chunk in chunks:
+                        conn.sendall(chunk)
+                        time.sleep(0.002)  # one read per piece, as a provider flushes them
                 if plan.end == "finish":
                     conn.sendall(b"0\r\n\r\n")
                     continue
@@ -385,7 +393,7 @@ CASES: dict[str, Case] = {
         "timeout",
         "Hello wö",
         1,
-        opts={"timeout": mw.Timeout(total=0.4)},
+        opts={"timeout": mw.Timeout(total=1.0)},
     ),
     "non_sse_200": Case(
         lambda api: [
