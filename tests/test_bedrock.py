@@ -670,6 +670,7 @@ def test_the_mock_server_speaks_the_binary_framing_sync_and_async() -> None:
     assert first.stop_reason == "tool_use", first.error
     assert [type(b).__name__ for b in first.content] == ["ThinkingContent", "TextContent",
                                                          "ToolCall"]  # fmt: skip
+    assert isinstance(first.content[0], mw.ThinkingContent)
     assert first.content[0].signature == SIG
     assert second.text == "second" and third.text == "third"
     assert types[0] == "start" and types[-1] == "done"

@@ -200,7 +200,11 @@ def test_recorded_fixture_whole(path: Path) -> None:
     assert [b.type for b in msg.content] == exp["kinds"]
     assert "".join(b.text for b in msg.content if b.type == "text") == exp["text"]
     assert "".join(b.thinking for b in msg.content if b.type == "thinking") == exp["thinking"]
-    block_sigs = {b.signature for b in msg.content if b.type != "tool_call" and b.signature}
+    block_sigs = {
+        b.signature
+        for b in msg.content
+        if isinstance(b, mw.TextContent | mw.ThinkingContent) and b.signature
+    }
     assert block_sigs == exp["text_sigs"]
     calls = msg.tool_calls
     assert [(c.name, c.arguments, c.signature) for c in calls] == [
@@ -400,7 +404,11 @@ def test_parallel_calls_provider_ids_and_order() -> None:
 def test_signatures_stay_on_their_blocks() -> None:
     m = final("SYNTHETIC-thought-text-signatures.sse")
     got = [
-        (b.type, getattr(b, "text", None) or getattr(b, "thinking", None), b.signature)
+        (
+            b.type,
+            getattr(b, "text", None) or getattr(b, "thinking", None),
+            getattr(b, "signature", None),
+        )
         for b in m.content
     ]
     assert got == [

@@ -212,6 +212,7 @@ def check_events(events: list[mw.Event]) -> None:
         if isinstance(block, ToolCall):
             assert text[ci] == block.raw_arguments or msg.stop_reason == "error"
         else:
+            assert isinstance(block, TextContent | ThinkingContent)
             assert text[ci] == (block.text if isinstance(block, TextContent) else block.thinking)
     if events[-1].type == "done":
         assert not open_
@@ -728,6 +729,7 @@ def test_reasoning_not_replayed_to_another_model() -> None:
 def test_call_item_id_dropped_after_an_unreplayable_reasoning_block() -> None:
     turn = _turn("gpt-5-nano-reasoning-summary-function-call.sse")
     thinking, call = turn.content
+    assert isinstance(call, mw.ToolCall)
     stripped = msgspec.structs.replace(
         turn, content=(msgspec.structs.replace(thinking, signature=None), call)
     )

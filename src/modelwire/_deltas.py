@@ -14,14 +14,19 @@ Custom APIs registered with ``mw.register_api`` may produce these too.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
+if TYPE_CHECKING:
+    from .types import Citation, ProviderItem, ServerToolCall, ServerToolResult
+
 __all__ = [
+    "BlockComplete",
     "BlockEnd",
     "BlockSignature",
     "BlockStart",
+    "CitationDelta",
     "Delta",
     "EndOfStream",
     "Finish",
@@ -101,6 +106,23 @@ class BlockEnd(_Delta, frozen=True):
     key: Hashable
 
 
+class BlockComplete(_Delta, frozen=True):
+    """A whole block that needs no streaming: a provider-run tool call or its result,
+    or an opaque provider item. It takes its content index at ``key`` (first
+    appearance, like every block) and is final at once."""
+
+    key: Hashable
+    block: ServerToolCall | ServerToolResult | ProviderItem
+
+
+class CitationDelta(_Delta, frozen=True):
+    """A citation for the text block ``key`` (started on first use: a citation may
+    arrive before the text it supports)."""
+
+    key: Hashable
+    citation: Citation
+
+
 class Finish(_Delta, frozen=True):
     """The provider's finish: ``stop_reason`` normalized, ``provider_reason`` raw.
 
@@ -144,6 +166,8 @@ Delta: TypeAlias = (
     | ToolCallDelta
     | ToolCallArguments
     | BlockEnd
+    | BlockComplete
+    | CitationDelta
     | Finish
     | UsageUpdate
     | ResponseMeta

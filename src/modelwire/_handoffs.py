@@ -44,7 +44,7 @@ from typing import Any
 import msgspec
 
 from ._apis import IdRule, find_api
-from ._apis._common import same_model
+from ._apis._common import as_tool_call, same_model
 from .types import (
     AssistantContent,
     AssistantMessage,
@@ -228,8 +228,10 @@ def _user_content(content: tuple[UserContent, ...], images: bool) -> tuple[UserC
     for b in content:
         if isinstance(b, ImageContent):
             out.append(b if images else TextContent(text=IMAGE_NOTE))
-        else:
+        elif isinstance(b, TextContent):
             out.append(_clean_text_block(b, keep_signature=False))
+        else:
+            out.append(b)  # documents and audio: the target's encoder says what it accepts
     return tuple(out)
 
 
@@ -260,6 +262,7 @@ def _assistant(msg: AssistantMessage, model: Model, ids: ToolIdMap) -> Assistant
                 out.append(TextContent(text=text))
             # else: redacted/encrypted or empty reasoning of another model is dropped
         else:
+            b = as_tool_call(b, "a handoff")
             out.append(_tool_call(b, ids.get(b.id), keep_signature=same))
     content = tuple(out)
     if len(content) == len(msg.content) and all(

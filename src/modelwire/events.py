@@ -15,9 +15,20 @@ from typing import Any, ClassVar, Literal, TypeAlias
 
 import msgspec
 
-from .types import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from .types import (
+    AssistantMessage,
+    Citation,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+)
 
 __all__ = [
+    "BlockEvent",
+    "CitationEvent",
     "DoneEvent",
     "ErrorEvent",
     "Event",
@@ -164,6 +175,24 @@ class ToolCallEndEvent(_Event, frozen=True):
     tool_call: ToolCall
 
 
+class BlockEvent(_Event, frozen=True):
+    """A block that arrives whole appeared at ``content_index``: a tool the provider
+    ran (``ServerToolCall``; never an action for the caller), its result
+    (``ServerToolResult``), or an opaque ``ProviderItem``."""
+
+    type: ClassVar[Literal["block"]] = "block"
+    content_index: int
+    content: ServerToolCall | ServerToolResult | ProviderItem
+
+
+class CitationEvent(_Event, frozen=True):
+    """A citation was added to the text block at ``content_index``."""
+
+    type: ClassVar[Literal["citation"]] = "citation"
+    content_index: int
+    citation: Citation
+
+
 class DoneEvent(_Event, frozen=True):
     """Terminal: the response ended well; ``reason`` is stop, length or tool_use."""
 
@@ -194,6 +223,8 @@ Event: TypeAlias = (
     | ToolCallStartEvent
     | ToolCallDeltaEvent
     | ToolCallEndEvent
+    | BlockEvent
+    | CitationEvent
     | DoneEvent
     | ErrorEvent
 )

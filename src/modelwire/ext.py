@@ -56,9 +56,11 @@ from ._apis._mock import (
     text_of,
 )
 from ._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -75,9 +77,11 @@ from ._providers import ProviderRules, register_provider
 from ._sse import Frame, SSEFraming
 
 __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py checks
+    "BlockComplete",
     "BlockEnd",
     "BlockSignature",
     "BlockStart",
+    "CitationDelta",
     "Count",
     "Delta",
     "EndOfStream",

@@ -21,7 +21,7 @@ from .._classify import (
 from .._options import HTTPRequest, RequestOptions, encode_body
 from .._redact import credential_secrets
 from ..errors import ConfigurationError, Excerpt, MalformedChunkError
-from ..types import AssistantMessage, Context, Model, ToolCall, check_json
+from ..types import AssistantMessage, Context, ImageContent, Model, ToolCall, check_json
 from ._codec import IdRule
 
 __all__ = [
@@ -322,3 +322,22 @@ def check_reasoning(model: Model, level: str | None) -> None:
 #: Letters, digits, ``_`` and ``-``, up to 64: Anthropic ``tool_use.id`` (Messages API
 #: reference) and OpenAI Responses ``call_id`` values as OpenAI issues them.
 SAFE_ID_RULE = IdRule(re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[^A-Za-z0-9_-]"), 64)
+
+
+def as_tool_call(block: object, where: str) -> ToolCall:
+    """``block`` where only a client tool call can be: another kind of block (a
+    provider-run tool, an opaque item) is refused with a typed error, never sent as
+    a call."""
+    if isinstance(block, ToolCall):
+        return block
+    kind = getattr(block, "type", type(block).__name__)
+    raise ConfigurationError(f"{where} cannot carry a {kind} block")
+
+
+def as_image(block: object, where: str) -> ImageContent:
+    """``block`` where only an image can be (after text): a document or audio block
+    the API cannot carry is refused with a typed error, never replaced or dropped."""
+    if isinstance(block, ImageContent):
+        return block
+    kind = getattr(block, "type", type(block).__name__)
+    raise ConfigurationError(f"{where} cannot carry a {kind} block")

@@ -63,6 +63,7 @@ from ..types import (
 from ._codec import MockRendering, first_line_json
 from ._common import (
     Count,
+    as_tool_call,
     bearer_auth,
     check_context_values,
     check_reasoning,
@@ -352,6 +353,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
         elif isinstance(block, TextContent):
             frames += [line({"content": p}) for p in split_text(block.text, pc)]
         else:
+            block = as_tool_call(block, "the ollama-chat mock")
             call = {"function": {"name": block.name, "arguments": arguments_object(block)}}
             frames.append(line({"tool_calls": [call]}))
     frames.append(line({}, **_final(reply)))

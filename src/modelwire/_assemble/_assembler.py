@@ -11,9 +11,11 @@ from typing import Any, Literal
 import msgspec
 
 from .._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -26,17 +28,17 @@ from .._deltas import (
 )
 from ..errors import (
     AbortedError,
-    MalformedChunkError,
     StreamError,
     ToolCallProtocolError,
     TruncatedStreamError,
     error_class_for_kind,
 )
 from ..events import (
+    BlockEvent,
+    CitationEvent,
     DoneEvent,
     ErrorEvent,
     Event,
-    SnapshotSource,
     StartEvent,
     TextDeltaEvent,
     TextEndEvent,
@@ -44,9 +46,6 @@ from ..events import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
-    ToolCallDeltaEvent,
-    ToolCallEndEvent,
-    ToolCallStartEvent,
 )
 from ..types import (
     AssistantContent,
@@ -59,13 +58,14 @@ from ..types import (
     Usage,
     now_ms,
 )
-from ._blocks import NO_COST, NO_USAGE, Block, compute_cost, parse_arguments
+from ._blocks import NO_COST, NO_USAGE, Block, compute_cost
+from ._collector import ToolCallCollector, malformed_kind, malformed_missing
 from ._policy import CompletionPolicy, ToolChoice
 
 __all__ = ["Assembler"]
 
 
-class Assembler(SnapshotSource):
+class Assembler(ToolCallCollector):
     """State machine from deltas to events; one per response.
 
     ``tool_choice`` and ``tools_declared`` drive the completion policy (DESIGN
@@ -199,7 +199,7 @@ class Assembler(SnapshotSource):
         b = self._keys.get(key)
         if b is not None and not b.closed:
             if b.kind != kind:
-                raise _malformed_kind(key, b.kind, kind)
+                raise malformed_kind(key, b.kind, kind)
             return b
         b = Block(kind, self._v)
         self._keys[key] = b
@@ -264,135 +264,39 @@ class Assembler(SnapshotSource):
     def _on_signature(self, d: BlockSignature, out: list[Event]) -> None:
         b = self._keys.get(d.key)
         if b is None:
-            raise _malformed_missing(d.key, "signature")
+            raise malformed_missing(d.key, "signature")
         prev = b.sigs[-1] if b.sigs else None
         sig = (prev or "") + d.signature if d.append else d.signature
         b.sigs.append(sig)
         b.sig_vs.append(self._v)
 
-    # ------------------------------------------------------------------ tool calls
+    # ------------------------------------------------------------------ whole blocks
 
-    def _on_tool(self, d: ToolCallDelta, out: list[Event]) -> None:
-        b = self._keys.get(d.key)
-        if (
-            b is not None
-            and d.id is None
-            and d.name is None
-            and b.kind == "tool_call"
-            and not b.closed
-        ):
-            # The hot path: more arguments for an open call (what the checks below
-            # amount to when the fragment carries no id and no name).
-            args = d.arguments
-            if args:
-                v = self._v
-                b.pieces.append(args)
-                b.vs.append(v)
-                out.append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
-                self._v = v + 1
-            return
-        if b is not None and (b.closed or b.kind != "tool_call"):
-            b = None if b.closed else b
-            if b is not None:
-                raise _malformed_kind(d.key, b.kind, "tool_call")
-        if b is not None and d.id and b.call_id and d.id != b.call_id:
-            # A new id at a used index is a new call (Groq, Ollama).
-            b = None
-        if d.id and (b is None or b.call_id is None):
-            # Checked before a block is opened, so the conflicting fragment leaves
-            # no phantom call (id "", name "") in the error message.
-            other = self._call_ids.get(d.id)
-            if other is not None and other is not b:
-                raise ToolCallProtocolError(
-                    f"tool call id {d.id!r} appears at two provider indexes"
-                )
-        if b is None:
-            if self.policy is None:
-                self._check_call_allowed(d)
-            if not d.id and not d.name:
-                raise ToolCallProtocolError(
-                    f"tool call {_key_str(d.key)}: a fragment arrived before the call "
-                    "started (no id and no name)"
-                )
-            b = Block("tool_call", self._v)
-            self._keys[d.key] = b
-            ci = b.ci = len(self._blocks)
-            self._blocks.append(b)
-            out.append(ToolCallStartEvent(content_index=ci, _src=self, _v=self._v))
-            self._v += 1
-        if d.id and b.call_id is None:
-            b.call_id = d.id
-            self._call_ids[d.id] = b
-        if d.name:
-            if b.name is None:
-                b.name = d.name  # kept in the error message if the check below fails
-                if self.policy is None:
-                    self._check_name(d.name)
-            elif d.name != b.name:
-                raise ToolCallProtocolError(
-                    f"tool call {b.call_id or _key_str(d.key)}: name changed from "
-                    f"{b.name!r} to {d.name!r}"
-                )
-        if d.arguments:
-            v = self._v
-            b.pieces.append(d.arguments)
-            b.vs.append(v)
-            out.append(ToolCallDeltaEvent(content_index=b.ci, delta=d.arguments, _src=self, _v=v))
-            self._v = v + 1
-
-    def _on_tool_args(self, d: ToolCallArguments, out: list[Event]) -> None:
-        b = self._keys.get(d.key)
-        if b is None or b.kind != "tool_call":
-            raise _malformed_missing(d.key, "arguments")
-        streamed = "".join(b.pieces)
-        if d.arguments == streamed:
-            return
-        if d.arguments.startswith(streamed):
-            # Arguments that arrive only (or partly) in the final event must be used.
-            self._on_tool(ToolCallDelta(key=d.key, arguments=d.arguments[len(streamed) :]), out)
-        else:
-            b.args_override = (self._v, d.arguments)
-
-    def _check_call_allowed(self, d: ToolCallDelta) -> None:
-        if self.tool_choice == "none":
-            raise ToolCallProtocolError(
-                f"the model started a tool call ({d.name or d.id or _key_str(d.key)}) "
-                'although tool_choice was "none"'
-            )
-        if self.tools_declared is False:
-            raise ToolCallProtocolError(
-                f"the model started a tool call ({d.name or d.id or _key_str(d.key)}) "
-                "although no tools were declared"
-            )
-
-    def _check_name(self, name: str) -> None:
-        if self._forced_name is not None and name != self._forced_name:
-            raise ToolCallProtocolError(
-                f"tool_choice forced {self._forced_name!r} but the model called {name!r}"
-            )
-
-    def _complete_call(self, b: Block, out: list[Event], trusted: bool) -> None:
-        if b.call_id is None or b.name is None:
-            raise ToolCallProtocolError(
-                f"tool call at content index {self._index(b)} ended without "
-                + ("an id" if b.call_id is None else "a name")
-            )
-        raw = b.text_at(self._v)
-        args = parse_arguments(raw) if trusted else None
-        call = ToolCall(
-            id=b.call_id,
-            name=b.name,
-            arguments=args if args is not None else {},
-            raw_arguments=raw,
-            signature=b.signature_at(self._v),
-        )
-        b.final = call
+    def _on_block_complete(self, d: BlockComplete, out: list[Event]) -> None:
+        # A provider-run tool call, its result or an opaque item: final on arrival,
+        # never a ToolCall, so the completion rules below never count it as an action.
+        existing = self._keys.get(d.key)
+        if existing is not None and not existing.closed:
+            raise malformed_kind(d.key, existing.kind, d.block.type)
+        b = Block(d.block.type, self._v)
+        self._keys[d.key] = b
+        ci = b.ci = len(self._blocks)
+        self._blocks.append(b)
+        b.final = d.block
         b.final_v = self._v
         b.closed = True
-        out.append(
-            ToolCallEndEvent(content_index=self._index(b), tool_call=call, _src=self, _v=self._v)
-        )
+        out.append(BlockEvent(content_index=ci, content=d.block, _src=self, _v=self._v))
         self._v += 1
+
+    def _on_citation(self, d: CitationDelta, out: list[Event]) -> None:
+        b = self._keys.get(d.key)
+        if b is None or b.closed or b.kind != "text":
+            b = self._block(d.key, "text", out)
+        v = self._v
+        b.cites.append(d.citation)
+        b.cite_vs.append(v)
+        out.append(CitationEvent(content_index=b.ci, citation=d.citation, _src=self, _v=v))
+        self._v = v + 1
 
     # ------------------------------------------------------------------ ends
 
@@ -555,24 +459,10 @@ _HANDLERS: dict[type, Any] = {
     BlockStart: Assembler._on_block_start,
     BlockSignature: Assembler._on_signature,
     BlockEnd: Assembler._on_block_end,
+    BlockComplete: Assembler._on_block_complete,
+    CitationDelta: Assembler._on_citation,
     Finish: Assembler._on_finish,
     UsageUpdate: Assembler._on_usage,
     ResponseMeta: Assembler._on_meta,
     EndOfStream: Assembler._on_end,
 }
-
-
-def _key_str(key: Hashable) -> str:
-    if isinstance(key, tuple):
-        return "[" + "][".join(str(k) for k in key) + "]"
-    return str(key)
-
-
-def _malformed_kind(key: Hashable, have: str, got: str) -> StreamError:
-    return MalformedChunkError(
-        f"block {_key_str(key)} is a {have} block but a {got} fragment arrived for it"
-    )
-
-
-def _malformed_missing(key: Hashable, what: str) -> StreamError:
-    return MalformedChunkError(f"{what} for block {_key_str(key)}, which never started")

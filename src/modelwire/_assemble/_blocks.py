@@ -12,6 +12,7 @@ import msgspec
 
 from ..types import (
     AssistantContent,
+    Citation,
     Cost,
     ModelCost,
     TextContent,
@@ -74,6 +75,8 @@ class Block:
         "cache",
         "call_id",
         "ci",
+        "cite_vs",
+        "cites",
         "closed",
         "final",
         "final_v",
@@ -97,6 +100,8 @@ class Block:
         self.sig_vs: list[int] = []
         self.redacted = False
         self.call_id: str | None = None
+        self.cites: list[Citation] = []
+        self.cite_vs: list[int] = []
         self.name: str | None = None
         self.args_override: tuple[int, str] | None = None
         self.closed = False
@@ -136,6 +141,10 @@ class Block:
         text = self.text_at(v)
         sig = self.signature_at(v)
         if self.kind == "text":
+            cites = self.cites
+            if cites:
+                n = len(cites) if self.cite_vs[-1] <= v else bisect_right(self.cite_vs, v)
+                return TextContent(text=text, signature=sig, citations=tuple(cites[:n]))
             return TextContent(text=text, signature=sig)
         if self.kind == "thinking":
             return ThinkingContent(thinking=text, signature=sig, redacted=self.redacted)

@@ -22,6 +22,7 @@ import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
+from .._apis._common import as_tool_call
 from .._assemble import Assembler
 from .._deltas import (
     BlockEnd,
@@ -107,6 +108,7 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
             )
             out += [ThinkingDelta(key, p) for p in split_text(block.thinking, piece_chars)]
         else:
+            block = as_tool_call(block, "a scripted reply")
             key = ("tool", i)
             text = arguments_text(block)
             out.append(ToolCallDelta(key, block.id, block.name, ""))

@@ -41,11 +41,14 @@ from ...types import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserContent,
     UserMessage,
 )
 from .._codec import IdRules, MockRendering, sse_framing
 from .._common import (
     SAFE_ID_RULE,
+    as_image,
+    as_tool_call,
     check_context_values,
     check_reasoning,
     check_tool_choice,
@@ -181,7 +184,7 @@ def _image(block: ImageContent) -> dict[str, Any]:
     }
 
 
-def _user_blocks(content: str | tuple[TextContent | ImageContent, ...]) -> list[dict[str, Any]]:
+def _user_blocks(content: str | tuple[UserContent, ...]) -> list[dict[str, Any]]:
     # The API refuses empty text blocks ("text content blocks must be non-empty").
     if isinstance(content, str):
         return [{"type": "text", "text": content}] if content else []
@@ -191,7 +194,7 @@ def _user_blocks(content: str | tuple[TextContent | ImageContent, ...]) -> list[
             if b.text:
                 blocks.append({"type": "text", "text": b.text})
         else:
-            blocks.append(_image(b))
+            blocks.append(_image(as_image(b, "an anthropic-messages request")))
     return blocks
 
 
@@ -243,6 +246,7 @@ def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[dict[str, Any
             if block is not None:
                 blocks.append(block)
         else:
+            b = as_tool_call(b, "an anthropic-messages request")
             blocks.append(
                 {"type": "tool_use", "id": _tool_id(b.id), "name": b.name, "input": _tool_input(b)}
             )

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
+from .._common import as_tool_call
 from .._mock import (
     THINKING_SIGNATURE,
     MockError,
@@ -70,6 +71,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             deltas = [delta(i, {"type": "text_delta", "text": p})
                       for p in split_text(block.text, pc)]  # fmt: skip
         else:
+            block = as_tool_call(block, "the anthropic-messages mock")
             start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
             deltas = [delta(i, {"type": "input_json_delta", "partial_json": p})
                       for p in split_text(arguments_text(block), pc)]  # fmt: skip
@@ -101,6 +103,7 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
         elif isinstance(block, TextContent):
             content.append({"type": "text", "text": block.text})
         else:
+            block = as_tool_call(block, "the anthropic-messages mock")
             content.append({"type": "tool_use", "id": block.id, "name": block.name,
                             "input": arguments_object(block)})  # fmt: skip
     u = reply.usage

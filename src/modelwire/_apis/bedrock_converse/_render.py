@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
+from .._common import as_tool_call
 from .._mock import (
     THINKING_SIGNATURE,
     MockError,
@@ -61,6 +62,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
         elif isinstance(block, TextContent):
             frames += [delta(i, {"text": p}) for p in split_text(block.text, pc)]
         else:
+            block = as_tool_call(block, "the bedrock-converse mock")
             frames.append(("contentBlockStart", {"contentBlockIndex": i, "start": {
                 "toolUse": {"toolUseId": block.id, "name": block.name}}}))  # fmt: skip
             frames += [delta(i, {"toolUse": {"input": p}})
@@ -94,6 +96,7 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
         elif isinstance(block, TextContent):
             content.append({"text": block.text})
         else:
+            block = as_tool_call(block, "the bedrock-converse mock")
             content.append({"toolUse": {"toolUseId": block.id, "name": block.name,
                                         "input": arguments_object(block)}})  # fmt: skip
     return {"output": {"message": {"role": "assistant", "content": content}},

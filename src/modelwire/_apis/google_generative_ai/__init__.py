@@ -39,10 +39,13 @@ from ...types import (
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserContent,
     UserMessage,
 )
 from .._codec import MockRendering, sse_framing
 from .._common import (
+    as_image,
+    as_tool_call,
     check_context_values,
     check_reasoning,
     check_tool_choice,
@@ -149,7 +152,7 @@ def _args_object(call: ToolCall) -> dict[str, Any]:
     return call.arguments
 
 
-def _user_parts(content: str | tuple[TextContent | ImageContent, ...]) -> list[dict[str, Any]]:
+def _user_parts(content: str | tuple[UserContent, ...]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
     parts: list[dict[str, Any]] = []
@@ -158,6 +161,7 @@ def _user_parts(content: str | tuple[TextContent | ImageContent, ...]) -> list[d
             if b.text:  # Gemini rejects empty text parts
                 parts.append({"text": b.text})
         else:
+            b = as_image(b, "a google-generative-ai request")
             parts.append({"inlineData": {"mimeType": b.mime_type, "data": b.data}})
     return parts
 
@@ -182,6 +186,7 @@ def _model_parts(
                 # Another model's reasoning is context, not Gemini's own thought.
                 part = {"text": f"<thinking>\n{b.thinking}\n</thinking>"}
         else:
+            b = as_tool_call(b, "a google-generative-ai request")
             call: dict[str, Any] = {"name": b.name, "args": _args_object(b)}
             if sign and b.id and not b.id.startswith(SYNTHETIC_ID_PREFIX):
                 call["id"] = b.id

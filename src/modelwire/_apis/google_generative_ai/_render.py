@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ...types import TextContent, ThinkingContent
+from .._common import as_tool_call
 from .._mock import MockError, MockFrame, ScriptedReply, arguments_object, split_text, text_of
 
 __all__ = ["error_body", "render", "render_complete", "render_models", "tool_results"]
@@ -33,7 +34,8 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
 
     frames: list[MockFrame] = []
     for block in reply.content:
-        sig = {"thoughtSignature": block.signature} if block.signature else {}
+        signature = getattr(block, "signature", None)
+        sig = {"thoughtSignature": signature} if signature else {}
         if isinstance(block, ThinkingContent):
             pieces = split_text(block.thinking, pc)
             for k, p in enumerate(pieces):
@@ -46,6 +48,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
                 extra = sig if k == len(pieces) - 1 else {}
                 frames.append(frame_([{"text": p, **extra}]))
         else:
+            block = as_tool_call(block, "the google-generative-ai mock")
             # Gemini sends a whole call in one part; ``id`` is optional in the API.
             call = {"name": block.name, "args": arguments_object(block), "id": block.id}
             frames.append(frame_([{"functionCall": call, **sig}]))
@@ -81,12 +84,14 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
     every part (https://ai.google.dev/api/generate-content#v1beta.GenerateContentResponse)."""
     parts: list[dict[str, Any]] = []
     for block in reply.content:
-        sig = {"thoughtSignature": block.signature} if block.signature else {}
+        signature = getattr(block, "signature", None)
+        sig = {"thoughtSignature": signature} if signature else {}
         if isinstance(block, ThinkingContent):
             parts.append({"text": block.thinking, "thought": True, **sig})
         elif isinstance(block, TextContent):
             parts.append({"text": block.text, **sig})
         else:
+            block = as_tool_call(block, "the google-generative-ai mock")
             call = {"name": block.name, "args": arguments_object(block), "id": block.id}
             parts.append({"functionCall": call, **sig})
     return _response(reply, model, rid or "mock-response", parts, _finish(reply))

@@ -12,6 +12,7 @@ from typing import Any
 
 from ...types import Model, TextContent, ThinkingContent
 from .._codec import IdRule
+from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text
 
 __all__ = ["CHAT_ID_RULE", "adapt", "render", "render_complete", "render_models", "tool_id_rule"]
@@ -52,6 +53,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             # DeepSeek's field; the adapter reads reasoning_content first.
             frames += [chunk({"reasoning_content": p}) for p in split_text(block.thinking, pc)]
         else:
+            block = as_tool_call(block, "the openai-chat mock")
             frames.append(chunk({"tool_calls": [{
                 "index": tool_index, "id": block.id, "type": "function",
                 "function": {"name": block.name, "arguments": ""},
@@ -98,7 +100,8 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
     thinking = "".join(b.thinking for b in reply.content if isinstance(b, ThinkingContent))
     calls = [{"id": b.id, "type": "function",
               "function": {"name": b.name, "arguments": arguments_text(b)}}
-             for b in reply.content if not isinstance(b, TextContent | ThinkingContent)]  # fmt: skip
+             for b in (as_tool_call(c, "the openai-chat mock") for c in reply.content
+                       if not isinstance(c, TextContent | ThinkingContent))]  # fmt: skip
     message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
     if calls:
         message["tool_calls"] = calls

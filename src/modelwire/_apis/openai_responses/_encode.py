@@ -22,7 +22,7 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._common import decoder_for, merge_compat, same_model
+from .._common import as_image, as_tool_call, decoder_for, merge_compat, same_model
 from .._common import raw_or_json_arguments as _raw_args
 from ._client import client_item_type, client_output
 from ._schema import _item_head_decoder
@@ -132,7 +132,11 @@ def _user_item(msg: UserMessage) -> dict[str, Any]:
         parts = [
             {"type": "input_text", "text": b.text}
             if isinstance(b, TextContent)
-            else {"type": "input_image", "image_url": _image_url(b), "detail": "auto"}
+            else {
+                "type": "input_image",
+                "image_url": _image_url(as_image(b, "openai-responses")),
+                "detail": "auto",
+            }
             for b in msg.content
         ]
     return {"type": "message", "role": "user", "content": parts}
@@ -172,6 +176,7 @@ def _assistant_items(
                 # No item id to keep: the "easy" message form, which needs none.
                 out.append({"type": "message", "role": "assistant", "content": block.text})
         else:
+            block = as_tool_call(block, "an openai-responses request")
             sig = block.signature
             kind = client_item_type(sig)
             if sig is not None and kind is not None and same and not skipped_reasoning:
@@ -200,7 +205,11 @@ def _tool_output(msg: ToolResultMessage, i: int, answers: dict[str, str]) -> dic
         output = [
             {"type": "input_text", "text": b.text}
             if isinstance(b, TextContent)
-            else {"type": "input_image", "image_url": _image_url(b), "detail": "auto"}
+            else {
+                "type": "input_image",
+                "image_url": _image_url(as_image(b, "openai-responses")),
+                "detail": "auto",
+            }
             for b in msg.content
         ]
     else:

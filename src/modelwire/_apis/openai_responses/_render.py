@@ -11,6 +11,7 @@ import time
 from typing import Any
 
 from ...types import TextContent, ThinkingContent, ToolCall
+from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text, text_of
 
 __all__ = ["render", "render_complete", "tool_results"]
@@ -103,6 +104,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             ev("response.output_text.done", **common, text=block.text, logprobs=[])
             ev("response.content_part.done", **common, part=item["content"][0])
         else:
+            block = as_tool_call(block, "the openai-responses mock")
             item = _function_call(block, rid, oi)
             item_id = item["id"]
             args = item["arguments"]
@@ -158,7 +160,7 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
         elif isinstance(block, TextContent):
             output.append(_message(block, rid, oi))
         else:
-            output.append(_function_call(block, rid, oi))
+            output.append(_function_call(as_tool_call(block, "the openai-responses mock"), rid, oi))
     if reply.stop_reason == "length":
         return _response(rid, int(time.time()), model, "incomplete", output, _usage(reply),
                          {"reason": "max_output_tokens"})  # fmt: skip
