@@ -5,6 +5,7 @@ never a silent replacement (the text note handoff writes is for ``mw.handoff`` o
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -87,3 +88,24 @@ def test_every_catalog_model_declares_known_kinds_and_text() -> None:
     for m in models:
         assert set(m.input) <= {"text", "image", "document", "audio"}, m.id
         assert "text" in m.input, m.id
+
+
+def test_the_catalog_declares_what_gemini_and_bedrock_models_read() -> None:
+    gemini = mw.get_model("google", "gemini-2.5-flash")
+    assert set(gemini.input) == {"text", "image", "document", "audio"}
+    claude = mw.get_model("amazon-bedrock", "anthropic.claude-haiku-4-5-20251001-v1:0")
+    assert "document" in claude.input
+    ctx = mw.Context(messages=[mw.UserMessage(content=[PDF])])
+    check_input(gemini, ctx)  # a PDF for Gemini is declared, so accepted
+
+
+def test_the_catalog_validator_knows_the_same_kinds() -> None:
+    import json
+
+    from modelwire._catalog import validate_catalog
+
+    text = (Path(mw.__file__).parent / "data" / "models.json").read_text(encoding="utf-8")
+    data = json.loads(text)
+    data["providers"][0]["models"][0]["input"] = ["text", "video"]
+    with pytest.raises(mw.ConfigurationError, match="optionally audio, document, image once"):
+        validate_catalog(json.dumps(data))
