@@ -18,7 +18,10 @@ Request (JSON): ``{"messages": [{"role", "content": [{"text"} | {"image": {"form
 "inputSchema": {"json"}}}], "toolChoice": {"auto"|"any": {}} | {"tool": {"name"}}},
 "additionalModelRequestFields": {"thinking": {…}}}``. Roles alternate user /
 assistant: tool results travel in a user turn, and consecutive turns of one role
-are merged.
+are merged. Documents go as ``{"document": {"format", "name", "source": {"bytes"} |
+{"s3Location": {"uri"}}}}`` and audio as ``{"audio": {"format", "source": {"bytes"}}}``;
+what Bedrock sent — provider-run ``toolUse`` / ``toolResult`` blocks and
+``citationsContent`` — goes back as received.
 
 Response: the AWS event stream (``application/vnd.amazon.eventstream``), decoded by
 :mod:`._decode`. Auth: a Bedrock API key is ``Authorization: Bearer …``; without
