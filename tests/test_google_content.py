@@ -309,3 +309,11 @@ def test_the_mock_server_scripts_code_searches_and_citations() -> None:
                                             {"codeExecutionResult": RESULT}]  # fmt: skip
     assert cand["groundingMetadata"]["webSearchQueries"] == ["where is paris"]
     assert cand["groundingMetadata"]["groundingSupports"][0]["segment"]["startIndex"] == 15
+
+
+def test_the_mock_refuses_a_provider_tool_gemini_does_not_have() -> None:
+    search = mw.ServerToolCall(id="srvtoolu_1", name="web_search", input={"query": "q"},
+                               provider_type="server_tool_use")  # fmt: skip
+    reply = ScriptedReply(content=(search,), stop_reason="stop", usage=mw.Usage())
+    with pytest.raises(mw.ConfigurationError, match="cannot carry a server_tool_use block"):
+        render_complete(reply, "gemini-3", "r")

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 
+from ...errors import ConfigurationError
 from ...types import ServerToolCall, ServerToolResult, TextContent, ThinkingContent
 from .._common import as_tool_call
 from .._mock import MockError, MockFrame, ScriptedReply, arguments_object, split_text, text_of
@@ -69,6 +70,11 @@ def _code_part(block: ServerToolCall | ServerToolResult) -> dict[str, Any] | Non
     sent it, else built from the block (``None``: a search, which is metadata)."""
     if block.provider_type == "groundingMetadata":
         return None
+    if block.provider_type not in ("executableCode", "codeExecutionResult"):
+        raise ConfigurationError(
+            f"the google-generative-ai mock cannot carry a {block.provider_type} block: Gemini "
+            "runs code (executableCode, codeExecutionResult) and searches (groundingMetadata)"
+        )
     if block.raw is not None:
         part: dict[str, Any] = msgspec.json.decode(block.raw)
         return part
