@@ -1099,7 +1099,8 @@ def _answer_stream(text: str) -> bytes:
 def test_request_shape_over_loopback() -> None:
     body = (FIXTURES / "claude-haiku-4-5-text.sse").read_bytes()
     with mw.testing.MockServer([mw.testing.Reply(body=body, seed=7)]) as server:
-        m = _loopback_model(server, id="claude-haiku-4-5")
+        # The conversation holds an image: the model must declare it (Model.input).
+        m = _loopback_model(server, id="claude-haiku-4-5", input=["text", "image"])
         ctx = _tool_conversation(m)
         msg = mw.complete_sync(m, ctx, api_key=KEY, reasoning="low", max_retries=0)
         rec = server.last_request
@@ -1112,7 +1113,7 @@ def test_request_shape_over_loopback() -> None:
     assert rec.headers["anthropic-beta"] == "interleaved-thinking-2025-05-14"
     assert KEY.encode() not in rec.body
     sent = rec.json()
-    # The client applies mw.handoff before encoding (images dropped: no image input).
+    # The client applies mw.handoff before encoding.
     assert sent == json.loads(API.build_request(m, mw.handoff(ctx, m), opts(reasoning="low")).body)
     assert sent["system"][0]["text"] == "sys"
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048}
