@@ -174,6 +174,9 @@ def stream(
     per item of every layer — context, request, response, network reads, SSE
     events, deltas, events, final message, errors where they arise.
 
+    ``log``: the path of a SQLite file to record the call in (:mod:`modelwire._log`);
+    nothing is recorded without it.
+
     ``completion_policy``: decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools.

@@ -4,7 +4,8 @@ every model call and every agent run, without the caller passing ``trace=``.
 A call observer factory is called once per model call, when the stream is created
 (in the caller's task, so it can read the caller's context), with the call's model;
 it returns a :class:`~modelwire.trace.TraceObserver` for that call, or ``None``.
-An agent observer is called with every agent event, in order, by both drivers.
+An agent observer factory is called once per agent run, by both drivers, and what it
+returns receives every event of that run, in order.
 Nothing here costs anything while the lists are empty.
 """
 
@@ -17,14 +18,19 @@ if TYPE_CHECKING:
     from .trace import TraceObserver
     from .types import Model
 
-__all__ = ["AGENT_OBSERVERS", "CALL_OBSERVERS", "call_observers", "fan_out"]
+__all__ = ["AGENT_OBSERVERS", "CALL_OBSERVERS", "agent_observers", "call_observers", "fan_out"]
 
 CallObserverFactory = Callable[["Model"], "TraceObserver | None"]
 
 #: Factories of per-call trace observers (see the module docstring).
 CALL_OBSERVERS: list[CallObserverFactory] = []
-#: Callables receiving every agent event of every run.
-AGENT_OBSERVERS: list[Callable[[Any], None]] = []
+#: Factories of per-run agent event observers.
+AGENT_OBSERVERS: list[Callable[[], Callable[[Any], None]]] = []
+
+
+def agent_observers() -> list[Callable[[Any], None]]:
+    """This run's agent observers from the registered factories."""
+    return [factory() for factory in list(AGENT_OBSERVERS)]
 
 
 def call_observers(model: Model) -> list[TraceObserver]:

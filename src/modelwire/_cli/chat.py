@@ -18,11 +18,13 @@ import msgspec
 from .._apis import DEFAULT_API
 from .common import (
     CLIError,
+    exit_for,
     fail,
     log_path,
     logging_enabled,
     note_retries,
     read_prompt,
+    report_failure,
     request_options,
     resolve_model,
 )
@@ -236,10 +238,8 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
             raise KeyboardInterrupt from None
         if args.usage:
             notes.line(format_usage(printer.usage), MUTED)
-        from .commands import _exit_for, _report_failure
-
-        _report_failure(message, state["model"])
-        return _exit_for(message)
+        report_failure(message, state["model"])
+        return exit_for(message)
     from .repl import run_repl
 
     return run_repl(args, ctx, state, answer, printer, notes, _Interrupted)

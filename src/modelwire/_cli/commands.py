@@ -17,12 +17,17 @@ from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
     CLIError,
-    fail,
     is_loopback,
     note_retries,
     read_prompt,
     request_options,
     resolve_model,
+)
+from .common import (
+    exit_for as _exit_for,
+)
+from .common import (
+    report_failure as _report_failure,
 )
 from .output import (
     MUTED,
@@ -42,32 +47,13 @@ if TYPE_CHECKING:
     import argparse
 
     from ..testing import RecordedRequest, Reply
-    from ..types import AssistantMessage, Model, ToolCall
+    from ..types import AssistantMessage, ToolCall
 
 __all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
 
 
 def _screen(args: argparse.Namespace) -> Screen:
     return Screen(plain=True if (args.plain or args.json) else None)
-
-
-def _exit_for(message: AssistantMessage | None) -> int:
-    if message is None or message.stop_reason in ("error", "aborted"):
-        return EXIT_FAILED
-    return 0
-
-
-def _report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
-    if message is not None and message.error is not None:
-        text = message.error.message
-        if model is not None and message.error.kind == "connect":
-            # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
-            from urllib.parse import urlsplit
-
-            where = urlsplit(model.base_url).netloc.rpartition("@")[2]
-            if where and where not in text:
-                text += f" (tried {redact_url(model.base_url)})"
-        fail(message.error.kind, text)
 
 
 # --------------------------------------------------------------------------- demo

@@ -14,7 +14,7 @@ from .._catalog import is_loopback
 if TYPE_CHECKING:
     import argparse
 
-    from ..types import Model
+    from ..types import AssistantMessage, Model
 
 __all__ = [
     "EXIT_CONFIG",
@@ -28,12 +28,14 @@ __all__ = [
     "config_value",
     "data_dir",
     "default_model",
+    "exit_for",
     "fail",
     "is_loopback",
     "log_path",
     "logging_enabled",
     "note_retries",
     "read_prompt",
+    "report_failure",
     "request_options",
     "resolve_model",
     "retry_text",
@@ -87,6 +89,29 @@ def fail(kind: str, message: str) -> None:
     flat = " ".join(cli_words(message).split())
     sys.stderr.write(f"modelwire: error [{kind}]: {flat}\n")
     sys.stderr.flush()
+
+
+def exit_for(message: AssistantMessage | None) -> int:
+    """1 for a failed or missing message, else 0."""
+    if message is None or message.stop_reason in ("error", "aborted"):
+        return EXIT_FAILED
+    return 0
+
+
+def report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
+    """The one error line for a failed message (naming the server a connect failed to)."""
+    if message is not None and message.error is not None:
+        from .._redact import redact_url
+
+        text = message.error.message
+        if model is not None and message.error.kind == "connect":
+            # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
+            from urllib.parse import urlsplit
+
+            where = urlsplit(model.base_url).netloc.rpartition("@")[2]
+            if where and where not in text:
+                text += f" (tried {redact_url(model.base_url)})"
+        fail(message.error.kind, text)
 
 
 def note_retries(opts: dict[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .common import CLIError, config_dir, fail
+from .common import CLIError, config_dir, fail, report_failure
 from .output import MUTED, EventPrinter, Screen, _isatty, format_usage
 
 if TYPE_CHECKING:
@@ -155,9 +155,7 @@ def run_repl(
                 continue
             ctx = ctx.with_messages(last)
             if last.error is not None:
-                from .commands import _report_failure
-
-                _report_failure(last, state["model"])
+                report_failure(last, state["model"])
     finally:
         _discard_typeahead()
     if args.usage and printer.responses:
