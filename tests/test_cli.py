@@ -236,7 +236,8 @@ def test_chat_json_prints_events_then_the_message() -> None:
 def test_chat_interactive_keeps_the_conversation() -> None:
     with MockServer(["answer one", "answer two"]) as srv:
         # Piped stdin is one prompt; -i keeps the line-by-line chat.
-        proc = cli("chat", *_local(srv), "-i", stdin="first question\nsecond question\n")
+        # Blank lines are ignored, not the end of the chat.
+        proc = cli("chat", *_local(srv), "-i", stdin="first question\n\n  \nsecond question\n")
     assert proc.returncode == 0, proc.stderr
     assert "answer one" in proc.stdout and "answer two" in proc.stdout
     second = srv.requests[1].json()["messages"]
