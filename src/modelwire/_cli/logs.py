@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Any
 
-from .common import EXIT_FAILED, CLIError, log_path
+from .common import CLIError, log_path
 from .output import MUTED, Screen, json_line, one_line
 
 if TYPE_CHECKING:
@@ -52,11 +52,13 @@ def run(args: argparse.Namespace) -> int:
         search = " ".join(args.words[1:])
     if args.count < 0:
         raise CLIError("usage", "-n must be 0 or more")
-    if not path.exists():
-        raise CLIError("not_found", f"no log yet at {path}: chat once to start it",
-                       EXIT_FAILED)  # fmt: skip
-    log = CallLog(path)
     screen = Screen(plain=True if (args.plain or args.json) else None)
+    if not path.exists():
+        # Nothing logged yet is an empty list, not an error.
+        if not args.json:
+            screen.line(f"no calls logged yet (the log will be {path})", MUTED)
+        return 0
+    log = CallLog(path)
     if args.totals:
         totals = log.totals()
         if args.json:
