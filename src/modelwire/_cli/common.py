@@ -312,7 +312,7 @@ def _canonical(provider: str) -> str:
 
 
 def _provider_api(provider: str) -> str:
-    """The wire API a provider's catalog models use (the default one for a new provider)."""
+    """The wire API for an id the catalog does not list (``--api`` overrides it)."""
     from .. import _catalog as catalog
     from ..errors import ConfigurationError
 
@@ -320,7 +320,10 @@ def _provider_api(provider: str) -> str:
         found = list(catalog.models(_canonical(provider)))
     except ConfigurationError:  # a provider of the user's own
         return DEFAULT_API
-    return found[0].api if found else DEFAULT_API
+    apis = [m.api for m in found]
+    # Chat Completions where the provider speaks it: what servers behind a custom
+    # OPENAI_BASE_URL (vLLM, LiteLLM, a gateway) all answer; else the provider's own.
+    return DEFAULT_API if DEFAULT_API in apis or not apis else apis[0]
 
 
 def _reasoning(args: argparse.Namespace, model: Model) -> Model:
