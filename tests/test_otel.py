@@ -197,3 +197,14 @@ print([s.name for s in exporter.get_finished_spans()])
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "['chat mock-model']"
+
+
+def test_a_raising_trace_observer_does_not_silence_the_instrumentation(otel: Otel) -> None:
+    def broken(record: Any) -> None:
+        raise ValueError("boom")
+
+    with MockServer(["still traced"]) as srv, pytest.warns(RuntimeWarning, match="boom"):
+        message = mw.complete_sync(srv.model("openai-chat"), _ctx(), trace=broken)
+    assert message.text == "still traced"
+    (span,) = otel.finished()
+    assert dict(span.attributes or {})[GA.GEN_AI_USAGE_OUTPUT_TOKENS] == message.usage.output

@@ -11,6 +11,7 @@ Nothing here costs anything while the lists are empty.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +46,9 @@ def call_observers(model: Model) -> list[TraceObserver]:
 
 def fan_out(observers: list[TraceObserver]) -> TraceObserver | None:
     """One observer calling each of ``observers`` in order (``None`` for none). One that
-    raises is dropped from then on, as the tracer drops a failing observer, so it cannot
-    silence the others."""
+    raises is detached from then on, with the ``RuntimeWarning`` the tracer gives a
+    failing observer, and the others go on: a broken ``trace=`` callable cannot
+    silence the log or an instrumentation."""
     if not observers:
         return None
     if len(observers) == 1:
@@ -54,14 +56,15 @@ def fan_out(observers: list[TraceObserver]) -> TraceObserver | None:
     live = list(observers)
 
     def observe(record: Any) -> None:
-        failed: Exception | None = None
         for obs in list(live):
             try:
                 obs(record)
             except Exception as exc:
                 live.remove(obs)
-                failed = exc
-        if failed is not None:
-            raise failed
+                warnings.warn(
+                    f"the trace observer raised {exc!r}; it is detached for the rest of this call",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
 
     return observe
