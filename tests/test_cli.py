@@ -89,6 +89,8 @@ def test_a_typo_in_a_flag_names_the_flag_meant_and_the_commands_help() -> None:
     assert_one_line_error(proc, "usage", "--modle", "did you mean --model?",
                           "(see: modelwire chat --help)")  # fmt: skip
     assert proc.returncode == 2
+    command = cli("chta", "hi")
+    assert_one_line_error(command, "usage", "invalid choice: 'chta'", "did you mean chat?")
     far = cli("replay", "--zzzzqq", "x.sse")
     assert_one_line_error(far, "usage", "--zzzzqq", "modelwire replay --help")
     assert "did you mean" not in far.stderr

@@ -78,7 +78,15 @@ class _Parser(argparse.ArgumentParser):
 
     def _suggestion(self, message: str) -> str:
         import difflib
+        import re
 
+        choice = re.match(
+            r"argument [^:]+: invalid choice: '([^']*)' \(choose from (.*)\)", message
+        )
+        if choice:
+            options = re.findall(r"'([^']*)'", choice[2])
+            close = difflib.get_close_matches(choice[1], options, n=1, cutoff=0.6)
+            return f"; did you mean {close[0]}?" if close else ""
         if not message.startswith("unrecognized arguments:"):
             return ""
         known = [o for o in self._option_string_actions if o.startswith("--")]
