@@ -188,3 +188,23 @@ def test_a_killed_writer_leaves_every_committed_row(tmp_path: Path) -> None:
                                                           model="", stop_reason="stop"),
                               started=time.time(), duration_ms=None)  # fmt: skip
     assert _log.CallLog(path).rows(limit=1)[0].prompt == "next"
+
+
+def test_run_logs_each_model_call_of_the_agent_as_one_conversation(tmp_path: Path) -> None:
+    from modelwire.testing import tool_call
+
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "notes.txt").write_text("hello notes\n", encoding="utf-8")
+    env = _data_env(tmp_path)
+    replies = [["Reading.", tool_call("read", {"path": "notes.txt"})], "Done.", "Unlogged."]
+    with MockServer(replies) as srv:
+        proc = cli("run", *_local(srv), "--root", str(root), "read notes.txt", env=env)
+        quiet = cli("run", *_local(srv), "--root", str(root), "--no-log", "again", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert quiet.returncode == 0 and "Unlogged." in quiet.stdout, quiet.stderr
+    rows = _rows(tmp_path, "-n", "0")
+    assert [r["response"] for r in rows] == ["Reading.", "Done."]  # --no-log: not recorded
+    assert rows[0]["conversation_id"] == rows[1]["conversation_id"]
+    assert rows[0]["stop_reason"] == "tool_use"
+    assert "hello notes" in json.dumps(rows[1]["messages"])  # the tool result is in the record

@@ -198,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="directory the tools may read (default: .)")
     p.add_argument("--allow-paid-api", action="store_true",
                    help="allow sending file contents to a remote (paid) API")  # fmt: skip
+    p.add_argument("--no-log", action="store_true",
+                   help="do not record this run's model calls in the log (modelwire logs)")  # fmt: skip
     p.add_argument(
         "task", nargs="*", help="what the agent should do ('-' or piped stdin is read too)"
     )

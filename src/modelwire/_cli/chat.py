@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ..testing import Reply
     from ..types import AssistantMessage, Context, Message, Model, ToolDefinition
 
-__all__ = ["chat", "settle"]
+__all__ = ["chain", "chat", "log_failed", "settle"]
 
 
 class _Interrupted(Exception):
@@ -220,9 +220,9 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
         if logging:
             from .._log import recorder
 
-            call_opts["trace"] = _chain(
+            call_opts["trace"] = chain(
                 opts.get("trace"),
-                recorder(log_path(), state["model"], cid, on_error=_log_failed),
+                recorder(log_path(), state["model"], cid, on_error=log_failed),
             )
         return asyncio.run(_stream_answer(state["model"], settle(ctx), call_opts, printer,
                                           args.json, show_stream=not args.no_stream))  # fmt: skip
@@ -245,7 +245,8 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
     return run_repl(args, ctx, state, answer, printer, notes, _Interrupted)
 
 
-def _chain(first: Any, second: Any) -> Any:
+def chain(first: Any, second: Any) -> Any:
+    """One trace observer calling ``first`` (when there is one), then ``second``."""
     if first is None:
         return second
 
@@ -256,7 +257,8 @@ def _chain(first: Any, second: Any) -> Any:
     return observe
 
 
-def _log_failed(exc: Exception) -> None:
+def log_failed(exc: Exception) -> None:
+    """Report a call that could not be recorded; the command goes on."""
     # The answer matters more than its record: say so once and go on.
     fail("log", f"could not record the call in {log_path()}: {exc} (--no-log turns the "
          "log off)")  # fmt: skip

@@ -18,6 +18,8 @@ from .common import (
     EXIT_FAILED,
     CLIError,
     is_loopback,
+    log_path,
+    logging_enabled,
     note_retries,
     read_prompt,
     request_options,
@@ -99,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
     # The live paid mode retries nothing unless asked (--max-retries): a repeated
     # paid call is the caller's decision.
     opts = note_retries({"max_retries": 0, **request_options(args)})
+    if logging_enabled(args):
+        from .._log import recorder
+        from .chat import chain, log_failed
+
+        # One observer for the run: its model calls are made one after another, each
+        # recorded as a row of one conversation.
+        opts["trace"] = chain(opts["trace"], recorder(log_path(), model, on_error=log_failed))
     agent = Agent(model, tools=read_only(root=root), system_prompt=args.system, **opts)
     printer = EventPrinter(screen)
     if not args.json:
