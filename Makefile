@@ -1,18 +1,28 @@
 # Both entry points bootstrap themselves: `make demo` and `make test` create .venv when missing.
+# `make demo` installs only what the demo needs (the library and the `cli` extra);
+# `make test` installs the `dev` extra (test tools, reference SDKs, cloud extras, Ray).
+# Each has its own stamp, so a demo never waits for the test tools.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-cli
 
 .PHONY: demo test lint types unit bench clean
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[cli]'
+	touch $(DEMO_STAMP)
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install -q --upgrade pip
 	$(BIN)/python -m pip install -q -e '.[dev]'
 	touch $(STAMP)
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/modelwire demo
 
 lint: $(STAMP)

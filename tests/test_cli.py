@@ -80,8 +80,37 @@ def test_unknown_command_is_a_usage_error() -> None:
     proc = cli("fly")
     assert_one_line_error(proc, "usage", "invalid choice: 'fly'", "modelwire --help")
     assert proc.returncode == 2
-    missing = cli("replay", "file.sse")
-    assert_one_line_error(missing, "usage", "--api", "modelwire replay --help")
+    missing = cli("replay")
+    assert_one_line_error(missing, "usage", "FILE.sse", "modelwire replay --help")
+
+
+def test_a_typo_in_a_flag_names_the_flag_meant_and_the_commands_help() -> None:
+    proc = cli("chat", "--modle", "openai/gpt-4.1-mini", "hi")
+    assert_one_line_error(proc, "usage", "--modle", "did you mean --model?",
+                          "(see: modelwire chat --help)")  # fmt: skip
+    assert proc.returncode == 2
+    command = cli("chta", "hi")
+    assert_one_line_error(command, "usage", "invalid choice: 'chta'", "did you mean chat?")
+    far = cli("replay", "--zzzzqq", "x.sse")
+    assert_one_line_error(far, "usage", "--zzzzqq", "modelwire replay --help")
+    assert "did you mean" not in far.stderr
+
+
+def test_replay_without_api_recognises_the_body_or_asks_for_api(tmp_path: Path) -> None:
+    path = sorted((FIXTURES / "anthropic").glob("claude-*.sse"))[0]
+    detected = cli("replay", str(path), "--json")
+    named = cli("replay", "--api", "anthropic-messages", str(path), "--json")
+
+    def untimed(out: str) -> str:
+        return re.sub(r'"timestamp": \d+', "", out)
+
+    assert detected.returncode == named.returncode
+    assert untimed(detected.stdout) == untimed(named.stdout) and detected.stdout
+    assert json.loads(detected.stdout.splitlines()[-1])["api"] == "anthropic-messages"
+    unknown = tmp_path / "noise.sse"
+    unknown.write_text("data: 42\n\n", encoding="utf-8")
+    proc = cli("replay", str(unknown))
+    assert_one_line_error(proc, "usage", "cannot tell which wire API", "pass --api")
 
 
 # --------------------------------------------------------------------------- demo
@@ -209,7 +238,8 @@ def test_chat_json_prints_events_then_the_message() -> None:
 def test_chat_interactive_keeps_the_conversation() -> None:
     with MockServer(["answer one", "answer two"]) as srv:
         # Piped stdin is one prompt; -i keeps the line-by-line chat.
-        proc = cli("chat", *_local(srv), "-i", stdin="first question\nsecond question\n")
+        # Blank lines are ignored, not the end of the chat.
+        proc = cli("chat", *_local(srv), "-i", stdin="first question\n\n  \nsecond question\n")
     assert proc.returncode == 0, proc.stderr
     assert "answer one" in proc.stdout and "answer two" in proc.stdout
     second = srv.requests[1].json()["messages"]

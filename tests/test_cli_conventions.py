@@ -160,13 +160,17 @@ def test_chat_continue_resumes_the_last_conversation(tmp_path: Path) -> None:
     assert [(m["role"], m["content"]) for m in messages] == [
         ("user", "first question"), ("assistant", "first answer"), ("user", "second question"),
     ]  # fmt: skip
-    saved = tmp_path / "data" / "modelwire" / "last-chat.json"
-    assert len(json.loads(saved.read_text(encoding="utf-8"))["context"]["messages"]) == 4
+    logged = cli("logs", "-n", "0", "--json", env=env)
+    rows = [json.loads(line) for line in logged.stdout.splitlines()]
+    assert len(rows) == 2 and rows[0]["conversation_id"] == rows[1]["conversation_id"]
+    assert len(rows[1]["messages"]) == 4
 
 
 def test_chat_continue_without_history_is_one_error(tmp_path: Path) -> None:
     proc = cli("chat", "-c", "hi", env=_data_env(tmp_path))
     assert_one_line_error(proc, "not_found", "no conversation to continue")
+    unknown = cli("chat", "--cid", "nope", "hi", env=_data_env(tmp_path))
+    assert_one_line_error(unknown, "not_found", "no conversation 'nope'")
 
 
 # --------------------------------------------------------------------------- errors, Ctrl-C

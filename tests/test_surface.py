@@ -29,6 +29,7 @@ PUBLIC = {
     "modelwire.testing.pytest_plugin",
     "modelwire.tools",
     "modelwire.tools.files",
+    "modelwire.otel",
     "modelwire.trace",
     "modelwire.types",
 }

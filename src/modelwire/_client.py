@@ -20,6 +20,7 @@ from ._apis import (
     register_wire_api,
 )
 from ._apis._common import check_input
+from ._observers import CALL_OBSERVERS
 from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from ._pipeline import Pipeline
 from ._providers import apply_provider_rules
@@ -139,6 +140,25 @@ def _check_trace(trace: object) -> TraceObserver | None:
     return check_observer(trace)
 
 
+def _observer(model: Model, options: StreamOptions) -> TraceObserver | None:
+    """The call's one observer: ``trace=``, the ``log=`` recorder and every registered
+    instrumentation (:mod:`modelwire._observers`), in that order."""
+    trace = _check_trace(options.get("trace"))
+    log = options.get("log")
+    if log is None and not CALL_OBSERVERS:
+        return trace
+    from ._observers import call_observers, fan_out
+
+    observers = [trace] if trace is not None else []
+    if log is not None:
+        from ._log import check_log_path, recorder
+
+        observers.append(recorder(check_log_path(log), model, options.get("session_id")))
+    if CALL_OBSERVERS:
+        observers.extend(call_observers(model))
+    return fan_out(observers)
+
+
 def stream(
     model: Model, context: Context, **options: Unpack[StreamOptions]
 ) -> AssistantMessageStream:
@@ -157,16 +177,20 @@ def stream(
     per item of every layer — context, request, response, network reads, SSE
     events, deltas, events, final message, errors where they arise.
 
+    ``log``: the path of a SQLite file to record the call in (:mod:`modelwire._log`);
+    nothing is recorded without it.
+
     ``completion_policy``: decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools.
     """
     check_option_names(options, "stream")
-    trace = _check_trace(options.get("trace"))
+    _check_trace(options.get("trace"))
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
     resolved, request = _prepare(model, context, options)
+    trace = _observer(model, options)
     if request is None:
         from ._custom import custom_async
 
@@ -203,11 +227,12 @@ def stream_sync(
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
     the same options (:class:`~modelwire._options.StreamOptions`)."""
     check_option_names(options, "stream_sync")
-    trace = _check_trace(options.get("trace"))
+    _check_trace(options.get("trace"))
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
     resolved, request = _prepare(model, context, options)
+    trace = _observer(model, options)
     if request is None:
         from ._custom import custom_sync
 

@@ -213,6 +213,10 @@ class AgentOptions(TypedDict, total=False):
     """A :class:`~modelwire.trace.TraceObserver`: a callable receiving one
     :mod:`trace record <modelwire.trace>` per item of every layer (typed by shape
     here: ``trace`` imports this module)."""
+    log: str | os.PathLike[str] | None
+    """A SQLite file (:mod:`modelwire._log`) to record this call in: context, answer,
+    model, usage, cost, duration, error kind — never a key or header. The conversation
+    id is ``session_id`` when given. Nothing is recorded without it."""
     completion_policy: CompletionPolicy | None
     """Decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from

@@ -11,14 +11,16 @@
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
     modelwire models [provider]                     # the model catalog
     modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
+    modelwire logs [-n N] [search WORDS] [--cid ID] # the log of every chat call (SQLite)
 
 Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
 ``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
 ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` are read without ``--base-url``;
 piped stdin (or ``-``) is the prompt; ``--key``, ``--system``, ``-o KEY VALUE``,
-``--no-stream``, ``-u`` (usage on stderr); ``chat -c`` continues the last
-conversation (``$XDG_DATA_HOME/modelwire/last-chat.json``); ``NO_COLOR`` or a pipe
-gives output without escape sequences.
+``--no-stream``, ``-u`` (usage on stderr); every chat answer is recorded in
+``$XDG_DATA_HOME/modelwire/logs.db`` (``--no-log``, ``log = false``), ``chat -c``
+continues the newest conversation and ``--cid ID`` any other; ``NO_COLOR`` or a
+pipe gives output without escape sequences.
 
 Every failure prints one line, ``modelwire: error [kind]: message``, on stderr
 and exits non-zero — never a traceback (set ``MODELWIRE_DEBUG=1`` to see one
@@ -57,11 +59,44 @@ APIS = builtin_api_names()
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage mistake is one typed line like every other error."""
+    """argparse, but a usage mistake is one typed line like every other error, naming
+    the help of the command it was made in and the flag that was probably meant."""
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        ns, extras = super().parse_known_args(args, namespace)
+        if extras and self._subparsers is None:
+            # A subcommand's unknown flag: reported by the subcommand itself, which knows
+            # its own flags (the top parser would only point at its own --help).
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return ns, extras
 
     def error(self, message: str) -> NoReturn:
-        fail("usage", f"{message} (see: {self.prog} --help)")
+        fail("usage", f"{message}{self._suggestion(message)} (see: {self.prog} --help)")
         sys.exit(EXIT_CONFIG)
+
+    def _suggestion(self, message: str) -> str:
+        import difflib
+        import re
+
+        choice = re.match(
+            r"argument [^:]+: invalid choice: '([^']*)' \(choose from (.*)\)", message
+        )
+        if choice:
+            options = re.findall(r"'([^']*)'", choice[2])
+            close = difflib.get_close_matches(choice[1], options, n=1, cutoff=0.6)
+            return f"; did you mean {close[0]}?" if close else ""
+        if not message.startswith("unrecognized arguments:"):
+            return ""
+        known = [o for o in self._option_string_actions if o.startswith("--")]
+        for word in message.split(":", 1)[1].split():
+            flag = word.split("=", 1)[0]
+            if flag.startswith("-"):
+                close = difflib.get_close_matches(flag, known, n=1, cutoff=0.6)
+                if close:
+                    return f"; did you mean {close[0]}?"
+        return ""
 
 
 def _model_args(p: argparse.ArgumentParser) -> None:
@@ -74,12 +109,17 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    "or a vendor body field; VALUE is JSON or a word; repeatable")  # fmt: skip
     p.add_argument("--base-url", help="API root including the version segment, e.g. "
                    "http://127.0.0.1:8000/v1 (instead of the catalog entry; default: "
-                   "$OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL)")  # fmt: skip
+                   "$OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL, else base_url = ... "
+                   "in config.toml); any model id is accepted there")  # fmt: skip
     p.add_argument("--api", choices=APIS, help=f"wire API for --base-url (default {DEFAULT_API})")
     p.add_argument("--system", help="system prompt")
     p.add_argument("--max-tokens", type=int, help="output token limit")
     p.add_argument("--temperature", type=float)
-    p.add_argument("--reasoning", choices=("minimal", "low", "medium", "high", "xhigh"))
+    p.add_argument("--reasoning", choices=("minimal", "low", "medium", "high", "xhigh"),
+                   help="reasoning effort (a model outside the catalog needs --reasoning-model)")  # fmt: skip
+    p.add_argument("--reasoning-model", action="store_true",
+                   help="the model reasons (for a model the catalog does not know; config: "
+                   "reasoning_model = true)")  # fmt: skip
     p.add_argument("--timeout", type=float, help="connect and idle timeout in seconds")
     p.add_argument("--max-retries", type=int, metavar="N",
                    help="automatic retries before the first byte (429, 5xx, connect), each "
@@ -126,14 +166,21 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("chat", help="stream a chat with a real provider",
                        description="Streams one answer to PROMPT (with piped stdin before it), or "
-                       "chats line by line in a terminal when no prompt is given. The API key "
-                       "comes from --key or the provider's environment variable.")  # fmt: skip
+                       "chats in a terminal when no prompt is given: line editing, history, a "
+                       "paste is one message, Esc Enter for a new line, /help for commands, "
+                       "Ctrl-C stops the answer in flight, Ctrl-D ends. The API key comes from "
+                       "--key or the provider's environment variable. Every answer is recorded "
+                       "in the log (modelwire logs) unless --no-log.")  # fmt: skip
     _model_args(p)
     p.add_argument("prompt", nargs="*",
                    help="the message; '-' or piped stdin is read too (stdin first); "
                    "interactive in a terminal when omitted")  # fmt: skip
     p.add_argument("-c", "--continue", dest="cont", action="store_true",
-                   help="continue the last conversation (kept under $XDG_DATA_HOME/modelwire)")  # fmt: skip
+                   help="continue the newest conversation in the log (see: modelwire logs)")  # fmt: skip
+    p.add_argument("--cid", metavar="ID",
+                   help="continue conversation ID from the log (modelwire logs shows the ids)")  # fmt: skip
+    p.add_argument("--no-log", action="store_true",
+                   help="do not record this chat in the log (log = false in config.toml: never)")  # fmt: skip
     p.add_argument("-i", "--interactive", action="store_true",
                    help="chat line by line, even when stdin is not a terminal")  # fmt: skip
     p.add_argument("--no-stream", action="store_true",
@@ -151,6 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--root", default=".", help="directory the tools may read (default: .)")
     p.add_argument("--allow-paid-api", action="store_true",
                    help="allow sending file contents to a remote (paid) API")  # fmt: skip
+    p.add_argument("--no-log", action="store_true",
+                   help="do not record this run's model calls in the log (modelwire logs)")  # fmt: skip
     p.add_argument(
         "task", nargs="*", help="what the agent should do ('-' or piped stdin is read too)"
     )
@@ -158,8 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("replay", help="decode a recorded SSE stream offline",
                        description="Decodes FILE (a response body as the provider sent it) "
-                       "through the same pipeline as a live stream and prints the events.")  # fmt: skip
-    p.add_argument("--api", choices=APIS, required=True, help="wire API that produced FILE")
+                       "through the same pipeline as a live stream and prints the events. "
+                       "The wire API is recognised from the body unless --api names it.")  # fmt: skip
+    p.add_argument("--api", choices=APIS,
+                   help="wire API that produced FILE (default: recognised from its content)")  # fmt: skip
     p.add_argument("file", metavar="FILE.sse")
     _output_args(p, "one JSON line per event, the final message last")
 
@@ -190,17 +241,18 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mock-server", help="serve scripted replies on loopback",
                        description="A MockServer speaking every wire API. Without --script it "
-                       "echoes the last user message. Script format: see "
-                       "docs/testing.md or `python -m pydoc modelwire.testing._script`.")  # fmt: skip
+                       "echoes the last user message.", epilog=script_help(),
+                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--script", metavar="FILE", help="JSON list of replies, played in order")
     p.add_argument("--repeat-last", action="store_true", help="repeat the last reply forever")
     _output_args(p, "JSON lines: the address first, then one per request")
 
-    from . import batch
+    from . import batch, logs
 
     batch.add_parser(sub)
+    logs.add_parser(sub)
 
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
@@ -216,7 +268,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import batch, commands
+    from . import batch, commands, logs
 
     handlers = {
         "demo": commands.demo,
@@ -227,6 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "mock-server": commands.mock_server,
         "models": commands.models,
         "batch": batch.run,
+        "logs": logs.run,
     }
     try:
         return handlers[args.command](args)
@@ -244,8 +297,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         fail(exc.kind, exc.message)
         return exc.code
     except MissingAPIKeyError as exc:
-        # The library's text ends "or pass api_key=...": a CLI user sets the variable.
-        fail(exc.kind, exc.message.replace(" or pass api_key=...", " in the environment"))
+        # The library's text ends "or pass api_key=...": fail() says --key instead.
+        fail(exc.kind, exc.message)
         return EXIT_CONFIG
     except ConfigurationError as exc:
         fail(exc.kind, exc.message)
@@ -258,6 +311,17 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         fail("internal", f"{type(exc).__name__}: {exc} (set MODELWIRE_DEBUG=1 for a traceback)")
         return EXIT_INTERNAL
+
+
+def script_help() -> str:
+    """The mock-server script format, from the module that reads it (one source)."""
+    import re
+
+    from ..testing import _script
+
+    text = (_script.__doc__ or "").split("\n", 2)[-1]
+    text = re.sub(r":\w+:`~?(?:[\w.]+\.)?(\w+)`", r"\1", text)
+    return "script format (--script FILE):\n" + text.replace("``", "").replace("::\n", ":\n")
 
 
 def _tolerant_output() -> None:

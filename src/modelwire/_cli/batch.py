@@ -49,13 +49,28 @@ _dollars.__name__ = "finite number of dollars >= 0"
 _seconds.__name__ = "positive finite number of seconds"
 
 
+_FORMAT = """\
+input lines (JSON, each with a unique custom_id; the two formats may be mixed):
+  modelwire's own: model ("provider/id"), then prompt (one user message) or context
+  (system_prompt, messages, tools), and optional options (max_tokens, temperature,
+  reasoning, tool_choice, parallel_tool_calls, extra_body, timeout, headers, session_id)
+    {"custom_id": "q1", "model": "openai/gpt-4.1-mini", "prompt": "Name a colour."}
+  the OpenAI Batch API input format: custom_id, method POST, url /v1/chat/completions
+  (a Chat Completions body) or /v1/responses (a Responses body), and body; body.model
+  without a provider means openai/...
+    {"custom_id": "q2", "method": "POST", "url": "/v1/chat/completions",
+     "body": {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Hi"}]}}
+output lines: one per custom_id, with the final message or the error, in OUT.jsonl"""
+
+
 def add_parser(sub: Any) -> None:
     p = sub.add_parser(
         "batch", help="run a JSONL file of requests; resumable, exactly one result per id",
         description="Runs every line of IN.jsonl (modelwire's format or the OpenAI Batch API "
         "input format) and appends one result line per custom_id to OUT.jsonl. The input is "
         "validated first: nothing is sent while a line is bad. Running the same command again "
-        "resumes (ids already in OUT are skipped), also after kill -9. Guide: docs/batch.md.",
+        "resumes (ids already in OUT are skipped), also after kill -9.",
+        epilog=_FORMAT, formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     p.add_argument("input", metavar="IN.jsonl")
     p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")

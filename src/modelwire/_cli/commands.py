@@ -12,18 +12,24 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._apis import DEFAULT_API
 from .._redact import redact_url
 from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
     CLIError,
-    fail,
     is_loopback,
+    log_path,
+    logging_enabled,
     note_retries,
     read_prompt,
     request_options,
     resolve_model,
+)
+from .common import (
+    exit_for as _exit_for,
+)
+from .common import (
+    report_failure as _report_failure,
 )
 from .output import (
     MUTED,
@@ -43,32 +49,13 @@ if TYPE_CHECKING:
     import argparse
 
     from ..testing import RecordedRequest, Reply
-    from ..types import AssistantMessage, Context, Model, ToolCall, ToolDefinition
+    from ..types import AssistantMessage, ToolCall
 
 __all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
 
 
 def _screen(args: argparse.Namespace) -> Screen:
     return Screen(plain=True if (args.plain or args.json) else None)
-
-
-def _exit_for(message: AssistantMessage | None) -> int:
-    if message is None or message.stop_reason in ("error", "aborted"):
-        return EXIT_FAILED
-    return 0
-
-
-def _report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
-    if message is not None and message.error is not None:
-        text = message.error.message
-        if model is not None and message.error.kind == "connect":
-            # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
-            from urllib.parse import urlsplit
-
-            where = urlsplit(model.base_url).netloc.rpartition("@")[2]
-            if where and where not in text:
-                text += f" (tried {redact_url(model.base_url)})"
-        fail(message.error.kind, text)
 
 
 # --------------------------------------------------------------------------- demo
@@ -83,222 +70,10 @@ def demo(args: argparse.Namespace) -> int:
 # --------------------------------------------------------------------------- chat
 
 
-async def _stream_answer(
-    model: Model,
-    ctx: Context,
-    opts: dict[str, Any],
-    printer: EventPrinter,
-    as_json: bool,
-    *,
-    show_stream: bool = True,
-) -> AssistantMessage:
-    """One answer, rendered live (or, ``show_stream=False``, once complete).
-
-    Ctrl-C cancels this task (``asyncio.run`` turns SIGINT into a cancellation): the
-    stream is aborted and still ends with its terminal ``error(aborted)`` event, which
-    carries the partial message — in ``--json`` it is the last line.
-    """
-    from .._client import stream
-
-    printer.screen.spinner("waiting for the model…")
-    s = stream(model, ctx, **opts)
-
-    def show(ev: Any) -> None:
-        if as_json:
-            # --no-stream --json: the terminal event and the message, nothing before.
-            if show_stream or ev.type in ("done", "error"):
-                json_line(to_plain(ev))
-        elif show_stream:
-            printer.model_event(ev)
-
-    aborted = False
-    try:
-        try:
-            async for ev in s:
-                show(ev)
-        except asyncio.CancelledError:
-            aborted = True
-            s.abort()
-            async for ev in s:  # the terminal error(aborted), partial message inside
-                show(ev)
-    finally:
-        printer.screen.stop_spinner()
-    message = await s.result()
-    if as_json:
-        if not aborted:
-            json_line(msgspec.to_builtins(message))
-        printer.message_done(message, show=False)
-    elif not show_stream:
-        if message.text:
-            printer.screen.line(message.text)
-        printer.message_done(message)
-    if aborted:
-        printer.screen.newline()
-        raise _Interrupted(message)
-    return message
-
-
-class _Interrupted(Exception):
-    def __init__(self, message: AssistantMessage) -> None:
-        super().__init__("interrupted")
-        self.message = message
-
-
-def _history_path() -> Path:
-    from .common import data_dir
-
-    return data_dir() / "last-chat.json"
-
-
-def _load_history(args: argparse.Namespace) -> tuple[Model | None, Context | None]:
-    from ..types import Context, Model, from_json
-
-    path = _history_path()
-    try:
-        saved = json.loads(path.read_text(encoding="utf-8"))
-        model = from_json(json.dumps(saved["model"]), Model)
-        ctx = from_json(json.dumps(saved["context"]), Context)
-    except FileNotFoundError:
-        raise CLIError("not_found", f"no conversation to continue: {path} does not exist "
-                       "(chat once without -c first)") from None  # fmt: skip
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise CLIError("configuration", f"cannot continue from {path}: {exc}; delete it "
-                       "to start afresh") from None  # fmt: skip
-    return model, ctx
-
-
-def _save_history(model: Model, ctx: Context) -> None:
-    from ..types import to_json
-
-    path = _history_path()
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        data = {"model": json.loads(to_json(model)), "context": json.loads(to_json(ctx))}
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)
-    except OSError as exc:
-        fail("history", f"could not save the conversation to {path}: {exc.strerror}")
-
-
-def _script_tools(replies: list[Reply]) -> tuple[ToolDefinition, ...] | None:
-    """A definition for every tool a script calls: a real request declares the tools the
-    model may call, and a call to an undeclared one is a ``tool_call_protocol`` error."""
-    from ..types import AssistantMessage, ToolCall, ToolDefinition
-
-    names: list[str] = []
-
-    def walk(item: Any) -> None:
-        if isinstance(item, ToolCall) and item.name not in names:
-            names.append(item.name)
-        elif isinstance(item, AssistantMessage):
-            walk(item.content)
-        elif isinstance(item, list | tuple):
-            for x in item:
-                walk(x)
-
-    for reply in replies:
-        walk(reply.message)
-    if not names:
-        return None
-    return tuple(ToolDefinition(name=n, description="called by the script",
-                                parameters={"type": "object"}) for n in names)  # fmt: skip
-
-
 def chat(args: argparse.Namespace) -> int:
-    """``chat -m provider/model [prompt]``: one answer, or interactive without a prompt."""
-    if args.script is None:
-        return _chat(args, None)
-    from ..testing import MockServer, load_script
-    from ..types import Context
+    from .chat import chat as run_chat
 
-    if args.base_url or args.cont:
-        raise CLIError("usage", "--script plays its own server: it takes no --base-url or -c")
-    replies = load_script(args.script)
-    with MockServer(replies) as server:
-        spec = (args.model or "mock/mock-model").partition("/")
-        model = server.model(args.api or DEFAULT_API, spec[2] or spec[0])
-        ctx = Context(system_prompt=args.system, tools=_script_tools(replies))
-        return _chat(args, (model, ctx))
-
-
-def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> int:
-    from ..types import Context, UserMessage
-
-    ctx = Context(system_prompt=args.system)
-    if scripted is not None:
-        model, ctx = scripted
-    elif args.cont:
-        saved_model, saved_ctx = _load_history(args)
-        ctx = saved_ctx or ctx
-        if args.system:
-            ctx = msgspec.structs.replace(ctx, system_prompt=args.system)
-        if args.model is None and args.base_url is None and saved_model is not None:
-            model = saved_model
-            from .._options import resolve_api_key
-
-            resolve_api_key(model.provider, args.key)
-        else:
-            model = resolve_model(args)
-    else:
-        model = resolve_model(args)
-    opts = note_retries(request_options(args))
-    screen = _screen(args)
-    notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
-    printer = EventPrinter(screen)
-    interactive = args.interactive or (not args.prompt and _isatty(sys.stdin))
-    prompt = "" if interactive else read_prompt(args.prompt, stdin_is_prompt=not _isatty(sys.stdin))
-
-    def answer(ctx: Context) -> AssistantMessage:
-        try:
-            return asyncio.run(_stream_answer(model, ctx, opts, printer, args.json,
-                                              show_stream=not args.no_stream))  # fmt: skip
-        except _Interrupted as exc:
-            save(ctx.with_messages(exc.message))
-            raise KeyboardInterrupt from None
-
-    def save(ctx: Context) -> None:
-        if scripted is None:  # a scripted server is gone once chat ends: nothing to continue
-            _save_history(model, ctx)
-
-    if not interactive:
-        if not prompt:
-            raise CLIError("usage", "no prompt: give it as an argument or on stdin ('-'), or "
-                           "run chat in a terminal (or with -i) to chat line by line")  # fmt: skip
-        ctx = ctx.with_messages(UserMessage(content=prompt))
-        message = answer(ctx)
-        save(ctx.with_messages(message))
-        if args.usage:
-            notes.line(format_usage(printer.usage), MUTED)
-        _report_failure(message, model)
-        return _exit_for(message)
-    if not args.json:
-        notes.line(f"chatting with {model.provider}/{model.id} — an empty line or Ctrl-D ends",
-                   MUTED)  # fmt: skip
-    last: AssistantMessage | None = None
-    while True:
-        try:
-            text = input("" if args.json else "you › ")
-        except (EOFError, KeyboardInterrupt) as exc:
-            # The cursor is still after the prompt (and ^C or ^D): end that line first.
-            if _isatty(sys.stdin):
-                sys.stdout.write("\n")
-                sys.stdout.flush()
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            break
-        text = text.strip()
-        if not text or text in ("/exit", "/quit"):
-            break
-        ctx = ctx.with_messages(UserMessage(content=text))
-        last = answer(ctx)
-        ctx = ctx.with_messages(last)
-        save(ctx)
-        if last.error is not None:
-            _report_failure(last, model)
-    if args.usage and printer.responses:
-        notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
-    return 0 if last is None else _exit_for(last)
+    return run_chat(args)
 
 
 # --------------------------------------------------------------------------- run
@@ -326,6 +101,13 @@ def run(args: argparse.Namespace) -> int:
     # The live paid mode retries nothing unless asked (--max-retries): a repeated
     # paid call is the caller's decision.
     opts = note_retries({"max_retries": 0, **request_options(args)})
+    if logging_enabled(args):
+        from .._log import recorder
+        from .chat import chain, log_failed
+
+        # One observer for the run: its model calls are made one after another, each
+        # recorded as a row of one conversation.
+        opts["trace"] = chain(opts["trace"], recorder(log_path(), model, on_error=log_failed))
     agent = Agent(model, tools=read_only(root=root), system_prompt=args.system, **opts)
     printer = EventPrinter(screen)
     if not args.json:
@@ -349,7 +131,8 @@ def replay(args: argparse.Namespace) -> int:
         data = Path(args.file).read_bytes()
     except OSError as exc:
         raise CLIError("file", f"cannot read {args.file!r}: {exc.strerror}") from None
-    events = do_replay(args.api, data)
+    api = args.api or _detect_api(args.file, data)
+    events = do_replay(api, data)
     terminal = events[-1]
     message: AssistantMessage = terminal.message  # type: ignore[union-attr]
     if args.json:
@@ -363,6 +146,18 @@ def replay(args: argparse.Namespace) -> int:
         _summary(screen, message)
     _report_failure(message)
     return _exit_for(message)
+
+
+def _detect_api(name: str, data: bytes) -> str:
+    """The wire API whose body ``data`` plainly is (``--api`` omitted)."""
+    from .._apis import builtin_api_names
+    from .._apis._sniff import SNIFF_BYTES, looks_like
+
+    api = looks_like(data[:SNIFF_BYTES])
+    if api is None:
+        raise CLIError("usage", f"cannot tell which wire API wrote {name!r}: pass --api "
+                       f"(one of {', '.join(builtin_api_names())})")  # fmt: skip
+    return api
 
 
 def _event_line(ev: Any) -> str:

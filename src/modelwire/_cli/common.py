@@ -14,7 +14,7 @@ from .._catalog import is_loopback
 if TYPE_CHECKING:
     import argparse
 
-    from ..types import Model
+    from ..types import AssistantMessage, Model
 
 __all__ = [
     "EXIT_CONFIG",
@@ -22,13 +22,20 @@ __all__ = [
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "CLIError",
+    "cli_words",
+    "config",
     "config_dir",
+    "config_value",
     "data_dir",
     "default_model",
+    "exit_for",
     "fail",
     "is_loopback",
+    "log_path",
+    "logging_enabled",
     "note_retries",
     "read_prompt",
+    "report_failure",
     "request_options",
     "resolve_model",
     "retry_text",
@@ -57,11 +64,54 @@ class CLIError(Exception):
         self.code = code
 
 
+# The library's advice names its own API; a CLI user is told the flag instead.
+_CLI_WORDS: tuple[tuple[str, str], ...] = (
+    (r"decode it with api='([\w-]+)' \(mw\.replay\([^)]*\) or a Model with that api\)",
+     r"replay it with --api \1 (or chat with --api \1)"),
+    (r"\(Model\.reasoning is False\); pass reasoning=None",
+     "(not a reasoning model): leave --reasoning out, or add --reasoning-model if it reasons"),
+    (r" or pass api_key=\.\.\.", " in the environment, or pass --key"),
+    (r"pass base_url=", "pass --base-url "),
+)  # fmt: skip
+
+
+def cli_words(message: str) -> str:
+    """``message`` with the library's advice (``api=…``, ``mw.replay``) put in CLI terms."""
+    import re
+
+    for pattern, replacement in _CLI_WORDS:
+        message = re.sub(pattern, replacement, message)
+    return message
+
+
 def fail(kind: str, message: str) -> None:
     """Print ``modelwire: error [kind]: message`` on one line of stderr."""
-    flat = " ".join(message.split())
+    flat = " ".join(cli_words(message).split())
     sys.stderr.write(f"modelwire: error [{kind}]: {flat}\n")
     sys.stderr.flush()
+
+
+def exit_for(message: AssistantMessage | None) -> int:
+    """1 for a failed or missing message, else 0."""
+    if message is None or message.stop_reason in ("error", "aborted"):
+        return EXIT_FAILED
+    return 0
+
+
+def report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
+    """The one error line for a failed message (naming the server a connect failed to)."""
+    if message is not None and message.error is not None:
+        from .._redact import redact_url
+
+        text = message.error.message
+        if model is not None and message.error.kind == "connect":
+            # Which server was tried (e.g. ollama's 127.0.0.1:11434), unless already said.
+            from urllib.parse import urlsplit
+
+            where = urlsplit(model.base_url).netloc.rpartition("@")[2]
+            if where and where not in text:
+                text += f" (tried {redact_url(model.base_url)})"
+        fail(message.error.kind, text)
 
 
 def note_retries(opts: dict[str, Any]) -> dict[str, Any]:
@@ -111,26 +161,49 @@ def data_dir() -> Path:
     return _xdg("XDG_DATA_HOME", ".local/share") / "modelwire"
 
 
-def default_model() -> str | None:
-    """``$MODELWIRE_MODEL``, else ``model = "…"`` in ``config_dir()/config.toml``."""
+def config() -> dict[str, Any]:
+    """``config_dir()/config.toml`` as a table (empty when there is none)."""
     import tomllib
 
+    path = config_dir() / "config.toml"
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise CLIError("configuration", f"cannot read {path}: {exc}") from None
+
+
+def config_value(name: str, kind: type, example: str) -> Any:
+    """``name`` from the config file, checked to be a ``kind`` (``None`` when unset)."""
+    value = config().get(name)
+    if value is not None and (
+        not isinstance(value, kind) or isinstance(value, bool) != (kind is bool)
+    ):
+        raise CLIError("configuration", f"{config_dir() / 'config.toml'}: {name} must be {example}")
+    return value
+
+
+def default_model() -> str | None:
+    """``$MODELWIRE_MODEL``, else ``model = "…"`` in ``config_dir()/config.toml``."""
     env = os.environ.get("MODELWIRE_MODEL", "").strip()
     if env:
         return env
-    path = config_dir() / "config.toml"
-    try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise CLIError("configuration", f"cannot read {path}: {exc}") from None
-    model = config.get("model")
-    if model is not None and not isinstance(model, str):
-        raise CLIError(
-            "configuration", f'{path}: model must be a string like "openai/gpt-4.1-mini"'
-        )
+    model: str | None = config_value("model", str, 'a string like "openai/gpt-4.1-mini"')
     return model
+
+
+def log_path() -> Path:
+    """The CLI's call log: ``data_dir()/logs.db``."""
+    return data_dir() / "logs.db"
+
+
+def logging_enabled(args: argparse.Namespace) -> bool:
+    """Every call is logged unless ``--no-log`` or ``log = false`` in the config file."""
+    if getattr(args, "no_log", False):
+        return False
+    value = config_value("log", bool, "true or false")
+    return value is not False
 
 
 def read_prompt(parts: list[str], *, stdin_is_prompt: bool) -> str:
@@ -149,14 +222,47 @@ def read_prompt(parts: list[str], *, stdin_is_prompt: bool) -> str:
     return prompt
 
 
+def _base_url(args: argparse.Namespace, provider: str) -> tuple[str | None, str]:
+    """The address to use instead of the catalog's, and where it came from:
+    ``--base-url``, the provider's SDK variable (``OPENAI_BASE_URL``…), or
+    ``base_url`` in the config file."""
+    from .. import _catalog as catalog
+
+    if args.base_url:
+        return args.base_url, "--base-url"
+    var, version = catalog.BASE_URL_ENV.get(_canonical(provider), ("", ""))
+    url = os.environ.get(var, "").strip().rstrip("/") if var else ""
+    if url:
+        _check_url(url, var)
+        return (url if not version or url.endswith(version) else url + version), var
+    configured = config_value("base_url", str, 'a URL like "http://127.0.0.1:8000/v1"')
+    if configured:
+        _check_url(configured, f"base_url in {config_dir() / 'config.toml'}")
+        return configured, "base_url in config.toml"
+    return None, ""
+
+
+def _check_url(url: str, source: str) -> None:
+    from urllib.parse import urlsplit
+
+    from .._redact import redact_url
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise CLIError("configuration", f"{source} must be an http(s) URL, got "
+                       f"{redact_url(url)!r}")  # fmt: skip
+
+
 def resolve_model(args: argparse.Namespace) -> Model:
     """The model for ``-m provider/model`` (+ ``--base-url``/``--api``).
 
-    Without ``--base-url`` the catalog resolves the name (aliases and local
-    templates included). With it, a catalog entry keeps its limits and prices
-    and only changes address (and API); an unknown name becomes a plain
-    ``Model``. The provider's API key is checked before anything is sent, so a
-    missing key is reported naming its variable.
+    Without an address of its own the catalog resolves the name (aliases and
+    local templates included). With one (``--base-url``, the SDK variables
+    ``OPENAI_BASE_URL``…, or ``base_url`` in ``config.toml``), a catalog entry keeps
+    its limits and prices and only changes address (and API); any other id becomes a
+    plain ``Model`` at that address, as the official SDKs send any id. The provider's
+    API key is checked before anything is sent, so a missing key is reported naming
+    its variable.
     """
     import msgspec
 
@@ -172,27 +278,79 @@ def resolve_model(args: argparse.Namespace) -> Model:
             "no model: pass -m PROVIDER/MODEL, set MODELWIRE_MODEL, or put "
             f'model = "provider/model" in {config_dir() / "config.toml"}',
         )
+    provider, sep, model_id = spec.partition("/")
+    base_url, source = _base_url(args, provider) if sep else (args.base_url, "--base-url")
     model: Model | None = None
-    if args.base_url:
-        provider, sep, model_id = spec.partition("/")
+    if base_url:
         if not sep or not provider or not model_id:
-            raise CLIError("usage", f"-m takes PROVIDER/MODEL with --base-url, got {spec!r}")
+            raise CLIError("usage", f"-m takes PROVIDER/MODEL with {source}, got {spec!r}")
         try:
             model = catalog.resolve_model(spec)
         except ConfigurationError:
             model = None  # not in the catalog: any server, any id
         if model is not None:
-            model = msgspec.structs.replace(model, base_url=args.base_url,
+            model = msgspec.structs.replace(model, base_url=base_url,
                                             api=args.api or model.api)  # fmt: skip
         else:
-            model = Model(id=model_id, api=args.api or DEFAULT_API, provider=provider,
-                          base_url=args.base_url)  # fmt: skip
+            model = Model(id=model_id, api=args.api or _provider_api(provider), provider=provider,
+                          base_url=base_url)  # fmt: skip
     else:
         model = catalog.resolve_model(spec)
         if args.api and args.api != model.api:
             model = msgspec.structs.replace(model, api=args.api)
+    model = _reasoning(args, model)
     resolve_api_key(model.provider, args.key)  # MissingAPIKeyError names the variable
     return model
+
+
+def _canonical(provider: str) -> str:
+    """A provider's catalog id from any of its aliases (``gemini`` → ``google``)."""
+    from .. import _catalog as catalog
+
+    aliases: dict[str, str] = catalog._load().aliases
+    return aliases.get(provider.lower(), provider.lower())
+
+
+def _provider_api(provider: str) -> str:
+    """The wire API for an id the catalog does not list (``--api`` overrides it)."""
+    from .. import _catalog as catalog
+    from ..errors import ConfigurationError
+
+    try:
+        found = list(catalog.models(_canonical(provider)))
+    except ConfigurationError:  # a provider of the user's own
+        return DEFAULT_API
+    apis = [m.api for m in found]
+    # Chat Completions where the provider speaks it: what servers behind a custom
+    # OPENAI_BASE_URL (vLLM, LiteLLM, a gateway) all answer; else the provider's own.
+    return DEFAULT_API if DEFAULT_API in apis or not apis else apis[0]
+
+
+def _reasoning(args: argparse.Namespace, model: Model) -> Model:
+    """``--reasoning`` for a model the catalog does not say reasons: allowed when the
+    user says it does (``--reasoning-model``, or ``reasoning_model = true``)."""
+    import msgspec
+
+    wanted = getattr(args, "reasoning", None) or _option(args, "reasoning")
+    if wanted is None or model.reasoning:
+        return model
+    says = getattr(args, "reasoning_model", False) or config_value(
+        "reasoning_model", bool, "true or false")  # fmt: skip
+    if says:
+        return msgspec.structs.replace(model, reasoning=True)
+    raise CLIError(
+        "configuration",
+        f"{model.provider}/{model.id} is not known to reason, so --reasoning {wanted} cannot "
+        "be sent: add --reasoning-model if it does (or reasoning_model = true in "
+        f"{config_dir() / 'config.toml'}), or leave --reasoning out",
+    )
+
+
+def _option(args: argparse.Namespace, key: str) -> Any:
+    for k, raw in getattr(args, "option", None) or ():
+        if k == key:
+            return raw
+    return None
 
 
 def request_options(args: argparse.Namespace) -> dict[str, Any]:

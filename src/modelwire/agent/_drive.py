@@ -37,6 +37,7 @@ import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from typing import Any
 
+from .._observers import AGENT_OBSERVERS, agent_observers
 from ..errors import ConfigurationError
 from ..tools import Tool, ToolOutput
 from ..types import ToolResultMessage, UserMessage
@@ -188,6 +189,7 @@ async def drive_async(
     st = RunState(asyncio.get_running_loop())
     tools = _AsyncTools(st)
     gen = core(new, st)
+    observers = agent_observers() if AGENT_OBSERVERS else ()  # modelwire.otel, when on
     send: Any = None
     exc: BaseException | None = None
     try:
@@ -198,6 +200,8 @@ async def drive_async(
                 return
             send, exc = None, None
             if isinstance(item, _AgentEvent):
+                for observe in observers:
+                    observe(item)
                 yield item
                 continue
             try:
@@ -354,6 +358,7 @@ def drive_sync(
     st = RunState()
     tools = _SyncTools(st)
     gen = core(new, st)
+    observers = agent_observers() if AGENT_OBSERVERS else ()  # modelwire.otel, when on
     send: Any = None
     exc: BaseException | None = None
     try:
@@ -364,6 +369,8 @@ def drive_sync(
                 return
             send, exc = None, None
             if isinstance(item, _AgentEvent):
+                for observe in observers:
+                    observe(item)
                 yield item
                 continue
             try:
