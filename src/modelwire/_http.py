@@ -216,7 +216,7 @@ def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
         return _AsyncTransport(None)
     from ._http_aiohttp import AiohttpTransport
 
-    return AiohttpTransport(client, ssl_context())  # type: ignore[arg-type]
+    return AiohttpTransport(client, ssl_context)  # type: ignore[arg-type]
 
 
 async def drive_async(

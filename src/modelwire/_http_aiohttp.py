@@ -10,8 +10,8 @@ that costs more than decoding the events (bench/RESULTS.md, "live path").
 
 Everything that holds for the httpx transport holds here, decided by the same Call:
 per-phase timeouts (connect, idle = aiohttp's ``sock_read``), the total deadline as a
-task timeout, redirects not followed, proxies and ``.netrc`` from the environment
-(``trust_env``, as httpx does by default), the same TLS context
+task timeout, redirects not followed, proxies from the environment as httpx reads
+them (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), the same TLS context
 (:func:`modelwire._http.ssl_context`), decoded bytes (``Content-Encoding`` is undone),
 and the response — or the session, when it is the driver's own — closed in every path.
 aiohttp exceptions are mapped to :mod:`modelwire.errors` here, in this one place.
@@ -23,6 +23,8 @@ Imported on first use (an async call without an ``httpx.AsyncClient``), never by
 from __future__ import annotations
 
 import asyncio
+import os
+import urllib.request
 from typing import TYPE_CHECKING
 
 import aiohttp
@@ -35,6 +37,7 @@ from .errors import ConnectError, RequestTimeoutError, StreamError, StreamInterr
 
 if TYPE_CHECKING:
     import ssl
+    from collections.abc import Callable
 
 __all__ = ["AiohttpTransport", "is_session"]
 
@@ -45,6 +48,43 @@ _DEADLINE_READING = "total timeout expired while reading"
 def is_session(client: object) -> bool:
     """Whether ``client`` is an ``aiohttp.ClientSession`` (a caller's ``http_client``)."""
     return isinstance(client, aiohttp.ClientSession)
+
+
+def _env_proxies() -> dict[str, str]:
+    # ``urllib.request.getproxies_environment`` decodes the whole environment on every
+    # call (about 100 µs, once per request); these are the only names it would find
+    # that matter here. The lowercase name wins, as there.
+    env = os.environ
+    out = {}
+    for scheme in ("http", "https", "all", "no"):
+        value = env.get(f"{scheme}_proxy") or env.get(f"{scheme.upper()}_PROXY")
+        if value:
+            out[scheme] = value
+    return out
+
+
+def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for ``url`` (its scheme's, else ``ALL_PROXY``;
+    none for a ``NO_PROXY`` host), with the credentials of its URL.
+
+    Read here rather than by aiohttp's ``trust_env``, which also looks the host up in
+    ``~/.netrc`` on every request (in a thread) and refuses a request whose
+    ``Authorization`` header meets a netrc entry; httpx reads no netrc either.
+    """
+    proxies = _env_proxies()
+    if not proxies:
+        return None, None
+    # ``NO_PROXY`` (on Linux ``proxy_bypass`` reads only the environment; asked only
+    # when a proxy is set, so the full environment scan is paid only then).
+    if url.host and urllib.request.proxy_bypass(url.host):
+        return None, None
+    found = proxies.get(url.scheme or "") or proxies.get("all")
+    if not found:
+        return None, None
+    proxy = yarl.URL(found if "://" in found else f"http://{found}")
+    if proxy.user is None:
+        return proxy, None
+    return proxy.with_user(None), aiohttp.BasicAuth(proxy.user, proxy.password or "")
 
 
 def _phases(i: Send) -> aiohttp.ClientTimeout:
@@ -90,7 +130,9 @@ class AiohttpTransport:
 
     __slots__ = ("_content", "_own", "_response", "_secrets", "_session", "_ssl")
 
-    def __init__(self, session: aiohttp.ClientSession | None, ssl: ssl.SSLContext) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession | None, ssl: Callable[[], ssl.SSLContext]
+    ) -> None:
         self._session = session
         self._own: aiohttp.ClientSession | None = None
         self._response: aiohttp.ClientResponse | None = None
@@ -101,10 +143,7 @@ class AiohttpTransport:
     async def send(self, i: Send) -> Head | Failure:
         session = self._session
         if session is None:
-            connector = aiohttp.TCPConnector(ssl=self._ssl)
-            session = self._session = self._own = aiohttp.ClientSession(
-                connector=connector, trust_env=True, timeout=_phases(i)
-            )
+            session = self._session = self._own = aiohttp.ClientSession(timeout=_phases(i))
         r = i.request
         self._secrets = r.secrets
         deadline = asyncio.timeout(i.remaining)
@@ -112,10 +151,15 @@ class AiohttpTransport:
             # ``encoded=True``: the URL goes out exactly as the wire API built it
             # (already percent-encoded), as httpx sends it.
             url = yarl.URL(r.url, encoded=True)
+            proxy, proxy_auth = _env_proxy(url)
             async with deadline:
                 response = await session.post(
                     url, headers=r.headers, data=r.body, timeout=_phases(i),
                     allow_redirects=False,  # as httpx: a redirect is the caller's to follow
+                    proxy=proxy, proxy_auth=proxy_auth,
+                    # The shared context (loading its CA bundle costs ~0.1 s), only for
+                    # https; a caller's session keeps its own choice.
+                    ssl=self._ssl() if url.scheme == "https" and self._own else True,
                 )  # fmt: skip
         except (aiohttp.ClientError, ValueError, OSError) as exc:
             # (``TimeoutError`` is an ``OSError``: the deadline's own is told apart.)
