@@ -432,6 +432,10 @@ def bench_args() -> None:
 # --------------------------------------------------------------------------- concurrency
 
 
+#: How long one client process of the concurrency and live sections may run.
+CLIENT_TIMEOUT = 600
+
+
 def _concurrency_run(
     lib: str, streams: int, chunks: int, mode: str = "kib"
 ) -> dict[str, Any] | None:
@@ -444,13 +448,19 @@ def _concurrency_run(
     try:
         assert server.stdout is not None
         port = server.stdout.readline().strip()
-        done = subprocess.run(
-            [sys.executable, script, "client", lib, port, str(streams), str(chunks)],
-            capture_output=True,
-            text=True,
-            timeout=180,
-            check=False,
-        )
+        try:
+            done = subprocess.run(
+                [sys.executable, script, "client", lib, port, str(streams), str(chunks)],
+                capture_output=True,
+                text=True,
+                timeout=CLIENT_TIMEOUT,
+                check=False,
+            )
+        except subprocess.TimeoutExpired:
+            # A loaded machine can make the slowest client (AsyncOpenAI at 1,000 streams)
+            # outlast the bound: reported, and the run goes on.
+            print(f"{lib}: no result within {CLIENT_TIMEOUT} s")
+            return None
         summary = server.stdout.readline().strip()
         server.wait(timeout=30)
     finally:
@@ -606,7 +616,7 @@ def bench_live() -> None:
     in alternating rounds; 1 KiB writes and one delta per write."""
     chunks = 200
     counts = (100, 300) if QUICK else (300, 1000)
-    n_rounds = 1 if QUICK else 3
+    n_rounds = 1 if QUICK else 2
     print(f"Each stream: the same {chunks}-delta OpenAI Chat body, all streams held open at "
           f"once; {n_rounds} rounds, the clients in a rotating order in each; a figure is the "
           "median, a ratio the median of the per-round ratios.")  # fmt: skip
