@@ -2,18 +2,23 @@
 
 Two processes, so that each one's CPU time and memory are its own:
 
-* ``python bench/concurrency.py server STREAMS CHUNKS`` — an asyncio HTTP/1.1 server on
-  127.0.0.1 (an ephemeral port, printed on the first line). It holds every request until
-  ``STREAMS`` of them are open at once (or 30 s passed), so the streams really are
+* ``python bench/concurrency.py server STREAMS CHUNKS [kib|delta]`` — an asyncio HTTP/1.1
+  server on 127.0.0.1 (an ephemeral port, printed on the first line). It holds every request
+  until ``STREAMS`` of them are open at once (or 30 s passed), so the streams really are
   concurrent, then answers each with the same OpenAI Chat stream of ``CHUNKS`` text deltas,
-  chunked, in pieces of about 1 KiB with a yield to the event loop between pieces (so the
-  streams interleave). It serves ``STREAMS`` requests, prints how many were open at once,
+  chunked, in pieces of about 1 KiB (``kib``, the default) or one SSE event per write
+  (``delta``: what a model serving tokens does), with a yield to the event loop between
+  pieces (so the streams interleave). It serves ``STREAMS`` requests, prints how many were open at once,
   and exits; it also exits after 120 s whatever happens.
 * ``python bench/concurrency.py client LIB PORT STREAMS CHUNKS`` — opens ``STREAMS``
   streams at once with ``asyncio.gather`` and prints one JSON line: wall and CPU time,
   text deltas received, peak RSS before and after, and whether every stream's text was
   right. ``LIB`` is ``modelwire`` (one shared ``httpx.AsyncClient`` allowing ``STREAMS``
-  connections), ``modelwire-default`` (no client given: each stream opens its own), or
+  connections), ``modelwire-default`` (no client given: each stream opens its own, on
+  the default transport), ``modelwire-httpx`` / ``modelwire-aiohttp`` (no client given,
+  that ``transport=``), ``modelwire-aiohttp-shared`` (one shared ``aiohttp.ClientSession``),
+  ``raw-httpx`` / ``raw-aiohttp`` (one shared client, the body split on blank lines and each
+  payload ``json.loads``-ed: no validation, no events — the floor of each HTTP stack), or
   ``openai`` (``AsyncOpenAI(...).chat.completions.create(stream=True)``, text joined by
   the caller: the SDK's lightest streaming path, without the accumulating helper).
 
@@ -28,6 +33,7 @@ import resource
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -63,9 +69,12 @@ def _rss_kib() -> int:
 # --------------------------------------------------------------------------- server
 
 
-async def _serve(streams: int, chunks: int) -> None:
+async def _serve(streams: int, chunks: int, mode: str = "kib") -> None:
     body = chat_stream(chunks)
-    frames = [body[i : i + PIECE] for i in range(0, len(body), PIECE)]
+    if mode == "delta":  # one SSE event per write
+        frames = [e + b"\n\n" for e in body.split(b"\n\n") if e]
+    else:
+        frames = [body[i : i + PIECE] for i in range(0, len(body), PIECE)]
     framed = [b"%x\r\n" % len(f) + f + b"\r\n" for f in frames]
     head = (
         b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
@@ -125,7 +134,7 @@ async def _serve(streams: int, chunks: int) -> None:
 # --------------------------------------------------------------------------- clients
 
 
-async def _modelwire(port: int, streams: int, shared: bool) -> list[tuple[int, str]]:
+async def _modelwire(port: int, streams: int, lib: str) -> list[tuple[int, str]]:
     import httpx
 
     import modelwire as mw
@@ -133,14 +142,22 @@ async def _modelwire(port: int, streams: int, shared: bool) -> list[tuple[int, s
     model = mw.Model(id="bench", api="openai-chat", provider="local",
                      base_url=f"http://{HOST}:{port}/v1")  # fmt: skip
     ctx = mw.Context(messages=[mw.UserMessage(content="hi")])
-    client = None
-    if shared:
+    client: Any = None
+    opts: dict[str, Any] = {}
+    if lib == "modelwire":
         limits = httpx.Limits(max_connections=streams, max_keepalive_connections=0)
         client = httpx.AsyncClient(limits=limits, timeout=60.0)
+    elif lib == "modelwire-aiohttp-shared":
+        import aiohttp
+
+        client = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=streams))
+    elif lib in ("modelwire-httpx", "modelwire-aiohttp"):
+        opts["transport"] = lib.removeprefix("modelwire-")
 
     async def one() -> tuple[int, str]:
         n = 0
-        async for ev in mw.stream(model, ctx, http_client=client, timeout=60.0, max_retries=0):
+        async for ev in mw.stream(model, ctx, http_client=client, timeout=60.0, max_retries=0,
+                                  **opts):  # fmt: skip
             if ev.type == "text_delta":
                 n += 1
             elif ev.type in ("done", "error"):
@@ -151,8 +168,78 @@ async def _modelwire(port: int, streams: int, shared: bool) -> list[tuple[int, s
     try:
         return await asyncio.gather(*(one() for _ in range(streams)))
     finally:
-        if client is not None:
+        if isinstance(client, httpx.AsyncClient):
             await client.aclose()
+        elif client is not None:
+            await client.close()
+
+
+_REQUEST = json.dumps({"model": "bench", "stream": True,
+                       "messages": [{"role": "user", "content": "hi"}]}).encode()  # fmt: skip
+
+
+class _Split:
+    """The floor's consumer: split the body on blank lines, ``json.loads`` each payload,
+    keep the text (to check it); no validation, no events."""
+
+    __slots__ = ("buf", "n", "parts")
+
+    def __init__(self) -> None:
+        self.buf = b""
+        self.n = 0
+        self.parts: list[str] = []
+
+    def feed(self, data: bytes) -> None:
+        *events, self.buf = (self.buf + data).split(b"\n\n")
+        for e in events:
+            if e.startswith(b"data: {"):
+                choices = json.loads(e[6:])["choices"]  # the usage chunk has none
+                text = choices[0]["delta"].get("content") if choices else None
+                if text:
+                    self.n += 1
+                    self.parts.append(text)
+
+
+async def _raw_httpx(port: int, streams: int) -> list[tuple[int, str]]:
+    import httpx
+
+    limits = httpx.Limits(max_connections=streams, max_keepalive_connections=0)
+    client = httpx.AsyncClient(limits=limits, timeout=60.0)
+    url = f"http://{HOST}:{port}/v1/chat/completions"
+
+    async def one() -> tuple[int, str]:
+        split = _Split()
+        async with client.stream("POST", url, content=_REQUEST,
+                                 headers={"content-type": "application/json"}) as r:  # fmt: skip
+            async for data in r.aiter_bytes():
+                split.feed(data)
+        return split.n, "".join(split.parts)
+
+    try:
+        return await asyncio.gather(*(one() for _ in range(streams)))
+    finally:
+        await client.aclose()
+
+
+async def _raw_aiohttp(port: int, streams: int) -> list[tuple[int, str]]:
+    import aiohttp
+
+    session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=streams),
+                                    timeout=aiohttp.ClientTimeout(total=None, sock_read=60))  # fmt: skip
+    url = f"http://{HOST}:{port}/v1/chat/completions"
+
+    async def one() -> tuple[int, str]:
+        split = _Split()
+        async with session.post(url, data=_REQUEST,
+                                headers={"content-type": "application/json"}) as r:  # fmt: skip
+            while data := await r.content.readany():
+                split.feed(data)
+        return split.n, "".join(split.parts)
+
+    try:
+        return await asyncio.gather(*(one() for _ in range(streams)))
+    finally:
+        await session.close()
 
 
 async def _openai(port: int, streams: int) -> list[tuple[int, str]]:
@@ -184,16 +271,31 @@ def _client(lib: str, port: int, streams: int, chunks: int) -> None:
     if lib == "openai":
         import openai  # noqa: F401
     else:
+        import aiohttp  # noqa: F401
         import httpx  # noqa: F401
 
-        import modelwire
-        import modelwire._http  # noqa: F401
+        if lib.startswith("modelwire"):
+            import modelwire as mw
+            import modelwire._http
+            import modelwire._http_aiohttp
+
+            # Warm up without the network: the modules a call imports on first use
+            # (wire API, assembler) are loaded before the baseline, as the raw
+            # clients' are.
+            mw.replay("openai-chat", chat_stream(3))
+            model = mw.Model(id="bench", api="openai-chat", provider="local",
+                             base_url=f"http://{HOST}:{port}/v1")  # fmt: skip
+            mw.stream(model, mw.Context(messages=[mw.UserMessage(content="hi")]))
     base_rss = _rss_kib()
     t0, c0 = time.perf_counter(), time.process_time()
     if lib == "openai":
         results = asyncio.run(_openai(port, streams))
+    elif lib == "raw-httpx":
+        results = asyncio.run(_raw_httpx(port, streams))
+    elif lib == "raw-aiohttp":
+        results = asyncio.run(_raw_aiohttp(port, streams))
     else:
-        results = asyncio.run(_modelwire(port, streams, shared=lib == "modelwire"))
+        results = asyncio.run(_modelwire(port, streams, lib))
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     want = expected_text(chunks)
     report = {
@@ -213,8 +315,9 @@ def main() -> None:
     role = sys.argv[1]
     if role == "server":
         streams, chunks = int(sys.argv[2]), int(sys.argv[3])
+        mode = sys.argv[4] if len(sys.argv) > 4 else "kib"
         _raise_fd_limit(streams + 256)
-        asyncio.run(_serve(streams, chunks))
+        asyncio.run(_serve(streams, chunks, mode))
     elif role == "client":
         lib, port, streams, chunks = (
             sys.argv[2],

@@ -1,5 +1,5 @@
-"""The fault matrix: every fault, for all four wire APIs, sync and async,
-over real loopback sockets.
+"""The fault matrix: every fault, for every wire API, sync and async — the async
+path on both of its transports (httpx and aiohttp) — over real loopback sockets.
 
 Each run checks the terminal kind, the content kept, the number of requests the
 server saw, that every socket the client opened is closed afterwards, and that a
@@ -32,13 +32,17 @@ import pytest
 import modelwire as mw
 import modelwire._retry
 from modelwire._apis import builtin_api_names, mock_facet
+from modelwire._options import Transport
 from modelwire.testing import render_frames
 from modelwire.testing._render import frame
 from modelwire.trace import RetryTrace, TraceLog
 
 # Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
-MODES = ("async", "sync")
+# The async path runs on each transport; the User-Agent the server saw proves which.
+MODES = ("async-httpx", "async-aiohttp", "sync")
+AGENTS = {"async-httpx": "python-httpx/", "async-aiohttp": "aiohttp/", "sync": "python-httpx/"}
+TRANSPORT: dict[str, Transport] = {"async-httpx": "httpx", "async-aiohttp": "aiohttp"}
 KEY = "sk-FAULTMATRIX-7c1d3f9a2b5e"
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 # piece_chars=4 streams it as "Hell", "o wö", "rld ", "你好": cuts below land between
@@ -72,6 +76,8 @@ class RawServer:
         self.plans = plans
         self.requests: list[bytes] = []
         self.targets: list[str] = []  # the request targets (path and query)
+        self.agents: list[str] = []  # the User-Agent of each request
+        self.heads: list[bytes] = []  # each request's line and headers
         self.connections: list[threading.Event] = []
         self._lock = threading.Lock()
         self._sock = socket.create_server(("127.0.0.1", 0))
@@ -109,11 +115,14 @@ class RawServer:
                         return  # the client closed the connection
                     buf += data
                 head, buf = buf.split(b"\r\n\r\n", 1)
+                self.heads.append(head)
                 length = 0
                 for line in head.split(b"\r\n")[1:]:
                     name, _, value = line.partition(b":")
                     if name.strip().lower() == b"content-length":
                         length = int(value)
+                    if name.strip().lower() == b"user-agent":
+                        self.agents.append(value.strip().decode())
                 while len(buf) < length:
                     buf += conn.recv(65536)
                 body, buf = buf[:length], buf[length:]
@@ -453,7 +462,8 @@ def _sync_run(model: mw.Model, driver: str, opts: dict[str, Any]) -> tuple[list[
 
 
 def run(mode: str, model: mw.Model, driver: str, **opts: Any) -> tuple[list[Any], Any]:
-    if mode == "async":
+    if mode.startswith("async-"):
+        opts["transport"] = TRANSPORT[mode]
         return asyncio.run(_async_run(model, driver, opts))
     return _sync_run(model, driver, opts)
 
@@ -497,6 +507,8 @@ def test_fault_matrix(
         closed = server.wait_closed()
         n_requests = len(server.requests)
         targets = server.targets
+        agents = server.agents
+    assert len(agents) == n_requests and all(AGENTS[mode] in a for a in agents), agents
     if provider != "mock":  # the provider's URL rule was applied on every attempt
         assert all(t.startswith(PROVIDER_PATHS[provider]) for t in targets), targets
 
@@ -546,10 +558,10 @@ def test_a_dropped_stream_closes_its_connection_promptly(api: str, mode: str) ->
         model = model_for(api, server.port)
         gc.disable()
         try:
-            if mode == "async":
+            if mode != "sync":
 
                 async def main() -> bool:
-                    s = mw.stream(model, CTX, **opts)
+                    s = mw.stream(model, CTX, transport=TRANSPORT[mode], **opts)
                     async for ev in s:
                         if ev.type == "text_delta":
                             break
@@ -620,7 +632,7 @@ def test_sync_and_async_take_the_same_decisions(
         retries = [(r.attempt, r.status, r.kind, r.wait) for r in log.records
                    if isinstance(r, RetryTrace)]  # fmt: skip
         seen[mode] = (retries, message.error and message.error.kind, n)
-    assert seen["async"] == seen["sync"]
+    assert seen["async-httpx"] == seen["async-aiohttp"] == seen["sync"]
     assert seen["sync"] == (
         [(1, 429, "rate_limit", 0.01), (2, None, "connect", 0.75 * BACKOFF_BASE * 2),
          (3, 500, "server", 0.02), (4, 503, "overloaded", 0.75 * BACKOFF_BASE * 8)],

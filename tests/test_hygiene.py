@@ -194,7 +194,7 @@ def test_stream_options_are_declared_once_and_shared() -> None:
     assert options.StreamOptions.__optional_keys__ == {
         "api_key", "headers", "temperature", "max_tokens", "reasoning", "tool_choice",
         "parallel_tool_calls", "extra_body", "timeout", "max_retries", "http_client",
-        "session_id", "cache", "trace", "completion_policy", "log",
+        "transport", "session_id", "cache", "trace", "completion_policy", "log",
     }  # fmt: skip
     assert options.AgentOptions.__optional_keys__ == _loop.STREAM_OPTIONS
     for fn in (mw.stream, mw.stream_sync, mw.complete, mw.complete_sync, options.resolve_options):

@@ -2,8 +2,8 @@
 a secret for all four wire APIs, and redaction runs before any cut, so no cut
 edge — an error body cut at 500 characters, a malformed-chunk excerpt cut at
 120, a key split over network reads — shows a piece of a key. Checked in the
-pure module, in the request builder, and end to end over loopback HTTP (sync and
-async): ``ErrorInfo.message``, ``str(exc)``, ``repr``, trace records, CLI stderr
+pure module, in the request builder, and end to end over loopback HTTP (sync, and
+async on both transports, httpx and aiohttp): ``ErrorInfo.message``, ``str(exc)``, ``repr``, trace records, CLI stderr
 and ``--json``.
 """
 
@@ -24,7 +24,7 @@ from modelwire._apis import builtin_api_names, get_api
 from modelwire._catalog import env_vars
 from modelwire._cli import main
 from modelwire._framing.eventstream import encode_event
-from modelwire._options import HTTPRequest, resolve_options
+from modelwire._options import HTTPRequest, Transport, resolve_options
 from modelwire._providers import provider_rules
 from modelwire._redact import (
     MARK,
@@ -61,6 +61,8 @@ def test_each_api_names_its_own_credential_header() -> None:
 
 
 FAST = mw.Timeout(connect=2, idle=2)
+# The async path's transports: every end-to-end check runs on each, and on the sync path.
+TRANSPORTS: tuple[Transport, ...] = ("httpx", "aiohttp")
 
 
 def fragments(text: str, key: str = KEY, n: int = 3) -> list[str]:
@@ -241,12 +243,14 @@ def _texts(message: mw.AssistantMessage, events: list[Any]) -> list[str]:
 
 
 async def _both(server: MockServer, reply: Reply, model: mw.Model, **kw: Any) -> list[str]:
-    """Run the call async and sync; every text a user may see of both."""
+    """Run the call async (on each transport) and sync; every text a user may see of
+    all three."""
     texts: list[str] = []
-    server.add(reply)
-    s = mw.stream(model, CTX, max_retries=0, timeout=FAST, **kw)
-    events: list[Any] = [e async for e in s]
-    texts += _texts(await s.result(), events)
+    for transport in TRANSPORTS:
+        server.add(reply)
+        s = mw.stream(model, CTX, max_retries=0, timeout=FAST, transport=transport, **kw)
+        events: list[Any] = [e async for e in s]
+        texts += _texts(await s.result(), events)
     server.add(reply)
     events = list(mw.stream_sync(model, CTX, max_retries=0, timeout=FAST, **kw))
     texts += _texts(events[-1].message, events)
@@ -339,15 +343,17 @@ async def test_a_key_split_over_three_reads_is_hidden_in_the_trace(
                 break
     at = body.index(KEY.encode())
     reply = Reply(body=body, split_points=(at + 2, at + 35), delay=0.05)
-    for sync in (False, True):
+    for mode in (None, *TRANSPORTS):  # None: the sync path
         server.add(reply)
         log = TraceLog()
-        if sync:
+        if mode is None:
             events = list(mw.stream_sync(server.model(api), CTX, api_key=KEY, trace=log,
                                          timeout=FAST))  # fmt: skip
             msg = events[-1].message  # type: ignore[union-attr]
         else:
-            msg = await mw.complete(server.model(api), CTX, api_key=KEY, trace=log, timeout=FAST)
+            msg = await mw.complete(
+                server.model(api), CTX, api_key=KEY, trace=log, timeout=FAST, transport=mode
+            )
         assert msg.error is not None and msg.error.kind == "truncated_stream"
         reads = [r for r in log.records if isinstance(r, ReadTrace)]
         assert [r.size for r in reads] == [at + 2, 33, len(body) - at - 35]
@@ -474,9 +480,9 @@ def test_a_control_character_in_any_api_key_variable_is_refused_at_stream(
     _refused_up_front(model, var, recorder)
 
 
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("mode", [None, *TRANSPORTS], ids=["sync", *TRANSPORTS])
 def test_a_token_provider_returning_a_newline_fails_typed_and_not_retried(
-    mode: str, recorder: Any
+    mode: Transport | None, recorder: Any
 ) -> None:
     from modelwire._providers import register_provider
     from modelwire.cloud.azure import AzureAuth, AzureOpenAIRules
@@ -493,10 +499,10 @@ def test_a_token_provider_returning_a_newline_fails_typed_and_not_retried(
                      base_url=f"http://{recorder.netloc}/openai/v1")  # fmt: skip
     import asyncio
 
-    if mode == "sync":
+    if mode is None:
         message = mw.complete_sync(model, CTX, max_retries=2)
     else:
-        message = asyncio.run(mw.complete(model, CTX, max_retries=2))
+        message = asyncio.run(mw.complete(model, CTX, max_retries=2, transport=mode))
     assert message.error is not None
     assert message.error.kind == "authentication" and not message.error.retryable
     assert "token_provider" in message.error.message

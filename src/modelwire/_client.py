@@ -171,7 +171,8 @@ def stream(
     The options (:class:`~modelwire._options.StreamOptions`, each documented
     there): ``api_key``, ``headers``, ``temperature``, ``max_tokens``,
     ``reasoning``, ``tool_choice``, ``parallel_tool_calls``, ``extra_body``,
-    ``timeout``, ``max_retries``, ``http_client``, ``session_id``, ``cache``, and
+    ``timeout``, ``max_retries``, ``http_client``, ``transport``, ``session_id``,
+    ``cache``, and
 
     ``trace``: a callable that receives one :mod:`trace record <modelwire.trace>`
     per item of every layer — context, request, response, network reads, SSE
@@ -195,10 +196,11 @@ def stream(
         from ._custom import custom_async
 
         return custom_async(model, context, resolved, trace)
-    if http_client is not None:
+    transport = resolved.transport
+    if http_client is not None or transport != "auto":
         from ._http import check_client
 
-        check_client(http_client, sync=False)
+        check_client(http_client, sync=False, transport=transport)
 
     async def produce(s: StreamChannel) -> None:
         from ._http import drive_async
@@ -207,7 +209,7 @@ def stream(
                      lambda: s.aborted)  # fmt: skip
         s.abort_events = call.abort_events
         s.fail_events = call.fail_events
-        await drive_async(call, s, http_client)
+        await drive_async(call, s, http_client, transport)
 
     return AssistantMessageStream(produce)
 
@@ -237,10 +239,10 @@ def stream_sync(
         from ._custom import custom_sync
 
         return custom_sync(model, context, resolved, trace)
-    if http_client is not None:
+    if http_client is not None or resolved.transport != "auto":
         from ._http import check_client
 
-        check_client(http_client, sync=True)
+        check_client(http_client, sync=True, transport=resolved.transport)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
         from ._http import SyncDriver

@@ -1,7 +1,10 @@
 """HTTP transport: the one module that imports httpx (DESIGN §1, §5).
 
 The two drivers of a :class:`~modelwire._call.Call`: :func:`drive_async` (asyncio,
-``httpx.AsyncClient``) and :class:`SyncDriver` (blocking ``httpx.Client``). The Call
+over a transport: ``aiohttp`` when installed, else ``httpx.AsyncClient``) and
+:class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
+``modelwire._http_aiohttp`` (the one module that imports aiohttp, on first use);
+:func:`async_transport` picks one by the ``transport`` option and ``http_client``. The Call
 takes every decision — authorize, send, retry, the total deadline, the status →
 error step, drain after the terminal event, close in every path, redaction; a
 driver only performs its intents and waits. Here httpx exceptions are mapped to
@@ -28,12 +31,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib.util
 import socket
 import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
@@ -59,29 +63,81 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_RETRY_AFTER",
+    "AsyncTransport",
     "SyncDriver",
+    "aiohttp_installed",
+    "async_transport",
     "authorize_async",
     "authorize_sync",
     "check_client",
     "drive_async",
     "pooled_async_client",
     "redact",
+    "ssl_context",
     "status_error",
 ]
 
 
-def check_client(client: object, *, sync: bool) -> None:
-    """Refuse an ``http_client`` of the wrong kind before any request: ``stream()``
-    and ``complete()`` need an ``httpx.AsyncClient``, their sync twins an
-    ``httpx.Client`` (the one waits on the event loop, the other blocks)."""
-    if sync and not isinstance(client, httpx.Client):
-        raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
-    if not sync and not isinstance(client, httpx.AsyncClient):
-        raise ConfigurationError("http_client for stream()/complete() must be an httpx.AsyncClient")
+@functools.cache
+def aiohttp_installed() -> bool:
+    """Whether the aiohttp transport can be used (found, not imported)."""
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def _is_aiohttp_session(client: object) -> bool:
+    # Imports aiohttp only for an object that comes from it.
+    if not type(client).__module__.startswith("aiohttp"):
+        return False
+    from ._http_aiohttp import is_session
+
+    return is_session(client)
+
+
+def check_client(client: object, *, sync: bool, transport: str = "auto") -> None:
+    """Refuse an ``http_client`` or ``transport`` that cannot work, before any request:
+    ``stream()`` and ``complete()`` take an ``httpx.AsyncClient`` or an
+    ``aiohttp.ClientSession``, their sync twins an ``httpx.Client`` (the one waits on
+    the event loop, the other blocks); ``transport="aiohttp"`` needs aiohttp and the
+    event loop; a client of one transport cannot be run by the other."""
+    if transport == "aiohttp":
+        if sync:
+            raise ConfigurationError(
+                'transport="aiohttp" is for stream()/complete(); the sync twins use httpx '
+                '(transport="httpx" or "auto")'
+            )
+        if not aiohttp_installed():
+            raise ConfigurationError(
+                "transport=\"aiohttp\" needs aiohttp: pip install 'modelwire[aiohttp]'"
+            )
+    if client is None:
+        return
+    if sync:
+        if not isinstance(client, httpx.Client):
+            raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
+        return
+    if isinstance(client, httpx.AsyncClient):
+        if transport == "aiohttp":
+            raise ConfigurationError(
+                'transport="aiohttp" cannot use an httpx.AsyncClient as http_client '
+                "(pass an aiohttp.ClientSession, or no transport)"
+            )
+    elif _is_aiohttp_session(client):
+        if transport == "httpx":
+            raise ConfigurationError(
+                'transport="httpx" cannot use an aiohttp.ClientSession as http_client '
+                "(pass an httpx.AsyncClient, or no transport)"
+            )
+    else:
+        raise ConfigurationError(
+            "http_client for stream()/complete() must be an httpx.AsyncClient "
+            "or an aiohttp.ClientSession"
+        )
 
 
 @functools.cache
-def _ssl_context() -> ssl.SSLContext:
+def ssl_context() -> ssl.SSLContext:
+    """The TLS context of every client modelwire opens itself, httpx's or aiohttp's:
+    one trust decision (certifi's bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
     # Building a context loads the CA bundle (about 0.1 s); without this cache
     # every call that brings no ``http_client`` would pay it again. One context
     # is safe to share between clients and threads.
@@ -139,14 +195,41 @@ _DEADLINE_READING = "total timeout expired while reading"
 # --------------------------------------------------------------------------- async
 
 
-async def drive_async(call: Call, ch: StreamChannel, client: httpx.AsyncClient | None) -> None:
-    """Run ``call`` to its end on the event loop, its events into ``ch``.
+class AsyncTransport(Protocol):
+    """The waiting half of :func:`drive_async`: one response at a time. Each method
+    performs one intent of the :class:`~modelwire._call.Call` and returns its result."""
+
+    async def send(self, i: Send) -> Head | Failure: ...
+    async def read_error(self, i: ReadError) -> bytes: ...
+    async def read(self, i: Read) -> bytes | Failure | None: ...
+    async def drain(self, i: Drain) -> None: ...
+    async def close(self) -> None: ...
+
+
+def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
+    """The transport for one async call: the caller's client's own kind, else
+    ``transport`` (``"auto"``: aiohttp when installed, else httpx); checked by
+    :func:`check_client` beforehand."""
+    if isinstance(client, httpx.AsyncClient):
+        return _AsyncTransport(client)
+    if client is None and (transport == "httpx" or not aiohttp_installed()):
+        return _AsyncTransport(None)
+    from ._http_aiohttp import AiohttpTransport
+
+    return AiohttpTransport(client, ssl_context)  # type: ignore[arg-type]
+
+
+async def drive_async(
+    call: Call, ch: StreamChannel, client: object = None, transport: str = "auto"
+) -> None:
+    """Run ``call`` to its end on the event loop, its events into ``ch``, over the
+    transport :func:`async_transport` picks.
 
     Cancelling the task (``aclose()``, ``abort()``, a dropped stream) is the abort:
     the call's aborted terminal goes to ``ch`` and the response is closed before the
     cancellation goes on.
     """
-    t = _AsyncTransport(client)
+    t = async_transport(client, transport)
     intent = call.first()
     try:
         while True:
@@ -188,7 +271,7 @@ async def drive_async(call: Call, ch: StreamChannel, client: httpx.AsyncClient |
 
 
 class _AsyncTransport:
-    """The waiting half of :func:`drive_async`: one response at a time."""
+    """:class:`AsyncTransport` over ``httpx.AsyncClient``."""
 
     __slots__ = ("_client", "_it", "_own", "_response", "_secrets")
 
@@ -206,7 +289,7 @@ class _AsyncTransport:
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.AsyncClient(
-                timeout=_phases(i), verify=_ssl_context()
+                timeout=_phases(i), verify=ssl_context()
             )
         r = i.request
         self._secrets = r.secrets
@@ -366,7 +449,7 @@ class SyncDriver:
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.Client(
-                timeout=_phases(i), verify=_ssl_context()
+                timeout=_phases(i), verify=ssl_context()
             )
         r = i.request
         self._secrets = r.secrets
@@ -486,4 +569,4 @@ def pooled_async_client(max_connections: int) -> httpx.AsyncClient:
     the concurrency, so workers reuse connections instead of opening one each."""
     n = max(1, max_connections)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-    return httpx.AsyncClient(limits=limits, verify=_ssl_context())
+    return httpx.AsyncClient(limits=limits, verify=ssl_context())

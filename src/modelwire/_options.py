@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_KEYS",
     "REASONING_LEVELS",
+    "TRANSPORTS",
     "AgentOptions",
     "HTTPRequest",
     "ReasoningLevel",
@@ -30,6 +31,7 @@ __all__ = [
     "RequestOptions",
     "StreamOptions",
     "Timeout",
+    "Transport",
     "check_credential",
     "check_extra_body",
     "check_option_names",
@@ -40,6 +42,9 @@ __all__ = [
 
 ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
 REASONING_LEVELS: tuple[str, ...] = ("minimal", "low", "medium", "high", "xhigh")
+#: The HTTP clients modelwire can open itself (``modelwire._http``).
+Transport: TypeAlias = Literal["auto", "httpx", "aiohttp"]
+TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
 
 
 class _EnvKeys(Mapping[str, tuple[str, ...]]):
@@ -171,6 +176,7 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     cache: bool = True
     http_client: Any = None
+    transport: Transport = "auto"
 
     def __repr__(self) -> str:
         key = "[redacted]" if self.api_key else None
@@ -204,7 +210,12 @@ class AgentOptions(TypedDict, total=False):
     max_retries: int
     """Retries before the first byte only (default 2)."""
     http_client: Any
-    """An ``httpx.AsyncClient`` (``stream``/``complete``) or ``httpx.Client`` (sync twins)."""
+    """An ``httpx.AsyncClient`` or ``aiohttp.ClientSession`` (``stream``/``complete``),
+    or an ``httpx.Client`` (sync twins)."""
+    transport: Transport
+    """The HTTP client modelwire opens when no ``http_client`` is given: ``"auto"``
+    (default: aiohttp for ``stream``/``complete`` when installed, else httpx; httpx
+    for the sync twins), ``"httpx"`` or ``"aiohttp"`` (async only)."""
     session_id: str | None
     """Provider session / cache key, where the API has one."""
     cache: bool
@@ -349,6 +360,11 @@ def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestO
     session_id = options.get("session_id")
     cache = options.get("cache", True)
     http_client = options.get("http_client")
+    transport = options.get("transport", "auto")
+    if transport not in TRANSPORTS:
+        raise ConfigurationError(
+            f'transport must be "auto", "httpx" or "aiohttp", got {transport!r}'
+        )
     if temperature is not None and (
         isinstance(temperature, bool) or not isinstance(temperature, int | float)
     ):
@@ -426,4 +442,5 @@ def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestO
         session_id=session_id,
         cache=cache,
         http_client=http_client,
+        transport=transport,
     )

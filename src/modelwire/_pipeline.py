@@ -182,17 +182,41 @@ class Pipeline:
         try:
             if t is None:
                 asm.start(out)
-                decode, assemble = self._decode, asm.feed
+                frames = self.sse.feed(data)
+                if len(frames) > 1 and not self._sniffing:
+                    self._batch(frames, out)
+                else:
+                    decode = self._decode
+                    for ev in frames:
+                        asm.feed(decode(ev), out)
+                        if asm.done:
+                            break
             else:
                 self._start(out)
-                decode, assemble = self._decode_traced, self._assemble_traced
-            for ev in self.sse.feed(data):
-                assemble(decode(ev), out)
-                if asm.done:
-                    break
+                for ev in self.sse.feed(data):
+                    self._assemble_traced(self._decode_traced(ev), out)
+                    if asm.done:
+                        break
         except Exception as exc:
             self._failed(exc, out, diagnose=True)
         return out
+
+    def _batch(self, frames: list[Frame], out: list[Event]) -> None:
+        """The frames of one read: decoded into one list of deltas, assembled in one
+        call (one hand-off per network read, not per frame). The assembler stops at the
+        terminal delta; a frame after it that fails to decode is ignored, as the
+        per-frame loop never decoded it."""
+        decode = self._decode
+        deltas: list[Delta] = []
+        try:
+            for ev in frames:
+                deltas += decode(ev)
+        except Exception:
+            self.assembler.feed(deltas, out)
+            if self.assembler.done:
+                return
+            raise
+        self.assembler.feed(deltas, out)
 
     def end(self) -> list[Event]:
         """The body is complete: flush, require the terminal signal, finish."""

@@ -345,7 +345,16 @@ class SSEDecoder:
         ``bytes.split`` and each such event costs a slice, a decode and a constructor.
         Anything else goes through :meth:`_general`, which is the reference; both give
         the same events (the tests check it on random streams, split at random).
+
+        CRLF line ends (Gemini sends them) take the fast path too: CRLF is one line
+        terminator, and a line holds no CR, so when every CR of the chunk is the first
+        half of a CRLF, the chunk with LF for each CRLF is the same lines. A chunk that
+        ends with CR (its LF may come next) or holds a lone CR stays on the general path.
         """
+        if 13 in data and data[-1] != 13:
+            lf = data.replace(b"\r\n", b"\n")
+            if 13 not in lf:
+                data = lf
         if 13 not in data:
             tail = self._tail
             if tail and self._tail_len <= len(data):

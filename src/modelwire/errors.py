@@ -4,7 +4,8 @@ Every error has a stable ``kind`` string (DESIGN §2). Caller mistakes raise at
 once; everything that goes wrong after a request starts ends the stream with an
 ``error`` event whose ``message.error`` is an :class:`ErrorInfo`
 carrying the same ``kind``; ``message.raise_for_error()`` turns it back into the
-class below. Third-party exceptions (httpx) are mapped in ``modelwire._http`` only.
+class below. Third-party exceptions are mapped in one place per library: httpx's in
+``modelwire._http``, aiohttp's in ``modelwire._http_aiohttp``.
 
 ::
 

@@ -163,14 +163,36 @@ class _MessageReader(IncrementalDecoder[T]):
         size = len(buf)
         pos = 0
         need = self._need
+        # The checks of _prelude and _message, inlined for the messages that pass them
+        # (one network read holds many); a message that fails one is handed to that
+        # method, which raises the worded error.
+        unpack, uint32, crc32 = _PRELUDE_STRUCT.unpack_from, _UINT32.unpack_from, zlib.crc32
+        limit = self._max
+        make = self._make
+        append = out.append
         try:
             while size - pos >= need:
                 if need == _PRELUDE:
-                    need = self._prelude(buf, view, pos)
+                    total, headers_len, crc = unpack(buf, pos)
+                    if (
+                        crc32(view[pos : pos + 8]) != crc
+                        or total < _OVERHEAD
+                        or headers_len > total - _OVERHEAD
+                        or total > limit
+                    ):
+                        self._prelude(buf, view, pos)  # raises
+                    need = total
                     if size - pos < need:
                         break
-                self._message(buf, view, pos, need, out)
-                pos += need
+                else:
+                    (headers_len,) = uint32(buf, pos + 4)
+                end = pos + need
+                (crc,) = uint32(buf, end - 4)
+                if crc32(view[pos : end - 4]) != crc:
+                    self._message(buf, view, pos, need, out)  # raises
+                start = pos + _PRELUDE
+                append(make(buf, start, start + headers_len, end - 4, pos))
+                pos = end
                 self._offset += need
                 self._count += 1
                 need = _PRELUDE

@@ -1,0 +1,250 @@
+"""The aiohttp transport of the async driver: the one module that imports aiohttp.
+
+:func:`modelwire._http.drive_async` runs a :class:`~modelwire._call.Call` over a
+*transport* that only waits: send, read, read an error body, drain, close. This is
+that transport over ``aiohttp.ClientSession``, the default for ``stream()`` and
+``complete()`` when aiohttp is installed (``transport="auto"``): aiohttp parses HTTP/1.1
+in C (``aiohttp._http_parser``) and hands the body over per socket read, where httpx
+and httpcore run h11 in pure Python and wrap every read in anyio — on the live path
+that costs more than decoding the events (bench/RESULTS.md, "live path").
+
+Everything that holds for the httpx transport holds here, decided by the same Call:
+per-phase timeouts (connect, idle = aiohttp's ``sock_read``), the total deadline as a
+task timeout, redirects not followed, proxies from the environment as httpx reads
+them (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), the same TLS context
+(:func:`modelwire._http.ssl_context`), decoded bytes (``Content-Encoding`` is undone),
+and the response — or the session, when it is the driver's own — closed in every path.
+aiohttp exceptions are mapped to :mod:`modelwire.errors` here, in this one place.
+
+Imported on first use (an async call without an ``httpx.AsyncClient``), never by
+``import modelwire``: aiohttp is an optional dependency (``modelwire[aiohttp]``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import urllib.request
+from typing import TYPE_CHECKING
+
+import aiohttp
+import yarl
+
+from ._call import Drain, Failure, Head, Read, ReadError, Send
+from ._http_status import origin
+from ._redact import redact, redact_url
+from .errors import ConnectError, RequestTimeoutError, StreamError, StreamInterruptedError
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Callable
+
+__all__ = ["AiohttpTransport", "is_session"]
+
+_DEADLINE_BEFORE = "total timeout expired before the response"
+_DEADLINE_READING = "total timeout expired while reading"
+
+
+def is_session(client: object) -> bool:
+    """Whether ``client`` is an ``aiohttp.ClientSession`` (a caller's ``http_client``)."""
+    return isinstance(client, aiohttp.ClientSession)
+
+
+def _env_proxies() -> dict[str, str]:
+    # ``urllib.request.getproxies_environment`` decodes the whole environment on every
+    # call (about 100 µs, once per request); these are the only names it would find
+    # that matter here. The lowercase name wins, as there.
+    env = os.environ
+    out = {}
+    for scheme in ("http", "https", "all", "no"):
+        value = env.get(f"{scheme}_proxy") or env.get(f"{scheme.upper()}_PROXY")
+        if value:
+            out[scheme] = value
+    return out
+
+
+def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, aiohttp.BasicAuth | None]:
+    """The proxy the environment names for ``url`` (its scheme's, else ``ALL_PROXY``;
+    none for a ``NO_PROXY`` host), with the credentials of its URL.
+
+    Read here rather than by aiohttp's ``trust_env``, which also looks the host up in
+    ``~/.netrc`` on every request (in a thread) and refuses a request whose
+    ``Authorization`` header meets a netrc entry; httpx reads no netrc either.
+    """
+    proxies = _env_proxies()
+    if not proxies:
+        return None, None
+    # ``NO_PROXY`` (on Linux ``proxy_bypass`` reads only the environment; asked only
+    # when a proxy is set, so the full environment scan is paid only then).
+    if url.host and urllib.request.proxy_bypass(url.host):
+        return None, None
+    found = proxies.get(url.scheme or "") or proxies.get("all")
+    if not found:
+        return None, None
+    proxy = yarl.URL(found if "://" in found else f"http://{found}")
+    if proxy.user is None:
+        return proxy, None
+    return proxy.with_user(None), aiohttp.BasicAuth(proxy.user, proxy.password or "")
+
+
+def _phases(i: Send) -> aiohttp.ClientTimeout:
+    # ``sock_read`` bounds each wait for bytes (the headers, then every body read):
+    # exactly our idle timeout. ``connect`` includes waiting for a pooled connection,
+    # like httpx's pool timeout. aiohttp's own ``total`` (300 s by default) is turned
+    # off: the Call owns the total deadline (``Send.remaining``, ``Read.remaining``).
+    return aiohttp.ClientTimeout(
+        total=None, connect=i.connect, sock_connect=i.connect, sock_read=i.idle
+    )
+
+
+def _text(exc: BaseException, secrets: tuple[str, ...]) -> str:
+    # aiohttp puts the request URL in some messages (a connect timeout names it in
+    # full): userinfo and secrets (Gemini's ``?key=``) are taken out.
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return redact_url(redact(text, secrets))
+
+
+def _map_exc(
+    exc: BaseException, secrets: tuple[str, ...], *, started: bool, url: str = ""
+) -> StreamError:
+    text = _text(exc, secrets)
+    to = f" to {origin(url)}" if url else ""
+    if isinstance(exc, aiohttp.ConnectionTimeoutError):
+        return RequestTimeoutError(f"connect timeout expired connecting{to} ({text})")
+    if isinstance(exc, aiohttp.ServerTimeoutError):
+        return RequestTimeoutError(f"idle timeout expired ({text})")
+    if isinstance(exc, aiohttp.ClientConnectorError) and not started:
+        return ConnectError(f"could not connect{to} ({text})")
+    if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError | ValueError):
+        return ConnectError(f"invalid URL ({text})")
+    if not started:
+        return ConnectError(f"the connection{to} failed before a response ({text})")
+    return StreamInterruptedError(
+        f"the connection closed before the response body was complete ({text})"
+    )
+
+
+class AiohttpTransport:
+    """The waiting half of :func:`modelwire._http.drive_async` over aiohttp: one
+    response at a time, on the caller's session or on one it opens and closes."""
+
+    __slots__ = ("_content", "_own", "_response", "_secrets", "_session", "_ssl")
+
+    def __init__(
+        self, session: aiohttp.ClientSession | None, ssl: Callable[[], ssl.SSLContext]
+    ) -> None:
+        self._session = session
+        self._own: aiohttp.ClientSession | None = None
+        self._response: aiohttp.ClientResponse | None = None
+        self._content: aiohttp.StreamReader | None = None
+        self._secrets: tuple[str, ...] = ()
+        self._ssl = ssl
+
+    async def send(self, i: Send) -> Head | Failure:
+        session = self._session
+        if session is None:
+            session = self._session = self._own = aiohttp.ClientSession(timeout=_phases(i))
+        r = i.request
+        self._secrets = r.secrets
+        deadline = asyncio.timeout(i.remaining)
+        try:
+            # ``encoded=True``: the URL goes out exactly as the wire API built it
+            # (already percent-encoded), as httpx sends it.
+            url = yarl.URL(r.url, encoded=True)
+            proxy, proxy_auth = _env_proxy(url)
+            async with deadline:
+                response = await session.post(
+                    url, headers=r.headers, data=r.body, timeout=_phases(i),
+                    allow_redirects=False,  # as httpx: a redirect is the caller's to follow
+                    proxy=proxy, proxy_auth=proxy_auth,
+                    # The shared context (loading its CA bundle costs ~0.1 s), only for
+                    # https; a caller's session keeps its own choice.
+                    ssl=self._ssl() if url.scheme == "https" and self._own else True,
+                )  # fmt: skip
+        except (aiohttp.ClientError, ValueError, OSError) as exc:
+            # (``TimeoutError`` is an ``OSError``: the deadline's own is told apart.)
+            if deadline.expired():
+                return Failure(RequestTimeoutError(_DEADLINE_BEFORE), deadline=True)
+            unusable = isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError) or (
+                isinstance(exc, ValueError) and not isinstance(exc, aiohttp.ClientError)
+            )
+            return Failure(
+                _map_exc(exc, r.secrets, started=False, url=r.url),
+                timeout=isinstance(exc, aiohttp.ServerTimeoutError),
+                final=unusable,  # an unusable URL fails the same way every time
+            )
+        self._response, self._content = response, response.content
+        return Head(response.status, response.headers)
+
+    async def read_error(self, i: ReadError) -> bytes:
+        response, content = self._response, self._content
+        assert response is not None and content is not None
+        buf = bytearray()
+        try:
+            async with asyncio.timeout(i.remaining):
+                while len(buf) < i.limit:
+                    chunk = await content.readany()
+                    if not chunk:
+                        break
+                    buf += chunk
+        except aiohttp.ClientError:
+            pass
+        except TimeoutError:
+            buf.clear()
+        finally:
+            self._response = self._content = None
+            _done(response)
+        return bytes(buf[: i.limit])
+
+    async def read(self, i: Read) -> bytes | Failure | None:
+        content = self._content
+        assert content is not None
+        try:
+            if i.remaining is None:
+                chunk = await content.readany()
+            else:
+                async with asyncio.timeout(i.remaining):
+                    chunk = await content.readany()
+        except aiohttp.ClientError as exc:
+            return Failure(_map_exc(exc, self._secrets, started=True))
+        except TimeoutError:
+            return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+        # ``readany`` returns what one socket read brought (decoded), b"" at the end.
+        return chunk or None
+
+    async def drain(self, i: Drain) -> None:
+        content = self._content
+        if content is None:
+            return
+        n = 0
+        try:
+            async with asyncio.timeout(i.seconds):
+                while n <= i.max_bytes:
+                    chunk = await content.readany()
+                    if not chunk:
+                        break
+                    n += len(chunk)
+        except (TimeoutError, aiohttp.ClientError):
+            pass
+
+    async def close(self) -> None:
+        response, self._response, self._content = self._response, None, None
+        own, self._own = self._own, None
+        try:
+            if response is not None:
+                _done(response)
+        finally:
+            if own is not None:
+                await own.close()
+                # The sockets close in a callback of the loop (``connection_lost``):
+                # one turn lets it run, so no transport outlives the call.
+                await asyncio.sleep(0)
+
+
+def _done(response: aiohttp.ClientResponse) -> None:
+    # A body read to its end returns its connection to the pool; any other is
+    # closed (its rest would be read by the next request on that connection).
+    if response.content.at_eof():
+        response.release()
+    else:
+        response.close()

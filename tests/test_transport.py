@@ -1,0 +1,265 @@
+"""The async path's two transports, httpx and aiohttp: how one is chosen (the
+``transport`` option, the caller's ``http_client``, what is installed), that aiohttp
+is imported on first use only, and the environment both honour — proxies from
+``HTTP_PROXY``/``NO_PROXY``, TLS verification with the one shared context, gzip —
+over real loopback sockets. The fault matrix (``test_faults.py``) and the secrets
+suite (``test_secrets.py``) run on both transports as well.
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import datetime
+import gzip
+import ipaddress
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+import httpx
+import pytest
+
+import modelwire as mw
+import modelwire._http as http
+from modelwire._options import Transport
+from test_faults import CTX, TEXT, Plan, RawServer, frames, model_for, ok, serving
+
+SRC = Path(mw.__file__).parent
+MODES = ("httpx", "aiohttp", "sync")
+AGENTS = {"httpx": "python-httpx/", "aiohttp": "aiohttp/", "sync": "python-httpx/"}
+TRANSPORT: dict[str, Transport] = {"httpx": "httpx", "aiohttp": "aiohttp"}
+
+
+def run(mode: str, model: mw.Model, **opts: Any) -> mw.AssistantMessage:
+    if mode == "sync":
+        return mw.complete_sync(model, CTX, **opts)
+    return asyncio.run(mw.complete(model, CTX, transport=TRANSPORT[mode], **opts))
+
+
+# --------------------------------------------------------------------------- choosing
+
+
+def test_only_the_http_modules_import_aiohttp_and_httpx() -> None:
+    importers: dict[str, set[str]] = {"aiohttp": set(), "httpx": set()}
+    for path in SRC.rglob("*.py"):
+        module = "modelwire." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level:
+                names = [node.module or ""]
+            for lib in importers:
+                if any(n == lib or n.startswith(lib + ".") for n in names):
+                    importers[lib].add(module)
+    assert importers == {"aiohttp": {"modelwire._http_aiohttp"}, "httpx": {"modelwire._http"}}
+
+
+def test_import_modelwire_does_not_import_aiohttp_and_a_stream_does_on_first_use() -> None:
+    code = (
+        "import sys, modelwire as mw\n"
+        "assert 'aiohttp' not in sys.modules, 'import modelwire imported aiohttp'\n"
+        "m = mw.Model(id='m', api='openai-chat', provider='local', base_url='http://127.0.0.1:9/v1')\n"
+        "s = mw.stream(m, mw.Context(), transport='aiohttp')\n"
+        "assert 'aiohttp' not in sys.modules, 'stream() imported aiohttp before any I/O'\n"
+        "import modelwire._http as h\n"
+        "h.async_transport(None, 'auto')\n"
+        "assert 'aiohttp' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_each_transport_is_the_one_that_sends(mode: str) -> None:
+    with serving([ok("openai-chat")]) as server:
+        message = run(mode, model_for("openai-chat", server.port))
+        assert server.wait_closed()
+    assert message.stop_reason == "stop" and message.text == TEXT
+    [agent] = server.agents
+    assert AGENTS[mode] in agent
+
+
+def test_auto_is_aiohttp_when_installed_and_httpx_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert http.aiohttp_installed()
+    assert type(http.async_transport(None)).__name__ == "AiohttpTransport"
+    assert type(http.async_transport(None, "httpx")).__name__ == "_AsyncTransport"
+    with serving([ok("openai-chat")]) as server:
+        asyncio.run(mw.complete(model_for("openai-chat", server.port), CTX))
+        monkeypatch.setattr(http, "aiohttp_installed", lambda: False)
+        asyncio.run(mw.complete(model_for("openai-chat", server.port), CTX))
+        assert server.wait_closed()
+    assert [a.split("/")[0] for a in server.agents] == ["Python", "python-httpx"]
+    assert "aiohttp/" in server.agents[0]
+    # Asked for by name and missing: a clear error with the fix, before any request.
+    with pytest.raises(mw.ConfigurationError, match=r"pip install 'modelwire\[aiohttp\]'"):
+        mw.stream(model_for("openai-chat", 9), CTX, transport="aiohttp")
+
+
+def test_a_bad_transport_or_combination_is_refused_up_front() -> None:
+    model = model_for("openai-chat", 9)
+    with pytest.raises(mw.ConfigurationError, match='transport must be "auto", "httpx"'):
+        mw.stream(model, CTX, transport="curl")  # type: ignore[arg-type]
+    with pytest.raises(mw.ConfigurationError, match="sync twins use httpx"):
+        mw.stream_sync(model, CTX, transport="aiohttp")
+    mw.stream_sync(model, CTX, transport="httpx")  # fine: no I/O until iterated
+
+    async def combos() -> None:
+        async with httpx.AsyncClient() as hc:
+            with pytest.raises(mw.ConfigurationError, match=r"cannot use an httpx\.AsyncClient"):
+                mw.stream(model, CTX, http_client=hc, transport="aiohttp")
+        async with aiohttp.ClientSession() as session:
+            with pytest.raises(
+                mw.ConfigurationError, match=r"cannot use an aiohttp\.ClientSession"
+            ):
+                mw.stream(model, CTX, http_client=session, transport="httpx")
+            with pytest.raises(mw.ConfigurationError, match=r"must be an httpx\.Client"):
+                mw.stream_sync(model, CTX, http_client=session)
+        with pytest.raises(mw.ConfigurationError, match=r"or an aiohttp\.ClientSession"):
+            mw.stream(model, CTX, http_client=object())
+
+    asyncio.run(combos())
+
+
+def test_a_callers_aiohttp_session_is_used_and_left_open() -> None:
+    async def main(port: int) -> tuple[mw.AssistantMessage, bool]:
+        async with aiohttp.ClientSession(headers={"x-from": "session"}) as session:
+            message = await mw.complete(model_for("openai-chat", port), CTX, http_client=session)
+            return message, session.closed
+
+    with serving([ok("openai-chat")]) as server:
+        message, closed = asyncio.run(main(server.port))
+        assert server.wait_closed()
+    assert message.text == TEXT and not closed
+    assert b"x-from: session" in server.heads[0].lower()
+
+
+# --------------------------------------------------------------------------- environment
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_proxy_from_the_environment_carries_the_request(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``HTTP_PROXY`` is honoured as httpx honours it (``trust_env``): the request goes
+    to the proxy in absolute form; ``NO_PROXY`` exempts a host."""
+    for var in ("ALL_PROXY", "all_proxy", "HTTPS_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    with serving([ok("openai-chat")]) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("NO_PROXY", "exempt.invalid")
+        model = mw.Model(id="m", api="openai-chat", provider="local",
+                         base_url="http://api.proxied.invalid/v1")  # fmt: skip
+        message = run(mode, model)
+        assert message.text == TEXT, message.error
+        assert proxy.targets == ["http://api.proxied.invalid/v1/chat/completions"]
+        exempt = mw.Model(id="m", api="openai-chat", provider="local",
+                          base_url="http://exempt.invalid/v1")  # fmt: skip
+        message = run(mode, exempt, max_retries=0)
+        assert message.error is not None and message.error.kind == "connect"
+        assert len(proxy.targets) == 1  # not sent through the proxy
+        assert proxy.wait_closed()
+
+
+def _cert(tmp: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (its own CA) and its key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "modelwire test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name)
+        .public_key(key.public_key()).serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(days=1))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName(
+            [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )  # fmt: skip
+    cert_path, key_path = tmp / "cert.pem", tmp / "key.pem"
+    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(key.private_bytes(serialization.Encoding.PEM,
+                                           serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))  # fmt: skip
+    return cert_path, key_path
+
+
+class TLSServer(RawServer):
+    """:class:`RawServer` behind TLS (the handshake in the connection's thread)."""
+
+    def __init__(self, plans: list[Plan], context: ssl.SSLContext) -> None:
+        self.context = context
+        self.handshakes: list[str] = []  # "ok" or the failure
+        super().__init__(plans)
+
+    def _serve(self, conn: socket.socket, closed: threading.Event) -> None:
+        try:
+            tls = self.context.wrap_socket(conn, server_side=True)
+        except (OSError, ssl.SSLError) as exc:
+            self.handshakes.append(type(exc).__name__)
+            conn.close()
+            closed.set()
+            return
+        self.handshakes.append("ok")
+        super()._serve(tls, closed)
+
+
+@pytest.fixture
+def tls(tmp_path: Path) -> Iterator[tuple[TLSServer, Path]]:
+    cert, key = _cert(tmp_path)
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(cert, key)
+    server = TLSServer([ok("openai-chat")], ctx)
+    try:
+        yield server, cert
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_tls_is_verified_with_the_one_shared_context(
+    mode: str, tls: tuple[TLSServer, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server, cert = tls
+    model = mw.Model(id="m", api="openai-chat", provider="local",
+                     base_url=f"https://127.0.0.1:{server.port}/v1")  # fmt: skip
+    # An unknown issuer is refused (certifi's bundle does not hold it) and not sent.
+    message = run(mode, model, max_retries=0)
+    assert message.error is not None and message.error.kind == "connect", message.error
+    assert "CERTIFICATE_VERIFY_FAILED" in message.error.message or "certificate" in (
+        message.error.message.lower()
+    )
+    assert server.requests == []
+    # Trusted through the context every transport takes: the stream goes through.
+    trusting = ssl.create_default_context(cafile=str(cert))
+    monkeypatch.setattr(http, "ssl_context", lambda: trusting)
+    message = run(mode, model)
+    assert message.text == TEXT, message.error
+    assert len(server.requests) == 1 and server.handshakes[-1] == "ok"
+    assert server.wait_closed()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_gzip_event_stream_is_decoded(mode: str) -> None:
+    """Providers may send the event stream gzip-encoded (Anthropic does)."""
+    body = gzip.compress(b"".join(frames("openai-chat")))
+    cut = len(body) // 2  # two reads, the cut inside the deflate stream
+    plan = Plan(body=[body[:cut], body[cut:]], headers={"Content-Encoding": "gzip"})
+    with serving([plan]) as server:
+        message = run(mode, model_for("openai-chat", server.port))
+        assert server.wait_closed()
+    assert message.text == TEXT and message.stop_reason == "stop", message.error
