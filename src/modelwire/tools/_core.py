@@ -302,7 +302,15 @@ class Tool:
     reference); ``execute`` must accept ``(args, ctx)``.
     """
 
-    __slots__ = ("_validator", "description", "execute", "name", "parameters", "timeout")
+    __slots__ = (
+        "_validator",
+        "description",
+        "execute",
+        "function",
+        "name",
+        "parameters",
+        "timeout",
+    )
 
     def __init__(
         self,
@@ -341,7 +349,27 @@ class Tool:
         self.parameters: dict[str, Any] = schema
         self.execute = execute
         self.timeout = timeout
+        #: The typed function a :meth:`from_function` tool calls (``None`` otherwise).
+        self.function: Callable[..., Any] | None = None
         self._validator = compile_validator(schema, name)
+
+    @classmethod
+    def from_function(
+        cls,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
+    ) -> Tool:
+        """A tool from a typed function: the schema from its signature, hints and
+        docstring; the arguments validated, then passed as typed values; sync or
+        async; a ``ToolContext`` parameter injected, never shown to the model
+        (:mod:`modelwire.tools._function`). ``name`` defaults to the function's,
+        ``description`` to its docstring's text above the parameter section."""
+        from ._function import from_function
+
+        return from_function(fn, name=name, description=description, timeout=timeout)
 
     @property
     def definition(self) -> ToolDefinition:
