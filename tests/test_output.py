@@ -420,3 +420,77 @@ def test_base_url_overrides_the_models() -> None:
     assert msg.text == "ok"
     with pytest.raises(mw.ConfigurationError, match="base_url"):
         mw.stream_sync(far, "hi", base_url="ftp://x")
+
+
+# --------------------------------------------------------------------------- agent
+
+
+def _user_texts(body: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in body["messages"] if m["role"] == "user"]
+
+
+async def test_the_agent_feeds_invalid_output_back_and_retries() -> None:
+    bad = '{"name": "Paris", "population": "lots"}'
+    with MockServer([bad, ANSWER]) as srv:
+        agent = mw.Agent(srv.model(), output=City)
+        run = await agent.run("Largest city of France?")
+        second = srv.requests[1].json()
+    assert run.stop_reason == "stop" and run.final.parsed == City(name="Paris", population=2100000)
+    feedback = _user_texts(second)[-1]
+    assert bad in feedback and "$.population" in feedback and "Answer again" in feedback
+    kinds = [m.error.kind if isinstance(m, mw.AssistantMessage) and m.error else None
+             for m in run.messages]  # fmt: skip
+    assert kinds.count("output_invalid") == 1
+
+
+@pytest.mark.parametrize("retries", [0, 2])
+def test_the_agent_retries_at_most_output_retries_times(retries: int) -> None:
+    with MockServer(["not json"], repeat_last=True) as srv:
+        agent = mw.Agent(srv.model(), output=City, output_mode="native", output_retries=retries)
+        run = agent.run_sync("?")
+        assert len(srv.requests) == retries + 1
+    assert run.stop_reason == "error"
+    assert run.final.error is not None and run.final.error.kind == "output_invalid"
+    with pytest.raises(mw.errors.OutputInvalidError):
+        _ = run.final.parsed
+
+
+def test_output_retries_is_checked() -> None:
+    with pytest.raises(mw.ConfigurationError, match="output_retries"):
+        mw.Agent(mw.Model(id="m", api="openai-chat", provider="local", base_url="http://x/v1"),
+                 output_retries=-1)  # fmt: skip
+
+
+def test_the_agent_in_tool_mode_runs_only_the_callers_tools() -> None:
+    ran: list[str] = []
+
+    @mw.tool
+    def population(city: str) -> int:
+        """Population of a city."""
+        ran.append(city)
+        return 2100000
+
+    replies = [
+        mw.ToolCall(id="c1", name="population", arguments={"city": "Paris"}),
+        mw.ToolCall(id="c2", name="final_result", arguments=json.loads(ANSWER)),
+    ]
+    with MockServer(replies) as srv:
+        agent = mw.Agent(srv.model(), tools=[population], output=City, output_mode="tool")
+        run = agent.run_sync("Largest city of France?")
+        bodies = [r.json() for r in srv.requests]
+    assert ran == ["Paris"]
+    assert all(b["tool_choice"] == "required" for b in bodies)
+    assert run.final.parsed.population == 2100000 and run.stop_reason == "stop"
+    names = [c.name for m in run.messages if isinstance(m, mw.AssistantMessage)
+             for c in m.tool_calls]  # fmt: skip
+    assert names == ["population"]  # the answer tool never stays a call
+    results = [m.tool_name for m in run.messages if isinstance(m, mw.ToolResultMessage)]
+    assert results == ["population"]
+
+
+def test_the_agent_takes_a_model_string() -> None:
+    with MockServer(["hi"]) as srv:
+        agent = mw.Agent("openai/gpt-4.1-mini", base_url=srv.base_url, api_key="k")
+        run = agent.run_sync("hello")
+        assert srv.last_request.json()["model"] == "gpt-4.1-mini"
+    assert run.final.text == "hi"
