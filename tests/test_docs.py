@@ -180,6 +180,10 @@ def test_python_blocks_run_as_printed(
             ["Reading.", tool_call("read", {"path": "README.md"})],
             "It is the modelwire README.",
             "Nothing more.",
+            Reply(
+                message='{"name": "Tokyo", "country": "Japan", "population": 37400000}',
+                piece_chars=4,
+            ),  # the structured-output section's stream
         ]
         with MockServer(replies, repeat_last=True, port=8000) as server:
             namespace = asyncio.run(_run_python(found))
@@ -190,7 +194,8 @@ def test_python_blocks_run_as_printed(
         assert namespace["run"].final.text == "It is the modelwire README."
         assert namespace["message"].stop_reason in ("stop", "tool_use")
         assert [e.type for e in namespace["events"]][-1] == "done"
-        assert len(server.requests) == len(quick_start) + 5
+        assert len(server.requests) == len(quick_start) + 5 + 1
+        assert namespace["partial"] == {"name": "Tokyo", "country": "Japan", "population": 37400000}
         weather = server.requests[3].json()["messages"][-1]
         assert (
             weather["role"] == "tool" and weather["content"] == "18 degrees celsius, sunny in Paris"
