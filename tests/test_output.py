@@ -210,6 +210,11 @@ def test_bedrock_defaults_to_the_forced_tool_and_refuses_native() -> None:
     assert msg.parsed.name == "Paris"
 
 
+def test_ollama_cannot_force_the_answer_tool() -> None:
+    with MockServer() as srv, pytest.raises(mw.ConfigurationError, match="cannot force"):
+        mw.stream_sync(srv.model(api="ollama-chat"), "?", output=City, output_mode="tool")
+
+
 def test_tool_mode_with_the_callers_tools_requires_a_call_and_keeps_theirs() -> None:
     weather = mw.ToolDefinition(name="weather", description="d", parameters={"type": "object"})
     ctx = mw.Context(messages=[mw.UserMessage(content="?")], tools=[weather])
@@ -345,7 +350,7 @@ def test_caller_mistakes_raise_before_any_request(kwargs: dict[str, Any], match:
     ],
 )
 def test_the_default_mode_follows_the_catalog(provider: str, model_id: str, mode: str) -> None:
-    from modelwire._output._capability import output_mode
+    from modelwire._apis._output_modes import output_mode
 
     assert output_mode(mw.get_model(provider, model_id)) == mode
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
     from ._call import Call
     from ._options import HTTPRequest
-    from ._output import OutputPlan
+    from ._output._plan import OutputPlan
     from .trace import TraceObserver
 
 __all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
@@ -82,7 +82,7 @@ def _inputs(
         )
     plan = None
     if opts.get("output") is not None or opts.get("output_mode") is not None:
-        from ._output import plan_output
+        from ._output._plan import plan_output
 
         plan = plan_output(model, opts.get("output"), opts.get("output_mode"))
     return model, context, plan

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from .._schema_refs import inline_root
 from ..errors import ConfigurationError
 
 __all__ = ["Invalid", "OutputType", "closed_schema", "output_type", "strict_schema"]
@@ -80,29 +81,6 @@ def _is_pydantic(tp: object) -> bool:
     )
 
 
-def _inline_root(schema: dict[str, Any]) -> dict[str, Any]:
-    """msgspec puts every named type in ``$defs`` and the root is a ``$ref``: inline
-    the root (the other definitions stay, so every reference still resolves)."""
-    ref = schema.get("$ref")
-    defs = schema.get("$defs")
-    if not isinstance(ref, str) or not isinstance(defs, dict) or not ref.startswith("#/$defs/"):
-        return schema
-    name = ref[len("#/$defs/") :]
-    root = dict(defs.get(name) or {})
-    rest = {k: v for k, v in defs.items() if k != name or _refers(defs, ref)}
-    if rest:
-        root["$defs"] = rest
-    return root
-
-
-def _refers(node: Any, ref: str) -> bool:
-    if isinstance(node, dict):
-        return node.get("$ref") == ref or any(_refers(v, ref) for v in node.values())
-    if isinstance(node, list):
-        return any(_refers(v, ref) for v in node)
-    return False
-
-
 def _wrap(schema: dict[str, Any]) -> tuple[dict[str, Any], bool]:
     if schema.get("type") == "object":
         return schema, False
@@ -148,7 +126,7 @@ def _msgspec(tp: Any) -> OutputType:
             f"output={tp!r} is not a type modelwire can describe ({exc}); pass a pydantic "
             "model, a msgspec Struct, a dataclass, a TypedDict or a JSON Schema dict"
         ) from None
-    schema, wrapped = _wrap(_inline_root(schema))
+    schema, wrapped = _wrap(inline_root(schema))
 
     def validate(data: Any) -> Any:
         try:

@@ -14,7 +14,7 @@ from .._streams import AssistantMessageStream, SyncAssistantMessageStream
 from ..events import DoneEvent, ErrorEvent, Event
 
 if TYPE_CHECKING:
-    from . import OutputPlan
+    from ._plan import OutputPlan
 
 __all__ = ["OutputStream", "SyncOutputStream", "with_plan"]
 
@@ -44,7 +44,7 @@ class OutputStream(AssistantMessageStream):
     def partial_output(self) -> Any:
         """The output parsed so far from the latest event (jiter's partial mode): a
         dict, list or scalar to display, never validated; ``None`` before any JSON."""
-        from . import partial_value
+        from ._plan import partial_value
 
         if self._terminal is not None:
             return partial_value(self._terminal.message, self._plan.mode)
@@ -73,7 +73,7 @@ class SyncOutputStream(SyncAssistantMessageStream):
     @property
     def partial_output(self) -> Any:
         """The output parsed so far (see :attr:`OutputStream.partial_output`)."""
-        from . import partial_value
+        from ._plan import partial_value
 
         if self._terminal is not None:
             return partial_value(self._terminal.message, self._plan.mode)

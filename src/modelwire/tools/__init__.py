@@ -21,8 +21,8 @@ from ._core import (
     ToolFailure,
     ToolOutput,
     failure_text,
+    tool,
 )
-from ._function import tool
 from .files import FileTools, read_only, version_token
 
 __all__ = [

@@ -22,10 +22,11 @@ from typing import Any
 
 import msgspec
 
+from .._schema_refs import inline_root
 from ..errors import ConfigurationError
-from ._core import Tool, ToolContext, ToolFailure, ToolOutput
+from ._values import ToolContext, ToolFailure, ToolOutput
 
-__all__ = ["docstring_parts", "from_function", "tool"]
+__all__ = ["docstring_parts", "function_parts"]
 
 _SECTION = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:?\s*$")
 _END = re.compile(
@@ -148,7 +149,7 @@ class _Signature:
                 kw_only=True,
             )  # fmt: skip
             try:
-                schema = _inline(msgspec.json.schema(self.model))
+                schema = inline_root(msgspec.json.schema(self.model))
             except (TypeError, ValueError) as exc:
                 raise ConfigurationError(
                     f"tool {name!r}: a parameter's type cannot be described as JSON ({exc})"
@@ -182,12 +183,6 @@ def _pydantic_errors(exc: Any) -> str:
     return "; ".join(parts)
 
 
-def _inline(schema: dict[str, Any]) -> dict[str, Any]:
-    from .._output._schema import _inline_root
-
-    return _inline_root(schema)
-
-
 def _result(value: Any) -> str | ToolOutput:
     if isinstance(value, str | ToolOutput):
         return value
@@ -200,14 +195,11 @@ def _result(value: Any) -> str | ToolOutput:
         return str(value)
 
 
-def from_function(
-    fn: Callable[..., Any],
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    timeout: float | None = None,
-) -> Tool:
-    """A :class:`Tool` from a typed function (see the module docstring)."""
+def function_parts(
+    fn: Callable[..., Any], name: str | None = None
+) -> tuple[str, str, dict[str, Any], Callable[[dict[str, Any], ToolContext], Any]]:
+    """A typed function's tool name, description, parameters schema and
+    ``execute(args, ctx)`` (sync or async as ``fn`` is); see the module docstring."""
     if not callable(fn):
         raise ConfigurationError(f"Tool.from_function needs a function, got {type(fn).__name__}")
     tool_name: str = name or str(getattr(fn, "__name__", ""))
@@ -239,42 +231,4 @@ def from_function(
             return _result(fn(**kwargs(args, ctx)))
 
         execute = execute_sync
-    made = Tool(
-        tool_name,
-        description if description is not None else summary,
-        schema,
-        execute,
-        timeout=timeout,
-    )
-    made.function = fn
-    return made
-
-
-@typing.overload
-def tool(fn: Callable[..., Any], /) -> Tool: ...
-
-
-@typing.overload
-def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
-) -> Callable[[Callable[..., Any]], Tool]: ...
-
-
-def tool(
-    fn: Callable[..., Any] | None = None,
-    /,
-    *,
-    name: str | None = None,
-    description: str | None = None,
-    timeout: float | None = None,
-) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """``@mw.tool`` (or ``@mw.tool(name=..., description=..., timeout=...)``): the
-    function as a :class:`Tool` (:meth:`Tool.from_function`); the tool is still
-    callable as the function (``tool.function``)."""
-    if fn is not None:
-        return from_function(fn, name=name, description=description, timeout=timeout)
-
-    def wrap(f: Callable[..., Any]) -> Tool:
-        return from_function(f, name=name, description=description, timeout=timeout)
-
-    return wrap
+    return tool_name, summary, schema, execute

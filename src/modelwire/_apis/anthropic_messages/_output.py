@@ -4,7 +4,7 @@
 docs, "Structured outputs"; generally available, no beta header). Objects must be
 closed (``additionalProperties: false``), so the schema is closed where it does
 not say otherwise. Models without structured outputs use the forced-tool mode
-instead (:func:`modelwire._output._capability.output_mode`).
+instead (:func:`modelwire._apis._output_modes.output_mode`).
 """
 
 from __future__ import annotations

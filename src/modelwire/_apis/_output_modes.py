@@ -1,15 +1,17 @@
-"""Which structured-output mode a model gets by default (a catalog capability).
+"""Which structured-output mode a model gets by default, and which it cannot use.
 
-The wire APIs with a native field, and the models and servers known to lack it
-(then a forced tool call, the documented fallback).
+A capability of the wire APIs and the catalog's models: the APIs with a native
+field (each adds it in its ``_output.py``), the models and servers known to lack
+it (then a forced tool call, the documented fallback), and the API that cannot
+force a tool at all. Read by :mod:`modelwire._output._plan`.
 """
 
 from __future__ import annotations
 
-from .._apis import builtin_api_names
 from ..types import Model
+from . import builtin_api_names
 
-__all__ = ["NATIVE_OUTPUT_APIS", "native_output", "output_mode"]
+__all__ = ["NATIVE_OUTPUT_APIS", "mode_problem", "native_output", "output_mode"]
 
 #: Wire APIs with a native structured-output field (``modelwire._output``); Bedrock
 #: Converse has none (its documented way is a forced tool).
@@ -51,3 +53,16 @@ def output_mode(model: Model) -> str:
         # ``responseJsonSchema`` arrived with Gemini 2.5 (structured-output docs).
         return "tool"
     return "native"
+
+
+def mode_problem(model: Model, mode: str) -> str | None:
+    """Why ``model`` cannot give its output in ``mode`` (``None``: it can)."""
+    if mode == "native" and not native_output(model):
+        return f"{model.api} has no native structured output: use output_mode='tool' or 'prompted'"
+    if mode == "tool" and model.api == "ollama-chat":
+        # /api/chat has no tool_choice, so the answer tool cannot be forced.
+        return (
+            "ollama-chat cannot force a tool call (its /api/chat has no tool_choice): use "
+            "output_mode='native' (its format field) or 'prompted'"
+        )
+    return None
