@@ -1075,7 +1075,9 @@ async def test_dynamic_config_that_returns_garbage_is_a_configuration_error() ->
             await bad_opts.run("go")
         assert srv.requests == []
     with pytest.raises(mw.ConfigurationError, match="model must be"):
-        mw.Agent("gpt-4")  # type: ignore[arg-type]
+        mw.Agent(42)  # type: ignore[arg-type]
+    with pytest.raises(mw.ConfigurationError, match="unknown model 'gpt-4'"):
+        mw.Agent("gpt-4")  # a string must name a catalog model ("provider/model-id")
 
 
 async def test_agent_passes_its_completion_policy_to_every_call() -> None:

@@ -41,7 +41,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire.testing import MockServer, load_script, render, tool_call
+from modelwire.testing import MockServer, Reply, load_script, render, tool_call
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -157,22 +157,60 @@ def test_python_blocks_run_as_printed(
         # The tour's server at 127.0.0.1:8000: a text and a read call, then answers.
         if not _port_free(8000):
             pytest.skip("port 8000 is busy: the README tour talks to 127.0.0.1:8000")
+        # The quick start's "openai/..." calls reach it as the openai SDK would: the
+        # key and base URL from the environment.
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-readme")
+        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8000/v1")
+        quick_start = [
+            "Waves fold to foam.",
+            "Once upon a time.",
+            tool_call("get_weather", {"city": "Paris"}),
+            "It is 18 degrees and sunny in Paris.",
+            '{"name": "Tokyo", "country": "Japan", "population": 37400000}',
+            Reply(
+                error="Rate limit reached for requests",
+                error_type="rate_limit_exceeded",
+                status=429,
+            ),
+        ]
         replies = [
+            *quick_start,
             ["Let me read it.", tool_call("read", {"path": "README.md"})],
             "Hello.",
             ["Reading.", tool_call("read", {"path": "README.md"})],
             "It is the modelwire README.",
             "Nothing more.",
+            Reply(
+                message='{"name": "Tokyo", "country": "Japan", "population": 37400000}',
+                piece_chars=4,
+            ),  # the structured-output section's stream
         ]
         with MockServer(replies, repeat_last=True, port=8000) as server:
             namespace = asyncio.run(_run_python(found))
+        assert namespace["answer"].final.text == "It is 18 degrees and sunny in Paris."
+        assert namespace["city"] == namespace["City"](
+            name="Tokyo", country="Japan", population=37400000
+        )
         assert namespace["run"].final.text == "It is the modelwire README."
         assert namespace["message"].stop_reason in ("stop", "tool_use")
         assert [e.type for e in namespace["events"]][-1] == "done"
-        assert len(server.requests) == 5
+        assert len(server.requests) == len(quick_start) + 5 + 1
+        assert namespace["partial"] == {"name": "Tokyo", "country": "Japan", "population": 37400000}
+        weather = server.requests[3].json()["messages"][-1]
+        assert (
+            weather["role"] == "tool" and weather["content"] == "18 degrees celsius, sunny in Paris"
+        )
+        schema = server.requests[4].json()["response_format"]["json_schema"]
+        assert schema["name"] == "City" and schema["strict"] is True
     else:
         asyncio.run(_run_python(found))
-    assert "Traceback" not in capsys.readouterr().err
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err
+    if doc is README:  # the quick start's failure prints as its comment says
+        assert (
+            "error rate_limit HTTP 429: Rate limit reached for requests (rate_limit_exceeded)"
+            in (captured.out)
+        )
 
 
 def test_the_readme_malformed_chunk_example_is_what_modelwire_says() -> None:

@@ -190,11 +190,12 @@ def test_stream_options_are_declared_once_and_shared() -> None:
         options.AgentOptions.__optional_keys__ | {"api_key"}
     )
     assert options.StreamOptions.__required_keys__ == frozenset()
-    # DESIGN §2's options plus the three call-level ones.
+    # DESIGN §2's options, the call-level ones, and §2c's output and base_url.
     assert options.StreamOptions.__optional_keys__ == {
         "api_key", "headers", "temperature", "max_tokens", "reasoning", "tool_choice",
         "parallel_tool_calls", "extra_body", "timeout", "max_retries", "http_client",
-        "transport", "session_id", "cache", "trace", "completion_policy", "log",
+        "transport", "session_id", "cache", "trace", "completion_policy", "log", "output",
+        "output_mode", "base_url",
     }  # fmt: skip
     assert options.AgentOptions.__optional_keys__ == _loop.STREAM_OPTIONS
     for fn in (mw.stream, mw.stream_sync, mw.complete, mw.complete_sync, options.resolve_options):

@@ -174,7 +174,7 @@ def test_stream_raises_configuration_errors_at_once() -> None:
     with pytest.raises(mw.ConfigurationError, match="reasoning"):
         mw.stream(m, CTX, reasoning="extreme")
     with pytest.raises(mw.ConfigurationError, match="Context"):
-        mw.stream(m, "hi")  # type: ignore[arg-type]
+        mw.stream(m, 42)  # type: ignore[arg-type]
     openai = mw.Model(
         id="m", api="openai-chat", provider="openai", base_url="https://api.openai.com/v1"
     )

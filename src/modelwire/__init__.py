@@ -107,8 +107,10 @@ if TYPE_CHECKING:
     from .agent import AgentRun as AgentRun
     from .batching import batch as batch
     from .tools import Tool as Tool
+    from .tools import ToolContext as ToolContext
     from .tools import ToolFailure as ToolFailure
     from .tools import ToolOutput as ToolOutput
+    from .tools import tool as tool
     from .trace import TraceLog as TraceLog
     from .trace import TraceRecord as TraceRecord
 
@@ -122,6 +124,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "CompletionPolicy": ("modelwire._assemble", "CompletionPolicy"),
     "SyncAssistantMessageStream": ("modelwire._streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
+    "ToolContext": ("modelwire.tools", "ToolContext"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
     "TraceLog": ("modelwire.trace", "TraceLog"),
@@ -138,6 +141,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "stream": ("modelwire._client", "stream"),
     "stream_sync": ("modelwire._client", "stream_sync"),
     "testing": ("modelwire.testing", None),
+    "tool": ("modelwire.tools", "tool"),
     "tools": ("modelwire.tools", None),
 }
 
@@ -202,6 +206,7 @@ __all__ = [
     "ToolCallDeltaEvent",
     "ToolCallEndEvent",
     "ToolCallStartEvent",
+    "ToolContext",
     "ToolDefinition",
     "ToolFailure",
     "ToolOutput",
@@ -225,5 +230,6 @@ __all__ = [
     "stream_sync",
     "testing",
     "to_json",
+    "tool",
     "tools",
 ]

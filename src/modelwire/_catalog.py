@@ -56,6 +56,7 @@ __all__ = [
     "CatalogFile",
     "ModelEntry",
     "ProviderEntry",
+    "as_model",
     "clamp_reasoning",
     "dump_catalog",
     "env_vars",
@@ -447,6 +448,40 @@ def resolve_model(spec: str) -> Model:
         f"unknown model {spec!r}: give it as provider/model{hint} "
         f"(providers: {', '.join(index.providers)})"
     )
+
+
+def as_model(model: object, base_url: str | None = None) -> Model:
+    """``model`` as a :class:`Model`: a ``Model`` as it is, or a ``"provider/model-id"``
+    string looked up like :func:`resolve_model`; ``base_url`` replaces its address.
+
+    An id the catalog does not list becomes a ``Model`` of the provider's wire API
+    when ``base_url`` is given (a fine-tune, a new model, a gateway); without it the
+    error lists close matches.
+    """
+    if base_url is not None:
+        if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
+            raise ConfigurationError(
+                f"base_url must be an http(s):// URL, got {redact_url(str(base_url))!r}"
+            )
+        base_url = base_url.rstrip("/")
+    if isinstance(model, Model):
+        return model if base_url is None else msgspec.structs.replace(model, base_url=base_url)
+    if not isinstance(model, str):
+        raise ConfigurationError(
+            'model must be a modelwire.Model or a "provider/model-id" string, '
+            f"got {type(model).__name__}"
+        )
+    try:
+        found = resolve_model(model)
+    except ConfigurationError:
+        head, sep, tail = model.strip().partition("/")
+        index = _load()
+        p = index.providers.get(index.aliases.get(head.lower(), head.lower()))
+        if base_url is None or not sep or not tail or p is None:
+            raise
+        api = p.template.api if p.template is not None else p.models[0].api
+        return Model(id=tail, api=api, provider=p.id, base_url=base_url, name=tail)
+    return found if base_url is None else msgspec.structs.replace(found, base_url=base_url)
 
 
 def env_vars(provider: str) -> tuple[str, ...]:

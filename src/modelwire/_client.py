@@ -10,7 +10,7 @@ and a driver from ``modelwire._http`` does its waiting: ``stream`` and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import TYPE_CHECKING, Any, TypeVar, Unpack
 
 from ._apis import (
     WireAPI,
@@ -32,15 +32,18 @@ from ._streams import (
 )
 from .errors import ConfigurationError
 from .events import Event
-from .types import AssistantMessage, Context, Model
+from .types import AssistantMessage, Context, Model, UserMessage
 
 if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
     from ._call import Call
     from ._options import HTTPRequest
+    from ._output._plan import OutputPlan
     from .trace import TraceObserver
 
 __all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
+
+_S = TypeVar("_S", AssistantMessageStream, SyncAssistantMessageStream)
 
 
 def register_api(name: str, stream_fn: Any) -> None:
@@ -63,18 +66,39 @@ def register_api(name: str, stream_fn: Any) -> None:
     register_stream_function(name, stream_fn)
 
 
-def _prepare(
-    model: Model, context: Context, opts: StreamOptions
-) -> tuple[RequestOptions, HTTPRequest | None]:
-    if not isinstance(model, Model):
-        raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
-    if not isinstance(context, Context):
+def _inputs(
+    model: Model | str, context: Context | str, opts: StreamOptions
+) -> tuple[Model, Context, OutputPlan | None]:
+    """The call's model (a ``"provider/model-id"`` string looked up, ``base_url=``
+    applied), its context (a prompt string is one user message) and output plan."""
+    base_url = opts.get("base_url")
+    if not isinstance(model, Model) or base_url is not None:
+        from ._catalog import as_model
+
+        model = as_model(model, base_url)
+    if isinstance(context, str):
+        context = Context(messages=(UserMessage(content=context),))
+    elif not isinstance(context, Context):
         raise ConfigurationError(
-            f"context must be a modelwire.Context, got {type(context).__name__}"
+            f"context must be a modelwire.Context or a prompt string, got {type(context).__name__}"
         )
+    plan = None
+    if opts.get("output") is not None or opts.get("output_mode") is not None:
+        from ._output._plan import plan_output
+
+        plan = plan_output(model, opts.get("output"), opts.get("output_mode"))
+    return model, context, plan
+
+
+def _prepare(
+    model: Model, context: Context, opts: StreamOptions, plan: OutputPlan | None
+) -> tuple[RequestOptions, HTTPRequest | None, Context]:
     if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
-        return resolve_options("", **opts), None
+        options = resolve_options("", **opts)
+        if plan is not None:
+            context, options = plan.apply(context, options)
+        return options, None, context
     # A block the model does not accept is refused here, never replaced (Model.input).
     check_input(model, context)
     options = resolve_options(model.provider, **opts)
@@ -86,12 +110,15 @@ def _prepare(
         # Clamp to the levels the model has; a model without reasoning raises here.
         level = clamp_reasoning(model, options.reasoning)
         options = msgspec.structs.replace(options, reasoning=level)
+    if plan is not None:
+        # The native field's request, the answer tool forced, or the schema prompted.
+        context, options = plan.apply(context, options)
     from ._handoffs import handoff
 
     # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
     request = get_api(model.api).build_request(model, handoff(context, model), options)
     request = apply_provider_rules(model, options, request)  # URL, auth, body, secrets
-    return options, request
+    return options, request, context
 
 
 def _call(
@@ -122,6 +149,16 @@ def _call(
     return Call(
         p, request, timeout=options.timeout, max_retries=options.max_retries, aborted=aborted
     )
+
+
+def _planned(s: _S, plan: OutputPlan | None) -> _S:
+    """``s`` validated against the output plan at its end (``s`` itself without one)."""
+    if plan is None:
+        return s
+    from ._output._stream import with_plan
+
+    out: _S = with_plan(s, plan)
+    return out
 
 
 def _check_policy(policy: object) -> None:
@@ -160,7 +197,7 @@ def _observer(model: Model, options: StreamOptions) -> TraceObserver | None:
 
 
 def stream(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
@@ -184,18 +221,26 @@ def stream(
     ``completion_policy``: decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools.
+
+    ``output``: the type to answer with (a pydantic model, msgspec Struct,
+    dataclass, TypedDict or JSON Schema dict); the final message's ``parsed`` is the
+    validated value, and invalid output ends the stream with ``output_invalid``;
+    ``output_mode`` (``"native"``, ``"tool"`` or ``"prompted"``) overrides how it is
+    asked for (:mod:`modelwire._output`). ``model`` may be a ``"provider/model-id"``
+    string and ``context`` a prompt string; ``base_url`` replaces the model's.
     """
     check_option_names(options, "stream")
     _check_trace(options.get("trace"))
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
-    resolved, request = _prepare(model, context, options)
+    model, context, plan = _inputs(model, context, options)
+    resolved, request, context = _prepare(model, context, options, plan)
     trace = _observer(model, options)
     if request is None:
         from ._custom import custom_async
 
-        return custom_async(model, context, resolved, trace)
+        return _planned(custom_async(model, context, resolved, trace), plan)
     transport = resolved.transport
     if http_client is not None or transport != "auto":
         from ._http import check_client
@@ -211,11 +256,11 @@ def stream(
         s.fail_events = call.fail_events
         await drive_async(call, s, http_client, transport)
 
-    return AssistantMessageStream(produce)
+    return _planned(AssistantMessageStream(produce), plan)
 
 
 async def complete(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Stream to the end and return the final message (never raises for stream
     failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
@@ -224,7 +269,7 @@ async def complete(
 
 
 def stream_sync(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
     the same options (:class:`~modelwire._options.StreamOptions`)."""
@@ -233,12 +278,13 @@ def stream_sync(
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
-    resolved, request = _prepare(model, context, options)
+    model, context, plan = _inputs(model, context, options)
+    resolved, request, context = _prepare(model, context, options, plan)
     trace = _observer(model, options)
     if request is None:
         from ._custom import custom_sync
 
-        return custom_sync(model, context, resolved, trace)
+        return _planned(custom_sync(model, context, resolved, trace), plan)
     if http_client is not None or resolved.transport != "auto":
         from ._http import check_client
 
@@ -255,11 +301,11 @@ def stream_sync(
         s.on_abort = driver.abort  # unblocks a read in progress, from any thread
         return driver.events()
 
-    return SyncAssistantMessageStream(produce)
+    return _planned(SyncAssistantMessageStream(produce), plan)
 
 
 def complete_sync(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Synchronous :func:`complete`."""
     return stream_sync(model, context, **options).result()

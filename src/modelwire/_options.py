@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias, TypedDict, 
 
 import msgspec
 
+from ._output._request import OutputRequest
 from ._redact import is_credential_header, redact, redact_url
 from .errors import ConfigurationError, MissingAPIKeyError
 
@@ -177,6 +178,9 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     cache: bool = True
     http_client: Any = None
     transport: Transport = "auto"
+    output: OutputRequest | None = None
+    """Set by ``modelwire._output`` for ``output_mode="native"``: the encoder adds
+    the API's structured-output field from it."""
 
     def __repr__(self) -> str:
         key = "[redacted]" if self.api_key else None
@@ -232,6 +236,16 @@ class AgentOptions(TypedDict, total=False):
     """Decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools."""
+    output: Any
+    """Structured output: a pydantic model, msgspec Struct, dataclass, TypedDict or
+    JSON Schema dict; the final message's ``parsed`` is the validated value
+    (:mod:`modelwire._output`)."""
+    output_mode: Literal["native", "tool", "prompted"] | None
+    """How ``output`` is asked for; default from the catalog (native where the
+    model has it, else a forced tool)."""
+    base_url: str | None
+    """Replaces the model's ``base_url`` (an ``http(s)://`` URL with the API's
+    version segment)."""
 
 
 class StreamOptions(AgentOptions, total=False):

@@ -1,4 +1,5 @@
-"""``$ref`` checks for tool schemas, when a ``Tool`` / ``ToolDefinition`` is made.
+"""``$ref`` checks for tool schemas, when a ``Tool`` / ``ToolDefinition`` is made,
+and :func:`inline_root` for the schemas msgspec generates (root as a ``$ref``).
 
 ``jsonschema`` resolves a ``$ref`` lazily, the first time validation reaches it:
 a dangling pointer used to surface as ``_WrappedReferencingError`` in the middle
@@ -15,7 +16,7 @@ from urllib.parse import unquote, urljoin
 
 from .errors import ConfigurationError
 
-__all__ = ["check_refs", "unresolved_refs"]
+__all__ = ["check_refs", "inline_root", "unresolved_refs"]
 
 # Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
 _DATA = frozenset({"enum", "const", "default", "examples"})
@@ -122,3 +123,26 @@ def check_refs(schema: dict[str, Any], owner: str) -> None:
         f"{why}{more}. Put the referenced schema in the tool's own schema, under "
         '"$defs", and point at it as "#/$defs/<name>".'
     )
+
+
+def inline_root(schema: dict[str, Any]) -> dict[str, Any]:
+    """msgspec puts every named type in ``$defs`` and the root is a ``$ref``: inline
+    the root (the other definitions stay, so every reference still resolves)."""
+    ref = schema.get("$ref")
+    defs = schema.get("$defs")
+    if not isinstance(ref, str) or not isinstance(defs, dict) or not ref.startswith("#/$defs/"):
+        return schema
+    name = ref[len("#/$defs/") :]
+    root = dict(defs.get(name) or {})
+    rest = {k: v for k, v in defs.items() if k != name or _refers(defs, ref)}
+    if rest:
+        root["$defs"] = rest
+    return root
+
+
+def _refers(node: Any, ref: str) -> bool:
+    if isinstance(node, dict):
+        return node.get("$ref") == ref or any(_refers(v, ref) for v in node.values())
+    if isinstance(node, list):
+        return any(_refers(v, ref) for v in node)
+    return False

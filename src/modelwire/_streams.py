@@ -124,6 +124,12 @@ class AssistantMessageStream:
     def aborted(self) -> bool:
         return self._abort_requested
 
+    @property
+    def partial_output(self) -> Any:
+        """With ``output=``: the output parsed so far, for display only (never
+        validated; ``modelwire._output``). ``None`` otherwise and before any JSON."""
+        return None
+
     # ---------------------------------------------------------------- consumer side
 
     def _ensure_started(self) -> StreamChannel:
@@ -309,6 +315,11 @@ class SyncAssistantMessageStream:
     @property
     def aborted(self) -> bool:
         return self._abort_requested.is_set()
+
+    @property
+    def partial_output(self) -> Any:
+        """See :attr:`AssistantMessageStream.partial_output`."""
+        return None
 
     def __iter__(self) -> Iterator[Event]:
         return self

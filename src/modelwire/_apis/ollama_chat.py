@@ -95,6 +95,7 @@ from ._mock import (
     role_tool_results,
     split_text,
 )
+from ._ollama_output import add_output
 
 if TYPE_CHECKING:
     from .._framing import Framing
@@ -269,6 +270,7 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
         opts.update(more)
     if opts:
         body["options"] = opts
+    add_output(body, options.output)  # format (structured output)
     body.update(extra)
     return body
 

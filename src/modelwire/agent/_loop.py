@@ -44,6 +44,7 @@ from ..types import (
 from ._drive import check_sync, drive_async, drive_sync
 from ._execute import AfterToolCall, BeforeToolCall, failure_result
 from ._intents import Core, Intent, NextModelEvent, OpenModel, Resolve
+from ._output import agent_model, check_retries, output_feedback
 from ._run import AgentRun, AgentStopReason, sum_usage
 from ._stream import AgentStream, SyncAgentStream
 from ._tools_turn import ToolRunner
@@ -115,8 +116,8 @@ class Agent(ToolRunner):
     the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
     ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
     ``completion_policy``…; declared once in :class:`modelwire._options.AgentOptions`),
-    passed on every turn; ``stream_fn`` replaces
-    ``mw.stream`` (same signature).
+    passed on every turn; ``stream_fn`` replaces ``mw.stream`` (same signature);
+    ``output_retries``: how often invalid ``output=`` is fed back (``agent._output``).
 
     Dynamic configuration: ``model`` may be a zero-argument callable returning a
     ``Model`` (its ``base_url``, ``id`` and ``headers`` are the call's), and
@@ -140,7 +141,7 @@ class Agent(ToolRunner):
 
     def __init__(
         self,
-        model: Model | DynamicModel,
+        model: Model | str | DynamicModel,
         tools: Iterable[Tool] = (),
         *,
         system_prompt: str | None = None,
@@ -154,14 +155,11 @@ class Agent(ToolRunner):
         stream_fn: Callable[..., Any] | None = None,
         should_stop_after_turn: ShouldStopAfterTurn | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
+        output_retries: int = 1,
         **stream_options: Unpack[AgentOptions],
     ) -> None:
-        if not isinstance(model, Model) and not callable(model):
-            raise ConfigurationError(
-                "model must be a modelwire.Model or a callable returning one, "
-                f"got {type(model).__name__}"
-            )
-        self.model = model
+        self.model = model = agent_model(model, stream_options.get("base_url"))
+        self.output_retries = check_retries(output_retries)
         # The model of the latest call (a callable model is evaluated at every call).
         self._model: Model | None = model if isinstance(model, Model) else None
         self.tools: dict[str, Tool] = {}
@@ -460,6 +458,10 @@ class Agent(ToolRunner):
         yield from self._respond(st, number, new, final)
         msg = final[0]
         reason = msg.stop_reason
+        if (feedback := output_feedback(msg, self.output_retries, new)) is not None:
+            yield from self._record(feedback, new)  # invalid output: ask again (bounded)
+            yield TurnEndEvent(turn=number, message=msg)
+            return
         if reason in ("error", "aborted"):
             yield TurnEndEvent(turn=number, message=msg)
             outcome.append("aborted" if reason == "aborted" else "error")

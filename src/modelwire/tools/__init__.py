@@ -1,6 +1,7 @@
 """Tools a model may call, and the read-only file tools.
 
-``Tool(name, description, parameters, execute)`` describes one tool;
+``Tool(name, description, parameters, execute)`` describes one tool, and
+``@tool`` (``Tool.from_function(fn)``) builds one from a typed function;
 ``execute(args, ctx)`` (sync or async) returns a ``str`` or a
 :class:`ToolOutput`, or raises :class:`ToolFailure` with a kind the model can
 act on. ``read_only(root=".", file_types=None)`` returns the ``read``, ``ls``
@@ -20,6 +21,7 @@ from ._core import (
     ToolFailure,
     ToolOutput,
     failure_text,
+    tool,
 )
 from .files import FileTools, read_only, version_token
 
@@ -32,5 +34,6 @@ __all__ = [
     "ToolOutput",
     "failure_text",
     "read_only",
+    "tool",
     "version_token",
 ]

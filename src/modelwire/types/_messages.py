@@ -146,6 +146,59 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
         if self.error is not None:
             _raise(self.error)
 
+    @property
+    def parsed(self) -> Any:
+        """The validated value of a response asked for with ``output=``.
+
+        Reading it on a failed message raises that failure (``OutputInvalidError``
+        when the output did not validate, naming the failing paths); on a response
+        that called tools instead of answering, ``OutputInvalidError``; on a message
+        made without ``output=`` (or rebuilt from JSON: the value is not part of
+        the message's JSON), ``ConfigurationError``.
+        """
+        if self.error is not None:
+            _raise(self.error)
+        state = getattr(self, "__dict__", None)
+        if not state or "_output" not in state:
+            raise ConfigurationError(
+                "this message has no parsed output: ask for one with output= "
+                "(mw.complete(model, context, output=Schema))"
+            )
+        value, pending = state["_output"]
+        if pending is not None:
+            from ..errors import OutputInvalidError
+
+            raise OutputInvalidError(pending)
+        return value
+
+
+class _OutputMessage(AssistantMessage, frozen=True, tag="assistant", gc=True, dict=True):
+    """An :class:`AssistantMessage` that carries the value ``parsed`` returns.
+
+    The value lives in the instance ``__dict__``, not in a field: it is a Python
+    object of the caller's type (a pydantic model, a Struct…) and is never part of
+    the message's JSON or its equality. (``gc=True``: a ``__dict__`` needs the
+    collector, so this is only made once per call, for the final message.)
+    """
+
+    def __repr__(self) -> str:
+        return "AssistantMessage" + AssistantMessage.__repr__(self)[len(type(self).__name__) :]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AssistantMessage):
+            return NotImplemented
+        return msgspec.structs.astuple(self) == msgspec.structs.astuple(other)
+
+    __hash__ = AssistantMessage.__hash__
+
+
+def with_output(message: AssistantMessage, value: Any, pending: str | None) -> AssistantMessage:
+    """``message`` carrying ``value`` for ``parsed`` (or the reason it has none yet)."""
+    fields = {name: getattr(message, name) for name in message.__struct_fields__}
+    out = _OutputMessage(**fields)
+    out.__dict__["_output"] = (value, pending)
+    return out
+
 
 def _raise(info: ErrorInfo) -> NoReturn:
     raise from_info(info)

@@ -58,6 +58,7 @@ from .._common import (
 )
 from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
 from ._decode import AnthropicDecoder, recognizes
+from ._output import add_output
 from ._render import error_body, render, render_complete, render_models, tool_results
 
 if TYPE_CHECKING:
@@ -439,6 +440,7 @@ class AnthropicMessagesAPI:
         # (extended-thinking docs): the temperature is dropped when thinking is on.
         if options.temperature is not None and not thinking:
             body["temperature"] = options.temperature
+        add_output(body, options.output)  # output_config.format (structured output)
         if options.extra_body:
             body.update(options.extra_body)
         return body

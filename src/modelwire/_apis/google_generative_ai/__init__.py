@@ -71,6 +71,7 @@ from .._common import (
 )
 from .._mock import MockFrame, declared_tools, encode_sse
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
+from ._output import add_output
 from ._render import error_body, render, render_complete, render_models, tool_results
 from ._schema import gemini_schema
 
@@ -455,6 +456,7 @@ class GoogleAPI:
             gen.update(more)
         if gen:
             body["generationConfig"] = gen
+        add_output(body, options.output)  # responseJsonSchema (structured output)
         body.update(extra)
         return body
 

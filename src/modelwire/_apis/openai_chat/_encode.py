@@ -21,6 +21,7 @@ from ...types import (
 )
 from .._common import check_reasoning, check_tool_choice, raw_or_json_arguments, same_model
 from ._compat import ChatCompat, detect_compat
+from ._output import add_output
 
 __all__ = ["RESERVED", "build_body", "encode_messages"]
 
@@ -193,6 +194,7 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
             body["thinking"] = {"type": "enabled"}
     if options.session_id and (model.provider == "openai" or "api.openai.com" in model.url_root):
         body["prompt_cache_key"] = options.session_id
+    add_output(body, options.output)  # response_format (structured output)
     if options.extra_body:
         body.update(options.extra_body)
     return body

@@ -70,6 +70,7 @@ from ._encode import (
     detect_compat,
     encode_input,
 )
+from ._output import add_output
 from ._render import render, render_complete, tool_results
 
 if TYPE_CHECKING:
@@ -165,6 +166,7 @@ class OpenAIResponsesAPI:
             body["reasoning"] = reasoning
         if options.session_id and options.cache and compat.prompt_cache_key:
             body["prompt_cache_key"] = options.session_id
+        add_output(body, options.output)  # text.format (structured output)
         if options.extra_body:
             body.update(options.extra_body)
         return body
