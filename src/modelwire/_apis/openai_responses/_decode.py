@@ -30,20 +30,16 @@ from ..._deltas import (
 )
 from ..._sse import Frame
 from ...errors import (
-    AuthenticationError,
-    ContentFilterError,
-    InvalidRequestError,
     MalformedChunkError,
-    StreamError,
     TruncatedStreamError,
 )
 from .._common import (
     decode_json,
     dumps,
     in_band_error,
-    is_context_overflow,
 )
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
+from ._errors import error_from_code as _error_from_code
 from ._schema import (
     _annotation_event,
     _AnnotationEvent,
@@ -67,7 +63,8 @@ from ._schema import (
     _text_item,
     _TextItem,
 )
-from ._server import citation, item_blocks
+from ._server import item_blocks
+from ._server import raw_citation as _citation
 
 __all__ = ["ResponsesDecoder"]
 
@@ -87,35 +84,6 @@ def _decode(
 ) -> Any:
     """Decode one payload (or a nested item, paths prefixed with ``prefix``)."""
     return decode_json(data, decoder, what, prefix)
-
-
-def _error_from_code(message: str, code: str | int | None, type_: str | None) -> StreamError:
-    """Map a Responses error (``response.error.code``, an ``error`` event) to a class.
-
-    The codes are listed under "response.error.code" in the API reference; codes
-    the shared mapping knows (rate_limit_exceeded, server_error,
-    context_length_exceeded…) go through :func:`in_band_error`.
-    """
-    c = str(code) if code is not None else ""
-    if "content_policy" in c:
-        return ContentFilterError(f"{message} ({c})")
-    if c == "invalid_api_key":
-        return AuthenticationError(f"{message} ({c})")
-    image_codes = ("empty_image_file", "failed_to_download_image", "unsupported_image_media_type")
-    if (c.startswith(("invalid_", "image_")) or c in image_codes) and not is_context_overflow(
-        message
-    ):
-        return InvalidRequestError(f"{message} ({c})")
-    # The error event repeats the code as its type (insufficient_quota twice): say it once.
-    return in_band_error(message, type_=type_ if type_ != c else None, code=c or None)
-
-
-def _citation(raw: msgspec.Raw, etype: str) -> Any:
-    text = bytes(raw).decode()
-    value = msgspec.json.decode(text) if text else None
-    if not isinstance(value, dict):
-        raise MalformedChunkError(f"malformed {etype} event: annotation must be an object")
-    return citation(value, text)
 
 
 _TEXT, _THINKING, _TOOL, _IGNORED, _CLIENT = 0, 1, 2, 3, 4

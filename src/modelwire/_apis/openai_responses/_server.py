@@ -26,7 +26,7 @@ import msgspec
 from ...errors import MalformedChunkError
 from ...types import Citation, ProviderItem, ServerToolCall, ServerToolResult
 
-__all__ = ["API", "SERVER_ITEMS", "citation", "item_blocks"]
+__all__ = ["API", "SERVER_ITEMS", "citation", "item_blocks", "raw_citation"]
 
 API = "openai-responses"
 
@@ -163,3 +163,12 @@ def citation(annotation: dict[str, Any], raw: str) -> Citation:
         return Citation(kind="file", document=s("file_id"), title=s("filename"), start=start,
                         end=end, raw=raw)  # fmt: skip
     return Citation(kind="other", url=s("url"), title=s("title"), raw=raw)
+
+
+def raw_citation(raw: msgspec.Raw, etype: str) -> Citation:
+    """The Citation of one annotation as received (its JSON text kept as ``raw``)."""
+    text = bytes(raw).decode()
+    value = msgspec.json.decode(text) if text else None
+    if not isinstance(value, dict):
+        raise MalformedChunkError(f"malformed {etype} event: annotation must be an object")
+    return citation(value, text)
