@@ -27,7 +27,6 @@ from ...errors import Excerpt, MalformedChunkError
 from ...types import Citation
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
-from .._leaked import LeakedCall, LeakedText
 from ._compat import ChatCompat
 
 __all__ = ["ChatDecoder", "recognizes"]
@@ -232,8 +231,8 @@ def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
 class ChatDecoder:
     """Per-response decoder: SSE events → normalized deltas."""
 
-    __slots__ = ("_compat", "_finish", "_leaked", "_leaks", "_meta", "_notes", "_saw_tool",
-                 "_sources", "_thinking_field")  # fmt: skip
+    __slots__ = ("_compat", "_finish", "_meta", "_notes", "_saw_tool", "_sources",
+                 "_thinking_field")  # fmt: skip
 
     def __init__(self, compat: ChatCompat) -> None:
         self._compat = compat
@@ -243,33 +242,6 @@ class ChatDecoder:
         self._thinking_field: str | None = None
         self._notes: set[bytes] | None = None  # annotations already cited (repeats skipped)
         self._sources = 0  # Perplexity sources already cited (each chunk repeats them)
-        self._leaked: LeakedText | None = None  # with compat leaked_tool_calls and tools
-        self._leaks = 0
-
-    def declare_tools(self, names: tuple[str, ...]) -> None:
-        """The request's tool names (the client tells every decoder that asks): with
-        ``leaked_tool_calls`` on, text blocks naming one of them become calls."""
-        if self._compat.leaked_tool_calls and names:
-            self._leaked = LeakedText(frozenset(names))
-
-    def _text(self, text: str, out: list[Delta]) -> None:
-        assert self._leaked is not None
-        shown = self._leaked.feed(text)
-        if shown:
-            out.append(TextDelta(_TEXT, shown))
-
-    def _flush_leaked(self, out: list[Delta]) -> None:
-        """The held text at the response's end: text, or calls where it was a valid block."""
-        if self._leaked is None:
-            return
-        for piece in self._leaked.finish():
-            if isinstance(piece, LeakedCall):
-                key = ("leaked", self._leaks)
-                self._leaks += 1
-                self._saw_tool = True
-                out.append(ToolCallDelta(key, f"call_leaked_{key[1]}", piece.name, piece.arguments))
-            else:
-                out.append(TextDelta(_TEXT, piece))
 
     def decode(self, frame: Frame) -> list[Delta]:
         data = frame.data
@@ -325,7 +297,6 @@ class ChatDecoder:
             if delta is not None:
                 self._delta(delta, out)
             if choice.finish_reason:
-                self._flush_leaked(out)
                 self._finish = choice.finish_reason
                 out.append(self._finish_delta(choice.finish_reason, choice.content_filter_results))
             if choice.usage is not None:
@@ -335,7 +306,7 @@ class ChatDecoder:
             usage = chunk.x_groq.usage
         if usage is not None:
             out.append(_usage_delta(usage))
-        if chunk.search_results or chunk.citations:
+        if chunk.citations is not None or chunk.search_results is not None:
             self._perplexity(chunk, out)
         return out
 
@@ -390,10 +361,7 @@ class ChatDecoder:
             content = d.content
             if content.__class__ is str:
                 if content:
-                    if self._leaked is None:
-                        out.append(TextDelta(_TEXT, content))
-                    else:
-                        self._text(content, out)
+                    out.append(TextDelta(_TEXT, content))
             elif content is not None:
                 self._full_delta(d, out)
                 return
@@ -439,10 +407,7 @@ class ChatDecoder:
                 self._thinking_field = field
                 out.append(BlockSignature(_THINKING, field))
         if content:
-            if self._leaked is None:
-                out.append(TextDelta(_TEXT, content))
-            else:
-                self._text(content, out)
+            out.append(TextDelta(_TEXT, content))
         if d.refusal:
             # A refusal is what the model said: it goes to the text block.
             out.append(TextDelta(_TEXT, d.refusal))
@@ -482,7 +447,6 @@ class ChatDecoder:
         # Called at ``[DONE]`` only: for servers known to omit ``finish_reason``
         # (Snowflake Cortex), ``[DONE]`` is the one sign the answer is complete.
         out: list[Delta] = []
-        self._flush_leaked(out)
         if self._finish is None and self._compat.infer_finish_reason:
             out.append(Finish("tool_use" if self._saw_tool else "stop", None))
         out.append(EndOfStream())
@@ -494,10 +458,7 @@ class ChatDecoder:
         # reports truncated_stream when no finish reason arrived at all. Nothing is
         # inferred here: without finish_reason *and* [DONE] there is no sign at all
         # that the response is whole.
-        out: list[Delta] = []
-        self._flush_leaked(out)
-        out.append(EndOfStream())
-        return out
+        return [EndOfStream()]
 
 
 def recognizes(payload: bytes) -> bool:
