@@ -566,11 +566,17 @@ def test_incomplete_reasons(reason: str | None, stop: str) -> None:
     assert type(deltas[-1]).__name__ == "EndOfStream"
 
 
-def test_deltas_for_built_in_tool_items_are_ignored() -> None:
+def test_deltas_for_provider_run_items_are_ignored_until_the_item_is_done() -> None:
     add = '{"type":"response.output_item.added","output_index":0,"item":{"type":"web_search_call","id":"ws"}}'
     delta = '{"type":"response.output_text.delta","output_index":0,"delta":"x"}'
     args = '{"type":"response.function_call_arguments.done","item_id":"ws","arguments":"{}"}'
     assert _decode_all(add, delta, args) == []
+    done = '{"type":"response.output_item.done","output_index":0,"item":{"type":"web_search_call","id":"ws","status":"completed"}}'
+    blocks = [d.block for d in _decode_all(add, delta, args, done)]
+    assert [(b.type, b.provider_type) for b in blocks] == [
+        ("server_tool_call", "web_search_call"),
+        ("server_tool_result", "web_search_call"),
+    ]
 
 
 def test_unknown_events_are_ignored_and_end_reports_truncation() -> None:

@@ -184,7 +184,7 @@ class ResponsesDecoder:
         if handler is None:
             if frame.event == "error":
                 return self._error(data, "error")
-            return []  # unknown or built-in-tool events (web_search_call.*…): ignored
+            return []  # unknown or provider-run-tool events (web_search_call.*…): ignored
         return handler(data, etype)
 
     def end(self) -> list[Delta]:
@@ -364,8 +364,8 @@ class ResponsesDecoder:
                     st.pieces.append(ci.input)
                     out.append(ToolCallDelta(key, None, None, args[:-2]))  # without '"}'
                 return out
-        # Built-in tools (web_search_call, file_search_call, code_interpreter_call…)
-        # run on the provider's side: not blocks of ours, their events are ignored.
+        # Provider-run tools (web_search_call, code_interpreter_call…) and items not
+        # modelled: their progress events are ignored; the done item is the block.
         self._items.setdefault(key, _ItemState(_IGNORED))
         return []
 
