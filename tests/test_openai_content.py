@@ -616,3 +616,25 @@ def test_leaked_calls_end_to_end_declared_tools_come_from_the_request() -> None:
         kept = mw.complete_sync(leaky, Context(messages=[UserMessage(content="q")], tools=other))
     assert [c.name for c in got.tool_calls] == ["get_weather"] and got.text == "Sure."
     assert kept.tool_calls == () and kept.text == "Sure." + HERMES
+
+
+@pytest.mark.parametrize(
+    ("api", "payload", "path"),
+    [
+        ("openai-chat",
+         chat_chunk({"annotations": [{"type": "url_citation", "url_citation": {"url": 5}}]}),
+         "choices[0].delta.annotations[0].url_citation.url must be a string"),
+        ("openai-chat", chat_chunk({}, citations=[1]), "citations[0] must be a string"),
+        ("openai-responses",
+         '{"type":"response.output_text.annotation.added","output_index":0,"annotation":[1]}',
+         "annotation must be an object"),
+        ("openai-responses",
+         '{"type":"response.output_item.done","output_index":0,"item":{"type":"mcp_call","id":"m"}}',
+         "item.name must be a string"),
+    ],
+)  # fmt: skip
+def test_malformed_sources_and_items_name_the_field(api: str, payload: str, path: str) -> None:
+    msg = replay(api, sse([payload], named=False)).message
+    assert msg is not None and msg.error is not None
+    assert msg.error.kind == "malformed_chunk"
+    assert path in msg.error.message
