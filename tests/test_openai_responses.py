@@ -50,7 +50,12 @@ RECORDED = sorted(p.name for p in FIXTURES.glob("*.sse"))
 SYNTHETIC = sorted(p.name for p in DATA.glob("*.sse"))
 ALL = [FIXTURES / n for n in RECORDED] + [DATA / n for n in SYNTHETIC]
 API_NAME = "openai-responses"
-BUILTIN = {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call"}
+# Provider-run items: a ServerToolCall (the item as received) and, for those that carry a
+# result, a ServerToolResult — read here straight from the API reference's field names.
+BUILTIN = {"web_search_call": ("web_search", "sources"), "file_search_call": ("file_search", "results"),
+           "code_interpreter_call": ("code_interpreter", "outputs"),
+           "image_generation_call": ("image_generation", "result"),
+           "mcp_call": (None, "output"), "mcp_list_tools": ("mcp_list_tools", "tools")}  # fmt: skip
 
 MODEL = Model(
     id="gpt-5-nano",
@@ -117,10 +122,15 @@ def expected(raw: bytes) -> dict[str, Any]:
             item = ev["item"]
             key = ev["output_index"]
             ids[item.get("id")] = key
-            it = items.setdefault(key, {"type": item["type"], "streamed": "", "done": None})
+            it = items.setdefault(
+                key, {"type": item["type"], "streamed": "", "done": None, "notes": {}}
+            )
             if t.endswith(".done"):
                 it["done"] = item
                 it["raw"] = raw_item(d)
+        elif t == "response.output_text.annotation.added":
+            key = ev.get("output_index", ids.get(ev.get("item_id")))
+            items[key]["notes"].setdefault(ev["content_index"], []).append(ev["annotation"])
         elif "delta" in ev and isinstance(ev["delta"], str):
             key = ev.get("output_index", ids.get(ev.get("item_id")))
             if key in items:
@@ -131,15 +141,28 @@ def expected(raw: bytes) -> dict[str, Any]:
         if it["type"] == "message":
             parts = done.get("content", [])
             text = "".join(p.get("text") or p.get("refusal") or "" for p in parts)
-            content.append(("text", text or it["streamed"], done.get("id"), done.get("phase")))
+            # Annotations streamed first (annotation.added), then any the done item adds.
+            notes = []
+            for pi, p in enumerate(parts):
+                streamed = it["notes"].get(pi, [])
+                notes += streamed + (p.get("annotations") or [])[len(streamed) :]
+            content.append(
+                ("text", text or it["streamed"], done.get("id"), done.get("phase"), notes)
+            )
         elif it["type"] == "reasoning":
             parts = [*(done.get("summary") or []), *(done.get("content") or [])]
             thinking = "\n\n".join(p["text"] for p in parts if p.get("text"))
             content.append(("thinking", thinking, it.get("raw")))
         elif it["type"] == "function_call":
             content.append(("call", done["call_id"], done["name"], done["arguments"], done["id"]))
+        elif it["type"] in BUILTIN:
+            name, field = BUILTIN[it["type"]]
+            name = name or done["name"]
+            content.append(("server_call", done["id"], name, it["type"], it["raw"]))
+            holder = done.get("action") or {} if it["type"] == "web_search_call" else done
+            content.append(("server_result", done["id"], name, holder.get(field)))
         else:
-            assert it["type"] in BUILTIN, it["type"]
+            content.append(("item", it["type"], it["raw"]))
     return {"content": content, "outcome": outcome, "response_id": response_id}
 
 
@@ -153,6 +176,16 @@ def check_message(msg: AssistantMessage, exp: dict[str, Any]) -> None:
                 assert block.signature == want[2]
             else:
                 assert json.loads(block.signature or "") == {"id": want[2], "phase": want[3]}
+            assert [json.loads(c.raw or "") for c in block.citations] == want[4]
+        elif want[0] == "server_call":
+            assert isinstance(block, mw.ServerToolCall)
+            assert (block.id, block.name, block.provider_type, block.raw) == want[1:]
+        elif want[0] == "server_result":
+            assert isinstance(block, mw.ServerToolResult)
+            assert (block.tool_call_id, block.name, block.result) == want[1:]
+        elif want[0] == "item":
+            assert isinstance(block, mw.ProviderItem)
+            assert (block.provider_type, block.data) == want[1:]
         elif want[0] == "thinking":
             assert isinstance(block, ThinkingContent)
             assert block.thinking == want[1]
@@ -199,6 +232,13 @@ def check_events(events: list[mw.Event]) -> None:
     for e in events[1:-1]:
         kind, _, phase = e.type.rpartition("_")
         ci = e.content_index  # type: ignore[union-attr]
+        if e.type == "block":
+            assert ci not in open_ and ci == len(text)
+            text[ci] = ""
+            continue
+        if e.type == "citation":
+            assert open_[ci] == "text"
+            continue
         if phase == "start":
             assert ci not in open_ and ci == len(text)
             open_[ci] = kind
@@ -211,6 +251,8 @@ def check_events(events: list[mw.Event]) -> None:
     for ci, block in enumerate(msg.content):
         if isinstance(block, ToolCall):
             assert text[ci] == block.raw_arguments or msg.stop_reason == "error"
+        elif isinstance(block, mw.ServerToolCall | mw.ServerToolResult | mw.ProviderItem):
+            assert text[ci] == ""
         else:
             assert isinstance(block, TextContent | ThinkingContent)
             assert text[ci] == (block.text if isinstance(block, TextContent) else block.thinking)
@@ -524,11 +566,17 @@ def test_incomplete_reasons(reason: str | None, stop: str) -> None:
     assert type(deltas[-1]).__name__ == "EndOfStream"
 
 
-def test_deltas_for_built_in_tool_items_are_ignored() -> None:
+def test_deltas_for_provider_run_items_are_ignored_until_the_item_is_done() -> None:
     add = '{"type":"response.output_item.added","output_index":0,"item":{"type":"web_search_call","id":"ws"}}'
     delta = '{"type":"response.output_text.delta","output_index":0,"delta":"x"}'
     args = '{"type":"response.function_call_arguments.done","item_id":"ws","arguments":"{}"}'
     assert _decode_all(add, delta, args) == []
+    done = '{"type":"response.output_item.done","output_index":0,"item":{"type":"web_search_call","id":"ws","status":"completed"}}'
+    blocks = [d.block for d in _decode_all(add, delta, args, done)]
+    assert [(b.type, b.provider_type) for b in blocks] == [
+        ("server_tool_call", "web_search_call"),
+        ("server_tool_result", "web_search_call"),
+    ]
 
 
 def test_unknown_events_are_ignored_and_end_reports_truncation() -> None:

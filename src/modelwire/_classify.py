@@ -80,6 +80,7 @@ _GENERIC_OVERFLOW = (
     r"context[_ ]length[_ ]exceeded",  # OpenAI's error code, used by many servers
     r"context window exceeds limit",  # MiniMax and servers reusing its wording
     r"exceeds the available context size",  # llama.cpp server, under any provider name
+    r"try increasing context size",  # llama.cpp: the KV cache is full mid-generation
     r"too many tokens",
     r"token limit exceeded",
 )

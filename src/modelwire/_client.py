@@ -143,6 +143,9 @@ def _call(
         clock=True,
         policy=policy,
     )
+    declare = getattr(p.decoder, "declare_tools", None)
+    if declare is not None:  # a decoder that reads tool names (leaked tool calls)
+        declare(tuple(t.name for t in context.tools or ()))
     if p.trace is not None:
         p.trace.context(model, context)
         p.trace.request(request)

@@ -15,6 +15,12 @@ byte for byte, with two deliberate deviations (DESIGN §2, §2a):
    :class:`~modelwire.errors.MalformedChunkError`, because a model's output silently
    altered is worse than a stream that stops.
 
+The pipeline's framing (:class:`SSEFraming`, not the public decoder) has one more: an
+``error: {...}`` line — not an SSE field, but what llama.cpp's server (and GPUStack and
+vLLM builds on it) sends when generation fails mid-stream — is handed over at once as
+an ``error`` event with the line's value as its data, so the provider's message reaches
+the wire API instead of being dropped as an unknown field.
+
 Everything else is as specified: lines end at CR, LF or CRLF (a CR at the end of one
 chunk and an LF at the start of the next are one line break); one leading U+FEFF (the
 bytes EF BB BF) is stripped at the start of the stream only, even when it arrives split
@@ -542,6 +548,9 @@ class SSEDecoder:
                             id_ = text
                         continue
                     line.decode()  # comments, retry and unknown fields
+                    if name == b"error" and self._FRAMES:
+                        append(Frame("error", value))  # llama.cpp's error line (docstring)
+                        continue
                 except UnicodeDecodeError as exc:
                     raise self._bad_utf8(exc, "line", len(line) - len(exc.object)) from None
                 if name == b"retry" and value.isdigit():

@@ -19,6 +19,7 @@ from .._mock import MockFrame, role_tool_results
 from ._compat import ChatCompat, detect_compat
 from ._decode import ChatDecoder, recognizes
 from ._encode import RESERVED, build_body, encode_messages
+from ._leaky import LeakyChatDecoder
 from ._render import adapt, render, render_complete, render_models, tool_id_rule
 
 if TYPE_CHECKING:
@@ -68,6 +69,8 @@ class OpenAIChatAPI:
 
     def new_decoder(self, model: Model | None) -> ChatDecoder:
         compat = detect_compat(model) if model is not None else ChatCompat()
+        if compat.leaked_tool_calls:
+            return LeakyChatDecoder(compat)
         return ChatDecoder(compat)
 
     def recognizes(self, payload: bytes) -> bool:

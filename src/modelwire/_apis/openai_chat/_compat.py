@@ -43,6 +43,11 @@ class ChatCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
     infer_finish_reason: bool = False
     """Accept a stream that ends with ``[DONE]`` but no ``finish_reason`` (servers
     known to omit it); otherwise that is ``truncated_stream``."""
+    leaked_tool_calls: bool = False
+    """Turn tool calls the server leaked into the text (``<tool_call>{…}</tool_call>``,
+    Mistral ``[TOOL_CALLS]``) into tool calls: only a complete block that names a
+    declared tool with a JSON object as arguments; anything else stays text
+    (``modelwire._apis._leaked``). Text from a marker on is shown when the response ends."""
 
 
 def detect_compat(model: Model) -> ChatCompat:

@@ -11,6 +11,7 @@ import msgspec
 
 from ..._deltas import (
     BlockSignature,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -23,6 +24,7 @@ from ..._deltas import (
 from ..._redact import head
 from ..._sse import Frame
 from ...errors import Excerpt, MalformedChunkError
+from ...types import Citation
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
 from ._compat import ChatCompat
@@ -85,6 +87,9 @@ class _Delta(msgspec.Struct, gc=False):
     reasoning_text: str | None = None
     reasoning_details: list[_ReasoningDetail] | None = None
     tool_calls: list[_ToolCallPart] | None = None
+    # url_citation annotations (OpenAI search models, OpenRouter web search), each
+    # kept as its exact JSON text.
+    annotations: list[msgspec.Raw] | None = None
 
 
 class _Choice(msgspec.Struct, gc=False):
@@ -115,11 +120,36 @@ class _Chunk(msgspec.Struct, gc=False):
     usage: _Usage | None = None
     error: _Error | str | None = None
     x_groq: _XGroq | None = None
+    # Perplexity: the sources of the answer, on every chunk (docs.perplexity.ai, "Chat
+    # Completions": ``citations`` URLs, ``search_results`` with title and URL).
+    citations: list[msgspec.Raw] | None = None
+    search_results: list[msgspec.Raw] | None = None
 
 
 class _ErrorPayload(msgspec.Struct, gc=False):
     error: _Error | str | None = None
     message: str | None = None
+    # llama.cpp's ``error:`` line carries the error object itself: code, message, type.
+    type: str | None = None
+    code: str | int | None = None
+
+
+class _UrlCitation(msgspec.Struct, gc=False):
+    url: str | None = None
+    title: str | None = None
+    content: str | None = None
+    start_index: Count | None = None
+    end_index: Count | None = None
+
+
+class _Annotation(msgspec.Struct, gc=False):
+    type: str = ""
+    url_citation: _UrlCitation | None = None
+
+
+class _SearchResult(msgspec.Struct, gc=False):
+    url: str | None = None
+    title: str | None = None
 
 
 _chunk_decoder = decoder_for(_Chunk)
@@ -127,6 +157,8 @@ _decode_chunk = _chunk_decoder.decode
 # The assembler keys of tool calls 0..15, made once (a tuple per fragment otherwise).
 _TOOL_KEYS = tuple(("tool", i) for i in range(16))
 _error_decoder = decoder_for(_ErrorPayload)
+_annotation_decoder = decoder_for(_Annotation)
+_search_result_decoder = decoder_for(_SearchResult)
 
 _FINISH: dict[str, Literal["stop", "length", "tool_use"]] = {
     "stop": "stop",
@@ -199,7 +231,8 @@ def _raise_error(err: _Error | str | None, fallback: str | None = None) -> None:
 class ChatDecoder:
     """Per-response decoder: SSE events → normalized deltas."""
 
-    __slots__ = ("_compat", "_finish", "_meta", "_saw_tool", "_thinking_field")
+    __slots__ = ("_compat", "_finish", "_meta", "_notes", "_saw_tool", "_sources",
+                 "_thinking_field")  # fmt: skip
 
     def __init__(self, compat: ChatCompat) -> None:
         self._compat = compat
@@ -207,6 +240,8 @@ class ChatDecoder:
         self._meta = False
         self._saw_tool = False
         self._thinking_field: str | None = None
+        self._notes: set[bytes] | None = None  # annotations already cited (repeats skipped)
+        self._sources = 0  # Perplexity sources already cited (each chunk repeats them)
 
     def decode(self, frame: Frame) -> list[Delta]:
         data = frame.data
@@ -230,6 +265,8 @@ class ChatDecoder:
                 err.excerpt = Excerpt("", text, "", 500, quote=False)
                 raise err
             payload = decode_json(data, _error_decoder, "error event")
+            if payload.error is None and payload.message is not None:
+                payload.error = _Error(payload.message, payload.type, payload.code)
             _raise_error(payload.error, payload.message)
         if frame.event != "message" or not data or data.isspace():
             # Chat streams use unnamed events only; other event types and empty
@@ -269,7 +306,47 @@ class ChatDecoder:
             usage = chunk.x_groq.usage
         if usage is not None:
             out.append(_usage_delta(usage))
+        if chunk.citations is not None or chunk.search_results is not None:
+            self._perplexity(chunk, out)
         return out
+
+    def _perplexity(self, chunk: _Chunk, out: list[Delta]) -> None:
+        # The same list on every chunk, growing at most: cite the new entries only.
+        # ``search_results`` (title and URL) when sent, else the bare ``citations`` URLs.
+        sources = chunk.search_results or chunk.citations or []
+        for n in range(self._sources, len(sources)):
+            raw = bytes(sources[n])
+            where = f"{'search_results' if chunk.search_results else 'citations'}[{n}]"
+            if chunk.search_results:
+                r = decode_json(raw, _search_result_decoder, "chunk", f"{where}.")
+                cite = Citation(kind="url", url=r.url, title=r.title, raw=raw.decode())
+            else:
+                url = msgspec.json.decode(raw)
+                if not isinstance(url, str):
+                    raise MalformedChunkError(f"malformed chunk: {where} must be a string")
+                cite = Citation(kind="url", url=url, raw=raw.decode())
+            out.append(CitationDelta(_TEXT, cite))
+        self._sources = max(self._sources, len(sources))
+
+    def _annotations(self, notes: list[msgspec.Raw], out: list[Delta]) -> None:
+        seen = self._notes
+        if seen is None:
+            seen = self._notes = set()
+        for n, raw in enumerate(notes):
+            data = bytes(raw)
+            if data in seen:
+                continue  # OpenRouter may repeat them on a later chunk
+            seen.add(data)
+            a = decode_json(
+                data, _annotation_decoder, "chunk", f"choices[0].delta.annotations[{n}]."
+            )
+            u = a.url_citation
+            if a.type == "url_citation" and u is not None:
+                cite = Citation(kind="url", url=u.url, title=u.title, cited_text=u.content,
+                                start=u.start_index, end=u.end_index, raw=data.decode())  # fmt: skip
+            else:
+                cite = Citation(kind="other", raw=data.decode())
+            out.append(CitationDelta(_TEXT, cite))
 
     def _delta(self, d: _Delta, out: list[Delta]) -> None:
         if (
@@ -278,6 +355,7 @@ class ChatDecoder:
             and d.reasoning_text is None
             and d.reasoning_details is None
             and d.refusal is None
+            and d.annotations is None
         ):
             # The hot path: plain text and/or tool-call fragments, nothing else.
             content = d.content
@@ -335,6 +413,8 @@ class ChatDecoder:
             out.append(TextDelta(_TEXT, d.refusal))
         if d.tool_calls:
             self._tool_calls(d.tool_calls, out)
+        if d.annotations:
+            self._annotations(d.annotations, out)
 
     def _tool_calls(self, calls: list[_ToolCallPart], out: list[Delta]) -> None:
         self._saw_tool = True

@@ -8,19 +8,27 @@ from __future__ import annotations
 from typing import Any
 
 from ..._options import RequestOptions, check_extra_body
+from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
+    AudioContent,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
     ToolResultMessage,
+    UserContent,
     UserMessage,
 )
 from .._common import check_reasoning, check_tool_choice, raw_or_json_arguments, same_model
 from ._compat import ChatCompat, detect_compat
+from ._degrade import server_block_text, with_sources
+from ._input import audio_format, check_input, data_url, filename
 from ._output import add_output
 
 __all__ = ["RESERVED", "build_body", "encode_messages"]
@@ -42,20 +50,35 @@ RESERVED = frozenset(
 )
 
 
-def _user_content(msg: UserMessage) -> str | list[dict[str, Any]]:
+def _part(b: UserContent, where: str) -> dict[str, Any]:
+    """One content part of a user message (API reference, "User message": text,
+    image_url, input_audio and file parts)."""
+    if isinstance(b, TextContent):
+        return {"type": "text", "text": b.text}
+    if isinstance(b, ImageContent):
+        return {"type": "image_url", "image_url": {"url": data_url(b.mime_type, b.data)}}
+    if isinstance(b, AudioContent):
+        return {"type": "input_audio",
+                "input_audio": {"data": b.data, "format": audio_format(b, where)}}  # fmt: skip
+    assert isinstance(b, DocumentContent)
+    if b.file_id is not None:
+        return {"type": "file", "file": {"file_id": b.file_id}}
+    if b.data is None:
+        raise ConfigurationError(
+            f"{where} is a document given by URL, which Chat Completions cannot fetch "
+            "(its file parts take file_data or file_id): download it and pass data=, "
+            "or upload it and pass file_id="
+        )
+    return {"type": "file",
+            "file": {"filename": filename(b), "file_data": data_url(b.mime_type, b.data)}}  # fmt: skip
+
+
+def _user_content(msg: UserMessage, i: int) -> str | list[dict[str, Any]]:
     if isinstance(msg.content, str):
         return msg.content
     if all(isinstance(b, TextContent) for b in msg.content):
         return "".join(b.text for b in msg.content if isinstance(b, TextContent))
-    parts: list[dict[str, Any]] = []
-    for b in msg.content:
-        if isinstance(b, TextContent):
-            parts.append({"type": "text", "text": b.text})
-        else:
-            parts.append(
-                {"type": "image_url", "image_url": {"url": f"data:{b.mime_type};base64,{b.data}"}}
-            )
-    return parts
+    return [_part(b, f"messages[{i}].content[{j}]") for j, b in enumerate(msg.content)]
 
 
 # Reasoning fields a server accepts back on an assistant message, by the name it
@@ -76,7 +99,17 @@ def _thinking_field(msg: AssistantMessage, model: Model | None) -> str:
 def _assistant(
     msg: AssistantMessage, compat: ChatCompat, model: Model | None = None
 ) -> dict[str, Any] | None:
-    text = "".join(b.text for b in msg.content if isinstance(b, TextContent))
+    same = model is not None and same_model(model, msg)
+    # Provider-run tools and their results have no Chat form: they become text where
+    # they stood, as do the sources another API cited (``_degrade``); opaque provider
+    # items carry nothing a Chat model can use and are left out.
+    text = "".join(
+        (b.text if same else with_sources(b.text, b.citations))
+        if isinstance(b, TextContent)
+        else f"{server_block_text(b)}\n"
+        for b in msg.content
+        if isinstance(b, TextContent | ServerToolCall | ServerToolResult)
+    )
     thinking = "".join(
         b.thinking for b in msg.content if isinstance(b, ThinkingContent) and not b.redacted
     )
@@ -108,11 +141,23 @@ def _tool_result(msg: ToolResultMessage, compat: ChatCompat) -> dict[str, Any]:
     out: dict[str, Any] = {"role": "tool", "tool_call_id": msg.tool_call_id}
     if compat.tool_result_name:
         out["name"] = msg.tool_name
-    text = msg.text
-    if any(isinstance(b, ImageContent) for b in msg.content):
-        text += "\n[image omitted: this API accepts no images in tool results]"
-    out["content"] = text
+    out["content"] = msg.text
     return out
+
+
+def _attachments(msg: ToolResultMessage, i: int) -> list[dict[str, Any]]:
+    """The images, documents and audio of a tool result as user content parts: a tool
+    message takes text only (API reference, "Tool message"), so they follow the tool
+    messages of the turn in one user message that says which call they came from."""
+    parts = [
+        _part(b, f"messages[{i}].content[{j}]")
+        for j, b in enumerate(msg.content)
+        if not isinstance(b, TextContent)
+    ]
+    if not parts:
+        return []
+    head = f"[attached to the result of {msg.tool_name} (call {msg.tool_call_id})]"
+    return [{"type": "text", "text": head}, *parts]
 
 
 def encode_messages(
@@ -125,17 +170,28 @@ def encode_messages(
     messages: list[dict[str, Any]] = []
     if context.system_prompt:
         messages.append({"role": compat.system_role, "content": context.system_prompt})
-    for msg in context.messages:
+    attached: list[dict[str, Any]] = []  # tool-result attachments waiting for their turn's end
+
+    def flush() -> None:
+        if attached:
+            messages.append({"role": "user", "content": list(attached)})
+            attached.clear()
+
+    for i, msg in enumerate(context.messages):
+        if isinstance(msg, ToolResultMessage):
+            messages.append(_tool_result(msg, compat))
+            attached.extend(_attachments(msg, i))
+            continue
+        flush()
         if isinstance(msg, UserMessage):
-            messages.append({"role": "user", "content": _user_content(msg)})
+            messages.append({"role": "user", "content": _user_content(msg, i)})
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
             item = _assistant(msg, compat, model)
             if item is not None:
                 messages.append(item)
-        else:
-            messages.append(_tool_result(msg, compat))
+    flush()
     return messages
 
 
@@ -150,6 +206,7 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     compat = detect_compat(model)
     check_extra_body(options.extra_body, RESERVED)
     check_tool_choice(options.tool_choice, context)
+    check_input(model, context)
     body: dict[str, Any] = {
         "model": model.id,
         "messages": encode_messages(context, compat, model),

@@ -5,12 +5,13 @@ Reference: https://platform.openai.com/docs/api-reference/chat-streaming/streami
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Sequence
 from typing import Any
 
-from ...types import Model, TextContent, ThinkingContent
+from ...types import Citation, Model, TextContent, ThinkingContent
 from .._codec import IdRule
 from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text
@@ -49,6 +50,8 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
     for block in reply.content:
         if isinstance(block, TextContent):
             frames += [chunk({"content": p}) for p in split_text(block.text, pc)]
+            if block.citations:
+                frames.append(chunk({"annotations": [_annotation(c) for c in block.citations]}))
         elif isinstance(block, ThinkingContent):
             # DeepSeek's field; the adapter reads reasoning_content first.
             frames += [chunk({"reasoning_content": p}) for p in split_text(block.thinking, pc)]
@@ -73,6 +76,21 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
 
 
 _FINISH = {"stop": "stop", "length": "length", "tool_use": "tool_calls"}
+
+
+def _annotation(c: Citation) -> dict[str, Any]:
+    """A citation as ``delta.annotations`` carries it (OpenAI search models, OpenRouter):
+    its raw annotation when it is one, else a ``url_citation`` built from its fields."""
+    if c.raw:
+        value = json.loads(c.raw)
+        if isinstance(value, dict) and value.get("type") == "url_citation":
+            return value
+    cite: dict[str, Any] = {"url": c.url or "", "title": c.title or ""}
+    if c.cited_text is not None:
+        cite["content"] = c.cited_text
+    if c.start is not None and c.end is not None:
+        cite.update(start_index=c.start, end_index=c.end)
+    return {"type": "url_citation", "url_citation": cite}
 
 
 def _usage(reply: ScriptedReply) -> dict[str, Any]:

@@ -36,6 +36,12 @@ provider, API and model — ``_encode._replay_signatures``):
   ``{"approve": …, "reason": …}``; an error result denies —, ``tool_search_output``
   with the result's JSON array of tools). To another model it is a plain
   ``function_call``.
+* Items OpenAI runs itself (web search, file search, code interpreter, image
+  generation, MCP calls and tool lists, server tool search) are
+  :class:`~modelwire.types.ServerToolCall` + :class:`~modelwire.types.ServerToolResult`
+  blocks, an item type not modelled a :class:`~modelwire.types.ProviderItem`; the item
+  as received is replayed byte for byte to the same model (``_server``).
+  ``output_text`` annotations are the text's citations, replayed the same way.
 
 Compat flags (``Model(compat={...})``, unknown keys refused) are the fields of
 :class:`ResponsesCompat`. ``_encode`` holds the outbound half, ``_decode`` the inbound,
@@ -59,6 +65,7 @@ from .._common import (
     http_request,
 )
 from .._mock import MockFrame, declared_tools, encode_sse
+from ..openai_chat._input import check_input
 from ..openai_chat._render import render_models
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
@@ -132,6 +139,7 @@ class OpenAIResponsesAPI:
         """The request body as a dict (reasoning items inside as ``msgspec.Raw``)."""
         compat = detect_compat(model)
         check_extra_body(options.extra_body, RESERVED)
+        check_input(model, context)
         body: dict[str, Any] = {"model": model.id}
         if context.system_prompt and compat.system_role == "instructions":
             body["instructions"] = context.system_prompt

@@ -13,9 +13,11 @@ from typing import Any, Literal
 import msgspec
 
 from ..._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -28,21 +30,19 @@ from ..._deltas import (
 )
 from ..._sse import Frame
 from ...errors import (
-    AuthenticationError,
-    ContentFilterError,
-    InvalidRequestError,
     MalformedChunkError,
-    StreamError,
     TruncatedStreamError,
 )
 from .._common import (
     decode_json,
     dumps,
     in_band_error,
-    is_context_overflow,
 )
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
+from ._errors import error_from_code as _error_from_code
 from ._schema import (
+    _annotation_event,
+    _AnnotationEvent,
     _args_done_event,
     _ArgsDoneEvent,
     _call_item,
@@ -63,6 +63,8 @@ from ._schema import (
     _text_item,
     _TextItem,
 )
+from ._server import item_blocks
+from ._server import raw_citation as _citation
 
 __all__ = ["ResponsesDecoder"]
 
@@ -84,27 +86,6 @@ def _decode(
     return decode_json(data, decoder, what, prefix)
 
 
-def _error_from_code(message: str, code: str | int | None, type_: str | None) -> StreamError:
-    """Map a Responses error (``response.error.code``, an ``error`` event) to a class.
-
-    The codes are listed under "response.error.code" in the API reference; codes
-    the shared mapping knows (rate_limit_exceeded, server_error,
-    context_length_exceeded…) go through :func:`in_band_error`.
-    """
-    c = str(code) if code is not None else ""
-    if "content_policy" in c:
-        return ContentFilterError(f"{message} ({c})")
-    if c == "invalid_api_key":
-        return AuthenticationError(f"{message} ({c})")
-    image_codes = ("empty_image_file", "failed_to_download_image", "unsupported_image_media_type")
-    if (c.startswith(("invalid_", "image_")) or c in image_codes) and not is_context_overflow(
-        message
-    ):
-        return InvalidRequestError(f"{message} ({c})")
-    # The error event repeats the code as its type (insufficient_quota twice): say it once.
-    return in_band_error(message, type_=type_ if type_ != c else None, code=c or None)
-
-
 _TEXT, _THINKING, _TOOL, _IGNORED, _CLIENT = 0, 1, 2, 3, 4
 _PART_SEP = "\n\n"
 
@@ -112,7 +93,7 @@ _PART_SEP = "\n\n"
 class _ItemState:
     """What the decoder remembers of one output item."""
 
-    __slots__ = ("closed", "kind", "part", "pieces", "signature")
+    __slots__ = ("cites", "closed", "kind", "part", "pieces", "signature")
 
     def __init__(self, kind: int) -> None:
         self.kind = kind
@@ -120,6 +101,9 @@ class _ItemState:
         self.pieces: list[str] = []  # text/thinking streamed so far (done-event fill)
         self.part: tuple[str, int] | None = None  # the reasoning part last streamed
         self.signature: str | None = None
+        # content part index → annotations already streamed (annotation.added), so the
+        # done item's copy of them is not cited twice.
+        self.cites: dict[int, int] | None = None
 
 
 # An event's type bytes → its name, shared by every decoder: streams use a few dozen
@@ -153,6 +137,7 @@ class ResponsesDecoder:
             "response.function_call_arguments.done": self._args_done,
             "response.custom_tool_call_input.delta": self._input_delta,
             "response.custom_tool_call_input.done": self._input_done,
+            "response.output_text.annotation.added": self._annotation,
             "response.output_item.added": self._item_added,
             "response.output_item.done": self._item_done,
             "response.created": self._meta_event,
@@ -190,12 +175,16 @@ class ResponsesDecoder:
                     if len(_TYPES) < _TYPES_MAX:
                         _TYPES[raw] = etype
         if etype is None:
+            if frame.event == "error" and b'"type":"' not in data:
+                # An error line without a Responses event type (llama.cpp's non-SSE
+                # ``error: {...}`` line, which the framing hands over as an error event).
+                return self._error(data, "error")
             etype = _decode(data, _envelope, "event").type
         handler = self._handlers.get(etype)
         if handler is None:
             if frame.event == "error":
                 return self._error(data, "error")
-            return []  # unknown or built-in-tool events (web_search_call.*…): ignored
+            return []  # unknown or provider-run-tool events (web_search_call.*…): ignored
         return handler(data, etype)
 
     def end(self) -> list[Delta]:
@@ -334,6 +323,18 @@ class ResponsesDecoder:
             )
         return [ToolCallArguments(key, dumps({"input": ev.input}).decode())]
 
+    def _annotation(self, data: bytes, etype: str) -> list[Delta]:
+        # A citation streamed while its text does (file_search, web_search).
+        ev: _AnnotationEvent = _decode(data, _annotation_event, etype)
+        key = self._key(ev.output_index, ev.item_id, etype)
+        st = self._open(key, _TEXT, etype)
+        if st is None:
+            return []
+        if st.cites is None:
+            st.cites = {}
+        st.cites[ev.content_index] = st.cites.get(ev.content_index, 0) + 1
+        return [CitationDelta(key, _citation(ev.annotation, etype))]
+
     # ------------------------------------------------------------------ items
 
     def _item_added(self, data: bytes, etype: str) -> list[Delta]:
@@ -363,8 +364,8 @@ class ResponsesDecoder:
                     st.pieces.append(ci.input)
                     out.append(ToolCallDelta(key, None, None, args[:-2]))  # without '"}'
                 return out
-        # Built-in tools (web_search_call, file_search_call, code_interpreter_call…)
-        # run on the provider's side: not blocks of ours, their events are ignored.
+        # Provider-run tools (web_search_call, code_interpreter_call…) and items not
+        # modelled: their progress events are ignored; the done item is the block.
         self._items.setdefault(key, _ItemState(_IGNORED))
         return []
 
@@ -423,6 +424,10 @@ class ResponsesDecoder:
                 if p.type in ("output_text", "refusal")
             )
             self._fill(key, st, full, out, TextDelta)
+            seen = st.cites or {}
+            for pi, p in enumerate(m.content or ()):
+                for ann in (p.annotations or ())[seen.get(pi, 0) :]:
+                    out.append(CitationDelta(key, _citation(ann, etype)))
             if sig is not None and sig != st.signature:
                 st.signature = sig
                 out.append(BlockSignature(key, sig))
@@ -444,8 +449,16 @@ class ResponsesDecoder:
             if head.type in CLIENT_ITEMS:
                 ci = _decode(raw, client_item, etype, "item.")
             if ci is None or not is_client(ci) or (prior is not None and prior.kind == _IGNORED):
-                self._items.setdefault(key, _ItemState(_IGNORED))
-                return out
+                # Run by the provider (web search, code interpreter, MCP…) or not modelled:
+                # whole blocks at the item's place, the item kept as received.
+                if prior is not None and (prior.closed or prior.kind != _IGNORED):
+                    raise MalformedChunkError(
+                        f"malformed {etype} event: output item {key!r} "
+                        + ("ended twice" if prior.closed else "changed its type")
+                    )
+                self._items.setdefault(key, _ItemState(_IGNORED)).closed = True
+                blocks = item_blocks(bytes(raw), head.type, etype)
+                return [BlockComplete(key if n == 0 else (key, n), b) for n, b in enumerate(blocks)]
             call_id, name, args = client_call(ci, etype)
             st = self._done_state(key, _CLIENT, out, call=_CallItem(call_id, name), item_id=head.id)
             if args is None and ci.type == "custom_tool_call" and st.pieces:
@@ -501,10 +514,11 @@ class ResponsesDecoder:
     # ------------------------------------------------------------------ response
 
     def _meta_event(self, data: bytes, etype: str) -> list[Delta]:
+        # Read until the model is known: llama.cpp names it only in response.completed.
         if self._meta:
             return []
         resp = _decode(data, _response_event, etype).response
-        self._meta = True
+        self._meta = resp.model is not None
         return [ResponseMeta(response_id=resp.id, model=resp.model)]
 
     def _terminal_deltas(self, resp: _Response, finish: Finish) -> list[Delta]:
@@ -566,4 +580,8 @@ class ResponsesDecoder:
         inner = ev.error
         message = ev.message or (inner.message if inner else None) or "the server sent an error"
         code = ev.code if ev.code is not None else (inner.code if inner else None)
-        raise _error_from_code(message, code, inner.type if inner else None)
+        type_ = inner.type if inner else (ev.type if ev.type != "error" else None)
+        if isinstance(code, int) and 400 <= code < 600:
+            # llama.cpp's error line: an HTTP status as the code ({"code": 500, ...}).
+            raise in_band_error(message, type_=type_, status=code)
+        raise _error_from_code(message, code, type_)

@@ -14,18 +14,27 @@ from ..._options import RESERVED_BODY_KEYS
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
+    AudioContent,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolResultMessage,
+    UserContent,
     UserMessage,
 )
-from .._common import as_image, as_tool_call, decoder_for, merge_compat, same_model
+from .._common import as_tool_call, decoder_for, merge_compat, same_model
 from .._common import raw_or_json_arguments as _raw_args
+from ..openai_chat._degrade import server_block_text, with_sources
+from ..openai_chat._input import audio_format, data_url, filename
 from ._client import client_item_type, client_output
 from ._schema import _item_head_decoder
+from ._server import API as _API
 
 __all__ = ["RESERVED", "ResponsesCompat", "detect_compat", "encode_input"]
 
@@ -121,24 +130,36 @@ def _handoff_thinking(block: ThinkingContent) -> str | None:
     return f"<thinking>\n{block.thinking}\n</thinking>"
 
 
-def _image_url(block: ImageContent) -> str:
-    return f"data:{block.mime_type};base64,{block.data}"
+def _part(b: UserContent, where: str, *, audio: bool = True) -> dict[str, Any]:
+    """One input content part (API reference, "Input item list": ``input_text``,
+    ``input_image``, ``input_file``, ``input_audio``)."""
+    if isinstance(b, TextContent):
+        return {"type": "input_text", "text": b.text}
+    if isinstance(b, ImageContent):
+        return {"type": "input_image", "image_url": data_url(b.mime_type, b.data), "detail": "auto"}
+    if isinstance(b, DocumentContent):
+        if b.file_id is not None:
+            return {"type": "input_file", "file_id": b.file_id}
+        if b.url is not None:
+            return {"type": "input_file", "file_url": b.url}
+        assert b.data is not None  # exactly one source (DocumentContent)
+        return {"type": "input_file", "filename": filename(b),
+                "file_data": data_url(b.mime_type, b.data)}  # fmt: skip
+    if isinstance(b, AudioContent) and audio:
+        return {"type": "input_audio",
+                "input_audio": {"data": b.data, "format": audio_format(b, where)}}  # fmt: skip
+    # function_call_output.output takes input_text, input_image and input_file only.
+    raise ConfigurationError(
+        f"{where} is a {b.type} block, which an openai-responses tool result cannot carry "
+        "(text, images and documents only): send it in a user message instead"
+    )
 
 
-def _user_item(msg: UserMessage) -> dict[str, Any]:
+def _user_item(msg: UserMessage, i: int) -> dict[str, Any]:
     if isinstance(msg.content, str):
         parts: list[dict[str, Any]] = [{"type": "input_text", "text": msg.content}]
     else:
-        parts = [
-            {"type": "input_text", "text": b.text}
-            if isinstance(b, TextContent)
-            else {
-                "type": "input_image",
-                "image_url": _image_url(as_image(b, "openai-responses")),
-                "detail": "auto",
-            }
-            for b in msg.content
-        ]
+        parts = [_part(b, f"messages[{i}].content[{j}]") for j, b in enumerate(msg.content)]
     return {"type": "message", "role": "user", "content": parts}
 
 
@@ -162,19 +183,35 @@ def _assistant_items(
         elif isinstance(block, TextContent):
             if same and block.signature:
                 item_id, phase = _parse_text_signature(block.signature, where)
+                # The annotations as received (API reference, output_text.annotations).
+                notes = [msgspec.Raw(c.raw.encode()) for c in block.citations if c.raw]
                 item: dict[str, Any] = {
                     "type": "message",
                     "role": "assistant",
                     "id": item_id,
                     "status": "completed",
-                    "content": [{"type": "output_text", "text": block.text, "annotations": []}],
+                    "content": [{"type": "output_text", "text": block.text, "annotations": notes}],
                 }
                 if phase is not None:
                     item["phase"] = phase
                 out.append(item)
             elif block.text:
-                # No item id to keep: the "easy" message form, which needs none.
-                out.append({"type": "message", "role": "assistant", "content": block.text})
+                # No item id to keep: the "easy" message form, which needs none; sources
+                # another API cited become text the model can read.
+                text = block.text if same else with_sources(block.text, block.citations)
+                out.append({"type": "message", "role": "assistant", "content": text})
+        elif isinstance(block, ServerToolCall | ServerToolResult | ProviderItem):
+            raw = block.data if isinstance(block, ProviderItem) else block.raw
+            if same and not skipped_reasoning and msg.api == _API:
+                # A server-run item or an opaque one, back exactly as received; a result
+                # without raw of its own came in its call's item (``_server``).
+                if raw:
+                    out.append(msgspec.Raw(raw.encode()))
+            elif not isinstance(block, ProviderItem):
+                # Another model ran it: what was run and found, as text (``_degrade``).
+                out.append(
+                    {"type": "message", "role": "assistant", "content": server_block_text(block)}
+                )
         else:
             block = as_tool_call(block, "an openai-responses request")
             sig = block.signature
@@ -200,17 +237,10 @@ def _assistant_items(
 
 def _tool_output(msg: ToolResultMessage, i: int, answers: dict[str, str]) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
-    if any(isinstance(b, ImageContent) for b in msg.content):
-        # function_call_output.output may be a list of input_text/input_image parts.
+    if any(not isinstance(b, TextContent) for b in msg.content):
+        # function_call_output.output may be a list of input_text/input_image/input_file.
         output = [
-            {"type": "input_text", "text": b.text}
-            if isinstance(b, TextContent)
-            else {
-                "type": "input_image",
-                "image_url": _image_url(as_image(b, "openai-responses")),
-                "detail": "auto",
-            }
-            for b in msg.content
+            _part(b, f"messages[{i}].content[{j}]", audio=False) for j, b in enumerate(msg.content)
         ]
     else:
         output = msg.text
@@ -238,7 +268,7 @@ def encode_input(
         )
     for i, msg in enumerate(context.messages):
         if isinstance(msg, UserMessage):
-            items.append(_user_item(msg))
+            items.append(_user_item(msg, i))
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)

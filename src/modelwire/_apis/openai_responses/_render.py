@@ -8,11 +8,22 @@ from __future__ import annotations
 import itertools
 import json
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from ...types import TextContent, ThinkingContent, ToolCall
+from ...types import (
+    AssistantContent,
+    Citation,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+)
 from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text, text_of
+from ._server import SERVER_ITEMS
 
 __all__ = ["render", "render_complete", "tool_results"]
 
@@ -78,8 +89,13 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
     ev("response.created", response=response("in_progress", [], None))
     ev("response.in_progress", response=response("in_progress", [], None))
     output: list[Any] = []
-    for oi, block in enumerate(reply.content):
-        if isinstance(block, ThinkingContent):
+    for oi, block in enumerate(_items(reply.content)):
+        if isinstance(block, dict):
+            # A provider-run or opaque item: added in progress, done as scripted.
+            ev("response.output_item.added", output_index=oi,
+               item={**block, "status": "in_progress"} if "status" in block else block)  # fmt: skip
+            item = block
+        elif isinstance(block, ThinkingContent):
             item = _reasoning(block, rid, oi)
             item_id = item["id"]
             ev("response.output_item.added", output_index=oi, item={**item, "summary": []})
@@ -101,6 +117,9 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             ev("response.content_part.added", **common, part=empty)
             for p in split_text(block.text, pc):
                 ev("response.output_text.delta", **common, delta=p, logprobs=[])
+            for n, note in enumerate(item["content"][0]["annotations"]):
+                ev("response.output_text.annotation.added", **common, annotation_index=n,
+                   annotation=note)  # fmt: skip
             ev("response.output_text.done", **common, text=block.text, logprobs=[])
             ev("response.content_part.done", **common, part=item["content"][0])
         else:
@@ -135,9 +154,75 @@ def _reasoning(block: ThinkingContent, rid: str, oi: int) -> dict[str, Any]:
     return {**item, "id": item_id, "type": "reasoning", "summary": [done_part]}
 
 
+def _annotation(c: Citation) -> dict[str, Any]:
+    """The citation as the API sends it: its raw annotation, else one built from its
+    fields (API reference, output_text.annotations)."""
+    if c.raw:
+        value = json.loads(c.raw)
+        if isinstance(value, dict) and isinstance(value.get("type"), str):
+            return value
+    if c.kind == "file":
+        return {"type": "file_citation", "file_id": c.document or "", "filename": c.title or "",
+                "index": c.start or 0}  # fmt: skip
+    return {"type": "url_citation", "url": c.url or "", "title": c.title or "",
+            "start_index": c.start or 0, "end_index": c.end or 0}  # fmt: skip
+
+
+def _server_item(call: ServerToolCall, result: ServerToolResult | None) -> dict[str, Any]:
+    """A provider-run item: the call's raw item, else one built from the blocks."""
+    if call.raw:
+        value = json.loads(call.raw)
+        if isinstance(value, dict):
+            return value
+    item: dict[str, Any] = {"id": call.id, "type": call.provider_type, "status": "completed"}
+    if call.provider_type == "mcp_call":
+        item.update(name=call.name, arguments=json.dumps(call.input), server_label="mock")
+    elif call.provider_type == "web_search_call":
+        item["action"] = dict(call.input)
+    else:
+        item.update(call.input)
+    field = SERVER_ITEMS.get(call.provider_type, ("", None))[1]
+    if result is not None and field is not None:
+        if result.is_error:
+            item["status"] = "failed"
+        if field == "action.sources":
+            item.setdefault("action", {})["sources"] = result.result
+        else:
+            item[field] = result.result
+    return item
+
+
+def _items(content: Sequence[AssistantContent]) -> list[Any]:
+    """The output items of a script, in order: text, thinking and call blocks as they
+    are, provider-run tools and opaque items as the item dicts to send (a result
+    without raw of its own goes into its call's item)."""
+    out: list[Any] = []
+    skip: set[int] = set()
+    for n, block in enumerate(content):
+        if n in skip:
+            continue
+        if isinstance(block, ServerToolCall):
+            nxt = content[n + 1] if n + 1 < len(content) else None
+            result = None
+            if isinstance(nxt, ServerToolResult) and nxt.tool_call_id == block.id and not nxt.raw:
+                result = nxt
+                skip.add(n + 1)
+            out.append(_server_item(block, result))
+        elif isinstance(block, ServerToolResult):
+            if not block.raw:
+                continue  # carried by its call's item, which came before
+            out.append(json.loads(block.raw))
+        elif isinstance(block, ProviderItem):
+            out.append(block.value)
+        else:
+            out.append(block)
+    return out
+
+
 def _message(block: TextContent, rid: str, oi: int) -> dict[str, Any]:
     # The signature of a Responses text block is its message item id.
-    full = {"type": "output_text", "text": block.text, "annotations": []}
+    full = {"type": "output_text", "text": block.text,
+            "annotations": [_annotation(c) for c in block.citations]}  # fmt: skip
     return {"id": block.signature or f"msg_{rid}_{oi}", "type": "message",
             "status": "completed", "role": "assistant", "content": [full]}  # fmt: skip
 
@@ -154,8 +239,10 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
     stream's ``response.completed`` (or ``response.incomplete``) carries."""
     rid = prefixed("resp_", rid or "mock")
     output: list[Any] = []
-    for oi, block in enumerate(reply.content):
-        if isinstance(block, ThinkingContent):
+    for oi, block in enumerate(_items(reply.content)):
+        if isinstance(block, dict):
+            output.append(block)
+        elif isinstance(block, ThinkingContent):
             output.append(_reasoning(block, rid, oi))
         elif isinstance(block, TextContent):
             output.append(_message(block, rid, oi))

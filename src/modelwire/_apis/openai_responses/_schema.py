@@ -69,6 +69,8 @@ class _Part(msgspec.Struct, gc=False):
     type: str = ""
     text: str | None = None
     refusal: str | None = None
+    # output_text annotations (citations), each kept as its exact JSON text.
+    annotations: list[msgspec.Raw] | None = None
 
 
 class _TextItem(msgspec.Struct, gc=False):
@@ -102,10 +104,20 @@ class _ArgsDoneEvent(msgspec.Struct, gc=False):
 
 class _ErrorEvent(msgspec.Struct, gc=False):
     # OpenAI documents code/message/param at the top level; recordings also show
-    # them nested in an "error" object (vercel/ai's openai-error fixture).
+    # them nested in an "error" object (vercel/ai's openai-error fixture). A
+    # llama.cpp ``error:`` line has no event type: its ``type`` is the error's.
     message: str | None = None
     code: str | int | None = None
     error: _Error | None = None
+    type: str | None = None
+
+
+class _AnnotationEvent(msgspec.Struct, gc=False):
+    # response.output_text.annotation.added
+    annotation: msgspec.Raw
+    output_index: Count | None = None
+    item_id: str | None = None
+    content_index: Count = 0
 
 
 class _InputDoneEvent(msgspec.Struct, gc=False):
@@ -124,3 +136,4 @@ _delta_event = decoder_for(_DeltaEvent)
 _args_done_event = decoder_for(_ArgsDoneEvent)
 _input_done_event = decoder_for(_InputDoneEvent)
 _error_event = decoder_for(_ErrorEvent)
+_annotation_event = decoder_for(_AnnotationEvent)

@@ -1,0 +1,174 @@
+"""Output items the provider executes itself, opaque items, and text annotations.
+
+Reference: the Responses API reference, "Output items" (``web_search_call``,
+``file_search_call``, ``code_interpreter_call``, ``image_generation_call``, ``mcp_call``,
+``mcp_list_tools``, ``tool_search_call``/``tool_search_output`` with ``execution:
+"server"``) and the ``output_text`` part's ``annotations`` (``url_citation``,
+``file_citation``, ``container_file_citation``, ``file_path``).
+
+A server-executed item becomes a :class:`~modelwire.types.ServerToolCall` whose ``raw``
+is the item exactly as received in ``response.output_item.done`` — what goes back to
+the same model, byte for byte — followed by a
+:class:`~modelwire.types.ServerToolResult` holding the result the item carries
+(``results``, ``outputs``, ``result``, ``output``, ``tools``, the search ``sources``);
+that result has no ``raw`` of its own, because the one item carries both and is
+replayed once. Any other item type modelwire does not model (``compaction``, a
+type added after this was written) becomes a :class:`~modelwire.types.ProviderItem`:
+kept, never dropped, replayed as received.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ...errors import MalformedChunkError
+from ...types import Citation, ProviderItem, ServerToolCall, ServerToolResult
+
+__all__ = ["API", "SERVER_ITEMS", "citation", "item_blocks", "raw_citation"]
+
+API = "openai-responses"
+
+#: Server-executed item type → ``ServerToolCall.name`` ("" = the item's own ``name``)
+#: and the field holding its result (``None``: the item has no result of its own).
+SERVER_ITEMS: dict[str, tuple[str, str | None]] = {
+    "web_search_call": ("web_search", "action.sources"),
+    "file_search_call": ("file_search", "results"),
+    "code_interpreter_call": ("code_interpreter", "outputs"),
+    "image_generation_call": ("image_generation", "result"),
+    "mcp_call": ("", "output"),
+    "mcp_list_tools": ("mcp_list_tools", "tools"),
+    "tool_search_call": ("tool_search", None),
+}
+
+# What each item was run with: these fields of the item, as the tool's input.
+_INPUT_FIELDS: dict[str, tuple[str, ...]] = {
+    "file_search_call": ("queries",),
+    "code_interpreter_call": ("code", "container_id"),
+    "image_generation_call": ("revised_prompt", "size", "quality", "background", "output_format"),
+    "mcp_list_tools": ("server_label",),
+}
+
+
+def _object(raw: bytes, etype: str) -> dict[str, Any]:
+    try:
+        value = msgspec.json.decode(raw)
+    except msgspec.DecodeError as exc:  # pragma: no cover - the framing gave valid JSON
+        raise MalformedChunkError(f"malformed {etype} event: item is not JSON ({exc})") from None
+    if not isinstance(value, dict):
+        raise MalformedChunkError(f"malformed {etype} event: item must be an object")
+    return value
+
+
+def _str(item: dict[str, Any], field: str, etype: str, *, required: bool = False) -> str | None:
+    value = item.get(field)
+    if value is None and not required:
+        return None
+    if not isinstance(value, str) or (required and not value):
+        raise MalformedChunkError(f"malformed {etype} event: item.{field} must be a string")
+    return value
+
+
+def _mcp_input(item: dict[str, Any], etype: str) -> dict[str, Any]:
+    # mcp_call.arguments is "a JSON string of the arguments passed to the tool".
+    text = _str(item, "arguments", etype) or ""
+    try:
+        value = msgspec.json.decode(text) if text.strip() else {}
+    except msgspec.DecodeError:
+        value = None
+    return value if isinstance(value, dict) else {"arguments": text}
+
+
+def item_blocks(
+    raw: bytes, item_type: str, etype: str
+) -> list[ServerToolCall | ServerToolResult | ProviderItem]:
+    """The blocks of one finished output item that is neither a message, a reasoning
+    item, a function call nor a client-executed item."""
+    item = _object(raw, etype)
+    text = raw.decode()
+    known = SERVER_ITEMS.get(item_type)
+    if item_type == "tool_search_call" and item.get("execution") != "server":
+        known = None  # a client search is a ToolCall (``_client``); anything else: opaque
+    if item_type == "tool_search_output" and item.get("execution") == "server":
+        call_id = _str(item, "call_id", etype) or _str(item, "id", etype, required=True)
+        assert call_id is not None
+        return [
+            ServerToolResult(
+                tool_call_id=call_id,
+                provider_type=item_type,
+                result=item.get("tools"),
+                is_error=item.get("status") == "failed",
+                name="tool_search",
+                raw=text,
+            )
+        ]
+    if known is None:
+        return [ProviderItem(api=API, provider_type=item_type, data=text)]
+    name, result_field = known
+    item_id = _str(item, "id", etype, required=True)
+    assert item_id is not None
+    if not name:
+        name = _str(item, "name", etype, required=True) or ""
+    if item_type == "mcp_call":
+        tool_input = _mcp_input(item, etype)
+    elif item_type == "web_search_call":
+        action = item.get("action")
+        tool_input = (
+            {k: v for k, v in action.items() if k != "sources"} if isinstance(action, dict) else {}
+        )
+    elif item_type == "tool_search_call":
+        args = item.get("arguments")
+        tool_input = args if isinstance(args, dict) else {}
+    else:
+        tool_input = {f: item[f] for f in _INPUT_FIELDS.get(item_type, ()) if f in item}
+    call = ServerToolCall(
+        id=item_id, name=name, input=tool_input, provider_type=item_type, raw=text
+    )
+    if result_field is None:
+        return [call]
+    value: Any = item
+    for part in result_field.split("."):
+        value = value.get(part) if isinstance(value, dict) else None
+    error = item.get("error")
+    result = ServerToolResult(
+        tool_call_id=item_id,
+        provider_type=item_type,
+        result=value if error is None else {"error": error, "output": value},
+        is_error=error is not None or item.get("status") in ("failed", "incomplete"),
+        name=name,
+    )
+    return [call, result]
+
+
+def citation(annotation: dict[str, Any], raw: str) -> Citation:
+    """A Citation from one ``output_text`` annotation (``raw``: its exact JSON text)."""
+    kind = annotation.get("type")
+
+    def s(field: str) -> str | None:
+        v = annotation.get(field)
+        return v if isinstance(v, str) else None
+
+    def n(field: str) -> int | None:
+        v = annotation.get(field)
+        return v if type(v) is int else None
+
+    if kind == "url_citation":
+        return Citation(kind="url", url=s("url"), title=s("title"), start=n("start_index"),
+                        end=n("end_index"), raw=raw)  # fmt: skip
+    if kind in ("file_citation", "container_file_citation", "file_path"):
+        # file_citation / file_path: ``index`` is where in the text the file is cited.
+        start = n("start_index") if kind == "container_file_citation" else n("index")
+        end = n("end_index") if kind == "container_file_citation" else None
+        return Citation(kind="file", document=s("file_id"), title=s("filename"), start=start,
+                        end=end, raw=raw)  # fmt: skip
+    return Citation(kind="other", url=s("url"), title=s("title"), raw=raw)
+
+
+def raw_citation(raw: msgspec.Raw, etype: str) -> Citation:
+    """The Citation of one annotation as received (its JSON text kept as ``raw``)."""
+    text = bytes(raw).decode()
+    value = msgspec.json.decode(text) if text else None
+    if not isinstance(value, dict):
+        raise MalformedChunkError(f"malformed {etype} event: annotation must be an object")
+    return citation(value, text)
