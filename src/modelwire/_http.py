@@ -203,6 +203,11 @@ class _AsyncTransport:
         self._secrets: tuple[str, ...] = ()
 
     async def send(self, i: Send) -> Head | Failure:
+        if self._response is not None:
+            # Another attempt after a failure the Call read from the body (an in-band
+            # error, a fallback to the next model): that response is done with.
+            response, self._response = self._response, None
+            await response.aclose()
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.AsyncClient(
@@ -363,6 +368,10 @@ class SyncDriver:
         # A blocking send cannot be wrapped in a deadline as a task can: each of its
         # phases (connect, write, waiting for the headers) has a timeout cut to what
         # is left of the total (``Send.connect``/``idle``).
+        if self._response is not None:
+            with self._lock:  # another attempt: the previous response is done with
+                response, self._response = self._response, None
+            response.close()
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.Client(

@@ -74,6 +74,7 @@ __all__ = [
     "EndTrace",
     "ErrorTrace",
     "EventTrace",
+    "FallbackTrace",
     "MessageTrace",
     "ReadCut",
     "ReadTrace",
@@ -176,6 +177,30 @@ class RetryTrace(TraceRecord, frozen=True):
     """The error kind that caused the retry (``rate_limit``, ``server``, ``connect``…)."""
     wait: float
     """Seconds slept before the next attempt."""
+
+
+class FallbackTrace(TraceRecord, frozen=True):
+    """A :class:`~modelwire.Fallback` moved on from one model to the next: which
+    attempt failed, how, and which model comes next (emitted by the failed model's
+    tracer, before the next model's records)."""
+
+    layer: ClassVar[str] = "fallback"
+    attempt: int
+    """1-based position of the model that failed in the fallback list."""
+    provider: str
+    """The failed model's provider."""
+    model: str
+    """The failed model's id."""
+    kind: str
+    """The error kind that made it move on (``overloaded``, ``rate_limit``…)."""
+    message: str
+    """The error's text (redacted)."""
+    next_provider: str
+    """The provider of the model tried next."""
+    next_model: str
+    """The id of the model tried next."""
+    restart: bool
+    """True when content had been delivered and the stream restarts (a ``restart`` event)."""
 
 
 class ReadTrace(TraceRecord, frozen=True):
@@ -445,6 +470,15 @@ class Tracer:
         """A failed attempt that will be retried after ``wait`` seconds."""
         self.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
                              status=status, kind=kind, wait=wait))  # fmt: skip
+
+    def fallback(
+        self, attempt: int, failed: Model, kind: str, message: str, nxt: Model, *, restart: bool
+    ) -> None:
+        """A fallback moves on from ``failed`` (its ``attempt``-th model) to ``nxt``."""
+        self.emit(FallbackTrace(id=f"fallback-{attempt}", parent=self.last, attempt=attempt,
+                                provider=failed.provider, model=failed.id, kind=kind,
+                                message=self.redact(message), next_provider=nxt.provider,
+                                next_model=nxt.id, restart=restart))  # fmt: skip
 
     # ------------------------------------------------------------------ bytes
 
