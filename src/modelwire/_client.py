@@ -19,6 +19,9 @@ from ._apis import (
     register_stream_function,
     register_wire_api,
 )
+from ._breaker import CircuitBreaker
+from ._count import TokenCount
+from ._fallback import Fallback, Plan, Target, make_plan
 from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from ._pipeline import Pipeline
 from ._providers import apply_provider_rules
@@ -28,17 +31,28 @@ from ._streams import (
     SyncAssistantMessageStream,
     SyncStreamChannel,
 )
-from .errors import ConfigurationError
+from .errors import ConfigurationError, StreamError
 from .events import Event
 from .types import AssistantMessage, Context, Model
 
 if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
-    from ._call import Call
+    from ._call import Call, Leg
     from ._options import HTTPRequest
     from .trace import TraceObserver
 
-__all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
+__all__ = [
+    "CircuitBreaker",
+    "Fallback",
+    "TokenCount",
+    "complete",
+    "complete_sync",
+    "count_tokens",
+    "count_tokens_sync",
+    "register_api",
+    "stream",
+    "stream_sync",
+]
 
 
 def register_api(name: str, stream_fn: Any) -> None:
@@ -63,16 +77,20 @@ def register_api(name: str, stream_fn: Any) -> None:
 
 def _prepare(
     model: Model, context: Context, opts: StreamOptions
-) -> tuple[RequestOptions, HTTPRequest | None]:
+) -> tuple[RequestOptions, HTTPRequest | None, StreamError | None]:
+    """Options, request and — for ``max_tokens="auto"`` that cannot fit — the error the
+    call ends with before any I/O (``context_overflow``)."""
     if not isinstance(model, Model):
         raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
     if not isinstance(context, Context):
         raise ConfigurationError(
             f"context must be a modelwire.Context, got {type(context).__name__}"
         )
+    # "auto" is fitted below, once the conversation is rewritten for this model.
+    auto = opts.get("max_tokens") == "auto"
     if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
-        return resolve_options("", **opts), None
+        return resolve_options("", **opts), None, None
     options = resolve_options(model.provider, **opts)
     if options.reasoning is not None:
         import msgspec
@@ -85,16 +103,84 @@ def _prepare(
     from ._handoffs import handoff
 
     # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
-    request = get_api(model.api).build_request(model, handoff(context, model), options)
+    ctx = handoff(context, model)
+    prefail: StreamError | None = None
+    if auto:
+        import msgspec
+
+        from ._count import fit_max_tokens
+
+        fitted, prefail = fit_max_tokens(model, ctx)
+        options = msgspec.structs.replace(options, max_tokens=fitted)
+    request = get_api(model.api).build_request(model, ctx, options)
     request = apply_provider_rules(model, options, request)  # URL, auth, body, secrets
-    return options, request
+    return options, request, prefail
+
+
+def _plan(model: Model | Fallback, context: Context, opts: StreamOptions) -> Plan | RequestOptions:
+    """The call's plan; for a custom stream function its options only."""
+    if isinstance(model, Fallback):
+        targets = []
+        for m in model.models:
+            options, request, prefail = _prepare(m, context, opts)
+            assert request is not None  # Fallback refuses custom stream functions
+            targets.append(Target(m, options, request, prefail))
+        return make_plan(targets, opts, model)
+    options, request, prefail = _prepare(model, context, opts)
+    if request is None:
+        return options
+    return make_plan([Target(model, options, request, prefail)], opts, None)
+
+
+def _pipeline_factory(
+    target: Target,
+    context: Context,
+    trace: TraceObserver | None,
+    policy: CompletionPolicy | None,
+) -> Callable[[], Pipeline]:
+    model, options, request = target.model, target.options, target.request
+
+    def new() -> Pipeline:
+        p = Pipeline(
+            model.api,
+            model=model,
+            tool_choice=options.tool_choice,
+            tools_declared=bool(context.tools),
+            secrets=request.secrets,  # the key and every credential header (apis._common)
+            trace=trace,
+            clock=True,
+            policy=policy,
+        )
+        if p.trace is not None:
+            p.trace.context(model, context)
+            p.trace.request(request)
+        return p
+
+    return new
+
+
+def _leg(plan: Plan, target: Target, new: Callable[[], Pipeline]) -> Leg:
+    from ._call import Leg
+
+    model, options = target.model, target.options
+    pacer = None
+    tokens = 0
+    if plan.rpm is not None or plan.tpm is not None:
+        from ._limits import pacer_for
+
+        pacer = pacer_for(model.provider, plan.rpm, plan.tpm)
+        if plan.tpm is not None:
+            # The usual 4 bytes per token of the request body; settled with the usage.
+            tokens = max(1, len(target.request.body) // 4)
+    circuit = plan.breaker.circuit(model.provider, model.id) if plan.breaker else None
+    return Leg(target.request, timeout=options.timeout, max_retries=options.max_retries,
+               new_pipeline=new, model=model, prefail=target.prefail, circuit=circuit,
+               pacer=pacer, tokens=tokens)  # fmt: skip
 
 
 def _call(
-    model: Model,
+    plan: Plan,
     context: Context,
-    options: RequestOptions,
-    request: HTTPRequest,
     trace: TraceObserver | None,
     policy: CompletionPolicy | None,
     aborted: Callable[[], bool],
@@ -102,22 +188,15 @@ def _call(
     """The one call both paths run (:class:`~modelwire._call.Call`); only its driver differs."""
     from ._call import Call
 
-    p = Pipeline(
-        model.api,
-        model=model,
-        tool_choice=options.tool_choice,
-        tools_declared=bool(context.tools),
-        secrets=request.secrets,  # the key and every credential header (apis._common)
-        trace=trace,
-        clock=True,
-        policy=policy,
-    )
-    if p.trace is not None:
-        p.trace.context(model, context)
-        p.trace.request(request)
+    legs = [_leg(plan, t, _pipeline_factory(t, context, trace, policy)) for t in plan.targets]
+    first = legs[0]
+    assert first.new_pipeline is not None
     return Call(
-        p, request, timeout=options.timeout, max_retries=options.max_retries, aborted=aborted
-    )
+        first.new_pipeline(), first.request, timeout=first.timeout,
+        max_retries=first.max_retries, aborted=aborted, new_pipeline=first.new_pipeline,
+        model=first.model, prefail=first.prefail, circuit=first.circuit, pacer=first.pacer,
+        tokens=first.tokens, fallback=legs[1:], switch=plan.switch,
+    )  # fmt: skip
 
 
 def _check_policy(policy: object) -> None:
@@ -137,7 +216,7 @@ def _check_trace(trace: object) -> TraceObserver | None:
 
 
 def stream(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | Fallback, context: Context, **options: Unpack[StreamOptions]
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
@@ -157,17 +236,24 @@ def stream(
     ``completion_policy``: decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools.
+
+    Resilience: ``model`` may be a :class:`~modelwire.Fallback` (models tried in order,
+    ``modelwire._fallback``); ``circuit_breaker`` (``modelwire._breaker``);
+    ``requests_per_minute`` and ``tokens_per_minute`` (client-side pacing shared per
+    provider, ``modelwire._limits``); ``max_tokens="auto"`` fits the output to the
+    context window.
     """
     check_option_names(options, "stream")
     trace = _check_trace(options.get("trace"))
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
-    resolved, request = _prepare(model, context, options)
-    if request is None:
+    plan = _plan(model, context, options)
+    if not isinstance(plan, Plan):
         from ._custom import custom_async
 
-        return custom_async(model, context, resolved, trace)
+        assert isinstance(model, Model)
+        return custom_async(model, context, plan, trace)
     if http_client is not None:
         from ._http import check_client
 
@@ -176,8 +262,7 @@ def stream(
     async def produce(s: StreamChannel) -> None:
         from ._http import drive_async
 
-        call = _call(model, context, resolved, request, trace, completion_policy,
-                     lambda: s.aborted)  # fmt: skip
+        call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
         s.abort_events = call.abort_events
         s.fail_events = call.fail_events
         await drive_async(call, s, http_client)
@@ -186,7 +271,7 @@ def stream(
 
 
 async def complete(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | Fallback, context: Context, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Stream to the end and return the final message (never raises for stream
     failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
@@ -195,7 +280,7 @@ async def complete(
 
 
 def stream_sync(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | Fallback, context: Context, **options: Unpack[StreamOptions]
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
     the same options (:class:`~modelwire._options.StreamOptions`)."""
@@ -204,11 +289,12 @@ def stream_sync(
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
-    resolved, request = _prepare(model, context, options)
-    if request is None:
+    plan = _plan(model, context, options)
+    if not isinstance(plan, Plan):
         from ._custom import custom_sync
 
-        return custom_sync(model, context, resolved, trace)
+        assert isinstance(model, Model)
+        return custom_sync(model, context, plan, trace)
     if http_client is not None:
         from ._http import check_client
 
@@ -217,8 +303,7 @@ def stream_sync(
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
         from ._http import SyncDriver
 
-        call = _call(model, context, resolved, request, trace, completion_policy,
-                     lambda: s.aborted)  # fmt: skip
+        call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
         driver = SyncDriver(call, http_client)
         s.abort_events = call.abort_events
         s.fail_events = call.fail_events
@@ -229,7 +314,33 @@ def stream_sync(
 
 
 def complete_sync(
-    model: Model, context: Context, **options: Unpack[StreamOptions]
+    model: Model | Fallback, context: Context, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Synchronous :func:`complete`."""
     return stream_sync(model, context, **options).result()
+
+
+async def count_tokens(
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
+) -> TokenCount:
+    """The prompt tokens of ``context`` for ``model``: the provider's own count where
+    its API has an endpoint (Anthropic, Gemini, Bedrock, OpenAI Responses), else the
+    local estimate, marked ``estimated=True`` (:mod:`modelwire._count` says how both work).
+
+    ``model`` is a ``Model``, a ``"provider/model-id"`` string or a ``Fallback`` (its
+    first model); ``context`` a ``Context`` or a prompt string; the options are
+    ``stream``'s (``api_key``, ``headers``, ``timeout``, ``http_client``…). Caller
+    mistakes raise ``ConfigurationError`` before any request; a failed count raises
+    the typed error (``RateLimitError``, ``ConnectError``…)."""
+    from ._count import count_tokens as count
+
+    return await count(_prepare, model, context, options)
+
+
+def count_tokens_sync(
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
+) -> TokenCount:
+    """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions)."""
+    from ._count import count_tokens_sync as count
+
+    return count(_prepare, model, context, options)

@@ -180,27 +180,22 @@ class RetryTrace(TraceRecord, frozen=True):
 
 
 class FallbackTrace(TraceRecord, frozen=True):
-    """A :class:`~modelwire.Fallback` moved on from one model to the next: which
-    attempt failed, how, and which model comes next (emitted by the failed model's
-    tracer, before the next model's records)."""
+    """A :class:`~modelwire.Fallback` moved on from the failed ``provider``/``model`` to
+    ``next_provider``/``next_model`` (``restart``: after content, with a ``restart``
+    event); emitted by the failed model's tracer, before the next one's records."""
 
     layer: ClassVar[str] = "fallback"
     attempt: int
     """1-based position of the model that failed in the fallback list."""
     provider: str
-    """The failed model's provider."""
     model: str
-    """The failed model's id."""
     kind: str
     """The error kind that made it move on (``overloaded``, ``rate_limit``…)."""
     message: str
     """The error's text (redacted)."""
     next_provider: str
-    """The provider of the model tried next."""
     next_model: str
-    """The id of the model tried next."""
     restart: bool
-    """True when content had been delivered and the stream restarts (a ``restart`` event)."""
 
 
 class ReadTrace(TraceRecord, frozen=True):
@@ -471,14 +466,11 @@ class Tracer:
         self.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
                              status=status, kind=kind, wait=wait))  # fmt: skip
 
-    def fallback(
-        self, attempt: int, failed: Model, kind: str, message: str, nxt: Model, *, restart: bool
-    ) -> None:
-        """A fallback moves on from ``failed`` (its ``attempt``-th model) to ``nxt``."""
-        self.emit(FallbackTrace(id=f"fallback-{attempt}", parent=self.last, attempt=attempt,
-                                provider=failed.provider, model=failed.id, kind=kind,
-                                message=self.redact(message), next_provider=nxt.provider,
-                                next_model=nxt.id, restart=restart))  # fmt: skip
+    def fallback(self, n: int, failed: Model, kind: str, text: str, nxt: Model, *, restart: bool) -> None:  # fmt: skip
+        """A fallback moves on from ``failed`` (its ``n``-th model) to ``nxt``."""
+        self.emit(FallbackTrace(id=f"fallback-{n}", parent=self.last, attempt=n, kind=kind,
+                                provider=failed.provider, model=failed.id, message=self.redact(text),
+                                next_provider=nxt.provider, next_model=nxt.id, restart=restart))  # fmt: skip
 
     # ------------------------------------------------------------------ bytes
 

@@ -1,33 +1,18 @@
-"""One model call as a sans-IO state machine: every decision, no waiting.
-
-A :class:`Call` owns the control flow of one streaming request — authorize, send,
-retry with backoff, the total deadline, the status → typed error step, reading the
-body into the :class:`~modelwire._pipeline.Pipeline`, draining the rest of the body
-after the terminal event, closing in every path, redacting secrets, abort — and
-says what to do next as an *intent* (:class:`Authorize`, :class:`Send`,
-:class:`ReadError`, :class:`Sleep`, :class:`Read`, :class:`Emit`, :class:`Drain`,
-:class:`Close`). A driver performs the intent and hands the outcome back with
-:meth:`Call.send`; the async driver (``modelwire._http.drive_async``) awaits, the
-sync one (``modelwire._http.SyncDriver``) blocks, and that is their only
-difference (h11's sans-IO style: the protocol decides, the caller does the I/O).
-
-Retry decisions stay with :class:`~modelwire._retry.RetryPolicy` (``next_wait``);
-the clock and the jitter are parameters, so a test drives a whole call — retries,
-deadlines, drain, abort — with a fake transport and a fake clock.
-"""
+"""The flow of one call: its legs (one per model), every attempt on each, and the
+decisions between them — retry, fall back, restart, deliver (see :mod:`modelwire._call`)."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ._http_status import origin, request_id, status_error
-from ._redact import head, redact
-from ._retry import RetryPolicy
-from .errors import (
+from .._http_status import origin, request_id, status_error
+from .._redact import head, redact
+from .._retry import RetryPolicy
+from ..errors import (
     ErrorInfo,
     ProviderError,
     ProviderStreamError,
@@ -35,139 +20,37 @@ from .errors import (
     StreamError,
     from_info,
 )
-from .events import ErrorEvent, RestartEvent, StartEvent
+from ..events import ErrorEvent, RestartEvent, StartEvent
+from ._intents import (
+    DRAIN_BYTES,
+    DRAIN_SECONDS,
+    ERROR_BODY_LIMIT,
+    Aborted,
+    Authorize,
+    Close,
+    Drain,
+    Emit,
+    Failure,
+    Head,
+    Intent,
+    Read,
+    ReadError,
+    Send,
+    Sleep,
+)
 
 if TYPE_CHECKING:
-    from ._breaker import Circuit
-    from ._limits import Pacer
-    from ._options import HTTPRequest, Timeout
-    from ._pipeline import Pipeline
-    from .events import Event
-    from .types import Model
+    from .._breaker import Circuit
+    from .._limits import Pacer
+    from .._options import HTTPRequest, Timeout
+    from .._pipeline import Pipeline
+    from ..events import Event
+    from ..types import Model
 
-__all__ = [
-    "DRAIN_BYTES",
-    "DRAIN_SECONDS",
-    "ERROR_BODY_LIMIT",
-    "Authorize",
-    "Call",
-    "Close",
-    "Drain",
-    "Emit",
-    "Failure",
-    "Head",
-    "Intent",
-    "Leg",
-    "Read",
-    "ReadError",
-    "Send",
-    "Sleep",
-    "Switch",
-]
+__all__ = ["Call", "Leg", "Switch"]
 
-#: After the terminal event the rest of the body is read for at most this many bytes
-#: and seconds, so the connection can go back to the pool (DESIGN §2a "HTTP").
-DRAIN_BYTES = 64 * 1024
-DRAIN_SECONDS = 0.25
-#: How much of an error response's body is read to build its message.
-ERROR_BODY_LIMIT = 64 * 1024
 #: How much of a non-event-stream 200 body its error quotes.
 _EXCERPT_CHARS = 200
-
-
-# --------------------------------------------------------------------------- intents
-
-
-class Authorize(msgspec.Struct, frozen=True, gc=False):
-    """Run the request's authorizer (``modelwire._http_auth``); answer with the
-    authorized :class:`~modelwire._options.HTTPRequest` or a :class:`Failure`."""
-
-    request: HTTPRequest
-
-
-class Send(msgspec.Struct, frozen=True, gc=False):
-    """Send ``request`` (streaming); answer with :class:`Head` or :class:`Failure`.
-
-    ``connect`` and ``idle`` are the per-phase timeouts (``None``: unlimited), already
-    cut to what is left of the total deadline; ``remaining`` bounds the whole send.
-    """
-
-    request: HTTPRequest
-    connect: float | None
-    idle: float | None
-    remaining: float | None
-
-
-class ReadError(msgspec.Struct, frozen=True, gc=False):
-    """Read up to ``limit`` bytes of the response that is not the stream (within
-    ``remaining`` seconds), then close it; answer with the bytes."""
-
-    limit: int
-    remaining: float | None
-
-
-class Sleep(msgspec.Struct, frozen=True, gc=False):
-    """Wait ``seconds`` before the next attempt; answer with ``None``."""
-
-    seconds: float
-
-
-class Read(msgspec.Struct, frozen=True, gc=False):
-    """Read the next chunk of the body (within ``remaining`` seconds of the total
-    deadline); answer with the bytes, ``None`` at the end of the body, or a
-    :class:`Failure`."""
-
-    remaining: float | None
-
-
-class Emit(msgspec.Struct, frozen=True, gc=False):
-    """Deliver ``events`` to the consumer; answer with ``None``."""
-
-    events: list[Event]
-
-
-class Drain(msgspec.Struct, frozen=True, gc=False):
-    """Read and drop the rest of the body, at most ``max_bytes`` within ``seconds``;
-    errors are ignored; answer with ``None``."""
-
-    max_bytes: int
-    seconds: float
-
-
-class Close(msgspec.Struct, frozen=True, gc=False):
-    """Close the response and a client the driver opened itself; the call is over."""
-
-
-Intent: TypeAlias = Authorize | Send | ReadError | Sleep | Read | Emit | Drain | Close
-
-
-# --------------------------------------------------------------------------- results
-
-
-class Head(msgspec.Struct, frozen=True, gc=False):
-    """A response's status line and headers (any mapping; ``httpx.Headers`` reads
-    them in any case, as HTTP requires — a fake transport passes lowercase names)."""
-
-    status: int
-    headers: Mapping[str, str]
-
-
-class Failure(msgspec.Struct, frozen=True, gc=False):
-    """A transport failure, already typed by the driver (``modelwire._http``).
-
-    ``deadline``: the driver's bound of the total deadline fired; ``timeout``: a
-    connect/idle timeout expired; ``final``: the request can never succeed (an
-    unusable URL), so it is not retried.
-    """
-
-    error: StreamError
-    deadline: bool = False
-    timeout: bool = False
-    final: bool = False
-
-
-class _Aborted(Exception):
-    """Thrown into the call's generator when the caller aborts."""
 
 
 # --------------------------------------------------------------------------- call
@@ -305,7 +188,7 @@ class Call:
         if self._aborted:  # already on the way out: its Emit, then Close
             return self._gen.send(None)
         self._aborted = True
-        return self._gen.throw(_Aborted())
+        return self._gen.throw(Aborted())
 
     def abort_events(self) -> list[Event]:
         """The aborted terminal built from what was received (``[]`` once ended)."""
@@ -316,7 +199,7 @@ class Call:
         p = self.pipeline
         if isinstance(exc, StreamError):
             return p.fail(exc)
-        from .errors import StreamInterruptedError
+        from ..errors import StreamInterruptedError
 
         return p.fail(StreamInterruptedError(redact(f"the stream failed: {exc!r}", p.secrets)))
 
@@ -334,7 +217,7 @@ class Call:
         try:
             yield self._emit(p.start())
             yield from self._legs_run(aborted)
-        except _Aborted:
+        except Aborted:
             leg_circuit = self._leg_circuit
             if leg_circuit is not None:
                 leg_circuit.release()
@@ -572,7 +455,7 @@ class Call:
                 err = status_error(got.status, body, got.headers, request.secrets)
                 if err.retry_after is not None and leg.model is not None:
                     # One call's Retry-After pauses every paced call to this provider.
-                    from ._limits import pause_provider
+                    from .._limits import pause_provider
 
                     pause_provider(leg.model.provider, err.retry_after)
             try:
