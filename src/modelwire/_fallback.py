@@ -42,13 +42,14 @@ from .errors import STREAM_ERROR_KINDS, ConfigurationError, StreamError
 if TYPE_CHECKING:
     from ._call import Switch
     from ._options import HTTPRequest, RequestOptions
-    from .types import Model, ModelCost
+    from .types import AssistantMessage, Model, ModelCost
 
 __all__ = [
     "FALLBACK_KINDS",
     "Fallback",
     "Plan",
     "Target",
+    "answered_by",
     "make_plan",
     "resolve_model_spec",
 ]
@@ -58,6 +59,14 @@ __all__ = [
 FALLBACK_KINDS = frozenset(
     {"rate_limit", "overloaded", "server", "connect", "timeout", "context_overflow"}
 )
+
+
+def answered_by(model: Model | Fallback, message: AssistantMessage) -> Model:
+    """The model that produced ``message``: a Fallback's answering model, else its first."""
+    if not isinstance(model, Fallback):
+        return model
+    found = (m for m in model.models if (m.provider, m.id) == (message.provider, message.model))
+    return next(found, model.first)
 
 
 def resolve_model_spec(model: object, where: str) -> Model:

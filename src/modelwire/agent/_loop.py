@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Literal, Unpack
 
 from .._catalog import is_silent_overflow
+from .._fallback import Fallback, answered_by
 from .._options import AgentOptions
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
@@ -140,7 +141,7 @@ class Agent(ToolRunner):
 
     def __init__(
         self,
-        model: Model | DynamicModel,
+        model: Model | Fallback | DynamicModel,
         tools: Iterable[Tool] = (),
         *,
         system_prompt: str | None = None,
@@ -156,14 +157,16 @@ class Agent(ToolRunner):
         prepare_next_turn: PrepareNextTurn | None = None,
         **stream_options: Unpack[AgentOptions],
     ) -> None:
-        if not isinstance(model, Model) and not callable(model):
+        if not isinstance(model, Model | Fallback) and not callable(model):
             raise ConfigurationError(
-                "model must be a modelwire.Model or a callable returning one, "
+                "model must be a modelwire.Model, a modelwire.Fallback or a callable returning one, "
                 f"got {type(model).__name__}"
             )
         self.model = model
         # The model of the latest call (a callable model is evaluated at every call).
-        self._model: Model | None = model if isinstance(model, Model) else None
+        self._model: Model | Fallback | None = (
+            model if isinstance(model, Model | Fallback) else None
+        )
         self.tools: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):
@@ -251,22 +254,23 @@ class Agent(ToolRunner):
         )
         return opts
 
-    def _check_key(self, model: Model) -> None:
+    def _check_key(self, model: Model | Fallback) -> None:
         from .._apis import BUILTIN_APIS
         from .._options import resolve_api_key
 
         # A missing key is a caller mistake: say so now, not on the first turn.
         # A callable key is read at each call, as mw.stream does.
-        if model.api in BUILTIN_APIS and not callable(self.api_key):
-            resolve_api_key(model.provider, self.api_key)
+        for m in model.models if isinstance(model, Fallback) else (model,):
+            if m.api in BUILTIN_APIS and not callable(self.api_key):
+                resolve_api_key(m.provider, self.api_key)
 
-    def _call_config(self) -> Generator[Intent, Any, tuple[Model, dict[str, Any]]]:
+    def _call_config(self) -> Generator[Intent, Any, tuple[Model | Fallback, dict[str, Any]]]:
         """The model and stream options of one call: a callable model or options is
         evaluated here, at every call (sync or async), and checked like the static ones."""
         model = self.model
-        if not isinstance(model, Model):
+        if not isinstance(model, Model | Fallback):
             model = yield Resolve(model())
-            if not isinstance(model, Model):
+            if not isinstance(model, Model | Fallback):
                 raise ConfigurationError(
                     f"the model callable must return a modelwire.Model, got {type(model).__name__}"
                 )
@@ -471,7 +475,7 @@ class Agent(ToolRunner):
         ending: AgentStopReason = "stop"
         if reason == "length":
             refusal, ending = output_limit, "length"
-        elif self._model is not None and is_silent_overflow(msg, self._model):
+        elif self._model is not None and is_silent_overflow(msg, answered_by(self._model, msg)):
             refusal, ending = silent_overflow, "context_overflow"
         if refusal is not None:
             results = []

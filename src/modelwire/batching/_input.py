@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from .._apis import api_for_path
+from .._fallback import Fallback
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import (
     AssistantContent,
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 #: ``"provider/id"`` -> Model; raises ``ConfigurationError`` for an unknown model.
-ModelResolver = Callable[[str], Model]
+ModelResolver = Callable[[str], "Model | Fallback"]
 
 #: ``options`` keys a native line may carry (the file-friendly ``mw.stream`` options).
 OPTION_KEYS = frozenset(
@@ -97,7 +98,7 @@ class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
     custom_id: str
     line: int
     """1-based line number in the input file."""
-    model: Model
+    model: Model | Fallback
     context: Context
     options: dict[str, Any]
     """Keyword options for ``mw.stream``."""
@@ -165,7 +166,7 @@ def _joined_text(where: str, content: Any) -> str:
     return "".join(p.text for p in parts if isinstance(p, TextContent))
 
 
-def _openai_context(body: Mapping[str, Any], model: Model) -> Context:
+def _openai_context(body: Mapping[str, Any], model: Model | Fallback) -> Context:
     """Chat Completions ``messages``/``tools`` as a modelwire Context."""
     messages: Any = body.get("messages")
     _expect(isinstance(messages, list) and bool(messages), "body.messages must be a non-empty list")
@@ -310,7 +311,7 @@ def _responses_parts(where: str, content: Any) -> tuple[UserContent, ...]:
     return tuple(out)
 
 
-def _responses_context(body: Mapping[str, Any], model: Model) -> Context:
+def _responses_context(body: Mapping[str, Any], model: Model | Fallback) -> Context:
     """A Responses ``input`` (a string or a list of items), ``instructions`` and
     ``tools`` as a modelwire Context."""
     items: Any = body.get("input")
@@ -435,7 +436,8 @@ def parse_line(
             # serves that endpoint (the registry knows which).
             wire = api_for_path(url)
             assert wire is not None
-            model = msgspec.structs.replace(model, api=wire)
+            if not isinstance(model, Fallback):  # a Fallback's models keep their own APIs
+                model = msgspec.structs.replace(model, api=wire)
             context = _responses_context(body, model)
             options = _responses_options(body)
         else:
