@@ -218,9 +218,7 @@ class Call:
             yield self._emit(p.start())
             yield from self._legs_run(aborted)
         except Aborted:
-            leg_circuit = self._leg_circuit
-            if leg_circuit is not None:
-                leg_circuit.release()
+            self._release()
             events = self.pipeline.abort()
             if events:
                 yield self._emit(events)
@@ -302,7 +300,8 @@ class Call:
                     yield Sleep(wait)
                     self._restart_attempt(leg)
                     continue
-            self._verdict(leg, withheld, info)
+            if withheld is not None:
+                self._verdict(leg, info)
             return withheld
 
     def _in_band_retry(self, withheld: list[Event], info: ErrorInfo) -> float | None:
@@ -329,8 +328,9 @@ class Call:
         self.pipeline = p
         self._delivered = False
 
-    def _verdict(self, leg: Leg, withheld: list[Event] | None, info: ErrorInfo | None) -> None:
-        """Tell the model's breaker and pacer how the call went."""
+    def _verdict(self, leg: Leg, info: ErrorInfo | None) -> None:
+        """Tell the model's breaker and pacer how the call went (before the consumer
+        sees its end, so the next call finds the circuit already updated)."""
         circuit = self._leg_circuit
         self._leg_circuit = None
         message = self.pipeline.message
@@ -339,17 +339,16 @@ class Call:
             leg.pacer.settle(leg.tokens, u.input + u.output + u.cache_read + u.cache_write)
         if circuit is None:
             return
-        if info is None:
-            if withheld is None and message is not None and message.stop_reason == "aborted":
-                circuit.release()
-            else:
-                circuit.success()
-        elif info.retryable and info.kind not in _NOT_THE_MODEL:
+        if info is not None and info.retryable and info.kind not in _NOT_THE_MODEL:
             circuit.failure(info.retry_after)
-        elif info.kind == "aborted":
-            circuit.release()
         else:
-            circuit.success()  # the provider answered: it is up
+            circuit.success()  # an answer, or a refusal the provider was up to give
+
+    def _release(self) -> None:
+        """The call ends without a verdict (the caller aborted): a probe slot is freed."""
+        circuit, self._leg_circuit = self._leg_circuit, None
+        if circuit is not None:
+            circuit.release()
 
     def _withhold(self, events: list[Event]) -> bool:
         """Whether a terminal batch is kept back for a decision: a failure (not an abort)
@@ -376,6 +375,7 @@ class Call:
         if rid:
             p.request_id = redact(rid, p.secrets)
         if aborted():
+            self._release()
             yield self._emit(p.abort())
             return None
         while True:
@@ -387,10 +387,12 @@ class Call:
                 events = p.end()
                 if self._withhold(events):
                     return events
+                self._verdict(leg, None)
                 yield self._emit(events)
                 return None
             if isinstance(chunk, Failure):
                 if aborted():
+                    self._release()
                     yield self._emit(p.abort())
                     return None
                 err = chunk.error
@@ -402,6 +404,7 @@ class Call:
             if p.done:
                 if self._withhold(events):
                     return events
+                self._verdict(leg, None)
                 yield self._emit(events)
                 # Ended before the body did: read the rest briefly (bounded) so the
                 # connection can be reused.
