@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint types unit bench clean
+.PHONY: demo test lint types unit bench bench-fallback clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: lint types unit
 bench:
 	sh bench/setup_env.sh
 	bench/.venv/bin/python bench/run.py
+
+# The overhead of a mw.Fallback whose first model succeeds (modelwire only, no peers).
+bench-fallback: $(STAMP)
+	$(BIN)/python bench/bench_fallback.py
 
 clean:
 	rm -rf $(VENV) bench/.venv build dist
