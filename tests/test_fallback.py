@@ -351,3 +351,12 @@ def test_batch_takes_a_fallback_as_a_model(tmp_path: Any) -> None:
     line = json.loads(out.read_text())
     assert line["custom_id"] == "r1" and line["ok"] is True
     assert line["model"] == "mock/b" and line["message"]["content"][0]["text"] == "from b"
+
+
+def test_ray_batches_refuse_a_fallback_up_front(tmp_path: Any) -> None:
+    src = tmp_path / "in.jsonl"
+    src.write_text(json.dumps({"custom_id": "r1", "model": "fb/main", "prompt": "hi"}) + "\n")
+    fb = mw.Fallback([mw.Model(id="a", api="openai-chat", provider="mock",
+                               base_url="http://127.0.0.1:9/v1")])  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match='backend="local"'):
+        mw.batch(str(src), str(tmp_path / "out.jsonl"), models={"fb/main": fb}, backend="ray")

@@ -293,6 +293,11 @@ def _plan(
         run_deadline=time.time() + run_timeout if run_timeout is not None else None,
     )  # fmt: skip
     if backend == "ray":
+        if models is not None and any(isinstance(m, Fallback) for m in models.values()):
+            raise ConfigurationError(
+                'backend="ray" does not take a mw.Fallback in models= (its workers receive '
+                'plain models); run it with backend="local"'
+            )
         try:
             from ._ray import run_on_ray
         except ImportError as exc:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -98,7 +98,9 @@ class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
     custom_id: str
     line: int
     """1-based line number in the input file."""
-    model: Model | Fallback
+    model: Model
+    """The model; in a local run also a ``mw.Fallback`` given in ``models=`` (which reads
+    as its first model). Typed ``Model`` for the Ray wire format, which refuses one."""
     context: Context
     options: dict[str, Any]
     """Keyword options for ``mw.stream``."""
@@ -462,7 +464,7 @@ def parse_line(
         _expect(isinstance(options, dict), "options must be an object")
         bad = set(options) - OPTION_KEYS
         _expect(not bad, f"unknown options: {', '.join(sorted(bad))} (allowed: {', '.join(sorted(OPTION_KEYS))})")  # fmt: skip
-    req = BatchRequest(custom_id=cid, line=line, model=model, context=context,
+    req = BatchRequest(custom_id=cid, line=line, model=cast("Model", model), context=context,
                        options=dict(options), estimated_input_tokens=_estimate_tokens(context),
                        url=obj.get("url") if isinstance(obj.get("url"), str) else None)  # fmt: skip
     if check is not None:
