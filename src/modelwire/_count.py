@@ -28,7 +28,6 @@ nothing ends the call with ``context_overflow`` before anything is sent (and mov
 
 from __future__ import annotations
 
-import importlib
 import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -62,14 +61,9 @@ IMAGE_TOKENS = 1600
 SAFETY_MARGIN = 0.10
 _PER_MESSAGE = 4
 
-#: The wire APIs with a counting endpoint: api → module holding ``count_request`` and
-#: ``parse_count``.
-_COUNTERS = {
-    "anthropic-messages": "._apis.anthropic_messages._count",
-    "google-generative-ai": "._apis.google_generative_ai._count",
-    "bedrock-converse": "._apis.bedrock_converse._count",
-    "openai-responses": "._apis.openai_responses._count",
-}
+#: The module beside a wire API's package that holds its counting endpoint
+#: (``count_request`` and ``parse_count``); an API without one is estimated.
+_COUNT_MODULE = "_count"
 
 
 class TokenCount(msgspec.Struct, frozen=True, kw_only=True):
@@ -185,8 +179,21 @@ def read_count(body: bytes, field: str, endpoint: str) -> int:
 
 
 def _counter(api: str) -> Any:
-    name = _COUNTERS.get(api)
-    return importlib.import_module(name, __package__) if name else None
+    """The counting module of ``api``'s package (``_apis/<api>/_count.py``), or ``None``."""
+    import importlib.util
+
+    from ._apis import find_api
+
+    wire = find_api(api)
+    package = type(wire).__module__ if wire is not None else ""
+    if not package.startswith(f"{__package__}._apis."):
+        return None  # a custom API: estimated
+    name = f"{package}.{_COUNT_MODULE}"
+    try:
+        found = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    return importlib.import_module(name) if found is not None else None
 
 
 #: The client's request preparation (``modelwire._client._prepare``), passed in.

@@ -297,8 +297,9 @@ class Call:
                     t = self.pipeline.trace
                     if t is not None:
                         t.retry(self._policy.attempts, None, info.kind, wait)
-                    yield Sleep(wait)
+                    # A fresh response first: an abort during the wait ends from it.
                     self._restart_attempt(leg)
+                    yield Sleep(wait)
                     continue
             if withheld is not None:
                 self._verdict(leg, info)
