@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: demo test lint types unit bench clean
+.PHONY: demo test lint types unit bench bench-fallback clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ test: lint types unit
 bench:
 	sh bench/setup_env.sh
 	bench/.venv/bin/python bench/run.py
+
+# The overhead of a mw.Fallback whose first model succeeds (modelwire only, no peers).
+bench-fallback: $(STAMP)
+	$(BIN)/python bench/bench_fallback.py
 
 clean:
 	rm -rf $(VENV) bench/.venv build dist

@@ -22,9 +22,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+from modelwire._limits import Pacer
 from modelwire.batching import Limits
 from modelwire.batching._api import knobs
-from modelwire.batching._limits import ProviderLimiter, TokenBucket
+from modelwire.batching._limits import ProviderLimiter
 from modelwire.batching._output import OutputLog, read_done
 from modelwire.testing import MockServer, Reply, error_reply, tool_call
 
@@ -359,26 +360,36 @@ def test_tokens_per_minute_paces_the_provider(tmp_path: Path) -> None:
     assert took >= 0.9 * (tokens - 200) / 200 > 0.5, (took, tokens)
 
 
+def test_token_bucket_takes_variable_amounts_and_settles() -> None:
+    # The batch runner paces with the same Pacer as mw.stream (one implementation).
+    clock = FakeClock()
+    pacer = Pacer(tpm=6000, clock=clock)  # 100 tokens/s, starting with one second's worth
+    assert pacer.reserve(100) == 0.0
+    assert pacer.reserve(20) == pytest.approx(0.2)
+    clock.now += 0.2
+    pacer.settle(20, 50)  # the response used 30 more than estimated: a debt
+    assert pacer.tokens is not None and pacer.tokens.level < 0
+    assert pacer.reserve(10) == pytest.approx(0.4)  # waits for the debt and its own 10
+    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive finite number"):
+        Limits(rpm=0)
+
+
 @pytest.mark.anyio
-async def test_token_bucket_takes_variable_amounts_and_settles() -> None:
-    bucket = TokenBucket(6000)  # 100 tokens/s, starting with one second's worth
-    t0 = time.monotonic()
-    await bucket.take(100)
-    assert time.monotonic() - t0 < 0.05
-    await bucket.take(20)
-    assert 0.15 <= time.monotonic() - t0 < 1.0
-    bucket.settle(30)  # the response used 30 more than estimated: a debt
-    assert bucket.level < 0
-    t0 = time.monotonic()
-    await bucket.take(10)  # waits for the debt and its own 10
-    assert time.monotonic() - t0 >= 0.35
+async def test_a_pause_holds_every_worker_of_the_provider() -> None:
     limiter = ProviderLimiter(Limits(tpm=6000))
     limiter.pause(0.2)
     t0 = time.monotonic()
     await limiter.acquire(10)
     assert time.monotonic() - t0 >= 0.19
-    with pytest.raises(mw.ConfigurationError, match="rpm must be a positive finite number"):
-        Limits(rpm=0)
+    assert limiter.pauses == 1
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 def test_max_cost_stops_starting_requests_and_a_rerun_goes_on(tmp_path: Path) -> None:

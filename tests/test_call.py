@@ -436,3 +436,73 @@ def test_the_traced_and_the_untraced_loop_give_identical_events(name: str, size:
     assert [r.event for r in log.of("event")] == list(traced)  # type: ignore[attr-defined]
     if name != "done" and name != "anthropic":
         assert final(traced).stop_reason == "error" and len(log.of("error")) == 1
+
+
+# --------------------------------------------------------------------------- in-band errors
+
+
+def overloaded_frame() -> bytes:
+    # OpenAI-compatible servers (Groq, vLLM) send the error as a data payload after the 200.
+    from modelwire._apis import mock_facet
+
+    facet = mock_facet("openai-chat")
+    assert facet.in_band_error is not None
+    return b"".join(facet.encode_frames(facet.in_band_error("Overloaded, try again")))
+
+
+def retrying_call(clock: Clock, *, total: float | None = None, retries: int = 2,
+                  trace: TraceLog | None = None) -> Call:  # fmt: skip
+    def fresh() -> Pipeline:
+        return Pipeline("openai-chat", secrets=REQUEST.secrets, trace=trace)
+
+    t = mw.Timeout(connect=5, idle=30, total=total)
+    return Call(fresh(), REQUEST, timeout=t, max_retries=retries, clock=clock,
+                rng=lambda: 0.0, new_pipeline=fresh)  # fmt: skip
+
+
+def test_an_in_band_error_before_any_content_is_retried_like_a_status() -> None:
+    clock = Clock()
+    log = TraceLog()
+    s = Script(clock, [Head(200, SSE), Head(200, SSE)],
+               [overloaded_frame(), chunk("Hi"), FINISH])  # fmt: skip
+    events = s.run(retrying_call(clock, trace=log))
+    assert final(events).stop_reason == "stop" and final(events).text == "Hi"
+    # The failed attempt is not delivered: one start, one terminal.
+    assert [e.type for e in events].count("start") == 1
+    assert not any(e.type == "error" for e in events)
+    assert s.kinds() == ["Authorize", "Send", "Read", "Sleep", "Authorize", "Send", "Read",
+                         "Read", "Drain", "Close"]  # fmt: skip
+    assert [i.seconds for i in s.intents if isinstance(i, Sleep)] == [0.25]
+    (retry,) = log.of("retry")
+    assert (retry.attempt, retry.kind, retry.status) == (1, "overloaded", None)  # type: ignore[attr-defined]
+
+
+def test_an_in_band_error_after_content_is_never_retried() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE), Head(200, SSE)], [chunk("Hi"), overloaded_frame()])
+    events = s.run(retrying_call(clock))
+    err = error_of(events)
+    assert err.kind == "overloaded" and final(events).text == "Hi"
+    assert s.kinds().count("Send") == 1 and "Sleep" not in s.kinds()
+
+
+def test_in_band_retries_share_the_retry_budget_and_the_deadline() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)] * 3, [overloaded_frame()] * 3)
+    events = s.run(retrying_call(clock, retries=1))
+    assert error_of(events).kind == "overloaded"
+    assert s.kinds().count("Send") == 2  # the first try and one retry
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)] * 2, [overloaded_frame()] * 2, read_cost=0.9)
+    events = s.run(retrying_call(clock, total=1.0))
+    # 0.1 s left of the deadline, less than the 0.25 s backoff: not retried.
+    assert error_of(events).kind == "overloaded"
+    assert s.kinds().count("Send") == 1
+
+
+def test_a_cut_stream_before_content_is_not_an_in_band_retry() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)] * 2, [Failure(StreamInterruptedError("reset"))])
+    events = s.run(retrying_call(clock))
+    assert error_of(events).kind == "stream_interrupted"
+    assert s.kinds().count("Send") == 1

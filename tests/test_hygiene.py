@@ -139,8 +139,7 @@ def test_stream_and_stream_sync_differ_only_in_their_driver() -> None:
 
     assert produce("stream") == produce("stream_sync") == (
         {"_call", "DRIVER"},
-        ["model", "context", "resolved", "request", "trace", "completion_policy",
-         "lambda: s.aborted"],
+        ["plan", "context", "trace", "completion_policy", "lambda: s.aborted"],
     )  # fmt: skip
 
 
@@ -190,12 +189,13 @@ def test_stream_options_are_declared_once_and_shared() -> None:
         options.AgentOptions.__optional_keys__ | {"api_key"}
     )
     assert options.StreamOptions.__required_keys__ == frozenset()
-    # DESIGN §2's options, the call-level ones, and §2c's output and base_url.
+    # DESIGN §2's options, the call-level ones, §2c's output and base_url, resilience.
     assert options.StreamOptions.__optional_keys__ == {
         "api_key", "headers", "temperature", "max_tokens", "reasoning", "tool_choice",
         "parallel_tool_calls", "extra_body", "timeout", "max_retries", "http_client",
         "transport", "session_id", "cache", "trace", "completion_policy", "log", "output",
-        "output_mode", "base_url",
+        "output_mode", "base_url", "circuit_breaker", "requests_per_minute",
+        "tokens_per_minute",
     }  # fmt: skip
     assert options.AgentOptions.__optional_keys__ == _loop.STREAM_OPTIONS
     for fn in (mw.stream, mw.stream_sync, mw.complete, mw.complete_sync, options.resolve_options):

@@ -49,6 +49,7 @@ from .events import (
     DoneEvent,
     ErrorEvent,
     Event,
+    RestartEvent,
     StartEvent,
     TextDeltaEvent,
     TextEndEvent,
@@ -94,8 +95,13 @@ if TYPE_CHECKING:
     from ._assemble import default_completion_policy as default_completion_policy
     from ._catalog import get_model as get_model
     from ._catalog import models as models
+    from ._client import CircuitBreaker as CircuitBreaker
+    from ._client import Fallback as Fallback
+    from ._client import TokenCount as TokenCount
     from ._client import complete as complete
     from ._client import complete_sync as complete_sync
+    from ._client import count_tokens as count_tokens
+    from ._client import count_tokens_sync as count_tokens_sync
     from ._client import register_api as register_api
     from ._client import stream as stream
     from ._client import stream_sync as stream_sync
@@ -121,17 +127,22 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "Agent": ("modelwire.agent", "Agent"),
     "AgentRun": ("modelwire.agent", "AgentRun"),
     "AssistantMessageStream": ("modelwire._streams", "AssistantMessageStream"),
+    "CircuitBreaker": ("modelwire._client", "CircuitBreaker"),
     "CompletionPolicy": ("modelwire._assemble", "CompletionPolicy"),
+    "Fallback": ("modelwire._client", "Fallback"),
     "SyncAssistantMessageStream": ("modelwire._streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
     "ToolContext": ("modelwire.tools", "ToolContext"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
     "ToolOutput": ("modelwire.tools", "ToolOutput"),
+    "TokenCount": ("modelwire._client", "TokenCount"),
     "TraceLog": ("modelwire.trace", "TraceLog"),
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
     "batch": ("modelwire.batching", "batch"),
     "complete": ("modelwire._client", "complete"),
     "complete_sync": ("modelwire._client", "complete_sync"),
+    "count_tokens": ("modelwire._client", "count_tokens"),
+    "count_tokens_sync": ("modelwire._client", "count_tokens_sync"),
     "default_completion_policy": ("modelwire._assemble", "default_completion_policy"),
     "get_model": ("modelwire._catalog", "get_model"),
     "handoff": ("modelwire._handoffs", "handoff"),
@@ -167,6 +178,7 @@ __all__ = [
     "AssistantMessageStream",
     "AudioContent",
     "BlockEvent",
+    "CircuitBreaker",
     "Citation",
     "CitationEvent",
     "CompletionPolicy",
@@ -178,6 +190,7 @@ __all__ = [
     "ErrorEvent",
     "ErrorInfo",
     "Event",
+    "Fallback",
     "ImageContent",
     "Message",
     "MissingAPIKeyError",
@@ -185,6 +198,7 @@ __all__ = [
     "ModelCost",
     "ModelwireError",
     "ProviderItem",
+    "RestartEvent",
     "SSEDecoder",
     "ServerSentEvent",
     "ServerToolCall",
@@ -201,6 +215,7 @@ __all__ = [
     "ThinkingEndEvent",
     "ThinkingStartEvent",
     "Timeout",
+    "TokenCount",
     "Tool",
     "ToolCall",
     "ToolCallDeltaEvent",
@@ -218,6 +233,8 @@ __all__ = [
     "batch",
     "complete",
     "complete_sync",
+    "count_tokens",
+    "count_tokens_sync",
     "default_completion_policy",
     "errors",
     "from_json",

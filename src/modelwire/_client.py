@@ -20,6 +20,9 @@ from ._apis import (
     register_wire_api,
 )
 from ._apis._common import check_input
+from ._breaker import CircuitBreaker
+from ._count import TokenCount
+from ._fallback import Fallback, Plan, Target, make_plan
 from ._observers import CALL_OBSERVERS
 from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from ._pipeline import Pipeline
@@ -30,18 +33,29 @@ from ._streams import (
     SyncAssistantMessageStream,
     SyncStreamChannel,
 )
-from .errors import ConfigurationError
+from .errors import ConfigurationError, StreamError
 from .events import Event
 from .types import AssistantMessage, Context, Model, UserMessage
 
 if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
-    from ._call import Call
+    from ._call import Call, Leg
     from ._options import HTTPRequest
     from ._output._plan import OutputPlan
     from .trace import TraceObserver
 
-__all__ = ["complete", "complete_sync", "register_api", "stream", "stream_sync"]
+__all__ = [
+    "CircuitBreaker",
+    "Fallback",
+    "TokenCount",
+    "complete",
+    "complete_sync",
+    "count_tokens",
+    "count_tokens_sync",
+    "register_api",
+    "stream",
+    "stream_sync",
+]
 
 _S = TypeVar("_S", AssistantMessageStream, SyncAssistantMessageStream)
 
@@ -67,12 +81,18 @@ def register_api(name: str, stream_fn: Any) -> None:
 
 
 def _inputs(
-    model: Model | str, context: Context | str, opts: StreamOptions
-) -> tuple[Model, Context, OutputPlan | None]:
+    model: Model | Fallback | str, context: Context | str, opts: StreamOptions
+) -> tuple[Model | Fallback, Context]:
     """The call's model (a ``"provider/model-id"`` string looked up, ``base_url=``
-    applied), its context (a prompt string is one user message) and output plan."""
+    applied) and its context (a prompt string is one user message)."""
     base_url = opts.get("base_url")
-    if not isinstance(model, Model) or base_url is not None:
+    if isinstance(model, Fallback):
+        if base_url is not None:
+            raise ConfigurationError(
+                "base_url= replaces one model's address; give each model of the "
+                "Fallback its own base_url instead"
+            )
+    elif not isinstance(model, Model) or base_url is not None:
         from ._catalog import as_model
 
         model = as_model(model, base_url)
@@ -82,23 +102,38 @@ def _inputs(
         raise ConfigurationError(
             f"context must be a modelwire.Context or a prompt string, got {type(context).__name__}"
         )
-    plan = None
-    if opts.get("output") is not None or opts.get("output_mode") is not None:
-        from ._output._plan import plan_output
+    return model, context
 
-        plan = plan_output(model, opts.get("output"), opts.get("output_mode"))
-    return model, context, plan
+
+def _output_plan(model: Model, opts: StreamOptions) -> OutputPlan | None:
+    if opts.get("output") is None and opts.get("output_mode") is None:
+        return None
+    from ._output._plan import plan_output
+
+    return plan_output(model, opts.get("output"), opts.get("output_mode"))
 
 
 def _prepare(
-    model: Model, context: Context, opts: StreamOptions, plan: OutputPlan | None
-) -> tuple[RequestOptions, HTTPRequest | None, Context]:
+    model: Model, context: Context, opts: StreamOptions
+) -> tuple[RequestOptions, HTTPRequest | None, StreamError | None, Context, OutputPlan | None]:
+    """Options, request, the error the call ends with before any I/O (for
+    ``max_tokens="auto"`` that cannot fit: ``context_overflow``), the context as sent
+    (with the output plan applied) and that plan."""
+    if not isinstance(model, Model):
+        raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
+    if not isinstance(context, Context):
+        raise ConfigurationError(
+            f"context must be a modelwire.Context, got {type(context).__name__}"
+        )
+    plan = _output_plan(model, opts)
+    # "auto" is fitted below, once the conversation is rewritten for this model.
+    auto = opts.get("max_tokens") == "auto"
     if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
         options = resolve_options("", **opts)
         if plan is not None:
             context, options = plan.apply(context, options)
-        return options, None, context
+        return options, None, None, context, plan
     # A block the model does not accept is refused here, never replaced (Model.input).
     check_input(model, context)
     options = resolve_options(model.provider, **opts)
@@ -116,16 +151,113 @@ def _prepare(
     from ._handoffs import handoff
 
     # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
-    request = get_api(model.api).build_request(model, handoff(context, model), options)
+    ctx = handoff(context, model)
+    prefail: StreamError | None = None
+    if auto:
+        import msgspec
+
+        from ._count import fit_max_tokens
+
+        fitted, prefail = fit_max_tokens(model, ctx)
+        options = msgspec.structs.replace(options, max_tokens=fitted)
+    request = get_api(model.api).build_request(model, ctx, options)
     request = apply_provider_rules(model, options, request)  # URL, auth, body, secrets
-    return options, request, context
+    return options, request, prefail, context, plan
+
+
+class _Prepared:
+    """What a call is made of: the resilience plan (or, for a custom stream function,
+    its options), the context as sent, the output plan."""
+
+    __slots__ = ("context", "output", "plan")
+
+    def __init__(
+        self, plan: Plan | RequestOptions, context: Context, output: OutputPlan | None
+    ) -> None:
+        self.plan = plan
+        self.context = context
+        self.output = output
+
+
+def _plan(model: Model | Fallback, context: Context, opts: StreamOptions) -> _Prepared:
+    """The call's plan; for a custom stream function its options only."""
+    if isinstance(model, Fallback):
+        targets = []
+        outputs: list[OutputPlan | None] = []
+        sent = context
+        for m in model.models:
+            options, request, prefail, ctx, output = _prepare(m, context, opts)
+            assert request is not None  # Fallback refuses custom stream functions
+            targets.append(Target(m, options, request, prefail))
+            outputs.append(output)
+            if not targets[1:]:
+                sent = ctx
+        modes = {o.mode for o in outputs if o is not None}
+        if len(modes) > 1:
+            raise ConfigurationError(
+                "output= with a Fallback asks every model the same way: its models "
+                f"default to different output modes ({', '.join(sorted(modes))}); "
+                "pass output_mode='tool' or 'prompted'"
+            )
+        return _Prepared(make_plan(targets, opts, model), sent, outputs[0])
+    options, request, prefail, ctx, output = _prepare(model, context, opts)
+    if request is None:
+        return _Prepared(options, ctx, output)
+    return _Prepared(make_plan([Target(model, options, request, prefail)], opts, None), ctx, output)
+
+
+def _pipeline_factory(
+    target: Target,
+    context: Context,
+    trace: TraceObserver | None,
+    policy: CompletionPolicy | None,
+) -> Callable[[], Pipeline]:
+    model, options, request = target.model, target.options, target.request
+
+    def new() -> Pipeline:
+        p = Pipeline(
+            model.api,
+            model=model,
+            tool_choice=options.tool_choice,
+            tools_declared=bool(context.tools),
+            secrets=request.secrets,  # the key and every credential header (apis._common)
+            trace=trace,
+            clock=True,
+            policy=policy,
+        )
+        declare = getattr(p.decoder, "declare_tools", None)
+        if declare is not None:  # a decoder that reads tool names (leaked tool calls)
+            declare(tuple(t.name for t in context.tools or ()))
+        if p.trace is not None:
+            p.trace.context(model, context)
+            p.trace.request(request)
+        return p
+
+    return new
+
+
+def _leg(plan: Plan, target: Target, new: Callable[[], Pipeline]) -> Leg:
+    from ._call import Leg
+
+    model, options = target.model, target.options
+    pacer = None
+    tokens = 0
+    if plan.rpm is not None or plan.tpm is not None:
+        from ._limits import pacer_for
+
+        pacer = pacer_for(model.provider, plan.rpm, plan.tpm)
+        if plan.tpm is not None:
+            # The usual 4 bytes per token of the request body; settled with the usage.
+            tokens = max(1, len(target.request.body) // 4)
+    circuit = plan.breaker.circuit(model.provider, model.id) if plan.breaker else None
+    return Leg(target.request, timeout=options.timeout, max_retries=options.max_retries,
+               new_pipeline=new, model=model, prefail=target.prefail, circuit=circuit,
+               pacer=pacer, tokens=tokens)  # fmt: skip
 
 
 def _call(
-    model: Model,
+    plan: Plan,
     context: Context,
-    options: RequestOptions,
-    request: HTTPRequest,
     trace: TraceObserver | None,
     policy: CompletionPolicy | None,
     aborted: Callable[[], bool],
@@ -133,35 +265,15 @@ def _call(
     """The one call both paths run (:class:`~modelwire._call.Call`); only its driver differs."""
     from ._call import Call
 
-    p = Pipeline(
-        model.api,
-        model=model,
-        tool_choice=options.tool_choice,
-        tools_declared=bool(context.tools),
-        secrets=request.secrets,  # the key and every credential header (apis._common)
-        trace=trace,
-        clock=True,
-        policy=policy,
-    )
-    declare = getattr(p.decoder, "declare_tools", None)
-    if declare is not None:  # a decoder that reads tool names (leaked tool calls)
-        declare(tuple(t.name for t in context.tools or ()))
-    if p.trace is not None:
-        p.trace.context(model, context)
-        p.trace.request(request)
+    legs = [_leg(plan, t, _pipeline_factory(t, context, trace, policy)) for t in plan.targets]
+    first = legs[0]
+    assert first.new_pipeline is not None
     return Call(
-        p, request, timeout=options.timeout, max_retries=options.max_retries, aborted=aborted
-    )
-
-
-def _planned(s: _S, plan: OutputPlan | None) -> _S:
-    """``s`` validated against the output plan at its end (``s`` itself without one)."""
-    if plan is None:
-        return s
-    from ._output._stream import with_plan
-
-    out: _S = with_plan(s, plan)
-    return out
+        first.new_pipeline(), first.request, timeout=first.timeout,
+        max_retries=first.max_retries, aborted=aborted, new_pipeline=first.new_pipeline,
+        model=first.model, prefail=first.prefail, circuit=first.circuit, pacer=first.pacer,
+        tokens=first.tokens, fallback=legs[1:], switch=plan.switch,
+    )  # fmt: skip
 
 
 def _check_policy(policy: object) -> None:
@@ -178,6 +290,16 @@ def _check_trace(trace: object) -> TraceObserver | None:
     from .trace import check_observer
 
     return check_observer(trace)
+
+
+def _planned(s: _S, plan: OutputPlan | None) -> _S:
+    """``s`` validated against the output plan at its end (``s`` itself without one)."""
+    if plan is None:
+        return s
+    from ._output._stream import with_plan
+
+    out: _S = with_plan(s, plan)
+    return out
 
 
 def _observer(model: Model, options: StreamOptions) -> TraceObserver | None:
@@ -200,7 +322,7 @@ def _observer(model: Model, options: StreamOptions) -> TraceObserver | None:
 
 
 def stream(
-    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
@@ -225,6 +347,12 @@ def stream(
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
     ``tool_choice`` and the context's tools.
 
+    Resilience: ``model`` may be a :class:`~modelwire.Fallback` (models tried in order,
+    ``modelwire._fallback``); ``circuit_breaker`` (``modelwire._breaker``);
+    ``requests_per_minute`` and ``tokens_per_minute`` (client-side pacing shared per
+    provider, ``modelwire._limits``); ``max_tokens="auto"`` fits the output to the
+    context window.
+
     ``output``: the type to answer with (a pydantic model, msgspec Struct,
     dataclass, TypedDict or JSON Schema dict); the final message's ``parsed`` is the
     validated value, and invalid output ends the stream with ``output_invalid``;
@@ -237,14 +365,16 @@ def stream(
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
-    model, context, plan = _inputs(model, context, options)
-    resolved, request, context = _prepare(model, context, options, plan)
-    trace = _observer(model, options)
-    if request is None:
+    model, context = _inputs(model, context, options)
+    prepared = _plan(model, context, options)
+    plan, context = prepared.plan, prepared.context
+    first = model.models[0] if isinstance(model, Fallback) else model
+    trace = _observer(first, options)
+    if not isinstance(plan, Plan):
         from ._custom import custom_async
 
-        return _planned(custom_async(model, context, resolved, trace), plan)
-    transport = resolved.transport
+        return _planned(custom_async(first, context, plan, trace), prepared.output)
+    transport = plan.targets[0].options.transport
     if http_client is not None or transport != "auto":
         from ._http import check_client
 
@@ -253,17 +383,16 @@ def stream(
     async def produce(s: StreamChannel) -> None:
         from ._http import drive_async
 
-        call = _call(model, context, resolved, request, trace, completion_policy,
-                     lambda: s.aborted)  # fmt: skip
+        call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
         s.abort_events = call.abort_events
         s.fail_events = call.fail_events
         await drive_async(call, s, http_client, transport)
 
-    return _planned(AssistantMessageStream(produce), plan)
+    return _planned(AssistantMessageStream(produce), prepared.output)
 
 
 async def complete(
-    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Stream to the end and return the final message (never raises for stream
     failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
@@ -272,7 +401,7 @@ async def complete(
 
 
 def stream_sync(
-    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
     the same options (:class:`~modelwire._options.StreamOptions`)."""
@@ -281,34 +410,62 @@ def stream_sync(
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
-    model, context, plan = _inputs(model, context, options)
-    resolved, request, context = _prepare(model, context, options, plan)
-    trace = _observer(model, options)
-    if request is None:
+    model, context = _inputs(model, context, options)
+    prepared = _plan(model, context, options)
+    plan, context = prepared.plan, prepared.context
+    first = model.models[0] if isinstance(model, Fallback) else model
+    trace = _observer(first, options)
+    if not isinstance(plan, Plan):
         from ._custom import custom_sync
 
-        return _planned(custom_sync(model, context, resolved, trace), plan)
-    if http_client is not None or resolved.transport != "auto":
+        return _planned(custom_sync(first, context, plan, trace), prepared.output)
+    transport = plan.targets[0].options.transport
+    if http_client is not None or transport != "auto":
         from ._http import check_client
 
-        check_client(http_client, sync=True, transport=resolved.transport)
+        check_client(http_client, sync=True, transport=transport)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
         from ._http import SyncDriver
 
-        call = _call(model, context, resolved, request, trace, completion_policy,
-                     lambda: s.aborted)  # fmt: skip
+        call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
         driver = SyncDriver(call, http_client)
         s.abort_events = call.abort_events
         s.fail_events = call.fail_events
         s.on_abort = driver.abort  # unblocks a read in progress, from any thread
         return driver.events()
 
-    return _planned(SyncAssistantMessageStream(produce), plan)
+    return _planned(SyncAssistantMessageStream(produce), prepared.output)
 
 
 def complete_sync(
-    model: Model | str, context: Context | str, **options: Unpack[StreamOptions]
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Synchronous :func:`complete`."""
     return stream_sync(model, context, **options).result()
+
+
+async def count_tokens(
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
+) -> TokenCount:
+    """The prompt tokens of ``context`` for ``model``: the provider's own count where
+    its API has an endpoint (Anthropic, Gemini, Bedrock, OpenAI Responses), else the
+    local estimate, marked ``estimated=True`` (:mod:`modelwire._count` says how both work).
+
+    ``model`` is a ``Model``, a ``"provider/model-id"`` string or a ``Fallback`` (its
+    first model); ``context`` a ``Context`` or a prompt string; the options are
+    ``stream``'s (``api_key``, ``headers``, ``timeout``, ``http_client``…). Caller
+    mistakes raise ``ConfigurationError`` before any request; a failed count raises
+    the typed error (``RateLimitError``, ``ConnectError``…)."""
+    from ._count import count_tokens as count
+
+    return await count(_prepare, model, context, options)
+
+
+def count_tokens_sync(
+    model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
+) -> TokenCount:
+    """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions)."""
+    from ._count import count_tokens_sync as count
+
+    return count(_prepare, model, context, options)

@@ -45,7 +45,7 @@ from ._call import Authorize, Close, Drain, Emit, Failure, Head, Intent, Read, R
 from ._http_auth import authorize_async, authorize_sync
 from ._http_status import origin as origin  # re-exported (tests, callers)
 from ._http_status import status_error
-from ._options import HTTPRequest
+from ._options import HTTPRequest, Timeout
 from ._redact import redact
 from ._retry import MAX_RETRY_AFTER
 from .errors import (
@@ -72,6 +72,8 @@ __all__ = [
     "check_client",
     "drive_async",
     "pooled_async_client",
+    "post_json_async",
+    "post_json_sync",
     "redact",
     "ssl_context",
     "status_error",
@@ -286,6 +288,11 @@ class _AsyncTransport:
         self._secrets: tuple[str, ...] = ()
 
     async def send(self, i: Send) -> Head | Failure:
+        if self._response is not None:
+            # Another attempt after a failure the Call read from the body (an in-band
+            # error, a fallback to the next model): that response is done with.
+            response, self._response = self._response, None
+            await response.aclose()
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.AsyncClient(
@@ -446,6 +453,10 @@ class SyncDriver:
         # A blocking send cannot be wrapped in a deadline as a task can: each of its
         # phases (connect, write, waiting for the headers) has a timeout cut to what
         # is left of the total (``Send.connect``/``idle``).
+        if self._response is not None:
+            with self._lock:  # another attempt: the previous response is done with
+                response, self._response = self._response, None
+            response.close()
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.Client(
@@ -570,3 +581,63 @@ def pooled_async_client(max_connections: int) -> httpx.AsyncClient:
     n = max(1, max_connections)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     return httpx.AsyncClient(limits=limits, verify=ssl_context())
+
+
+# --------------------------------------------------------------------------- one JSON request
+
+#: The most of a JSON answer (a token count) that is read.
+_JSON_LIMIT = 1 << 20
+
+
+def _json_timeout(timeout: Timeout) -> httpx.Timeout:
+    return httpx.Timeout(connect=timeout.connect, read=timeout.idle, write=timeout.connect,
+                         pool=timeout.connect)  # fmt: skip
+
+
+async def post_json_async(
+    request: HTTPRequest, timeout: Timeout, client: httpx.AsyncClient | None
+) -> tuple[int, httpx.Headers, bytes]:
+    """Send one non-streaming JSON request (``mw.count_tokens``): status, headers and
+    body (at most 1 MiB), or the typed transport error raised; ``timeout.total`` bounds
+    it. Authorized as a stream request is (``modelwire._http_auth``)."""
+    if client is not None:
+        check_client(client, sync=False)
+    request = await authorize_async(request)
+    own = client is None
+    c = client or httpx.AsyncClient(verify=ssl_context())
+    try:
+        async with asyncio.timeout(timeout.total):
+            r = await c.post(request.url, headers=request.headers, content=request.body,
+                             timeout=_json_timeout(timeout))  # fmt: skip
+            return r.status_code, r.headers, r.content[:_JSON_LIMIT]
+    except TimeoutError:
+        raise RequestTimeoutError(_DEADLINE_BEFORE) from None
+    except httpx.HTTPError as exc:
+        raise _map_exc(exc, request.secrets, started=False, url=request.url) from None
+    finally:
+        if own:
+            await c.aclose()
+
+
+def post_json_sync(
+    request: HTTPRequest, timeout: Timeout, client: httpx.Client | None
+) -> tuple[int, httpx.Headers, bytes]:
+    """The synchronous twin of :func:`post_json_async` (the total bounds each phase)."""
+    if client is not None:
+        check_client(client, sync=True)
+    request = authorize_sync(request)
+    own = client is None
+    c = client or httpx.Client(verify=ssl_context())
+    phases = _json_timeout(timeout)
+    if timeout.total is not None:
+        cut = {k: min(v, timeout.total) if v is not None else timeout.total
+               for k, v in phases.as_dict().items()}  # fmt: skip
+        phases = httpx.Timeout(**cut)
+    try:
+        r = c.post(request.url, headers=request.headers, content=request.body, timeout=phases)
+        return r.status_code, r.headers, r.content[:_JSON_LIMIT]
+    except httpx.HTTPError as exc:
+        raise _map_exc(exc, request.secrets, started=False, url=request.url) from None
+    finally:
+        if own:
+            c.close()

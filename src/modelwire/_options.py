@@ -198,8 +198,11 @@ class AgentOptions(TypedDict, total=False):
     """Extra HTTP headers (credential headers are redacted like the key)."""
     temperature: float | None
     """Sampling temperature, a finite number >= 0."""
-    max_tokens: int | None
-    """Output token limit (default: the model's ``max_tokens``)."""
+    max_tokens: int | Literal["auto"] | None
+    """Output token limit (default: the model's ``max_tokens``); ``"auto"``: what the
+    model's context window leaves after the prompt (a local estimate,
+    :func:`modelwire.count_tokens`), and a prompt that cannot fit ends the call with
+    ``context_overflow`` before any I/O."""
     reasoning: str | None
     """``"minimal"`` | ``"low"`` | ``"medium"`` | ``"high"`` | ``"xhigh"`` | None;
     clamped to the levels the model has."""
@@ -232,6 +235,15 @@ class AgentOptions(TypedDict, total=False):
     """A SQLite file (:mod:`modelwire._log`) to record this call in: context, answer,
     model, usage, cost, duration, error kind — never a key or header. The conversation
     id is ``session_id`` when given. Nothing is recorded without it."""
+    circuit_breaker: Any
+    """``True`` (the process-wide breaker), a ``modelwire.CircuitBreaker``, or
+    ``None``/``False`` (default for a plain model; a ``Fallback`` uses its own setting):
+    repeated failures of a (provider, model) fail later calls fast (``modelwire._breaker``)."""
+    requests_per_minute: float | None
+    """Client-side pacing of this provider's requests, shared by every call in the
+    process that gives the same limits (``modelwire._limits``)."""
+    tokens_per_minute: float | None
+    """Client-side pacing of this provider's prompt tokens (estimated, settled with usage)."""
     completion_policy: CompletionPolicy | None
     """Decides whether a finished response is acceptable
     (:data:`modelwire._assemble.CompletionPolicy`); by default derived from
@@ -386,10 +398,14 @@ def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestO
     if temperature is not None and (not math.isfinite(temperature) or temperature < 0):
         # JSON has no NaN or infinity (RFC 8259 §6): msgspec would send null.
         raise ConfigurationError(f"temperature must be a finite number >= 0, got {temperature!r}")
+    if max_tokens == "auto":
+        # Fitted to the context window by the client, once the conversation is
+        # rewritten for the model (``modelwire._count.fit_max_tokens``).
+        max_tokens = None
     if max_tokens is not None and (
         isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0
     ):
-        raise ConfigurationError("max_tokens must be a positive integer")
+        raise ConfigurationError('max_tokens must be a positive integer or "auto"')
     if reasoning is not None and reasoning not in REASONING_LEVELS:
         raise ConfigurationError(
             f"reasoning must be one of {', '.join(REASONING_LEVELS)} or None, got {reasoning!r}"

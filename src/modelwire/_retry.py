@@ -8,8 +8,10 @@ between the two paths.
 
 Rules (DESIGN §2a "Errors and limits"):
 
-* Only failures before the first byte of a successful response are retried: a connect
-  failure, or a status in :data:`RETRY_STATUSES`. A timeout is not retried (the
+* Only failures before any content are retried: a connect failure, a status in
+  :data:`RETRY_STATUSES`, or an in-band error event the provider sends after the
+  ``200`` but before any content (Anthropic ``overloaded_error``, Groq and Gemini
+  rate limits and server errors), when the classifier marks it retryable. A timeout is not retried (the
   caller's budget is spent), nor a 4xx other than 408/409/429.
 * ``Retry-After`` / ``retry-after-ms`` is honoured up to :data:`MAX_RETRY_AFTER`
   seconds; longer ends the call at once with the provider's error. A value that is not
@@ -89,7 +91,7 @@ class RetryPolicy:
     parameters so tests can drive the policy without waiting.
     """
 
-    __slots__ = ("_clock", "_rng", "attempts", "deadline", "max_retries", "timeout")
+    __slots__ = ("_clock", "_rng", "attempts", "deadline", "max_retries", "phase", "timeout")
 
     def __init__(
         self,
@@ -107,6 +109,9 @@ class RetryPolicy:
         self.attempts = 0
         #: The ``clock`` value at which the call's total timeout expires (``None``: never).
         self.deadline = None if timeout.total is None else clock() + timeout.total
+        #: Where the current attempt is: ``"before"`` the response head, or reading its
+        #: ``"body"`` (the Call sets it; an in-band error is retried from the body only).
+        self.phase = "before"
 
     def remaining(self) -> float | None:
         """Seconds left before the total deadline (``None`` without one; never negative)."""
@@ -153,6 +158,10 @@ class RetryPolicy:
         if isinstance(err, ProviderError) and err.status is not None:
             # The classifier's decision too: a 429 ``insufficient_quota`` is sent once.
             retryable = err.status in RETRY_STATUSES and err.retryable
+        elif isinstance(err, ProviderError):
+            # An in-band error event after the ``200`` and before any content
+            # (``overloaded_error``, ``rate_limit_exceeded``…): the classifier's decision.
+            retryable = err.retryable
         else:
             # A transport failure before any response; a timeout spent the budget.
             retryable = err.kind == "connect" and not isinstance(err, RequestTimeoutError)

@@ -33,6 +33,7 @@ __all__ = [
     "ErrorEvent",
     "Event",
     "Replay",
+    "RestartEvent",
     "SnapshotSource",
     "StartEvent",
     "TextDeltaEvent",
@@ -212,6 +213,16 @@ class ErrorEvent(_Event, frozen=True):
     message: AssistantMessage
 
 
+class RestartEvent(_Event, frozen=True):
+    """A :class:`~modelwire.Fallback` with ``after_content="restart"`` starts over on its
+    next model after content was delivered: ``message`` is the failed response as it
+    stood (its content kept, ``message.error`` says why). The events after it are the
+    next model's, from content index 0; the stream's one terminal event is still last."""
+
+    type: ClassVar[Literal["restart"]] = "restart"
+    message: AssistantMessage
+
+
 Event: TypeAlias = (
     StartEvent
     | TextStartEvent
@@ -225,6 +236,7 @@ Event: TypeAlias = (
     | ToolCallEndEvent
     | BlockEvent
     | CitationEvent
+    | RestartEvent
     | DoneEvent
     | ErrorEvent
 )

@@ -74,6 +74,7 @@ __all__ = [
     "EndTrace",
     "ErrorTrace",
     "EventTrace",
+    "FallbackTrace",
     "MessageTrace",
     "ReadCut",
     "ReadTrace",
@@ -176,6 +177,25 @@ class RetryTrace(TraceRecord, frozen=True):
     """The error kind that caused the retry (``rate_limit``, ``server``, ``connect``…)."""
     wait: float
     """Seconds slept before the next attempt."""
+
+
+class FallbackTrace(TraceRecord, frozen=True):
+    """A :class:`~modelwire.Fallback` moved on from the failed ``provider``/``model`` to
+    ``next_provider``/``next_model`` (``restart``: after content, with a ``restart``
+    event); emitted by the failed model's tracer, before the next one's records."""
+
+    layer: ClassVar[str] = "fallback"
+    attempt: int
+    """1-based position of the model that failed in the fallback list."""
+    provider: str
+    model: str
+    kind: str
+    """The error kind that made it move on (``overloaded``, ``rate_limit``…)."""
+    message: str
+    """The error's text (redacted)."""
+    next_provider: str
+    next_model: str
+    restart: bool
 
 
 class ReadTrace(TraceRecord, frozen=True):
@@ -445,6 +465,12 @@ class Tracer:
         """A failed attempt that will be retried after ``wait`` seconds."""
         self.emit(RetryTrace(id=f"retry-{attempt}", parent="request", attempt=attempt,
                              status=status, kind=kind, wait=wait))  # fmt: skip
+
+    def fallback(self, n: int, failed: Model, kind: str, text: str, nxt: Model, *, restart: bool) -> None:  # fmt: skip
+        """A fallback moves on from ``failed`` (its ``n``-th model) to ``nxt``."""
+        self.emit(FallbackTrace(id=f"fallback-{n}", parent=self.last, attempt=n, kind=kind,
+                                provider=failed.provider, model=failed.id, message=self.redact(text),
+                                next_provider=nxt.provider, next_model=nxt.id, restart=restart))  # fmt: skip
 
     # ------------------------------------------------------------------ bytes
 

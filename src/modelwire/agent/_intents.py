@@ -17,6 +17,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
+    from .._fallback import Fallback
     from ..tools import Tool, ToolContext
     from ..types import Context, Model
     from .events import AgentEvent
@@ -56,7 +57,7 @@ class OpenModel(Intent):
 
     __slots__ = ("context", "model", "options")
 
-    def __init__(self, model: Model, context: Context, options: dict[str, Any]) -> None:
+    def __init__(self, model: Model | Fallback, context: Context, options: dict[str, Any]) -> None:
         self.model = model
         self.context = context
         self.options = options

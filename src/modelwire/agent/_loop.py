@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Literal, Unpack
 
 from .._catalog import is_silent_overflow
+from .._fallback import Fallback, answered_by
 from .._options import AgentOptions
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
@@ -141,7 +142,7 @@ class Agent(ToolRunner):
 
     def __init__(
         self,
-        model: Model | str | DynamicModel,
+        model: Model | Fallback | str | DynamicModel,
         tools: Iterable[Tool] = (),
         *,
         system_prompt: str | None = None,
@@ -161,7 +162,9 @@ class Agent(ToolRunner):
         self.model = model = agent_model(model, stream_options.get("base_url"))
         self.output_retries = check_retries(output_retries)
         # The model of the latest call (a callable model is evaluated at every call).
-        self._model: Model | None = model if isinstance(model, Model) else None
+        self._model: Model | Fallback | None = (
+            model if isinstance(model, Model | Fallback) else None
+        )
         self.tools: dict[str, Tool] = {}
         for tool in tools:
             if not isinstance(tool, Tool):
@@ -249,22 +252,23 @@ class Agent(ToolRunner):
         )
         return opts
 
-    def _check_key(self, model: Model) -> None:
+    def _check_key(self, model: Model | Fallback) -> None:
         from .._apis import BUILTIN_APIS
         from .._options import resolve_api_key
 
         # A missing key is a caller mistake: say so now, not on the first turn.
         # A callable key is read at each call, as mw.stream does.
-        if model.api in BUILTIN_APIS and not callable(self.api_key):
-            resolve_api_key(model.provider, self.api_key)
+        for m in model.models if isinstance(model, Fallback) else (model,):
+            if m.api in BUILTIN_APIS and not callable(self.api_key):
+                resolve_api_key(m.provider, self.api_key)
 
-    def _call_config(self) -> Generator[Intent, Any, tuple[Model, dict[str, Any]]]:
+    def _call_config(self) -> Generator[Intent, Any, tuple[Model | Fallback, dict[str, Any]]]:
         """The model and stream options of one call: a callable model or options is
         evaluated here, at every call (sync or async), and checked like the static ones."""
         model = self.model
-        if not isinstance(model, Model):
+        if not isinstance(model, Model | Fallback):
             model = yield Resolve(model())
-            if not isinstance(model, Model):
+            if not isinstance(model, Model | Fallback):
                 raise ConfigurationError(
                     f"the model callable must return a modelwire.Model, got {type(model).__name__}"
                 )
@@ -473,7 +477,7 @@ class Agent(ToolRunner):
         ending: AgentStopReason = "stop"
         if reason == "length":
             refusal, ending = output_limit, "length"
-        elif self._model is not None and is_silent_overflow(msg, self._model):
+        elif self._model is not None and is_silent_overflow(msg, answered_by(self._model, msg)):
             refusal, ending = silent_overflow, "context_overflow"
         if refusal is not None:
             results = []

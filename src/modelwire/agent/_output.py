@@ -53,15 +53,18 @@ def output_feedback(
 
 def agent_model(model: Any, base_url: str | None) -> Any:
     """The agent's ``model``: a ``Model`` (``base_url`` applied at each call), a
-    ``"provider/model-id"`` string looked up now, or a callable returning a Model."""
+    ``"provider/model-id"`` string looked up now, a ``Fallback``, or a callable
+    returning a Model."""
+    from .._fallback import Fallback
+
     if isinstance(model, str):
         from .._catalog import as_model
 
         return as_model(model, base_url)
-    if not isinstance(model, Model) and not callable(model):
+    if not isinstance(model, Model | Fallback) and not callable(model):
         raise ConfigurationError(
-            'model must be a modelwire.Model, a "provider/model-id" string or a callable '
-            f"returning a Model, got {type(model).__name__}"
+            'model must be a modelwire.Model, a "provider/model-id" string, a '
+            f"modelwire.Fallback or a callable returning a Model, got {type(model).__name__}"
         )
     return model
 

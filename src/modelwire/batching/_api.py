@@ -19,6 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._apis import DEFAULT_API
+from .._fallback import Fallback
 from ..errors import ConfigurationError
 from ..types import Model
 from ._input import BatchRequest, InputProblem, problems_error, read_requests
@@ -32,22 +33,23 @@ __all__ = ["BatchSummary", "batch", "batch_async", "load_requests", "model_resol
 
 
 def model_resolver(
-    models: Mapping[str, Model] | None = None,
+    models: Mapping[str, Model | Fallback] | None = None,
     *,
     base_url: str | None = None,
     api: str | None = None,
-) -> Callable[[str], Model]:
+) -> Callable[[str], Model | Fallback]:
     """``"provider/id"`` -> Model: ``models`` first, then the catalog. With
     ``base_url`` every model goes there (a catalog entry keeps its prices and
     limits; an unknown name becomes a plain Model speaking ``api``)."""
     from .._catalog import resolve_model
 
-    cache: dict[str, Model] = {}
+    cache: dict[str, Model | Fallback] = {}
 
-    def resolve(name: str) -> Model:
+    def resolve(name: str) -> Model | Fallback:
         hit = cache.get(name)
         if hit is not None:
             return hit
+        model: Model | Fallback
         if models is not None and name in models:
             model = models[name]
         elif base_url is not None:
@@ -103,7 +105,7 @@ def _lines(source: str | os.PathLike[str] | Iterable[Any]) -> tuple[str, Iterabl
 
 def load_requests(
     source: str | os.PathLike[str] | Iterable[Any],
-    resolve: Callable[[str], Model],
+    resolve: Callable[[str], Model | Fallback],
     *,
     skip_invalid: bool = False,
     api_key: Any = None,
@@ -238,7 +240,7 @@ def _plan(
     max_attempts: int,
     max_cost: float | None,
     limits: Limits | Mapping[str, Limits] | None,
-    models: Mapping[str, Model] | None,
+    models: Mapping[str, Model | Fallback] | None,
     base_url: str | None,
     api: str | None,
     api_key: Any,
@@ -291,6 +293,11 @@ def _plan(
         run_deadline=time.time() + run_timeout if run_timeout is not None else None,
     )  # fmt: skip
     if backend == "ray":
+        if models is not None and any(isinstance(m, Fallback) for m in models.values()):
+            raise ConfigurationError(
+                'backend="ray" does not take a mw.Fallback in models= (its workers receive '
+                'plain models); run it with backend="local"'
+            )
         try:
             from ._ray import run_on_ray
         except ImportError as exc:
@@ -328,7 +335,7 @@ async def _run_local(
     limits_for = _limits_for(limits)
     limiters: dict[str, _LocalLimiter] = {}
 
-    def limiter_for(model: Model) -> _LocalLimiter:
+    def limiter_for(model: Model | Fallback) -> _LocalLimiter:
         lim = limiters.get(model.provider)
         if lim is None:
             lim = limiters[model.provider] = _LocalLimiter(ProviderLimiter(limits_for(model.provider)))  # fmt: skip
@@ -374,7 +381,7 @@ async def batch_async(
     max_attempts: int = 4,
     max_cost: float | None = None,
     limits: Limits | Mapping[str, Limits] | None = None,
-    models: Mapping[str, Model] | None = None,
+    models: Mapping[str, Model | Fallback] | None = None,
     base_url: str | None = None,
     api: str | None = None,
     api_key: Any = None,
@@ -413,7 +420,7 @@ def batch(
     max_attempts: int = 4,
     max_cost: float | None = None,
     limits: Limits | Mapping[str, Limits] | None = None,
-    models: Mapping[str, Model] | None = None,
+    models: Mapping[str, Model | Fallback] | None = None,
     base_url: str | None = None,
     api: str | None = None,
     api_key: Any = None,

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from .._apis import api_for_path
+from .._fallback import Fallback
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import (
     AssistantContent,
@@ -54,7 +55,7 @@ __all__ = [
 ]
 
 #: ``"provider/id"`` -> Model; raises ``ConfigurationError`` for an unknown model.
-ModelResolver = Callable[[str], Model]
+ModelResolver = Callable[[str], "Model | Fallback"]
 
 #: ``options`` keys a native line may carry (the file-friendly ``mw.stream`` options).
 OPTION_KEYS = frozenset(
@@ -98,6 +99,8 @@ class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
     line: int
     """1-based line number in the input file."""
     model: Model
+    """The model; in a local run also a ``mw.Fallback`` given in ``models=`` (which reads
+    as its first model). Typed ``Model`` for the Ray wire format, which refuses one."""
     context: Context
     options: dict[str, Any]
     """Keyword options for ``mw.stream``."""
@@ -165,7 +168,7 @@ def _joined_text(where: str, content: Any) -> str:
     return "".join(p.text for p in parts if isinstance(p, TextContent))
 
 
-def _openai_context(body: Mapping[str, Any], model: Model) -> Context:
+def _openai_context(body: Mapping[str, Any], model: Model | Fallback) -> Context:
     """Chat Completions ``messages``/``tools`` as a modelwire Context."""
     messages: Any = body.get("messages")
     _expect(isinstance(messages, list) and bool(messages), "body.messages must be a non-empty list")
@@ -310,7 +313,7 @@ def _responses_parts(where: str, content: Any) -> tuple[UserContent, ...]:
     return tuple(out)
 
 
-def _responses_context(body: Mapping[str, Any], model: Model) -> Context:
+def _responses_context(body: Mapping[str, Any], model: Model | Fallback) -> Context:
     """A Responses ``input`` (a string or a list of items), ``instructions`` and
     ``tools`` as a modelwire Context."""
     items: Any = body.get("input")
@@ -435,7 +438,8 @@ def parse_line(
             # serves that endpoint (the registry knows which).
             wire = api_for_path(url)
             assert wire is not None
-            model = msgspec.structs.replace(model, api=wire)
+            if not isinstance(model, Fallback):  # a Fallback's models keep their own APIs
+                model = msgspec.structs.replace(model, api=wire)
             context = _responses_context(body, model)
             options = _responses_options(body)
         else:
@@ -460,7 +464,7 @@ def parse_line(
         _expect(isinstance(options, dict), "options must be an object")
         bad = set(options) - OPTION_KEYS
         _expect(not bad, f"unknown options: {', '.join(sorted(bad))} (allowed: {', '.join(sorted(OPTION_KEYS))})")  # fmt: skip
-    req = BatchRequest(custom_id=cid, line=line, model=model, context=context,
+    req = BatchRequest(custom_id=cid, line=line, model=cast("Model", model), context=context,
                        options=dict(options), estimated_input_tokens=_estimate_tokens(context),
                        url=obj.get("url") if isinstance(obj.get("url"), str) else None)  # fmt: skip
     if check is not None:

@@ -30,6 +30,7 @@ import msgspec
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from .._fallback import Fallback
 from ..errors import ConfigurationError, OutputWriteError
 from ..types import Model
 from ._input import BatchRequest, InputProblem
@@ -250,7 +251,7 @@ def run_on_ray(
         pending = [r for r in requests if r.custom_id not in done]
         ray.get(sink.start.remote(len(pending)))
         progress.start(len(pending))
-        providers: dict[str, Model] = {r.model.provider: r.model for r in pending}
+        providers: dict[str, Model | Fallback] = {r.model.provider: r.model for r in pending}
         limiters = {}
         for p in providers:
             lim = limits(p) or Limits()

@@ -18,6 +18,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 import msgspec
 
 from .._classify import RETRYABLE_KINDS
+from .._fallback import Fallback, answered_by
 from ..errors import ConfigurationError
 from ..types import AssistantMessage, Model, Usage
 from ._input import BatchRequest
@@ -213,7 +214,9 @@ def _record(
             "message": err.message if err else "the response failed",
             "status": err.status if err else None,
         }
-    rec["model"] = f"{req.model.provider}/{req.model.id}"
+    # A Fallback's line names the model that answered (the first one if none did).
+    m = answered_by(req.model, message)
+    rec["model"] = f"{m.provider}/{m.id}"
     rec["usage"] = _usage_dict(usage)
     rec["cost"] = usage.cost.total
     rec["attempts"] = attempts
@@ -316,7 +319,7 @@ async def run_requests(
     sink: Sink,
     *,
     settings: RunSettings,
-    limiter_for: Callable[[Model], LimiterLike],
+    limiter_for: Callable[[Model | Fallback], LimiterLike],
     budget: BudgetLike,
     on_skip: Callable[[BatchRequest, SkipReason], None] | None = None,
 ) -> None:

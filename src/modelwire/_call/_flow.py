@@ -1,0 +1,527 @@
+"""The flow of one call: its legs (one per model), every attempt on each, and the
+decisions between them — retry, fall back, restart, deliver (see :mod:`modelwire._call`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from .._http_status import origin, request_id, status_error
+from .._redact import head, redact
+from .._retry import RetryPolicy
+from ..errors import (
+    ErrorInfo,
+    ProviderError,
+    ProviderStreamError,
+    RequestTimeoutError,
+    StreamError,
+    from_info,
+)
+from ..events import ErrorEvent, RestartEvent, StartEvent
+from ._intents import (
+    DRAIN_BYTES,
+    DRAIN_SECONDS,
+    ERROR_BODY_LIMIT,
+    Aborted,
+    Authorize,
+    Close,
+    Drain,
+    Emit,
+    Failure,
+    Head,
+    Intent,
+    Read,
+    ReadError,
+    Send,
+    Sleep,
+)
+
+if TYPE_CHECKING:
+    from .._breaker import Circuit
+    from .._limits import Pacer
+    from .._options import HTTPRequest, Timeout
+    from .._pipeline import Pipeline
+    from ..events import Event
+    from ..types import Model
+
+__all__ = ["Call", "Leg", "Switch"]
+
+#: How much of a non-event-stream 200 body its error quotes.
+_EXCERPT_CHARS = 200
+
+
+# --------------------------------------------------------------------------- call
+
+
+class Leg:
+    """One model of a call: its request and how to start a fresh response for it.
+
+    A plain call has one leg; a :class:`~modelwire.Fallback` one per model, tried in
+    order. ``new_pipeline`` builds the decoding state of another attempt (an in-band
+    error before any content is retried with a fresh one); ``prefail`` is an error
+    known before any I/O (a request that cannot fit the context window); ``circuit``
+    the model's breaker (:mod:`modelwire._breaker`); ``pacer`` its provider's pacing
+    (:mod:`modelwire._limits`), booked with ``tokens`` estimated prompt tokens.
+    """
+
+    __slots__ = ("circuit", "max_retries", "model", "new_pipeline", "pacer", "prefail",
+                 "request", "timeout", "tokens")  # fmt: skip
+
+    def __init__(
+        self,
+        request: HTTPRequest,
+        *,
+        timeout: Timeout,
+        max_retries: int,
+        new_pipeline: Callable[[], Pipeline] | None = None,
+        model: Model | None = None,
+        prefail: StreamError | None = None,
+        circuit: Circuit | None = None,
+        pacer: Pacer | None = None,
+        tokens: int = 0,
+    ) -> None:
+        self.request = request
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self.new_pipeline = new_pipeline
+        self.model = model
+        self.prefail = prefail
+        self.circuit = circuit
+        self.pacer = pacer
+        self.tokens = tokens
+
+
+class Switch(msgspec.Struct, frozen=True, gc=False):
+    """When a call moves on to its next leg (:class:`~modelwire.Fallback`): a failure of
+    a kind in ``kinds`` or marked retryable; after content only with
+    ``after_content="restart"`` (an explicit ``restart`` event first)."""
+
+    kinds: frozenset[str]
+    after_content: str = "error"
+
+
+class Call:
+    """One call: ``first()`` gives the first intent, ``send(result)`` the next one,
+    until :class:`Close` (after which the call is over).
+
+    ``aborted`` says whether the caller aborted (a failure then ends the stream as
+    ``aborted``, not as the failure it caused); :meth:`abort` ends it at once.
+    ``clock`` (monotonic seconds) and ``rng`` go to the
+    :class:`~modelwire._retry.RetryPolicy`.
+
+    ``new_pipeline``, ``circuit``, ``pacer``, ``tokens`` and ``model`` describe the
+    first leg (see :class:`Leg`); ``fallback`` adds the legs tried after it when a
+    failure matches ``switch``.
+    """
+
+    __slots__ = (
+        "_aborted",
+        "_clock",
+        "_closing",
+        "_delivered",
+        "_gen",
+        "_leg_circuit",
+        "_legs",
+        "_policy",
+        "_rng",
+        "_switch",
+        "ended",
+        "pipeline",
+        "request",
+        "timeout",
+    )
+
+    def __init__(
+        self,
+        pipeline: Pipeline,
+        request: HTTPRequest,
+        *,
+        timeout: Timeout,
+        max_retries: int,
+        aborted: Callable[[], bool] = lambda: False,
+        clock: Callable[[], float] = time.monotonic,
+        rng: Callable[[], float] | None = None,
+        new_pipeline: Callable[[], Pipeline] | None = None,
+        model: Model | None = None,
+        prefail: StreamError | None = None,
+        circuit: Circuit | None = None,
+        pacer: Pacer | None = None,
+        tokens: int = 0,
+        fallback: Sequence[Leg] = (),
+        switch: Switch | None = None,
+    ) -> None:
+        self.pipeline = pipeline
+        self.request = request
+        self.timeout = timeout
+        self._clock = clock
+        self._rng = rng
+        self._policy = RetryPolicy(timeout, max_retries, clock=clock, rng=rng)
+        first = Leg(request, timeout=timeout, max_retries=max_retries, new_pipeline=new_pipeline,
+                    model=model, prefail=prefail, circuit=circuit, pacer=pacer,
+                    tokens=tokens)  # fmt: skip
+        self._legs: tuple[Leg, ...] = (first, *fallback)
+        self._switch = switch
+        #: True once the terminal event has been emitted.
+        self.ended = False
+        self._closing = False
+        self._aborted = False
+        # Whether the current attempt delivered an event past ``start`` (content).
+        self._delivered = False
+        # The breaker circuit the current leg holds (released if the caller aborts).
+        self._leg_circuit: Circuit | None = None
+        self._gen = self._run(aborted)
+
+    def first(self) -> Intent:
+        return next(self._gen)
+
+    def send(self, result: Any) -> Intent:
+        return self._gen.send(result)
+
+    def abort(self) -> Intent:
+        """The caller aborted (a cancelled task, a closed sync stream): the next
+        intents are the aborted terminal (unless one was already emitted) and Close."""
+        if self._closing:
+            return Close()
+        if self._aborted:  # already on the way out: its Emit, then Close
+            return self._gen.send(None)
+        self._aborted = True
+        return self._gen.throw(Aborted())
+
+    def abort_events(self) -> list[Event]:
+        """The aborted terminal built from what was received (``[]`` once ended)."""
+        return self.pipeline.abort()
+
+    def fail_events(self, exc: BaseException) -> list[Event]:
+        """The terminal for an unexpected failure of the driver, redacted."""
+        p = self.pipeline
+        if isinstance(exc, StreamError):
+            return p.fail(exc)
+        from ..errors import StreamInterruptedError
+
+        return p.fail(StreamInterruptedError(redact(f"the stream failed: {exc!r}", p.secrets)))
+
+    # ------------------------------------------------------------------ the flow
+
+    def _emit(self, events: list[Event]) -> Emit:
+        if self.pipeline.done:
+            self.ended = True
+        elif not self._delivered:
+            self._delivered = any(type(e) is not StartEvent for e in events)
+        return Emit(events)
+
+    def _run(self, aborted: Callable[[], bool]) -> Generator[Intent, Any, None]:
+        p = self.pipeline
+        try:
+            yield self._emit(p.start())
+            yield from self._legs_run(aborted)
+        except Aborted:
+            self._release()
+            events = self.pipeline.abort()
+            if events:
+                yield self._emit(events)
+        self._closing = True
+        yield Close()
+
+    def _legs_run(self, aborted: Callable[[], bool]) -> Generator[Intent, Any, None]:
+        legs, switch = self._legs, self._switch
+        for i, leg in enumerate(legs):
+            if i:
+                self._start_leg(leg)
+            self._leg_circuit = None
+            withheld = yield from self._leg(leg, aborted)
+            if withheld is None:
+                return  # delivered: the call is over
+            nxt = legs[i + 1] if i + 1 < len(legs) else None
+            info = _error_of(withheld)
+            restart = False
+            if (
+                nxt is None
+                or switch is None
+                or aborted()
+                or info is None
+                or not (info.retryable or info.kind in switch.kinds)
+            ):
+                yield self._emit(withheld)
+                return
+            if self._delivered or _has_content(withheld):
+                if switch.after_content != "restart":
+                    yield self._emit(withheld)
+                    return
+                restart = True
+            t = self.pipeline.trace
+            if t is not None and leg.model is not None and nxt.model is not None:
+                t.fallback(i + 1, leg.model, info.kind, info.message, nxt.model, restart=restart)
+            if restart:
+                failed = withheld[-1]
+                assert isinstance(failed, ErrorEvent)
+                content = [e for e in withheld[:-1] if type(e) is not StartEvent]
+                if content:
+                    yield Emit(content)
+                yield Emit([RestartEvent(message=failed.message, _partial=failed.message)])
+
+    def _start_leg(self, leg: Leg) -> None:
+        """The next model: a fresh response (its ``start`` is not delivered again, the
+        consumer has one) and its own retries under the call's one total deadline."""
+        assert leg.new_pipeline is not None
+        p = leg.new_pipeline()
+        p.start()
+        deadline = self._policy.deadline
+        self.pipeline, self.request, self.timeout = p, leg.request, leg.timeout
+        self._policy = RetryPolicy(leg.timeout, leg.max_retries, clock=self._clock, rng=self._rng)
+        if deadline is not None:
+            self._policy.deadline = deadline
+        self._delivered = False
+
+    def _leg(
+        self, leg: Leg, aborted: Callable[[], bool]
+    ) -> Generator[Intent, Any, list[Event] | None]:
+        """Every attempt on one model. ``None`` once its terminal was delivered; else the
+        withheld events of a failure for :meth:`_legs_run` to decide on."""
+        if leg.prefail is not None:
+            return self.pipeline.fail(leg.prefail)
+        circuit = leg.circuit
+        if circuit is not None:
+            refused = circuit.admit()
+            if refused is not None:
+                return self.pipeline.fail(refused)  # fails fast: nothing is sent
+            self._leg_circuit = circuit
+        while True:
+            withheld = yield from self._attempt(leg, aborted)
+            info = None if withheld is None else _error_of(withheld)
+            if withheld is not None and info is not None and not aborted():
+                wait = self._in_band_retry(withheld, info)
+                if wait is not None:
+                    t = self.pipeline.trace
+                    if t is not None:
+                        t.retry(self._policy.attempts, None, info.kind, wait)
+                    # A fresh response first: an abort during the wait ends from it.
+                    self._restart_attempt(leg)
+                    yield Sleep(wait)
+                    continue
+            if withheld is not None:
+                self._verdict(leg, info)
+            return withheld
+
+    def _in_band_retry(self, withheld: list[Event], info: ErrorInfo) -> float | None:
+        """The wait before sending again after an in-band error (an ``overloaded_error``
+        event after the ``200``) that came before any content; ``None``: not retried
+        (content came first, not retryable, retries or deadline used up). The same
+        policy as a status error decides (DESIGN §2a: retries before content only)."""
+        if self._policy.phase != "body" or self._delivered or _has_content(withheld):
+            return None
+        err = from_info(info)
+        if not isinstance(err, ProviderError):
+            return None  # a cut or malformed stream is not the provider saying "again"
+        try:
+            return self._policy.next_wait(err)
+        except StreamError:
+            return None
+
+    def _restart_attempt(self, leg: Leg) -> None:
+        # Same model, same policy (attempts and deadline go on): a fresh response.
+        if leg.new_pipeline is None:
+            return
+        p = leg.new_pipeline()
+        p.start()
+        self.pipeline = p
+        self._delivered = False
+
+    def _verdict(self, leg: Leg, info: ErrorInfo | None) -> None:
+        """Tell the model's breaker and pacer how the call went (before the consumer
+        sees its end, so the next call finds the circuit already updated)."""
+        circuit = self._leg_circuit
+        self._leg_circuit = None
+        message = self.pipeline.message
+        if leg.pacer is not None and message is not None and leg.tokens:
+            u = message.usage
+            leg.pacer.settle(leg.tokens, u.input + u.output + u.cache_read + u.cache_write)
+        if circuit is None:
+            return
+        if info is not None and info.retryable and info.kind not in _NOT_THE_MODEL:
+            circuit.failure(info.retry_after)
+        else:
+            circuit.success()  # an answer, or a refusal the provider was up to give
+
+    def _release(self) -> None:
+        """The call ends without a verdict (the caller aborted): a probe slot is freed."""
+        circuit, self._leg_circuit = self._leg_circuit, None
+        if circuit is not None:
+            circuit.release()
+
+    def _withhold(self, events: list[Event]) -> bool:
+        """Whether a terminal batch is kept back for a decision: a failure (not an abort)
+        that a retry or another leg might still answer."""
+        last = events[-1] if events else None
+        return isinstance(last, ErrorEvent) and last.reason == "error"
+
+    def _attempt(
+        self, leg: Leg, aborted: Callable[[], bool]
+    ) -> Generator[Intent, Any, list[Event] | None]:
+        p = self.pipeline
+        policy = self._policy
+        policy.phase = "before"
+        got = yield Authorize(self.request)
+        if isinstance(got, Failure):
+            return p.fail(got.error)
+        request: HTTPRequest = got
+        p.add_secrets(request.secrets)
+        head = yield from self._open(request, leg)
+        if isinstance(head, StreamError):
+            return p.fail(head)
+        policy.phase = "body"
+        rid = request_id(head.headers)
+        if rid:
+            p.request_id = redact(rid, p.secrets)
+        if aborted():
+            self._release()
+            yield self._emit(p.abort())
+            return None
+        while True:
+            if policy.expired():
+                err: StreamError = RequestTimeoutError("total timeout expired while reading")
+                return p.fail(err)
+            chunk = yield Read(policy.remaining())
+            if chunk is None:
+                events = p.end()
+                if self._withhold(events):
+                    return events
+                self._verdict(leg, None)
+                yield self._emit(events)
+                return None
+            if isinstance(chunk, Failure):
+                if aborted():
+                    self._release()
+                    yield self._emit(p.abort())
+                    return None
+                err = chunk.error
+                if chunk.deadline or policy.expired():
+                    # The read was cut to the deadline (or the sync timer shut the socket).
+                    err = RequestTimeoutError("total timeout expired while reading")
+                return p.fail(err)
+            events = p.feed(chunk)
+            if p.done:
+                if self._withhold(events):
+                    return events
+                self._verdict(leg, None)
+                yield self._emit(events)
+                # Ended before the body did: read the rest briefly (bounded) so the
+                # connection can be reused.
+                yield Drain(DRAIN_BYTES, DRAIN_SECONDS)
+                return None
+            if events:
+                yield self._emit(events)
+
+    def _open(self, request: HTTPRequest, leg: Leg) -> Generator[Intent, Any, Head | StreamError]:
+        """Send with retries before the first byte; the 2xx event-stream head, or the
+        error that ends the call. Every retry decision is the policy's."""
+        policy, t = self._policy, self.timeout
+        trace = self.pipeline.trace
+        pacer, tokens = leg.pacer, leg.tokens
+        while True:
+            if pacer is not None:
+                # Client-side limits (and a provider's pause): wait for this send's slot.
+                wait = pacer.reserve(tokens)
+                tokens = 0  # the prompt's tokens are booked once, not per retry
+                while wait > 0:
+                    left = policy.remaining()
+                    if left is not None and wait >= left:
+                        return policy.total_timeout("waiting for the rate limit")
+                    yield Sleep(wait)
+                    wait = pacer.paused()
+            if policy.expired():
+                return policy.total_timeout("before the response")
+            connect = policy.bound(t.connect)
+            got = yield Send(request, connect, policy.bound(t.idle), policy.remaining())
+            err: StreamError
+            if isinstance(got, Failure):
+                left = policy.remaining()
+                if got.deadline or (got.timeout and left is not None and left < 0.01):
+                    # The phase timeout was cut to the deadline: the whole call's
+                    # budget, not the connect/idle one, is what ran out.
+                    return policy.total_timeout("before the response")
+                if got.final:
+                    return got.error
+                err = got.error
+            else:
+                wrong = _unexpected_type(request, got)
+                if got.status < 300 and wrong is None:
+                    head: Head = got
+                    if trace is not None:
+                        # Once per call, after the status line: never on the per-read path.
+                        trace.response(head.status, _items(head.headers))
+                    return head
+                body = yield ReadError(ERROR_BODY_LIMIT, policy.remaining())
+                if got.status < 300:
+                    return _wrong_type_error(request, got, wrong or "", body)
+                err = status_error(got.status, body, got.headers, request.secrets)
+                if err.retry_after is not None and leg.model is not None:
+                    # One call's Retry-After pauses every paced call to this provider.
+                    from .._limits import pause_provider
+
+                    pause_provider(leg.model.provider, err.retry_after)
+            try:
+                wait = policy.next_wait(err)
+            except StreamError as final:
+                return final
+            if trace is not None:
+                trace.retry(policy.attempts, err.status, err.kind, wait)
+            yield Sleep(wait)
+
+
+#: Failures that say nothing about the model's health (the caller's own deadline).
+_NOT_THE_MODEL = frozenset({"timeout"})
+
+
+def _error_of(events: list[Event]) -> ErrorInfo | None:
+    last = events[-1] if events else None
+    if isinstance(last, ErrorEvent) and last.reason == "error":
+        return last.message.error
+    return None
+
+
+def _has_content(events: list[Event]) -> bool:
+    last = events[-1] if events else None
+    return isinstance(last, ErrorEvent) and bool(last.message.content)
+
+
+def _items(headers: Mapping[str, str]) -> list[tuple[str, str]]:
+    multi = getattr(headers, "multi_items", None)  # httpx.Headers keeps repeated names
+    return list(multi()) if callable(multi) else list(headers.items())
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _accept(request: HTTPRequest) -> str:
+    return next((v for k, v in request.headers.items() if k.lower() == "accept"), "")
+
+
+def _unexpected_type(request: HTTPRequest, head: Head) -> str | None:
+    """The response's content type when it is not the one the request asked for
+    (``Accept: text/event-stream`` for every wire API): an HTML or JSON page from
+    a proxy or gateway, sent with ``200``, is not the stream."""
+    wanted = _media_type(_accept(request).split(",", 1)[0])
+    got = head.headers.get("content-type")
+    if not wanted or "*" in wanted or got is None:
+        return None
+    return None if _media_type(got) == wanted else got
+
+
+def _wrong_type_error(
+    request: HTTPRequest, head_: Head, content_type: str, body: bytes
+) -> ProviderStreamError:
+    # Redacted before the cut (redact.head), so the cut never leaves a piece of a key.
+    excerpt = head(
+        " ".join(body.decode("utf-8", "replace").split()), _EXCERPT_CHARS, request.secrets
+    )
+    message = (
+        f"HTTP {head_.status} with content type {content_type!r} instead of "
+        f"{_media_type(_accept(request))!r}: {origin(request.url)} answered with a page, "
+        f"not the stream (a proxy, gateway or wrong base_url?); the body begins: "
+        f"{excerpt or '(empty)'!r}"
+    )
+    return ProviderStreamError(redact(message, request.secrets), status=head_.status)
