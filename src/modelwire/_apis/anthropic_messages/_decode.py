@@ -11,9 +11,11 @@ from typing import Any, Literal
 import msgspec
 
 from ..._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -29,6 +31,7 @@ from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,
 )
+from ...types import Citation, ProviderItem, ServerToolCall, ServerToolResult
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 
@@ -71,6 +74,9 @@ class _Block(msgspec.Struct, gc=False):
     signature: str | None = None
     data: str | None = None
     input: Any = None
+    # A text block may start with its citations (``[]`` while streaming, whole in
+    # message_start content); each is kept exactly as received.
+    citations: list[msgspec.Raw] | None = None
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -82,6 +88,10 @@ class _Delta(msgspec.Struct, gc=False):
     signature: str | None = None
     partial_json: str | None = None
     stop_reason: str | None = None
+    # citations_delta, kept as received (msgspec has no ``Raw | None``: empty = absent).
+    citation: msgspec.Raw = msgspec.Raw()
+    content: str | None = None  # compaction_delta: summary text to append
+    encrypted_content: str | None = None  # compaction_delta: replaces the earlier value
 
 
 class _Error(msgspec.Struct, gc=False):
@@ -112,11 +122,59 @@ class _Head(msgspec.Struct, gc=False):
     type: str
 
 
+class _RawStart(msgspec.Struct, gc=False):
+    # content_block_start of a block kept whole: its bytes exactly as received.
+    index: Count
+    content_block: msgspec.Raw
+
+
+class _ServerCall(msgspec.Struct, gc=False):
+    # server_tool_use / mcp_tool_use (server-tools docs; MCP connector docs).
+    id: str
+    name: str
+    input: Any = None
+
+
+class _ServerResult(msgspec.Struct, gc=False):
+    # ``*_tool_result`` blocks: ``content`` is the result or an ``*_error`` object;
+    # mcp_tool_result says ``is_error`` itself.
+    tool_use_id: str
+    content: Any = None
+    is_error: bool | None = None
+
+
+class _Cite(msgspec.Struct, gc=False):
+    # The citation types of the citations and web-search docs: char_location,
+    # page_location, content_block_location, web_search_result_location,
+    # search_result_location. Unknown types keep what these fields say.
+    type: str
+    cited_text: str | None = None
+    url: str | None = None
+    title: str | None = None
+    source: str | None = None
+    document_index: Count | None = None
+    document_title: str | None = None
+    file_id: str | None = None
+    search_result_index: Count | None = None
+    start_char_index: Count | None = None
+    end_char_index: Count | None = None
+    start_page_number: Count | None = None
+    end_page_number: Count | None = None
+    start_block_index: Count | None = None
+    end_block_index: Count | None = None
+
+
 _head_decoder = decoder_for(_Head)
 _block_decoder = decoder_for(_Block)
 _event_decoder = decoder_for(_Event)
 _decode_event = _event_decoder.decode
 _loose_decoder = decoder_for(_Loose)
+_raw_start_decoder = decoder_for(_RawStart)
+_call_decoder = decoder_for(_ServerCall)
+_result_decoder = decoder_for(_ServerResult)
+_cite_decoder = decoder_for(_Cite)
+
+API_NAME = "anthropic-messages"
 
 _KNOWN_EVENTS = frozenset(
     {
@@ -130,26 +188,89 @@ _KNOWN_EVENTS = frozenset(
         "error",
     }
 )
-# Block types that become content; everything else (server_tool_use,
-# web_search_tool_result, compaction, container_upload…) is ignored.
+# Block types that stream into content. Every other block is kept whole
+# (_whole_kind): provider-run tool calls and results, and everything else —
+# compaction, container_upload, types added later — as an opaque ProviderItem.
 _BLOCK_KINDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "thinking",
                 "tool_use": "tool"}  # fmt: skip
-# Delta type → the block kind it belongs to; others (citations_delta,
-# compaction_delta…) are ignored.
+# Delta type → the block kind it belongs to; others (types added later) are ignored.
 _DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
-                "signature_delta": "thinking", "input_json_delta": "tool"}  # fmt: skip
-_IGNORED = "ignored"
+                "signature_delta": "thinking", "input_json_delta": "tool",
+                "citations_delta": "text", "compaction_delta": "item"}  # fmt: skip
+#: Provider-run tool calls (server-tools docs: ``server_tool_use`` for web search,
+#: web fetch, code execution, tool search; MCP connector: ``mcp_tool_use``).
+SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
+_WHOLE = frozenset({"call", "result", "item"})
 
 _STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    # A server-tool loop hit its iteration limit; the turn is valid as it stands.
+    # A server-tool loop paused a long turn (handling-stop-reasons docs): the turn
+    # is valid as it stands and goes on when the message is sent back; the raw
+    # reason stays in provider_stop_reason, which is what the Agent acts on.
     "pause_turn": "stop",
+    # Compaction with pause_after_compaction (compaction docs): likewise.
+    "compaction": "stop",
     "tool_use": "tool_use",
     "max_tokens": "length",
     # The response filled the context window: truncated like max_tokens.
     "model_context_window_exceeded": "length",
 }
+
+
+def _whole_kind(block_type: str) -> str:
+    if block_type in SERVER_CALLS:
+        return "call"
+    # web_search_tool_result, web_fetch_tool_result, code_execution_tool_result,
+    # bash_code_execution_tool_result, text_editor_code_execution_tool_result,
+    # tool_search_tool_result, mcp_tool_result…
+    if block_type.endswith("_tool_result"):
+        return "result"
+    return "item"
+
+
+def citation(raw: msgspec.Raw | bytes, where: str, what: str = "chunk") -> Citation:
+    """A Messages citation object as a :class:`Citation` (``raw`` keeps its bytes)."""
+    c = decode_json(raw, _cite_decoder, what, f"{where}.")
+    text = bytes(raw).decode("utf-8")
+    t = c.type
+    kind = "other"
+    url, title, document = c.url, c.title or c.document_title, None
+    start = end = None
+    if t == "web_search_result_location":
+        kind = "url"
+    elif t in ("char_location", "page_location", "content_block_location"):
+        kind = "file" if c.file_id else "document"
+        document = c.file_id or (str(c.document_index) if c.document_index is not None else None)
+        if t == "char_location":
+            start, end = c.start_char_index, c.end_char_index
+        elif t == "page_location":
+            start, end = c.start_page_number, c.end_page_number
+        else:
+            start, end = c.start_block_index, c.end_block_index
+    elif t == "search_result_location":
+        url = c.source
+        kind = "url" if (c.source or "").startswith(("https://", "http://")) else "other"
+        if c.search_result_index is not None:
+            document = str(c.search_result_index)
+        start, end = c.start_block_index, c.end_block_index
+    return Citation(kind=kind, url=url, title=title, cited_text=c.cited_text,
+                    document=document, start=start, end=end, raw=text)  # fmt: skip
+
+
+class _Whole:
+    """A block kept whole while it is open: its start bytes and what its deltas add."""
+
+    __slots__ = ("call", "encrypted", "kind", "parts", "raw", "summary", "type")
+
+    def __init__(self, kind: str, type_: str, raw: bytes) -> None:
+        self.kind = kind
+        self.type = type_
+        self.raw = raw
+        self.parts: list[str] = []  # input_json_delta text
+        self.summary: list[str] = []  # compaction_delta text
+        self.encrypted: str | None = None
+        self.call: _ServerCall | None = None
 
 
 def _usage(u: _Usage) -> UsageUpdate:
@@ -177,7 +298,8 @@ def _missing(path: str) -> MalformedChunkError:
 class AnthropicDecoder:
     """Per-response decoder: SSE events → normalized deltas keyed by block ``index``."""
 
-    __slots__ = ("_kinds", "_n_start", "_pending_input", "_stopped", "_streamed_input")
+    __slots__ = ("_kinds", "_n_start", "_names", "_pending_input", "_stopped",
+                 "_streamed_input", "_whole")  # fmt: skip
 
     def __init__(self) -> None:
         self._n_start = 0  # blocks message_start carried (indexes 0…n-1)
@@ -186,14 +308,17 @@ class AnthropicDecoder:
         # tool_use input given whole in content_block_start (not streamed).
         self._pending_input: dict[int, str] = {}
         self._streamed_input: set[int] = set()
+        self._whole: dict[int, _Whole] = {}  # open blocks kept whole, by index
+        self._names: dict[str, str] = {}  # server call id → tool name (for its result)
 
     def decode(self, frame: Frame) -> list[Delta]:
         data = frame.data
         try:
             ev = _decode_event(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            if self._ignorable(data):
-                return []
+            handled = self._fallback(data)
+            if handled is not None:
+                return handled
             decode_json(data, _event_decoder)  # raises MalformedChunkError with the field path
             raise  # pragma: no cover - decode_json raised already
         t = ev.type
@@ -219,7 +344,7 @@ class AnthropicDecoder:
                         return [ThinkingDelta(i, d.thinking)]
             return self._block_delta(ev)
         if t == "content_block_start":
-            return self._block_start(ev)
+            return self._block_start(ev, data)
         if t == "content_block_stop":
             return self._block_stop(ev)
         if t == "message_start":
@@ -245,30 +370,29 @@ class AnthropicDecoder:
             raise in_band_error(message, type_=err.type, request_id=ev.request_id)
         return []  # ping, and event types added after this adapter was written
 
-    def _ignorable(self, data: bytes) -> bool:
-        """Whether a payload that failed typed validation is one we ignore anyway
-        (an unknown event, block or delta type whose fields clash with ours)."""
+    def _fallback(self, data: bytes) -> list[Delta] | None:
+        """A payload that failed typed validation but is fine anyway: an unknown
+        event or delta type whose fields clash with ours (ignored), or the start of a
+        block kept whole whose fields do (kept). ``None``: a real error."""
         try:
             loose = _loose_decoder.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            return False
+            return None
         t = loose.type
         if not isinstance(t, str):
-            return False
+            return None
         if t not in _KNOWN_EVENTS:
-            return True
+            return []
         if t == "content_block_start" and isinstance(loose.content_block, dict):
-            if loose.content_block.get("type") in _BLOCK_KINDS or not isinstance(loose.index, int):
-                return False
-            if loose.index in self._kinds:
-                return False  # a second start for one index is an error, reported as such
-            self._kinds[loose.index] = _IGNORED  # so its deltas and stop are ignored too
-            return True
+            block_type = loose.content_block.get("type")
+            if not isinstance(block_type, str) or block_type in _BLOCK_KINDS:
+                return None
+            start = decode_json(data, _raw_start_decoder)
+            return self._open_whole(start.index, block_type, bytes(start.content_block),
+                                    "content_block")  # fmt: skip
         if t == "content_block_delta" and isinstance(loose.delta, dict):
-            if isinstance(loose.index, int) and self._kinds.get(loose.index) == _IGNORED:
-                return True
-            return loose.delta.get("type") not in _DELTA_KINDS
-        return False
+            return [] if loose.delta.get("type") not in _DELTA_KINDS else None
+        return None
 
     def _index(self, ev: _Event) -> int:
         if ev.index is None:
@@ -282,33 +406,42 @@ class AnthropicDecoder:
         carry the next indexes and keep their order."""
         self._n_start = len(content)
         for k, raw in enumerate(content):
-            head = decode_json(raw, _head_decoder, "message_start", f"message.content[{k}].")
+            where = f"message.content[{k}]"
+            head = decode_json(raw, _head_decoder, "message_start", f"{where}.")
             if head.type not in _BLOCK_KINDS:
-                self._kinds[k] = _IGNORED  # server_tool_use, code_execution_tool_result…
-                self._stopped.add(k)
-                continue
-            block = decode_json(raw, _block_decoder, "message_start", f"message.content[{k}].")
-            out.extend(self._open_block(k, block, f"message.content[{k}]"))
+                # server_tool_use, code_execution_tool_result… kept whole.
+                out.extend(self._open_whole(k, head.type, bytes(raw), where, "message_start"))
+            else:
+                block = decode_json(raw, _block_decoder, "message_start", f"{where}.")
+                out.extend(self._open_block(k, block, where, "message_start"))
             out.extend(self._stop_block(k))
 
-    def _block_start(self, ev: _Event) -> list[Delta]:
+    def _block_start(self, ev: _Event, data: bytes) -> list[Delta]:
         i = self._index(ev)
         block = ev.content_block
         if block is None:
             raise _missing("content_block")
+        if block.type not in _BLOCK_KINDS:
+            raw = decode_json(data, _raw_start_decoder).content_block
+            return self._open_whole(i, block.type, bytes(raw), "content_block")
         return self._open_block(i, block, "content_block")
 
-    def _open_block(self, i: int, block: _Block, where: str) -> list[Delta]:
+    def _claim(self, i: int) -> None:
         if i in self._kinds:
             where_from = " in message_start" if i < self._n_start else ""
             raise MalformedChunkError(
                 f"malformed chunk: content_block_start for index {i}, which already "
                 f"started{where_from}"
             )
-        kind = _BLOCK_KINDS.get(block.type, _IGNORED)
+
+    def _open_block(self, i: int, block: _Block, where: str, what: str = "chunk") -> list[Delta]:
+        self._claim(i)
+        kind = _BLOCK_KINDS[block.type]
         self._kinds[i] = kind
         if kind == "text":
             out: list[Delta] = [BlockStart(i, "text")]
+            for k, raw in enumerate(block.citations or ()):
+                out.append(CitationDelta(i, citation(raw, f"{where}.citations[{k}]", what)))
             if block.text:
                 out.append(TextDelta(i, block.text))
             return out
@@ -322,15 +455,34 @@ class AnthropicDecoder:
             if block.thinking:
                 out.append(ThinkingDelta(i, block.thinking))
             return out
-        if kind == "tool":
-            if block.input is not None and not isinstance(block.input, dict):
+        if block.input is not None and not isinstance(block.input, dict):
+            raise MalformedChunkError(
+                f"malformed chunk: {where}.input must be an object "
+                f"(got {type(block.input).__name__})"
+            )
+        if block.input:
+            self._pending_input[i] = dumps(block.input).decode()
+        return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+
+    def _open_whole(
+        self, i: int, block_type: str, raw: bytes, where: str, what: str = "chunk"
+    ) -> list[Delta]:
+        """A block kept whole: validated now, emitted at its stop (when its deltas —
+        a server call's streamed input, a compaction summary — are in)."""
+        self._claim(i)
+        kind = _whole_kind(block_type)
+        self._kinds[i] = kind
+        w = self._whole[i] = _Whole(kind, block_type, raw)
+        if kind == "call":
+            call = w.call = decode_json(raw, _call_decoder, what, f"{where}.")
+            if call.input is not None and not isinstance(call.input, dict):
                 raise MalformedChunkError(
-                    f"malformed chunk: {where}.input must be an object "
-                    f"(got {type(block.input).__name__})"
+                    f"malformed {what}: {where}.input must be an object "
+                    f"(got {type(call.input).__name__})"
                 )
-            if block.input:
-                self._pending_input[i] = dumps(block.input).decode()
-            return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+            self._names[call.id] = call.name
+        elif kind == "result":
+            decode_json(raw, _result_decoder, what, f"{where}.")
         return []
 
     def _block_delta(self, ev: _Event) -> list[Delta]:
@@ -344,14 +496,14 @@ class AnthropicDecoder:
             raise MalformedChunkError(
                 f"malformed chunk: content_block_delta for index {i}, which {state}"
             )
-        if kind == _IGNORED:
-            return []
         dt = d.type
         if dt is None:
             raise _missing("delta.type")
         want = _DELTA_KINDS.get(dt)
         if want is None:
-            return []  # citations_delta and delta types added later
+            return []  # delta types added later
+        if kind in _WHOLE:
+            return self._whole_delta(i, d, dt)
         if want != kind:
             raise MalformedChunkError(
                 f"malformed chunk: delta.type {dt!r} sent for block {i}, a {kind} block"
@@ -360,6 +512,10 @@ class AnthropicDecoder:
             if d.text is None:
                 raise _missing("delta.text")
             return [TextDelta(i, d.text)]
+        if dt == "citations_delta":
+            if not d.citation:
+                raise _missing("delta.citation")
+            return [CitationDelta(i, citation(d.citation, "delta.citation"))]
         if dt == "thinking_delta":
             if d.thinking is None:
                 raise _missing("delta.thinking")
@@ -375,6 +531,27 @@ class AnthropicDecoder:
             self._streamed_input.add(i)
         return [ToolCallDelta(i, None, None, d.partial_json)]
 
+    def _whole_delta(self, i: int, d: _Delta, dt: str) -> list[Delta]:
+        w = self._whole[i]
+        if dt == "input_json_delta" and w.kind != "result":
+            # A server call's input (and that of a block type added later) streams.
+            if d.partial_json is None:
+                raise _missing("delta.partial_json")
+            w.parts.append(d.partial_json)
+            return []
+        if dt == "compaction_delta" and w.kind == "item":
+            # The summary streams in pieces; encrypted_content replaces the earlier one.
+            if d.content is not None:
+                w.summary.append(d.content)
+            if d.encrypted_content is not None:
+                w.encrypted = d.encrypted_content
+            return []
+        if w.kind == "item":
+            return []  # a block type added later: kept as it started, its deltas unknown
+        raise MalformedChunkError(
+            f"malformed chunk: delta.type {dt!r} sent for block {i}, a {w.type} block"
+        )
+
     def _block_stop(self, ev: _Event) -> list[Delta]:
         return self._stop_block(self._index(ev))
 
@@ -386,12 +563,60 @@ class AnthropicDecoder:
                 f"malformed chunk: content_block_stop for index {i}, which {state}"
             )
         self._stopped.add(i)
-        if kind == _IGNORED:
-            return []
+        if kind in _WHOLE:
+            return [BlockComplete(i, self._complete(i, self._whole.pop(i)))]
         pending = self._pending_input.pop(i, None)
         if pending is not None and i not in self._streamed_input:
             return [ToolCallArguments(i, pending), BlockEnd(i)]
         return [BlockEnd(i)]
+
+    def _complete(self, i: int, w: _Whole) -> ServerToolCall | ServerToolResult | ProviderItem:
+        """The finished block; ``raw`` is the start's bytes exactly, or, when deltas
+        added to it, the start's JSON with what they added (key order kept)."""
+        streamed = "".join(w.parts)
+        value: Any = None
+        if streamed.strip():
+            try:
+                value = msgspec.json.decode(streamed)
+            except msgspec.DecodeError:
+                value = None
+            if not isinstance(value, dict):
+                raise MalformedChunkError(
+                    f"malformed chunk: the input streamed for block {i} ({w.type}) "
+                    "is not a JSON object"
+                )
+        if w.kind == "result":
+            res = _result_decoder.decode(w.raw)
+            content = res.content
+            if res.is_error is not None:
+                failed = res.is_error
+            else:
+                # web_search_tool_result_error, web_fetch_tool_error,
+                # code_execution_tool_result_error…: the result is an error object.
+                kind = content.get("type") if isinstance(content, dict) else None
+                failed = isinstance(kind, str) and kind.endswith("_error")
+            return ServerToolResult(tool_call_id=res.tool_use_id, provider_type=w.type,
+                                    result=content, is_error=failed,
+                                    name=self._names.get(res.tool_use_id),
+                                    raw=w.raw.decode())  # fmt: skip
+        data = w.raw.decode()
+        if value is not None or w.summary or w.encrypted is not None:
+            obj = msgspec.json.decode(w.raw)
+            if value is not None:
+                obj["input"] = value
+            if w.summary:
+                before = obj.get("content")
+                obj["content"] = (before if isinstance(before, str) else "") + "".join(w.summary)
+            if w.encrypted is not None:
+                obj["encrypted_content"] = w.encrypted
+            data = dumps(obj).decode()
+        if w.kind == "call":
+            call = w.call
+            assert call is not None
+            args = value if value is not None else (call.input or {})
+            return ServerToolCall(id=call.id, name=call.name, input=args,
+                                  provider_type=w.type, raw=data)  # fmt: skip
+        return ProviderItem(api=API_NAME, provider_type=w.type, data=data)
 
     def _message_delta(self, ev: _Event) -> list[Delta]:
         out: list[Delta] = []
