@@ -1199,13 +1199,13 @@ def _answer_stream(text: str) -> bytes:
 def test_request_shape_over_loopback() -> None:
     body = (FIXTURES / "claude-haiku-4-5-text.sse").read_bytes()
     with mw.testing.MockServer([mw.testing.Reply(body=body, seed=7)]) as server:
-        m = _loopback_model(server, id="claude-haiku-4-5", input=("text", "image"))
+        m = _loopback_model(server, id="claude-haiku-4-5")  # the mock takes any input
         ctx = _tool_conversation(m)
         msg = mw.complete_sync(m, ctx, api_key=KEY, reasoning="low", max_retries=0)
         rec = server.last_request
         # The same image to a model not declared to take images: refused before any
         # request, naming the block and the fix.
-        text_only = _loopback_model(server, id="claude-haiku-4-5")
+        text_only = _loopback_model(server, id="claude-haiku-4-5", input=("text",))
         with pytest.raises(mw.ConfigurationError, match=r"messages\[3\]\.content\[1\]"):
             mw.complete_sync(text_only, ctx, api_key=KEY, max_retries=0)
         assert len(server.requests) == 1

@@ -221,6 +221,7 @@ class ScriptedModel:
             provider=provider,
             base_url=f"http://scripted.invalid/{token}",
             cost=cost or ModelCost(),
+            input=("text", "image", "document", "audio"),  # a script takes any input
         )
         _models[self.model.base_url] = self
 
