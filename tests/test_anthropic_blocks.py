@@ -429,3 +429,18 @@ def test_an_item_of_another_api_cannot_be_rendered_by_the_anthropic_mock() -> No
                           data='{"type":"container_upload","file_id":"file_1"}')  # fmt: skip
     body = mw.testing.render([own, "t"], API_NAME)
     assert b'"content_block":{"type":"container_upload","file_id":"file_1"}}' in body
+
+
+def test_a_request_without_stream_gets_every_block_in_the_message_object() -> None:
+    import httpx
+
+    msg = anthropic_message()
+    with mw.testing.MockServer([msg]) as server:
+        got = httpx.post(server.origin + "/v1/messages",
+                         json={"model": "m", "messages": [], "max_tokens": 9}).json()  # fmt: skip
+    assert got["stop_reason"] == "pause_turn"
+    ref = reference(STREAM.read_bytes())
+    assert got["content"] == [
+        {k: v for k, v in b.items() if not (b["type"] == "text" and k == "citations" and not v)}
+        for b in ref
+    ]
