@@ -63,8 +63,9 @@ from .._common import (
     same_model,
 )
 from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
-from ._decode import API_NAME, AnthropicDecoder, recognizes
+from ._decode import AnthropicDecoder, recognizes
 from ._render import error_body, render, render_complete, render_models, tool_results
+from ._whole import API_NAME
 
 if TYPE_CHECKING:
     from ..._framing import Framing

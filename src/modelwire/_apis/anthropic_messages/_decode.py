@@ -31,9 +31,9 @@ from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,
 )
-from ...types import Citation, ProviderItem, ServerToolCall, ServerToolResult
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
+from ._whole import WHOLE, Whole, citation, whole_kind
 
 __all__ = ["AnthropicDecoder", "recognizes"]
 
@@ -128,54 +128,12 @@ class _RawStart(msgspec.Struct, gc=False):
     content_block: msgspec.Raw
 
 
-class _ServerCall(msgspec.Struct, gc=False):
-    # server_tool_use / mcp_tool_use (server-tools docs; MCP connector docs).
-    id: str
-    name: str
-    input: Any = None
-
-
-class _ServerResult(msgspec.Struct, gc=False):
-    # ``*_tool_result`` blocks: ``content`` is the result or an ``*_error`` object;
-    # mcp_tool_result says ``is_error`` itself.
-    tool_use_id: str
-    content: Any = None
-    is_error: bool | None = None
-
-
-class _Cite(msgspec.Struct, gc=False):
-    # The citation types of the citations and web-search docs: char_location,
-    # page_location, content_block_location, web_search_result_location,
-    # search_result_location. Unknown types keep what these fields say.
-    type: str
-    cited_text: str | None = None
-    url: str | None = None
-    title: str | None = None
-    source: str | None = None
-    document_index: Count | None = None
-    document_title: str | None = None
-    file_id: str | None = None
-    search_result_index: Count | None = None
-    start_char_index: Count | None = None
-    end_char_index: Count | None = None
-    start_page_number: Count | None = None
-    end_page_number: Count | None = None
-    start_block_index: Count | None = None
-    end_block_index: Count | None = None
-
-
 _head_decoder = decoder_for(_Head)
 _block_decoder = decoder_for(_Block)
 _event_decoder = decoder_for(_Event)
 _decode_event = _event_decoder.decode
 _loose_decoder = decoder_for(_Loose)
 _raw_start_decoder = decoder_for(_RawStart)
-_call_decoder = decoder_for(_ServerCall)
-_result_decoder = decoder_for(_ServerResult)
-_cite_decoder = decoder_for(_Cite)
-
-API_NAME = "anthropic-messages"
-
 _KNOWN_EVENTS = frozenset(
     {
         "message_start",
@@ -197,10 +155,6 @@ _BLOCK_KINDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "th
 _DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
                 "signature_delta": "thinking", "input_json_delta": "tool",
                 "citations_delta": "text", "compaction_delta": "item"}  # fmt: skip
-#: Provider-run tool calls (server-tools docs: ``server_tool_use`` for web search,
-#: web fetch, code execution, tool search; MCP connector: ``mcp_tool_use``).
-SERVER_CALLS = frozenset({"server_tool_use", "mcp_tool_use"})
-_WHOLE = frozenset({"call", "result", "item"})
 
 _STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
     "end_turn": "stop",
@@ -216,61 +170,6 @@ _STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
     # The response filled the context window: truncated like max_tokens.
     "model_context_window_exceeded": "length",
 }
-
-
-def _whole_kind(block_type: str) -> str:
-    if block_type in SERVER_CALLS:
-        return "call"
-    # web_search_tool_result, web_fetch_tool_result, code_execution_tool_result,
-    # bash_code_execution_tool_result, text_editor_code_execution_tool_result,
-    # tool_search_tool_result, mcp_tool_result…
-    if block_type.endswith("_tool_result"):
-        return "result"
-    return "item"
-
-
-def citation(raw: msgspec.Raw | bytes, where: str, what: str = "chunk") -> Citation:
-    """A Messages citation object as a :class:`Citation` (``raw`` keeps its bytes)."""
-    c = decode_json(raw, _cite_decoder, what, f"{where}.")
-    text = bytes(raw).decode("utf-8")
-    t = c.type
-    kind = "other"
-    url, title, document = c.url, c.title or c.document_title, None
-    start = end = None
-    if t == "web_search_result_location":
-        kind = "url"
-    elif t in ("char_location", "page_location", "content_block_location"):
-        kind = "file" if c.file_id else "document"
-        document = c.file_id or (str(c.document_index) if c.document_index is not None else None)
-        if t == "char_location":
-            start, end = c.start_char_index, c.end_char_index
-        elif t == "page_location":
-            start, end = c.start_page_number, c.end_page_number
-        else:
-            start, end = c.start_block_index, c.end_block_index
-    elif t == "search_result_location":
-        url = c.source
-        kind = "url" if (c.source or "").startswith(("https://", "http://")) else "other"
-        if c.search_result_index is not None:
-            document = str(c.search_result_index)
-        start, end = c.start_block_index, c.end_block_index
-    return Citation(kind=kind, url=url, title=title, cited_text=c.cited_text,
-                    document=document, start=start, end=end, raw=text)  # fmt: skip
-
-
-class _Whole:
-    """A block kept whole while it is open: its start bytes and what its deltas add."""
-
-    __slots__ = ("call", "encrypted", "kind", "parts", "raw", "summary", "type")
-
-    def __init__(self, kind: str, type_: str, raw: bytes) -> None:
-        self.kind = kind
-        self.type = type_
-        self.raw = raw
-        self.parts: list[str] = []  # input_json_delta text
-        self.summary: list[str] = []  # compaction_delta text
-        self.encrypted: str | None = None
-        self.call: _ServerCall | None = None
 
 
 def _usage(u: _Usage) -> UsageUpdate:
@@ -308,7 +207,7 @@ class AnthropicDecoder:
         # tool_use input given whole in content_block_start (not streamed).
         self._pending_input: dict[int, str] = {}
         self._streamed_input: set[int] = set()
-        self._whole: dict[int, _Whole] = {}  # open blocks kept whole, by index
+        self._whole: dict[int, Whole] = {}  # open blocks kept whole, by index
         self._names: dict[str, str] = {}  # server call id → tool name (for its result)
 
     def decode(self, frame: Frame) -> list[Delta]:
@@ -470,19 +369,9 @@ class AnthropicDecoder:
         """A block kept whole: validated now, emitted at its stop (when its deltas —
         a server call's streamed input, a compaction summary — are in)."""
         self._claim(i)
-        kind = _whole_kind(block_type)
+        kind = whole_kind(block_type)
         self._kinds[i] = kind
-        w = self._whole[i] = _Whole(kind, block_type, raw)
-        if kind == "call":
-            call = w.call = decode_json(raw, _call_decoder, what, f"{where}.")
-            if call.input is not None and not isinstance(call.input, dict):
-                raise MalformedChunkError(
-                    f"malformed {what}: {where}.input must be an object "
-                    f"(got {type(call.input).__name__})"
-                )
-            self._names[call.id] = call.name
-        elif kind == "result":
-            decode_json(raw, _result_decoder, what, f"{where}.")
+        self._whole[i] = Whole(kind, block_type, raw, where, what, self._names)
         return []
 
     def _block_delta(self, ev: _Event) -> list[Delta]:
@@ -502,7 +391,7 @@ class AnthropicDecoder:
         want = _DELTA_KINDS.get(dt)
         if want is None:
             return []  # delta types added later
-        if kind in _WHOLE:
+        if kind in WHOLE:
             return self._whole_delta(i, d, dt)
         if want != kind:
             raise MalformedChunkError(
@@ -563,60 +452,12 @@ class AnthropicDecoder:
                 f"malformed chunk: content_block_stop for index {i}, which {state}"
             )
         self._stopped.add(i)
-        if kind in _WHOLE:
-            return [BlockComplete(i, self._complete(i, self._whole.pop(i)))]
+        if kind in WHOLE:
+            return [BlockComplete(i, self._whole.pop(i).complete(i, self._names))]
         pending = self._pending_input.pop(i, None)
         if pending is not None and i not in self._streamed_input:
             return [ToolCallArguments(i, pending), BlockEnd(i)]
         return [BlockEnd(i)]
-
-    def _complete(self, i: int, w: _Whole) -> ServerToolCall | ServerToolResult | ProviderItem:
-        """The finished block; ``raw`` is the start's bytes exactly, or, when deltas
-        added to it, the start's JSON with what they added (key order kept)."""
-        streamed = "".join(w.parts)
-        value: Any = None
-        if streamed.strip():
-            try:
-                value = msgspec.json.decode(streamed)
-            except msgspec.DecodeError:
-                value = None
-            if not isinstance(value, dict):
-                raise MalformedChunkError(
-                    f"malformed chunk: the input streamed for block {i} ({w.type}) "
-                    "is not a JSON object"
-                )
-        if w.kind == "result":
-            res = _result_decoder.decode(w.raw)
-            content = res.content
-            if res.is_error is not None:
-                failed = res.is_error
-            else:
-                # web_search_tool_result_error, web_fetch_tool_error,
-                # code_execution_tool_result_error…: the result is an error object.
-                kind = content.get("type") if isinstance(content, dict) else None
-                failed = isinstance(kind, str) and kind.endswith("_error")
-            return ServerToolResult(tool_call_id=res.tool_use_id, provider_type=w.type,
-                                    result=content, is_error=failed,
-                                    name=self._names.get(res.tool_use_id),
-                                    raw=w.raw.decode())  # fmt: skip
-        data = w.raw.decode()
-        if value is not None or w.summary or w.encrypted is not None:
-            obj = msgspec.json.decode(w.raw)
-            if value is not None:
-                obj["input"] = value
-            if w.summary:
-                before = obj.get("content")
-                obj["content"] = (before if isinstance(before, str) else "") + "".join(w.summary)
-            if w.encrypted is not None:
-                obj["encrypted_content"] = w.encrypted
-            data = dumps(obj).decode()
-        if w.kind == "call":
-            call = w.call
-            assert call is not None
-            args = value if value is not None else (call.input or {})
-            return ServerToolCall(id=call.id, name=call.name, input=args,
-                                  provider_type=w.type, raw=data)  # fmt: skip
-        return ProviderItem(api=API_NAME, provider_type=w.type, data=data)
 
     def _message_delta(self, ev: _Event) -> list[Delta]:
         out: list[Delta] = []

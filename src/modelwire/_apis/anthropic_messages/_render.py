@@ -33,7 +33,7 @@ from .._mock import (
     split_text,
     text_of,
 )
-from ._decode import API_NAME
+from ._whole import API_NAME
 
 __all__ = ["error_body", "render", "render_complete", "render_models", "tool_results"]
 
