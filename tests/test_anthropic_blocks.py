@@ -444,3 +444,62 @@ def test_a_request_without_stream_gets_every_block_in_the_message_object() -> No
         {k: v for k, v in b.items() if not (b["type"] == "text" and k == "citations" and not v)}
         for b in ref
     ]
+
+
+# --------------------------------------------------------------------------- documents
+
+
+def test_documents_are_sent_as_the_messages_api_documents_them() -> None:
+    import base64
+
+    pdf = mw.DocumentContent(mime_type="application/pdf", data="JVBERi0=", title="Paper")
+    text = mw.DocumentContent(mime_type="text/plain",
+                              data=base64.b64encode("Grüße".encode()).decode())  # fmt: skip
+    url = mw.DocumentContent(mime_type="application/pdf", url="https://e.example/p.pdf")
+    stored = mw.DocumentContent(mime_type="application/pdf", file_id="file_011")
+    result = mw.ToolResultMessage(tool_call_id="toolu_1", tool_name="fetch", content=[pdf])
+    call = mw.ToolCall(id="toolu_1", name="fetch", arguments={})
+    ctx = mw.Context(messages=[
+        mw.UserMessage(content=[mw.TextContent(text="Read these."), pdf, text, url, stored]),
+        mw.AssistantMessage(content=[call], api=API_NAME, provider="anthropic",
+                            model="claude-sonnet-4-5", stop_reason="tool_use"),
+        result,
+    ])  # fmt: skip
+    model = claude(input=("text", "document"))
+    options = resolve_options("anthropic", api_key=KEY)
+    request = get_api(API_NAME).build_request(model, handoff(ctx, model), options)
+    sent = json.loads(request.body)["messages"]
+    assert sent[0]["content"][1:] == [
+        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf",
+                                        "data": "JVBERi0="}, "title": "Paper"},
+        {"type": "document", "source": {"type": "text", "media_type": "text/plain",
+                                        "data": "Grüße"}},
+        {"type": "document", "source": {"type": "url", "url": "https://e.example/p.pdf"}},
+        {"type": "document", "source": {"type": "file", "file_id": "file_011"}},
+    ]  # fmt: skip
+    assert sent[2]["content"][0]["content"] == [sent[0]["content"][1]]  # in a tool result too
+    # A Files API id needs the files beta header (Files API docs).
+    assert request.headers["anthropic-beta"] == "files-api-2025-04-14"
+    without = get_api(API_NAME).build_request(
+        model, mw.Context(messages=[mw.UserMessage(content=[pdf])]), options
+    )
+    assert "anthropic-beta" not in without.headers
+
+
+def test_input_the_messages_api_cannot_carry_is_refused() -> None:
+    options = resolve_options("anthropic", api_key=KEY)
+    model = claude(input=("text", "document", "audio"))
+    audio = mw.UserMessage(content=[mw.AudioContent(data="UklGRg==", mime_type="audio/wav")])
+    with pytest.raises(mw.ConfigurationError, match="cannot carry a audio block"):
+        get_api(API_NAME).build_request(model, mw.Context(messages=[audio]), options)
+    bad = mw.UserMessage(content=[mw.DocumentContent(mime_type="text/plain", data="%%%")])
+    with pytest.raises(mw.ConfigurationError, match="base64 of UTF-8 text"):
+        get_api(API_NAME).build_request(model, mw.Context(messages=[bad]), options)
+    # Another API's provider-run block without mw.handoff: refused, never sent as is.
+    foreign = mw.AssistantMessage(
+        content=[mw.ServerToolCall(id="ws_1", name="web_search", input={},
+                                   provider_type="web_search_call")],
+        api="openai-responses", provider="openai", model="gpt", stop_reason="stop",
+    )  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match=r"pass the context through mw\.handoff"):
+        get_api(API_NAME).build_request(model, conversation(foreign), options)
