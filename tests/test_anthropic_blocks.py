@@ -503,3 +503,13 @@ def test_input_the_messages_api_cannot_carry_is_refused() -> None:
     )  # fmt: skip
     with pytest.raises(mw.ConfigurationError, match=r"pass the context through mw\.handoff"):
         get_api(API_NAME).build_request(model, conversation(foreign), options)
+
+
+def test_a_hand_built_citation_reaches_anthropic_as_a_numbered_source() -> None:
+    cite = mw.Citation(kind="url", url="https://sky.example", title="Sky", cited_text="blue")
+    msg = mw.AssistantMessage(content=[mw.TextContent(text="Blue.", citations=(cite,))],
+                              api=API_NAME, provider="anthropic", model="claude-sonnet-4-5",
+                              stop_reason="stop")  # fmt: skip
+    (block,) = json.loads(request_bytes(claude(), conversation(msg)))["messages"][1]["content"]
+    assert block == {"type": "text",
+                     "text": 'Blue.\n\nSources:\n[1] Sky <https://sky.example>: "blue"'}  # fmt: skip

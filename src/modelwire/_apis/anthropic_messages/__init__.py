@@ -278,12 +278,18 @@ def _verbatim(raw: str | None) -> msgspec.Raw | None:
 
 def _text_block(b: TextContent, same_api: bool) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "text", "text": b.text}
-    if same_api:
+    if same_api and b.citations:
         # Citations go back as received (web search: their encrypted_index is what
-        # the API checks); mw.handoff turns other APIs' citations into text.
+        # the API checks); mw.handoff turns other APIs' citations into text, and a
+        # hand-built one (no raw object to send) becomes text here the same way.
         cites = [c for c in (_verbatim(c.raw) for c in b.citations) if c is not None]
         if cites:
             block["citations"] = cites
+        built = tuple(c for c in b.citations if c.raw is None)
+        if built:
+            from ..._handoffs import citations_as_text
+
+            block["text"] = b.text + citations_as_text(built)
     return block
 
 
