@@ -44,7 +44,8 @@ The rules (docs/providers.md, "Handoff between models"):
    without the provider's ``encrypted_*`` fields, which no other model can read);
    a text block's citations become numbered sources appended to its text
    (``[1] Title <url>: "cited text"``); a :class:`~modelwire.types.ProviderItem` is
-   dropped, and :func:`handoff_notes` says so (the ``handoff`` trace record).
+   dropped, and :func:`handoff_notes` says so (the trace's ``context`` record lists
+   the notes in its ``handoff`` field).
 """
 
 from __future__ import annotations
@@ -260,9 +261,10 @@ def _check_input(model: Model, block: UserContent, where: str) -> None:
     if kind is None or kind in model.input:
         return
     declared = (*model.input, kind)
+    article = "an" if kind[0] in "aeiou" else "a"
     raise ConfigurationError(
         f"model {model.id!r} ({model.api}) is not declared to accept {kind} input, but "
-        f"{where} is {'an' if kind[0] in 'aeiou' else 'a'} {kind} block; if the model accepts it, declare it with "
+        f"{where} is {article} {kind} block; if the model accepts it, declare it with "
         f"Model(..., input={declared!r}), otherwise leave the block out"
     )
 
