@@ -57,13 +57,12 @@ from typing import Any
 import msgspec
 
 from ._apis import IdRule, find_api
-from ._apis._common import as_tool_call, same_model
+from ._apis._common import as_tool_call, citations_as_text, same_model
 from .errors import ConfigurationError
 from .types import (
     AssistantContent,
     AssistantMessage,
     AudioContent,
-    Citation,
     Context,
     DocumentContent,
     ImageContent,
@@ -243,7 +242,7 @@ def _clean_text_block(
     text = remove_lone_surrogates(block.text)
     citations = block.citations
     if citations and not keep_citations:
-        text = text + citations_as_text(citations)
+        text = text + remove_lone_surrogates(citations_as_text(citations))
         citations = ()
     if text is block.text and (keep_signature or block.signature is None):
         return block
@@ -323,23 +322,6 @@ def server_result_as_text(result: ServerToolResult) -> str:
     name = result.name or result.provider_type
     what = "failed" if result.is_error else "result"
     return f"[{name} {what}: {_json_text(result.result)}]"
-
-
-def citations_as_text(citations: tuple[Citation, ...]) -> str:
-    """Citations as numbered sources, appended to the text they support."""
-    lines = []
-    for n, c in enumerate(citations, 1):
-        parts = [f"[{n}]"]
-        if c.title:
-            parts.append(c.title)
-        where = c.url or (f"document {c.document}" if c.document is not None else None)
-        if where:
-            parts.append(f"<{where}>")
-        line = " ".join(parts)
-        if c.cited_text:
-            line += f': "{c.cited_text}"'
-        lines.append(remove_lone_surrogates(line))
-    return "\n\nSources:\n" + "\n".join(lines)
 
 
 def handoff_notes(context: Context, model: Model) -> list[str]:

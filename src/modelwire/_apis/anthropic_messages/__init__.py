@@ -58,6 +58,7 @@ from .._common import (
     check_context_values,
     check_reasoning,
     check_tool_choice,
+    citations_as_text,
     http_request,
     merge_compat,
     same_model,
@@ -287,8 +288,6 @@ def _text_block(b: TextContent, same_api: bool) -> dict[str, Any]:
             block["citations"] = cites
         built = tuple(c for c in b.citations if c.raw is None)
         if built:
-            from ..._handoffs import citations_as_text
-
             block["text"] = b.text + citations_as_text(built)
     return block
 
