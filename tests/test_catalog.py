@@ -106,7 +106,8 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
         assert type(entry[key]) is int and entry[key] > 0
     assert entry["max_tokens"] <= entry["context_window"]
     assert isinstance(entry["reasoning"], bool)
-    assert entry["input"][0] == "text" and set(entry["input"]) <= {"text", "image"}
+    assert entry["input"][0] == "text"
+    assert set(entry["input"]) <= {"text", "image", "document", "audio"}
     assert len(set(entry["input"])) == len(entry["input"])
     cost = entry["cost"]
     assert set(cost) == {"input", "output", "cache_read", "cache_write"}

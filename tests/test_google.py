@@ -98,7 +98,7 @@ def derive(body: bytes) -> dict[str, Any]:
     """What the stream says, by a plain reading of the Gemini response format."""
     exp: dict[str, Any] = {"text": "", "thinking": "", "text_sigs": set(), "calls": [],
                            "kinds": [], "finish": None, "usage": None, "response_id": None,
-                           "total": None}  # fmt: skip
+                           "total": None, "searches": []}  # fmt: skip
     streamed: dict[str, Any] | None = None
     open_path: str | None = None
     for chunk in payloads(body):
@@ -131,8 +131,16 @@ def derive(body: bytes) -> dict[str, Any]:
                         exp["text_sigs"].add(sig)
                     if (part["text"] or sig) and (not exp["kinds"] or exp["kinds"][-1] != kind):
                         exp["kinds"].append(kind)
+                elif "executableCode" in part:
+                    exp["kinds"].append("server_tool_call")  # code Gemini ran
+                elif "codeExecutionResult" in part:
+                    exp["kinds"].append("server_tool_result")
                 else:
                     exp["kinds"].append("other")
+            queries = cand.get("groundingMetadata", {}).get("webSearchQueries")
+            if queries and queries not in exp["searches"]:
+                exp["searches"].append(queries)
+                exp["kinds"].append("server_tool_call")  # the search Gemini ran
             exp["finish"] = cand.get("finishReason", exp["finish"])
         u = chunk.get("usageMetadata", {})
         if "promptTokenCount" in u or "candidatesTokenCount" in u:
@@ -417,9 +425,18 @@ def test_signatures_stay_on_their_blocks() -> None:
         # signature starts a new block so neither is lost
         ("text", "Answer one.", "c2lnLXRleHQtMQ=="),
         ("text", " Answer two.", "c2lnLXRleHQtMg=="),
-        # executableCode/codeExecutionResult are not surfaced but split the text
+        # the code Gemini ran and its result are blocks of their own, between the texts
+        ("server_tool_call", None, None),
+        ("server_tool_result", None, None),
         ("text", "Result: 1", None),
     ]
+    code, result = m.content[3:5]
+    assert isinstance(code, mw.ServerToolCall) and isinstance(result, mw.ServerToolResult)
+    assert code.input == {"language": "PYTHON", "code": "print(1)"}
+    assert (result.tool_call_id, result.result) == (
+        code.id,
+        {"outcome": "OUTCOME_OK", "output": "1\n"},
+    )
     assert m.usage.total_tokens == 29
 
 

@@ -270,7 +270,7 @@ def test_an_image_for_a_text_only_model_is_refused_naming_model_block_and_fix() 
         handoff(_ctx(user), TEXT_ONLY)
     text = str(info.value)
     assert repr(TEXT_ONLY.id) in text and "messages[0].content[1] is an image block" in text
-    assert "input=('text', 'image')" in text
+    assert "input=['text', 'image']" in text
     # In a tool result too.
     turn = _claude_turn(_call("toolu_shot", name="screenshot"))
     shot = mw.ToolResultMessage(tool_call_id="toolu_shot", tool_name="screenshot",
@@ -286,7 +286,7 @@ def test_an_image_for_a_text_only_model_is_refused_naming_model_block_and_fix() 
 @pytest.mark.parametrize(("block", "kind"), [(PDF, "document"), (WAV, "audio")])
 def test_documents_and_audio_need_their_input_kind(block: mw.UserContent, kind: str) -> None:
     ctx = _ctx(mw.UserMessage(content=(block,), timestamp=1))
-    with pytest.raises(mw.ConfigurationError, match=f"not declared to accept {kind} input"):
+    with pytest.raises(mw.ConfigurationError, match=f"does not accept {kind} input"):
         handoff(ctx, GPT_CHAT)
     accepting = msgspec.structs.replace(GPT_CHAT, input=("text", kind))
     assert handoff(ctx, accepting) is ctx

@@ -171,7 +171,7 @@ def test_tags_narrow_unions_and_constructors_take_lists_for_callers(tmp_path: Pa
         "texts = [b.text for b in events.message.content if b.type == 'text']\n"
         "last = ctx.messages[-1]\n"
         "if last.role == 'user':\n"
-        "    content: str | tuple[mw.TextContent | mw.ImageContent, ...] = last.content\n"
+        "    content: str | tuple[mw.types.UserContent, ...] = last.content\n"
         "r = mw.ToolResultMessage(tool_call_id='c', tool_name='t', content='ok')\n"
         "a = mw.AssistantMessage(content=[mw.TextContent(text='x')], api='', provider='', model='')\n"
         "wrong = [e.delta for e in events if e.type == 'done']\n"

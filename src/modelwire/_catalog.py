@@ -47,6 +47,7 @@ from ._options import REASONING_LEVELS
 from ._redact import redact_url
 from .errors import ConfigurationError
 from .types import AssistantMessage, Model, ModelCost
+from .types._model import INPUT_KINDS as MODEL_INPUT_KINDS
 
 __all__ = [
     "BASE_URL_ENV",
@@ -73,8 +74,8 @@ __all__ = [
 #: The wire APIs a catalog entry may name: every API shipped in ``modelwire._apis``
 #: (listed from its modules, not imported: :func:`modelwire._apis.builtin_api_names`).
 CATALOG_APIS: frozenset[str] = frozenset(builtin_api_names())
-#: Input kinds a model may accept.
-INPUT_KINDS: frozenset[str] = frozenset({"text", "image"})
+#: Input kinds a model may accept: the ones ``Model.input`` knows.
+INPUT_KINDS: frozenset[str] = MODEL_INPUT_KINDS
 
 
 # --------------------------------------------------------------------------- validation
@@ -160,7 +161,8 @@ def _check_entry(m: ModelEntry, p: ProviderEntry, where: str) -> None:
     kinds = set(m.input)
     if "text" not in kinds or not kinds <= INPUT_KINDS or len(kinds) != len(m.input):
         raise ConfigurationError(
-            f"{where}.input must list text and optionally image once each, got {list(m.input)}"
+            f"{where}.input must list text and optionally {', '.join(sorted(INPUT_KINDS - {'text'}))} "
+            f"once each, got {list(m.input)}"
         )
     for field in PriceEntry.__struct_fields__:
         price = getattr(m.cost, field)

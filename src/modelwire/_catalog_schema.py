@@ -60,7 +60,7 @@ class ModelEntry(
     reasoning: bool
     """Whether a reasoning level may be requested."""
     input: tuple[str, ...]
-    """Accepted input kinds (``text``, ``image``)."""
+    """Accepted input kinds (``text``, ``image``, ``document``, ``audio``)."""
     context_window: int
     """Prompt + output tokens the model can hold."""
     max_tokens: int

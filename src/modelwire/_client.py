@@ -19,6 +19,7 @@ from ._apis import (
     register_stream_function,
     register_wire_api,
 )
+from ._apis._common import check_input
 from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from ._pipeline import Pipeline
 from ._providers import apply_provider_rules
@@ -73,6 +74,8 @@ def _prepare(
     if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
         return resolve_options("", **opts), None
+    # A block the model does not accept is refused here, never replaced (Model.input).
+    check_input(model, context)
     options = resolve_options(model.provider, **opts)
     if options.reasoning is not None:
         import msgspec

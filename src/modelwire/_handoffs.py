@@ -57,15 +57,11 @@ from typing import Any
 import msgspec
 
 from ._apis import IdRule, find_api
-from ._apis._common import as_tool_call, citations_as_text, same_model
-from .errors import ConfigurationError
+from ._apis._common import as_tool_call, check_input, citations_as_text, same_model
 from .types import (
     AssistantContent,
     AssistantMessage,
-    AudioContent,
     Context,
-    DocumentContent,
-    ImageContent,
     Message,
     Model,
     ProviderItem,
@@ -251,42 +247,20 @@ def _clean_text_block(
     )
 
 
-_INPUT_KINDS: dict[type, str] = {ImageContent: "image", DocumentContent: "document",
-                                 AudioContent: "audio"}  # fmt: skip
-
-
-def _check_input(model: Model, block: UserContent, where: str) -> None:
-    kind = _INPUT_KINDS.get(type(block))
-    if kind is None or kind in model.input:
-        return
-    declared = (*model.input, kind)
-    article = "an" if kind[0] in "aeiou" else "a"
-    raise ConfigurationError(
-        f"model {model.id!r} ({model.api}) is not declared to accept {kind} input, but "
-        f"{where} is {article} {kind} block; if the model accepts it, declare it with "
-        f"Model(..., input={declared!r}), otherwise leave the block out"
+def _user_content(content: tuple[UserContent, ...]) -> tuple[UserContent, ...]:
+    # Images, documents and audio pass: their kind is one the model takes
+    # (check_input, in handoff); the target's encoder says how it carries them.
+    return tuple(
+        _clean_text_block(b, keep_signature=False) if isinstance(b, TextContent) else b
+        for b in content
     )
 
 
-def _user_content(
-    content: tuple[UserContent, ...], model: Model, where: str
-) -> tuple[UserContent, ...]:
-    out: list[UserContent] = []
-    for j, b in enumerate(content):
-        if isinstance(b, TextContent):
-            out.append(_clean_text_block(b, keep_signature=False))
-        else:
-            # The target's encoder says how it carries the kinds the model accepts.
-            _check_input(model, b, f"{where}.content[{j}]")
-            out.append(b)
-    return tuple(out)
-
-
-def _user(msg: UserMessage, model: Model, where: str) -> UserMessage:
+def _user(msg: UserMessage) -> UserMessage:
     if isinstance(msg.content, str):
         text = remove_lone_surrogates(msg.content)
         return msg if text is msg.content else _replace(msg, content=text)
-    content = _user_content(msg.content, model, where)
+    content = _user_content(msg.content)
     changed = any(a is not b for a, b in zip(content, msg.content, strict=True))
     return _replace(msg, content=content) if changed else msg
 
@@ -400,8 +374,8 @@ def _tool_call(call: ToolCall, sent_id: str, keep_signature: bool) -> ToolCall:
     )
 
 
-def _result(msg: ToolResultMessage, sent_id: str, model: Model, where: str) -> ToolResultMessage:
-    content = _user_content(msg.content, model, where)
+def _result(msg: ToolResultMessage, sent_id: str) -> ToolResultMessage:
+    content = _user_content(msg.content)
     changed = any(a is not b for a, b in zip(content, msg.content, strict=True))
     if sent_id == msg.tool_call_id and not changed:
         return msg
@@ -430,6 +404,7 @@ def handoff(context: Context, model: Model) -> Context:
     outputs, and ``handoff(handoff(c, m), m) == handoff(c, m)``. A context that
     needs nothing is returned as it is.
     """
+    check_input(model, context)  # no input of a kind the model does not take (rule 6)
     messages = context.messages
     keep = {
         b.id
@@ -450,17 +425,17 @@ def handoff(context: Context, model: Model) -> Context:
             out.append(_synthetic(call, ids.get(call.id), ts))
         pending.clear()
 
-    for i, msg in enumerate(messages):
+    for msg in messages:
         if isinstance(msg, ToolResultMessage):
             if msg.tool_call_id in dropped:
                 continue  # answers a failed turn that is not replayed
             pending.pop(msg.tool_call_id, None)
-            out.append(_result(msg, ids.get(msg.tool_call_id), model, f"messages[{i}]"))
+            out.append(_result(msg, ids.get(msg.tool_call_id)))
             continue
         flush()
         dropped = set()
         if isinstance(msg, UserMessage):
-            out.append(_user(msg, model, f"messages[{i}]"))
+            out.append(_user(msg))
         elif _failed(msg):
             dropped = {b.id for b in msg.content if isinstance(b, ToolCall)}
         else:

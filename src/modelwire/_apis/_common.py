@@ -27,7 +27,11 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    ServerToolCall,
+    ServerToolResult,
     ToolCall,
+    ToolResultMessage,
+    UserMessage,
     check_json,
 )
 from ._codec import IdRule
@@ -37,7 +41,9 @@ __all__ = [
     "SAFE_ID_RULE",
     "Count",
     "bearer_auth",
+    "block_as_text",
     "check_context_values",
+    "check_input",
     "check_json",
     "check_reasoning",
     "check_tool_choice",
@@ -53,6 +59,7 @@ __all__ = [
     "is_context_overflow",
     "join_url",
     "merge_compat",
+    "raw_object",
     "raw_or_json_arguments",
     "same_model",
 ]
@@ -275,6 +282,36 @@ def check_context_values(context: Context) -> None:
 # --------------------------------------------------------------------------- shared checks
 
 
+def check_input(model: Model, context: Context) -> None:
+    """Every block a user message or a tool result holds is of a kind ``model``
+    accepts (``Model.input``): an image, a document or audio sent to a model not
+    declared to take it is a ``ConfigurationError`` naming the model, the block's
+    path in the context and how to declare it — before any I/O, for every API, so
+    nothing is silently replaced or dropped on the way."""
+    accepted = model.input
+    for i, message in enumerate(context.messages):
+        if isinstance(message, UserMessage):
+            if isinstance(message.content, str):
+                continue
+            content = message.content
+        elif isinstance(message, ToolResultMessage):
+            content = message.content
+        else:
+            continue
+        for j, block in enumerate(content):
+            kind = block.type
+            if kind not in accepted:
+                declared = ", ".join(repr(k) for k in accepted) or "nothing"
+                wanted = ", ".join(repr(k) for k in (*accepted, kind))
+                raise ConfigurationError(
+                    f"model {model.id!r} does not accept {kind} input, but "
+                    f"messages[{i}].content[{j}] is {'an' if kind[0] in 'aeiou' else 'a'} "
+                    f"{kind} block (Model.input declares {declared}): if the model takes "
+                    f"it, declare it with Model(..., input=[{wanted}]); otherwise remove "
+                    "the block"
+                )
+
+
 def merge_compat(
     api: str,
     cls: type[C],
@@ -369,3 +406,37 @@ def citations_as_text(citations: tuple[Citation, ...]) -> str:
             line += f': "{c.cited_text}"'
         lines.append(line)
     return "\n\nSources:\n" + "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- provider blocks
+
+
+def raw_object(text: str | None, where: str) -> msgspec.Raw:
+    """A provider's block kept as JSON text (``ServerToolCall.raw``, ``Citation.raw``,
+    ``ProviderItem.data``), checked to be one JSON object and embedded in the body
+    byte for byte: a hand-edited value that is not is refused naming ``where``."""
+    if text is None:
+        raise ConfigurationError(f"{where} has no raw provider JSON to replay")
+    try:
+        value = _raw_head.decode(text)
+    except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        raise ConfigurationError(f"{where} is not a JSON object ({exc})") from None
+    del value
+    return msgspec.Raw(text.encode())
+
+
+_raw_head = msgspec.json.Decoder(dict[str, Any])
+
+
+def block_as_text(block: object) -> str | None:
+    """How a provider-run tool call or result from another API is shown to a model
+    that cannot take it back (the handoff degradation): a line of text the next
+    model can read. An opaque :class:`~modelwire.types.ProviderItem` has no portable
+    meaning and is dropped (``None``)."""
+    if isinstance(block, ServerToolCall):
+        return f"[the provider ran the tool {block.name} with input {dumps(block.input).decode()}]"
+    if isinstance(block, ServerToolResult):
+        what = block.name or block.tool_call_id
+        status = "failed" if block.is_error else "returned"
+        return f"[the provider's tool {what} {status}: {dumps(block.result).decode()}]"
+    return None

@@ -11,6 +11,12 @@ Request: ``{"model", "messages", "tools", "stream": true, "think", "options":
 (``{"function": {"name", "arguments": {…}}}`` — arguments are an object, not text),
 and tool results ``{"role": "tool", "content", "tool_name"}``.
 
+Input beyond text and images: Ollama's chat takes neither files nor audio, so a
+document whose bytes are text (``text/*``, JSON, XML) is sent as its text, after its
+title on a line of its own; any other document, and audio, is a ``ConfigurationError``
+naming the block. Ollama runs no tools of its own: another API's provider-run tool
+blocks become text the model can read, and opaque provider items are not sent.
+
 Response: one JSON object per line (:class:`~modelwire._framing.NDJSONDecoder`),
 ``{"model", "created_at", "message": {"role", "content", "thinking", "tool_calls"},
 "done": false}``; the last has ``"done": true``, ``done_reason`` and the counts
@@ -28,6 +34,8 @@ is accepted from another API (handoff: :meth:`OllamaChatAPI.tool_id_rule` is
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import secrets
 import time
@@ -52,9 +60,13 @@ from .._sse import Frame
 from ..errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
 from ..types import (
     AssistantMessage,
+    AudioContent,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -65,6 +77,7 @@ from ._common import (
     Count,
     as_tool_call,
     bearer_auth,
+    block_as_text,
     check_context_values,
     check_reasoning,
     check_tool_choice,
@@ -104,12 +117,61 @@ def _images(blocks: Sequence[object]) -> list[str]:
     return [b.data for b in blocks if isinstance(b, ImageContent)]
 
 
-def _text(blocks: Sequence[object]) -> str:
-    return "".join(b.text for b in blocks if isinstance(b, TextContent))
+#: Media types whose bytes are text, besides ``text/*``.
+_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-yaml",
+                         "application/yaml", "application/csv"})  # fmt: skip
+
+
+def _document_text(block: DocumentContent, where: str) -> str:
+    mime = block.mime_type.lower().split(";", 1)[0].strip()
+    if block.data is None or not (mime.startswith("text/") or mime in _TEXT_TYPES):
+        raise ConfigurationError(
+            f"{where} is a {block.mime_type} document"
+            f"{'' if block.data is not None else ' given by url/file_id'}, which Ollama's "
+            "chat cannot take (text and images only): send a text document's bytes "
+            "(data=, a text/* type) or its text as TextContent"
+        )
+    try:
+        text = base64.b64decode(block.data, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise ConfigurationError(
+            f"{where}.data must be base64 of UTF-8 text to be sent to Ollama as text"
+        ) from None
+    return f"{block.title}\n{text}" if block.title else text
+
+
+def _text(blocks: Sequence[object], where: str) -> str:
+    out = ""
+    after_document = False
+    for j, b in enumerate(blocks):
+        if isinstance(b, TextContent):
+            text, document = b.text, False
+        elif isinstance(b, DocumentContent):
+            text, document = _document_text(b, f"{where}.content[{j}]"), True
+        elif isinstance(b, AudioContent):
+            raise ConfigurationError(
+                f"{where}.content[{j}] is audio, which Ollama's chat cannot take (text and "
+                "images only): transcribe it and send the text"
+            )
+        else:
+            continue  # images travel in ``images``
+        if out and (document or after_document):
+            out += "\n\n"  # a document is a paragraph of its own
+        out += text
+        after_document = document
+    return out
 
 
 def _assistant(msg: AssistantMessage) -> dict[str, Any] | None:
-    out: dict[str, Any] = {"role": "assistant", "content": _text(msg.content)}
+    pieces: list[str] = []
+    for b in msg.content:
+        if isinstance(b, TextContent):
+            pieces.append(b.text)
+        elif isinstance(b, ServerToolCall | ServerToolResult):
+            # Ollama runs no tools itself: what another provider ran is shown as text.
+            pieces.append(f"{block_as_text(b)}\n")
+        # opaque provider items mean nothing to Ollama: not sent
+    out: dict[str, Any] = {"role": "assistant", "content": "".join(pieces)}
     # Thinking reaches here only from this very model (handoff turns another
     # model's thinking into text); Ollama takes it back in ``thinking``.
     thinking = "".join(
@@ -132,13 +194,13 @@ def encode_messages(context: Context) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if context.system_prompt:
         out.append({"role": "system", "content": context.system_prompt})
-    for msg in context.messages:
+    for i, msg in enumerate(context.messages):
         if isinstance(msg, UserMessage):
             item: dict[str, Any] = {"role": "user"}
             if isinstance(msg.content, str):
                 item["content"] = msg.content
             else:
-                item["content"] = _text(msg.content)
+                item["content"] = _text(msg.content, f"messages[{i}]")
                 images = _images(msg.content)
                 if images:
                     item["images"] = images
@@ -150,8 +212,8 @@ def encode_messages(context: Context) -> list[dict[str, Any]]:
             if turn is not None:
                 out.append(turn)
         else:
-            result: dict[str, Any] = {"role": "tool", "content": msg.text,
-                                      "tool_name": msg.tool_name}  # fmt: skip
+            result: dict[str, Any] = {"role": "tool", "tool_name": msg.tool_name,
+                                      "content": _text(msg.content, f"messages[{i}]")}  # fmt: skip
             images = _images(msg.content)
             if images:
                 result["images"] = images

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal, TypeAlias
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeAlias
 
 from ..errors import ConfigurationError
 from ._base import _require_str, _set, _Value
@@ -52,6 +53,16 @@ class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
     item id, a Gemini ``thoughtSignature``); replayed only to the same model."""
     citations: tuple[Citation, ...] = ()
     """The sources the provider cites for this text, in the order they arrived."""
+
+    if TYPE_CHECKING:
+        # The constructor takes a list too (turned into a tuple, DESIGN §2a).
+        def __init__(
+            self,
+            *,
+            text: str,
+            signature: str | None = None,
+            citations: Sequence[Citation] = (),
+        ) -> None: ...
 
     def __post_init__(self) -> None:
         _require_str("TextContent", "text", self.text)

@@ -18,7 +18,10 @@ Request (JSON): ``{"messages": [{"role", "content": [{"text"} | {"image": {"form
 "inputSchema": {"json"}}}], "toolChoice": {"auto"|"any": {}} | {"tool": {"name"}}},
 "additionalModelRequestFields": {"thinking": {…}}}``. Roles alternate user /
 assistant: tool results travel in a user turn, and consecutive turns of one role
-are merged.
+are merged. Documents go as ``{"document": {"format", "name", "source": {"bytes"} |
+{"s3Location": {"uri"}}}}`` and audio as ``{"audio": {"format", "source": {"bytes"}}}``;
+what Bedrock sent — provider-run ``toolUse`` / ``toolResult`` blocks and
+``citationsContent`` — goes back as received.
 
 Response: the AWS event stream (``application/vnd.amazon.eventstream``), decoded by
 :mod:`._decode`. Auth: a Bedrock API key is ``Authorization: Bearer …``; without
@@ -28,6 +31,7 @@ one the ``amazon-bedrock`` provider signs the exact bytes with SigV4
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -40,23 +44,31 @@ from ..._url import path_segment
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
+    AudioContent,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
+    ToolResultMessage,
     UserMessage,
 )
 from .._codec import IdRules, MockRendering
 from .._common import (
     SAFE_ID_RULE,
     bearer_auth,
+    block_as_text,
     check_context_values,
     check_reasoning,
     check_tool_choice,
     http_request,
     merge_compat,
+    raw_object,
     same_model,
 )
 from .._mock import MockFrame, arguments_object, declared_tools
@@ -129,25 +141,129 @@ def _image(block: ImageContent, where: str) -> dict[str, Any]:
     return {"image": {"format": fmt, "source": {"bytes": block.data}}}
 
 
-def _user_blocks(content: str | Sequence[object], where: str) -> list[dict[str, Any]]:
+#: DocumentBlock ``format`` values (the API reference) by media type.
+_DOCUMENT_FORMATS = {
+    "application/pdf": "pdf", "text/csv": "csv", "application/msword": "doc",
+    "application/vnd.openxmlformats-officedocument.wordprocessingml.document": "docx",
+    "application/vnd.ms-excel": "xls",
+    "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet": "xlsx",
+    "text/html": "html", "text/plain": "txt", "text/markdown": "md",
+}  # fmt: skip
+#: AudioBlock ``format`` values (Nova 2 request schema) by media type.
+_AUDIO_FORMATS = {
+    "audio/mpeg": "mp3", "audio/mp3": "mp3", "audio/opus": "opus", "audio/wav": "wav",
+    "audio/x-wav": "wav", "audio/wave": "wav", "audio/aac": "aac", "audio/flac": "flac",
+    "audio/mp4": "mp4", "audio/ogg": "ogg", "audio/webm": "webm",
+}  # fmt: skip
+# DocumentBlock.name (API reference): alphanumerics, single whitespace characters,
+# hyphens, parentheses and square brackets only, at most 200 characters.
+_NAME_BAD = re.compile(r"[^A-Za-z0-9\-()\[\] ]+")
+_NAME_MAX = 200
+
+
+class _Names:
+    """Document names of one request: Bedrock requires a name per document, allows
+    only a few characters in it, and refuses two documents of the same name."""
+
+    def __init__(self) -> None:
+        self.used: set[str] = set()
+
+    def name(self, title: str | None) -> str:
+        base = " ".join(_NAME_BAD.sub(" ", title or "").split())[:_NAME_MAX].strip()
+        base = base or f"document {len(self.used) + 1}"
+        name, n = base, 1
+        while name in self.used:
+            n += 1
+            tail = f" ({n})"
+            name = base[: _NAME_MAX - len(tail)].rstrip() + tail
+        self.used.add(name)
+        return name
+
+
+def _document(block: DocumentContent, where: str, names: _Names) -> dict[str, Any]:
+    fmt = _DOCUMENT_FORMATS.get(block.mime_type.lower())
+    if fmt is None:
+        raise ConfigurationError(
+            f"{where}.mime_type {block.mime_type!r} cannot be sent to Bedrock: a document "
+            f"is one of {', '.join(sorted(_DOCUMENT_FORMATS))}"
+        )
+    source: dict[str, Any]
+    if block.data is not None:
+        source = {"bytes": block.data}
+    else:
+        uri = block.file_id if block.file_id is not None else block.url
+        if uri is None or not uri.startswith("s3://"):
+            raise ConfigurationError(
+                f"{where} names its document by {'file_id' if block.file_id else 'url'} "
+                f"{uri!r}; Bedrock reads documents from bytes (data=) or an S3 location "
+                "(an s3:// URI) only"
+            )
+        source = {"s3Location": {"uri": uri}}
+    return {"document": {"format": fmt, "name": names.name(block.title), "source": source}}
+
+
+def _audio(block: AudioContent, where: str) -> dict[str, Any]:
+    fmt = _AUDIO_FORMATS.get(block.mime_type.lower())
+    if fmt is None:
+        raise ConfigurationError(
+            f"{where}.mime_type {block.mime_type!r} cannot be sent to Bedrock: audio is "
+            f"one of {', '.join(sorted(set(_AUDIO_FORMATS)))}"
+        )
+    return {"audio": {"format": fmt, "source": {"bytes": block.data}}}
+
+
+def _user_blocks(
+    content: str | Sequence[object], where: str, names: _Names
+) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
     out: list[dict[str, Any]] = []
     for j, b in enumerate(content):
+        at = f"{where}.content[{j}]"
         if isinstance(b, TextContent):
             if b.text:  # Bedrock refuses a blank text block
                 out.append({"text": b.text})
         elif isinstance(b, ImageContent):
-            out.append(_image(b, f"{where}.content[{j}]"))
+            out.append(_image(b, at))
+        elif isinstance(b, DocumentContent):
+            out.append(_document(b, at, names))
+        elif isinstance(b, AudioContent):
+            out.append(_audio(b, at))
     return out
 
 
-def _assistant_blocks(msg: AssistantMessage, model: Model) -> list[dict[str, Any]]:
+def _result_blocks(msg: ToolResultMessage, where: str, names: _Names) -> list[dict[str, Any]]:
+    # ToolResultContentBlock: text, json, image, document, video — no audio.
+    content: list[dict[str, Any]] = [{"text": msg.text}] if msg.text else []
+    for j, b in enumerate(msg.content):
+        at = f"{where}.content[{j}]"
+        if isinstance(b, ImageContent):
+            content.append(_image(b, at))
+        elif isinstance(b, DocumentContent):
+            content.append(_document(b, at, names))
+        elif isinstance(b, AudioContent):
+            raise ConfigurationError(
+                f"{at} is audio, which a Bedrock tool result cannot carry (text, JSON, "
+                "images, documents and video only): send it in a user message"
+            )
+    return content
+
+
+def _assistant_blocks(msg: AssistantMessage, model: Model, where: str) -> list[dict[str, Any]]:
     same = same_model(model, msg)
+    # Blocks Bedrock sent (provider-run tools, citations) go back as received.
+    ours = msg.api == "bedrock-converse"
     out: list[dict[str, Any]] = []
-    for b in msg.content:
+    for j, b in enumerate(msg.content):
+        at = f"{where}.content[{j}]"
         if isinstance(b, TextContent):
-            if b.text.strip():
+            if ours and b.citations and all(c.raw is not None for c in b.citations):
+                # CitationsContentBlock: the text and its citations, as Bedrock sent them.
+                cites = [raw_object(c.raw, f"{at}.citations[{k}].raw")
+                         for k, c in enumerate(b.citations)]  # fmt: skip
+                out.append({"citationsContent": {"content": [{"text": b.text}],
+                                                 "citations": cites}})  # fmt: skip
+            elif b.text.strip():
                 out.append({"text": b.text})
         elif isinstance(b, ThinkingContent):
             # Only this model's signed or redacted reasoning goes back (Claude needs it
@@ -162,6 +278,16 @@ def _assistant_blocks(msg: AssistantMessage, model: Model) -> list[dict[str, Any
         elif isinstance(b, ToolCall):
             out.append({"toolUse": {"toolUseId": b.id, "name": b.name,
                                     "input": arguments_object(b)}})  # fmt: skip
+        elif isinstance(b, ServerToolCall | ServerToolResult):
+            if ours and b.raw is not None:
+                out.append(raw_object(b.raw, f"{at}.raw"))  # type: ignore[arg-type]
+            else:
+                text = block_as_text(b)
+                if text:
+                    out.append({"text": text})
+        elif isinstance(b, ProviderItem) and b.api == "bedrock-converse":
+            out.append(raw_object(b.data, f"{at}.data"))  # type: ignore[arg-type]
+        # another API's opaque item has no meaning here: not sent (handoff rules)
     return out
 
 
@@ -177,6 +303,7 @@ def _has_tool_blocks(context: Context) -> bool:
 def encode_messages(context: Context, model: Model, cache: bool = False) -> list[dict[str, Any]]:
     """The ``messages`` array for ``context`` (pure; the context is not changed)."""
     out: list[dict[str, Any]] = []
+    names = _Names()
 
     def add(role: str, blocks: list[dict[str, Any]]) -> None:
         if not blocks:
@@ -187,16 +314,15 @@ def encode_messages(context: Context, model: Model, cache: bool = False) -> list
             out.append({"role": role, "content": blocks})
 
     for i, msg in enumerate(context.messages):
+        where = f"messages[{i}]"
         if isinstance(msg, UserMessage):
-            add("user", _user_blocks(msg.content, f"messages[{i}]"))
+            add("user", _user_blocks(msg.content, where, names))
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
-            add("assistant", _assistant_blocks(msg, model))
+            add("assistant", _assistant_blocks(msg, model, where))
         else:
-            content: list[dict[str, Any]] = [{"text": msg.text}] if msg.text else []
-            content += [_image(b, f"messages[{i}].content[{j}]")
-                        for j, b in enumerate(msg.content) if isinstance(b, ImageContent)]  # fmt: skip
+            content = _result_blocks(msg, where, names)
             add("user", [{"toolResult": {
                 "toolUseId": msg.tool_call_id, "content": content or [{"text": ""}],
                 "status": "error" if msg.is_error else "success"}}])  # fmt: skip

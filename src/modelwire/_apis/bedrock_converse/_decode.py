@@ -8,8 +8,11 @@ Reference: the ConverseStream API reference
 ``:event-type`` header, ``frame.data`` the JSON payload::
 
     messageStart        {"role": "assistant"}
-    contentBlockStart   {"contentBlockIndex", "start": {"toolUse": {"toolUseId", "name"}}}
+    contentBlockStart   {"contentBlockIndex", "start": {"toolUse": {"toolUseId", "name",
+                         "type"}} | {"toolResult": {"toolUseId", "type", "status"}}}
     contentBlockDelta   {"contentBlockIndex", "delta": {"text"} | {"toolUse": {"input"}}
+                         | {"toolResult": [{"text"} | {"json"}]} | {"citation": {"title",
+                         "source", "sourceContent": [{"text"}], "location": {…}}}
                          | {"reasoningContent": {"text"} | {"signature"} | {"redactedContent"}}}
     contentBlockStop    {"contentBlockIndex"}
     messageStop         {"stopReason", "additionalModelResponseFields"}
@@ -17,8 +20,19 @@ Reference: the ConverseStream API reference
                          "cacheReadInputTokens", "cacheWriteInputTokens"},
                          "metrics": {"latencyMs"}}
 
-Text and reasoning blocks have no ``contentBlockStart`` (only tool use does): the
-first delta of an index opens its block. ``metadata`` follows ``messageStop``, so
+Text and reasoning blocks have no ``contentBlockStart`` (only tool use and tool
+results do): the first delta of an index opens its block.
+
+Built-in tools that Bedrock runs itself (Amazon Nova's ``nova_grounding`` and
+``nova_code_interpreter``, "Using built-in tools" in the Nova user guide) arrive as a
+``toolUse`` whose start says ``"type": "server_tool_use"``, followed by a
+``toolResult`` block: they become :class:`~modelwire.types.ServerToolCall` and
+:class:`~modelwire.types.ServerToolResult` at ``contentBlockStop`` — never client
+calls, so the stop reason is what Bedrock said. Their ``raw`` is the block as the
+``Converse`` request takes it back (the ``ContentBlock`` union), its input and
+result entries byte for byte. A ``citation`` delta is one
+:class:`~modelwire.types.Citation` of the text block at its index; its ``raw`` is
+the delta's JSON, which is a ``Citation`` of a ``citationsContent`` block as sent. ``metadata`` follows ``messageStop``, so
 the stream ends at ``metadata`` (or at the end of the body after ``messageStop``);
 a body without ``messageStop`` is ``truncated_stream``. Exceptions arrive in band as
 ``:message-type: exception`` messages (the framing names them
@@ -30,14 +44,16 @@ separately (as Anthropic does), so it maps to ``Usage.input`` directly.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
 from ..._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -48,7 +64,8 @@ from ..._deltas import (
 )
 from ..._sse import Frame
 from ...errors import MalformedChunkError, ProviderStreamError, StreamError, TruncatedStreamError
-from .._common import Count, decode_json, decoder_for, in_band_error
+from ...types import Citation, ServerToolCall, ServerToolResult
+from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 
 __all__ = ["EXCEPTION_STATUS", "BedrockDecoder", "exception_error"]
 
@@ -56,10 +73,18 @@ __all__ = ["EXCEPTION_STATUS", "BedrockDecoder", "exception_error"]
 class _ToolUseStart(msgspec.Struct, gc=False):
     toolUseId: str
     name: str
+    type: str | None = None  # "server_tool_use": Bedrock runs it (ToolUseBlockStart)
+
+
+class _ToolResultStart(msgspec.Struct, gc=False):
+    toolUseId: str
+    type: str | None = None
+    status: str | None = None  # "success" | "error"
 
 
 class _Start(msgspec.Struct, gc=False):
     toolUse: _ToolUseStart | None = None
+    toolResult: _ToolResultStart | None = None
 
 
 class _BlockStart(msgspec.Struct, gc=False):
@@ -81,6 +106,59 @@ class _Delta(msgspec.Struct, gc=False):
     text: str | None = None
     toolUse: _ToolUseDelta | None = None
     reasoningContent: _Reasoning | None = None
+    # Kept verbatim: the raw entries and citation are what is replayed.
+    toolResult: list[msgspec.Raw] | None = None
+    citation: msgspec.Raw = msgspec.Raw()  # empty: absent
+
+
+class _SourceText(msgspec.Struct, gc=False):
+    text: str | None = None
+
+
+class _Web(msgspec.Struct, gc=False):
+    url: str | None = None
+    domain: str | None = None
+
+
+class _DocumentSpan(msgspec.Struct, gc=False):
+    documentIndex: Count | None = None
+    start: Count | None = None
+    end: Count | None = None
+
+
+class _Location(msgspec.Struct, gc=False):
+    web: _Web | None = None
+    documentChar: _DocumentSpan | None = None
+    documentPage: _DocumentSpan | None = None
+    documentChunk: _DocumentSpan | None = None
+
+
+class _Citation(msgspec.Struct, gc=False):
+    """CitationsDelta (API reference): one citation of the text block it is sent in."""
+
+    title: str | None = None
+    source: str | None = None
+    sourceContent: list[_SourceText] | None = None
+    location: _Location | None = None
+
+
+class _ResultEntry(msgspec.Struct, gc=False):
+    text: str | None = None
+    json: Any = msgspec.UNSET
+
+
+class _ServerBlock:
+    """A provider-run tool call or result while its deltas arrive."""
+
+    __slots__ = ("id", "name", "pieces", "result", "status", "type")
+
+    def __init__(self, id: str, name: str | None, type: str | None, result: bool) -> None:
+        self.id = id
+        self.name = name
+        self.type = type
+        self.result = result
+        self.status: str | None = None
+        self.pieces: list[bytes] = []  # input text (a call) or raw entries (a result)
 
 
 class _BlockDelta(msgspec.Struct, gc=False):
@@ -119,6 +197,9 @@ _stop = decoder_for(_BlockStop)
 _message_stop = decoder_for(_MessageStop)
 _metadata = decoder_for(_Metadata)
 _exception = decoder_for(_Exception)
+_citation = decoder_for(_Citation)
+_entry = decoder_for(_ResultEntry)
+_any = decoder_for(Any)
 
 #: ``stopReason`` → ``stop_reason`` (StopReason in the API reference).
 _STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
@@ -163,11 +244,13 @@ def exception_error(exception_type: str, message: str) -> StreamError:
 class BedrockDecoder:
     """Per-response decoder: ConverseStream event-stream frames → deltas."""
 
-    __slots__ = ("_finished", "_redacted")
+    __slots__ = ("_finished", "_names", "_redacted", "_server")
 
     def __init__(self) -> None:
         self._finished = False
         self._redacted: set[int] = set()
+        self._server: dict[int, _ServerBlock] = {}  # open provider-run blocks by index
+        self._names: dict[str, str] = {}  # provider-run call id -> tool name
 
     def decode(self, frame: Frame) -> list[Delta]:
         name = frame.event
@@ -176,17 +259,37 @@ class BedrockDecoder:
             return self._delta(decode_json(data, _delta, "contentBlockDelta"))
         if name == "contentBlockStart":
             start = decode_json(data, _start, "contentBlockStart")
+            i = start.contentBlockIndex
             use = start.start.toolUse
             if use is None:
+                res = start.start.toolResult
+                if res is not None:
+                    if not res.toolUseId:
+                        raise MalformedChunkError(
+                            "malformed contentBlockStart: start.toolResult.toolUseId must "
+                            "not be empty"
+                        )
+                    block = _ServerBlock(res.toolUseId, self._names.get(res.toolUseId),
+                                         res.type, result=True)  # fmt: skip
+                    block.status = res.status
+                    self._server[i] = block
                 return []  # a start of a kind this version does not know (forward compatible)
             if not use.toolUseId or not use.name:
                 raise MalformedChunkError(
                     "malformed contentBlockStart: start.toolUse.toolUseId and "
                     "start.toolUse.name must not be empty"
                 )
-            return [ToolCallDelta(start.contentBlockIndex, use.toolUseId, use.name, "")]
+            if use.type == "server_tool_use":
+                self._server[i] = _ServerBlock(use.toolUseId, use.name, use.type, result=False)
+                self._names[use.toolUseId] = use.name
+                return []
+            return [ToolCallDelta(i, use.toolUseId, use.name, "")]
         if name == "contentBlockStop":
-            return [BlockEnd(decode_json(data, _stop, "contentBlockStop").contentBlockIndex)]
+            i = decode_json(data, _stop, "contentBlockStop").contentBlockIndex
+            server = self._server.pop(i, None)
+            if server is not None:
+                return [BlockComplete(i, _server_block(server))]
+            return [BlockEnd(i)]
         if name == "messageStop":
             stop = decode_json(data, _message_stop, "messageStop")
             self._finished = True
@@ -199,6 +302,7 @@ class BedrockDecoder:
                                        cache_read=usage.cacheReadInputTokens,
                                        cache_write=usage.cacheWriteInputTokens))  # fmt: skip
             if self._finished:
+                self._check_closed()
                 out.append(EndOfStream())  # metadata is the last event after messageStop
             return out
         if name.startswith("exception:"):
@@ -219,11 +323,16 @@ class BedrockDecoder:
         d = chunk.delta
         if d.text is not None:
             return [TextDelta(i, d.text)]
+        server = self._server.get(i) if self._server else None
+        if server is not None:
+            return self._server_delta(server, d)
         if d.toolUse is not None:
             return [ToolCallDelta(i, arguments=d.toolUse.input)]
+        if d.citation:
+            return [CitationDelta(i, _citation_of(d.citation))]
         r = d.reasoningContent
         if r is None:
-            return []  # citations and other delta kinds: not content modelwire carries
+            return []  # delta kinds unknown today (forward compatible)
         if r.text is not None:
             return [ThinkingDelta(i, r.text)]
         if r.signature is not None:
@@ -237,6 +346,15 @@ class BedrockDecoder:
         return []
 
     @staticmethod
+    def _server_delta(server: _ServerBlock, d: _Delta) -> list[Delta]:
+        if server.result:
+            if d.toolResult is not None:
+                server.pieces.extend(bytes(e) for e in d.toolResult)
+        elif d.toolUse is not None:
+            server.pieces.append(d.toolUse.input.encode())
+        return []
+
+    @staticmethod
     def _finish(reason: str) -> Finish:
         failed = _FAILED.get(reason)
         if failed is not None:
@@ -244,10 +362,81 @@ class BedrockDecoder:
         # An unknown reason is a normal end (forward compatible); the raw value is kept.
         return Finish(_STOP.get(reason, "stop"), reason)
 
+    def _check_closed(self) -> None:
+        # A provider-run block is only complete at its contentBlockStop.
+        if self._server:
+            raise TruncatedStreamError(
+                f"the Bedrock stream ended inside the provider-run tool block "
+                f"{min(self._server)} (no contentBlockStop); retry the request"
+            )
+
     def end(self) -> list[Delta]:
+        self._check_closed()
         if not self._finished:
             raise TruncatedStreamError(
                 "the Bedrock stream ended without a messageStop event (the server stopped "
                 "before finishing the answer); retry the request"
             )
         return [EndOfStream()]
+
+
+def _server_block(b: _ServerBlock) -> ServerToolCall | ServerToolResult:
+    """The whole block at ``contentBlockStop``, with ``raw`` the ``ContentBlock`` the
+    request takes back: its input text and result entries exactly as received."""
+    if not b.result:
+        text = b"".join(b.pieces)
+        raw_input = text if text.strip() else b"{}"
+        value = decode_json(raw_input, _any, "contentBlockDelta")
+        if not isinstance(value, dict):
+            raise MalformedChunkError(
+                f"malformed contentBlockDelta: delta.toolUse.input of the provider-run tool "
+                f"call {b.id!r} must be a JSON object (got {type(value).__name__})"
+            )
+        body = {"toolUseId": b.id, "name": b.name, "input": msgspec.Raw(raw_input),
+                "type": b.type}  # fmt: skip
+        raw = dumps({"toolUse": body}).decode()
+        assert b.name is not None  # a call's start names its tool
+        return ServerToolCall(id=b.id, name=b.name, input=value, provider_type="server_tool_use",
+                              raw=raw)  # fmt: skip
+    entries: list[Any] = []
+    for k, piece in enumerate(b.pieces):
+        e = decode_json(piece, _entry, "contentBlockDelta", f"delta.toolResult[{k}].")
+        if e.text is not None:
+            entries.append({"text": e.text})
+        elif e.json is not msgspec.UNSET:
+            entries.append({"json": e.json})
+        else:
+            entries.append(msgspec.json.decode(piece))  # a kind unknown today: as sent
+    result: dict[str, Any] = {"toolUseId": b.id,
+                              "content": [msgspec.Raw(p) for p in b.pieces]}  # fmt: skip
+    if b.status is not None:
+        result["status"] = b.status
+    if b.type is not None:
+        result["type"] = b.type
+    return ServerToolResult(
+        tool_call_id=b.id,
+        provider_type=b.type or "toolResult",
+        result=entries,
+        is_error=b.status == "error",
+        name=b.name,
+        raw=dumps({"toolResult": result}).decode(),
+    )
+
+
+def _citation_of(raw: msgspec.Raw) -> Citation:
+    c = decode_json(raw, _citation, "contentBlockDelta", "delta.citation.")
+    loc = c.location
+    text = "".join(s.text or "" for s in c.sourceContent or ()) or None
+    raw_text = bytes(raw).decode()
+    if loc is not None and loc.web is not None:
+        return Citation(kind="url", url=loc.web.url, title=c.title, cited_text=text,
+                        document=c.source, raw=raw_text)  # fmt: skip
+    span = None
+    if loc is not None:
+        span = loc.documentChar or loc.documentPage or loc.documentChunk
+    if span is not None:
+        doc = str(span.documentIndex) if span.documentIndex is not None else c.source
+        return Citation(kind="document", title=c.title, cited_text=text, document=doc,
+                        start=span.start, end=span.end, raw=raw_text)  # fmt: skip
+    return Citation(kind="other", title=c.title, cited_text=text, document=c.source,
+                    raw=raw_text)  # fmt: skip

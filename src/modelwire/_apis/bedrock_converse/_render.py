@@ -11,7 +11,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...types import TextContent, ThinkingContent
+import msgspec
+
+from ...types import Citation, ServerToolCall, ServerToolResult, TextContent, ThinkingContent
 from .._common import as_tool_call
 from .._mock import (
     THINKING_SIGNATURE,
@@ -61,6 +63,21 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             frames.append(delta(i, {"reasoningContent": {"signature": sig}}))
         elif isinstance(block, TextContent):
             frames += [delta(i, {"text": p}) for p in split_text(block.text, pc)]
+            # A citation delta follows the text it supports (CitationsDelta).
+            frames += [delta(i, {"citation": _citation(c)}) for c in block.citations]
+        elif isinstance(block, ServerToolCall):
+            frames.append(("contentBlockStart", {"contentBlockIndex": i, "start": {"toolUse": {
+                "toolUseId": block.id, "name": block.name, "type": "server_tool_use"}}}))  # fmt: skip
+            frames += [delta(i, {"toolUse": {"input": p}})
+                       for p in split_text(compact_json(block.input), pc)]  # fmt: skip
+        elif isinstance(block, ServerToolResult):
+            start: dict[str, Any] = {"toolUseId": block.tool_call_id,
+                                     "status": "error" if block.is_error else "success"}  # fmt: skip
+            if block.provider_type != "toolResult":
+                start["type"] = block.provider_type
+            frames.append(("contentBlockStart", {"contentBlockIndex": i,
+                                                 "start": {"toolResult": start}}))  # fmt: skip
+            frames.append(delta(i, {"toolResult": _result_entries(block)}))
         else:
             block = as_tool_call(block, "the bedrock-converse mock")
             frames.append(("contentBlockStart", {"contentBlockIndex": i, "start": {
@@ -71,6 +88,32 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
     frames.append(("messageStop", {"stopReason": _STOP[reply.stop_reason]}))
     frames.append(("metadata", {"usage": _usage(reply), "metrics": {"latencyMs": 0}}))
     return frames
+
+
+def _citation(c: Citation) -> dict[str, Any]:
+    """A citation delta: the scripted one as Bedrock sent it, else built from its fields."""
+    if c.raw is not None:
+        value: dict[str, Any] = msgspec.json.decode(c.raw)
+        return value
+    out: dict[str, Any] = {}
+    if c.title is not None:
+        out["title"] = c.title
+    if c.cited_text is not None:
+        out["sourceContent"] = [{"text": c.cited_text}]
+    if c.url is not None:
+        out["location"] = {"web": {"url": c.url}}
+    elif c.document is not None and c.document.isdigit():
+        span = {"documentIndex": int(c.document), "start": c.start or 0, "end": c.end or 0}
+        out["location"] = {"documentChar": span}
+    return out
+
+
+def _result_entries(block: ServerToolResult) -> list[Any]:
+    # ToolResultBlockDelta entries ({"text"} | {"json"}): a scripted list of them as is.
+    r = block.result
+    if isinstance(r, list) and all(isinstance(e, dict) and len(e) == 1 for e in r):
+        return r
+    return [{"text": r} if isinstance(r, str) else {"json": r}]
 
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}
@@ -93,8 +136,19 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
         elif isinstance(block, ThinkingContent):
             content.append({"reasoningContent": {"reasoningText": {
                 "text": block.thinking, "signature": block.signature or THINKING_SIGNATURE}}})  # fmt: skip
+        elif isinstance(block, TextContent) and block.citations:
+            content.append({"citationsContent": {"content": [{"text": block.text}],
+                            "citations": [_citation(c) for c in block.citations]}})  # fmt: skip
         elif isinstance(block, TextContent):
             content.append({"text": block.text})
+        elif isinstance(block, ServerToolCall):
+            content.append({"toolUse": {"toolUseId": block.id, "name": block.name,
+                                        "input": block.input, "type": "server_tool_use"}})  # fmt: skip
+        elif isinstance(block, ServerToolResult):
+            result: dict[str, Any] = {"toolUseId": block.tool_call_id,
+                                      "content": _result_entries(block),
+                                      "status": "error" if block.is_error else "success"}  # fmt: skip
+            content.append({"toolResult": result})
         else:
             block = as_tool_call(block, "the bedrock-converse mock")
             content.append({"toolUse": {"toolUseId": block.id, "name": block.name,

@@ -11,6 +11,16 @@ References (the comments below cite them by name):
 * Thought signatures — https://ai.google.dev/gemini-api/docs/thought-signatures.
 * Streamed function-call arguments (Vertex AI) —
   https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling#streaming-fc.
+* Documents, audio and files — https://ai.google.dev/gemini-api/docs/document-processing,
+  https://ai.google.dev/gemini-api/docs/audio and https://ai.google.dev/gemini-api/docs/files
+  (``inlineData`` for base64 bytes, ``fileData`` with ``fileUri`` for a Files API URI or
+  a URL).
+
+Replay: the code Gemini ran and its result go back as the parts it sent (``raw``; their
+``thoughtSignature`` only to the same model). Grounding (the ``google_search`` block,
+citations) is response metadata that Gemini takes no part for: the text goes back, the
+metadata does not. Another API's provider-run tool blocks become text the model can read;
+another API's opaque items are not sent.
 
 This module builds requests (pure); ``_decode`` reads the stream and ``_schema``
 reduces tool schemas. The key travels only in the ``x-goog-api-key`` header, never
@@ -32,9 +42,14 @@ from ..._url import path_segment
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
+    AudioContent,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -44,13 +59,14 @@ from ...types import (
 )
 from .._codec import MockRendering, sse_framing
 from .._common import (
-    as_image,
     as_tool_call,
+    block_as_text,
     check_context_values,
     check_reasoning,
     check_tool_choice,
     http_request,
     merge_compat,
+    raw_object,
     same_model,
 )
 from .._mock import MockFrame, declared_tools, encode_sse
@@ -152,6 +168,21 @@ def _args_object(call: ToolCall) -> dict[str, Any]:
     return call.arguments
 
 
+def _media_part(block: ImageContent | DocumentContent | AudioContent) -> list[dict[str, Any]]:
+    """``inlineData`` for base64 bytes, ``fileData`` for a Files API URI or a URL (Part,
+    API reference); a document's title goes as a text part just before it, since a
+    Gemini part has no title of its own."""
+    if isinstance(block, DocumentContent):
+        uri = block.file_id if block.file_id is not None else block.url
+        part = (
+            {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
+            if uri is None
+            else {"fileData": {"mimeType": block.mime_type, "fileUri": uri}}
+        )
+        return [{"text": block.title}, part] if block.title else [part]
+    return [{"inlineData": {"mimeType": block.mime_type, "data": block.data}}]
+
+
 def _user_parts(content: str | tuple[UserContent, ...]) -> list[dict[str, Any]]:
     if isinstance(content, str):
         return [{"text": content}] if content else []
@@ -161,17 +192,32 @@ def _user_parts(content: str | tuple[UserContent, ...]) -> list[dict[str, Any]]:
             if b.text:  # Gemini rejects empty text parts
                 parts.append({"text": b.text})
         else:
-            b = as_image(b, "a google-generative-ai request")
-            parts.append({"inlineData": {"mimeType": b.mime_type, "data": b.data}})
+            parts.extend(_media_part(b))
     return parts
 
 
+def _replayed_part(raw: str | None, where: str, sign: bool) -> Any:
+    # A part Gemini sent, byte for byte; its thoughtSignature belongs to that model only.
+    part = raw_object(raw, where)
+    if sign or '"thoughtSignature"' not in (raw or ""):
+        return part
+    value = msgspec.json.decode(part)
+    value.pop("thoughtSignature", None)
+    return value
+
+
 def _model_parts(
-    msg: AssistantMessage, model: Model, compat: GoogleCompat, current: bool, sent_ids: set[str]
-) -> list[dict[str, Any]]:
+    msg: AssistantMessage,
+    model: Model,
+    compat: GoogleCompat,
+    current: bool,
+    sent_ids: set[str],
+    where: str,
+) -> list[Any]:
     sign = replay_signatures(model, msg)
-    parts: list[dict[str, Any]] = []
-    for b in msg.content:
+    ours = msg.api == "google-generative-ai"  # parts Gemini sent go back as they were
+    parts: list[Any] = []
+    for j, b in enumerate(msg.content):
         part: dict[str, Any]
         if isinstance(b, TextContent):
             if not b.text:
@@ -185,6 +231,19 @@ def _model_parts(
             else:
                 # Another model's reasoning is context, not Gemini's own thought.
                 part = {"text": f"<thinking>\n{b.thinking}\n</thinking>"}
+        elif isinstance(b, ServerToolCall | ServerToolResult | ProviderItem):
+            if isinstance(b, ProviderItem):
+                if b.api == "google-generative-ai":
+                    parts.append(_replayed_part(b.data, f"{where}.content[{j}].data", sign))
+                continue  # another API's opaque item means nothing here: not sent
+            if ours:
+                if b.provider_type != "groundingMetadata":
+                    parts.append(_replayed_part(b.raw, f"{where}.content[{j}].raw", sign))
+                continue  # grounding: response metadata, no part carries it back
+            text = block_as_text(b)
+            if text:
+                parts.append({"text": text})
+            continue
         else:
             b = as_tool_call(b, "a google-generative-ai request")
             call: dict[str, Any] = {"name": b.name, "args": _args_object(b)}
@@ -209,8 +268,8 @@ def _result_parts(msg: ToolResultMessage, sent_ids: set[str]) -> list[dict[str, 
         fr["id"] = msg.tool_call_id
     parts: list[dict[str, Any]] = [{"functionResponse": fr}]
     for b in msg.content:
-        if isinstance(b, ImageContent):
-            parts.append({"inlineData": {"mimeType": b.mime_type, "data": b.data}})
+        if not isinstance(b, TextContent):
+            parts.extend(_media_part(b))  # images, documents, audio: parts after the response
     return parts
 
 
@@ -229,7 +288,10 @@ def encode_contents(context: Context, model: Model, compat: GoogleCompat) -> lis
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
-            role, parts = "model", _model_parts(msg, model, compat, i > last_user, sent_ids)
+            role, parts = (
+                "model",
+                _model_parts(msg, model, compat, i > last_user, sent_ids, f"messages[{i}]"),
+            )
         else:
             role, parts = "user", _result_parts(msg, sent_ids)
         if not parts:

@@ -7,8 +7,11 @@ References: the API reference (https://ai.google.dev/api/generate-content:
 streamed function-call arguments
 (https://cloud.google.com/vertex-ai/generative-ai/docs/multimodal/function-calling#streaming-fc).
 
-Typed schemas cover the fields used only: unknown fields (``groundingMetadata``,
-``safetyRatings``, ``trafficType``…) are ignored, so new ones never break a stream.
+Typed schemas cover the fields used only: unknown fields (``safetyRatings``,
+``trafficType``…) are ignored, so new ones never break a stream.
+
+Provider-run code, grounding and citations are read by ``_sources``; streamed
+function-call arguments are assembled by ``_streamed``.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Hashable
-from typing import Annotated, Any
+from typing import Annotated
 
 import msgspec
 
 from ..._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -43,7 +48,9 @@ from ...errors import (
     TruncatedStreamError,
 )
 from .._codec import first_sse_json
-from .._common import decode_json, decoder_for, dumps, in_band_error
+from .._common import decode_json, decoder_for, in_band_error
+from ._sources import SourceReader
+from ._streamed import PartialArg, StreamedCall
 
 __all__ = ["SYNTHETIC_ID_PREFIX", "GoogleDecoder", "recognizes"]
 
@@ -54,20 +61,11 @@ SYNTHETIC_ID_PREFIX = "gcall_"
 _Count = Annotated[int, msgspec.Meta(ge=0)]
 
 
-class _PartialArg(msgspec.Struct, gc=False):
-    jsonPath: str
-    stringValue: str | None = None
-    numberValue: int | float | None = None
-    boolValue: bool | None = None
-    nullValue: Any = msgspec.UNSET  # present (any value) = JSON null
-    willContinue: bool | None = None
-
-
 class _FunctionCall(msgspec.Struct, gc=False):
     id: str | None = None
     name: str | None = None
     args: msgspec.Raw = msgspec.Raw()  # kept verbatim: it becomes raw_arguments
-    partialArgs: list[_PartialArg] | None = None
+    partialArgs: list[PartialArg] | None = None
     willContinue: bool | None = None
 
 
@@ -76,9 +74,10 @@ class _Part(msgspec.Struct, gc=False):
     thought: bool | None = None
     thoughtSignature: str | None = None
     functionCall: _FunctionCall | None = None
-    # Part kinds modelwire does not surface; only their presence matters.
+    # Provider-run code and its result: kept verbatim (they are replayed).
     executableCode: msgspec.Raw = msgspec.Raw()
     codeExecutionResult: msgspec.Raw = msgspec.Raw()
+    # Part kinds modelwire does not surface; only their presence matters.
     inlineData: msgspec.Raw = msgspec.Raw()
     fileData: msgspec.Raw = msgspec.Raw()
     functionResponse: msgspec.Raw = msgspec.Raw()
@@ -95,6 +94,10 @@ class _Candidate(msgspec.Struct, gc=False):
     finishReason: str | None = None
     finishMessage: str | None = None
     index: int = 0
+    # Read only when present (the last chunk, mostly): kept raw until then.
+    groundingMetadata: msgspec.Raw = msgspec.Raw()
+    urlContextMetadata: msgspec.Raw = msgspec.Raw()
+    citationMetadata: msgspec.Raw = msgspec.Raw()
 
 
 class _PromptFeedback(msgspec.Struct, gc=False):
@@ -135,10 +138,6 @@ _RPC_STATUS = {"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "OUT_OF_RANG
                "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503,
                "DEADLINE_EXCEEDED": 504}  # fmt: skip
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
-_PATH_TOKEN = re.compile(
-    r"\.([^.\[\]]+)|\[(\d+)\]|\['((?:[^'\\]|\\.)*)'\]|\[\"((?:[^\"\\]|\\.)*)\"\]"
-)
-_MAX_INDEX = 100_000
 
 
 def _in_band(err: _Error) -> StreamError:
@@ -185,146 +184,6 @@ def _usage(u: _Usage) -> UsageUpdate | None:
     )
 
 
-def _json_path(path: str, where: str) -> list[str | int]:
-    """``$.a.b[0]``, ``$['k.with.dots']`` → segments (partialArgs[].jsonPath)."""
-    if not path.startswith("$"):
-        raise MalformedChunkError(f"malformed chunk: {where} must start with '$' (got {path!r})")
-    segs: list[str | int] = []
-    pos = 1
-    while pos < len(path):
-        m = _PATH_TOKEN.match(path, pos)
-        if m is None:
-            raise MalformedChunkError(f"malformed chunk: {where} is not a JSON path: {path!r}")
-        name, index, q1, q2 = m.groups()
-        if index is not None:
-            if int(index) > _MAX_INDEX:
-                raise MalformedChunkError(f"malformed chunk: {where} index too large: {path!r}")
-            segs.append(int(index))
-        else:
-            segs.append(name if name is not None else re.sub(r"\\(.)", r"\1", q1 or q2 or ""))
-        pos = m.end()
-    return segs
-
-
-class _StreamedCall:
-    """Arguments of one call streamed as ``partialArgs`` (Vertex AI streaming
-    function calling): each fragment sets the value at a JSON path, or, after a
-    fragment with ``willContinue``, extends the string there ("another PartialArg
-    for the current json_path is expected to follow"). The call stays open while
-    its parts say ``willContinue`` — also parts with nothing else — and ends with
-    ``functionCall: {}`` or a part without it.
-
-    The text streamed for display is the serialized object without its closing
-    brackets (nor the quote of a string still growing). Extending the string at
-    the end of that text is O(fragment); any other update re-serializes, and if
-    the new text does not extend what was shown, the display stops (the final
-    ``ToolCallArguments`` carries the whole object anyway).
-    """
-
-    __slots__ = ("diverged", "key", "open", "pieces", "root", "sent")
-
-    def __init__(self, key: Hashable) -> None:
-        self.key = key
-        self.root: dict[str, Any] = {}
-        self.open: list[str | int] | None = None  # path of the string still growing
-        self.pieces: list[str] = []  # its text, joined into ``root`` lazily
-        self.sent: list[str] = []  # the display text streamed so far
-        self.diverged = False
-
-    def apply(self, args: list[_PartialArg], where: str) -> str:
-        out: list[str] = []
-        for j, a in enumerate(args):
-            at = f"{where}.partialArgs[{j}]"
-            segs = _json_path(a.jsonPath, f"{at}.jsonPath")
-            if not segs:
-                raise MalformedChunkError(f"malformed chunk: {at}.jsonPath names no field")
-            if a.stringValue is not None and self.open == segs:
-                self.pieces.append(a.stringValue)
-                if not self.diverged:
-                    out.append(dumps(a.stringValue).decode()[1:-1])
-                if not a.willContinue:
-                    self._flush()
-                    self.open = None
-                    if not self.diverged:
-                        out.append('"')
-                continue
-            value: Any
-            if a.stringValue is not None:
-                value = a.stringValue
-            elif a.numberValue is not None:
-                value = a.numberValue
-            elif a.boolValue is not None:
-                value = a.boolValue
-            elif a.nullValue is not msgspec.UNSET:
-                value = None
-            else:
-                continue  # no value in this fragment
-            self._flush()
-            self.open = None
-            self._set(segs, value, at)
-            if a.stringValue is not None and a.willContinue:
-                self.open, self.pieces = segs, [a.stringValue]
-            if not self.diverged:
-                out.append(self._resync("".join(out)))
-            if self.open is not None and not self._at_tail(segs):
-                self.diverged = True  # growing a string that is not at the end of the text
-        delta = "".join(out)
-        if delta:
-            self.sent.append(delta)
-        return delta
-
-    def _resync(self, pending: str) -> str:
-        # What the full partial text adds beyond what was sent (and is pending).
-        before = "".join(self.sent)
-        self.sent = [before] if before else []
-        sent = before + pending
-        text = self.partial_text()
-        if not text.startswith(sent):
-            self.diverged = True
-            return ""
-        return text[len(sent) :]
-
-    def _at_tail(self, segs: list[str | int]) -> bool:
-        node: Any = self.root
-        for seg in segs:
-            last = next(reversed(node)) if isinstance(node, dict) else len(node) - 1
-            if seg != last:
-                return False
-            node = node[seg]
-        return True
-
-    def _flush(self) -> None:
-        if self.open is not None and len(self.pieces) > 1:
-            self._set(self.open, "".join(self.pieces), "")
-            self.pieces = ["".join(self.pieces)]
-
-    def _set(self, segs: list[str | int], value: Any, at: str) -> None:
-        node: Any = self.root
-        for depth, seg in enumerate(segs):
-            if isinstance(node, list) and isinstance(seg, int):
-                node.extend([None] * (seg + 1 - len(node)))
-            elif not (isinstance(node, dict) and isinstance(seg, str)):
-                raise MalformedChunkError(
-                    f"malformed chunk: {at}.jsonPath conflicts with an earlier value"
-                )
-            if depth == len(segs) - 1:
-                node[seg] = value
-                return
-            container: Any = node
-            child = container[seg] if isinstance(node, list) else container.get(seg)
-            if child is None:
-                child = node[seg] = [] if isinstance(segs[depth + 1], int) else {}
-            node = child
-
-    def text(self) -> str:
-        self._flush()
-        return dumps(self.root).decode()
-
-    def partial_text(self) -> str:
-        text = self.text().rstrip("}]")
-        return text[:-1] if self.open is not None and text.endswith('"') else text
-
-
 class GoogleDecoder:
     """Per-response decoder: SSE events → normalized deltas.
 
@@ -334,9 +193,14 @@ class GoogleDecoder:
     """
 
     __slots__ = ("_calls", "_cur", "_cur_signed", "_finish", "_id_base", "_ids",
-                 "_n_blocks", "_n_synth", "_response_id", "_stream")  # fmt: skip
+                 "_n_blocks", "_n_server", "_n_synth", "_response_id",
+                 "_sources", "_starts", "_stream", "_texts")  # fmt: skip
 
     def __init__(self) -> None:
+        self._n_server = 0  # provider-run blocks so far: their keys ("server", n)
+        self._texts: list[str] = []  # the answer's text pieces (grounding offsets count them)
+        self._starts: list[tuple[int, Hashable]] = []  # each text block's first piece
+        self._sources = SourceReader()
         self._finish: str | None = None
         self._response_id: str | None = None
         self._n_blocks = 0
@@ -346,7 +210,7 @@ class GoogleDecoder:
         self._ids: set[str] = set()
         self._id_base: str | None = None
         self._n_synth = 0
-        self._stream: _StreamedCall | None = None
+        self._stream: StreamedCall | None = None
 
     def decode(self, frame: Frame) -> list[Delta]:
         chunk = decode_json(frame.data, _chunk_decoder)
@@ -369,6 +233,8 @@ class GoogleDecoder:
             if cand.content is not None:
                 for i, part in enumerate(cand.content.parts):
                     self._part(part, f"candidates[0].content.parts[{i}]", out)
+            if cand.groundingMetadata or cand.urlContextMetadata or cand.citationMetadata:
+                self._metadata(cand, out)
             if cand.finishReason:
                 if self._stream is not None:
                     self._close_stream(out, trusted=cand.finishReason != "MAX_TOKENS")
@@ -402,7 +268,10 @@ class GoogleDecoder:
             self._function_call(part.functionCall, part.thoughtSignature, where, out)
         elif part.text is not None:
             self._text(part.text, part.thought is True, part.thoughtSignature, out)
-        elif (part.executableCode or part.codeExecutionResult or part.inlineData or part.fileData
+        elif part.executableCode or part.codeExecutionResult:
+            self._end_block(out)
+            self._code(part, where, out)
+        elif (part.inlineData or part.fileData
               or part.functionResponse or part.toolCall or part.toolResponse):  # fmt: skip
             self._end_block(out)  # not surfaced; it separates the text around it
         elif part.thoughtSignature:
@@ -421,9 +290,15 @@ class GoogleDecoder:
             cur = self._cur = (("block", self._n_blocks), kind)
             self._n_blocks += 1
             self._cur_signed = False
+            if not thought:
+                self._starts.append((len(self._texts), cur[0]))
         key = cur[0]
         if text:
-            out.append(ThinkingDelta(key, text) if thought else TextDelta(key, text))
+            if thought:
+                out.append(ThinkingDelta(key, text))
+            else:
+                self._texts.append(text)  # measured only when a citation needs it
+                out.append(TextDelta(key, text))
         else:
             out.append(BlockStart(key, "thinking" if thought else "text"))
         if signature:
@@ -437,6 +312,61 @@ class GoogleDecoder:
             out.append(BlockEnd(self._cur[0]))
             self._cur = None
 
+    # ------------------------------------------------------------------ provider-run tools
+
+    def _server_key(self) -> Hashable:
+        key = ("server", self._n_server)
+        self._n_server += 1
+        return key
+
+    def _code(self, part: _Part, where: str, out: list[Delta]) -> None:
+        block = self._sources.code(part.executableCode, part.codeExecutionResult,
+                                   part.thoughtSignature, where, f"gcode_{self._n_server}")  # fmt: skip
+        out.append(BlockComplete(self._server_key(), block))
+
+    def _metadata(self, cand: _Candidate, out: list[Delta]) -> None:
+        if cand.groundingMetadata:
+            call = self._sources.search(cand.groundingMetadata, "candidates[0]",
+                                        f"google_search_{self._n_server}")  # fmt: skip
+            if call is not None:
+                out.append(BlockComplete(self._server_key(), call))
+        cites = self._sources.citations(cand.groundingMetadata, cand.urlContextMetadata,
+                                        cand.citationMetadata, "candidates[0]")  # fmt: skip
+        starts = self._byte_starts() if cites else []
+        for offset, c in cites:
+            out.append(CitationDelta(self._text_key(offset, starts), c))
+
+    def _byte_starts(self) -> list[tuple[int, Hashable]]:
+        # Where each text block starts, in UTF-8 bytes of the answer text (thoughts
+        # excluded): what grounding segment offsets count.
+        out: list[tuple[int, Hashable]] = []
+        done = size = 0
+        for first, key in self._starts:
+            size += sum(len(t.encode()) for t in self._texts[done:first])
+            done = first
+            out.append((size, key))
+        return out
+
+    def _text_key(self, offset: int | None, starts: list[tuple[int, Hashable]]) -> Hashable:
+        """The text block a citation belongs to: the one its byte offset falls in while
+        it is still open, else the open text block, else a new one (a citation is
+        never dropped)."""
+        cur = self._cur
+        open_key = cur[0] if cur is not None and cur[1] == "text" else None
+        if offset is not None and starts:
+            key = starts[0][1]
+            for start, k in starts:
+                if start > offset:
+                    break
+                key = k
+            if key == open_key:
+                return key
+        if open_key is not None:
+            return open_key
+        key = ("block", self._n_blocks)
+        self._n_blocks += 1
+        return key
+
     # ------------------------------------------------------------------ function calls
 
     def _function_call(
@@ -446,7 +376,7 @@ class GoogleDecoder:
             # A streamed call starts: name now, partialArgs in later parts.
             self._close_stream(out, trusted=True)
             key = self._start_call(fc, signature, "", out)
-            self._stream = _StreamedCall(key)
+            self._stream = StreamedCall(key)
             if fc.partialArgs:
                 self._stream_args(fc, where, out)
             return

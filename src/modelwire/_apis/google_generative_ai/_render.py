@@ -8,7 +8,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...types import TextContent, ThinkingContent
+import msgspec
+
+from ...errors import ConfigurationError
+from ...types import ServerToolCall, ServerToolResult, TextContent, ThinkingContent
 from .._common import as_tool_call
 from .._mock import MockError, MockFrame, ScriptedReply, arguments_object, split_text, text_of
 
@@ -26,11 +29,13 @@ def tool_results(body: object) -> list[str]:
 
 
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
-    """The mock server's events for a scripted reply."""
+    """The mock server's events for a scripted reply: code Gemini ran as its parts,
+    citations and searches as ``groundingMetadata`` on the last chunk."""
     rid = rid or "mock-response"
+    grounding = _grounding(reply)
 
     def frame_(parts: list[dict[str, Any]], finish: str | None = None) -> MockFrame:
-        return (None, _response(reply, model, rid, parts, finish))
+        return (None, _response(reply, model, rid, parts, finish, grounding if finish else None))
 
     frames: list[MockFrame] = []
     for block in reply.content:
@@ -47,6 +52,10 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             for k, p in enumerate(pieces):
                 extra = sig if k == len(pieces) - 1 else {}
                 frames.append(frame_([{"text": p, **extra}]))
+        elif isinstance(block, ServerToolCall | ServerToolResult):
+            part = _code_part(block)
+            if part is not None:
+                frames.append(frame_([part]))
         else:
             block = as_tool_call(block, "the google-generative-ai mock")
             # Gemini sends a whole call in one part; ``id`` is optional in the API.
@@ -56,19 +65,80 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
     return frames
 
 
+def _code_part(block: ServerToolCall | ServerToolResult) -> dict[str, Any] | None:
+    """An ``executableCode`` / ``codeExecutionResult`` part: the scripted one as Gemini
+    sent it, else built from the block (``None``: a search, which is metadata)."""
+    if block.provider_type == "groundingMetadata":
+        return None
+    if block.provider_type not in ("executableCode", "codeExecutionResult"):
+        raise ConfigurationError(
+            f"the google-generative-ai mock cannot carry a {block.provider_type} block: Gemini "
+            "runs code (executableCode, codeExecutionResult) and searches (groundingMetadata)"
+        )
+    if block.raw is not None:
+        part: dict[str, Any] = msgspec.json.decode(block.raw)
+        return part
+    if isinstance(block, ServerToolCall):
+        return {"executableCode": {"language": "PYTHON", **block.input, "id": block.id}}
+    result = block.result if isinstance(block.result, dict) else {"output": block.result}
+    outcome = "OUTCOME_FAILED" if block.is_error else "OUTCOME_OK"
+    return {"codeExecutionResult": {"outcome": outcome, **result, "id": block.tool_call_id}}
+
+
+def _grounding(reply: ScriptedReply) -> dict[str, Any] | None:
+    """``groundingMetadata`` for the script's searches and citations: a web chunk per
+    citation, a support per citation whose segment is its span (UTF-8 bytes of the
+    answer text, as Gemini counts) or, without one, its whole text block."""
+    queries: list[str] = []
+    chunks: list[dict[str, Any]] = []
+    supports: list[dict[str, Any]] = []
+    offset = 0
+    for block in reply.content:
+        if isinstance(block, ServerToolCall) and block.provider_type == "groundingMetadata":
+            queries += [str(q) for q in block.input.get("queries", [])]
+        if not isinstance(block, TextContent):
+            continue
+        size = len(block.text.encode())
+        for c in block.citations:
+            chunks.append({"web": {"uri": c.url or "", "title": c.title or ""}})
+            start = c.start if c.start is not None else offset
+            end = c.end if c.end is not None else offset + size
+            segment: dict[str, Any] = {"startIndex": start, "endIndex": end}
+            if c.cited_text is not None:
+                segment["text"] = c.cited_text
+            supports.append({"segment": segment, "groundingChunkIndices": [len(chunks) - 1]})
+        offset += size
+    if not (queries or chunks):
+        return None
+    out: dict[str, Any] = {}
+    if queries:
+        out["webSearchQueries"] = queries
+    if chunks:
+        out["groundingChunks"] = chunks
+        out["groundingSupports"] = supports
+    return out
+
+
 def _finish(reply: ScriptedReply) -> str:
     # Gemini reports STOP for tool calls too; MAX_TOKENS when cut off.
     return "MAX_TOKENS" if reply.stop_reason == "length" else "STOP"
 
 
 def _response(
-    reply: ScriptedReply, model: str, rid: str, parts: list[dict[str, Any]], finish: str | None
+    reply: ScriptedReply,
+    model: str,
+    rid: str,
+    parts: list[dict[str, Any]],
+    finish: str | None,
+    grounding: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     u = reply.usage
     prompt = u.input + u.cache_read + u.cache_write
     cand: dict[str, Any] = {"content": {"parts": parts, "role": "model"}, "index": 0}
     if finish:
         cand["finishReason"] = finish
+    if grounding is not None:
+        cand["groundingMetadata"] = grounding
     usage: dict[str, Any] = {"promptTokenCount": prompt, "totalTokenCount": prompt}
     if finish:
         usage = {"promptTokenCount": prompt, "candidatesTokenCount": u.output,
@@ -90,11 +160,16 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
             parts.append({"text": block.thinking, "thought": True, **sig})
         elif isinstance(block, TextContent):
             parts.append({"text": block.text, **sig})
+        elif isinstance(block, ServerToolCall | ServerToolResult):
+            part = _code_part(block)
+            if part is not None:
+                parts.append(part)
         else:
             block = as_tool_call(block, "the google-generative-ai mock")
             call = {"name": block.name, "args": arguments_object(block), "id": block.id}
             parts.append({"functionCall": call, **sig})
-    return _response(reply, model, rid or "mock-response", parts, _finish(reply))
+    return _response(reply, model, rid or "mock-response", parts, _finish(reply),
+                     _grounding(reply))  # fmt: skip
 
 
 # google.rpc.Code names by HTTP status (https://ai.google.dev/gemini-api/docs/troubleshooting).
