@@ -1199,7 +1199,8 @@ def _answer_stream(text: str) -> bytes:
 def test_request_shape_over_loopback() -> None:
     body = (FIXTURES / "claude-haiku-4-5-text.sse").read_bytes()
     with mw.testing.MockServer([mw.testing.Reply(body=body, seed=7)]) as server:
-        m = _loopback_model(server, id="claude-haiku-4-5")  # the mock takes any input
+        # The conversation holds an image: the model must declare it (Model.input).
+        m = _loopback_model(server, id="claude-haiku-4-5", input=["text", "image"])
         ctx = _tool_conversation(m)
         msg = mw.complete_sync(m, ctx, api_key=KEY, reasoning="low", max_retries=0)
         rec = server.last_request

@@ -1164,21 +1164,6 @@ def test_auto_with_a_schema_outside_the_subset_is_a_clear_error() -> None:
     assert run.final.error is not None and "lookup" in run.final.error.message
 
 
-def test_mock_and_scripted_models_accept_every_input_kind_unless_told() -> None:
-    every = ("text", "image", "document", "audio")
-    with mw.testing.MockServer([]) as server:
-        assert server.model().input == every
-        assert server.model(input=("text",)).input == ("text",)
-    assert mw.testing.ScriptedModel([]).model.input == every
-    # An image in a conversation therefore reaches the mock as an image, not a note.
-    png = mw.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
-    ctx = mw.Context(messages=[mw.UserMessage(content=[mw.TextContent(text="see"), png])])
-    with mw.testing.MockServer(["ok"]) as server:
-        assert mw.complete_sync(server.model("anthropic-messages"), ctx).text == "ok"
-        sent = server.requests[0].json()["messages"][0]["content"]
-    assert sent[1]["type"] == "image" and sent[1]["source"]["data"] == png.data
-
-
 def test_a_json_script_holds_provider_run_tools_citations_and_a_provider_stop() -> None:
     script = [{"content": [
         {"type": "server_tool_call", "id": "srvtoolu_1", "name": "web_search",

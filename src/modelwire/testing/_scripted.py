@@ -221,7 +221,6 @@ class ScriptedModel:
             provider=provider,
             base_url=f"http://scripted.invalid/{token}",
             cost=cost or ModelCost(),
-            input=("text", "image", "document", "audio"),  # a script takes any input
         )
         _models[self.model.base_url] = self
 

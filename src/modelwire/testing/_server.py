@@ -486,9 +486,7 @@ class MockServer:
         """A :class:`~modelwire.types.Model` reaching this server through ``api``
         (its base URL ends in the API's own version segment, ``MockFacet.version_segment``:
         ``/v1``, ``/v1beta``, or none for a server root). The provider ``mock`` has no
-        API-key variable, so no key is needed. It accepts every kind of input (text,
-        image, document, audio), as the server does; pass ``input=`` for a narrower
-        model."""
+        API-key variable, so no key is needed."""
         mock = _mock(api)
         if mock is None:
             speaks = [n for n in api_names() if _mock(n) is not None]
@@ -496,7 +494,6 @@ class MockServer:
                 f"unknown api {api!r}; the MockServer speaks {', '.join(speaks)}"
             )
         self.models.append(id)
-        fields.setdefault("input", ("text", "image", "document", "audio"))
         return Model(
             id=id, api=api, provider=provider, base_url=self.origin + mock.version_segment,
             cost=cost or ModelCost(), **fields,
