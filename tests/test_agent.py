@@ -1520,3 +1520,89 @@ def test_sync_tools_run_in_the_calling_thread_on_the_sync_path() -> None:
                                     mw.testing.tool_call("where", {})], "ok"])  # fmt: skip
     run = mw.Agent(sm.model, tools=[tool]).run_sync("go")
     assert run.final.text == "ok" and threads == [threading.get_ident()] * 2
+
+
+# --------------------------------------------------------------------------- provider-run tools
+
+SEARCH = mw.ServerToolCall(
+    id="srvtoolu_01",
+    name="web_search",
+    input={"query": "weather"},
+    provider_type="server_tool_use",
+    raw='{"type":"server_tool_use","id":"srvtoolu_01","name":"web_search","input":{"query":"weather"}}',
+)
+FOUND = mw.ServerToolResult(
+    tool_call_id="srvtoolu_01",
+    provider_type="web_search_tool_result",
+    result=[{"type": "web_search_result", "url": "https://w.example", "title": "W"}],
+    name="web_search",
+    raw='{"type":"web_search_tool_result","tool_use_id":"srvtoolu_01","content":'
+    '[{"type":"web_search_result","url":"https://w.example","title":"W"}]}',
+)
+
+
+def paused_reply(*blocks: Any) -> mw.AssistantMessage:
+    """A turn Anthropic paused mid server-tool loop (stop_reason ``pause_turn``)."""
+    return mw.AssistantMessage(
+        content=blocks, api="", provider="", model="", stop_reason="stop",
+        provider_stop_reason="pause_turn",
+    )  # fmt: skip
+
+
+async def test_the_agent_never_runs_a_provider_run_tool() -> None:
+    # A client tool with the same name as the provider's: it must not run.
+    spy = Spy("web_search")
+    answer = [SEARCH, FOUND, mw.TextContent(text="Sunny.")]
+    with MockServer([answer]) as server:
+        agent = mw.Agent(server.model("anthropic-messages"), tools=[spy.tool])
+        events, run = await collect(agent, "weather?")
+    assert spy.seen == [] and ends(events) == []
+    assert run.stop_reason == "stop" and run.turns == 1 and run.final.text == "Sunny."
+    assert run.final.server_tool_calls == (SEARCH,) and run.final.tool_calls == ()
+
+
+async def test_a_paused_turn_is_continued_by_sending_the_paused_message_back() -> None:
+    spy = Spy("web_search")
+    replies = [paused_reply(mw.TextContent(text="Searching. "), SEARCH), [FOUND, "Sunny."]]
+    with MockServer(replies) as server:
+        agent = mw.Agent(server.model("anthropic-messages"), tools=[spy.tool])
+        _, run = await collect(agent, "weather?")
+        requests = server.requests
+    assert spy.seen == []
+    assert run.stop_reason == "stop" and run.turns == 2 and run.final.text == "Sunny."
+    assert run.messages[1].provider_stop_reason == "pause_turn"  # type: ignore[union-attr]
+    # The second request ends with the paused message, its blocks as received.
+    sent = requests[1].json()["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant"]
+    assert sent[1]["content"] == [
+        {"type": "text", "text": "Searching. "},
+        json.loads(SEARCH.raw or ""),
+    ]
+
+
+async def test_a_paused_turn_counts_against_max_turns() -> None:
+    with MockServer([paused_reply(SEARCH), ["Sunny."]]) as server:
+        agent = mw.Agent(server.model("anthropic-messages"), max_turns=1)
+        _, run = await collect(agent, "weather?")
+        assert len(server.requests) == 1
+        assert run.stop_reason == "max_turns"
+        # continue_() resumes the paused turn from the transcript.
+        again = await agent.continue_()
+        assert len(server.requests) == 2
+    assert again.stop_reason == "stop" and again.final.text == "Sunny."
+
+
+def test_a_paused_turn_is_continued_on_the_sync_path_too() -> None:
+    seen: list[Any] = []
+
+    def resume(ctx: mw.Context) -> str:
+        seen.append(ctx.messages[-1])
+        return "Sunny."
+
+    sm = mw.testing.ScriptedModel([paused_reply(SEARCH), resume])
+    agent = mw.Agent(sm.model)
+    run = agent.run_sync("weather?")
+    assert run.turns == 2 and run.final.text == "Sunny."
+    (last,) = seen
+    assert isinstance(last, mw.AssistantMessage) and last.content == (SEARCH,)
+    assert last.provider_stop_reason == "pause_turn"

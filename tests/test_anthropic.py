@@ -109,7 +109,9 @@ def json_reference(payloads: list[dict[str, Any]]) -> dict[str, Any]:
             }
         elif t == "content_block_delta":
             d, b = p["delta"], blocks[p["index"]]
-            if d["type"] == "text_delta":
+            if d["type"] == "compaction_delta":
+                b["summary"] = b.get("summary", "") + (d.get("content") or "")
+            elif d["type"] == "text_delta":
                 b["text"] += d["text"]
             elif d["type"] == "thinking_delta":
                 b["text"] += d["thinking"]
@@ -143,14 +145,36 @@ def sdk_reference(payloads: list[dict[str, Any]]) -> tuple[Any, dict[int, bytes]
     return snapshot, bufs, None
 
 
-def expected_content(snapshot: Any, bufs: dict[int, bytes]) -> list[Any]:
-    """Our content, derived from the SDK snapshot: text, thinking, redacted
-    thinking and client tool calls; server tools, results, compaction ignored."""
+def _reference_citation(c: dict[str, Any]) -> mw.Citation:
+    # The citation types of the Anthropic citations and web-search docs.
+    t = c["type"]
+    raw = json.dumps(c)
+    if t == "web_search_result_location":
+        return mw.Citation(kind="url", url=c["url"], title=c.get("title"),
+                           cited_text=c.get("cited_text"), raw=raw)  # fmt: skip
+    if t == "char_location":
+        return mw.Citation(kind="document", title=c.get("document_title"),
+                           cited_text=c.get("cited_text"), document=str(c["document_index"]),
+                           start=c["start_char_index"], end=c["end_char_index"], raw=raw)  # fmt: skip
+    return mw.Citation(kind="other", cited_text=c.get("cited_text"), raw=raw)
+
+
+def expected_content(
+    snapshot: Any, bufs: dict[int, bytes], ref: dict[str, Any] | None = None
+) -> list[Any]:
+    """Our content, derived from the SDK snapshot: text with its citations, thinking,
+    redacted thinking, client tool calls, provider-run tool calls and results, and
+    every other block as an opaque item (its JSON; ``raw`` and ``data`` compared
+    parsed, see :func:`comparable`). The SDK accumulator (non-beta) does not apply
+    ``compaction_delta``: the hand reference ``ref`` gives that summary."""
     length = snapshot.stop_reason in ("max_tokens", "model_context_window_exceeded")
+    names: dict[str, str] = {}
     out: list[Any] = []
     for i, block in enumerate(snapshot.content):
+        d = block.to_dict()
         if block.type == "text":
-            out.append(mw.TextContent(text=block.text))
+            cites = [_reference_citation(c) for c in d.get("citations") or ()]
+            out.append(mw.TextContent(text=block.text, citations=tuple(cites)))
         elif block.type == "thinking":
             out.append(
                 mw.ThinkingContent(thinking=block.thinking, signature=block.signature or None)
@@ -167,7 +191,41 @@ def expected_content(snapshot: Any, bufs: dict[int, bytes]) -> list[Any]:
                     raw_arguments=bufs.get(i, b"").decode(),
                 )
             )
+        elif block.type in ("server_tool_use", "mcp_tool_use"):
+            names[d["id"]] = d["name"]
+            out.append(mw.ServerToolCall(id=d["id"], name=d["name"], input=d["input"],
+                                         provider_type=block.type, raw=json.dumps(d)))  # fmt: skip
+        elif block.type.endswith("_tool_result"):
+            content = d.get("content")
+            failed = d.get("is_error")
+            if failed is None:
+                failed = isinstance(content, dict) and content["type"].endswith("_error")
+            out.append(mw.ServerToolResult(
+                tool_call_id=d["tool_use_id"], provider_type=block.type, result=content,
+                is_error=failed, name=names.get(d["tool_use_id"]), raw=json.dumps(d),
+            ))  # fmt: skip
+        else:
+            summary = ref["blocks"][i].get("summary") if ref is not None else None
+            if summary:
+                d["content"] = (d.get("content") or "") + summary
+            out.append(mw.ProviderItem(api=API_NAME, provider_type=block.type,
+                                       data=json.dumps(d)))  # fmt: skip
     return out
+
+
+def comparable(block: Any) -> Any:
+    """A block with its provider JSON (``raw``, ``data``, citations' ``raw``) parsed,
+    so blocks built from the SDK's dicts compare with ours."""
+    if isinstance(block, mw.TextContent):
+        cites = [
+            msgspec.structs.replace(c, raw=json.loads(c.raw or "null")) for c in block.citations
+        ]
+        return (block.text, block.signature, cites)
+    if isinstance(block, mw.ServerToolCall | mw.ServerToolResult):
+        return msgspec.structs.replace(block, raw=json.loads(block.raw or "null"))
+    if isinstance(block, mw.ProviderItem):
+        return (block.api, block.provider_type, json.loads(block.data))
+    return block
 
 
 # --------------------------------------------------------------------------- helpers
@@ -188,7 +246,12 @@ def block_text(block: Any) -> str:
         return block.text
     if isinstance(block, mw.ThinkingContent):
         return block.thinking
-    return block.raw_arguments or ""
+    if isinstance(block, mw.ToolCall):
+        return block.raw_arguments or ""
+    return ""  # whole blocks stream no text
+
+
+STREAMED = (mw.TextContent, mw.ThinkingContent, mw.ToolCall)
 
 
 def check_event_stream(events: list[Any]) -> None:
@@ -203,10 +266,18 @@ def check_event_stream(events: list[Any]) -> None:
     started: list[str] = []
     ended: set[int] = set()
     acc: dict[int, str] = {}
+    cites: dict[int, list[Any]] = {}
     for e in events[1:-1]:
         kind, _, phase = e.type.rpartition("_")
         ci = e.content_index
-        if phase == "start":
+        if e.type == "block":  # a whole block: started and final at once
+            assert ci == len(started) and e.content == msg.content[ci]
+            started.append("block")
+            ended.add(ci)
+        elif e.type == "citation":
+            assert ci < len(started) and started[ci] == "text" and ci not in ended
+            cites.setdefault(ci, []).append(e.citation)
+        elif phase == "start":
             assert ci == len(started)
             started.append(kind)
         elif phase == "delta":
@@ -220,6 +291,8 @@ def check_event_stream(events: list[Any]) -> None:
     assert len(started) == len(msg.content)
     for ci, block in enumerate(msg.content):
         assert acc.get(ci, "") == block_text(block)
+        if isinstance(block, mw.TextContent):
+            assert tuple(cites.get(ci, ())) == block.citations
     if terminal.type == "done":
         assert ended == set(range(len(msg.content)))
 
@@ -280,18 +353,29 @@ def test_fixture_matches_references(path: Path) -> None:
     snapshot, bufs, sdk_error = sdk_reference(payloads)
     ref = json_reference(payloads)
 
-    # Content: the SDK's blocks we keep, in order.
-    assert list(msg.content) == expected_content(snapshot, bufs)
-    # ...and the hand accumulator agrees on every kept block's text and signature.
+    # Content: every block the SDK accumulated, in order (nothing is dropped).
+    expected = expected_content(snapshot, bufs, ref)
+    assert [comparable(b) for b in msg.content] == [comparable(b) for b in expected]
+    # ...a result or opaque item is the provider's bytes exactly, as in the body...
+    for b in msg.content:
+        if isinstance(b, mw.ServerToolResult) or (
+            isinstance(b, mw.ProviderItem) and b.provider_type != "compaction"
+        ):
+            exact = b.raw if isinstance(b, mw.ServerToolResult) else b.data
+            assert exact is not None and exact.encode() in raw
+        if isinstance(b, mw.TextContent):
+            assert all((c.raw or "").encode() in raw for c in b.citations)
+    # ...and the hand accumulator agrees on every streamed block's text and signature.
     kept = [
         b
         for b in ref["blocks"]
         if b["type"] in ("text", "thinking", "redacted_thinking", "tool_use")
     ]
-    assert [block_text(b) for b in msg.content] == [
+    streamed = [b for b in msg.content if isinstance(b, STREAMED)]
+    assert [block_text(b) for b in streamed] == [
         b["json"] if b["type"] == "tool_use" else b["text"] for b in kept
     ]
-    assert [getattr(b, "signature", None) for b in msg.content] == [
+    assert [getattr(b, "signature", None) for b in streamed] == [
         b["sig"] if b["type"] in ("thinking", "redacted_thinking") else None for b in kept
     ]
 
@@ -436,12 +520,18 @@ def test_mid_stream_overloaded_error_keeps_content() -> None:
         msg.raise_for_error()
 
 
-def test_server_tools_and_compaction_do_not_shift_content_indexes() -> None:
+def test_server_tools_take_their_place_and_are_never_client_calls() -> None:
     raw = (FIXTURES / "claude-sonnet-4-6-code-execution-server-tool.sse").read_bytes()
     events = run(raw)
-    kinds = [type(b).__name__ for b in events[-1].message.content]
-    assert kinds == ["ThinkingContent", "TextContent", "TextContent"]
-    assert {e.content_index for e in events if hasattr(e, "content_index")} == {0, 1, 2}
+    msg = events[-1].message
+    kinds = [type(b).__name__ for b in msg.content]
+    assert kinds == ["ThinkingContent", "TextContent", "ServerToolCall", "ServerToolResult",
+                     "TextContent"]  # fmt: skip
+    assert {e.content_index for e in events if hasattr(e, "content_index")} == set(range(5))
+    assert msg.tool_calls == () and msg.stop_reason == "stop"
+    call, result = msg.content[2], msg.content[3]
+    assert isinstance(call, mw.ServerToolCall) and isinstance(result, mw.ServerToolResult)
+    assert result.tool_call_id == call.id and result.name == call.name
 
 
 # --------------------------------------------------------------------------- synthetic streams
@@ -486,11 +576,21 @@ def test_stream_without_stop_reason_is_truncated() -> None:
     assert err.type == "error" and err.message.error.kind == "truncated_stream"
 
 
-def test_unknown_events_blocks_and_deltas_are_ignored() -> None:
+def test_unknown_events_and_deltas_are_ignored_and_unknown_blocks_kept() -> None:
     events = _load("forward-compat.sse")
     done = events[-1]
     assert done.type == "done" and done.reason == "stop"
-    assert done.message.content == (mw.TextContent(text="Sunny all day."),)
+    payloads = sse_payloads((DATA / "forward-compat.sse").read_bytes())
+    future = json.dumps(payloads[2]["content_block"], separators=(",", ":"))
+    cite = json.dumps(payloads[11]["delta"]["citation"], separators=(",", ":"))
+    item, call, text = done.message.content
+    # A block type added later is kept whole, exactly as it started; its deltas
+    # (unknown, or a text_delta that cannot be placed in it) are ignored.
+    assert item == mw.ProviderItem(api=API_NAME, provider_type="future_block", data=future)
+    assert isinstance(call, mw.ServerToolCall) and call.input == {"query": "weather"}
+    assert done.message.tool_calls == ()
+    assert text.text == "Sunny all day."
+    assert [c.raw for c in text.citations] == [cite]
     # message_delta's null counts leave message_start's values; output is the last value.
     u = done.message.usage
     assert (u.input, u.output, u.cache_read, u.cache_write) == (21, 12, 300, 7)
@@ -1104,6 +1204,12 @@ def test_request_shape_over_loopback() -> None:
         ctx = _tool_conversation(m)
         msg = mw.complete_sync(m, ctx, api_key=KEY, reasoning="low", max_retries=0)
         rec = server.last_request
+        # The same image to a model not declared to take images: refused before any
+        # request, naming the block and the fix.
+        text_only = _loopback_model(server, id="claude-haiku-4-5", input=("text",))
+        with pytest.raises(mw.ConfigurationError, match=r"messages\[3\]\.content\[1\]"):
+            mw.complete_sync(text_only, ctx, api_key=KEY, max_retries=0)
+        assert len(server.requests) == 1
     assert msg.stop_reason == "stop" and msg.text == "Hello"
     assert rec.method == "POST" and rec.path == "/v1/messages"
     assert rec.headers["x-api-key"] == KEY
@@ -1115,6 +1221,9 @@ def test_request_shape_over_loopback() -> None:
     sent = rec.json()
     # The client applies mw.handoff before encoding.
     assert sent == json.loads(API.build_request(m, mw.handoff(ctx, m), opts(reasoning="low")).body)
+    result = sent["messages"][2]["content"][1]["content"]
+    assert result[1] == {"type": "image",
+                         "source": {"type": "base64", "media_type": "image/png", "data": "aW1n"}}  # fmt: skip
     assert sent["system"][0]["text"] == "sys"
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048}
     assert [x["role"] for x in sent["messages"]] == ["user", "assistant", "user"]
@@ -1238,10 +1347,16 @@ def test_message_start_content_and_stop_reason_belong_to_the_message() -> None:
         expected["input"],
     )
     assert json.loads(call.raw_arguments or "") == expected["input"]
-    assert done.message.content == (call,)  # server_tool_use is not surfaced
+    # The code execution that made the call is kept, as received, and is no client call.
+    server_call = sse_payloads((DATA / PTC_TOOL).read_bytes())[0]["message"]["content"][0]
+    (srv,) = done.message.server_tool_calls
+    assert done.message.content == (srv, call)
+    assert (srv.id, srv.name, srv.input) == (server_call["id"], server_call["name"],
+                                             server_call["input"])  # fmt: skip
+    assert srv.raw is not None and srv.raw.encode() in (DATA / PTC_TOOL).read_bytes()
     assert done.message.provider_stop_reason == "tool_use"
     assert [e.type for e in events] == [
-        "start", "tool_call_start", "tool_call_delta", "tool_call_end", "done",
+        "start", "block", "tool_call_start", "tool_call_delta", "tool_call_end", "done",
     ]  # fmt: skip
 
 
@@ -1252,13 +1367,17 @@ def test_message_start_blocks_keep_their_order_with_later_blocks() -> None:
     assert events[-1].type == "done" and msg.stop_reason == "stop"
     # message_delta's stop_reason (end_turn) replaces message_start's (tool_use).
     assert msg.provider_stop_reason == "end_turn"
+    result = sse_payloads((DATA / PTC_BLOCKS).read_bytes())[0]["message"]["content"][1]
     assert msg.content == (
         mw.ThinkingContent(thinking="The query ran; summarise.", signature="c2lnLXB0Yw=="),
+        mw.ServerToolResult(tool_call_id="srvtoolu_01", provider_type="code_execution_tool_result",
+                            result=result["content"], raw=json.dumps(result, separators=(",", ":"))),
         mw.TextContent(text="Sales by region: "),
         mw.TextContent(text="north leads, south follows."),
-    )
-    assert [e.content_index for e in events if e.type.endswith("_start") and e.type != "start"] == [
-        0, 1, 2,
+    )  # fmt: skip
+    assert [e.content_index for e in events
+            if (e.type.endswith("_start") and e.type != "start") or e.type == "block"] == [
+        0, 1, 2, 3,
     ]  # fmt: skip
 
 
@@ -1284,6 +1403,13 @@ def test_a_block_reusing_a_message_start_index_is_malformed() -> None:
 def test_a_bad_block_in_message_start_names_its_path() -> None:
     start = {**MSG_START, "message": {**MSG_START["message"],
              "content": [{"type": "server_tool_use", "id": 7, "text": 1},
+                         {"type": "text", "text": 5}]}}  # fmt: skip
+    err = run(sse(start, END_TURN, MSG_STOP))[-1]
+    assert err.type == "error" and err.message.error.kind == "malformed_chunk"
+    # A provider-run tool call is validated like any block: its id must be a string.
+    assert "message.content[0].id must be a string" in err.message.error.message
+    start = {**MSG_START, "message": {**MSG_START["message"],
+             "content": [{"type": "compaction", "content": None},
                          {"type": "text", "text": 5}]}}  # fmt: skip
     err = run(sse(start, END_TURN, MSG_STOP))[-1]
     assert err.type == "error" and err.message.error.kind == "malformed_chunk"
@@ -1315,9 +1441,14 @@ async def test_agent_answers_a_call_carried_in_message_start() -> None:
     assert seen and seen[0]["sql"].startswith("select region")
     assert run_.final.text == "North leads."
     sent = requests[1].json()["messages"]
+    # The code execution goes back before the call it made, as received; the agent
+    # ran only the client tool.
+    assert [b["type"] for b in sent[1]["content"]] == ["server_tool_use", "tool_use"]
     assert (
-        sent[1]["content"][0]["type"] == "tool_use"
-        and sent[1]["content"][0]["id"] == "toolu_ptc_01"
+        sent[1]["content"][0]
+        == sse_payloads((DATA / PTC_TOOL).read_bytes())[0]["message"]["content"][0]
     )
+    assert len(seen) == 1
+    assert sent[1]["content"][1]["id"] == "toolu_ptc_01"
     assert sent[2]["content"][0]["tool_use_id"] == "toolu_ptc_01"
     assert "north 10, south 7" in json.dumps(sent[2]["content"][0])

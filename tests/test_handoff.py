@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire._handoffs import IMAGE_NOTE, NO_RESULT, handoff, tool_id_rule
+from modelwire._handoffs import NO_RESULT, handoff, tool_id_rule
 from modelwire.testing import MockServer
 from recorded import recorded_streams
 
@@ -257,25 +257,39 @@ def test_failed_turns_are_not_replayed_nor_their_results(stop: str) -> None:
     assert roles == ["assistant", "tool_result", "user"]
 
 
-# --------------------------------------------------------------------------- rule 6: images
+# --------------------------------------------------------------------------- rule 6: input kinds
 
 PNG = mw.ImageContent(data="iVBORw0KGgo=", mime_type="image/png")
+PDF = mw.DocumentContent(mime_type="application/pdf", data="JVBERi0=", title="Paper")
+WAV = mw.AudioContent(data="UklGRg==", mime_type="audio/wav")
 
 
-def test_images_become_a_note_for_text_only_models() -> None:
+def test_an_image_for_a_text_only_model_is_refused_naming_model_block_and_fix() -> None:
     user = mw.UserMessage(content=(mw.TextContent(text="look"), PNG), timestamp=1)
+    with pytest.raises(mw.ConfigurationError) as info:
+        handoff(_ctx(user), TEXT_ONLY)
+    text = str(info.value)
+    assert repr(TEXT_ONLY.id) in text and "messages[0].content[1] is an image block" in text
+    assert "input=['text', 'image']" in text
+    # In a tool result too.
     turn = _claude_turn(_call("toolu_shot", name="screenshot"))
     shot = mw.ToolResultMessage(tool_call_id="toolu_shot", tool_name="screenshot",
-                                content=(PNG, mw.TextContent(text="800x600")), timestamp=2)  # fmt: skip
+                                content=(mw.TextContent(text="800x600"), PNG), timestamp=2)  # fmt: skip
+    with pytest.raises(mw.ConfigurationError, match=r"messages\[1\]\.content\[1\]"):
+        handoff(_ctx(turn, shot), TEXT_ONLY)
+    # A model declared to accept images keeps them, object for object.
     ctx = _ctx(user, turn, shot)
-    out = handoff(ctx, TEXT_ONLY).messages
-    assert out[0] == mw.UserMessage(content=(mw.TextContent(text="look"),
-                                             mw.TextContent(text=IMAGE_NOTE)), timestamp=1)  # fmt: skip
-    result = out[2]
-    assert isinstance(result, mw.ToolResultMessage)
-    assert result.content == (mw.TextContent(text=IMAGE_NOTE), mw.TextContent(text="800x600"))
     kept = handoff(ctx, GPT_CHAT).messages
     assert kept[0] is user and kept[2] is shot
+
+
+@pytest.mark.parametrize(("block", "kind"), [(PDF, "document"), (WAV, "audio")])
+def test_documents_and_audio_need_their_input_kind(block: mw.UserContent, kind: str) -> None:
+    ctx = _ctx(mw.UserMessage(content=(block,), timestamp=1))
+    with pytest.raises(mw.ConfigurationError, match=f"does not accept {kind} input"):
+        handoff(ctx, GPT_CHAT)
+    accepting = msgspec.structs.replace(GPT_CHAT, input=("text", kind))
+    assert handoff(ctx, accepting) is ctx
 
 
 # --------------------------------------------------------------------------- rule 7: surrogates

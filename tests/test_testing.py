@@ -1162,3 +1162,25 @@ def test_auto_with_a_schema_outside_the_subset_is_a_clear_error() -> None:
     sm = ScriptedModel(auto=True)
     run = mw.Agent(sm.model, tools=[bad]).run_sync("go")
     assert run.final.error is not None and "lookup" in run.final.error.message
+
+
+def test_a_json_script_holds_provider_run_tools_citations_and_a_provider_stop() -> None:
+    script = [{"content": [
+        {"type": "server_tool_call", "id": "srvtoolu_1", "name": "web_search",
+         "input": {"query": "sky"}, "provider_type": "server_tool_use"},
+        {"type": "server_tool_result", "tool_call_id": "srvtoolu_1",
+         "provider_type": "web_search_tool_result", "result": []},
+        {"type": "text", "text": "Blue.", "citations": [
+            {"kind": "url", "url": "https://sky.example", "title": "Sky"}]},
+    ], "provider_stop_reason": "pause_turn"}]  # fmt: skip
+    (reply,) = parse_script(json.dumps(script))
+    with MockServer([reply]) as server:
+        msg = mw.complete_sync(server.model("anthropic-messages"), CTX)
+    call, result, text = msg.content
+    assert isinstance(call, mw.ServerToolCall) and call.input == {"query": "sky"}
+    assert isinstance(result, mw.ServerToolResult) and result.name == "web_search"
+    assert isinstance(text, mw.TextContent) and text.citations[0].url == "https://sky.example"
+    assert (msg.stop_reason, msg.provider_stop_reason) == ("stop", "pause_turn")
+    bad = [{"content": [{"type": "server_tool_call", "id": "s", "name": "n", "input": {}}]}]
+    with pytest.raises(mw.ConfigurationError, match=r"script\[0\]\.content\[0\]"):
+        parse_script(json.dumps(bad))

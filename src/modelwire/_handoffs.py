@@ -28,11 +28,24 @@ The rules (docs/providers.md, "Handoff between models"):
    every API refuses a call that is not answered.
 5. **Failed turns** (``stop_reason`` error or aborted) are not replayed, nor the
    tool results answering their calls.
-6. **Images** become a text note for a model whose ``input`` lacks ``image``.
+6. **Input a model is not declared to accept** — an image, document or audio block
+   for a model whose ``input`` lacks ``image``, ``document`` or ``audio`` — is a
+   ``ConfigurationError`` naming the model, the block and how to declare the kind
+   (``Model(input=...)``); nothing is replaced or dropped silently.
 7. **Lone surrogates** (``\\ud800``–``\\udfff``, which cannot be encoded as
    UTF-8 and make a request body fail) are removed from text, never from signed
    content (a signed block must stay byte for byte).
 8. An assistant message left with no content is dropped.
+9. **Provider-run tools, citations and opaque items** go back as received to the API
+   that produced them (``message.api == model.api``). To another API a
+   :class:`~modelwire.types.ServerToolCall` becomes the text
+   ``[web_search was run by the provider with {"query": …}]`` and a
+   :class:`~modelwire.types.ServerToolResult` ``[web_search result: …]`` (its JSON,
+   without the provider's ``encrypted_*`` fields, which no other model can read);
+   a text block's citations become numbered sources appended to its text
+   (``[1] Title <url>: "cited text"``); a :class:`~modelwire.types.ProviderItem` is
+   dropped, and :func:`handoff_notes` says so (the trace's ``context`` record lists
+   the notes in its ``handoff`` field).
 """
 
 from __future__ import annotations
@@ -44,14 +57,16 @@ from typing import Any
 import msgspec
 
 from ._apis import IdRule, find_api
-from ._apis._common import as_tool_call, same_model
+from ._apis._common import as_tool_call, check_input, citations_as_text, same_model
 from .types import (
     AssistantContent,
     AssistantMessage,
     Context,
-    ImageContent,
     Message,
     Model,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -61,20 +76,21 @@ from .types import (
 )
 
 __all__ = [
-    "IMAGE_NOTE",
     "NO_RESULT",
     "IdRule",
     "ToolIdMap",
+    "citations_as_text",
     "handoff",
+    "handoff_notes",
     "remove_lone_surrogates",
+    "server_call_as_text",
+    "server_result_as_text",
     "thinking_as_text",
     "tool_id_rule",
 ]
 
 #: Text of the synthetic error result for a tool call that was never answered.
 NO_RESULT = "no result was provided"
-#: What replaces an image for a model without image input.
-IMAGE_NOTE = "[image omitted: this model does not accept image input]"
 
 _replace = msgspec.structs.replace
 _json_encode = msgspec.json.encode
@@ -214,42 +230,97 @@ class ToolIdMap:
 # --------------------------------------------------------------------------- handoff
 
 
-def _clean_text_block(block: TextContent, keep_signature: bool) -> TextContent:
-    if keep_signature and block.signature is not None:
+def _clean_text_block(
+    block: TextContent, keep_signature: bool, keep_citations: bool = True
+) -> TextContent:
+    if keep_signature and block.signature is not None and keep_citations:
         return block  # signed: byte for byte
     text = remove_lone_surrogates(block.text)
+    citations = block.citations
+    if citations and not keep_citations:
+        text = text + remove_lone_surrogates(citations_as_text(citations))
+        citations = ()
     if text is block.text and (keep_signature or block.signature is None):
         return block
-    return TextContent(text=text, signature=block.signature if keep_signature else None)
+    return TextContent(
+        text=text, signature=block.signature if keep_signature else None, citations=citations
+    )
 
 
-def _user_content(content: tuple[UserContent, ...], images: bool) -> tuple[UserContent, ...]:
-    out: list[UserContent] = []
-    for b in content:
-        if isinstance(b, ImageContent):
-            out.append(b if images else TextContent(text=IMAGE_NOTE))
-        elif isinstance(b, TextContent):
-            out.append(_clean_text_block(b, keep_signature=False))
-        else:
-            out.append(b)  # documents and audio: the target's encoder says what it accepts
-    return tuple(out)
+def _user_content(content: tuple[UserContent, ...]) -> tuple[UserContent, ...]:
+    # Images, documents and audio pass: their kind is one the model takes
+    # (check_input, in handoff); the target's encoder says how it carries them.
+    return tuple(
+        _clean_text_block(b, keep_signature=False) if isinstance(b, TextContent) else b
+        for b in content
+    )
 
 
-def _user(msg: UserMessage, images: bool) -> UserMessage:
+def _user(msg: UserMessage) -> UserMessage:
     if isinstance(msg.content, str):
         text = remove_lone_surrogates(msg.content)
         return msg if text is msg.content else _replace(msg, content=text)
-    content = _user_content(msg.content, images)
+    content = _user_content(msg.content)
     changed = any(a is not b for a, b in zip(content, msg.content, strict=True))
     return _replace(msg, content=content) if changed else msg
 
 
+# --------------------------------------------------------------------------- other APIs' blocks
+
+
+def _readable(value: Any) -> Any:
+    # The provider's encrypted_* fields (web search hits, citations) are opaque to
+    # any other model: left out of the text it reads.
+    if isinstance(value, dict):
+        return {k: _readable(v) for k, v in value.items()
+                if not (isinstance(k, str) and k.startswith("encrypted"))}  # fmt: skip
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    return value
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return remove_lone_surrogates(_json_encode(_readable(value)).decode())
+    except (TypeError, msgspec.EncodeError, UnicodeEncodeError):
+        return remove_lone_surrogates(repr(value))
+
+
+def server_call_as_text(call: ServerToolCall) -> str:
+    """How a provider-run tool call reads for a model on another API."""
+    return f"[{call.name} was run by the provider with {_json_text(call.input)}]"
+
+
+def server_result_as_text(result: ServerToolResult) -> str:
+    """How a provider-run tool's result reads for a model on another API."""
+    name = result.name or result.provider_type
+    what = "failed" if result.is_error else "result"
+    return f"[{name} {what}: {_json_text(result.result)}]"
+
+
+def handoff_notes(context: Context, model: Model) -> list[str]:
+    """What :func:`handoff` drops for ``model``: one note per opaque provider item
+    another API sent (the trace shows them)."""
+    notes = []
+    for i, msg in enumerate(context.messages):
+        if not isinstance(msg, AssistantMessage) or _failed(msg):
+            continue
+        for j, b in enumerate(msg.content):
+            if isinstance(b, ProviderItem) and b.api != model.api:
+                notes.append(
+                    f"messages[{i}].content[{j}]: a {b.provider_type} item of {b.api} is not "
+                    f"sent to {model.api} (opaque to other APIs)"
+                )
+    return notes
+
+
 def _assistant(msg: AssistantMessage, model: Model, ids: ToolIdMap) -> AssistantMessage:
     same = same_model(model, msg)
+    same_api = msg.api == model.api
     out: list[AssistantContent] = []
     for b in msg.content:
         if isinstance(b, TextContent):
-            out.append(_clean_text_block(b, keep_signature=same))
+            out.append(_clean_text_block(b, keep_signature=same, keep_citations=same_api))
         elif isinstance(b, ThinkingContent):
             if same:
                 if b.signature is not None or b.redacted:
@@ -261,6 +332,14 @@ def _assistant(msg: AssistantMessage, model: Model, ids: ToolIdMap) -> Assistant
                 text = thinking_as_text(remove_lone_surrogates(b.thinking))
                 out.append(TextContent(text=text))
             # else: redacted/encrypted or empty reasoning of another model is dropped
+        elif isinstance(b, ServerToolCall):
+            out.append(b if same_api else TextContent(text=server_call_as_text(b)))
+        elif isinstance(b, ServerToolResult):
+            out.append(b if same_api else TextContent(text=server_result_as_text(b)))
+        elif isinstance(b, ProviderItem):
+            if b.api == model.api:
+                out.append(b)
+            # else: dropped (handoff_notes says so in the trace)
         else:
             b = as_tool_call(b, "a handoff")
             out.append(_tool_call(b, ids.get(b.id), keep_signature=same))
@@ -295,8 +374,8 @@ def _tool_call(call: ToolCall, sent_id: str, keep_signature: bool) -> ToolCall:
     )
 
 
-def _result(msg: ToolResultMessage, sent_id: str, images: bool) -> ToolResultMessage:
-    content = _user_content(msg.content, images)
+def _result(msg: ToolResultMessage, sent_id: str) -> ToolResultMessage:
+    content = _user_content(msg.content)
     changed = any(a is not b for a, b in zip(content, msg.content, strict=True))
     if sent_id == msg.tool_call_id and not changed:
         return msg
@@ -325,7 +404,7 @@ def handoff(context: Context, model: Model) -> Context:
     outputs, and ``handoff(handoff(c, m), m) == handoff(c, m)``. A context that
     needs nothing is returned as it is.
     """
-    images = "image" in model.input
+    check_input(model, context)  # no input of a kind the model does not take (rule 6)
     messages = context.messages
     keep = {
         b.id
@@ -351,12 +430,12 @@ def handoff(context: Context, model: Model) -> Context:
             if msg.tool_call_id in dropped:
                 continue  # answers a failed turn that is not replayed
             pending.pop(msg.tool_call_id, None)
-            out.append(_result(msg, ids.get(msg.tool_call_id), images))
+            out.append(_result(msg, ids.get(msg.tool_call_id)))
             continue
         flush()
         dropped = set()
         if isinstance(msg, UserMessage):
-            out.append(_user(msg, images))
+            out.append(_user(msg))
         elif _failed(msg):
             dropped = {b.id for b in msg.content if isinstance(b, ToolCall)}
         else:

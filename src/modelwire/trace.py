@@ -18,7 +18,8 @@ to the deltas it produced, the events they produced and the final message::
 
 What each layer shows:
 
-* :class:`ContextTrace` — the conversation as given (``mw.Context``).
+* :class:`ContextTrace` — the conversation as given (``mw.Context``), and what the
+  handoff to this model leaves out (another API's opaque items).
 * :class:`RequestTrace` — URL, headers (the API key shown as ``[redacted]``, DESIGN
   §3 rule 6) and the JSON body the wire API built.
 * :class:`RetryTrace` — a failed attempt that will be retried: its number, status,
@@ -136,6 +137,9 @@ class ContextTrace(TraceRecord, frozen=True):
     """``model.id``."""
     context: Context
     """The context passed to ``stream``/``complete``."""
+    handoff: tuple[str, ...] = ()
+    """What replaying the context to this model leaves out, one note each (an opaque
+    ``ProviderItem`` of another API: ``mw.handoff`` drops it)."""
 
 
 class RequestTrace(TraceRecord, frozen=True):
@@ -434,8 +438,11 @@ class Tracer:
     # ------------------------------------------------------------------ call
 
     def context(self, model: Model, context: Context) -> None:
+        from ._handoffs import handoff_notes
+
+        notes = tuple(handoff_notes(context, model))
         self.emit(ContextTrace(id="context", api=model.api, provider=model.provider,
-                               model=model.id, context=context))  # fmt: skip
+                               model=model.id, context=context, handoff=notes))  # fmt: skip
         self.origin = "context"
 
     def request(self, request: HTTPRequest) -> None:

@@ -23,6 +23,7 @@ from .._redact import credential_secrets
 from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..types import (
     AssistantMessage,
+    Citation,
     Context,
     ImageContent,
     Model,
@@ -46,6 +47,7 @@ __all__ = [
     "check_json",
     "check_reasoning",
     "check_tool_choice",
+    "citations_as_text",
     "content_filter_error",
     "decode_json",
     "decoder_for",
@@ -385,6 +387,25 @@ def as_image(block: object, where: str) -> ImageContent:
         return block
     kind = getattr(block, "type", type(block).__name__)
     raise ConfigurationError(f"{where} cannot carry a {kind} block")
+
+
+def citations_as_text(citations: tuple[Citation, ...]) -> str:
+    """Citations as numbered sources, appended to the text they support: how
+    ``mw.handoff`` shows them to another API, and how an encoder sends a citation it
+    has no provider object for."""
+    lines = []
+    for n, c in enumerate(citations, 1):
+        parts = [f"[{n}]"]
+        if c.title:
+            parts.append(c.title)
+        where = c.url or (f"document {c.document}" if c.document is not None else None)
+        if where:
+            parts.append(f"<{where}>")
+        line = " ".join(parts)
+        if c.cited_text:
+            line += f': "{c.cited_text}"'
+        lines.append(line)
+    return "\n\nSources:\n" + "\n".join(lines)
 
 
 # --------------------------------------------------------------------------- provider blocks

@@ -48,13 +48,17 @@ class ScriptedReply(msgspec.Struct, frozen=True, kw_only=True):
     """A script in normal form: blocks in order, how it ends, token counts."""
 
     content: tuple[AssistantContent, ...]
-    """Text, thinking and tool-call blocks in the order they are streamed."""
+    """The blocks in the order they are streamed: text (with its citations), thinking,
+    tool calls, and the provider-run tool blocks and opaque items an API can carry."""
     stop_reason: Literal["stop", "length", "tool_use"]
     """``tool_use`` when there is a tool call (unless ``length``), else ``stop``."""
     usage: Usage
     """Token counts to report (all zero unless the script gave them)."""
     response_id: str | None = None
     """The response id to send, when the script fixed one."""
+    provider_stop_reason: str | None = None
+    """The provider's own stop reason to send (e.g. Anthropic ``pause_turn``), when
+    the script gave one; each API's renderer decides whether it can say it."""
 
 
 def split_text(text: str, size: int) -> list[str]:

@@ -26,6 +26,7 @@ __all__ = [
     "format_usage",
     "one_line",
     "run_agent",
+    "sources_lines",
     "trim_block",
 ]
 
@@ -269,6 +270,8 @@ class EventPrinter:
             self.failed = message
         if not show:
             return
+        for line in sources_lines(message):
+            self.screen.line(line, MUTED)
         # A failure is reported once, by the caller, as the one stderr error line.
         if message.stop_reason == "length":
             self.screen.line("(the response was cut off at the output token limit)", MUTED)
@@ -313,6 +316,21 @@ class EventPrinter:
         width = 100 if s.width is None else max(20, min(100, s.width - 2))
         for ln in trim_block(text, self.result_lines, width).splitlines():
             s.line("  " + ln, MUTED)
+
+
+def sources_lines(message: AssistantMessage) -> list[str]:
+    """The citations of a message's text as numbered sources, each source once (by
+    URL or document), in the order first cited: ``[1] Title <url>``."""
+    seen: dict[str, str] = {}
+    for block in message.content:
+        for c in getattr(block, "citations", ()):
+            where = c.url or (f"document {c.document}" if c.document is not None else None)
+            key = where or c.title or c.cited_text or ""
+            if key and key not in seen:
+                seen[key] = " ".join(p for p in (c.title, f"<{where}>" if where else None) if p)
+    if not seen:
+        return []
+    return ["Sources:"] + [f"[{n}] {text}" for n, text in enumerate(seen.values(), 1)]
 
 
 def _tool_name(ev: Any) -> str:

@@ -35,6 +35,9 @@ from ..trace import (
 )
 from ..types import (
     AssistantMessage,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -117,6 +120,7 @@ def _context_lines(r: ContextTrace) -> list[str]:
         lines.append(f"system: {trim(ctx.system_prompt, 120)}")
     for i, m in enumerate(ctx.messages):
         lines.append(f"[{i}] {_message_summary(m)}")
+    lines += [f"handoff: {note}" for note in r.handoff]
     return lines
 
 
@@ -139,13 +143,21 @@ def _message_summary(m: Any) -> str:
 
 def _block_summary(b: Any, limit: int) -> str:
     if isinstance(b, TextContent):
-        return f"text {trim(b.text, limit)!r}"
+        cites = f" ({len(b.citations)} citations)" if b.citations else ""
+        return f"text {trim(b.text, limit)!r}{cites}"
     if isinstance(b, ThinkingContent):
         return f"thinking {trim(b.thinking, limit)!r}"
     if isinstance(b, ToolCall):
         return (
             f"tool_call {b.name} (id {b.id}) {trim(b.raw_arguments or _json(b.arguments), limit)}"
         )
+    if isinstance(b, ServerToolCall):
+        return f"server_tool_call {b.name} (id {b.id}, {b.provider_type}) {trim(_json(b.input), limit)}"
+    if isinstance(b, ServerToolResult):
+        state = "error" if b.is_error else "ok"
+        return f"server_tool_result {b.name or b.provider_type} (for {b.tool_call_id}, {state})"
+    if isinstance(b, ProviderItem):
+        return f"provider_item {b.provider_type} ({b.api}, {len(b.data)} bytes)"
     return str(getattr(b, "type", type(b).__name__))
 
 
@@ -227,6 +239,11 @@ def _event_line(r: EventTrace) -> str:
     if t in ("text_end", "thinking_end"):
         c = ev.content
         return trim(f"{head}  {(c.text if t == 'text_end' else c.thinking)!r}")
+    if t == "block":
+        return trim(f"{head}  {_block_summary(ev.content, 90)}")
+    if t == "citation":
+        c = ev.citation
+        return trim(f"{head}  {c.kind} {c.title or ''} <{c.url or c.document or ''}>")
     return head
 
 

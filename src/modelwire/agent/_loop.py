@@ -18,6 +18,12 @@ either: each of its tool calls is answered with an ``output_limit`` error result
 ``continue_()``/``run()``, and the run ends with ``stop_reason="length"``. Each
 tool call id executes at most once per conversation: an id already answered is
 refused with ``duplicate_call``, also after a resumed run.
+
+Provider-run tools (``ServerToolCall`` blocks: web search, code execution, MCP…)
+are never executed here: the provider ran them, and they are not ``tool_calls``. A
+response paused by the provider (``provider_stop_reason`` ``pause_turn``) is sent
+back as it is in the next turn, so the provider resumes it — a turn like any other,
+counted by ``max_turns``.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
+from ._controls import Controls
 from ._drive import check_sync, drive_async, drive_sync
 from ._execute import AfterToolCall, BeforeToolCall, failure_result
 from ._intents import Core, Intent, NextModelEvent, OpenModel, Resolve
@@ -56,8 +63,8 @@ from ._turns import (
     as_messages,
     done_results,
     output_limit,
+    paused,
     silent_overflow,
-    to_user,
 )
 from .events import (
     AgentEndEvent,
@@ -88,7 +95,7 @@ DynamicOptions = Callable[[], "Mapping[str, Any] | Awaitable[Mapping[str, Any]]"
 DynamicModel = Callable[[], "Model | Awaitable[Model]"]
 
 
-class Agent(ToolRunner):
+class Agent(ToolRunner, Controls):
     """Runs a model with tools until it answers.
 
     ``Agent(model, tools, system_prompt=None, api_key=None, ...)``; then
@@ -285,25 +292,6 @@ class Agent(ToolRunner):
 
     # ------------------------------------------------------------------ public
 
-    @property
-    def messages(self) -> tuple[Message, ...]:
-        """The transcript so far."""
-        return tuple(self._messages)
-
-    @property
-    def running(self) -> bool:
-        """True while a run is in progress."""
-        return self._state is not None
-
-    def reset(self) -> None:
-        """Forget the transcript and queued messages (not while running)."""
-        if self._state is not None:
-            raise ConfigurationError("reset() while the agent is running; abort() first")
-        self._messages.clear()
-        self._steering.clear()
-        self._follow_ups.clear()
-        self._executed.clear()
-
     def stream(self, prompt: Prompt | None = None) -> AgentStream:
         """Run on ``prompt`` (``None``: continue the transcript, see :meth:`continue_`),
         yielding agent events. Nothing happens until it is iterated."""
@@ -339,36 +327,6 @@ class Agent(ToolRunner):
         """:meth:`continue_` without an event loop."""
         return self.stream_sync(None).result()
 
-    def steer(self, message: str | UserMessage) -> None:
-        """Queue a user message for the next turn boundary (after the current
-        turn's tool results), also when the model was about to stop."""
-        self._steering.append(to_user(message))
-
-    def follow_up(self, message: str | UserMessage) -> None:
-        """Queue a user message delivered only when the run would otherwise stop."""
-        self._follow_ups.append(to_user(message))
-
-    def abort(self) -> None:
-        """Abort the current run (callable from any thread): the model stream ends
-        ``aborted``, running tools are cancelled (answered ``aborted``), the run
-        ends with ``stop_reason="aborted"``."""
-        st = self._state
-        if st is None:
-            return
-        st.aborted = True
-        stream = st.stream
-        if stream is not None:
-            stream.abort()
-        for ev in list(st.cancels):
-            ev.set()
-        loop = st.loop
-        for task in list(st.tasks):
-            try:
-                if loop is not None:
-                    loop.call_soon_threadsafe(task.cancel)
-            except RuntimeError:  # the loop is closed
-                pass
-
     # ------------------------------------------------------------------ loop
 
     def _resume_calls(self) -> list[ToolCall]:
@@ -384,7 +342,7 @@ class Agent(ToolRunner):
         if last.stop_reason == "tool_use":
             done = {m.tool_call_id for m in msgs[k + 1 :] if isinstance(m, ToolResultMessage)}
             return [c for c in last.tool_calls if c.id not in done]
-        if k == len(msgs) - 1 and last.stop_reason in ("stop", "length"):
+        if k == len(msgs) - 1 and last.stop_reason in ("stop", "length") and not paused(last):
             if not self._steering and not self._follow_ups:
                 raise ConfigurationError(
                     "nothing to continue: the last message is a finished response; use run()"
@@ -490,6 +448,9 @@ class Agent(ToolRunner):
             outcome.append(ending)
             return
         calls = msg.tool_calls if reason == "tool_use" else ()
+        # A paused turn goes on: the next request sends the paused message back, so
+        # the provider resumes it (never a call to run: provider-run tools are its own).
+        resume = paused(msg)
         turn = Turn(calls)
         turn_state[:] = [turn]
         if calls:
@@ -500,7 +461,7 @@ class Agent(ToolRunner):
             outcome.append("aborted")
             return
         hook = self.should_stop_after_turn
-        if hook is not None and (calls or self._steering or self._follow_ups):
+        if hook is not None and (calls or resume or self._steering or self._follow_ups):
             # Asked only when the run would go on; queued messages stay queued.
             verdict = yield Resolve(hook(end))
             if not isinstance(verdict, bool):
@@ -510,6 +471,8 @@ class Agent(ToolRunner):
             if verdict:
                 outcome.append("stopped")
                 return
+        if resume:
+            return  # queued messages wait: nothing may come between a pause and its resume
         queued = self._drain(self._steering)
         if not calls and not queued:
             queued = self._drain(self._follow_ups)
@@ -517,12 +480,6 @@ class Agent(ToolRunner):
             yield from self._record(m, new)
         if not calls and not queued:
             outcome.append("stop")
-
-    @staticmethod
-    def _drain(queue: deque[UserMessage]) -> list[UserMessage]:
-        out = list(queue)
-        queue.clear()
-        return out
 
     def _make_run(self, new: list[Message], turns: int, stop: AgentStopReason) -> AgentRun:
         final = next((m for m in reversed(new) if isinstance(m, AssistantMessage)), None)

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ..tools import ToolFailure
-from ..types import ToolCall, ToolResultMessage, UserMessage
+from ..types import AssistantMessage, ToolCall, ToolResultMessage, UserMessage
 from ._execute import failure_result
 
 __all__ = [
@@ -26,11 +26,23 @@ __all__ = [
     "interrupted",
     "not_started",
     "output_limit",
+    "paused",
     "silent_overflow",
     "to_user",
 ]
 
 Prompt = str | UserMessage | Sequence[str | UserMessage]
+
+#: Provider stop reasons of a turn that is not over: Anthropic ``pause_turn`` (a
+#: long server-tool loop paused; handling-stop-reasons docs: "continue the
+#: conversation by passing the paused response back as-is").
+CONTINUED_STOPS = frozenset({"pause_turn"})
+
+
+def paused(message: AssistantMessage) -> bool:
+    """Whether ``message`` ended a paused turn the agent continues by sending it back
+    (in the next request; nothing is executed for it)."""
+    return message.stop_reason == "stop" and message.provider_stop_reason in CONTINUED_STOPS
 
 
 def to_user(message: object) -> UserMessage:

@@ -1,9 +1,10 @@
 """Render a scripted assistant reply as the exact bytes a wire API streams.
 
 A *script* is what a test says the model should answer: a string (text), a
-:class:`~modelwire.types.ToolCall`, a content block, a sequence of those, or a
-whole :class:`~modelwire.types.AssistantMessage` (its ``stop_reason`` and
-``usage`` are rendered too). :func:`render` turns it into the response body the
+:class:`~modelwire.types.ToolCall`, a content block (provider-run tool calls and
+results, and opaque items, for the APIs that carry them; text with its citations), a
+sequence of those, or a whole :class:`~modelwire.types.AssistantMessage` (its
+``stop_reason``, ``provider_stop_reason`` and ``usage`` are rendered too). :func:`render` turns it into the response body the
 provider would send, in that API's framing (SSE events, NDJSON lines…). The
 bytes of each API are owned by the API itself (the ``render`` and ``encode_frames``
 of its mock facet, :class:`modelwire.ext.MockFacet`); this module only normalizes
@@ -31,6 +32,9 @@ from ..errors import ConfigurationError
 from ..types import (
     AssistantContent,
     AssistantMessage,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -51,7 +55,16 @@ __all__ = [
     "tool_call",
 ]
 
-Block: TypeAlias = str | TextContent | ThinkingContent | ToolCall
+Block: TypeAlias = (
+    str
+    | TextContent
+    | ThinkingContent
+    | ToolCall
+    | ServerToolCall
+    | ServerToolResult
+    | ProviderItem
+)
+_BLOCKS = (TextContent, ThinkingContent, ToolCall, ServerToolCall, ServerToolResult, ProviderItem)
 #: Anything :func:`render` accepts as a model reply.
 Script: TypeAlias = AssistantMessage | Block | Sequence[Block]
 
@@ -119,6 +132,7 @@ def normalize(script: Script) -> ScriptedReply:
     ``Reply(status=…)``, ``cut_after`` or a raw ``body`` instead), or an
     unknown block type.
     """
+    provider_stop = None
     if isinstance(script, AssistantMessage):
         if script.stop_reason in ("error", "aborted"):
             raise ConfigurationError(
@@ -130,29 +144,28 @@ def normalize(script: Script) -> ScriptedReply:
         usage = script.usage
         response_id = script.response_id
         explicit = script.stop_reason
+        provider_stop = script.provider_stop_reason
     else:
-        items: Iterable[Any] = (
-            (script,)
-            if isinstance(script, str | TextContent | ThinkingContent | ToolCall)
-            else script
-        )
+        items: Iterable[Any] = (script,) if isinstance(script, (str, *_BLOCKS)) else script
         out: list[AssistantContent] = []
         for i, item in enumerate(items):
             if isinstance(item, str):
                 out.append(TextContent(text=item))
-            elif isinstance(item, TextContent | ThinkingContent | ToolCall):
+            elif isinstance(item, _BLOCKS):
                 out.append(item)
             else:
                 raise ConfigurationError(
-                    f"script[{i}] must be a str, TextContent, ThinkingContent or ToolCall, "
-                    f"got {type(item).__name__}"
+                    f"script[{i}] must be a str, TextContent, ThinkingContent, ToolCall, "
+                    f"ServerToolCall, ServerToolResult or ProviderItem, got {type(item).__name__}"
                 )
         blocks, usage, response_id, explicit = tuple(out), Usage(), None, None
+    # A provider-run tool call is not the caller's to answer: it never makes tool_use.
     has_calls = any(isinstance(b, ToolCall) for b in blocks)
     stop: Literal["stop", "length", "tool_use"] = (
         "length" if explicit == "length" else "tool_use" if has_calls else "stop"
     )
-    return ScriptedReply(content=blocks, stop_reason=stop, usage=usage, response_id=response_id)
+    return ScriptedReply(content=blocks, stop_reason=stop, usage=usage, response_id=response_id,
+                         provider_stop_reason=provider_stop)  # fmt: skip
 
 
 def _wire(api: str) -> MockFacet:

@@ -20,8 +20,12 @@ A script is a JSON list; each item is one reply, played in order::
 Content keys (a scripted reply, rendered for the API of the request path):
 ``text``, ``thinking``, ``tool_calls`` (streamed in the order thinking, text,
 calls; a call is ``{"name", "arguments", "id"?}``) or ``content`` (blocks in
-any order, ``type`` text/thinking/tool_call); ``stop_reason``
-(stop/length/tool_use; default tool_use with calls, else stop); ``usage``
+any order, ``type`` text/thinking/tool_call, and for the APIs that carry them
+server_tool_call/server_tool_result/provider_item with the fields of
+``mw.ServerToolCall``, ``mw.ServerToolResult`` and ``mw.ProviderItem``; a text block
+may list ``citations``, each with the fields of ``mw.Citation``); ``stop_reason``
+(stop/length/tool_use; default tool_use with calls, else stop);
+``provider_stop_reason`` (e.g. ``pause_turn``); ``usage``
 (``input``, ``output``, ``cache_read``, ``cache_write``); ``piece_chars``
 (characters per delta, default 8).
 
@@ -46,7 +50,17 @@ from typing import Any, Literal
 import msgspec
 
 from ..errors import ConfigurationError
-from ..types import AssistantContent, AssistantMessage, TextContent, ThinkingContent, Usage
+from ..types import (
+    AssistantContent,
+    AssistantMessage,
+    Citation,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
+    TextContent,
+    ThinkingContent,
+    Usage,
+)
 from ._render import tool_call
 from ._server import Reply
 
@@ -65,6 +79,7 @@ class _Call(_Strict):
 
 class _TextBlock(_Strict, tag_field="type", tag="text"):
     text: str
+    citations: list[Citation] = msgspec.field(default_factory=list)
 
 
 class _ThinkingBlock(_Strict, tag_field="type", tag="thinking"):
@@ -90,8 +105,13 @@ class _Item(_Strict):
     text: str | None = None
     thinking: str | None = None
     tool_calls: list[_Call] | None = None
-    content: list[_TextBlock | _ThinkingBlock | _ToolBlock] | None = None
+    content: (
+        list[_TextBlock | _ThinkingBlock | _ToolBlock | ServerToolCall | ServerToolResult
+             | ProviderItem]
+        | None
+    ) = None  # fmt: skip
     stop_reason: Literal["stop", "length", "tool_use"] | None = None
+    provider_stop_reason: str | None = None
     usage: _Usage | None = None
     piece_chars: int = 8
     # raw
@@ -155,6 +175,7 @@ def _reply(i: int, item: str | _Item) -> Reply:
             item.tool_calls,
             item.content,
             item.stop_reason,
+            item.provider_stop_reason,
             item.usage,
         )
     )
@@ -197,7 +218,9 @@ def _reply(i: int, item: str | _Item) -> Reply:
     if item.content is not None:
         for b in item.content:
             if isinstance(b, _TextBlock):
-                blocks.append(TextContent(text=b.text))
+                blocks.append(TextContent(text=b.text, citations=tuple(b.citations)))
+            elif isinstance(b, ServerToolCall | ServerToolResult | ProviderItem):
+                blocks.append(b)
             elif isinstance(b, _ThinkingBlock):
                 blocks.append(ThinkingContent(thinking=b.thinking, signature=b.signature))
             else:
@@ -216,6 +239,6 @@ def _reply(i: int, item: str | _Item) -> Reply:
     )  # fmt: skip
     message = AssistantMessage(
         content=tuple(blocks), api="", provider="", model="", usage=usage,
-        stop_reason=item.stop_reason or "stop",
+        stop_reason=item.stop_reason or "stop", provider_stop_reason=item.provider_stop_reason,
     )  # fmt: skip
     return Reply(message=message, piece_chars=item.piece_chars, **delivery)

@@ -25,8 +25,10 @@ from typing import Any, TypeAlias
 from .._apis._common import as_tool_call
 from .._assemble import Assembler
 from .._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -44,6 +46,9 @@ from ..types import (
     ErrorInfo,
     Model,
     ModelCost,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
 )
@@ -100,7 +105,12 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
         if isinstance(block, TextContent):
             key: tuple[str, int] = ("text", i)
             out.append(BlockStart(key, "text", signature=block.signature))
+            # Citations first, as Anthropic streams them ahead of the text they support.
+            out += [CitationDelta(key, c) for c in block.citations]
             out += [TextDelta(key, p) for p in split_text(block.text, piece_chars)]
+        elif isinstance(block, ServerToolCall | ServerToolResult | ProviderItem):
+            out.append(BlockComplete(("block", i), block))  # whole: nothing to stream
+            continue
         elif isinstance(block, ThinkingContent):
             key = ("thinking", i)
             out.append(
@@ -123,7 +133,7 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
     if failure is not None:
         out.append(Finish("error", "error", failure.kind, failure.message))
     else:
-        out.append(Finish(reply.stop_reason, reply.stop_reason))
+        out.append(Finish(reply.stop_reason, reply.provider_stop_reason or reply.stop_reason))
     out.append(EndOfStream())
     return out
 

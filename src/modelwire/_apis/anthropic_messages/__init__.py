@@ -24,6 +24,8 @@ the inbound one (stream events → normalized deltas).
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
@@ -35,8 +37,12 @@ from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -52,6 +58,7 @@ from .._common import (
     check_context_values,
     check_reasoning,
     check_tool_choice,
+    citations_as_text,
     http_request,
     merge_compat,
     same_model,
@@ -60,6 +67,7 @@ from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
 from ._decode import AnthropicDecoder, recognizes
 from ._output import add_output
 from ._render import error_body, render, render_complete, render_models, tool_results
+from ._whole import API_NAME
 
 if TYPE_CHECKING:
     from ..._framing import Framing
@@ -96,6 +104,8 @@ _MIN_BUDGET = 1024
 _RAW_PREDICT = ":streamRawPredict"
 #: Room left for the answer when ``max_tokens`` must be capped below budget + answer.
 _MIN_ANSWER = 1024
+#: Beta a ``document`` block with a ``file`` source needs (Files API docs).
+FILES_BETA = "files-api-2025-04-14"
 
 
 # --------------------------------------------------------------------------- compat
@@ -185,6 +195,32 @@ def _image(block: ImageContent) -> dict[str, Any]:
     }
 
 
+def _document(block: DocumentContent) -> dict[str, Any]:
+    """A ``document`` block (PDF-support and citations docs): a PDF as base64, plain
+    text as a ``text`` source (the API wants the text itself), a URL, or a Files API
+    ``file_id``."""
+    source: dict[str, Any]
+    if block.url is not None:
+        source = {"type": "url", "url": block.url}
+    elif block.file_id is not None:
+        source = {"type": "file", "file_id": block.file_id}
+    elif block.mime_type == "text/plain":
+        try:
+            text = base64.b64decode(block.data or "", validate=True).decode("utf-8")
+        except (binascii.Error, UnicodeDecodeError):
+            raise ConfigurationError(
+                "a text/plain DocumentContent for anthropic-messages must hold base64 "
+                "of UTF-8 text in data="
+            ) from None
+        source = {"type": "text", "media_type": "text/plain", "data": text}
+    else:
+        source = {"type": "base64", "media_type": block.mime_type, "data": block.data}
+    out: dict[str, Any] = {"type": "document", "source": source}
+    if block.title is not None:
+        out["title"] = block.title
+    return out
+
+
 def _user_blocks(content: str | tuple[UserContent, ...]) -> list[dict[str, Any]]:
     # The API refuses empty text blocks ("text content blocks must be non-empty").
     if isinstance(content, str):
@@ -194,6 +230,8 @@ def _user_blocks(content: str | tuple[UserContent, ...]) -> list[dict[str, Any]]
         if isinstance(b, TextContent):
             if b.text:
                 blocks.append({"type": "text", "text": b.text})
+        elif isinstance(b, DocumentContent):
+            blocks.append(_document(b))
         else:
             blocks.append(_image(as_image(b, "an anthropic-messages request")))
     return blocks
@@ -236,16 +274,61 @@ def _thinking_block(
     return {"type": "text", "text": f"<thinking>\n{b.thinking}\n</thinking>"}
 
 
-def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = []
+def _verbatim(raw: str | None) -> msgspec.Raw | None:
+    return msgspec.Raw(raw.encode()) if raw is not None else None
+
+
+def _text_block(b: TextContent, same_api: bool) -> dict[str, Any]:
+    block: dict[str, Any] = {"type": "text", "text": b.text}
+    if same_api and b.citations:
+        # Citations go back as received (web search: their encrypted_index is what
+        # the API checks); mw.handoff turns other APIs' citations into text, and a
+        # hand-built one (no raw object to send) becomes text here the same way.
+        cites = [c for c in (_verbatim(c.raw) for c in b.citations) if c is not None]
+        if cites:
+            block["citations"] = cites
+        built = tuple(c for c in b.citations if c.raw is None)
+        if built:
+            block["text"] = b.text + citations_as_text(built)
+    return block
+
+
+def _server_block(
+    b: ServerToolCall | ServerToolResult | ProviderItem, same_api: bool
+) -> msgspec.Raw | dict[str, Any] | None:
+    """A provider-run tool block or an opaque item, as received (byte for byte) when
+    this API sent it; a hand-built one from its fields. Another API's blocks reach
+    here only without ``mw.handoff`` (which turns them into text): refused."""
+    if isinstance(b, ProviderItem):
+        return msgspec.Raw(b.data.encode()) if b.api == API_NAME else None
+    if not same_api:
+        raise ConfigurationError(
+            f"an anthropic-messages request cannot carry a {b.type} block from another "
+            "API; pass the context through mw.handoff(context, model) first"
+        )
+    raw = _verbatim(b.raw)
+    if raw is not None:
+        return raw
+    if isinstance(b, ServerToolCall):
+        return {"type": b.provider_type, "id": _tool_id(b.id), "name": b.name, "input": b.input}
+    return {"type": b.provider_type, "tool_use_id": _tool_id(b.tool_call_id), "content": b.result}
+
+
+def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[Any]:
+    blocks: list[Any] = []
+    same_api = msg.api == API_NAME
     for b in msg.content:
         if isinstance(b, TextContent):
             if b.text:
-                blocks.append({"type": "text", "text": b.text})
+                blocks.append(_text_block(b, same_api))
         elif isinstance(b, ThinkingContent):
             block = _thinking_block(model, msg, b)
             if block is not None:
                 blocks.append(block)
+        elif isinstance(b, ServerToolCall | ServerToolResult | ProviderItem):
+            server = _server_block(b, same_api)
+            if server is not None:
+                blocks.append(server)
         else:
             b = as_tool_call(b, "an anthropic-messages request")
             blocks.append(
@@ -265,7 +348,7 @@ def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict
     """
     messages: list[dict[str, Any]] = []
 
-    def add(role: str, blocks: list[dict[str, Any]]) -> None:
+    def add(role: str, blocks: list[Any]) -> None:
         if not blocks:
             return
         if messages and messages[-1]["role"] == role:
@@ -372,6 +455,14 @@ def _thinking(
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
+def _uses_files(context: Context) -> bool:
+    for msg in context.messages:
+        if isinstance(msg, UserMessage | ToolResultMessage) and not isinstance(msg.content, str):
+            if any(isinstance(b, DocumentContent) and b.file_id for b in msg.content):
+                return True
+    return False
+
+
 def _request_model(path: str, body: object) -> str | None:
     # Claude on Vertex AI streams the same events from
     # ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path
@@ -449,7 +540,7 @@ class AnthropicMessagesAPI:
         check_context_values(context)
         compat = detect_compat(model)
         body = self.build_body(model, context, options)
-        betas: dict[str, str] = {}
+        beta: list[str] = []
         thinking = body.get("thinking")
         if isinstance(thinking, dict) and thinking.get("type") == "enabled" and context.tools:
             interleaved = compat.interleaved_thinking
@@ -457,7 +548,10 @@ class AnthropicMessagesAPI:
                 version = _claude_version(model.id)
                 interleaved = version is not None and version >= (4, 0)
             if interleaved:
-                betas["anthropic-beta"] = INTERLEAVED_THINKING_BETA
+                beta.append(INTERLEAVED_THINKING_BETA)
+        if _uses_files(context):
+            beta.append(FILES_BETA)
+        betas = {"anthropic-beta": ",".join(beta)} if beta else {}
         bearer = compat.auth == "bearer"
         return http_request(
             model,

@@ -11,9 +11,11 @@ from typing import Any, Literal
 import msgspec
 
 from ..._deltas import (
+    BlockComplete,
     BlockEnd,
     BlockSignature,
     BlockStart,
+    CitationDelta,
     Delta,
     EndOfStream,
     Finish,
@@ -31,6 +33,7 @@ from ...errors import (
 )
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
+from ._whole import WHOLE, Whole, citation, whole_kind
 
 __all__ = ["AnthropicDecoder", "recognizes"]
 
@@ -71,6 +74,9 @@ class _Block(msgspec.Struct, gc=False):
     signature: str | None = None
     data: str | None = None
     input: Any = None
+    # A text block may start with its citations (``[]`` while streaming, whole in
+    # message_start content); each is kept exactly as received.
+    citations: list[msgspec.Raw] | None = None
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -82,6 +88,10 @@ class _Delta(msgspec.Struct, gc=False):
     signature: str | None = None
     partial_json: str | None = None
     stop_reason: str | None = None
+    # citations_delta, kept as received (msgspec has no ``Raw | None``: empty = absent).
+    citation: msgspec.Raw = msgspec.Raw()
+    content: str | None = None  # compaction_delta: summary text to append
+    encrypted_content: str | None = None  # compaction_delta: replaces the earlier value
 
 
 class _Error(msgspec.Struct, gc=False):
@@ -112,12 +122,18 @@ class _Head(msgspec.Struct, gc=False):
     type: str
 
 
+class _RawStart(msgspec.Struct, gc=False):
+    # content_block_start of a block kept whole: its bytes exactly as received.
+    index: Count
+    content_block: msgspec.Raw
+
+
 _head_decoder = decoder_for(_Head)
 _block_decoder = decoder_for(_Block)
 _event_decoder = decoder_for(_Event)
 _decode_event = _event_decoder.decode
 _loose_decoder = decoder_for(_Loose)
-
+_raw_start_decoder = decoder_for(_RawStart)
 _KNOWN_EVENTS = frozenset(
     {
         "message_start",
@@ -130,21 +146,25 @@ _KNOWN_EVENTS = frozenset(
         "error",
     }
 )
-# Block types that become content; everything else (server_tool_use,
-# web_search_tool_result, compaction, container_upload…) is ignored.
+# Block types that stream into content. Every other block is kept whole
+# (_whole_kind): provider-run tool calls and results, and everything else —
+# compaction, container_upload, types added later — as an opaque ProviderItem.
 _BLOCK_KINDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "thinking",
                 "tool_use": "tool"}  # fmt: skip
-# Delta type → the block kind it belongs to; others (citations_delta,
-# compaction_delta…) are ignored.
+# Delta type → the block kind it belongs to; others (types added later) are ignored.
 _DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
-                "signature_delta": "thinking", "input_json_delta": "tool"}  # fmt: skip
-_IGNORED = "ignored"
+                "signature_delta": "thinking", "input_json_delta": "tool",
+                "citations_delta": "text", "compaction_delta": "item"}  # fmt: skip
 
 _STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    # A server-tool loop hit its iteration limit; the turn is valid as it stands.
+    # A server-tool loop paused a long turn (handling-stop-reasons docs): the turn
+    # is valid as it stands and goes on when the message is sent back; the raw
+    # reason stays in provider_stop_reason, which is what the Agent acts on.
     "pause_turn": "stop",
+    # Compaction with pause_after_compaction (compaction docs): likewise.
+    "compaction": "stop",
     "tool_use": "tool_use",
     "max_tokens": "length",
     # The response filled the context window: truncated like max_tokens.
@@ -177,7 +197,8 @@ def _missing(path: str) -> MalformedChunkError:
 class AnthropicDecoder:
     """Per-response decoder: SSE events → normalized deltas keyed by block ``index``."""
 
-    __slots__ = ("_kinds", "_n_start", "_pending_input", "_stopped", "_streamed_input")
+    __slots__ = ("_kinds", "_n_start", "_names", "_pending_input", "_stopped",
+                 "_streamed_input", "_whole")  # fmt: skip
 
     def __init__(self) -> None:
         self._n_start = 0  # blocks message_start carried (indexes 0…n-1)
@@ -186,14 +207,17 @@ class AnthropicDecoder:
         # tool_use input given whole in content_block_start (not streamed).
         self._pending_input: dict[int, str] = {}
         self._streamed_input: set[int] = set()
+        self._whole: dict[int, Whole] = {}  # open blocks kept whole, by index
+        self._names: dict[str, str] = {}  # server call id → tool name (for its result)
 
     def decode(self, frame: Frame) -> list[Delta]:
         data = frame.data
         try:
             ev = _decode_event(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            if self._ignorable(data):
-                return []
+            handled = self._fallback(data)
+            if handled is not None:
+                return handled
             decode_json(data, _event_decoder)  # raises MalformedChunkError with the field path
             raise  # pragma: no cover - decode_json raised already
         t = ev.type
@@ -219,7 +243,7 @@ class AnthropicDecoder:
                         return [ThinkingDelta(i, d.thinking)]
             return self._block_delta(ev)
         if t == "content_block_start":
-            return self._block_start(ev)
+            return self._block_start(ev, data)
         if t == "content_block_stop":
             return self._block_stop(ev)
         if t == "message_start":
@@ -245,30 +269,29 @@ class AnthropicDecoder:
             raise in_band_error(message, type_=err.type, request_id=ev.request_id)
         return []  # ping, and event types added after this adapter was written
 
-    def _ignorable(self, data: bytes) -> bool:
-        """Whether a payload that failed typed validation is one we ignore anyway
-        (an unknown event, block or delta type whose fields clash with ours)."""
+    def _fallback(self, data: bytes) -> list[Delta] | None:
+        """A payload that failed typed validation but is fine anyway: an unknown
+        event or delta type whose fields clash with ours (ignored), or the start of a
+        block kept whole whose fields do (kept). ``None``: a real error."""
         try:
             loose = _loose_decoder.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
-            return False
+            return None
         t = loose.type
         if not isinstance(t, str):
-            return False
+            return None
         if t not in _KNOWN_EVENTS:
-            return True
+            return []
         if t == "content_block_start" and isinstance(loose.content_block, dict):
-            if loose.content_block.get("type") in _BLOCK_KINDS or not isinstance(loose.index, int):
-                return False
-            if loose.index in self._kinds:
-                return False  # a second start for one index is an error, reported as such
-            self._kinds[loose.index] = _IGNORED  # so its deltas and stop are ignored too
-            return True
+            block_type = loose.content_block.get("type")
+            if not isinstance(block_type, str) or block_type in _BLOCK_KINDS:
+                return None
+            start = decode_json(data, _raw_start_decoder)
+            return self._open_whole(start.index, block_type, bytes(start.content_block),
+                                    "content_block")  # fmt: skip
         if t == "content_block_delta" and isinstance(loose.delta, dict):
-            if isinstance(loose.index, int) and self._kinds.get(loose.index) == _IGNORED:
-                return True
-            return loose.delta.get("type") not in _DELTA_KINDS
-        return False
+            return [] if loose.delta.get("type") not in _DELTA_KINDS else None
+        return None
 
     def _index(self, ev: _Event) -> int:
         if ev.index is None:
@@ -282,33 +305,42 @@ class AnthropicDecoder:
         carry the next indexes and keep their order."""
         self._n_start = len(content)
         for k, raw in enumerate(content):
-            head = decode_json(raw, _head_decoder, "message_start", f"message.content[{k}].")
+            where = f"message.content[{k}]"
+            head = decode_json(raw, _head_decoder, "message_start", f"{where}.")
             if head.type not in _BLOCK_KINDS:
-                self._kinds[k] = _IGNORED  # server_tool_use, code_execution_tool_result…
-                self._stopped.add(k)
-                continue
-            block = decode_json(raw, _block_decoder, "message_start", f"message.content[{k}].")
-            out.extend(self._open_block(k, block, f"message.content[{k}]"))
+                # server_tool_use, code_execution_tool_result… kept whole.
+                out.extend(self._open_whole(k, head.type, bytes(raw), where, "message_start"))
+            else:
+                block = decode_json(raw, _block_decoder, "message_start", f"{where}.")
+                out.extend(self._open_block(k, block, where, "message_start"))
             out.extend(self._stop_block(k))
 
-    def _block_start(self, ev: _Event) -> list[Delta]:
+    def _block_start(self, ev: _Event, data: bytes) -> list[Delta]:
         i = self._index(ev)
         block = ev.content_block
         if block is None:
             raise _missing("content_block")
+        if block.type not in _BLOCK_KINDS:
+            raw = decode_json(data, _raw_start_decoder).content_block
+            return self._open_whole(i, block.type, bytes(raw), "content_block")
         return self._open_block(i, block, "content_block")
 
-    def _open_block(self, i: int, block: _Block, where: str) -> list[Delta]:
+    def _claim(self, i: int) -> None:
         if i in self._kinds:
             where_from = " in message_start" if i < self._n_start else ""
             raise MalformedChunkError(
                 f"malformed chunk: content_block_start for index {i}, which already "
                 f"started{where_from}"
             )
-        kind = _BLOCK_KINDS.get(block.type, _IGNORED)
+
+    def _open_block(self, i: int, block: _Block, where: str, what: str = "chunk") -> list[Delta]:
+        self._claim(i)
+        kind = _BLOCK_KINDS[block.type]
         self._kinds[i] = kind
         if kind == "text":
             out: list[Delta] = [BlockStart(i, "text")]
+            for k, raw in enumerate(block.citations or ()):
+                out.append(CitationDelta(i, citation(raw, f"{where}.citations[{k}]", what)))
             if block.text:
                 out.append(TextDelta(i, block.text))
             return out
@@ -322,15 +354,24 @@ class AnthropicDecoder:
             if block.thinking:
                 out.append(ThinkingDelta(i, block.thinking))
             return out
-        if kind == "tool":
-            if block.input is not None and not isinstance(block.input, dict):
-                raise MalformedChunkError(
-                    f"malformed chunk: {where}.input must be an object "
-                    f"(got {type(block.input).__name__})"
-                )
-            if block.input:
-                self._pending_input[i] = dumps(block.input).decode()
-            return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+        if block.input is not None and not isinstance(block.input, dict):
+            raise MalformedChunkError(
+                f"malformed chunk: {where}.input must be an object "
+                f"(got {type(block.input).__name__})"
+            )
+        if block.input:
+            self._pending_input[i] = dumps(block.input).decode()
+        return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+
+    def _open_whole(
+        self, i: int, block_type: str, raw: bytes, where: str, what: str = "chunk"
+    ) -> list[Delta]:
+        """A block kept whole: validated now, emitted at its stop (when its deltas —
+        a server call's streamed input, a compaction summary — are in)."""
+        self._claim(i)
+        kind = whole_kind(block_type)
+        self._kinds[i] = kind
+        self._whole[i] = Whole(kind, block_type, raw, where, what, self._names)
         return []
 
     def _block_delta(self, ev: _Event) -> list[Delta]:
@@ -344,14 +385,14 @@ class AnthropicDecoder:
             raise MalformedChunkError(
                 f"malformed chunk: content_block_delta for index {i}, which {state}"
             )
-        if kind == _IGNORED:
-            return []
         dt = d.type
         if dt is None:
             raise _missing("delta.type")
         want = _DELTA_KINDS.get(dt)
         if want is None:
-            return []  # citations_delta and delta types added later
+            return []  # delta types added later
+        if kind in WHOLE:
+            return self._whole_delta(i, d, dt)
         if want != kind:
             raise MalformedChunkError(
                 f"malformed chunk: delta.type {dt!r} sent for block {i}, a {kind} block"
@@ -360,6 +401,10 @@ class AnthropicDecoder:
             if d.text is None:
                 raise _missing("delta.text")
             return [TextDelta(i, d.text)]
+        if dt == "citations_delta":
+            if not d.citation:
+                raise _missing("delta.citation")
+            return [CitationDelta(i, citation(d.citation, "delta.citation"))]
         if dt == "thinking_delta":
             if d.thinking is None:
                 raise _missing("delta.thinking")
@@ -375,6 +420,27 @@ class AnthropicDecoder:
             self._streamed_input.add(i)
         return [ToolCallDelta(i, None, None, d.partial_json)]
 
+    def _whole_delta(self, i: int, d: _Delta, dt: str) -> list[Delta]:
+        w = self._whole[i]
+        if dt == "input_json_delta" and w.kind != "result":
+            # A server call's input (and that of a block type added later) streams.
+            if d.partial_json is None:
+                raise _missing("delta.partial_json")
+            w.parts.append(d.partial_json)
+            return []
+        if dt == "compaction_delta" and w.kind == "item":
+            # The summary streams in pieces; encrypted_content replaces the earlier one.
+            if d.content is not None:
+                w.summary.append(d.content)
+            if d.encrypted_content is not None:
+                w.encrypted = d.encrypted_content
+            return []
+        if w.kind == "item":
+            return []  # a block type added later: kept as it started, its deltas unknown
+        raise MalformedChunkError(
+            f"malformed chunk: delta.type {dt!r} sent for block {i}, a {w.type} block"
+        )
+
     def _block_stop(self, ev: _Event) -> list[Delta]:
         return self._stop_block(self._index(ev))
 
@@ -386,8 +452,8 @@ class AnthropicDecoder:
                 f"malformed chunk: content_block_stop for index {i}, which {state}"
             )
         self._stopped.add(i)
-        if kind == _IGNORED:
-            return []
+        if kind in WHOLE:
+            return [BlockComplete(i, self._whole.pop(i).complete(i, self._names))]
         pending = self._pending_input.pop(i, None)
         if pending is not None and i not in self._streamed_input:
             return [ToolCallArguments(i, pending), BlockEnd(i)]

@@ -8,7 +8,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...types import TextContent, ThinkingContent
+import msgspec
+
+from ...errors import ConfigurationError
+from ...types import (
+    AssistantContent,
+    Citation,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
+    TextContent,
+    ThinkingContent,
+)
 from .._common import as_tool_call
 from .._mock import (
     THINKING_SIGNATURE,
@@ -17,10 +28,12 @@ from .._mock import (
     ScriptedReply,
     arguments_object,
     arguments_text,
+    compact_json,
     prefixed,
     split_text,
     text_of,
 )
+from ._whole import API_NAME
 
 __all__ = ["error_body", "render", "render_complete", "render_models", "tool_results"]
 
@@ -36,6 +49,105 @@ def tool_results(body: object) -> list[str]:
     return found
 
 
+def _cite(c: Citation) -> str:
+    """A citation as the API sends it: as received when it came from this API, else
+    built from its fields (a web search location for a URL, a character location in
+    a document otherwise; citations docs)."""
+    if c.raw is not None:
+        return c.raw
+    if c.url is not None:
+        return compact_json({"type": "web_search_result_location", "url": c.url,
+                             "title": c.title, "cited_text": c.cited_text or "",
+                             "encrypted_index": "mock"})  # fmt: skip
+    index = int(c.document) if c.document is not None and c.document.isdigit() else 0
+    return compact_json({"type": "char_location", "cited_text": c.cited_text or "",
+                         "document_index": index, "document_title": c.title,
+                         "start_char_index": c.start or 0, "end_char_index": c.end or 0})  # fmt: skip
+
+
+def _whole(block: ServerToolCall | ServerToolResult | ProviderItem) -> str:
+    """The block's JSON as the API sends it: as received when there is one."""
+    if isinstance(block, ProviderItem):
+        if block.api != API_NAME:
+            raise ConfigurationError(
+                f"the anthropic-messages mock cannot carry a {block.api} item "
+                f"({block.provider_type})"
+            )
+        return block.data
+    if block.raw is not None:
+        return block.raw
+    if isinstance(block, ServerToolCall):
+        return compact_json({"type": block.provider_type, "id": block.id, "name": block.name,
+                             "input": block.input})  # fmt: skip
+    return compact_json({"type": block.provider_type, "tool_use_id": block.tool_call_id,
+                         "content": block.result})  # fmt: skip
+
+
+def _start_frame(index: int, block: dict[str, Any] | str) -> MockFrame:
+    # A block given as JSON text (as received) is spliced in byte for byte.
+    if isinstance(block, dict):
+        return ("content_block_start",
+                {"type": "content_block_start", "index": index, "content_block": block})  # fmt: skip
+    return ("content_block_start",
+            f'{{"type":"content_block_start","index":{index},"content_block":{block}}}')  # fmt: skip
+
+
+def _delta_frame(index: int, body: dict[str, Any] | str) -> MockFrame:
+    if isinstance(body, dict):
+        return ("content_block_delta",
+                {"type": "content_block_delta", "index": index, "delta": body})  # fmt: skip
+    return ("content_block_delta",
+            f'{{"type":"content_block_delta","index":{index},"delta":{body}}}')  # fmt: skip
+
+
+def _server_call_frames(i: int, block: ServerToolCall, pc: int) -> list[MockFrame]:
+    # server_tool_use streams like tool_use: an empty input in the start, then
+    # input_json_delta pieces (streaming docs, web search example).
+    obj = msgspec.json.decode(_whole(block))
+    if not isinstance(obj, dict):
+        raise ConfigurationError("ServerToolCall.raw must be a JSON object")
+    inputs = obj.get("input")
+    obj["input"] = {}
+    frames = [_start_frame(i, obj)]
+    if inputs:
+        frames += [_delta_frame(i, {"type": "input_json_delta", "partial_json": p})
+                   for p in split_text(compact_json(inputs), pc)]  # fmt: skip
+    return frames
+
+
+def _block_frames(i: int, block: AssistantContent, pc: int) -> list[MockFrame]:
+    if isinstance(block, ThinkingContent) and block.redacted:
+        return [_start_frame(i, {"type": "redacted_thinking", "data": block.signature or ""})]
+    if isinstance(block, ThinkingContent):
+        frames = [_start_frame(i, {"type": "thinking", "thinking": "", "signature": ""})]
+        frames += [_delta_frame(i, {"type": "thinking_delta", "thinking": p})
+                   for p in split_text(block.thinking, pc)]  # fmt: skip
+        # Every thinking block is signed; without a scripted one, a fixed opaque value.
+        sig = block.signature or THINKING_SIGNATURE
+        frames.append(_delta_frame(i, {"type": "signature_delta", "signature": sig}))
+        return frames
+    if isinstance(block, TextContent):
+        start: dict[str, Any] = {"type": "text", "text": ""}
+        if block.citations:
+            start = {"citations": [], **start}  # as the API starts a cited block
+        frames = [_start_frame(i, start)]
+        # Each citation ahead of the text it supports, as the API streams them.
+        frames += [_delta_frame(i, f'{{"type":"citations_delta","citation":{_cite(c)}}}')
+                   for c in block.citations]  # fmt: skip
+        frames += [_delta_frame(i, {"type": "text_delta", "text": p})
+                   for p in split_text(block.text, pc)]  # fmt: skip
+        return frames
+    if isinstance(block, ServerToolCall):
+        return _server_call_frames(i, block, pc)
+    if isinstance(block, ServerToolResult | ProviderItem):
+        return [_start_frame(i, _whole(block))]  # sent whole in its start
+    call = as_tool_call(block, "the anthropic-messages mock")
+    frames = [_start_frame(i, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})]
+    frames += [_delta_frame(i, {"type": "input_json_delta", "partial_json": p})
+               for p in split_text(arguments_text(call), pc)]  # fmt: skip
+    return frames
+
+
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
     rid = prefixed("msg_", rid or "mock")
@@ -49,37 +161,10 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
         }}),
         ("ping", {"type": "ping"}),
     ]  # fmt: skip
-
-    def delta(index: int, body: dict[str, Any]) -> MockFrame:
-        return ("content_block_delta", {"type": "content_block_delta", "index": index,
-                                        "delta": body})  # fmt: skip
-
     for i, block in enumerate(reply.content):
-        start: dict[str, Any]
-        deltas: list[MockFrame] = []
-        if isinstance(block, ThinkingContent) and block.redacted:
-            start = {"type": "redacted_thinking", "data": block.signature or ""}
-        elif isinstance(block, ThinkingContent):
-            start = {"type": "thinking", "thinking": "", "signature": ""}
-            deltas = [delta(i, {"type": "thinking_delta", "thinking": p})
-                      for p in split_text(block.thinking, pc)]  # fmt: skip
-            # Every thinking block is signed; without a scripted one, a fixed opaque value.
-            sig = block.signature or THINKING_SIGNATURE
-            deltas.append(delta(i, {"type": "signature_delta", "signature": sig}))
-        elif isinstance(block, TextContent):
-            start = {"type": "text", "text": ""}
-            deltas = [delta(i, {"type": "text_delta", "text": p})
-                      for p in split_text(block.text, pc)]  # fmt: skip
-        else:
-            block = as_tool_call(block, "the anthropic-messages mock")
-            start = {"type": "tool_use", "id": block.id, "name": block.name, "input": {}}
-            deltas = [delta(i, {"type": "input_json_delta", "partial_json": p})
-                      for p in split_text(arguments_text(block), pc)]  # fmt: skip
-        frames.append(("content_block_start", {"type": "content_block_start", "index": i,
-                                               "content_block": start}))  # fmt: skip
-        frames += deltas
+        frames += _block_frames(i, block, pc)
         frames.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
-    stop = _STOP[reply.stop_reason]
+    stop = _stop_reason(reply)
     frames.append(("message_delta", {"type": "message_delta",
                    "delta": {"stop_reason": stop, "stop_sequence": None},
                    "usage": {**usage, "output_tokens": u.output}}))  # fmt: skip
@@ -88,6 +173,18 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
 
 
 _STOP = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}
+# A scripted provider stop reason is sent when it means what the script's stop
+# reason means here (pause_turn and compaction are stops, like end_turn).
+_PROVIDER_STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
+                   "compaction": "stop", "max_tokens": "length",
+                   "model_context_window_exceeded": "length", "tool_use": "tool_use"}  # fmt: skip
+
+
+def _stop_reason(reply: ScriptedReply) -> str:
+    given = reply.provider_stop_reason
+    if given is not None and _PROVIDER_STOPS.get(given) == reply.stop_reason:
+        return given
+    return _STOP[reply.stop_reason]
 
 
 def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
@@ -101,14 +198,19 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
             content.append({"type": "thinking", "thinking": block.thinking,
                             "signature": block.signature or THINKING_SIGNATURE})  # fmt: skip
         elif isinstance(block, TextContent):
-            content.append({"type": "text", "text": block.text})
+            text: dict[str, Any] = {"type": "text", "text": block.text}
+            if block.citations:
+                text["citations"] = [msgspec.json.decode(_cite(c)) for c in block.citations]
+            content.append(text)
+        elif isinstance(block, ServerToolCall | ServerToolResult | ProviderItem):
+            content.append(msgspec.json.decode(_whole(block)))
         else:
             block = as_tool_call(block, "the anthropic-messages mock")
             content.append({"type": "tool_use", "id": block.id, "name": block.name,
                             "input": arguments_object(block)})  # fmt: skip
     u = reply.usage
     return {"id": prefixed("msg_", rid or "mock"), "type": "message", "role": "assistant",
-            "model": model, "content": content, "stop_reason": _STOP[reply.stop_reason],
+            "model": model, "content": content, "stop_reason": _stop_reason(reply),
             "stop_sequence": None,
             "usage": {"input_tokens": u.input, "output_tokens": u.output,
                       "cache_creation_input_tokens": u.cache_write,
