@@ -422,7 +422,7 @@ def test_the_scripted_model_streams_every_block() -> None:
 
 def test_an_item_of_another_api_cannot_be_rendered_by_the_anthropic_mock() -> None:
     item = mw.ProviderItem(api="openai-responses", provider_type="x", data='{"type":"x"}')
-    with pytest.raises(mw.ConfigurationError, match="cannot carry a openai-responses item"):
+    with pytest.raises(mw.ConfigurationError, match="cannot carry an item of openai-responses"):
         mw.testing.render([item, "t"], API_NAME)
     # Its own API's item is sent exactly as it was received.
     own = mw.ProviderItem(api=API_NAME, provider_type="container_upload",
@@ -490,7 +490,7 @@ def test_input_the_messages_api_cannot_carry_is_refused() -> None:
     options = resolve_options("anthropic", api_key=KEY)
     model = claude(input=("text", "document", "audio"))
     audio = mw.UserMessage(content=[mw.AudioContent(data="UklGRg==", mime_type="audio/wav")])
-    with pytest.raises(mw.ConfigurationError, match="cannot carry a audio block"):
+    with pytest.raises(mw.ConfigurationError, match="cannot carry an audio block"):
         get_api(API_NAME).build_request(model, mw.Context(messages=[audio]), options)
     bad = mw.UserMessage(content=[mw.DocumentContent(mime_type="text/plain", data="%%%")])
     with pytest.raises(mw.ConfigurationError, match="base64 of UTF-8 text"):

@@ -50,6 +50,7 @@ def test_only_the_http_modules_import_aiohttp_and_httpx() -> None:
     importers: dict[str, set[str]] = {"aiohttp": set(), "httpx": set()}
     for path in SRC.rglob("*.py"):
         module = "modelwire." + ".".join(path.relative_to(SRC).with_suffix("").parts)
+        module = module.removesuffix(".__init__")
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             names = []
             if isinstance(node, ast.Import):
@@ -59,7 +60,11 @@ def test_only_the_http_modules_import_aiohttp_and_httpx() -> None:
             for lib in importers:
                 if any(n == lib or n.startswith(lib + ".") for n in names):
                     importers[lib].add(module)
-    assert importers == {"aiohttp": {"modelwire._http_aiohttp"}, "httpx": {"modelwire._http"}}
+    # The HTTP modules: the httpx package (its drivers, the JSON request) and aiohttp's.
+    assert importers == {
+        "aiohttp": {"modelwire._http_aiohttp"},
+        "httpx": {"modelwire._http", "modelwire._http._base", "modelwire._http._json"},
+    }
 
 
 def test_import_modelwire_does_not_import_aiohttp_and_a_stream_does_on_first_use() -> None:
@@ -95,7 +100,11 @@ def test_auto_is_aiohttp_when_installed_and_httpx_otherwise(
     assert type(http.async_transport(None, "httpx")).__name__ == "_AsyncTransport"
     with serving([ok("openai-chat")]) as server:
         asyncio.run(mw.complete(model_for("openai-chat", server.port), CTX))
+        from modelwire._http import _base
+
+        # Patched where it is looked up: the transport choice and the client check.
         monkeypatch.setattr(http, "aiohttp_installed", lambda: False)
+        monkeypatch.setattr(_base, "aiohttp_installed", lambda: False)
         asyncio.run(mw.complete(model_for("openai-chat", server.port), CTX))
         assert server.wait_closed()
     assert [a.split("/")[0] for a in server.agents] == ["Python", "python-httpx"]

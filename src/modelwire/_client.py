@@ -10,7 +10,7 @@ and a driver from ``modelwire._http`` does its waiting: ``stream`` and
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, TypeVar, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Unpack
 
 from ._apis import (
     WireAPI,
@@ -165,18 +165,13 @@ def _prepare(
     return options, request, prefail, context, plan
 
 
-class _Prepared:
+class _Prepared(NamedTuple):
     """What a call is made of: the resilience plan (or, for a custom stream function,
     its options), the context as sent, the output plan."""
 
-    __slots__ = ("context", "output", "plan")
-
-    def __init__(
-        self, plan: Plan | RequestOptions, context: Context, output: OutputPlan | None
-    ) -> None:
-        self.plan = plan
-        self.context = context
-        self.output = output
+    plan: Plan | RequestOptions
+    context: Context
+    output: OutputPlan | None
 
 
 def _plan(model: Model | Fallback, context: Context, opts: StreamOptions) -> _Prepared:

@@ -50,7 +50,6 @@ break the call.
 
 from __future__ import annotations
 
-import re
 import time
 import warnings
 from collections.abc import Hashable, Sequence
@@ -58,6 +57,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
 import msgspec
 
+from ._readcut import ReadCut, ReadPosition
 from ._redact import StreamRedactor, is_credential_header, redact, redact_url
 from .types import AssistantMessage, Context
 
@@ -90,18 +90,10 @@ __all__ = [
     "check_observer",
 ]
 
-#: Where a read (or the whole body) ended: inside a UTF-8 character (``utf8``), inside
-#: the payload of a ``data:`` line (``json``), inside another field line (``line``),
-#: between the lines of one event (``event``), or on an event boundary (``None``).
-ReadCut: TypeAlias = Literal["utf8", "json", "line", "event"] | None
 #: The layer an error arose in.
 ErrorLayer: TypeAlias = Literal["http", "sse", "decode", "assemble", "caller"]
 
 _HIDDEN_RESPONSE_HEADERS = frozenset({"set-cookie"})
-# A line still waiting for its line break is kept up to this many bytes, to tell a
-# cut inside a JSON string from one between tokens; longer lines report no detail.
-_PENDING_LIMIT = 1 << 20
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
 _NO_KEY: Any = object()
 
 
@@ -392,12 +384,7 @@ class Tracer:
         # the parents of the start event and of an error from the HTTP layer.
         self.origin: str | None = None
         self.last: str | None = None
-        self._tail = b""
-        self._pending = bytearray()
-        self._pending_n = 0  # its length (``_pending`` keeps only a head past the limit)
-        self._pending_over = False
-        self._boundary = True
-        self._content = False
+        self._pos = ReadPosition()
         self._body_parent: str | None = None
         # Where a failure would arise right now (layer, parent id, payload), kept
         # up to date by the pipeline's trace hooks; and the parent of the next deltas.
@@ -487,68 +474,25 @@ class Tracer:
         self.reads += 1
         offset = self.offset
         self.offset += len(data)
-        self._track(data, offset == 0)
-        cut, utf8, in_string = self._where()
+        self._pos.track(data, offset == 0)
+        cut, utf8, in_string = self._pos.where()
         elapsed = None if self._t0 is None else (time.monotonic() - self._t0) * 1000.0
         # A key a server echoes may be split over reads: the redactor remembers the
         # end of the reads before (modelwire._redact, the one rule).
         shown = self._reads.feed(data) if self._reads is not None else data
         self.emit(ReadTrace(id=rid, parent=self._body_parent, n=self.reads,
                             size=len(data), offset=offset, cut=cut, utf8=utf8,
-                            in_string=in_string, pending=self._pending_n, data=shown,
+                            in_string=in_string, pending=self._pos.pending_n, data=shown,
                             elapsed_ms=elapsed))  # fmt: skip
         self.last = rid
         return rid
 
     def eof(self) -> str:
-        cut, _, _ = self._where()
+        cut, _, _ = self._pos.where()
         self.emit(EndTrace(id="eof", parent=self.last, size=self.offset, reads=self.reads,
-                           cut=cut, pending=self._pending_n))  # fmt: skip
+                           cut=cut, pending=self._pos.pending_n))  # fmt: skip
         self.last = "eof"
         return "eof"
-
-    def _track(self, data: bytes, first: bool) -> None:
-        # The unfinished line and whether the last complete line was blank — enough
-        # to say where a read ended without touching the SSE decoder (WHATWG: lines
-        # end at CR, LF or CRLF; a blank line dispatches the event).
-        if first and data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        self._tail = (self._tail + data)[-4:]
-        if not self._content and data.strip(b"\r\n"):
-            self._content = True
-        last = max(data.rfind(b"\n"), data.rfind(b"\r"))
-        if last < 0:
-            self._pending_n += len(data)
-            if not self._pending_over:
-                self._pending += data
-                if len(self._pending) > _PENDING_LIMIT:
-                    self._pending_over = True
-                    del self._pending[16:]
-            return
-        self._pending = bytearray(data[last + 1 :])
-        self._pending_n = len(self._pending)
-        self._pending_over = len(self._pending) > _PENDING_LIMIT
-        if self._pending_over:
-            del self._pending[16:]
-        norm = self._tail.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        if not self._pending:
-            # Only line breaks so far is a boundary too: nothing is pending.
-            self._boundary = norm.endswith(b"\n\n") or not self._content
-
-    def _where(self) -> tuple[ReadCut, tuple[int, int] | None, bool | None]:
-        pending = bytes(self._pending)
-        utf8 = _utf8_cut(self._tail) if pending else None
-        in_string = None
-        is_data = pending.startswith(b"data")
-        if is_data and not self._pending_over:
-            value = pending[5:] if pending.startswith(b"data:") else b""
-            unescaped = _ESCAPE.sub(b"", value.lstrip())
-            in_string = unescaped.count(b'"') % 2 == 1
-        if utf8 is not None:
-            return "utf8", utf8, in_string
-        if pending:
-            return ("json" if is_data else "line"), None, in_string
-        return (None if self._boundary else "event"), None, None
 
     # ------------------------------------------------------------------ layers
 
@@ -594,14 +538,3 @@ class Tracer:
                              payload=None if payload is None else self.redact(payload),
                              offset=self.offset, status=exc.status))  # fmt: skip
         return eid
-
-
-def _utf8_cut(tail: bytes) -> tuple[int, int] | None:
-    """``(received, needed)`` when ``tail`` ends inside a UTF-8 sequence (RFC 3629 §3)."""
-    for i in range(1, min(4, len(tail)) + 1):
-        b = tail[-i]
-        if b & 0xC0 == 0x80:  # a continuation byte: keep looking for the lead byte
-            continue
-        need = 4 if b >= 0xF0 else 3 if b >= 0xE0 else 2 if b >= 0xC0 else 1
-        return (i, need) if i < need else None
-    return None

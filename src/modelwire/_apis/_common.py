@@ -377,7 +377,7 @@ def as_tool_call(block: object, where: str) -> ToolCall:
     if isinstance(block, ToolCall):
         return block
     kind = getattr(block, "type", type(block).__name__)
-    raise ConfigurationError(f"{where} cannot carry a {kind} block")
+    raise ConfigurationError(f"{where} cannot carry {_article(kind)} {kind} block")
 
 
 def as_image(block: object, where: str) -> ImageContent:
@@ -386,7 +386,7 @@ def as_image(block: object, where: str) -> ImageContent:
     if isinstance(block, ImageContent):
         return block
     kind = getattr(block, "type", type(block).__name__)
-    raise ConfigurationError(f"{where} cannot carry a {kind} block")
+    raise ConfigurationError(f"{where} cannot carry {_article(kind)} {kind} block")
 
 
 def citations_as_text(citations: tuple[Citation, ...]) -> str:
@@ -440,3 +440,7 @@ def block_as_text(block: object) -> str | None:
         status = "failed" if block.is_error else "returned"
         return f"[the provider's tool {what} {status}: {dumps(block.result).decode()}]"
     return None
+
+
+def _article(word: str) -> str:
+    return "an" if word[:1] in "aeiou" else "a"

@@ -70,7 +70,7 @@ def _whole(block: ServerToolCall | ServerToolResult | ProviderItem) -> str:
     if isinstance(block, ProviderItem):
         if block.api != API_NAME:
             raise ConfigurationError(
-                f"the anthropic-messages mock cannot carry a {block.api} item "
+                f"the anthropic-messages mock cannot carry an item of {block.api} "
                 f"({block.provider_type})"
             )
         return block.data

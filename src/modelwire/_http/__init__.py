@@ -31,9 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib.util
 import socket
-import ssl
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -41,25 +39,32 @@ from typing import TYPE_CHECKING, Protocol
 
 import httpx
 
-from ._call import Authorize, Close, Drain, Emit, Failure, Head, Intent, Read, ReadError, Send
-from ._http_auth import authorize_async, authorize_sync
-from ._http_status import origin as origin  # re-exported (tests, callers)
-from ._http_status import status_error
-from ._options import HTTPRequest, Timeout
-from ._redact import redact
-from ._retry import MAX_RETRY_AFTER
-from .errors import (
-    ConfigurationError,
-    ConnectError,
+from .._call import Authorize, Close, Drain, Emit, Failure, Head, Intent, Read, ReadError, Send
+from .._http_auth import authorize_async, authorize_sync
+from .._http_status import origin as origin  # re-exported (tests, callers)
+from .._http_status import status_error
+from .._redact import redact
+from .._retry import MAX_RETRY_AFTER
+from ..errors import (
     RequestTimeoutError,
     StreamError,
-    StreamInterruptedError,
 )
+from ._base import (
+    DEADLINE_BEFORE,
+    DEADLINE_READING,
+    aiohttp_installed,
+    check_client,
+    phases,
+    read_failure,
+    send_failure,
+    ssl_context,
+)
+from ._json import post_json_async, post_json_sync
 
 if TYPE_CHECKING:
-    from ._call import Call
-    from ._streams import StreamChannel
-    from .events import Event
+    from .._call import Call
+    from .._streams import StreamChannel
+    from ..events import Event
 
 __all__ = [
     "MAX_RETRY_AFTER",
@@ -81,119 +86,6 @@ __all__ = [
 
 
 @functools.cache
-def aiohttp_installed() -> bool:
-    """Whether the aiohttp transport can be used (found, not imported)."""
-    return importlib.util.find_spec("aiohttp") is not None
-
-
-def _is_aiohttp_session(client: object) -> bool:
-    # Imports aiohttp only for an object that comes from it.
-    if not type(client).__module__.startswith("aiohttp"):
-        return False
-    from ._http_aiohttp import is_session
-
-    return is_session(client)
-
-
-def check_client(client: object, *, sync: bool, transport: str = "auto") -> None:
-    """Refuse an ``http_client`` or ``transport`` that cannot work, before any request:
-    ``stream()`` and ``complete()`` take an ``httpx.AsyncClient`` or an
-    ``aiohttp.ClientSession``, their sync twins an ``httpx.Client`` (the one waits on
-    the event loop, the other blocks); ``transport="aiohttp"`` needs aiohttp and the
-    event loop; a client of one transport cannot be run by the other."""
-    if transport == "aiohttp":
-        if sync:
-            raise ConfigurationError(
-                'transport="aiohttp" is for stream()/complete(); the sync twins use httpx '
-                '(transport="httpx" or "auto")'
-            )
-        if not aiohttp_installed():
-            raise ConfigurationError(
-                "transport=\"aiohttp\" needs aiohttp: pip install 'modelwire[aiohttp]'"
-            )
-    if client is None:
-        return
-    if sync:
-        if not isinstance(client, httpx.Client):
-            raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
-        return
-    if isinstance(client, httpx.AsyncClient):
-        if transport == "aiohttp":
-            raise ConfigurationError(
-                'transport="aiohttp" cannot use an httpx.AsyncClient as http_client '
-                "(pass an aiohttp.ClientSession, or no transport)"
-            )
-    elif _is_aiohttp_session(client):
-        if transport == "httpx":
-            raise ConfigurationError(
-                'transport="httpx" cannot use an aiohttp.ClientSession as http_client '
-                "(pass an httpx.AsyncClient, or no transport)"
-            )
-    else:
-        raise ConfigurationError(
-            "http_client for stream()/complete() must be an httpx.AsyncClient "
-            "or an aiohttp.ClientSession"
-        )
-
-
-@functools.cache
-def ssl_context() -> ssl.SSLContext:
-    """The TLS context of every client modelwire opens itself, httpx's or aiohttp's:
-    one trust decision (certifi's bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
-    # Building a context loads the CA bundle (about 0.1 s); without this cache
-    # every call that brings no ``http_client`` would pay it again. One context
-    # is safe to share between clients and threads.
-    return httpx.create_ssl_context()
-
-
-def _map_exc(
-    exc: Exception, secrets: tuple[str, ...], *, started: bool, url: str = ""
-) -> StreamError:
-    text = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
-    # Naming the server a connection failed to reach says what to fix (a local
-    # server not running, a wrong base_url); only its origin, never a query string.
-    to = f" to {origin(url)}" if url else ""
-    if isinstance(exc, httpx.TimeoutException):
-        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
-            return RequestTimeoutError(f"connect timeout expired connecting{to} ({text})")
-        return RequestTimeoutError(f"idle timeout expired ({text})")
-    if isinstance(exc, httpx.ConnectError) and not started:
-        return ConnectError(f"could not connect{to} ({text})")
-    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
-        return ConnectError(f"invalid URL ({text})")
-    if isinstance(exc, httpx.HTTPError | OSError):
-        if not started:
-            return ConnectError(f"the connection{to} failed before a response ({text})")
-        return StreamInterruptedError(
-            f"the connection closed before the response body was complete ({text})"
-        )
-    return StreamInterruptedError(text)
-
-
-def _phases(i: Send) -> httpx.Timeout:
-    # httpx's read timeout is per read: exactly our idle timeout. The Call has cut
-    # each phase to what is left of the total deadline, so that waiting for the
-    # connection or for the response headers cannot outlast ``Timeout(total=…)``.
-    return httpx.Timeout(connect=i.connect, read=i.idle, write=i.connect, pool=i.connect)
-
-
-def _send_failure(exc: httpx.HTTPError, request: HTTPRequest) -> Failure:
-    return Failure(
-        _map_exc(exc, request.secrets, started=False, url=request.url),
-        timeout=isinstance(exc, httpx.TimeoutException),
-        # An unusable URL fails the same way every time.
-        final=isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL),
-    )
-
-
-def _read_failure(exc: httpx.HTTPError, secrets: tuple[str, ...]) -> Failure:
-    return Failure(_map_exc(exc, secrets, started=True))
-
-
-_DEADLINE_BEFORE = "total timeout expired before the response"
-_DEADLINE_READING = "total timeout expired while reading"
-
-
 # --------------------------------------------------------------------------- async
 
 
@@ -216,7 +108,7 @@ def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
         return _AsyncTransport(client)
     if client is None and (transport == "httpx" or not aiohttp_installed()):
         return _AsyncTransport(None)
-    from ._http_aiohttp import AiohttpTransport
+    from .._http_aiohttp import AiohttpTransport
 
     return AiohttpTransport(client, ssl_context)  # type: ignore[arg-type]
 
@@ -296,20 +188,20 @@ class _AsyncTransport:
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.AsyncClient(
-                timeout=_phases(i), verify=ssl_context()
+                timeout=phases(i), verify=ssl_context()
             )
         r = i.request
         self._secrets = r.secrets
         req = client.build_request(
-            "POST", r.url, headers=r.headers, content=r.body, timeout=_phases(i)
+            "POST", r.url, headers=r.headers, content=r.body, timeout=phases(i)
         )
         try:
             async with asyncio.timeout(i.remaining):
                 response = await client.send(req, stream=True)
         except TimeoutError:
-            return Failure(RequestTimeoutError(_DEADLINE_BEFORE), deadline=True)
+            return Failure(RequestTimeoutError(DEADLINE_BEFORE), deadline=True)
         except httpx.HTTPError as exc:
-            return _send_failure(exc, r)
+            return send_failure(exc, r)
         self._response, self._it = response, None
         return Head(response.status_code, response.headers)
 
@@ -348,9 +240,9 @@ class _AsyncTransport:
         except StopAsyncIteration:
             return None
         except TimeoutError:
-            return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+            return Failure(RequestTimeoutError(DEADLINE_READING), deadline=True)
         except httpx.HTTPError as exc:
-            return _read_failure(exc, self._secrets)
+            return read_failure(exc, self._secrets)
 
     async def drain(self, i: Drain) -> None:
         n = 0
@@ -460,17 +352,17 @@ class SyncDriver:
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.Client(
-                timeout=_phases(i), verify=ssl_context()
+                timeout=phases(i), verify=ssl_context()
             )
         r = i.request
         self._secrets = r.secrets
         req = client.build_request(
-            "POST", r.url, headers=r.headers, content=r.body, timeout=_phases(i)
+            "POST", r.url, headers=r.headers, content=r.body, timeout=phases(i)
         )
         try:
             response = client.send(req, stream=True)
         except httpx.HTTPError as exc:
-            return _send_failure(exc, r)
+            return send_failure(exc, r)
         with self._lock:
             self._response, self._it = response, None
         return Head(response.status_code, response.headers)
@@ -510,7 +402,7 @@ class SyncDriver:
         except StopIteration:
             return None
         except httpx.HTTPError as exc:
-            return _read_failure(exc, self._secrets)
+            return read_failure(exc, self._secrets)
 
     def _drain(self, i: Drain) -> None:
         # A server that stalls is cut off after ``i.seconds``.
@@ -581,63 +473,3 @@ def pooled_async_client(max_connections: int) -> httpx.AsyncClient:
     n = max(1, max_connections)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     return httpx.AsyncClient(limits=limits, verify=ssl_context())
-
-
-# --------------------------------------------------------------------------- one JSON request
-
-#: The most of a JSON answer (a token count) that is read.
-_JSON_LIMIT = 1 << 20
-
-
-def _json_timeout(timeout: Timeout) -> httpx.Timeout:
-    return httpx.Timeout(connect=timeout.connect, read=timeout.idle, write=timeout.connect,
-                         pool=timeout.connect)  # fmt: skip
-
-
-async def post_json_async(
-    request: HTTPRequest, timeout: Timeout, client: httpx.AsyncClient | None
-) -> tuple[int, httpx.Headers, bytes]:
-    """Send one non-streaming JSON request (``mw.count_tokens``): status, headers and
-    body (at most 1 MiB), or the typed transport error raised; ``timeout.total`` bounds
-    it. Authorized as a stream request is (``modelwire._http_auth``)."""
-    if client is not None:
-        check_client(client, sync=False)
-    request = await authorize_async(request)
-    own = client is None
-    c = client or httpx.AsyncClient(verify=ssl_context())
-    try:
-        async with asyncio.timeout(timeout.total):
-            r = await c.post(request.url, headers=request.headers, content=request.body,
-                             timeout=_json_timeout(timeout))  # fmt: skip
-            return r.status_code, r.headers, r.content[:_JSON_LIMIT]
-    except TimeoutError:
-        raise RequestTimeoutError(_DEADLINE_BEFORE) from None
-    except httpx.HTTPError as exc:
-        raise _map_exc(exc, request.secrets, started=False, url=request.url) from None
-    finally:
-        if own:
-            await c.aclose()
-
-
-def post_json_sync(
-    request: HTTPRequest, timeout: Timeout, client: httpx.Client | None
-) -> tuple[int, httpx.Headers, bytes]:
-    """The synchronous twin of :func:`post_json_async` (the total bounds each phase)."""
-    if client is not None:
-        check_client(client, sync=True)
-    request = authorize_sync(request)
-    own = client is None
-    c = client or httpx.Client(verify=ssl_context())
-    phases = _json_timeout(timeout)
-    if timeout.total is not None:
-        cut = {k: min(v, timeout.total) if v is not None else timeout.total
-               for k, v in phases.as_dict().items()}  # fmt: skip
-        phases = httpx.Timeout(**cut)
-    try:
-        r = c.post(request.url, headers=request.headers, content=request.body, timeout=phases)
-        return r.status_code, r.headers, r.content[:_JSON_LIMIT]
-    except httpx.HTTPError as exc:
-        raise _map_exc(exc, request.secrets, started=False, url=request.url) from None
-    finally:
-        if own:
-            c.close()

@@ -1,0 +1,147 @@
+"""What both halves of the httpx package share: the client and transport checks, the
+TLS context, and httpx's exceptions mapped onto modelwire's (the one place they are)."""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import ssl
+
+import httpx
+
+from .._call import Failure, Send
+from .._http_status import origin as origin  # re-exported (tests, callers)
+from .._options import HTTPRequest
+from .._redact import redact
+from ..errors import (
+    ConfigurationError,
+    ConnectError,
+    RequestTimeoutError,
+    StreamError,
+    StreamInterruptedError,
+)
+
+__all__ = [
+    "DEADLINE_BEFORE",
+    "DEADLINE_READING",
+    "aiohttp_installed",
+    "check_client",
+    "map_exc",
+    "phases",
+    "read_failure",
+    "send_failure",
+    "ssl_context",
+]
+
+
+def aiohttp_installed() -> bool:
+    """Whether the aiohttp transport can be used (found, not imported)."""
+    return importlib.util.find_spec("aiohttp") is not None
+
+
+def _is_aiohttp_session(client: object) -> bool:
+    # Imports aiohttp only for an object that comes from it.
+    if not type(client).__module__.startswith("aiohttp"):
+        return False
+    from .._http_aiohttp import is_session
+
+    return is_session(client)
+
+
+def check_client(client: object, *, sync: bool, transport: str = "auto") -> None:
+    """Refuse an ``http_client`` or ``transport`` that cannot work, before any request:
+    ``stream()`` and ``complete()`` take an ``httpx.AsyncClient`` or an
+    ``aiohttp.ClientSession``, their sync twins an ``httpx.Client`` (the one waits on
+    the event loop, the other blocks); ``transport="aiohttp"`` needs aiohttp and the
+    event loop; a client of one transport cannot be run by the other."""
+    if transport == "aiohttp":
+        if sync:
+            raise ConfigurationError(
+                'transport="aiohttp" is for stream()/complete(); the sync twins use httpx '
+                '(transport="httpx" or "auto")'
+            )
+        if not aiohttp_installed():
+            raise ConfigurationError(
+                "transport=\"aiohttp\" needs aiohttp: pip install 'modelwire[aiohttp]'"
+            )
+    if client is None:
+        return
+    if sync:
+        if not isinstance(client, httpx.Client):
+            raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
+        return
+    if isinstance(client, httpx.AsyncClient):
+        if transport == "aiohttp":
+            raise ConfigurationError(
+                'transport="aiohttp" cannot use an httpx.AsyncClient as http_client '
+                "(pass an aiohttp.ClientSession, or no transport)"
+            )
+    elif _is_aiohttp_session(client):
+        if transport == "httpx":
+            raise ConfigurationError(
+                'transport="httpx" cannot use an aiohttp.ClientSession as http_client '
+                "(pass an httpx.AsyncClient, or no transport)"
+            )
+    else:
+        raise ConfigurationError(
+            "http_client for stream()/complete() must be an httpx.AsyncClient "
+            "or an aiohttp.ClientSession"
+        )
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """The TLS context of every client modelwire opens itself, httpx's or aiohttp's:
+    one trust decision (certifi's bundle, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``)."""
+    # Building a context loads the CA bundle (about 0.1 s); without this cache
+    # every call that brings no ``http_client`` would pay it again. One context
+    # is safe to share between clients and threads.
+    return httpx.create_ssl_context()
+
+
+def map_exc(
+    exc: Exception, secrets: tuple[str, ...], *, started: bool, url: str = ""
+) -> StreamError:
+    text = redact(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__, secrets)
+    # Naming the server a connection failed to reach says what to fix (a local
+    # server not running, a wrong base_url); only its origin, never a query string.
+    to = f" to {origin(url)}" if url else ""
+    if isinstance(exc, httpx.TimeoutException):
+        if isinstance(exc, httpx.ConnectTimeout | httpx.PoolTimeout):
+            return RequestTimeoutError(f"connect timeout expired connecting{to} ({text})")
+        return RequestTimeoutError(f"idle timeout expired ({text})")
+    if isinstance(exc, httpx.ConnectError) and not started:
+        return ConnectError(f"could not connect{to} ({text})")
+    if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        return ConnectError(f"invalid URL ({text})")
+    if isinstance(exc, httpx.HTTPError | OSError):
+        if not started:
+            return ConnectError(f"the connection{to} failed before a response ({text})")
+        return StreamInterruptedError(
+            f"the connection closed before the response body was complete ({text})"
+        )
+    return StreamInterruptedError(text)
+
+
+def phases(i: Send) -> httpx.Timeout:
+    # httpx's read timeout is per read: exactly our idle timeout. The Call has cut
+    # each phase to what is left of the total deadline, so that waiting for the
+    # connection or for the response headers cannot outlast ``Timeout(total=…)``.
+    return httpx.Timeout(connect=i.connect, read=i.idle, write=i.connect, pool=i.connect)
+
+
+def send_failure(exc: httpx.HTTPError, request: HTTPRequest) -> Failure:
+    return Failure(
+        map_exc(exc, request.secrets, started=False, url=request.url),
+        timeout=isinstance(exc, httpx.TimeoutException),
+        # An unusable URL fails the same way every time.
+        final=isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL),
+    )
+
+
+def read_failure(exc: httpx.HTTPError, secrets: tuple[str, ...]) -> Failure:
+    return Failure(map_exc(exc, secrets, started=True))
+
+
+DEADLINE_BEFORE = "total timeout expired before the response"
+DEADLINE_READING = "total timeout expired while reading"
