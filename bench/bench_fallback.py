@@ -59,9 +59,8 @@ def models(origin: str) -> list[mw.Model]:
 
 def drive(target: Any, body: list[bytes]) -> int:
     """One whole call on a fake transport; returns the number of events."""
-    plan = _plan(target, CTX, {})
-    assert not isinstance(plan, mw.Timeout)
-    call = _call(plan, CTX, None, None, lambda: False)  # type: ignore[arg-type]
+    prepared = _plan(target, CTX, {})
+    call = _call(prepared.plan, prepared.context, None, None, lambda: False)  # type: ignore[arg-type]
     reads = iter(body)
     n = 0
     intent = call.first()
