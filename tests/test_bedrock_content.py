@@ -249,8 +249,8 @@ def test_another_apis_server_blocks_become_text_and_opaque_items_are_dropped() -
     ctx = mw.Context(messages=[mw.UserMessage(content="q"), other, mw.UserMessage(content="go")])
     sent = body_of(ctx, nova())["messages"][1]["content"]
     assert sent == [
-        {"text": '[the provider ran the tool web_search with input {"query":"sky"}]'},
-        {"text": '[the provider\'s tool web_search returned: [{"url":"https://e.com"}]]'},
+        {"text": '[web_search was run by the provider with {"query":"sky"}]'},
+        {"text": '[web_search result: [{"url":"https://e.com"}]]'},
         {"text": "Blue."},
     ]
 

@@ -218,7 +218,7 @@ def test_another_apis_blocks_become_text_and_opaque_items_are_dropped() -> None:
     )  # fmt: skip
     ctx = mw.Context(messages=[mw.UserMessage(content="q"), other, mw.UserMessage(content="go")])
     assert body_of(model(), ctx)["contents"][1]["parts"] == [
-        {"text": '[the provider ran the tool web_search with input {"query":"paris"}]'},
+        {"text": '[web_search was run by the provider with {"query":"paris"}]'},
         {"text": "In France."},
     ]
 

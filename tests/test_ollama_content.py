@@ -96,6 +96,6 @@ def test_another_providers_tool_blocks_become_text_and_opaque_items_are_dropped(
     )  # fmt: skip
     sent = messages(mw.Context(messages=[mw.UserMessage(content="q"), other]))
     assert sent[1] == {"role": "assistant", "content": (
-        '[the provider ran the tool web_search with input {"query":"sky"}]\n'
-        '[the provider\'s tool web_search failed: ["https://e.com"]]\n'
+        '[web_search was run by the provider with {"query":"sky"}]\n'
+        '[web_search failed: ["https://e.com"]]\n'
         "Blue.")}  # fmt: skip

@@ -245,16 +245,16 @@ def test_items_degrade_to_text_for_another_model() -> None:
     items = encode_input(other, ctx)
     assert not any(isinstance(i, msgspec.Raw) for i in items)
     texts = [i["content"] for i in items if i.get("role") == "assistant"]
-    assert (
-        texts[0] == '[the provider ran web_search with {"type":"search","query":"paris weather"}]'
+    assert texts[0] == (
+        '[web_search was run by the provider with {"type":"search","query":"paris weather"}]'
     )
     assert texts[1] == '[web_search result: [{"type":"url","url":"https://weather.example/paris"}]]'
-    assert texts[2].startswith('[the provider ran search with {"q":"x"}]')
+    assert texts[2].startswith('[search was run by the provider with {"q":"x"}]')
     assert texts[3] == '[search failed: {"error":"server timed out","output":null}]'
     # The opaque compaction item is left out; the text carries its sources, numbered.
     assert texts[4] == (
-        f"{TEXT}\n\nSources:\n[1] Paris weather — https://weather.example/paris\n"
-        "[2] geo.txt — file-1\n[3] plot.png — cfile_1\n[4] file-2"
+        f"{TEXT}\n\nSources:\n[1] Paris weather <https://weather.example/paris>\n"
+        "[2] geo.txt <file file-1>\n[3] plot.png <file cfile_1>\n[4] <file file-2>"
     )
     assert len(texts) == 5
 
@@ -512,10 +512,10 @@ def test_chat_replays_other_apis_blocks_as_text() -> None:
     msgs = encode_messages(Context(messages=[UserMessage(content="q"), turn]), ChatCompat(), CHAT)
     content = msgs[1]["content"]
     assert content.startswith(
-        '[the provider ran web_search with {"type":"search","query":"paris weather"}]\n'
+        '[web_search was run by the provider with {"type":"search","query":"paris weather"}]\n'
     )
     assert "[web_search result: " in content and "compaction" not in content
-    assert content.endswith("[4] file-2") and TEXT in content
+    assert content.endswith("[4] <file file-2>") and TEXT in content
 
 
 # --------------------------------------------------------------------------- leaked calls

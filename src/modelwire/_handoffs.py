@@ -51,13 +51,20 @@ The rules (docs/providers.md, "Handoff between models"):
 from __future__ import annotations
 
 import hashlib
-import re
 from typing import Any
 
 import msgspec
 
 from ._apis import IdRule, find_api
-from ._apis._common import as_tool_call, check_input, citations_as_text, same_model
+from ._apis._common import (
+    as_tool_call,
+    check_input,
+    citations_as_text,
+    remove_lone_surrogates,
+    same_model,
+    server_call_as_text,
+    server_result_as_text,
+)
 from .types import (
     AssistantContent,
     AssistantMessage,
@@ -94,16 +101,6 @@ NO_RESULT = "no result was provided"
 
 _replace = msgspec.structs.replace
 _json_encode = msgspec.json.encode
-_SURROGATES = re.compile("[\ud800-\udfff]")
-
-
-def remove_lone_surrogates(text: str) -> str:
-    """``text`` without code points U+D800–U+DFFF (a Python ``str`` holds a paired
-    surrogate as one astral character, so any left are lone and not UTF-8).
-    Returns ``text`` itself when there is nothing to remove."""
-    if text.isascii() or not _SURROGATES.search(text):
-        return text
-    return _SURROGATES.sub("", text)
 
 
 def _clean_arguments(arguments: dict[str, Any]) -> dict[str, Any]:
@@ -266,36 +263,6 @@ def _user(msg: UserMessage) -> UserMessage:
 
 
 # --------------------------------------------------------------------------- other APIs' blocks
-
-
-def _readable(value: Any) -> Any:
-    # The provider's encrypted_* fields (web search hits, citations) are opaque to
-    # any other model: left out of the text it reads.
-    if isinstance(value, dict):
-        return {k: _readable(v) for k, v in value.items()
-                if not (isinstance(k, str) and k.startswith("encrypted"))}  # fmt: skip
-    if isinstance(value, list):
-        return [_readable(v) for v in value]
-    return value
-
-
-def _json_text(value: Any) -> str:
-    try:
-        return remove_lone_surrogates(_json_encode(_readable(value)).decode())
-    except (TypeError, msgspec.EncodeError, UnicodeEncodeError):
-        return remove_lone_surrogates(repr(value))
-
-
-def server_call_as_text(call: ServerToolCall) -> str:
-    """How a provider-run tool call reads for a model on another API."""
-    return f"[{call.name} was run by the provider with {_json_text(call.input)}]"
-
-
-def server_result_as_text(result: ServerToolResult) -> str:
-    """How a provider-run tool's result reads for a model on another API."""
-    name = result.name or result.provider_type
-    what = "failed" if result.is_error else "result"
-    return f"[{name} {what}: {_json_text(result.result)}]"
 
 
 def handoff_notes(context: Context, model: Model) -> list[str]:

@@ -38,6 +38,7 @@ from ._codec import IdRule
 
 __all__ = [
     "EXCERPT_CHARS",
+    "RESULT_CHARS",
     "SAFE_ID_RULE",
     "Count",
     "bearer_auth",
@@ -61,7 +62,11 @@ __all__ = [
     "merge_compat",
     "raw_object",
     "raw_or_json_arguments",
+    "remove_lone_surrogates",
     "same_model",
+    "server_call_as_text",
+    "server_result_as_text",
+    "with_sources",
 ]
 
 T = TypeVar("T")
@@ -393,12 +398,18 @@ def citations_as_text(citations: tuple[Citation, ...]) -> str:
     """Citations as numbered sources, appended to the text they support: how
     ``mw.handoff`` shows them to another API, and how an encoder sends a citation it
     has no provider object for."""
-    lines = []
-    for n, c in enumerate(citations, 1):
-        parts = [f"[{n}]"]
+    lines: list[str] = []
+    seen: set[tuple[str | None, str | None, str | None, str | None]] = set()
+    for c in citations:
+        key = (c.url, c.document, c.title, c.cited_text)
+        if key in seen:  # the same source cited twice is listed once
+            continue
+        seen.add(key)
+        parts = [f"[{len(lines) + 1}]"]
         if c.title:
             parts.append(c.title)
-        where = c.url or (f"document {c.document}" if c.document is not None else None)
+        ref = "file" if c.kind == "file" else "document"
+        where = c.url or (f"{ref} {c.document}" if c.document is not None else None)
         if where:
             parts.append(f"<{where}>")
         line = " ".join(parts)
@@ -428,18 +439,72 @@ def raw_object(text: str | None, where: str) -> msgspec.Raw:
 _raw_head = msgspec.json.Decoder(dict[str, Any])
 
 
+#: A provider-run tool's result longer than this (search hits, a generated image's
+#: base64) is cut for another model, with a note of how much was left out: the next
+#: model needs the gist, not megabytes.
+RESULT_CHARS = 4000
+_SURROGATES = re.compile("[\ud800-\udfff]")
+
+
+def remove_lone_surrogates(text: str) -> str:
+    """``text`` without code points U+D800–U+DFFF (a Python ``str`` holds a paired
+    surrogate as one astral character, so any left are lone and not UTF-8).
+    Returns ``text`` itself when there is nothing to remove."""
+    if text.isascii() or not _SURROGATES.search(text):
+        return text
+    return _SURROGATES.sub("", text)
+
+
+def _readable(value: Any) -> Any:
+    # The provider's encrypted_* fields (web search hits, citations) are opaque to
+    # any other model: left out of the text it reads.
+    if isinstance(value, dict):
+        return {k: _readable(v) for k, v in value.items()
+                if not (isinstance(k, str) and k.startswith("encrypted"))}  # fmt: skip
+    if isinstance(value, list):
+        return [_readable(v) for v in value]
+    return value
+
+
+def _json_text(value: Any) -> str:
+    try:
+        return remove_lone_surrogates(msgspec.json.encode(_readable(value)).decode())
+    except (TypeError, msgspec.EncodeError, UnicodeEncodeError):
+        return remove_lone_surrogates(repr(value))
+
+
+def server_call_as_text(call: ServerToolCall) -> str:
+    """How a provider-run tool call reads for a model on another API."""
+    return f"[{call.name} was run by the provider with {_json_text(call.input)}]"
+
+
+def server_result_as_text(result: ServerToolResult) -> str:
+    """How a provider-run tool's result reads for a model on another API (cut at
+    :data:`RESULT_CHARS`)."""
+    name = result.name or result.provider_type
+    what = "failed" if result.is_error else "result"
+    text = _json_text(result.result)
+    if len(text) > RESULT_CHARS:
+        text = f"{text[:RESULT_CHARS]}… [{len(text) - RESULT_CHARS} more characters]"
+    return f"[{name} {what}: {text}]"
+
+
 def block_as_text(block: object) -> str | None:
     """How a provider-run tool call or result from another API is shown to a model
-    that cannot take it back (the handoff degradation): a line of text the next
-    model can read. An opaque :class:`~modelwire.types.ProviderItem` has no portable
-    meaning and is dropped (``None``)."""
+    that cannot take it back (the handoff degradation, one wording for every API): a
+    line of text the next model can read. An opaque
+    :class:`~modelwire.types.ProviderItem` has no portable meaning and is dropped
+    (``None``)."""
     if isinstance(block, ServerToolCall):
-        return f"[the provider ran the tool {block.name} with input {dumps(block.input).decode()}]"
+        return server_call_as_text(block)
     if isinstance(block, ServerToolResult):
-        what = block.name or block.tool_call_id
-        status = "failed" if block.is_error else "returned"
-        return f"[the provider's tool {what} {status}: {dumps(block.result).decode()}]"
+        return server_result_as_text(block)
     return None
+
+
+def with_sources(text: str, citations: tuple[Citation, ...]) -> str:
+    """``text`` followed by its citations as numbered sources (``text`` without any)."""
+    return text + citations_as_text(citations) if citations else text
 
 
 def _article(word: str) -> str:

@@ -25,9 +25,15 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._common import check_reasoning, check_tool_choice, raw_or_json_arguments, same_model
+from .._common import (
+    block_as_text,
+    check_reasoning,
+    check_tool_choice,
+    raw_or_json_arguments,
+    same_model,
+    with_sources,
+)
 from ._compat import ChatCompat, detect_compat
-from ._degrade import server_block_text, with_sources
 from ._input import audio_format, check_input, data_url, filename
 from ._output import add_output
 
@@ -101,12 +107,12 @@ def _assistant(
 ) -> dict[str, Any] | None:
     same = model is not None and same_model(model, msg)
     # Provider-run tools and their results have no Chat form: they become text where
-    # they stood, as do the sources another API cited (``_degrade``); opaque provider
+    # they stood, as do the sources another API cited (``_common.with_sources``); opaque provider
     # items carry nothing a Chat model can use and are left out.
     text = "".join(
         (b.text if same else with_sources(b.text, b.citations))
         if isinstance(b, TextContent)
-        else f"{server_block_text(b)}\n"
+        else f"{block_as_text(b)}\n"
         for b in msg.content
         if isinstance(b, TextContent | ServerToolCall | ServerToolResult)
     )

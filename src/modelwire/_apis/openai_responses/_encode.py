@@ -28,9 +28,15 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._common import as_tool_call, decoder_for, merge_compat, same_model
+from .._common import (
+    as_tool_call,
+    block_as_text,
+    decoder_for,
+    merge_compat,
+    same_model,
+    with_sources,
+)
 from .._common import raw_or_json_arguments as _raw_args
-from ..openai_chat._degrade import server_block_text, with_sources
 from ..openai_chat._input import audio_format, data_url, filename
 from ._client import client_item_type, client_output
 from ._schema import _item_head_decoder
@@ -208,9 +214,9 @@ def _assistant_items(
                 if raw:
                     out.append(msgspec.Raw(raw.encode()))
             elif not isinstance(block, ProviderItem):
-                # Another model ran it: what was run and found, as text (``_degrade``).
+                # Another model ran it: what was run and found, as text (``block_as_text``).
                 out.append(
-                    {"type": "message", "role": "assistant", "content": server_block_text(block)}
+                    {"type": "message", "role": "assistant", "content": block_as_text(block)}
                 )
         else:
             block = as_tool_call(block, "an openai-responses request")
