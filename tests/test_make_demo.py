@@ -4,6 +4,7 @@ in a copy of the clone's Makefile and pyproject.toml, where no .venv exists yet.
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import tomllib
@@ -18,8 +19,11 @@ MAKE = shutil.which("make")
 def _plan(tmp_path: Path, target: str) -> list[str]:
     for name in ("Makefile", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp_path / name)
-    proc = subprocess.run([MAKE or "make", "-n", target], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60)  # fmt: skip
+    # Run as a top-level make even when the suite runs under `make test` (MAKELEVEL and
+    # MAKEFLAGS would make it print "make[1]: Entering directory …" around the plan).
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKELEVEL", "MAKEFLAGS", "MFLAGS")}
+    proc = subprocess.run([MAKE or "make", "--no-print-directory", "-n", target], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=60, env=env)  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     return proc.stdout.splitlines()
 
