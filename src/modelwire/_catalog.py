@@ -450,13 +450,13 @@ def resolve_model(spec: str) -> Model:
     )
 
 
-def as_model(model: object, base_url: str | None = None) -> Model:
+def as_model(model: object, base_url: str | None = None, where: str = "model") -> Model:
     """``model`` as a :class:`Model`: a ``Model`` as it is, or a ``"provider/model-id"``
     string looked up like :func:`resolve_model`; ``base_url`` replaces its address.
 
     An id the catalog does not list becomes a ``Model`` of the provider's wire API
     when ``base_url`` is given (a fine-tune, a new model, a gateway); without it the
-    error lists close matches.
+    error lists close matches. ``where`` names the value in the error for any other type.
     """
     if base_url is not None:
         if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
@@ -468,7 +468,7 @@ def as_model(model: object, base_url: str | None = None) -> Model:
         return model if base_url is None else msgspec.structs.replace(model, base_url=base_url)
     if not isinstance(model, str):
         raise ConfigurationError(
-            'model must be a modelwire.Model or a "provider/model-id" string, '
+            f'{where} must be a modelwire.Model or a "provider/model-id" string, '
             f"got {type(model).__name__}"
         )
     try:

@@ -206,12 +206,13 @@ def _plan(
     context: Context | str,
     options: StreamOptions,
 ) -> tuple[Model, Context, HTTPRequest | None, Any, Any]:
-    from ._fallback import Fallback, resolve_model_spec
+    from ._catalog import as_model
+    from ._fallback import Fallback
     from .types import Context, UserMessage
 
     if isinstance(model, Fallback):
         model = model.first
-    m = resolve_model_spec(model, "model")
+    m = as_model(model)
     if isinstance(context, str):
         context = Context(messages=[UserMessage(content=context)])
     if not isinstance(context, Context):

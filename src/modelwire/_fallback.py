@@ -51,7 +51,6 @@ __all__ = [
     "Target",
     "answered_by",
     "make_plan",
-    "resolve_model_spec",
 ]
 
 #: The failure kinds that move a Fallback on by default (besides any failure the
@@ -67,23 +66,6 @@ def answered_by(model: Model | Fallback, message: AssistantMessage) -> Model:
         return model
     found = (m for m in model.models if (m.provider, m.id) == (message.provider, message.model))
     return next(found, model.first)
-
-
-def resolve_model_spec(model: object, where: str) -> Model:
-    """A :class:`~modelwire.types.Model` as given, or one from a ``"provider/model-id"``
-    string through the catalog (``mw.resolve_model``)."""
-    from .types import Model
-
-    if isinstance(model, Model):
-        return model
-    if isinstance(model, str):
-        from ._catalog import resolve_model
-
-        return resolve_model(model)
-    raise ConfigurationError(
-        f'{where} must be a modelwire.Model or a "provider/model-id" string, '
-        f"got {type(model).__name__}"
-    )
 
 
 class Fallback:
@@ -112,9 +94,9 @@ class Fallback:
                 'Fallback takes a list of models, e.g. mw.Fallback(["openai/gpt-4.1-mini", '
                 '"anthropic/claude-sonnet-4-5"])'
             )
-        resolved = tuple(
-            resolve_model_spec(m, f"Fallback models[{i}]") for i, m in enumerate(models)
-        )
+        from ._catalog import as_model
+
+        resolved = tuple(as_model(m, where=f"Fallback models[{i}]") for i, m in enumerate(models))
         if not resolved:
             raise ConfigurationError("Fallback needs at least one model")
         from ._apis import custom_stream
