@@ -13,6 +13,12 @@ When the backend speaks the client's API, the front-end passes the provider's ow
 signature unchanged (nothing sealed: the client gets exactly what the backend said).
 A sealed value is not secret and not signed: a client that edits one can only change
 what the backend is sent back, and the backend checks its own signatures.
+
+An assistant turn with nothing sealed in it is parsed with ``api`` = the client's API
+and ``provider`` = :data:`CLIENT_PROVIDER`; :func:`adopt` then takes it as the answer
+of the backend the request is routed to when that backend speaks the client's API
+(its signatures were passed through unchanged), as a client talking to the provider
+directly would.
 """
 
 from __future__ import annotations
@@ -22,7 +28,12 @@ import binascii
 
 import msgspec
 
-__all__ = ["SEAL_PREFIX", "Origin", "seal", "unseal"]
+from ..types import AssistantMessage, Context, Model
+
+__all__ = ["CLIENT_PROVIDER", "SEAL_PREFIX", "Origin", "adopt", "seal", "unseal"]
+
+#: ``AssistantMessage.provider`` of a parsed turn that names no origin of its own.
+CLIENT_PROVIDER = "gateway-client"
 
 #: Marks a sealed value; no provider's signature starts with it.
 SEAL_PREFIX = "mwgw1."
@@ -55,3 +66,24 @@ def unseal(value: str) -> Origin | None:
         return msgspec.json.decode(data, type=Origin)
     except (binascii.Error, ValueError, msgspec.DecodeError):
         return None
+
+
+def adopt(context: Context, model: Model) -> Context:
+    """``context`` with every unsealed assistant turn of ``model``'s API attributed to
+    ``model`` (provider and id), so its signatures are replayed to it."""
+    if not any(_unsealed(m, model) for m in context.messages):
+        return context
+    messages = [
+        msgspec.structs.replace(m, provider=model.provider, model=model.id)
+        if _unsealed(m, model) else m
+        for m in context.messages
+    ]  # fmt: skip
+    return msgspec.structs.replace(context, messages=tuple(messages))
+
+
+def _unsealed(message: object, model: Model) -> bool:
+    return (
+        isinstance(message, AssistantMessage)
+        and message.provider == CLIENT_PROVIDER
+        and message.api == model.api
+    )
