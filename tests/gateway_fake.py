@@ -66,7 +66,9 @@ class FakeFrontend:
     def renderer(self, request: GatewayRequest, response_id: str) -> FakeRenderer:
         return FakeRenderer(response_id)
 
-    def message(self, request: GatewayRequest, message: AssistantMessage, response_id: str) -> bytes:
+    def message(
+        self, request: GatewayRequest, message: AssistantMessage, response_id: str
+    ) -> bytes:
         u = message.usage
         return json.dumps({"id": response_id, "text": message.text,
                            "usage": [u.input, u.output]}).encode()  # fmt: skip
