@@ -280,6 +280,36 @@ def test_fallback_moves_to_the_next_model(backend: MockServer) -> None:
     assert backend.requests[0].json()["model"] == "m2"
 
 
+def test_each_model_of_a_fallback_gets_its_own_key(
+    backend: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GW_KEY_A", "sk-backend-a")
+    monkeypatch.setenv("GW_KEY_B", "sk-backend-b")
+    with MockServer([error_reply(503, "down")], repeat_last=True) as down:
+        backend.add("from b", "from b again")
+        cfg = {
+            "models": {
+                "a": {"api": "openai-chat", "id": "m1", "base_url": down.origin + "/v1",
+                      "api_key_env": "GW_KEY_A"},
+                "b": {"api": "anthropic-messages", "id": "m2", "base_url": backend.origin + "/v1",
+                      "api_key_env": "GW_KEY_B"},
+                "local": {"api": "openai-chat", "id": "m3", "base_url": backend.origin + "/v1"},
+                "both": {"fallback": ["a", "b"]},
+                "mixed": {"fallback": ["local", "b"]},
+            },
+            "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+        }  # fmt: skip
+        with serving(cfg) as gw:
+            r = post(gw, {"model": "both", "prompt": "hi", "stream": True})
+            mixed = post(gw, {"model": "mixed", "prompt": "hi"})
+    assert r.status_code == 200, r.text
+    assert {q.headers["authorization"] for q in down.requests} == {"Bearer sk-backend-a"}
+    assert backend.requests[0].headers["x-api-key"] == "sk-backend-b"
+    assert mixed.status_code == 500
+    assert "local" in mixed.json()["error"]["message"]
+    assert "sk-backend" not in r.text + mixed.text
+
+
 # --------------------------------------------------------------------------- limits
 
 
