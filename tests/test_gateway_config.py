@@ -229,27 +229,29 @@ def test_docs_toml_blocks_load() -> None:
 
 
 def test_docs_shell_commands_run(tmp_path: Path) -> None:
-    """Every ``modelwire``/``python`` line of a ``sh`` block (but ``modelwire serve
-    --config``, which serves until stopped: the python blocks run it in a thread)."""
-    ran = 0
+    """Every line of the ``sh`` blocks, through the shell, in a folder holding the
+    documented ``gateway.toml`` — but ``serve --config`` without ``--check``, which
+    serves until stopped (``test_gateway_app`` runs it); the digests printed agree."""
+    (tmp_path / "gateway.toml").write_text(_blocks("toml")[0])
+    python = shlex.quote(sys.executable)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    outputs: dict[str, str] = {}
     for body in _blocks("sh"):
         for line in body.splitlines():
-            if not line.strip() or line.startswith("#") or " --config " in line:
+            if " --config " in line and "--check" not in line:
                 continue
-            words = shlex.split(line)
-            if words[0] == "modelwire":
-                cmd = [sys.executable, "-m", "modelwire", *words[1:]]
-            elif words[0] == "python":
-                cmd = [sys.executable, *words[1:]]
-            else:
-                continue
-            out = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path, env=env,
-                                 timeout=120)  # fmt: skip
+            cmd = re.sub(r"(^|\| )modelwire ", rf"\1{python} -m modelwire ", line)
+            cmd = re.sub(r"^python ", f"{python} ", cmd)
+            out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
+                                 cwd=tmp_path, env=env, timeout=120)  # fmt: skip
             assert out.returncode == 0, (line, out.stderr)
-            assert "Traceback" not in out.stderr
-            ran += 1
-    assert ran >= 2
+            assert "Traceback" not in out.stderr and out.stdout.strip(), line
+            outputs[line] = out.stdout
+    hashed = [v.strip() for k, v in outputs.items() if "mwgw-example-key" in k]
+    assert hashed == [hash_key("mwgw-example-key")] * 2
+    checked = next(v for k, v in outputs.items() if "--check" in k)
+    assert "model resilient: fallback smart → cheap" in checked
+    assert "key team-a: resilient, smart" in checked
 
 
 def test_docs_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
