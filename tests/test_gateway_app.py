@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from gateway_fake import FRONTEND
-from modelwire.gateway import GatewayServer, MemoryStore, app, hash_key, load_config
+from modelwire.gateway import GatewayRequest, GatewayServer, MemoryStore, app, hash_key, load_config
 from modelwire.testing import MockServer, Reply, error_reply, parse_script
 
 KEY = "sk-gw-test-0123456789"
@@ -135,6 +135,74 @@ def test_models_lists_what_the_key_may_use(backend: MockServer) -> None:
         {"id": "smart", "object": "model", "created": 0, "owned_by": "modelwire"}]}  # fmt: skip
     assert [m["id"] for m in b.json()["data"]] == ["smart", "other"]
     assert anon.status_code == 401
+
+
+def test_models_in_the_anthropic_shape_for_an_anthropic_client(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = httpx.get(gw.base_url + "/v1/models",
+                      headers={"x-api-key": OTHER, "anthropic-version": "2023-06-01"})  # fmt: skip
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["id"] for m in body["data"]] == ["smart", "other"]
+    assert body["data"][0]["type"] == "model" and body["has_more"] is False
+    assert (body["first_id"], body["last_id"]) == ("smart", "other")
+
+
+def test_what_the_backend_model_cannot_take_is_400(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = post(gw, {"model": "smart", "prompt": "what is this?", "image": "iVBORw0KGgo="})
+    assert r.status_code == 400
+    assert "image" in r.json()["error"]["message"]
+    assert backend.requests == []
+
+
+class BrokenFrontend:
+    api = "openai-chat"
+    paths = ("/v1/broken",)
+
+    def parse(self, body: bytes, headers: Any) -> Any:
+        raise KeyError("a front-end bug")
+
+    def renderer(self, request: Any, response_id: str) -> Any:
+        raise AssertionError
+
+    def message(self, request: Any, message: Any, response_id: str) -> bytes:
+        raise AssertionError
+
+    def error(self, error: BaseException) -> tuple[int, dict[str, str], bytes]:
+        return FRONTEND.error(error)
+
+
+def test_a_front_end_fault_is_a_500_in_the_apis_shape(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1"), frontends=[BrokenFrontend()]) as gw:
+        r = httpx.post(gw.base_url + "/v1/broken", json={}, headers=AUTH)
+    assert r.status_code == 500
+    assert r.json()["error"]["message"] == "the gateway failed on this request (its log says why)"
+    assert "front-end bug" not in r.text
+
+
+def test_adopted_attributes_the_clients_turns_to_the_backend_of_their_api() -> None:
+    from modelwire.gateway._backend import adopted
+    from modelwire.gateway._origin import CLIENT_PROVIDER
+    from modelwire.types import AssistantMessage, Context, TextContent, UserMessage
+
+    turn = AssistantMessage(content=(TextContent(text="hi"),), api="anthropic-messages",
+                            provider=CLIENT_PROVIDER, model="both")  # fmt: skip
+    other = AssistantMessage(content=(TextContent(text="yo"),), api="openai-responses",
+                             provider=CLIENT_PROVIDER, model="both")  # fmt: skip
+    cfg = load_config({
+        "models": {
+            "a": {"api": "openai-chat", "id": "m1", "base_url": "http://127.0.0.1:1/v1"},
+            "b": {"api": "anthropic-messages", "id": "m2", "base_url": "http://127.0.0.1:1/v1"},
+            "both": {"fallback": ["a", "b"]},
+        },
+        "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+    })  # fmt: skip
+    req = GatewayRequest(model="both", stream=False, options={}, context=Context(
+        messages=(UserMessage(content="q"), turn, UserMessage(content="again"), other)))  # fmt: skip
+    got = adopted(cfg.models["both"], req).messages
+    assert (got[1].provider, got[1].model) == ("b", "m2")  # type: ignore[union-attr]
+    assert got[3] == other  # no backend of its API: left as the client's
 
 
 def test_unknown_model_404_and_forbidden_model_403(backend: MockServer) -> None:

@@ -187,7 +187,16 @@ class Gateway:
                                    f"no route POST {path}; the gateway serves: {served}")  # fmt: skip
                 return
             ex.frontend = fe.api
-            await self._request(fe, scope, headers, receive, send, ex)
+            try:
+                await self._request(fe, scope, headers, receive, send, ex)
+            except Exception:
+                # A fault of the gateway or a front-end: logged with its traceback; the
+                # client gets the API's 500 (when nothing was sent yet), never the text.
+                _logger().exception("the gateway failed on POST %s", path)
+                if ex.status == 0:
+                    await self._error(send, ex, fe, RequestError(
+                        "the gateway failed on this request (its log says why)",
+                        status=500, kind="server"))  # fmt: skip
         finally:
             if span is not None and self._tracing is not None:
                 self._tracing.end(span, ex)
@@ -226,6 +235,8 @@ class Gateway:
                 f"variable{variable} is not set", status=500, kind="server"))  # fmt: skip
             return
         except ConfigurationError as exc:
+            # What the backend cannot take (an image for a text model, a reasoning
+            # level for a model without): the client's request, named.
             await self._error(send, ex, fe, RequestError(exc.message))
             return
         ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
@@ -440,6 +451,12 @@ class Gateway:
 
 
 # --------------------------------------------------------------------------- I/O helpers
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("modelwire.gateway")
 
 _OPENAI_TYPES = {"authentication": "authentication_error", "permission": "permission_error",
                  "not_found": "not_found_error", "rate_limit": "rate_limit_error"}  # fmt: skip
