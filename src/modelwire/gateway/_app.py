@@ -458,6 +458,7 @@ def _logger() -> Any:
 
     return logging.getLogger("modelwire.gateway")
 
+
 _OPENAI_TYPES = {"authentication": "authentication_error", "permission": "permission_error",
                  "not_found": "not_found_error", "rate_limit": "rate_limit_error"}  # fmt: skip
 
