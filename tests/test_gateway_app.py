@@ -277,6 +277,8 @@ def test_backend_key_is_read_from_its_variable_per_request(
     assert one.status_code == two.status_code == 200
     assert [r.headers["x-api-key"] for r in backend.requests] == [
         "sk-backend-secret-1", "sk-backend-secret-2"]  # fmt: skip
+    # The client's gateway key is not forwarded.
+    assert not any(KEY in json.dumps(r.headers) for r in backend.requests)
     # No key — backend or gateway, nor the gateway key's hash — in anything the
     # gateway wrote or shows.
     shown = [missing.text, one.text, two.text, repr(gw_app), repr(gw_app.config),
@@ -490,6 +492,27 @@ def test_client_disconnect_cancels_the_backend_stream() -> None:
                 first = next(r.iter_raw())
                 assert b"start" in first or b"hel" in first
             # The client has gone: the gateway closes its backend connection.
+            assert backend.closed.wait(30), "the backend connection stayed open"
+    finally:
+        backend.close()
+
+
+def test_client_disconnect_cancels_a_request_not_streamed() -> None:
+    backend = StallingBackend()
+    cfg = {
+        "models": {"slow": {"api": "openai-chat", "id": "m", "base_url": backend.base_url}},
+        "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+    }
+    try:
+        with serving(cfg) as gw:
+            with socket.create_connection(("127.0.0.1", gw.port)) as client:
+                body = json.dumps({"model": "slow", "prompt": "hi"}).encode()
+                client.sendall(b"POST /v1/fake HTTP/1.1\r\nhost: x\r\ncontent-type: "
+                               b"application/json\r\nauthorization: Bearer " + KEY.encode()
+                               + b"\r\ncontent-length: " + str(len(body)).encode()
+                               + b"\r\n\r\n" + body)  # fmt: skip
+                assert backend.got_request.wait(30)
+            # The client left before any answer: the backend connection is closed.
             assert backend.closed.wait(30), "the backend connection stayed open"
     finally:
         backend.close()
