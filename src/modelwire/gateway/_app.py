@@ -257,9 +257,10 @@ class Gateway:
             watcher.cancel()
             if ex.message is None:
                 await s.aclose()  # not ended (an exception here): abort, close the connection
-            # Ended: the stream reads the rest of the body on its own, briefly, so the
-            # backend connection goes back to the pool (aclose() would cut that short).
-            if ex.message is not None:
+            else:
+                # Ended: the stream reads the rest of the body on its own, briefly, so
+                # the backend connection goes back to the pool (aclose() would cut
+                # that short).
                 await self._settle(key, ex.message)
 
     async def _stream(
