@@ -161,6 +161,7 @@ ERRORS = [
     (with_("gateway/otel", "yes"), "gateway.otel must be true or false, got a string"),
     (with_("gateway/workers", 4), "gateway.workers is not a setting"),
     (with_("gateway/max_body_bytes", 0), "gateway.max_body_bytes must be an integer from 1"),
+    (with_("gateway/log", str(ROOT)), "gateway.log is the directory"),
 ]  # fmt: skip
 
 

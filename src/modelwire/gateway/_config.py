@@ -393,7 +393,10 @@ def _gateway(value: object) -> GatewaySettings:
             )
         fields["redis"] = url
     if "log" in t:
-        fields["log"] = _str(t["log"], "gateway.log")
+        log = _str(t["log"], "gateway.log")
+        if Path(log).is_dir():
+            raise _fail(f"gateway.log is the directory {log!r}; give the path of a SQLite file")
+        fields["log"] = log
     if "otel" in t:
         if not isinstance(t["otel"], bool):
             raise _fail(f"gateway.otel must be true or false, got {_type(t['otel'])}")
