@@ -454,7 +454,7 @@ async def count_tokens(
     the typed error (``RateLimitError``, ``ConnectError``…)."""
     from ._count import count_tokens as count
 
-    return await count(_prepare, model, context, options)
+    return await count(_prepare, *_count_inputs(model, context, options), options)
 
 
 def count_tokens_sync(
@@ -463,4 +463,13 @@ def count_tokens_sync(
     """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions)."""
     from ._count import count_tokens_sync as count
 
-    return count(_prepare, model, context, options)
+    return count(_prepare, *_count_inputs(model, context, options), options)
+
+
+def _count_inputs(
+    model: Model | Fallback | str, context: Context | str, opts: StreamOptions
+) -> tuple[Model, Context]:
+    """A count's model and context, resolved as a call's are (``base_url=`` applied);
+    a ``Fallback`` is counted for its first model."""
+    m, ctx = _inputs(model, context, opts)
+    return (m.first if isinstance(m, Fallback) else m), ctx
