@@ -128,14 +128,14 @@ def _prepare(
     plan = _output_plan(model, opts)
     # "auto" is fitted below, once the conversation is rewritten for this model.
     auto = opts.get("max_tokens") == "auto"
+    # A block the model does not accept is refused here, never replaced (Model.input).
+    check_input(model, context)
     if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
         options = resolve_options("", **opts)
         if plan is not None:
             context, options = plan.apply(context, options)
         return options, None, None, context, plan
-    # A block the model does not accept is refused here, never replaced (Model.input).
-    check_input(model, context)
     options = resolve_options(model.provider, **opts)
     if options.reasoning is not None:
         import msgspec
