@@ -17,8 +17,9 @@ so that load on the machine falls on all alike:
   ``bench/.venv-litellm`` holds it (``python3 -m venv bench/.venv-litellm &&
   bench/.venv-litellm/bin/pip install 'litellm[proxy]==1.108.7'``); skipped otherwise.
 
-Reported per path: p50 and p99 of the time to the first body byte (TTFB) and of the
-whole response (total), in ms; the added latency is the proxy's percentile minus the
+Reported per path: p50 and p99 of the time to the first body byte (TTFB), to the
+first delta's text (what a user waits for; see :func:`one_request`) and to the end of
+the response (total), in ms; the added latency is the proxy's percentile minus the
 direct one. And the proxy process's CPU time per streamed delta (user + system from
 ``/proc/PID/stat`` over the measured requests, divided by requests x deltas).
 Goal: gateway p50 added latency < 1 ms and < 1/3 of LiteLLM's.
@@ -52,6 +53,7 @@ QUICK = "--quick" in sys.argv
 DELTAS = _arg("--deltas", 100)
 REQUESTS = _arg("--requests", 40 if QUICK else 300)
 WARMUP = 10 if QUICK else 30
+FIRST_TEXT = b"w000"  # the first delta's text
 KEY = "sk-bench-4f1c9a7e2b6d8053c1e9a4f7b2d6e8c0"  # both proxies authenticate it
 
 
@@ -200,22 +202,32 @@ def start_litellm(backend_v1: str, tmp: Path) -> tuple[subprocess.Popen[bytes], 
 # --------------------------------------------------------------------------- measuring
 
 
-def one_request(client: Any, url: str, model: str) -> tuple[float, float, int]:
-    """(TTFB s, total s, body bytes) of one streamed Chat Completions request."""
+def one_request(client: Any, url: str, model: str) -> tuple[float, float, float]:
+    """(TTFB, time to the first delta's text, total) in seconds, of one streamed Chat
+    Completions request. TTFB is the first body byte — for the backend, its role-only
+    first chunk; a proxy that waits for the first content (as the gateway does, to
+    answer an error with the right status) sends its first byte later, so the time
+    to the first text (``w000``) compares like with like."""
     body = {"model": model, "stream": True,
             "messages": [{"role": "user", "content": "Stream something."}]}  # fmt: skip
     t0 = time.perf_counter()
-    first = 0.0
-    size = 0
+    first = token = 0.0
+    seen = b""
     with client.stream("POST", url + "/v1/chat/completions", json=body,
                        headers={"authorization": f"Bearer {KEY}"}) as r:  # fmt: skip
         if r.status_code != 200:
             raise RuntimeError(f"{url}: HTTP {r.status_code}: {r.read()[:300]!r}")
         for chunk in r.iter_raw():
+            now = time.perf_counter()
             if not first:
-                first = time.perf_counter()
-            size += len(chunk)
-    return first - t0, time.perf_counter() - t0, size
+                first = now
+            if not token:
+                seen = seen[-8:] + chunk
+                if FIRST_TEXT in seen:
+                    token = now
+    if not token:
+        raise RuntimeError(f"{url}: the stream has no {FIRST_TEXT!r}")
+    return first - t0, token - t0, time.perf_counter() - t0
 
 
 def pct(values: list[float], q: float) -> float:
@@ -248,7 +260,7 @@ def main() -> None:
             paths: dict[str, tuple[str, str]] = {"direct": (backend.origin, "mock-model")}
             paths.update({name: (url, "bench") for name, (_, url) in procs.items()})
             clients = {name: httpx.Client(timeout=60) for name in paths}
-            runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in paths}
+            runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in paths}
             for _ in range(WARMUP):
                 for name, (url, model) in paths.items():
                     one_request(clients[name], url, model)
@@ -269,30 +281,32 @@ def main() -> None:
     report(runs, cpu, frontend_name)
 
 
-def report(runs: dict[str, list[tuple[float, float, int]]], cpu: dict[str, float],
+def report(runs: dict[str, list[tuple[float, float, float]]], cpu: dict[str, float],
            frontend: str) -> None:  # fmt: skip
     print(f"backend: MockServer, OpenAI Chat stream of {DELTAS} deltas; {REQUESTS} requests "
           f"per path (after {WARMUP} warm-up), interleaved; client httpx")  # fmt: skip
     print(f"gateway front-end: {frontend}")
-    direct = runs["direct"]
-    d = {q: (pct([r[0] for r in direct], q), pct([r[1] for r in direct], q)) for q in (0.5, 0.99)}
-    print(f"{'path':<8} {'TTFB p50':>9} {'p99':>8} {'total p50':>10} {'p99':>8}   "
-          f"{'added TTFB p50':>14} {'p99':>7} {'added total p50':>15} {'p99':>7}   cpu/delta")  # fmt: skip
-    added: dict[str, float] = {}
+    metrics = ("TTFB", "first text", "total")
+    print(f"{'ms':<8}" + "".join(f"{m + ' p50':>16}{'p99':>8}" for m in metrics)
+          + "   cpu/delta")  # fmt: skip
+    direct = [[pct([r[i] for r in runs["direct"]], q) for q in (0.5, 0.99)] for i in range(3)]
+    added: dict[str, list[float]] = {}
     for name, rs in runs.items():
-        ttfb = [r[0] for r in rs]
-        total = [r[1] for r in rs]
-        row = [pct(ttfb, 0.5), pct(ttfb, 0.99), pct(total, 0.5), pct(total, 0.99)]
-        line = f"{name:<8} " + " ".join(f"{v * 1000:>8.2f}" for v in row)
+        values = [[pct([r[i] for r in rs], q) for q in (0.5, 0.99)] for i in range(3)]
+        line = f"{name:<8}" + "".join(f"{v[0] * 1000:>16.2f}{v[1] * 1000:>8.2f}" for v in values)
         if name != "direct":
-            add = [row[0] - d[0.5][0], row[1] - d[0.99][0], row[2] - d[0.5][1], row[3] - d[0.99][1]]
-            added[name] = add[2]
             per_delta = cpu[name] / (len(rs) * DELTAS) * 1e6
-            line += "   " + " ".join(f"{v * 1000:>+13.2f}" for v in add) + f"   {per_delta:.1f} µs"
-        print(line + ("" if name != "direct" else "   (ms)"))
-    if "litellm" in added and added["litellm"] > 0:
-        ratio = added["gateway"] / added["litellm"]
-        print(f"gateway added total p50 = {ratio:.2f} x LiteLLM's")
+            line += f"   {per_delta:.1f} µs"
+            added[name] = [values[i][j] - direct[i][j] for i in range(3) for j in range(2)]
+        print(line)
+    for name, a in added.items():
+        print(f"{'+' + name:<8}" + "".join(f"{v * 1000:>+16.2f}" if j % 2 == 0 else f"{v * 1000:>+8.2f}"
+                                         for j, v in enumerate(a)) + "   (added to direct)")  # fmt: skip
+    if "litellm" in added:
+        for i, m in enumerate(metrics):
+            lite = added["litellm"][2 * i]
+            if lite > 0:
+                print(f"gateway added {m} p50 = {added['gateway'][2 * i] / lite:.2f} x LiteLLM's")
 
 
 if __name__ == "__main__":

@@ -677,3 +677,14 @@ def test_serving_without_uvicorn_says_which_extra(tmp_path: Path) -> None:
                          env=_cli_env(), timeout=60)  # fmt: skip
     assert out.returncode == 2
     assert "pip install 'modelwire[gateway]'" in out.stderr
+
+
+def test_the_test_server_sends_each_chunk_at_once(backend: MockServer) -> None:
+    """TCP_NODELAY on the connections GatewayServer accepts: without it a streamed
+    chunk after the first waits for the client's delayed ACK (Nagle)."""
+    with serving(config(backend.origin + "/v1")) as gw, httpx.Client() as client:
+        assert client.get(gw.base_url + "/v1/models", headers=AUTH).status_code == 200
+        server: Any = gw._server
+        [connection] = server.server_state.connections
+        sock = connection.transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

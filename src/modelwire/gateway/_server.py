@@ -91,7 +91,11 @@ class GatewayServer:
     def start(self) -> GatewayServer:
         uvicorn = _uvicorn()
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say
+        # they are TCP (base_events._set_nodelay), and an accepted connection
+        # inherits the listener's proto. Without it each streamed chunk after the
+        # first waits for the client's delayed ACK (~40 ms; Nagle, RFC 896).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self._socket = sock
