@@ -24,7 +24,7 @@ from modelwire._apis.openai_chat._encode import build_body
 from modelwire._options import RequestOptions
 from modelwire._output._request import OutputRequest
 from modelwire.errors import STREAM_ERROR_KINDS, error_class_for_kind
-from modelwire.events import Event
+from modelwire.events import Event, RestartEvent
 from modelwire.gateway._chat import FRONTEND
 from modelwire.gateway._frontend import GatewayRequest, RequestError
 from modelwire.gateway._origin import CLIENT_PROVIDER, SEAL_PREFIX
@@ -358,7 +358,7 @@ ANSWER = AssistantMessage(
         TextContent(text="Here is the answer, in pieces."),
         ToolCall(id="call_7", name="read", arguments={"path": "a b"},
                  raw_arguments='{"path":  "a b"}'),
-        ToolCall(id="call_8", name="ls", arguments={}, raw_arguments="{}"),
+        ToolCall(id="call_8", name="ls", arguments={}, raw_arguments="{}", signature="tsig-8"),
     ],
     api="x", provider="y", model="z", stop_reason="tool_use",
     usage=Usage(input=10, output=5, cache_read=3, cache_write=2, total_tokens=20),
@@ -526,6 +526,47 @@ def test_server_tool_blocks_and_citations_degrade_or_annotate() -> None:
     whole = ChatCompletion.model_validate_json(FRONTEND.message(REQ, backend, "c"))
     assert whole.choices[0].message.annotations is not None
     assert whole.choices[0].message.annotations[0].url_citation.url == "https://a.example/p"
+
+
+def test_redacted_thinking_round_trips_sealed() -> None:
+    turn = AssistantMessage(
+        content=[ThinkingContent(thinking="", signature="opaque-data", redacted=True),
+                 TextContent(text="ok")],
+        api="anthropic-messages", provider="anthropic", model="claude-x", stop_reason="stop",
+    )  # fmt: skip
+    sent = msgspec.json.decode(FRONTEND.message(REQ, turn, "c"))["choices"][0]["message"]
+    assert "reasoning_content" not in sent  # nothing readable to show
+    req = _parse({"model": "smart", "messages": [{"role": "user", "content": "q"}, sent]})
+    back = req.context.messages[1]
+    assert isinstance(back, AssistantMessage)
+    assert (back.api, back.provider, back.model) == ("anthropic-messages", "anthropic", "claude-x")
+    assert back.content == (ThinkingContent(thinking="", signature="opaque-data", redacted=True),
+                            TextContent(text="ok"))  # fmt: skip
+
+
+def test_a_damaged_seal_is_plain_client_thinking() -> None:
+    req = _parse({"model": "smart", "messages": [{"role": "assistant", "content": "a",
+        "reasoning_content": "thought",
+        "reasoning_details": [{"type": "reasoning.encrypted", "data": SEAL_PREFIX + "%%%",
+                               "format": "modelwire-gateway-v1", "text": "x"}]}]})  # fmt: skip
+    turn = req.context.messages[0]
+    assert isinstance(turn, AssistantMessage) and turn.provider == CLIENT_PROVIDER
+    assert turn.content[0] == ThinkingContent(thinking="thought", signature="reasoning_content")
+
+
+def test_restart_continues_the_tool_indexes() -> None:
+    first, _ = _backend("anthropic-messages", [ToolCall(id="call_a", name="ls", arguments={})])
+    partial = first[-2].partial  # as the failed model's stream stood
+    second, _ = _backend("openai-chat", [ToolCall(id="call_b", name="ls", arguments={"x": 1})])
+    events = [*first[:-1], RestartEvent(message=partial), *second[1:]]
+    state = ChatCompletionStreamState()
+    for chunk in _sdk_stream(_feed(events)):
+        state.handle_chunk(chunk)
+    calls = state.get_final_completion().choices[0].message.tool_calls or []
+    assert [(c.id, c.function.arguments) for c in calls] == [
+        ("call_a", "{}"),
+        ("call_b", '{"x":1}'),
+    ]
 
 
 def test_error_after_bytes_is_an_in_stream_error_without_done() -> None:

@@ -39,7 +39,8 @@ DOC = Path(__file__).resolve().parents[1] / "docs" / "gateway-chat.md"
 def turn1(api: str) -> AssistantMessage:
     return AssistantMessage(
         content=[ThinkingContent(thinking="I will list the folder.", signature=f"sig-{api}"),
-                 ToolCall(id="call_gw1", name="ls", arguments={"dir": "."}, raw_arguments=RAW)],
+                 ToolCall(id="call_gw1", name="ls", arguments={"dir": "."}, raw_arguments=RAW,
+                          signature=f"call-sig-{api}")],
         api="script", provider="script", model="script", stop_reason="tool_use",
         usage=Usage(input=10, output=5, cache_read=3, cache_write=2, total_tokens=20),
     )  # fmt: skip
@@ -86,6 +87,9 @@ def check_second_request(api: str, backend: MockServer, first: AssistantMessage,
         # A Responses reasoning item is replayed as its item (its id names it).
         needle = json.loads(sig)["id"] if api == "openai-responses" else sig
         assert needle in body, f"thinking signature {needle!r} not replayed to {api}: {body}"
+    for call in first.tool_calls:  # a Gemini thought signature, a Responses item id
+        if call.signature is not None:
+            assert call.signature in body, f"call signature {call.signature!r} not replayed"
     if api not in NO_IDS:
         for i in ids:
             assert i in body

@@ -245,22 +245,28 @@ def _context(
     names: dict[str, str] = {}  # tool call id → tool name, for the tool messages
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
-        if isinstance(m, rq.System | rq.Developer):
+        cls = m.__class__
+        if cls is rq.System or cls is rq.Developer:
             if out:
                 raise RequestError(
                     f"{where} is a {m.__class__.__name__.lower()} message after the conversation "
                     "started; the gateway's conversations have one system prompt before every "
                     "message: move it to the start", param=f"{where}.role",
                 )  # fmt: skip
+            assert isinstance(m, rq.System | rq.Developer)
             system.append(m.content if isinstance(m.content, str) else _texts(m.content))
-        elif isinstance(m, rq.User):
+        elif cls is rq.User:
+            assert isinstance(m, rq.User)
             if not _attach(m, out):
                 out.append(UserMessage(content=_user_content(m.content, where)))
-        elif isinstance(m, rq.Assistant):
+        elif cls is rq.Assistant:
+            assert isinstance(m, rq.Assistant)
             message = _assistant(m, where, model)
-            names.update((c.id, c.name) for c in message.tool_calls)
+            for c in m.tool_calls or ():
+                names[c.id] = c.function.name
             out.append(message)
-        elif isinstance(m, rq.ToolMessage):
+        elif cls is rq.ToolMessage:
+            assert isinstance(m, rq.ToolMessage)
             if not m.tool_call_id:
                 raise RequestError(f"{where}.tool_call_id must not be empty",
                                    param=f"{where}.tool_call_id")  # fmt: skip
@@ -271,7 +277,7 @@ def _context(
             raise RequestError(f"{where} has the deprecated role 'function': send tool "
                                "messages (role 'tool', tool_call_id)", param=f"{where}.role")  # fmt: skip
     prompt = "\n\n".join(system) or None
-    return Context(system_prompt=prompt, messages=out, tools=tools)
+    return Context(system_prompt=prompt, messages=tuple(out), tools=tools)
 
 
 def _texts(parts: list[rq.TextPart]) -> str:
@@ -372,8 +378,8 @@ def _assistant(m: rq.Assistant, where: str, model: str) -> AssistantMessage:
     origin: Origin | None = None
     content: list[AssistantContent] = []
     entries = m.reasoning_details
-    if not _sealed(entries):
-        entries = [e for c in m.tool_calls or () for e in _call_entries(c)]
+    if m.tool_calls and not _sealed(entries):
+        entries = [e for c in m.tool_calls for e in _call_entries(c)]
     for e in entries or ():
         found = unseal(e.data or "") if e.format == FORMAT else None
         if found is None:
@@ -401,9 +407,9 @@ def _assistant(m: rq.Assistant, where: str, model: str) -> AssistantMessage:
         content.append(call)
     api, provider, mid = (origin.api, origin.provider, origin.model) if origin else (
         API, CLIENT_PROVIDER, model)  # fmt: skip
-    calls = any(isinstance(b, ToolCall) for b in content)
-    return AssistantMessage(content=content, api=api, provider=provider, model=mid,
-                            stop_reason="tool_use" if calls else "stop")  # fmt: skip
+    # Every block is one of the assistant kinds: the tuple is passed as built.
+    return AssistantMessage(content=tuple(content), api=api, provider=provider, model=mid,
+                            stop_reason="tool_use" if m.tool_calls else "stop")  # fmt: skip
 
 
 def _sealed(entries: list[rq.Detail] | None) -> bool:

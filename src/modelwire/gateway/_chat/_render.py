@@ -325,8 +325,11 @@ class ChatRenderer:
         if self._seal and message is not None and call.signature is not None and not signed:
             # A signature that came after the call's start (merged into the call by the
             # SDK's accumulator, which merges objects key by key).
+            # (``function`` too: the openai SDK's stream events expect it on every
+            # tool-call delta.)
             extra = call_extra(message, call, [])
-            out += self._delta({"tool_calls": [{"index": k, "extra_content": extra}]})
+            fragment = {"index": k, "function": {"arguments": ""}, "extra_content": extra}
+            out += self._delta({"tool_calls": [fragment]})
         return out
 
     def _on_block(self, event: BlockEvent) -> bytes:
