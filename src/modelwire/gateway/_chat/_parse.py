@@ -32,8 +32,27 @@ from ...types import (
 )
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
-from . import _request as rq
 from ._carry import API, FORMAT
+from ._request import (
+    Assistant,
+    AudioPart,
+    Detail,
+    Developer,
+    FilePart,
+    ImagePart,
+    NamedToolChoice,
+    ResponseFormat,
+    StreamOptions,
+    System,
+    TextPart,
+    Tool,
+    ToolCallIn,
+    ToolMessage,
+    User,
+)
+from ._request import (
+    Message as WireMessage,
+)
 
 __all__ = ["parse"]
 
@@ -41,22 +60,22 @@ _top = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _POSITIVE = Annotated[int, msgspec.Meta(ge=1)]
 _TEMPERATURE = Annotated[float, msgspec.Meta(ge=0, le=2)]
 _EFFORT = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
-_CHOICE = Literal["auto", "none", "required"] | rq.NamedToolChoice
+_CHOICE = Literal["auto", "none", "required"] | NamedToolChoice
 
 # Field name → decoder of its value (``null`` is the same as absent).
 _DECODERS: dict[str, msgspec.json.Decoder[Any]] = {
     "model": msgspec.json.Decoder(str),
-    "messages": msgspec.json.Decoder(list[rq.Message]),
+    "messages": msgspec.json.Decoder(list[WireMessage]),
     "stream": msgspec.json.Decoder(bool | None),
-    "stream_options": msgspec.json.Decoder(rq.StreamOptions | None),
+    "stream_options": msgspec.json.Decoder(StreamOptions | None),
     "max_tokens": msgspec.json.Decoder(_POSITIVE | None),
     "max_completion_tokens": msgspec.json.Decoder(_POSITIVE | None),
     "temperature": msgspec.json.Decoder(_TEMPERATURE | None),
-    "tools": msgspec.json.Decoder(list[rq.Tool] | None),
+    "tools": msgspec.json.Decoder(list[Tool] | None),
     "tool_choice": msgspec.json.Decoder(_CHOICE | None),
     "parallel_tool_calls": msgspec.json.Decoder(bool | None),
     "reasoning_effort": msgspec.json.Decoder(_EFFORT | None),
-    "response_format": msgspec.json.Decoder(rq.ResponseFormat | None),
+    "response_format": msgspec.json.Decoder(ResponseFormat | None),
     "prompt_cache_key": msgspec.json.Decoder(str | None),
     "n": msgspec.json.Decoder(_POSITIVE | None),
     "store": msgspec.json.Decoder(bool | None),
@@ -173,7 +192,7 @@ def _options(
     choice = values.get("tool_choice")
     if choice is not None:
         options["tool_choice"] = _tool_choice(choice, context)
-    fmt: rq.ResponseFormat | None = values.get("response_format")
+    fmt: ResponseFormat | None = values.get("response_format")
     if fmt is not None and fmt.type == "json_schema":
         options["output"] = _output(fmt)
     elif fmt is not None and fmt.type == "json_object":
@@ -181,7 +200,7 @@ def _options(
     return options
 
 
-def _tool_choice(choice: str | rq.NamedToolChoice, context: Context) -> str | dict[str, str]:
+def _tool_choice(choice: str | NamedToolChoice, context: Context) -> str | dict[str, str]:
     names = [t.name for t in context.tools or ()]
     if isinstance(choice, str):
         if choice == "required" and not names:
@@ -198,7 +217,7 @@ def _tool_choice(choice: str | rq.NamedToolChoice, context: Context) -> str | di
     return {"name": name}
 
 
-def _output(fmt: rq.ResponseFormat) -> dict[str, Any]:
+def _output(fmt: ResponseFormat) -> dict[str, Any]:
     spec = fmt.json_schema
     if spec is None:
         raise RequestError(
@@ -214,7 +233,7 @@ def _output(fmt: rq.ResponseFormat) -> dict[str, Any]:
     return schema
 
 
-def _tools(tools: list[rq.Tool] | None) -> tuple[ToolDefinition, ...] | None:
+def _tools(tools: list[Tool] | None) -> tuple[ToolDefinition, ...] | None:
     if tools is None:
         return None
     out = []
@@ -238,7 +257,7 @@ def _tools(tools: list[rq.Tool] | None) -> tuple[ToolDefinition, ...] | None:
 
 
 def _context(
-    messages: list[rq.Message], tools: tuple[ToolDefinition, ...] | None, model: str
+    messages: list[WireMessage], tools: tuple[ToolDefinition, ...] | None, model: str
 ) -> Context:
     system: list[str] = []
     out: list[Message] = []
@@ -246,27 +265,27 @@ def _context(
     for i, m in enumerate(messages):
         where = f"messages[{i}]"
         cls = m.__class__
-        if cls is rq.System or cls is rq.Developer:
+        if cls is System or cls is Developer:
             if out:
                 raise RequestError(
                     f"{where} is a {m.__class__.__name__.lower()} message after the conversation "
                     "started; the gateway's conversations have one system prompt before every "
                     "message: move it to the start", param=f"{where}.role",
                 )  # fmt: skip
-            assert isinstance(m, rq.System | rq.Developer)
+            assert isinstance(m, System | Developer)
             system.append(m.content if isinstance(m.content, str) else _texts(m.content))
-        elif cls is rq.User:
-            assert isinstance(m, rq.User)
+        elif cls is User:
+            assert isinstance(m, User)
             if not _attach(m, out):
                 out.append(UserMessage(content=_user_content(m.content, where)))
-        elif cls is rq.Assistant:
-            assert isinstance(m, rq.Assistant)
+        elif cls is Assistant:
+            assert isinstance(m, Assistant)
             message = _assistant(m, where, model)
             for c in m.tool_calls or ():
                 names[c.id] = c.function.name
             out.append(message)
-        elif cls is rq.ToolMessage:
-            assert isinstance(m, rq.ToolMessage)
+        elif cls is ToolMessage:
+            assert isinstance(m, ToolMessage)
             if not m.tool_call_id:
                 raise RequestError(f"{where}.tool_call_id must not be empty",
                                    param=f"{where}.tool_call_id")  # fmt: skip
@@ -280,7 +299,7 @@ def _context(
     return Context(system_prompt=prompt, messages=tuple(out), tools=tools)
 
 
-def _texts(parts: list[rq.TextPart]) -> str:
+def _texts(parts: list[TextPart]) -> str:
     return "".join(p.text for p in parts)
 
 
@@ -295,17 +314,17 @@ def _data_url(url: str) -> tuple[str, str] | None:
 
 
 def _user_content(
-    content: str | list[rq.TextPart | rq.ImagePart | rq.AudioPart | rq.FilePart], where: str
+    content: str | list[TextPart | ImagePart | AudioPart | FilePart], where: str
 ) -> str | tuple[UserContent, ...]:
     if isinstance(content, str):
         return content
     return tuple(_part(p, f"{where}.content[{j}]") for j, p in enumerate(content))
 
 
-def _part(p: rq.TextPart | rq.ImagePart | rq.AudioPart | rq.FilePart, where: str) -> UserContent:
-    if isinstance(p, rq.TextPart):
+def _part(p: TextPart | ImagePart | AudioPart | FilePart, where: str) -> UserContent:
+    if isinstance(p, TextPart):
         return TextContent(text=p.text)
-    if isinstance(p, rq.ImagePart):
+    if isinstance(p, ImagePart):
         parsed = _data_url(p.image_url.url)
         if parsed is None or not parsed[0]:
             raise RequestError(
@@ -314,7 +333,7 @@ def _part(p: rq.TextPart | rq.ImagePart | rq.AudioPart | rq.FilePart, where: str
                 "the image and send it base64-encoded", param=f"{where}.image_url.url",
             )  # fmt: skip
         return ImageContent(data=parsed[1], mime_type=parsed[0])
-    if isinstance(p, rq.AudioPart):
+    if isinstance(p, AudioPart):
         mime = _AUDIO.get(p.input_audio.format)
         if mime is None:
             raise RequestError(f"{where}.input_audio.format must be 'wav' or 'mp3', got "
@@ -331,12 +350,12 @@ def _part(p: rq.TextPart | rq.ImagePart | rq.AudioPart | rq.FilePart, where: str
     return DocumentContent(mime_type=mime, data=data, title=f.filename)
 
 
-def _attach(m: rq.User, out: list[Message]) -> bool:
+def _attach(m: User, out: list[Message]) -> bool:
     """The user message the encoder adds after a turn's tool messages to carry their
     images and documents (a tool message takes text only): its parts go back to
     their tool results. ``False`` when ``m`` is not one."""
     parts = m.content
-    if isinstance(parts, str) or not parts or not isinstance(parts[0], rq.TextPart):
+    if isinstance(parts, str) or not parts or not isinstance(parts[0], TextPart):
         return False
     results: dict[str, int] = {}
     for k in range(len(out) - 1, -1, -1):
@@ -348,10 +367,10 @@ def _attach(m: rq.User, out: list[Message]) -> bool:
         return False
     groups: list[tuple[int, list[UserContent]]] = []
     for p in parts:
-        head = _ATTACHED.fullmatch(p.text) if isinstance(p, rq.TextPart) else None
+        head = _ATTACHED.fullmatch(p.text) if isinstance(p, TextPart) else None
         if head is not None and head.group(2) in results:
             groups.append((results[head.group(2)], []))
-        elif groups and not isinstance(p, rq.TextPart):
+        elif groups and not isinstance(p, TextPart):
             groups[-1][1].append(_part(p, "tool result attachment"))
         else:
             return False
@@ -366,7 +385,7 @@ def _attach(m: rq.User, out: list[Message]) -> bool:
 # --------------------------------------------------------------------------- assistant turns
 
 
-def _assistant(m: rq.Assistant, where: str, model: str) -> AssistantMessage:
+def _assistant(m: Assistant, where: str, model: str) -> AssistantMessage:
     if m.function_call is not None:
         raise RequestError(f"{where}.function_call is deprecated: send tool_calls",
                            param=f"{where}.function_call")  # fmt: skip
@@ -397,7 +416,7 @@ def _assistant(m: rq.Assistant, where: str, model: str) -> AssistantMessage:
                 break
     body = m.content
     if isinstance(body, list):
-        body = "".join(p.text if isinstance(p, rq.TextPart) else p.refusal for p in body)
+        body = "".join(p.text if isinstance(p, TextPart) else p.refusal for p in body)
     text = (body or "") + (m.refusal or "")
     if text:
         content.append(TextContent(text=text))
@@ -412,16 +431,16 @@ def _assistant(m: rq.Assistant, where: str, model: str) -> AssistantMessage:
                             stop_reason="tool_use" if m.tool_calls else "stop")  # fmt: skip
 
 
-def _sealed(entries: list[rq.Detail] | None) -> bool:
+def _sealed(entries: list[Detail] | None) -> bool:
     return any(e.format == FORMAT for e in entries or ())
 
 
-def _call_entries(c: rq.ToolCallIn) -> list[rq.Detail]:
+def _call_entries(c: ToolCallIn) -> list[Detail]:
     carried = c.extra_content.modelwire if c.extra_content is not None else None
     return (carried.reasoning_details or []) if carried is not None else []
 
 
-def _call(c: rq.ToolCallIn, where: str) -> tuple[ToolCall, Origin | None]:
+def _call(c: ToolCallIn, where: str) -> tuple[ToolCall, Origin | None]:
     if not c.id:
         raise RequestError(f"{where}.id must not be empty", param=f"{where}.id")
     raw = c.function.arguments
