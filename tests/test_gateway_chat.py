@@ -11,6 +11,8 @@ import httpx2
 import msgspec
 import openai
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from openai.types.chat import (
     ChatCompletion,
@@ -494,6 +496,25 @@ def test_stream_without_usage_asked_sends_no_usage_chunk() -> None:
     assert first["choices"][0]["delta"] == {"role": "assistant", "content": "", "refusal": None}
 
 
+@pytest.mark.parametrize(
+    ("api", "stop", "own", "want"),
+    [
+        ("anthropic-messages", "stop", "end_turn", "stop"),
+        ("anthropic-messages", "length", "max_tokens", "length"),
+        ("anthropic-messages", "tool_use", "tool_use", "tool_calls"),
+        ("openai-chat", "tool_use", "stop", "stop"),  # the Chat backend's own reason, as sent
+        ("openai-chat", "stop", "eos", "stop"),  # not one of the API's reasons: mapped
+    ],
+)
+def test_finish_reasons(api: str, stop: Any, own: str, want: str) -> None:
+    calls = [ToolCall(id="c1", name="ls", arguments={})] if stop == "tool_use" else []
+    message = AssistantMessage(content=[TextContent(text="t"), *calls], api=api,
+                               provider="p", model="m", stop_reason=stop,
+                               provider_stop_reason=own)  # fmt: skip
+    done = ChatCompletion.model_validate_json(FRONTEND.message(REQ, message, "c"))
+    assert done.choices[0].finish_reason == want
+
+
 def test_stream_from_the_chat_api_passes_its_own_fields() -> None:
     events, _ = _backend("openai-chat", ANSWER)
     body = _feed(events)
@@ -619,3 +640,43 @@ def test_request_errors_and_unexpected_exceptions() -> None:
     assert status == 401 and msgspec.json.decode(body)["error"]["type"] == "authentication_error"
     status, _, body = FRONTEND.error(KeyError("sk-secret"))
     assert status == 500 and b"sk-secret" not in body
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=8,
+)  # fmt: skip
+KNOWN = ["model", "messages", "stream", "stream_options", "max_tokens", "temperature", "tools",
+         "tool_choice", "reasoning_effort", "response_format", "n", "top_p"]  # fmt: skip
+PART_TYPES = ["text", "image_url", "input_audio", "file", "refusal", "x"]
+ROLES = ["system", "developer", "user", "assistant", "tool", "function", "x"]
+FIELDS = ["content", "tool_calls", "tool_call_id", "reasoning_content", "reasoning_details",
+          "refusal", "name", "text", "image_url", "function", "id", "arguments"]  # fmt: skip
+
+
+def _message() -> st.SearchStrategy[dict[str, Any]]:
+    part = st.fixed_dictionaries({"type": st.sampled_from(PART_TYPES)},
+                                 optional={f: JSON for f in FIELDS})  # fmt: skip
+    return st.fixed_dictionaries(
+        {"role": st.sampled_from(ROLES)},
+        optional={"content": st.one_of(JSON, st.lists(part, max_size=3)),
+                  **{f: JSON for f in FIELDS[1:]}},
+    )  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    messages=st.lists(_message(), max_size=4),
+    extra=st.dictionaries(st.sampled_from(KNOWN), JSON, max_size=3),
+)
+def test_any_body_is_a_request_or_a_400_naming_a_field(
+    messages: list[dict[str, Any]], extra: dict[str, Any]
+) -> None:
+    body = {"model": "m", "messages": messages, **extra}
+    try:
+        req = FRONTEND.parse(msgspec.json.encode(body), {})
+    except RequestError as exc:
+        assert exc.status == 400 and exc.message
+    else:
+        assert req.model == body["model"] and isinstance(req.context, Context)
