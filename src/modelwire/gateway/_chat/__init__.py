@@ -32,17 +32,19 @@ refused (400)                          ``n`` > 1, ``functions``/``function_call`
                                        the first non-system one, assistant ``audio``
 ignored (harmless)                     ``user``, ``safety_identifier``, ``metadata``,
                                        ``store``/``logprobs`` false, ``n`` = 1, message
-                                       ``name``, ``tools[].function.strict``, unknown
-                                       fields inside a message
+                                       ``name``, ``image_url.detail``,
+                                       ``tools[].function.strict``, unknown fields
+                                       inside a message
 =====================================  =================================================
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from ...types import AssistantMessage
-from .._frontend import GatewayRequest, RequestError
+from .._frontend import Frontend, GatewayRequest, RequestError
 from ._carry import API
 from ._errors import error as _error
 from ._parse import parse as _parse
@@ -54,8 +56,8 @@ __all__ = ["FRONTEND", "ChatFrontend", "ChatRenderer"]
 class ChatFrontend:
     """OpenAI Chat Completions as the gateway's clients speak it."""
 
-    api = API
-    paths = ("/v1/chat/completions", "/chat/completions")
+    api: str = API
+    paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         return _parse(body, headers)
@@ -73,3 +75,6 @@ class ChatFrontend:
 
 
 FRONTEND = ChatFrontend()
+
+if TYPE_CHECKING:
+    _FRONTEND: Frontend = FRONTEND  # mypy --strict proves it is a complete front-end
