@@ -17,6 +17,7 @@ import openai
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, ThinkingPart, ToolCallPart
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
@@ -150,7 +151,7 @@ def test_pydantic_ai_agent_with_a_tool(gateway: GatewayServer, backend: MockServ
     backend.add(turn1(api), "Done: a b")
     seen: list[str] = []
 
-    async def run() -> str:
+    async def run() -> tuple[str, list[ModelMessage]]:
         # The SDK client is closed by the test (its connections with it).
         async with openai.AsyncOpenAI(base_url=gateway.base_url + "/v1", api_key=KEY) as oc:
             agent = Agent(OpenAIChatModel(f"via-{api}", provider=OpenAIProvider(openai_client=oc)))
@@ -162,14 +163,22 @@ def test_pydantic_ai_agent_with_a_tool(gateway: GatewayServer, backend: MockServ
                 return "a b"
 
             if not stream:
-                return (await agent.run("list the folder")).output
+                result = await agent.run("list the folder")
+                return result.output, result.all_messages()
             async with agent.run_stream("list the folder") as streamed:
-                return await streamed.get_output()
+                output = await streamed.get_output()
+                return output, streamed.all_messages()
 
-    output = asyncio.run(run())
+    output, history = asyncio.run(run())
     assert output == "Done: a b" and seen == ["."]
     assert backend.pending == 0
     first = mw.replay(api, [SENT[-2]]).message  # the backend's first answer
+    # What the agent was told is what the backend said.
+    answer = next(m for m in history if isinstance(m, ModelResponse))
+    thought = [p.content for p in answer.parts if isinstance(p, ThinkingPart)]
+    assert thought == [b.thinking for b in first.content if isinstance(b, ThinkingContent)]
+    called = [(p.tool_name, p.args_as_dict()) for p in answer.parts if isinstance(p, ToolCallPart)]
+    assert called == [(c.name, c.arguments) for c in first.tool_calls]
     ids = [c.id for c in first.tool_calls] if api not in NO_IDS else []
     # pydantic-ai sends back the arguments it parsed, so only the ids and signatures.
     check_second_request(api, backend, first, ids, [])
