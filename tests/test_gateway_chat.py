@@ -515,6 +515,16 @@ def test_finish_reasons(api: str, stop: Any, own: str, want: str) -> None:
     assert done.choices[0].finish_reason == want
 
 
+def test_the_output_tool_streams_as_content() -> None:
+    events, _ = _backend("anthropic-messages", [ToolCall(id="c1", name="final_result",
+                                                         arguments={"a": 1})])  # fmt: skip
+    req = msgspec.structs.replace(REQ, options={"output": {"type": "object"}})
+    mine = mw.replay("openai-chat", [_feed(events, req)]).message
+    assert mine.content == (TextContent(text='{"a":1}'),)
+    # Without output asked for, the same call is the client's own.
+    assert mw.replay("openai-chat", [_feed(events)]).message.tool_calls[0].name == "final_result"
+
+
 def test_stream_from_the_chat_api_passes_its_own_fields() -> None:
     events, _ = _backend("openai-chat", ANSWER)
     body = _feed(events)

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import openai
+import pydantic
 import pytest
 from openai.lib.streaming.chat import ChatCompletionStreamState
 from pydantic_ai import Agent
@@ -22,8 +23,9 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import modelwire as mw
+from modelwire._output._plan import OUTPUT_TOOL
 from modelwire.gateway import GatewayServer, hash_key
-from modelwire.testing import APIS, MockServer, Reply, render
+from modelwire.testing import APIS, MockServer, RecordedRequest, Reply, render, tool_call
 from modelwire.types import AssistantMessage, ThinkingContent, ToolCall, Usage
 
 KEY = "sk-gw-chat-0123456789"
@@ -185,6 +187,40 @@ def test_pydantic_ai_agent_with_a_tool(gateway: GatewayServer, backend: MockServ
     body = backend.last_request.body.decode()
     if api in {"anthropic-messages", "bedrock-converse", "google-generative-ai"}:
         assert f"sig-{api}" in body  # rode on the call's extra_content through pydantic-ai
+
+
+class Answer(pydantic.BaseModel):
+    city: str
+    people: int
+
+
+def _answer(rec: RecordedRequest) -> Any:
+    """The answer as the request asks for it: a call of modelwire's output tool where
+    the backend's API has no native structured output, else the JSON text."""
+    value = {"city": "Paris", "people": 2}
+    if OUTPUT_TOOL.encode() in rec.body:
+        return tool_call(OUTPUT_TOOL, value)
+    return json.dumps(value)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("api", APIS)
+def test_structured_output_parsed_by_the_sdk(
+    client: openai.OpenAI, backend: MockServer, api: str, stream: bool
+) -> None:
+    backend.add(_answer)
+    messages: list[Any] = [{"role": "user", "content": "Where, and how many?"}]
+    if stream:
+        with client.chat.completions.stream(model=f"via-{api}", messages=messages,
+                                            response_format=Answer) as s:  # fmt: skip
+            done = s.get_final_completion()
+    else:
+        done = client.chat.completions.parse(model=f"via-{api}", messages=messages,
+                                             response_format=Answer)  # fmt: skip
+    message = done.choices[0].message
+    assert message.parsed == Answer(city="Paris", people=2)
+    assert not message.tool_calls  # the output tool is modelwire's, not the client's
+    assert done.choices[0].finish_reason == "stop"
 
 
 def test_backend_failures_reach_the_sdk_typed(client: openai.OpenAI, backend: MockServer) -> None:

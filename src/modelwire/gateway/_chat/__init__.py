@@ -19,7 +19,8 @@ translated                             ``model``, ``messages`` (system/developer
                                        ``parallel_tool_calls``, ``max_completion_tokens``
                                        / ``max_tokens``, ``temperature``,
                                        ``reasoning_effort`` (``none``: no level),
-                                       ``response_format`` ``json_schema`` → ``output``,
+                                       ``response_format`` ``json_schema`` → ``output``
+                                       (answered as content),
                                        ``prompt_cache_key`` → ``session_id``, ``stream``,
                                        ``stream_options.include_usage``
 passed through (same-API backend only) any other field (``top_p``, ``stop``, ``seed``,

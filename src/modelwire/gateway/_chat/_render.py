@@ -173,8 +173,8 @@ class ChatRenderer:
     """One streamed answer's chunks (a :class:`~modelwire.gateway._frontend.StreamRenderer`)."""
 
     __slots__ = ("_base", "_calls", "_chars", "_cites", "_details", "_head", "_message",
-                 "_next_tool", "_notes", "_pending", "_request", "_response_id", "_seal",
-                 "_spans", "_tail")  # fmt: skip
+                 "_next_tool", "_notes", "_output", "_pending", "_request", "_response_id",
+                 "_seal", "_spans", "_tail")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._request = request
@@ -196,6 +196,13 @@ class ChatRenderer:
         self._spans: dict[int, tuple[int, int]] = {}  # text block → its span, once known
         self._cites: dict[int, list[Citation]] = {}  # open text block → citations pending
         self._notes: list[dict[str, Any]] = []  # annotations, sent in one delta at the end
+        # With structured output asked for, a backend without a native form answers by
+        # calling a tool the client never declared (modelwire's output tool): its
+        # arguments are the answer, streamed as content, as the final message has it.
+        self._output: frozenset[str] | None = (
+            frozenset(t.name for t in request.context.tools or ())
+            if "output" in request.options else None
+        )  # fmt: skip
 
     def feed(self, event: Event) -> bytes:
         handler = _HANDLERS.get(type(event))
@@ -289,6 +296,9 @@ class ChatRenderer:
         message = event.partial
         block = message.content[event.content_index]
         assert isinstance(block, ToolCall)
+        if self._output is not None and block.name not in self._output:
+            self._calls[event.content_index] = (-1, b"", 0, True)  # the answer, as content
+            return out
         k = self._next_tool
         self._next_tool += 1
         prefix = (
@@ -311,6 +321,8 @@ class ChatRenderer:
     def _on_call_delta(self, event: ToolCallDeltaEvent) -> bytes:
         k, prefix, sent, signed = self._calls[event.content_index]
         self._calls[event.content_index] = (k, prefix, sent + len(event.delta), signed)
+        if k < 0:
+            return self._content(event.delta)
         return prefix + _encode(event.delta) + b"}}]}" + self._tail
 
     def _on_call_end(self, event: ToolCallEndEvent) -> bytes:
@@ -318,6 +330,8 @@ class ChatRenderer:
         call = event.tool_call
         raw = raw_or_json_arguments(call.raw_arguments, call.arguments)
         out = b""
+        if k < 0:
+            return self._content(raw[sent:]) if len(raw) > sent else out
         if len(raw) > sent:  # what the events did not stream (a call that came whole)
             out = prefix + _encode(raw[sent:]) + b"}}]}" + self._tail
         self._calls[event.content_index] = (k, prefix, len(raw), True)
