@@ -337,10 +337,9 @@ class ChatRenderer:
         self._calls[event.content_index] = (k, prefix, len(raw), True)
         message = self._message
         if self._seal and message is not None and call.signature is not None and not signed:
-            # A signature that came after the call's start (merged into the call by the
-            # SDK's accumulator, which merges objects key by key).
-            # (``function`` too: the openai SDK's stream events expect it on every
-            # tool-call delta.)
+            # A signature that came after the call's start: the SDK's accumulator merges
+            # it into the call; ``function`` is there because the SDK's stream events
+            # expect it on every tool-call fragment.
             extra = call_extra(message, call, [])
             fragment = {"index": k, "function": {"arguments": ""}, "extra_content": extra}
             out += self._delta({"tool_calls": [fragment]})
