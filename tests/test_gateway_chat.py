@@ -675,7 +675,7 @@ def _message() -> st.SearchStrategy[dict[str, Any]]:
     )  # fmt: skip
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     messages=st.lists(_message(), max_size=4),
     extra=st.dictionaries(st.sampled_from(KNOWN), JSON, max_size=3),
