@@ -585,6 +585,16 @@ def test_a_damaged_seal_is_plain_client_thinking() -> None:
     assert turn.content[0] == ThinkingContent(thinking="thought", signature="reasoning_content")
 
 
+def test_openrouter_reasoning_details_are_thinking() -> None:
+    req = _parse({"model": "smart", "messages": [{"role": "assistant", "content": "a",
+        "reasoning_details": [{"type": "reasoning.text", "text": "one, "},
+                              {"type": "reasoning.summary", "summary": "s"},
+                              {"type": "reasoning.text", "text": "two"}]}]})  # fmt: skip
+    turn = req.context.messages[0]
+    assert isinstance(turn, AssistantMessage)
+    assert turn.content[0] == ThinkingContent(thinking="one, two", signature="reasoning_details")
+
+
 def test_restart_continues_the_tool_indexes() -> None:
     first, _ = _backend("anthropic-messages", [ToolCall(id="call_a", name="ls", arguments={})])
     partial = first[-2].partial  # as the failed model's stream stood

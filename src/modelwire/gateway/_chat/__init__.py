@@ -11,8 +11,8 @@ Request fields (also in ``docs/gateway-chat.md``):
 translated                             ``model``, ``messages`` (system/developer → the
                                        system prompt; user text, ``image_url`` data
                                        URLs, ``input_audio``, ``file``; assistant text,
-                                       refusal, ``reasoning_content``/``reasoning``,
-                                       sealed ``reasoning_details``, ``tool_calls``
+                                       refusal, ``reasoning_content``/``reasoning``/
+                                       ``reasoning_details`` (sealed or text), ``tool_calls``
                                        with their exact ``arguments``; tool results
                                        and the attachments the encoder sends after
                                        them), ``tools`` (function), ``tool_choice``,

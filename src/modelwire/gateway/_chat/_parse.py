@@ -408,10 +408,13 @@ def _assistant(m: Assistant, where: str, model: str) -> AssistantMessage:
         content.append(ThinkingContent(thinking=text, signature=found.signature,
                                        redacted=found.redacted))  # fmt: skip
     if not content:
-        for field in ("reasoning_content", "reasoning"):
-            value = getattr(m, field)
+        # One source, in the Chat decoder's order; the field name is the block's
+        # signature (as that decoder records it).
+        details = "".join(e.text or "" for e in m.reasoning_details or ()
+                          if e.type == "reasoning.text")  # fmt: skip
+        for field, value in (("reasoning_content", m.reasoning_content),
+                             ("reasoning", m.reasoning), ("reasoning_details", details)):  # fmt: skip
             if value:
-                # The field name is the block's signature (as the Chat decoder records it).
                 content.append(ThinkingContent(thinking=value, signature=field))
                 break
     body = m.content
