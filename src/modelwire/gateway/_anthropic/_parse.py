@@ -181,6 +181,13 @@ _LEVELS = (("xhigh", 32000), ("high", 16384), ("medium", 8192), ("low", 2048), (
 _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
 
 
+#: Tool definitions by their request bytes: a client sends the same tools on every
+#: turn, and checking a schema's ``$ref`` s is most of the cost of a parse. Values are
+#: frozen and never changed by modelwire (encoding is pure, DESIGN §3 rule 9).
+_TOOL_CACHE: dict[bytes, ToolDefinition] = {}
+_TOOL_CACHE_SIZE = 1024
+
+
 def _bad(message: str, param: str | None = None) -> RequestError:
     return RequestError(message, param=param)
 
@@ -253,6 +260,11 @@ def _tools(raws: list[msgspec.Raw] | tuple[()]) -> tuple[ToolDefinition, ...] | 
         return None
     out: list[ToolDefinition] = []
     for i, raw in enumerate(raws):
+        key = bytes(raw)
+        known = _TOOL_CACHE.get(key)
+        if known is not None:
+            out.append(known)
+            continue
         where = f"tools[{i}]"
         tool = _typed(raw, _Tool, where)
         if tool.type not in (None, "custom"):
@@ -262,10 +274,14 @@ def _tools(raws: list[msgspec.Raw] | tuple[()]) -> tuple[ToolDefinition, ...] | 
                 f"{where}.type",
             )
         try:
-            out.append(ToolDefinition(name=tool.name, description=tool.description,
-                                      parameters=tool.input_schema))  # fmt: skip
+            definition = ToolDefinition(name=tool.name, description=tool.description,
+                                        parameters=tool.input_schema)  # fmt: skip
         except ConfigurationError as exc:
             raise _bad(f"{where}: {exc}", where) from None
+        if len(_TOOL_CACHE) >= _TOOL_CACHE_SIZE:
+            _TOOL_CACHE.clear()
+        _TOOL_CACHE[key] = definition
+        out.append(definition)
     return tuple(out)
 
 
