@@ -739,3 +739,83 @@ def sdk_request_against(status: int, headers: dict[str, str], body: bytes) -> No
                              max_retries=0) as client:  # fmt: skip
         client.messages.create(model="smart", max_tokens=5,
                                messages=[{"role": "user", "content": "x"}])  # fmt: skip
+
+
+def test_interleaved_blocks_keep_their_indexes() -> None:
+    """Chat parallel calls interleaved with text (provider indexes 4, 2): each delta
+    goes to its block's index, and both readers rebuild the same content."""
+    body = (
+        Path(__file__).resolve().parents[1] / "docs" / "examples" / "interleaved.sse"
+    ).read_bytes()
+    events = mw.replay("openai-chat", body, model=backend("openai-chat"))
+    said = events.message
+    wire = render_events(events)
+    deltas = [d["index"] for n, d in sse(wire) if n == "content_block_delta"]
+    assert deltas != sorted(deltas)  # really interleaved on the wire
+    back = mw.replay(API_NAME, wire).message
+    assert [(c.id, c.raw_arguments) for c in back.tool_calls] == [
+        (c.id, c.raw_arguments) for c in said.tool_calls
+    ]
+    assert back.text == said.text
+    sdk = sdk_message(wire)
+    assert [b.type for b in sdk.content] == ["tool_use", "text", "tool_use"]
+    assert [b.input for b in sdk.content if b.type == "tool_use"] == [
+        c.arguments for c in said.tool_calls
+    ]
+
+
+def test_citations_of_another_api_are_built_as_this_apis_locations() -> None:
+    cites = [
+        mw.Citation(kind="url", url="https://example.com/a", title="A", cited_text="a fact"),
+        mw.Citation(kind="document", document="1", cited_text="b", start=3, end=9),
+    ]
+    script = [mw.TextContent(text="A cited answer.", citations=cites)]
+    api = "openai-responses"
+    events = mw.replay(api, render(script, api), model=backend(api))
+    got = [c for b in events.message.content if isinstance(b, mw.TextContent) for c in b.citations]
+    assert got and got[0].url == "https://example.com/a"
+    wire = render_events(events)
+    back = mw.replay(API_NAME, wire).message
+    (text,) = back.content
+    assert isinstance(text, mw.TextContent) and text.text == "A cited answer."
+    # An empty title reads as none; cited_text is a string here ("" for none).
+    assert [(c.kind, c.url, c.title, c.cited_text or None) for c in text.citations] == [
+        (c.kind, c.url, c.title or None, c.cited_text) for c in got
+    ]
+    sdk = sdk_message(wire)
+    assert [c.type for c in sdk.content[0].citations] == [
+        "web_search_result_location" if c.url is not None else "char_location" for c in got
+    ]
+
+
+def test_a_fallback_restart_continues_with_the_next_indexes() -> None:
+    """After a restart the next model's blocks follow what was already sent (a
+    client cannot take bytes back): open blocks are stopped, indexes go on."""
+    first = mw.replay("openai-chat", render("partial answer that", "openai-chat"))
+    cut = [e for e in first if not isinstance(e, mw.events.DoneEvent | mw.events.TextEndEvent)]
+    second = mw.replay("anthropic-messages", render(SCRIPTS["tools"], "anthropic-messages"))
+    restart = mw.events.RestartEvent(message=first.message)
+    wire = render_events([*cut, restart, *second[1:]])
+    sdk = sdk_message(wire)
+    assert [b.type for b in sdk.content] == ["text", "text", "tool_use", "tool_use"]
+    assert sdk.content[0].text == "partial answer that"
+    back = mw.replay(API_NAME, wire).message
+    assert back.stop_reason == "tool_use"
+    assert [c.id for c in back.tool_calls] == [c.id for c in second.message.tool_calls]
+
+
+def test_message_builds_citation_locations_the_sdk_accepts() -> None:
+    cites = [
+        mw.Citation(kind="url", url="https://example.com/a", title="A", cited_text="a fact"),
+        mw.Citation(kind="document", document="1", cited_text="b", start=3, end=9),
+    ]
+    msg = mw.AssistantMessage(content=[mw.TextContent(text="cited", citations=cites)],
+                              api="google-generative-ai", provider="g", model="m",
+                              stop_reason="stop")  # fmt: skip
+    whole = Message.model_validate_json(FRONTEND.message(gateway_request(), msg, "m1"))
+    block = whole.content[0]
+    assert block.type == "text" and block.citations is not None
+    web, doc = block.citations
+    assert web.type == "web_search_result_location" and web.url == "https://example.com/a"
+    assert doc.type == "char_location" and doc.document_index == 1
+    assert (doc.start_char_index, doc.end_char_index, doc.cited_text) == (3, 9, "b")
