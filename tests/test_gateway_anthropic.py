@@ -302,6 +302,12 @@ def test_parse_of_the_fields_beyond_the_encoder() -> None:
     assert req.options["cache"] is True and req.options["reasoning"] == "low"
     assert req.options["output"] == {"type": "object"}
     assert req.passthrough == {"stop_sequences": ["END"], "top_k": 5, "top_p": 0.9}
+    tool = {"name": "t", "input_schema": {"type": "object"}}
+    plain_tools = {**body, "system": "A.", "tools": [tool]}
+    assert parse(plain_tools).options["cache"] is False
+    marked = [tool, {**tool, "name": "u", "cache_control": {"type": "ephemeral"}}]
+    assert parse({**plain_tools, "tools": marked}).options["cache"] is True
+    assert parse(plain_tools).options["cache"] is False  # the tool cache keeps which one
     beta = parse({**body, "output_config": None,
                   "output_format": {"type": "json_schema", "schema": {"type": "array"}}})  # fmt: skip
     assert beta.options["output"] == {"type": "array"}
@@ -382,6 +388,7 @@ BAD = [
     ({"model": "m", "messages": []}, "max_tokens is missing"),
     ({"model": "m", "max_tokens": 1}, "messages is missing"),
     (base(max_tokens=0), "max_tokens must be an integer >= 1"),
+    (base(messages=[]), "messages must not be empty"),
     (base(max_tokens="9"), "max_tokens must be an integer"),
     (base(model=3), "model must be a string"),
     (base(stream="yes"), "stream must be a boolean"),

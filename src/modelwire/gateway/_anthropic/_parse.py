@@ -107,6 +107,7 @@ class _Tool(msgspec.Struct, gc=False):
     input_schema: dict[str, Any]
     description: str = ""
     type: str | None = None
+    cache_control: Any = None
 
 
 class _Text(msgspec.Struct, gc=False):
@@ -184,7 +185,7 @@ _EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", 
 #: Tool definitions by their request bytes: a client sends the same tools on every
 #: turn, and checking a schema's ``$ref`` s is most of the cost of a parse. Values are
 #: frozen and never changed by modelwire (encoding is pure, DESIGN §3 rule 9).
-_TOOL_CACHE: dict[bytes, ToolDefinition] = {}
+_TOOL_CACHE: dict[bytes, tuple[ToolDefinition, bool]] = {}
 _TOOL_CACHE_SIZE = 1024
 
 
@@ -219,10 +220,12 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     passthrough = {
         k: _any.decode(v) for k, v in fields.items() if k not in _KNOWN and k not in _IGNORED
     }
-    tools = _tools(req.tools or ())
+    if not req.messages:
+        raise _bad("messages must not be empty", "messages")
+    tools, tools_cached = _tools(req.tools or ())
     parser = _Conversation(req.model)
     messages = parser.messages(req.messages)
-    cache = parser.cache or _system_cached(req.system)
+    cache = parser.cache or tools_cached or _system_cached(req.system)
     try:
         context = Context(system_prompt=_system(req.system), messages=messages, tools=tools)
     except ConfigurationError as exc:  # pragma: no cover - every field was checked above
@@ -255,15 +258,20 @@ def _system_cached(system: str | list[_SystemBlock] | None) -> bool:
     return isinstance(system, list) and any(b.cache_control is not None for b in system)
 
 
-def _tools(raws: list[msgspec.Raw] | tuple[()]) -> tuple[ToolDefinition, ...] | None:
+def _tools(
+    raws: list[msgspec.Raw] | tuple[()],
+) -> tuple[tuple[ToolDefinition, ...] | None, bool]:
+    """The tools, and whether one set a cache breakpoint."""
     if not raws:
-        return None
+        return None, False
     out: list[ToolDefinition] = []
+    cached = False
     for i, raw in enumerate(raws):
         key = bytes(raw)
         known = _TOOL_CACHE.get(key)
         if known is not None:
-            out.append(known)
+            out.append(known[0])
+            cached = cached or known[1]
             continue
         where = f"tools[{i}]"
         tool = _typed(raw, _Tool, where)
@@ -280,9 +288,11 @@ def _tools(raws: list[msgspec.Raw] | tuple[()]) -> tuple[ToolDefinition, ...] | 
             raise _bad(f"{where}: {exc}", where) from None
         if len(_TOOL_CACHE) >= _TOOL_CACHE_SIZE:
             _TOOL_CACHE.clear()
-        _TOOL_CACHE[key] = definition
+        marked = tool.cache_control is not None
+        _TOOL_CACHE[key] = (definition, marked)
+        cached = cached or marked
         out.append(definition)
-    return tuple(out)
+    return tuple(out), cached
 
 
 def _tool_choice(
