@@ -275,3 +275,36 @@ async def test_pydantic_ai_anthropic_model(
     assert [r.api for r in requests] == [api, api]
     assert "file text" in requests[1].body.decode()
     assert {"path": "a.txt"} in _arguments(requests[1].json())
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["create", "stream"])
+@pytest.mark.parametrize("api", APIS)
+def test_structured_output(
+    api: str, stream: bool, backend: MockServer, client: anthropic.Anthropic
+) -> None:
+    """``output_config.format`` asks any backend for JSON of the schema, natively or
+    by a forced tool, and the client gets the JSON as text."""
+    from modelwire._apis._output_modes import output_mode
+    from modelwire._output._plan import OUTPUT_TOOL
+
+    schema = {"type": "object", "properties": {"city": {"type": "string"}},
+              "required": ["city"], "additionalProperties": False}  # fmt: skip
+    value = {"city": "Zürich"}
+    route = mw.Model(id=f"mock-{api}", api=api, provider=api, base_url="http://127.0.0.1:9")
+    if output_mode(route) == "tool":
+        backend.add(mw.ToolCall(id="call_out_1", name=OUTPUT_TOOL, arguments=value))
+    else:
+        backend.add(json.dumps(value, ensure_ascii=False))
+    kw: dict[str, Any] = {"model": api, "max_tokens": 200,
+                          "messages": [{"role": "user", "content": "where?"}],
+                          "extra_body": {"output_config": {"format": {
+                              "type": "json_schema", "schema": schema}}}}  # fmt: skip
+    if stream:
+        with client.messages.stream(**kw) as s:
+            message = s.get_final_message()
+    else:
+        message = client.messages.create(**kw)
+    assert message.stop_reason == "end_turn"
+    (block,) = message.content
+    assert block.type == "text" and json.loads(block.text) == value
+    assert "city" in backend.requests[-1].body.decode()  # the schema reached the backend

@@ -21,6 +21,7 @@ from typing import Any
 import msgspec
 
 from ..._apis._common import block_as_text
+from ..._output._plan import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
     CitationEvent,
@@ -151,7 +152,7 @@ class Renderer:
     """One streamed answer: :meth:`feed` each event, write what it returns."""
 
     __slots__ = ("_args", "_closed", "_delta", "_head", "_index", "_next", "_open",
-                 "_origin", "_started")  # fmt: skip
+                 "_origin", "_output", "_started")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._head = (
@@ -168,6 +169,9 @@ class Renderer:
         self._open: dict[int, bytes] = {}  # started, not stopped
         self._args: set[int] = set()  # tool calls whose arguments were streamed
         self._origin: tuple[str, str, str] | None = None  # api, provider, model
+        # Structured output asked for by a forced tool (the backend's output mode):
+        # that call's arguments are the answer, streamed as the text they are.
+        self._output = "output" in request.options
 
     def feed(self, event: Event) -> bytes:
         """The bytes ``event`` becomes (``b""`` for events with no form here)."""
@@ -296,6 +300,9 @@ class Renderer:
         ci = event.content_index
         block = event.partial.content[ci]
         call_id, name = (block.id, block.name) if isinstance(block, ToolCall) else ("", "")
+        if self._output and name == OUTPUT_TOOL:
+            i = self._allot(ci, _TEXT_DELTA)
+            return _START + i + _TEXT_START
         i = self._allot(ci, _ARGS_DELTA)
         return (_START + i + b',"content_block":{"type":"tool_use","id":' + _enc(call_id)
                 + b',"name":' + _enc(name) + b',"input":{}}}\n\n')  # fmt: skip
