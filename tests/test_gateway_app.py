@@ -280,6 +280,36 @@ def test_fallback_moves_to_the_next_model(backend: MockServer) -> None:
     assert backend.requests[0].json()["model"] == "m2"
 
 
+def test_each_model_of_a_fallback_gets_its_own_key(
+    backend: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GW_KEY_A", "sk-backend-a")
+    monkeypatch.setenv("GW_KEY_B", "sk-backend-b")
+    with MockServer([error_reply(503, "down")], repeat_last=True) as down:
+        backend.add("from b", "from b again")
+        cfg = {
+            "models": {
+                "a": {"api": "openai-chat", "id": "m1", "base_url": down.origin + "/v1",
+                      "api_key_env": "GW_KEY_A"},
+                "b": {"api": "anthropic-messages", "id": "m2", "base_url": backend.origin + "/v1",
+                      "api_key_env": "GW_KEY_B"},
+                "local": {"api": "openai-chat", "id": "m3", "base_url": backend.origin + "/v1"},
+                "both": {"fallback": ["a", "b"]},
+                "mixed": {"fallback": ["local", "b"]},
+            },
+            "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+        }  # fmt: skip
+        with serving(cfg) as gw:
+            r = post(gw, {"model": "both", "prompt": "hi", "stream": True})
+            mixed = post(gw, {"model": "mixed", "prompt": "hi"})
+    assert r.status_code == 200, r.text
+    assert {q.headers["authorization"] for q in down.requests} == {"Bearer sk-backend-a"}
+    assert backend.requests[0].headers["x-api-key"] == "sk-backend-b"
+    assert mixed.status_code == 500
+    assert "local" in mixed.json()["error"]["message"]
+    assert "sk-backend" not in r.text + mixed.text
+
+
 # --------------------------------------------------------------------------- limits
 
 
@@ -473,3 +503,86 @@ def test_app_without_front_end_modules_still_serves_models(backend: MockServer) 
         missing = httpx.post(gw.base_url + "/v1/chat/completions", headers=AUTH, json={})
     assert r.status_code == 200
     assert missing.status_code == 404
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli_env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+
+
+def test_modelwire_serve_serves_until_interrupted(backend: MockServer, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    port = _free_port()
+    path = tmp_path / "gateway.toml"
+    path.write_text(f"""
+[models.smart]
+api = "openai-chat"
+id = "mock-model"
+base_url = "{backend.origin}/v1"
+
+[keys.team-a]
+key_sha256 = "{hash_key(KEY)}"
+models = ["*"]
+""")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelwire", "serve", "--config", str(path), "--port", str(port)],
+        env=_cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers=AUTH, timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "modelwire serve did not start"
+                time.sleep(0.1)
+        assert [m["id"] for m in r.json()["data"]] == ["smart"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and KEY not in err
+
+
+def test_modelwire_serve_usage_errors(tmp_path: Path) -> None:
+    def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "modelwire", "serve", *args], input=stdin,
+                              capture_output=True, text=True, env=_cli_env(), timeout=60)  # fmt: skip
+
+    no_config = cli()
+    assert no_config.returncode == 2 and "--config FILE" in no_config.stderr
+    empty = cli("--hash-key")
+    assert empty.returncode == 2 and "stdin" in empty.stderr
+    assert cli("--hash-key", stdin="abc\n").stdout.strip() == hash_key("abc")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[models.x]\napi = "nope"\n')
+    wrong = cli("--config", str(bad))
+    assert wrong.returncode == 2
+    assert "models.x.api must be one of" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_serving_without_uvicorn_says_which_extra(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['uvicorn'] = None\n"
+            "from modelwire._cli import main\n"
+            "sys.exit(main(['serve', '--config', sys.argv[1]]))")  # fmt: skip
+    path = tmp_path / "gateway.toml"
+    path.write_text(f'[models.m]\napi = "openai-chat"\nid = "m"\nbase_url = "http://127.0.0.1:1/v1"\n'
+                    f'[keys.k]\nkey_sha256 = "{hash_key(KEY)}"\nmodels = ["*"]\n')  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                         env=_cli_env(), timeout=60)  # fmt: skip
+    assert out.returncode == 2
+    assert "pip install 'modelwire[gateway]'" in out.stderr

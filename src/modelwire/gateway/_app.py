@@ -268,7 +268,10 @@ class Gateway:
         finally:
             state["done"] = True
             watcher.cancel()
-            await s.aclose()
+            if ex.message is None:
+                await s.aclose()  # not ended (an exception here): abort, close the connection
+            # Ended: the stream reads the rest of the body on its own, briefly, so the
+            # backend connection goes back to the pool (aclose() would cut that short).
             if ex.message is not None:
                 await self._settle(key, ex.message)
 
@@ -404,6 +407,30 @@ class Gateway:
             extra = dict(options.get("extra_body") or {})
             extra.update(req.passthrough)
             options["extra_body"] = extra
+        if route.members:
+            keys = [self._key_for(self.config.models[m]) for m in route.members]
+            if any(k is not None for k in keys):
+                missing = [m for m, k in zip(route.members, keys, strict=True) if k is None]
+                if missing:
+                    raise RequestError(
+                        f"the fallback {route.name!r} mixes models with an API key and "
+                        f"without one ({', '.join(missing)}); give each an api_key_env",
+                        status=500, kind="server",
+                    )  # fmt: skip
+                options["api_key"] = _InOrder([k for k in keys if k is not None])
+        else:
+            key = self._key_for(route)
+            if key is not None:
+                options["api_key"] = key
+        if "http_client" not in options:
+            options["http_client"] = self._http_client()
+        return options
+
+    def _key_for(self, route: ModelRoute) -> str | None:
+        """The backend key of one model, read now: its ``api_key_env``, else its
+        provider's own variable (``None``: a server that needs none)."""
+        model = route.target
+        assert isinstance(model, Model)
         if route.api_key_env is not None:
             value = os.environ.get(route.api_key_env)
             if not value:
@@ -411,10 +438,18 @@ class Gateway:
                     f"the gateway has no API key for model {route.name!r}: the environment "
                     f"variable {route.api_key_env} is not set", status=500, kind="server",
                 )  # fmt: skip
-            options["api_key"] = value
-        if "http_client" not in options:
-            options["http_client"] = self._http_client()
-        return options
+            return value
+        from .._options import resolve_api_key
+
+        try:
+            return resolve_api_key(model.provider, None)
+        except MissingAPIKeyError as exc:
+            raise RequestError(
+                f"the gateway has no API key for model {route.name!r}: the environment "
+                f"variable {exc.env_var} is not set", status=500, kind="server",
+            ) from None  # fmt: skip
+        except ConfigurationError as exc:  # a malformed value: named, never shown
+            raise RequestError(exc.message, status=500, kind="server") from None
 
     # ------------------------------------------------------------------ /v1/models
 
@@ -585,6 +620,27 @@ async def _watch_disconnect(receive: Receive, s: Any, state: dict[str, bool]) ->
                 state["gone"] = True
                 s.abort()  # ends the stream as aborted and closes the backend connection
             return
+
+
+class _InOrder:
+    """A Fallback's keys, one per model: ``modelwire.stream`` resolves a Fallback's
+    options model by model, in order (``modelwire._client._plan``), calling a
+    callable ``api_key`` once for each; the gateway test of a fallback whose models
+    read different variables checks that each got its own."""
+
+    __slots__ = ("_keys", "_next")
+
+    def __init__(self, keys: list[str]) -> None:
+        self._keys = keys
+        self._next = 0
+
+    def __call__(self) -> str:
+        key = self._keys[min(self._next, len(self._keys) - 1)]
+        self._next += 1
+        return key
+
+    def __repr__(self) -> str:
+        return f"_InOrder([redacted] x {len(self._keys)})"
 
 
 def _adopted(route: ModelRoute, req: GatewayRequest, fe: Frontend) -> Context:
