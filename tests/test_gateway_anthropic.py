@@ -24,6 +24,8 @@ import pydantic
 import pytest
 from anthropic.lib.streaming._messages import accumulate_event
 from anthropic.types import Message, RawMessageStreamEvent
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire import errors
@@ -826,3 +828,35 @@ def test_message_builds_citation_locations_the_sdk_accepts() -> None:
     assert web.type == "web_search_result_location" and web.url == "https://example.com/a"
     assert doc.type == "char_location" and doc.document_index == 1
     assert (doc.start_char_index, doc.end_char_index, doc.cited_text) == (3, 9, "b")
+
+
+_TEXT = st.text(st.characters(exclude_categories=["Cs"]), min_size=1, max_size=40)
+_ARGS = st.dictionaries(st.text(max_size=8), st.one_of(_TEXT, st.integers(), st.booleans()),
+                        max_size=4)  # fmt: skip
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    api=st.sampled_from(APIS),
+    blocks=st.lists(st.one_of(_TEXT, _ARGS), min_size=1, max_size=4),
+    pieces=st.integers(1, 9),
+)
+def test_any_answer_reads_back_the_same(api: str, blocks: list[Any], pieces: int) -> None:
+    """Any mix of text and tool calls from any backend API: modelwire's Anthropic
+    decoder and the SDK read back the backend's text, call ids and arguments."""
+    script = [b if isinstance(b, str) else tool_call("fn", b, id=f"call_{i}")
+              for i, b in enumerate(blocks)]  # fmt: skip
+    events = mw.replay(api, render(script, api, piece_chars=pieces), model=backend(api))
+    said = events.message
+    wire = render_events(events)
+    back = mw.replay(API_NAME, wire).message
+    assert back.stop_reason == said.stop_reason
+    assert back.text == said.text
+    assert [(c.name, c.arguments, c.raw_arguments) for c in back.tool_calls] == [
+        (c.name, c.arguments, c.raw_arguments) for c in said.tool_calls
+    ]
+    sdk = sdk_message(wire)
+    assert "".join(b.text for b in sdk.content if b.type == "text") == said.text
+    assert [b.input for b in sdk.content if b.type == "tool_use"] == [
+        c.arguments for c in said.tool_calls
+    ]
