@@ -399,6 +399,7 @@ BAD = [
     (base(messages=[{"role": "user"}]), "messages[0].content is missing"),
     (base(messages=[{"role": "user", "content": 5}]), "messages[0].content must be"),
     (user({"type": "text", "text": 5}), "messages[0].content[0].text must be a string"),
+    (user({"type": "text", "text": "a"}, {"type": "text"}), "messages[0].content[1].text is missing"),
     (user({"text": "x"}), "messages[0].content[0].type is missing"),
     (user({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}),
      "messages[0].content[0].source.type 'url': the gateway forwards images as base64"),
@@ -444,6 +445,8 @@ def test_bad_requests_name_the_field(body: dict[str, Any] | bytes, message: str)
     err = info.value
     assert err.status == 400 and err.kind == "invalid_request"
     assert message in err.message
+    if err.param is not None:  # the path the message names
+        assert err.message.startswith(err.param) or f" {err.param}" in err.message
     status, headers, data = FRONTEND.error(err)
     assert status == 400 and headers == {}
     assert json.loads(data) == {"type": "error", "error": {"type": "invalid_request_error",
@@ -860,3 +863,20 @@ def test_any_answer_reads_back_the_same(api: str, blocks: list[Any], pieces: int
     assert [b.input for b in sdk.content if b.type == "tool_use"] == [
         c.arguments for c in said.tool_calls
     ]
+
+
+@pytest.mark.parametrize(
+    ("body", "param"),
+    [
+        (user({"type": "text", "text": 5}), "messages[0].content[0].text"),
+        (base(max_tokens=0), "max_tokens"),
+        ({"model": "m", "messages": []}, "max_tokens"),
+        (base(tool_choice={"type": "tool"}), "tool_choice.name"),
+        (user({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}),
+         "messages[0].content[0].source.type"),  # fmt: skip
+    ],
+)
+def test_a_bad_request_names_its_field_in_param(body: dict[str, Any], param: str) -> None:
+    with pytest.raises(RequestError) as info:
+        parse(body)
+    assert info.value.param == param

@@ -201,7 +201,9 @@ def _typed(raw: msgspec.Raw | bytes, tp: type[T], where: str) -> T:
         value: T = dec.decode(raw)
     except msgspec.ValidationError as exc:
         text = _path_message(exc)
-        raise _bad(f"{where}.{text}" if where else text, where or None) from None
+        text = f"{where}.{text}" if where else text
+        # The message starts with the field's path: "messages[2].content[0].text must…"
+        raise _bad(text, text.split(" ", 1)[0].rstrip(":")) from None
     return value
 
 
