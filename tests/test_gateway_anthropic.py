@@ -872,8 +872,10 @@ def test_any_answer_reads_back_the_same(api: str, blocks: list[Any], pieces: int
         (base(max_tokens=0), "max_tokens"),
         ({"model": "m", "messages": []}, "max_tokens"),
         (base(tool_choice={"type": "tool"}), "tool_choice.name"),
-        (user({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}),
-         "messages[0].content[0].source.type"),  # fmt: skip
+        (
+            user({"type": "image", "source": {"type": "url", "url": "https://x/a.png"}}),
+            "messages[0].content[0].source.type",
+        ),
     ],
 )
 def test_a_bad_request_names_its_field_in_param(body: dict[str, Any], param: str) -> None:
