@@ -308,3 +308,20 @@ def test_structured_output(
     (block,) = message.content
     assert block.type == "text" and json.loads(block.text) == value
     assert "city" in backend.requests[-1].body.decode()  # the schema reached the backend
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_backend_stream_cut_mid_answer_is_a_failure_for_the_client(
+    api: str, backend: MockServer, client: anthropic.Anthropic
+) -> None:
+    from modelwire.testing import Reply
+
+    full = render("a long answer " * 20, api)
+    backend.add(Reply(message="a long answer " * 20, cut_after=len(full) // 2))
+    seen: list[str] = []
+    stream = client.messages.stream(model=api, max_tokens=100,
+                                    messages=[{"role": "user", "content": "go"}])  # fmt: skip
+    with pytest.raises(anthropic.APIStatusError) as info, stream as s:
+        seen.extend(s.text_stream)
+    assert seen, "the answer began before the cut"
+    assert info.value.body["error"]["type"] == "api_error"  # type: ignore[index]
