@@ -1,0 +1,550 @@
+"""An Anthropic Messages request body → a :class:`GatewayRequest`.
+
+The inverse of :mod:`modelwire._apis.anthropic_messages` (``build_body``): the
+fields of ``POST /v1/messages`` (https://docs.anthropic.com/en/api/messages) are
+decoded with typed msgspec structs, one block at a time, so a wrong value is named
+by its path (``messages[2].content[0].text must be a string``). The field table is
+in the package docstring and ``docs/gateway-anthropic.md``.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
+
+import msgspec
+
+from ..._apis._common import _path_message
+from ..._apis.anthropic_messages._whole import SERVER_CALLS, citation, whole_kind
+from ...errors import ConfigurationError, MalformedChunkError
+from ...types import (
+    AssistantContent,
+    AssistantMessage,
+    Citation,
+    Context,
+    DocumentContent,
+    ImageContent,
+    Message,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolDefinition,
+    ToolResultMessage,
+    UserContent,
+    UserMessage,
+)
+from .._frontend import GatewayRequest, RequestError
+from .._origin import CLIENT_PROVIDER, Origin, unseal
+
+__all__ = ["API_NAME", "parse"]
+
+API_NAME = "anthropic-messages"
+T = TypeVar("T")
+
+# --------------------------------------------------------------------------- schemas
+# Unknown fields inside these objects are ignored (forward compatible); a top-level
+# field that is not here goes to ``passthrough``.
+
+
+class _SystemBlock(msgspec.Struct, gc=False):
+    type: Literal["text"]
+    text: str
+    cache_control: Any = None
+
+
+class _ToolChoice(msgspec.Struct, gc=False):
+    type: Literal["auto", "any", "tool", "none"]
+    name: str | None = None
+    disable_parallel_tool_use: bool | None = None
+
+
+class _Thinking(msgspec.Struct, gc=False):
+    type: Literal["enabled", "disabled", "adaptive"]
+    budget_tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
+
+
+class _Format(msgspec.Struct, gc=False):
+    type: Literal["json_schema"]
+    schema: dict[str, Any]
+
+
+class _OutputConfig(msgspec.Struct, gc=False):
+    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
+    format: _Format | None = None
+
+
+class _Message(msgspec.Struct, gc=False):
+    role: Literal["user", "assistant"]
+    content: str | list[msgspec.Raw]
+
+
+class _Request(msgspec.Struct, gc=False):
+    model: str
+    messages: list[_Message]
+    max_tokens: Annotated[int, msgspec.Meta(ge=1)]
+    system: str | list[_SystemBlock] | None = None
+    stream: bool = False
+    temperature: float | None = None
+    tools: list[msgspec.Raw] | None = None
+    tool_choice: _ToolChoice | None = None
+    thinking: _Thinking | None = None
+    output_config: _OutputConfig | None = None
+    output_format: _Format | None = None  # the structured-outputs beta's spelling
+    metadata: dict[str, Any] | None = None
+
+
+class _Head(msgspec.Struct, gc=False):
+    type: str
+    cache_control: Any = None
+
+
+class _Tool(msgspec.Struct, gc=False):
+    name: str
+    input_schema: dict[str, Any]
+    description: str = ""
+    type: str | None = None
+    cache_control: Any = None
+
+
+class _Text(msgspec.Struct, gc=False):
+    text: str
+    citations: list[msgspec.Raw] | None = None
+
+
+class _Source(msgspec.Struct, gc=False):
+    type: str
+    media_type: str | None = None
+    data: str | None = None
+    url: str | None = None
+    file_id: str | None = None
+
+
+class _Image(msgspec.Struct, gc=False):
+    source: _Source
+
+
+class _Document(msgspec.Struct, gc=False):
+    source: _Source
+    title: str | None = None
+    context: str | None = None
+    citations: dict[str, Any] | None = None
+
+
+class _ToolResult(msgspec.Struct, gc=False):
+    tool_use_id: str
+    content: str | list[msgspec.Raw] = ""
+    is_error: bool = False
+
+
+class _ThinkingBlock(msgspec.Struct, gc=False):
+    thinking: str
+    signature: str
+
+
+class _Redacted(msgspec.Struct, gc=False):
+    data: str
+
+
+class _ToolUse(msgspec.Struct, gc=False):
+    id: str
+    name: str
+    input: msgspec.Raw
+
+
+class _ServerCall(msgspec.Struct, gc=False):
+    id: str
+    name: str
+    input: dict[str, Any] = {}
+
+
+class _ServerResult(msgspec.Struct, gc=False):
+    tool_use_id: str
+    content: Any = None
+    is_error: bool | None = None
+
+
+_KNOWN = frozenset(_Request.__struct_fields__)
+# ``metadata.user_id`` only tags requests for abuse detection: harmless to drop.
+_IGNORED = frozenset({"metadata"})
+_keys = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_request = msgspec.json.Decoder(_Request)
+_decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
+_any = msgspec.json.Decoder()
+
+#: ``thinking.budget_tokens`` → reasoning level: the largest level whose budget
+#: (``THINKING_BUDGETS`` of the encoder) the request's budget reaches.
+_LEVELS = (("xhigh", 32000), ("high", 16384), ("medium", 8192), ("low", 2048), ("minimal", 1024))
+#: ``output_config.effort`` → reasoning level (the inverse of ``ADAPTIVE_EFFORTS``).
+_EFFORTS = {"low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "xhigh"}
+
+
+#: Tool definitions by their request bytes: a client sends the same tools on every
+#: turn, and checking a schema's ``$ref`` s is most of the cost of a parse. Values are
+#: frozen and never changed by modelwire (encoding is pure, DESIGN §3 rule 9).
+_TOOL_CACHE: dict[bytes, tuple[ToolDefinition, bool]] = {}
+_TOOL_CACHE_SIZE = 1024
+
+
+def _bad(message: str, param: str | None = None) -> RequestError:
+    return RequestError(message, param=param)
+
+
+def _typed(raw: msgspec.Raw | bytes, tp: type[T], where: str) -> T:
+    dec = _decoders.get(tp)
+    if dec is None:
+        dec = _decoders[tp] = msgspec.json.Decoder(tp)
+    try:
+        value: T = dec.decode(raw)
+    except msgspec.ValidationError as exc:
+        text = _path_message(exc)
+        text = f"{where}.{text}" if where else text
+        # The message starts with the field's path: "messages[2].content[0].text must…"
+        raise _bad(text, text.split(" ", 1)[0].rstrip(":")) from None
+    return value
+
+
+def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
+    """The request, or :class:`RequestError` (400) naming the field at fault.
+
+    ``headers`` are not read: ``anthropic-version`` has one value and
+    ``anthropic-beta`` flags are set by modelwire's encoder for what it sends."""
+    try:
+        fields = _keys.decode(body)
+    except msgspec.ValidationError:
+        raise _bad("the request body must be a JSON object") from None
+    except msgspec.DecodeError as exc:
+        raise _bad(f"the request body is not valid JSON ({exc})") from None
+    req = _typed(body, _Request, "")
+    passthrough = {
+        k: _any.decode(v) for k, v in fields.items() if k not in _KNOWN and k not in _IGNORED
+    }
+    if not req.messages:
+        raise _bad("messages must not be empty", "messages")
+    tools, tools_cached = _tools(req.tools or ())
+    parser = _Conversation(req.model)
+    messages = parser.messages(req.messages)
+    cache = parser.cache or tools_cached or _system_cached(req.system)
+    try:
+        context = Context(system_prompt=_system(req.system), messages=messages, tools=tools)
+    except ConfigurationError as exc:  # pragma: no cover - every field was checked above
+        raise _bad(str(exc)) from None
+    options: dict[str, Any] = {"max_tokens": req.max_tokens, "cache": cache}
+    if req.temperature is not None:
+        options["temperature"] = req.temperature
+    options.update(_tool_choice(req.tool_choice, tools))
+    reasoning = _reasoning(req.thinking, req.output_config)
+    if reasoning is not None:
+        options["reasoning"] = reasoning
+    fmt = req.output_config.format if req.output_config is not None else None
+    fmt = fmt or req.output_format
+    if fmt is not None:
+        options["output"] = fmt.schema
+    return GatewayRequest(
+        model=req.model, context=context, options=options, stream=req.stream,
+        passthrough=passthrough,
+    )  # fmt: skip
+
+
+def _system(system: str | list[_SystemBlock] | None) -> str | None:
+    if system is None or isinstance(system, str):
+        return system or None
+    # Several blocks (prompt-caching breakpoints) become one prompt.
+    return "\n".join(b.text for b in system) or None
+
+
+def _system_cached(system: str | list[_SystemBlock] | None) -> bool:
+    return isinstance(system, list) and any(b.cache_control is not None for b in system)
+
+
+def _tools(
+    raws: list[msgspec.Raw] | tuple[()],
+) -> tuple[tuple[ToolDefinition, ...] | None, bool]:
+    """The tools, and whether one set a cache breakpoint."""
+    if not raws:
+        return None, False
+    out: list[ToolDefinition] = []
+    cached = False
+    for i, raw in enumerate(raws):
+        key = bytes(raw)
+        known = _TOOL_CACHE.get(key)
+        if known is not None:
+            out.append(known[0])
+            cached = cached or known[1]
+            continue
+        where = f"tools[{i}]"
+        tool = _typed(raw, _Tool, where)
+        if tool.type not in (None, "custom"):
+            raise _bad(
+                f"{where}.type {tool.type!r} is an Anthropic server tool; the gateway "
+                "forwards client tools only (name, description, input_schema)",
+                f"{where}.type",
+            )
+        try:
+            definition = ToolDefinition(name=tool.name, description=tool.description,
+                                        parameters=tool.input_schema)  # fmt: skip
+        except ConfigurationError as exc:
+            raise _bad(f"{where}: {exc}", where) from None
+        if len(_TOOL_CACHE) >= _TOOL_CACHE_SIZE:
+            _TOOL_CACHE.clear()
+        marked = tool.cache_control is not None
+        _TOOL_CACHE[key] = (definition, marked)
+        cached = cached or marked
+        out.append(definition)
+    return tuple(out), cached
+
+
+def _tool_choice(
+    choice: _ToolChoice | None, tools: tuple[ToolDefinition, ...] | None
+) -> dict[str, Any]:
+    if choice is None:
+        return {}
+    out: dict[str, Any] = {}
+    if choice.type == "tool":
+        if choice.name is None:
+            raise _bad("tool_choice.name is missing (type tool)", "tool_choice.name")
+        if choice.name not in {t.name for t in tools or ()}:
+            raise _bad(f"tool_choice.name {choice.name!r} is not one of tools", "tool_choice.name")
+        out["tool_choice"] = {"name": choice.name}
+    else:
+        out["tool_choice"] = {"auto": "auto", "any": "required", "none": "none"}[choice.type]
+    if choice.disable_parallel_tool_use:
+        out["parallel_tool_calls"] = False
+    return out
+
+
+def _reasoning(thinking: _Thinking | None, config: _OutputConfig | None) -> str | None:
+    effort = config.effort if config is not None else None
+    if thinking is None or thinking.type == "disabled":
+        # Effort without thinking still asks for that much reasoning.
+        return _EFFORTS[effort] if effort is not None and thinking is None else None
+    if thinking.type == "adaptive":
+        return _EFFORTS[effort] if effort is not None else "high"  # the API's default effort
+    budget = thinking.budget_tokens
+    if budget is None:
+        raise _bad("thinking.budget_tokens is missing (type enabled)", "thinking.budget_tokens")
+    for level, least in _LEVELS:
+        if budget >= least:
+            return level
+    raise _bad("thinking.budget_tokens must be >= 1024", "thinking.budget_tokens")
+
+
+class _Conversation:
+    """Messages, with the tool names that ``tool_result`` blocks answer."""
+
+    __slots__ = ("cache", "model", "names")
+
+    def __init__(self, model: str) -> None:
+        self.model = model
+        self.names: dict[str, str] = {}  # tool_use id → tool name
+        self.cache = False  # a cache_control breakpoint was set on some block
+
+    def messages(self, messages: list[_Message]) -> list[Message]:
+        out: list[Message] = []
+        for i, m in enumerate(messages):
+            where = f"messages[{i}].content"
+            if m.role == "assistant":
+                out.append(self._assistant(m.content, where))
+            else:
+                out.extend(self._user(m.content, where))
+        return out
+
+    def _head(self, raw: msgspec.Raw, where: str) -> str:
+        head = _typed(raw, _Head, where)
+        if head.cache_control is not None:
+            self.cache = True
+        return head.type
+
+    # ----------------------------------------------------------------- user turns
+
+    def _user(self, content: str | list[msgspec.Raw], where: str) -> list[Message]:
+        """Tool results become ``ToolResultMessage`` s, the rest one ``UserMessage``
+        after them (the encoder merges them back into one user turn)."""
+        if isinstance(content, str):
+            return [UserMessage(content=content)]
+        results: list[Message] = []
+        blocks: list[UserContent] = []
+        for j, raw in enumerate(content):
+            at = f"{where}[{j}]"
+            t = self._head(raw, at)
+            if t == "tool_result":
+                results.append(self._tool_result(raw, at))
+            else:
+                blocks.append(self._user_block(t, raw, at))
+        if blocks or not results:
+            results.append(UserMessage(content=blocks))
+        return results
+
+    def _user_block(self, t: str, raw: msgspec.Raw, where: str) -> UserContent:
+        if t == "text":
+            return TextContent(text=_typed(raw, _Text, where).text)
+        if t == "image":
+            return _image(_typed(raw, _Image, where).source, f"{where}.source")
+        if t == "document":
+            return _document(_typed(raw, _Document, where), where)
+        raise _bad(
+            f"{where}.type {t!r} is not a user content block the gateway forwards "
+            "(text, image, document, tool_result)",
+            f"{where}.type",
+        )
+
+    def _tool_result(self, raw: msgspec.Raw, where: str) -> ToolResultMessage:
+        block = _typed(raw, _ToolResult, where)
+        name = self.names.get(block.tool_use_id)
+        if name is None:
+            raise _bad(
+                f"{where}.tool_use_id {block.tool_use_id!r} answers no tool_use block of "
+                "an earlier assistant turn",
+                f"{where}.tool_use_id",
+            )
+        content: list[UserContent] = []
+        if isinstance(block.content, str):
+            if block.content:
+                content.append(TextContent(text=block.content))
+        else:
+            for k, part in enumerate(block.content):
+                at = f"{where}.content[{k}]"
+                t = self._head(part, at)
+                if t == "tool_result":
+                    raise _bad(f"{at}.type 'tool_result' cannot be nested", f"{at}.type")
+                content.append(self._user_block(t, part, at))
+        return ToolResultMessage(tool_call_id=block.tool_use_id, tool_name=name,
+                                 content=content, is_error=block.is_error)  # fmt: skip
+
+    # ------------------------------------------------------------ assistant turns
+
+    def _assistant(self, content: str | list[msgspec.Raw], where: str) -> AssistantMessage:
+        """The turn; when a thinking block carries a sealed origin, the turn is that
+        origin's (api/provider/model), so its signatures go back only there."""
+        if isinstance(content, str):
+            return self._finish([TextContent(text=content)] if content else [], None)
+        blocks: list[AssistantContent] = []
+        origin: Origin | None = None
+        for j, raw in enumerate(content):
+            at = f"{where}[{j}]"
+            t = self._head(raw, at)
+            if t == "text":
+                text = _typed(raw, _Text, at)
+                cites = [_citation(c, f"{at}.citations[{k}]")
+                         for k, c in enumerate(text.citations or ())]  # fmt: skip
+                blocks.append(TextContent(text=text.text, citations=cites))
+            elif t == "thinking" or t == "redacted_thinking":
+                block, sealed = _thinking(t, raw, at)
+                origin = origin or sealed
+                blocks.append(block)
+            elif t == "tool_use":
+                blocks.append(self._tool_use(raw, at))
+            else:
+                blocks.append(self._whole(t, raw, at))
+        return self._finish(blocks, origin)
+
+    def _finish(self, blocks: list[AssistantContent], origin: Origin | None) -> AssistantMessage:
+        calls = any(isinstance(b, ToolCall) for b in blocks)
+        api, provider, model = (
+            (origin.api, origin.provider, origin.model)
+            if origin is not None else (API_NAME, CLIENT_PROVIDER, self.model)
+        )  # fmt: skip
+        return AssistantMessage(content=blocks, api=api, provider=provider, model=model,
+                                stop_reason="tool_use" if calls else "stop")  # fmt: skip
+
+    def _tool_use(self, raw: msgspec.Raw, where: str) -> ToolCall:
+        block = _typed(raw, _ToolUse, where)
+        # The input object's exact text is kept: it is what a backend is sent back.
+        text = bytes(block.input).decode("utf-8")
+        try:
+            value = msgspec.json.decode(block.input)
+        except msgspec.DecodeError:  # pragma: no cover - Raw spans valid JSON
+            value = None
+        if not isinstance(value, dict):
+            raise _bad(f"{where}.input must be an object", f"{where}.input")
+        if not block.id:
+            raise _bad(f"{where}.id must not be empty", f"{where}.id")
+        self.names[block.id] = block.name
+        return ToolCall(id=block.id, name=block.name, arguments=value, raw_arguments=text)
+
+    def _whole(self, t: str, raw: msgspec.Raw, where: str) -> AssistantContent:
+        """Server-tool blocks and other block types, kept byte for byte (replayed
+        only to an Anthropic backend; ``mw.handoff`` turns them into text for others)."""
+        text = bytes(raw).decode("utf-8")
+        kind = whole_kind(t)
+        if t in SERVER_CALLS:
+            call = _typed(raw, _ServerCall, where)
+            self.names.setdefault(call.id, call.name)
+            return ServerToolCall(id=call.id, name=call.name, input=call.input,
+                                  provider_type=t, raw=text)  # fmt: skip
+        if kind == "result":
+            res = _typed(raw, _ServerResult, where)
+            failed = res.is_error
+            if failed is None:
+                ctype = res.content.get("type") if isinstance(res.content, dict) else None
+                failed = isinstance(ctype, str) and ctype.endswith("_error")
+            return ServerToolResult(tool_call_id=res.tool_use_id, provider_type=t,
+                                    result=res.content, is_error=failed,
+                                    name=self.names.get(res.tool_use_id), raw=text)  # fmt: skip
+        return ProviderItem(api=API_NAME, provider_type=t, data=text)
+
+
+def _citation(raw: msgspec.Raw, where: str) -> Citation:
+    try:
+        return citation(raw, where, "request")
+    except MalformedChunkError as exc:
+        raise _bad(str(exc).removeprefix("malformed request: "), where) from None
+
+
+def _thinking(t: str, raw: msgspec.Raw, where: str) -> tuple[ThinkingContent, Origin | None]:
+    if t == "redacted_thinking":
+        data = _typed(raw, _Redacted, where).data
+        origin = unseal(data)
+        if origin is None:
+            return ThinkingContent(thinking="", signature=data, redacted=True), None
+        return ThinkingContent(thinking="", signature=origin.signature,
+                               redacted=origin.redacted), origin  # fmt: skip
+    block = _typed(raw, _ThinkingBlock, where)
+    origin = unseal(block.signature)
+    if origin is None:
+        return ThinkingContent(thinking=block.thinking, signature=block.signature or None), None
+    return ThinkingContent(thinking=block.thinking, signature=origin.signature,
+                           redacted=origin.redacted), origin  # fmt: skip
+
+
+def _image(source: _Source, where: str) -> ImageContent:
+    if source.type != "base64":
+        raise _bad(
+            f"{where}.type {source.type!r}: the gateway forwards images as base64 data "
+            "only; send the image bytes in a base64 source",
+            f"{where}.type",
+        )
+    if source.media_type is None or source.data is None:
+        field = "media_type" if source.media_type is None else "data"
+        raise _bad(f"{where}.{field} is missing", f"{where}.{field}")
+    return ImageContent(data=source.data, mime_type=source.media_type)
+
+
+def _document(doc: _Document, where: str) -> DocumentContent:
+    if doc.context is not None:
+        raise _bad(f"{where}.context cannot be forwarded; put it in a text block",
+                   f"{where}.context")  # fmt: skip
+    if doc.citations is not None and doc.citations.get("enabled"):
+        raise _bad(f"{where}.citations: per-document citation settings cannot be forwarded",
+                   f"{where}.citations")  # fmt: skip
+    s, at = doc.source, f"{where}.source"
+    if s.type == "base64" and s.data is not None and s.media_type is not None:
+        return DocumentContent(mime_type=s.media_type, data=s.data, title=doc.title)
+    if s.type == "text" and s.data is not None:
+        data = base64.b64encode(s.data.encode("utf-8")).decode("ascii")
+        return DocumentContent(mime_type="text/plain", data=data, title=doc.title)
+    if s.type == "url" and s.url is not None:
+        return DocumentContent(mime_type="application/pdf", url=s.url, title=doc.title)
+    if s.type == "file" and s.file_id is not None:
+        return DocumentContent(mime_type="application/pdf", file_id=s.file_id, title=doc.title)
+    if s.type in ("base64", "text", "url", "file"):
+        need = {"base64": "data and media_type", "text": "data", "url": "url",
+                "file": "file_id"}[s.type]  # fmt: skip
+        raise _bad(f"{at}: a {s.type} source needs {need}", at)
+    raise _bad(
+        f"{at}.type {s.type!r} cannot be forwarded (base64, text, url or file sources only)",
+        f"{at}.type",
+    )
