@@ -82,6 +82,7 @@ EXPORT_MODULES = {
     "modelwire._handoffs", "modelwire._catalog", "modelwire._options", "modelwire._sse",
     "modelwire._streams", "modelwire._assemble", "modelwire.trace", "modelwire.errors",
     "modelwire.agent", "modelwire.tools", "modelwire.testing", "modelwire.batching",
+    "modelwire.gateway",
 }  # fmt: skip
 TOP_LEVEL_ERRORS = {"ModelwireError", "ConfigurationError", "MissingAPIKeyError", "ErrorInfo"}
 

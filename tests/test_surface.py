@@ -25,6 +25,7 @@ PUBLIC = {
     "modelwire.errors",
     "modelwire.events",
     "modelwire.ext",
+    "modelwire.gateway",
     "modelwire.testing",
     "modelwire.testing.pytest_plugin",
     "modelwire.tools",

@@ -17,15 +17,16 @@ show as ``mw.<name>``. They come only from these modules:
 - ``errors``: only the root and the caller mistakes that raise at once
   (``ModelwireError``, ``ConfigurationError``, ``MissingAPIKeyError``) and
   ``ErrorInfo``; a stream never raises the rest, which stay in ``mw.errors``;
-- the agent and the tools (``agent``, ``tools``), the ``testing`` kit, and the
-  batch runner's entry point ``mw.batch`` (a function, from ``batching``; the rest of
-  the runner — ``batch_async``, ``Limits``, the progress displays, ``BatchSummary``
-  — stays in ``modelwire.batching``).
+- the agent and the tools (``agent``, ``tools``), the ``testing`` kit, the
+  ``gateway`` module (``mw.gateway.app(config)``), and the batch runner's entry
+  point ``mw.batch`` (a function, from ``batching``; the rest of the runner —
+  ``batch_async``, ``Limits``, the progress displays, ``BatchSummary`` — stays in
+  ``modelwire.batching``).
 
 Public modules are the ones without a leading underscore: ``errors``, ``types``,
-``events``, ``trace``, ``agent``, ``tools``, ``testing``, ``cloud`` and
-``batching``. Never exported here: a wire API adapter (``_apis``), the framing, HTTP,
-cloud-auth and CLI layers, or any private module's helper. A new top-level name
+``events``, ``trace``, ``agent``, ``tools``, ``testing``, ``cloud``, ``batching``,
+``gateway`` and ``otel``. Never exported here: a wire API adapter (``_apis``), the
+framing, HTTP, cloud-auth and CLI layers, or any private module's helper. A new top-level name
 must be stable (in DESIGN §2 or the docs), go in the sorted ``__all__``, and load
 lazily through ``_LAZY`` when its module is heavy.
 """
@@ -89,6 +90,7 @@ from .types import (
 )
 
 if TYPE_CHECKING:
+    from . import gateway as gateway
     from . import testing as testing
     from . import tools as tools
     from ._assemble import CompletionPolicy as CompletionPolicy
@@ -120,7 +122,7 @@ if TYPE_CHECKING:
     from .trace import TraceLog as TraceLog
     from .trace import TraceRecord as TraceRecord
 
-__version__ = "0.1.0"
+from ._version import __version__ as __version__
 
 # name -> (module, attribute or None for the module itself)
 _LAZY: dict[str, tuple[str, str | None]] = {
@@ -144,6 +146,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "count_tokens": ("modelwire._client", "count_tokens"),
     "count_tokens_sync": ("modelwire._client", "count_tokens_sync"),
     "default_completion_policy": ("modelwire._assemble", "default_completion_policy"),
+    "gateway": ("modelwire.gateway", None),
     "get_model": ("modelwire._catalog", "get_model"),
     "handoff": ("modelwire._handoffs", "handoff"),
     "models": ("modelwire._catalog", "models"),
@@ -238,6 +241,7 @@ __all__ = [
     "default_completion_policy",
     "errors",
     "from_json",
+    "gateway",
     "get_model",
     "handoff",
     "models",

@@ -85,7 +85,7 @@ class _Instruments:
     def __init__(self, tracer_provider: Any, meter_provider: Any, capture_content: bool) -> None:
         from opentelemetry import metrics, trace
 
-        from . import __version__
+        from ._version import __version__
 
         self.tracer = trace.get_tracer("modelwire", __version__, tracer_provider=tracer_provider)
         meter = metrics.get_meter("modelwire", __version__, meter_provider=meter_provider)

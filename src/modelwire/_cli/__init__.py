@@ -137,7 +137,7 @@ def _output_args(p: argparse.ArgumentParser, json_help: str) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command and flag)."""
-    from .. import __version__
+    from .._version import __version__
 
     parser = _Parser(
         prog="modelwire",

@@ -119,7 +119,7 @@ def _tracer(provider: Any) -> Any:
         ) from None
     import modelwire.otel
 
-    from .. import __version__
+    from .._version import __version__
 
     if provider is not None or not modelwire.otel.is_instrumented():
         modelwire.otel.instrument(tracer_provider=provider)
