@@ -1,0 +1,598 @@
+"""The gateway's ASGI application (https://asgi.readthedocs.io/en/latest/specs/www.html).
+
+Raw ASGI, no framework: the app does little but route one POST to a front-end and
+copy bytes, and a framework's request/response objects would only add latency to
+every streamed chunk. One request:
+
+1. the body is read (``max_body_bytes``: 413 past it), the front-end is picked by
+   path, the gateway key authenticated (:mod:`._keys`; 401), the body parsed by the
+   front-end (400 naming the field);
+2. ``request.model`` is routed to its ``[models]`` entry (404), the key must allow it
+   (403), its limits and budget must allow it (:mod:`._store`; 429 + ``retry-after``,
+   403 once the budget is spent), and fields passed through must reach a backend of
+   the client's own API (400 naming the field);
+3. ``modelwire.stream`` runs against the backend with the key read from the model's
+   environment variable now (a missing one: 500 naming the variable);
+4. streamed: the first event after ``start`` decides — an ``error`` is answered with
+   the front-end's error status and body; anything else starts a 200
+   ``text/event-stream`` and every event is rendered as it comes. Not streamed: the
+   final message, or its error;
+5. ``http.disconnect`` from the client aborts the backend stream at once (its
+   connection is closed);
+6. the answer's tokens and cost are charged to the key, and the request is logged
+   (``[gateway] log``) and traced (``[gateway] otel``) with the key's name — never
+   the key.
+
+Every error body is the front-end's (its API's own error shape); routes no
+front-end serves answer in the OpenAI shape.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from typing import TYPE_CHECKING, Any
+
+from .._fallback import Fallback
+from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
+from ..types import AssistantMessage, Context, Model
+from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
+from ._frontend import Frontend, GatewayRequest, RequestError
+from ._keys import authenticate, presented_key
+from ._origin import adopt
+from ._store import LimitStore, StoreUnavailable, open_store
+
+if TYPE_CHECKING:
+    from ._requestlog import RequestLog
+
+__all__ = ["FRONTEND_MODULES", "Gateway", "app", "default_frontends"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+#: The front-end modules the gateway serves when present (each exports ``FRONTEND``).
+FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
+
+_ID_PREFIX = {"openai-chat": "chatcmpl-", "openai-responses": "resp_",
+              "anthropic-messages": "msg_"}  # fmt: skip
+_JSON = [(b"content-type", b"application/json")]
+_SSE = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
+        (b"x-accel-buffering", b"no")]  # fmt: skip
+_FIRST = frozenset({"text_delta", "thinking_delta", "tool_call_start", "block", "citation"})
+
+
+def default_frontends() -> list[Frontend]:
+    """The front-ends of :data:`FRONTEND_MODULES` that are installed."""
+    out: list[Frontend] = []
+    for name in FRONTEND_MODULES:
+        module = f"{__package__}.{name}"
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the front-end exists but fails to import: say so
+                raise
+            continue
+        out.append(mod.FRONTEND)
+    return out
+
+
+def app(
+    config: GatewayConfig | Mapping[str, Any] | str | os.PathLike[str],
+    **options: Any,
+) -> Gateway:
+    """The gateway as an ASGI app, for uvicorn or any ASGI server. ``config``: a
+    :class:`GatewayConfig`, a dict of its tables, or a TOML file path. ``options``:
+    see :class:`Gateway`."""
+    return Gateway(load_config(config), **options)
+
+
+class _LimitError(RequestError):
+    """429: a key's rate limit; ``retry_after`` seconds until it admits again."""
+
+    def __init__(self, message: str, retry_after: float | None) -> None:
+        super().__init__(message, status=429, kind="rate_limit")
+        self.retry_after = retry_after
+
+
+class _Exchange:
+    """What one request did: logged and traced when it ends."""
+
+    __slots__ = ("context", "first_token", "frontend", "key", "message", "model", "path",
+                 "started", "status", "t0", "target")  # fmt: skip
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.started = time.time()
+        self.t0 = time.perf_counter()
+        self.frontend: str | None = None
+        self.key: str | None = None
+        self.model: str | None = None
+        self.target: Model | None = None
+        self.context: Context | None = None
+        self.message: AssistantMessage | None = None
+        self.status = 0
+        self.first_token: float | None = None
+
+
+class Gateway:
+    """The ASGI app. ``frontends``: the client APIs served (default
+    :func:`default_frontends`); ``store``: limits and budgets (default from
+    ``[gateway] redis``); ``tracer_provider``: for ``[gateway] otel`` (default the
+    global one); ``http_client``: an ``httpx.AsyncClient`` for backend calls (default
+    a pooled one the app opens and closes)."""
+
+    def __init__(
+        self,
+        config: GatewayConfig,
+        *,
+        frontends: Iterable[Frontend] | None = None,
+        store: LimitStore | None = None,
+        tracer_provider: Any = None,
+        http_client: Any = None,
+    ) -> None:
+        self.config = config
+        self.frontends = tuple(default_frontends() if frontends is None else frontends)
+        self._routes: dict[str, Frontend] = {}
+        for fe in self.frontends:
+            for p in fe.paths:
+                self._routes[p] = fe
+        self.store = store if store is not None else open_store(config.gateway.redis)
+        self._client = http_client
+        self._own_client = http_client is None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._log: RequestLog | None = None
+        if config.gateway.log is not None:
+            from ._requestlog import RequestLog
+
+            self._log = RequestLog(config.gateway.log)
+        self._tracer: Any = None
+        if config.gateway.otel:
+            self._tracer = _tracer(tracer_provider)
+
+    def __repr__(self) -> str:
+        names = ", ".join(self.config.models)
+        return f"Gateway(models=[{names}], keys={len(self.config.keys)})"
+
+    # ------------------------------------------------------------------ ASGI
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "http":
+            await self._http(scope, receive, send)
+        elif kind == "lifespan":
+            await self._lifespan(receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await self.aclose()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    async def aclose(self) -> None:
+        """Wait for pending log writes; close the backend client and the store."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        client, self._client = self._client, None
+        if client is not None and self._own_client:
+            await client.aclose()
+        await self.store.close()
+
+    def _http_client(self) -> Any:
+        if self._client is None:
+            from .._http import pooled_async_client
+
+            self._client = pooled_async_client(self.config.gateway.max_connections)
+        return self._client
+
+    async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path: str = scope["path"]
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+        ex = _Exchange(path)
+        span = self._start_span(scope) if self._tracer is not None else None
+        try:
+            if path in ("/v1/models", "/models"):
+                await self._list_models(scope["method"], headers, send, ex)
+                return
+            fe = self._routes.get(path)
+            if fe is None:
+                served = ", ".join(sorted(self._routes)) or "none"
+                await _plain_error(send, ex, 404, "not_found_error",
+                                   f"no route POST {path}; the gateway serves: {served}")  # fmt: skip
+                return
+            ex.frontend = fe.api
+            await self._request(fe, scope, headers, receive, send, ex)
+        finally:
+            if span is not None:
+                self._end_span(span, ex)
+            self._record(ex)
+
+    # ------------------------------------------------------------------ one request
+
+    async def _request(
+        self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
+        receive: Receive, send: Send, ex: _Exchange,
+    ) -> None:  # fmt: skip
+        try:
+            if scope["method"] != "POST":
+                raise RequestError(f"{scope['path']} takes POST", status=405)
+            body = await _read_body(receive, headers, self.config.gateway.max_body_bytes)
+            key = self._authenticate(headers)
+            ex.key = key.name
+            req = fe.parse(body, headers)
+            ex.model = req.model
+            route = self._route(req, key)
+            await self._admit(key)
+            target = _adopted(route, req, fe)
+            options = self._options(route, req, fe)
+        except RequestError as exc:
+            wait = exc.retry_after if isinstance(exc, _LimitError) else None
+            await self._error(send, ex, fe, exc, retry_after=wait)
+            return
+        from .._client import stream
+
+        try:
+            s = stream(route.target, target, **options)
+        except MissingAPIKeyError as exc:
+            variable = f" ({exc.env_var})" if exc.env_var else ""
+            await self._error(send, ex, fe, RequestError(
+                f"the gateway has no API key for model {route.name!r}: its environment "
+                f"variable{variable} is not set", status=500, kind="server"))  # fmt: skip
+            return
+        except ConfigurationError as exc:
+            await self._error(send, ex, fe, RequestError(exc.message))
+            return
+        ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
+        ex.context = target
+        rid = _ID_PREFIX.get(fe.api, "gw-") + uuid.uuid4().hex
+        state = {"done": False}
+        watcher = asyncio.create_task(_watch_disconnect(receive, s, state))
+        try:
+            if req.stream:
+                await self._stream(fe, req, s, rid, send, ex, state)
+            else:
+                message = await s.result()
+                ex.message = message
+                if not state.get("gone"):
+                    await self._answer(fe, req, message, rid, send, ex)
+        finally:
+            state["done"] = True
+            watcher.cancel()
+            await s.aclose()
+            if ex.message is not None:
+                await self._settle(key, ex.message)
+
+    async def _stream(
+        self, fe: Frontend, req: GatewayRequest, s: Any, rid: str, send: Send,
+        ex: _Exchange, state: dict[str, bool],
+    ) -> None:  # fmt: skip
+        pending = []
+        first = None
+        async for event in s:
+            if event.type == "start":
+                pending.append(event)
+                continue
+            first = event
+            break
+        if first is None or first.type == "error":
+            message = first.message if first is not None else await s.result()
+            ex.message = message
+            if not state.get("gone"):
+                await self._answer(fe, req, message, rid, send, ex)
+            return
+        if first.type in _FIRST:
+            ex.first_token = time.perf_counter()
+        renderer = fe.renderer(req, rid)
+        ex.status = 200
+        await send({"type": "http.response.start", "status": 200, "headers": _SSE})
+        pending.append(first)
+        out = b"".join(renderer.feed(e) for e in pending)
+        if first.type in ("done", "error"):
+            ex.message = first.message
+        else:
+            if out:
+                await send({"type": "http.response.body", "body": out, "more_body": True})
+            out = b""
+            async for event in s:
+                if ex.first_token is None and event.type in _FIRST:
+                    ex.first_token = time.perf_counter()
+                if event.type in ("done", "error"):
+                    ex.message = event.message
+                    if event.type == "error" and state.get("gone"):
+                        return  # aborted because the client left: nobody to write to
+                    out = renderer.feed(event)
+                    break
+                chunk = renderer.feed(event)
+                if chunk:
+                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": out, "more_body": False})
+
+    async def _answer(
+        self, fe: Frontend, req: GatewayRequest, message: AssistantMessage, rid: str,
+        send: Send, ex: _Exchange,
+    ) -> None:  # fmt: skip
+        if message.error is not None:
+            try:
+                message.raise_for_error()
+            except ModelwireError as exc:
+                await self._error(send, ex, fe, exc)
+            return
+        body = fe.message(req, message, rid)
+        await _respond(send, ex, 200, _JSON, body)
+
+    async def _error(
+        self, send: Send, ex: _Exchange, fe: Frontend, exc: BaseException,
+        *, retry_after: float | None = None,
+    ) -> None:  # fmt: skip
+        status, extra, body = fe.error(exc)
+        headers = list(_JSON)
+        for k, v in extra.items():
+            headers.append((k.lower().encode("latin-1"), str(v).encode("latin-1")))
+        if retry_after is not None and "retry-after" not in {k.lower() for k in extra}:
+            # Delay-seconds are whole seconds (RFC 9110 §10.2.3): rounded up.
+            headers.append((b"retry-after", str(max(1, int(-(-retry_after // 1)))).encode()))
+        await _respond(send, ex, status, headers, body)
+
+    def _authenticate(self, headers: Mapping[str, str]) -> KeyConfig:
+        presented = presented_key(headers)
+        if presented is None:
+            raise RequestError(
+                "no gateway key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
+                status=401, kind="authentication",
+            )  # fmt: skip
+        key = authenticate(self.config.keys, presented)
+        if key is None:
+            raise RequestError("the gateway key is not valid", status=401, kind="authentication")
+        return key
+
+    def _route(self, req: GatewayRequest, key: KeyConfig) -> ModelRoute:
+        route = self.config.models.get(req.model)
+        if route is None:
+            raise RequestError(
+                f"the model {req.model!r} is not served here; GET /v1/models lists the "
+                "models this key may use", status=404, kind="not_found", param="model",
+            )  # fmt: skip
+        if not key.allows(req.model):
+            raise RequestError(f"this key may not use the model {req.model!r}", status=403,
+                               kind="permission", param="model")  # fmt: skip
+        return route
+
+    async def _admit(self, key: KeyConfig) -> None:
+        if (key.requests_per_minute is None and key.tokens_per_minute is None
+                and key.budget_usd is None):  # fmt: skip
+            return
+        try:
+            refusal = await self.store.admit(key)
+        except StoreUnavailable as exc:
+            raise RequestError(str(exc), status=503, kind="overloaded") from None
+        if refusal is None:
+            return
+        if refusal.kind == "budget":
+            raise RequestError(refusal.message, status=403, kind="permission")
+        raise _LimitError(refusal.message, refusal.retry_after)
+
+    async def _settle(self, key: KeyConfig, message: AssistantMessage) -> None:
+        if key.tokens_per_minute is None and key.budget_usd is None:
+            return
+        u = message.usage
+        try:
+            await self.store.settle(key, u.total_tokens, u.cost.total)
+        except StoreUnavailable:
+            pass  # the answer is sent; the next admit reports the store
+
+    def _options(self, route: ModelRoute, req: GatewayRequest, fe: Frontend) -> dict[str, Any]:
+        options: dict[str, Any] = dict(req.options)
+        if req.passthrough:
+            field = next(iter(req.passthrough))
+            if any(api != fe.api for api in route.apis):
+                raise RequestError(
+                    f"{field} is not a field modelwire translates; it is passed through "
+                    f"only to a backend of the client's API ({fe.api}), and the model "
+                    f"{route.name!r} is served by {', '.join(sorted(set(route.apis)))}",
+                    param=field,
+                )  # fmt: skip
+            extra = dict(options.get("extra_body") or {})
+            extra.update(req.passthrough)
+            options["extra_body"] = extra
+        if route.api_key_env is not None:
+            value = os.environ.get(route.api_key_env)
+            if not value:
+                raise RequestError(
+                    f"the gateway has no API key for model {route.name!r}: the environment "
+                    f"variable {route.api_key_env} is not set", status=500, kind="server",
+                )  # fmt: skip
+            options["api_key"] = value
+        if "http_client" not in options:
+            options["http_client"] = self._http_client()
+        return options
+
+    # ------------------------------------------------------------------ /v1/models
+
+    async def _list_models(
+        self, method: str, headers: Mapping[str, str], send: Send, ex: _Exchange
+    ) -> None:
+        anthropic = "anthropic-version" in headers
+        fe = self._frontend_for("anthropic-messages" if anthropic else "openai-chat")
+        try:
+            if method != "GET":
+                raise RequestError("/v1/models takes GET", status=405)
+            key = self._authenticate(headers)
+        except RequestError as exc:
+            if fe is None:
+                await _plain_error(send, ex, exc.status, _OPENAI_TYPES.get(exc.kind, "invalid_request_error"), exc.message)  # fmt: skip
+            else:
+                await self._error(send, ex, fe, exc)
+            return
+        ex.key = key.name
+        names = [n for n in self.config.models if key.allows(n)]
+        if anthropic:
+            data = [{"type": "model", "id": n, "display_name": n,
+                     "created_at": "1970-01-01T00:00:00Z"} for n in names]  # fmt: skip
+            obj: dict[str, Any] = {
+                "data": data,
+                "has_more": False,
+                "first_id": names[0] if names else None,
+                "last_id": names[-1] if names else None,
+            }
+        else:
+            listed = [{"id": n, "object": "model", "created": 0, "owned_by": "modelwire"}
+                      for n in names]  # fmt: skip
+            obj = {"object": "list", "data": listed}
+        await _respond(send, ex, 200, _JSON, json.dumps(obj).encode())
+
+    def _frontend_for(self, api: str) -> Frontend | None:
+        for fe in self.frontends:
+            if fe.api == api:
+                return fe
+        return self.frontends[0] if self.frontends else None
+
+    # ------------------------------------------------------------------ log + trace
+
+    def _record(self, ex: _Exchange) -> None:
+        if self._log is None:
+            return
+        log = self._log
+        task = asyncio.get_running_loop().create_task(asyncio.to_thread(log.append, ex))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _start_span(self, scope: Scope) -> Any:
+        from opentelemetry import context as otel_context
+        from opentelemetry import trace
+
+        span = self._tracer.start_span(
+            f"{scope['method']} {scope['path']}", kind=trace.SpanKind.SERVER,
+            attributes={"http.request.method": scope["method"], "url.path": scope["path"]},
+        )  # fmt: skip
+        # Current for the request, so the model call's span is its child.
+        token = otel_context.attach(trace.set_span_in_context(span))
+        return span, token
+
+    def _end_span(self, handle: Any, ex: _Exchange) -> None:
+        from opentelemetry import context as otel_context
+        from opentelemetry.trace import Status, StatusCode
+
+        span, token = handle
+        otel_context.detach(token)
+        span.set_attributes(_span_attributes(ex))
+        if ex.status >= 500 or (ex.message is not None and ex.message.error is not None):
+            kind = ex.message.error.kind if ex.message and ex.message.error else "server"
+            span.set_attribute("error.type", kind)
+            span.set_status(Status(StatusCode.ERROR))
+        span.end()
+
+
+def _span_attributes(ex: _Exchange) -> dict[str, Any]:
+    attrs: dict[str, Any] = {"http.response.status_code": ex.status,
+                             "modelwire.gateway.latency_s": time.perf_counter() - ex.t0}  # fmt: skip
+    if ex.key is not None:
+        attrs["modelwire.gateway.key"] = ex.key
+    if ex.frontend is not None:
+        attrs["modelwire.gateway.api"] = ex.frontend
+    if ex.model is not None:
+        attrs["gen_ai.request.model"] = ex.model
+    if ex.first_token is not None:
+        attrs["modelwire.gateway.first_token_s"] = ex.first_token - ex.t0
+    m = ex.message
+    if m is not None:
+        u = m.usage
+        attrs.update({
+            "gen_ai.usage.input_tokens": u.input + u.cache_read + u.cache_write,
+            "gen_ai.usage.output_tokens": u.output,
+            "gen_ai.usage.cache_read.input_tokens": u.cache_read,
+            "gen_ai.usage.cache_creation.input_tokens": u.cache_write,
+            "modelwire.gateway.cost_usd": u.cost.total,
+            "gen_ai.response.model": m.model,
+        })  # fmt: skip
+    return attrs
+
+
+def _tracer(provider: Any) -> Any:
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        raise ConfigurationError(
+            "gateway.otel = true needs OpenTelemetry: pip install 'modelwire[otel]'"
+        ) from None
+    import modelwire.otel
+
+    from .. import __version__
+
+    if provider is not None or not modelwire.otel.is_instrumented():
+        modelwire.otel.instrument(tracer_provider=provider)
+    return trace.get_tracer("modelwire.gateway", __version__, tracer_provider=provider)
+
+
+# --------------------------------------------------------------------------- I/O helpers
+
+_OPENAI_TYPES = {"authentication": "authentication_error", "permission": "permission_error",
+                 "not_found": "not_found_error", "rate_limit": "rate_limit_error"}  # fmt: skip
+
+
+async def _respond(
+    send: Send, ex: _Exchange, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+) -> None:
+    ex.status = status
+    await send({"type": "http.response.start", "status": status,
+                "headers": [*headers, (b"content-length", str(len(body)).encode())]})  # fmt: skip
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _plain_error(send: Send, ex: _Exchange, status: int, kind: str, message: str) -> None:
+    body = json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
+    await _respond(send, ex, status, _JSON, body.encode())
+
+
+async def _read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
+    too_big = RequestError(
+        f"the request body is larger than the gateway's limit of {limit} bytes "
+        "(gateway.max_body_bytes)", status=413,
+    )  # fmt: skip
+    length = headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise too_big
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            raise RequestError("the client closed the connection", status=499)
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            raise too_big
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _watch_disconnect(receive: Receive, s: Any, state: dict[str, bool]) -> None:
+    # After the body, receive() returns only when the client goes (ASGI http.disconnect).
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            if not state["done"]:
+                state["gone"] = True
+                s.abort()  # ends the stream as aborted and closes the backend connection
+            return
+
+
+def _adopted(route: ModelRoute, req: GatewayRequest, fe: Frontend) -> Context:
+    """The request's context with the client's unsealed turns of the backend's own API
+    attributed to the backend (for a fallback: the first model of that API)."""
+    context = req.context
+    target = route.target
+    models = target.models if isinstance(target, Fallback) else (target,)
+    for m in models:
+        context = adopt(context, m)
+    return context

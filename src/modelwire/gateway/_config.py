@@ -1,0 +1,414 @@
+"""The gateway's configuration: a TOML file (or the same tables as a dict) checked
+whole at load into a frozen :class:`GatewayConfig`.
+
+Every mistake is a :class:`~modelwire.errors.ConfigurationError` naming its TOML
+path (``models.smart.api must be one of …``), raised before the gateway serves
+anything. Provider credentials are never in the file: a model names the environment
+variable holding its key (``api_key_env``), read on every request, so a key can be
+rotated without a restart and a missing one fails only the requests that need it.
+Gateway keys are stored as their sha256 (hex); the config holds no secret, and its
+repr shows neither the hashes nor a password in the Redis URL.
+
+The tables (``docs/gateway.md`` is the reference)::
+
+    [models.NAME]   api + id + base_url [+ api_key_env]   a Model of any wire API
+                    provider + id [+ base_url, api_key_env] a catalog entry
+                    fallback = ["a", "b"]                 a modelwire.Fallback of those models
+                    cost = {input, output, cache_read, cache_write}   $ per million tokens
+    [keys.NAME]     key_sha256, models = ["NAME", …] or ["*"],
+                    requests_per_minute, tokens_per_minute, budget_usd
+    [gateway]       host, port, redis, log, otel, max_body_bytes, max_connections
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+import msgspec
+
+from .._fallback import Fallback
+from .._redact import redact_url
+from ..errors import ConfigurationError
+from ..types import Model
+
+__all__ = ["GatewayConfig", "GatewaySettings", "KeyConfig", "ModelRoute", "load_config"]
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_SHA256 = re.compile(r"[0-9a-f]{64}\Z")
+_INPUT_KINDS = ("audio", "document", "image", "text")
+
+
+class ModelRoute(msgspec.Struct, frozen=True, kw_only=True):
+    """One name clients may ask for, and what serves it."""
+
+    name: str
+    """The name in ``[models.NAME]``: what clients send as ``model``."""
+    target: Model | Fallback
+    """The backend: a :class:`~modelwire.Model`, or a :class:`~modelwire.Fallback` of
+    other configured models."""
+    api_key_env: str | None = None
+    """The environment variable holding the backend's key (``None``: the provider's
+    own variable, or no key for a local server)."""
+    members: tuple[str, ...] = ()
+    """For a fallback: the configured names of its models, in order."""
+
+    @property
+    def apis(self) -> tuple[str, ...]:
+        """The wire API of each backend model."""
+        t = self.target
+        return tuple(m.api for m in t.models) if isinstance(t, Fallback) else (t.api,)
+
+
+class KeyConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """One gateway key: who may call which models, how often, for how much."""
+
+    name: str
+    """The name in ``[keys.NAME]``: what logs and traces record (never the key)."""
+    key_sha256: str
+    """The sha256 of the key, 64 lower-case hex digits."""
+    models: frozenset[str] | None = None
+    """The model names this key may use (``None``: every one, ``models = ["*"]``)."""
+    requests_per_minute: float | None = None
+    tokens_per_minute: float | None = None
+    """Input plus output tokens, counted from each answer's usage."""
+    budget_usd: float | None = None
+    """Spend limit in dollars, from each answer's ``usage.cost``."""
+
+    def allows(self, model: str) -> bool:
+        return self.models is None or model in self.models
+
+    def __repr__(self) -> str:
+        # The hash identifies the key material: not shown.
+        models = "*" if self.models is None else sorted(self.models)
+        return (
+            f"KeyConfig(name={self.name!r}, models={models!r}, "
+            f"requests_per_minute={self.requests_per_minute!r}, "
+            f"tokens_per_minute={self.tokens_per_minute!r}, budget_usd={self.budget_usd!r})"
+        )
+
+
+class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
+    """The ``[gateway]`` table."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    redis: str | None = None
+    """A ``redis://`` / ``rediss://`` / ``unix://`` URL: limits and budgets shared there."""
+    log: str | None = None
+    """A SQLite file recording every request (the CLI's log, ``modelwire logs``)."""
+    otel: bool = False
+    """Trace every request with OpenTelemetry (``modelwire.otel``)."""
+    max_body_bytes: int = 32 * 1024 * 1024
+    """Larger request bodies are refused with 413 (Anthropic's own limit is 32 MB)."""
+    max_connections: int = 100
+    """Connections the gateway keeps open to backends."""
+
+    def __repr__(self) -> str:
+        redis = None if self.redis is None else redact_url(self.redis)
+        return (
+            f"GatewaySettings(host={self.host!r}, port={self.port!r}, redis={redis!r}, "
+            f"log={self.log!r}, otel={self.otel!r}, max_body_bytes={self.max_body_bytes!r}, "
+            f"max_connections={self.max_connections!r})"
+        )
+
+
+class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """A checked gateway configuration (:func:`load_config`)."""
+
+    models: Mapping[str, ModelRoute]
+    keys: Mapping[str, KeyConfig]
+    gateway: GatewaySettings = msgspec.field(default_factory=GatewaySettings)
+
+
+def load_config(
+    source: GatewayConfig | str | os.PathLike[str] | Mapping[str, Any],
+) -> GatewayConfig:
+    """The configuration in the TOML file at ``source``, or in a dict of the same
+    tables; a :class:`ConfigurationError` naming the path of the first mistake."""
+    if isinstance(source, GatewayConfig):
+        return source
+    if isinstance(source, Mapping):
+        return _config(source)
+    if not isinstance(source, str | os.PathLike):
+        raise ConfigurationError(
+            f"the gateway config must be a TOML file path or a dict, got {type(source).__name__}"
+        )
+    path = Path(source)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(f"cannot read the gateway config {path}: {exc.strerror}") from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigurationError(f"the gateway config {path} is not UTF-8 text") from exc
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigurationError(f"the gateway config {path} is not valid TOML: {exc}") from exc
+    try:
+        return _config(data)
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"{path}: {exc.message}") from None
+
+
+# --------------------------------------------------------------------------- checks
+
+
+def _fail(message: str) -> ConfigurationError:
+    return ConfigurationError(message)
+
+
+def _type(value: object) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "an array", dict: "a table"}.get(type(value), type(value).__name__)  # fmt: skip
+
+
+def _table(value: object, path: str) -> Mapping[str, Any]:
+    if not isinstance(value, Mapping):
+        raise _fail(f"{path} must be a table, got {_type(value)}")
+    for k in value:
+        if not isinstance(k, str):
+            raise _fail(f"{path} has a key that is not a string: {k!r}")
+    return value
+
+
+def _known(table: Mapping[str, Any], allowed: tuple[str, ...], path: str) -> None:
+    for k in table:
+        if k not in allowed:
+            raise _fail(f"{path}.{k} is not a setting; the settings are: {', '.join(allowed)}")
+
+
+def _str(value: object, path: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(f"{path} must be a non-empty string, got {_type(value)}")
+    return value
+
+
+def _positive(value: object, path: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise _fail(f"{path} must be a positive number, got {value!r}")
+    if value == float("inf"):
+        raise _fail(f"{path} must be finite (leave it out for no limit)")
+    return float(value)
+
+
+def _int(value: object, path: str, low: int, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise _fail(f"{path} must be an integer from {low} to {high}, got {value!r}")
+    return value
+
+
+def _names(value: object, path: str) -> tuple[str, ...]:
+    if not isinstance(value, list | tuple):
+        raise _fail(f"{path} must be an array of model names, got {_type(value)}")
+    return tuple(_str(v, f"{path}[{i}]") for i, v in enumerate(value))
+
+
+# --------------------------------------------------------------------------- tables
+
+_MODEL_FORMS = ("api", "provider", "fallback")
+_MODEL_KEYS = ("api", "provider", "fallback", "id", "base_url", "api_key_env", "cost", "name",
+               "reasoning", "input", "context_window", "max_tokens", "compat")  # fmt: skip
+_COST_KEYS = ("input", "output", "cache_read", "cache_write")
+_KEY_KEYS = ("key_sha256", "models", "requests_per_minute", "tokens_per_minute", "budget_usd")
+_GATEWAY_KEYS = ("host", "port", "redis", "log", "otel", "max_body_bytes", "max_connections")
+
+
+def _config(data: Mapping[str, Any]) -> GatewayConfig:
+    top = _table(data, "the config")
+    _known(top, ("models", "keys", "gateway"), "the config")
+    if "models" not in top:
+        raise _fail("the config has no [models.NAME] table: name at least one model")
+    models_t = _table(top["models"], "models")
+    if not models_t:
+        raise _fail("the config has no [models.NAME] table: name at least one model")
+    routes: dict[str, ModelRoute] = {}
+    fallbacks: dict[str, tuple[str, ...]] = {}
+    for name, entry in models_t.items():
+        path = f"models.{name}"
+        t = _table(entry, path)
+        _known(t, _MODEL_KEYS, path)
+        forms = [f for f in _MODEL_FORMS if f in t]
+        if len(forms) != 1:
+            given = f" (it gives {' and '.join(forms)})" if forms else ""
+            raise _fail(f"{path} needs exactly one of api, provider or fallback{given}")
+        if forms[0] == "fallback":
+            extra = [k for k in t if k != "fallback"]
+            if extra:
+                raise _fail(
+                    f"{path}.{extra[0]} is not a setting of a fallback; set it on the "
+                    "models the fallback names"
+                )
+            fallbacks[name] = _names(t["fallback"], f"{path}.fallback")
+            if not fallbacks[name]:
+                raise _fail(f"{path}.fallback must name at least one model")
+        else:
+            routes[name] = _model(name, t, path)
+    for name, members in fallbacks.items():
+        path = f"models.{name}.fallback"
+        for i, m in enumerate(members):
+            if m in fallbacks:
+                raise _fail(f"{path}[{i}] names {m!r}, itself a fallback; list its models instead")
+            if m not in routes:
+                raise _fail(f"{path}[{i}] names {m!r}, which is not a model of [models]")
+        envs = {routes[m].api_key_env for m in members}
+        if len(envs) > 1:
+            raise _fail(
+                f"{path}: its models read different api_key_env variables; a fallback's "
+                "models share one key variable (or all use their provider's own)"
+            )
+        target = Fallback([routes[m].target for m in members])  # type: ignore[misc]
+        routes[name] = ModelRoute(name=name, target=target, api_key_env=envs.pop(),
+                                  members=members)  # fmt: skip
+    ordered = {n: routes[n] for n in models_t}
+    keys = _keys(top.get("keys"), ordered)
+    gateway = _gateway(top.get("gateway", {}))
+    return GatewayConfig(models=MappingProxyType(ordered), keys=MappingProxyType(keys),
+                         gateway=gateway)  # fmt: skip
+
+
+def _model(name: str, t: Mapping[str, Any], path: str) -> ModelRoute:
+    from .._apis import api_names
+
+    env = None
+    if "api_key_env" in t:
+        env = _str(t["api_key_env"], f"{path}.api_key_env")
+        if not _ENV_NAME.match(env):
+            raise _fail(f"{path}.api_key_env must be an environment variable name, got {env!r}")
+    if "id" not in t:
+        raise _fail(f"{path}.id is missing: the model id the backend is sent")
+    model_id = _str(t["id"], f"{path}.id")
+    base_url = _str(t["base_url"], f"{path}.base_url") if "base_url" in t else None
+    if base_url is not None and not base_url.startswith(("http://", "https://")):
+        raise _fail(f"{path}.base_url must be an http(s):// URL, got {redact_url(base_url)!r}")
+    if "api" in t:
+        api = t["api"]
+        names = api_names()
+        if api not in names:
+            raise _fail(f"{path}.api must be one of {', '.join(names)}, got {api!r}")
+        if base_url is None:
+            raise _fail(f"{path}.base_url is missing: the API root, e.g. https://api.openai.com/v1")
+        # Named after its table: the provider picks no env var or compat of its own.
+        model = Model(id=model_id, api=api, provider=name, base_url=base_url)
+    else:
+        from .._catalog import as_model
+
+        provider = _str(t["provider"], f"{path}.provider")
+        try:
+            model = as_model(f"{provider}/{model_id}", base_url)
+        except ConfigurationError as exc:
+            raise _fail(f"{path}: {exc.message}") from None
+    fields: dict[str, Any] = {}
+    if "cost" in t:
+        cost_t = _table(t["cost"], f"{path}.cost")
+        _known(cost_t, _COST_KEYS, f"{path}.cost")
+        prices = {}
+        for k, v in cost_t.items():
+            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != v:
+                raise _fail(f"{path}.cost.{k} must be a non-negative number ($ per million tokens)")
+            prices[k] = float(v)
+        fields["cost"] = msgspec.structs.replace(model.cost, **prices)
+    if "name" in t:
+        fields["name"] = _str(t["name"], f"{path}.name")
+    if "reasoning" in t:
+        if not isinstance(t["reasoning"], bool):
+            raise _fail(f"{path}.reasoning must be true or false, got {_type(t['reasoning'])}")
+        fields["reasoning"] = t["reasoning"]
+    if "input" in t:
+        kinds = t["input"]
+        if not isinstance(kinds, list) or not kinds:
+            raise _fail(f"{path}.input must be an array of {', '.join(_INPUT_KINDS)}")
+        for i, k in enumerate(kinds):
+            if k not in _INPUT_KINDS:
+                raise _fail(
+                    f"{path}.input[{i}] must be one of {', '.join(_INPUT_KINDS)}, got {k!r}"
+                )
+        fields["input"] = tuple(kinds)
+    for limit in ("context_window", "max_tokens"):
+        if limit in t:
+            fields[limit] = _int(t[limit], f"{path}.{limit}", 1, 2**31)
+    if "compat" in t:
+        fields["compat"] = dict(_table(t["compat"], f"{path}.compat"))
+    if fields:
+        model = msgspec.structs.replace(model, **fields)
+    return ModelRoute(name=name, target=model, api_key_env=env)
+
+
+def _keys(value: object, models: Mapping[str, ModelRoute]) -> dict[str, KeyConfig]:
+    if value is None:
+        raise _fail(
+            "the config has no [keys.NAME] table: clients authenticate with a gateway key "
+            "(key_sha256 = its sha256 in hex)"
+        )
+    keys_t = _table(value, "keys")
+    if not keys_t:
+        raise _fail("the config has no [keys.NAME] table: name at least one gateway key")
+    out: dict[str, KeyConfig] = {}
+    seen: dict[str, str] = {}
+    for name, entry in keys_t.items():
+        path = f"keys.{name}"
+        t = _table(entry, path)
+        _known(t, _KEY_KEYS, path)
+        if "key_sha256" not in t:
+            raise _fail(f"{path}.key_sha256 is missing: the sha256 (hex) of the key")
+        digest = t["key_sha256"]
+        if not isinstance(digest, str) or not _SHA256.match(digest.lower()):
+            # Never echo the value: it may be the key itself, pasted by mistake.
+            raise _fail(f"{path}.key_sha256 must be 64 hexadecimal digits (a sha256)")
+        digest = digest.lower()
+        if digest in seen:
+            raise _fail(f"{path}.key_sha256 is the same as keys.{seen[digest]}.key_sha256")
+        seen[digest] = name
+        if "models" not in t:
+            raise _fail(f'{path}.models is missing: the model names it may use, or ["*"]')
+        names = _names(t["models"], f"{path}.models")
+        allowed: frozenset[str] | None
+        if "*" in names:
+            allowed = None
+        else:
+            for i, m in enumerate(names):
+                if m not in models:
+                    raise _fail(f"{path}.models[{i}] names {m!r}, which is not a model of [models]")
+            allowed = frozenset(names)
+        limits = {
+            k: _positive(t[k], f"{path}.{k}")
+            for k in ("requests_per_minute", "tokens_per_minute", "budget_usd")
+            if k in t
+        }
+        out[name] = KeyConfig(name=name, key_sha256=digest, models=allowed, **limits)
+    return out
+
+
+def _gateway(value: object) -> GatewaySettings:
+    t = _table(value, "gateway")
+    _known(t, _GATEWAY_KEYS, "gateway")
+    fields: dict[str, Any] = {}
+    if "host" in t:
+        fields["host"] = _str(t["host"], "gateway.host")
+    if "port" in t:
+        fields["port"] = _int(t["port"], "gateway.port", 0, 65535)
+    if "redis" in t:
+        url = _str(t["redis"], "gateway.redis")
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            raise _fail(
+                f"gateway.redis must be a redis://, rediss:// or unix:// URL, got {redact_url(url)!r}"
+            )
+        fields["redis"] = url
+    if "log" in t:
+        fields["log"] = _str(t["log"], "gateway.log")
+    if "otel" in t:
+        if not isinstance(t["otel"], bool):
+            raise _fail(f"gateway.otel must be true or false, got {_type(t['otel'])}")
+        fields["otel"] = t["otel"]
+    if "max_body_bytes" in t:
+        fields["max_body_bytes"] = _int(t["max_body_bytes"], "gateway.max_body_bytes", 1, 2**40)
+    if "max_connections" in t:
+        fields["max_connections"] = _int(
+            t["max_connections"], "gateway.max_connections", 1, 100_000
+        )
+    return GatewaySettings(**fields)

@@ -1,0 +1,475 @@
+"""The gateway's ASGI app over real loopback HTTP (uvicorn in a thread), with a small
+fake front-end (``tests/gateway_fake.py``) and MockServer backends: auth, routing,
+limits, budgets, passthrough, streaming and not, backend failures, client
+disconnects, the request log, traces, and that no key reaches any output."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sqlite3
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gateway_fake import FRONTEND
+from modelwire.gateway import GatewayServer, MemoryStore, app, hash_key, load_config
+from modelwire.testing import MockServer, Reply, error_reply, parse_script
+
+KEY = "sk-gw-test-0123456789"
+OTHER = "sk-gw-other-9876543210"
+AUTH = {"authorization": f"Bearer {KEY}"}
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 1000.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def config(base_url: str, **key: Any) -> dict[str, Any]:
+    return {
+        "models": {
+            "smart": {"api": "anthropic-messages", "id": "mock-model", "base_url": base_url},
+            "other": {"api": "openai-chat", "id": "mock-model", "base_url": base_url},
+        },
+        "keys": {
+            "team-a": {"key_sha256": hash_key(KEY), "models": ["smart"], **key},
+            "team-b": {"key_sha256": hash_key(OTHER), "models": ["*"]},
+        },
+    }
+
+
+@pytest.fixture
+def backend() -> Iterator[MockServer]:
+    with MockServer() as server:
+        yield server
+
+
+def serving(cfg: Any, **options: Any) -> GatewayServer:
+    options.setdefault("frontends", [FRONTEND])
+    return GatewayServer(cfg, **options)
+
+
+def post(
+    gw: GatewayServer, body: dict[str, Any], headers: dict[str, str] | None = None
+) -> httpx.Response:
+    return httpx.post(gw.base_url + "/v1/fake", json=body, headers=AUTH if headers is None else headers,
+                      timeout=30)  # fmt: skip
+
+
+def events(text: str) -> list[Any]:
+    out = []
+    for line in text.splitlines():
+        if line.startswith("data: "):
+            data = line[6:]
+            out.append(data if data == "[DONE]" else json.loads(data))
+    return out
+
+
+# --------------------------------------------------------------------------- auth + routing
+
+
+def test_answers_not_streamed_and_streamed(backend: MockServer) -> None:
+    backend.add("hello there world", "a streamed answer")
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = post(gw, {"model": "smart", "prompt": "hi"})
+        assert r.status_code == 200, r.text
+        assert r.json()["text"] == "hello there world"
+        assert r.json()["id"].startswith("chatcmpl-")
+        r = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+        assert r.status_code == 200
+        assert r.headers["content-type"].startswith("text/event-stream")
+        got = events(r.text)
+        assert got[0]["type"] == "start" and got[-1] == "[DONE]"
+        assert "".join(e["delta"] for e in got if isinstance(e, dict) and "delta" in e) == (
+            "a streamed answer"
+        )
+    # The backend got the client's prompt, in its own API.
+    assert backend.requests[0].api == "anthropic-messages"
+    assert backend.requests[0].json()["messages"][0]["content"][0]["text"] == "hi"
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        ({}, "no gateway key"),
+        ({"authorization": "Bearer sk-wrong"}, "not valid"),
+        ({"x-api-key": "sk-wrong"}, "not valid"),
+        ({"authorization": f"Basic {KEY}"}, "no gateway key"),
+    ],
+)
+def test_a_missing_or_wrong_key_is_401(
+    backend: MockServer, headers: dict[str, str], why: str
+) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = post(gw, {"model": "smart", "prompt": "hi"}, headers)
+    assert r.status_code == 401
+    assert r.json()["error"]["kind"] == "authentication"
+    assert why in r.json()["error"]["message"]
+    assert backend.requests == []
+
+
+def test_x_api_key_authenticates(backend: MockServer) -> None:
+    backend.add("ok")
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = post(gw, {"model": "smart", "prompt": "hi"}, {"x-api-key": KEY})
+    assert r.status_code == 200, r.text
+
+
+def test_models_lists_what_the_key_may_use(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        a = httpx.get(gw.base_url + "/v1/models", headers=AUTH)
+        b = httpx.get(gw.base_url + "/models", headers={"x-api-key": OTHER})
+        anon = httpx.get(gw.base_url + "/v1/models")
+    assert a.status_code == 200
+    assert a.json() == {"object": "list", "data": [
+        {"id": "smart", "object": "model", "created": 0, "owned_by": "modelwire"}]}  # fmt: skip
+    assert [m["id"] for m in b.json()["data"]] == ["smart", "other"]
+    assert anon.status_code == 401
+
+
+def test_unknown_model_404_and_forbidden_model_403(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        unknown = post(gw, {"model": "nope", "prompt": "hi"})
+        forbidden = post(gw, {"model": "other", "prompt": "hi"})
+    assert unknown.status_code == 404
+    assert unknown.json()["error"]["param"] == "model"
+    assert "'nope'" in unknown.json()["error"]["message"]
+    assert forbidden.status_code == 403
+    assert forbidden.json()["error"]["kind"] == "permission"
+    assert backend.requests == []
+
+
+def test_unknown_path_method_and_oversized_body(backend: MockServer) -> None:
+    cfg = config(backend.origin + "/v1")
+    cfg["gateway"] = {"max_body_bytes": 1000}
+    with serving(cfg) as gw:
+        path = httpx.post(gw.base_url + "/v1/nothing", json={}, headers=AUTH)
+        method = httpx.get(gw.base_url + "/v1/fake", headers=AUTH)
+        big = post(gw, {"model": "smart", "prompt": "x" * 2000})
+        chunked = httpx.post(gw.base_url + "/v1/fake", headers=AUTH,
+                             content=iter([b"{" + b" " * 600, b" " * 600 + b"}"]))  # fmt: skip
+        bad = httpx.post(gw.base_url + "/v1/fake", headers=AUTH, content=b"{not json")
+    assert path.status_code == 404
+    assert "/v1/fake" in path.json()["error"]["message"]
+    assert method.status_code == 405
+    assert big.status_code == 413 and "1000 bytes" in big.json()["error"]["message"]
+    assert chunked.status_code == 413
+    assert bad.status_code == 400 and "not JSON" in bad.json()["error"]["message"]
+    assert backend.requests == []
+
+
+# --------------------------------------------------------------------------- passthrough
+
+
+def test_passthrough_reaches_a_backend_of_the_same_api_only(backend: MockServer) -> None:
+    backend.add("ok")
+    with serving(config(backend.origin + "/v1")) as gw:
+        # The fake front-end speaks openai-chat; "other" is an openai-chat backend.
+        same = post(gw, {"model": "other", "prompt": "hi", "logit_bias": {"42": 1}},
+                    {"authorization": f"Bearer {OTHER}"})  # fmt: skip
+        differs = post(gw, {"model": "smart", "prompt": "hi", "logit_bias": {"42": 1}})
+    assert same.status_code == 200, same.text
+    assert backend.requests[0].json()["logit_bias"] == {"42": 1}
+    assert differs.status_code == 400
+    assert differs.json()["error"]["param"] == "logit_bias"
+    assert "anthropic-messages" in differs.json()["error"]["message"]
+    assert len(backend.requests) == 1
+
+
+# --------------------------------------------------------------------------- backend keys
+
+
+def test_backend_key_is_read_from_its_variable_per_request(
+    backend: MockServer, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    cfg = config(backend.origin + "/v1")
+    cfg["models"]["smart"]["api_key_env"] = "GW_TEST_BACKEND_KEY"
+    cfg["gateway"] = {"log": str(tmp_path / "gw.db"), "otel": False}
+    monkeypatch.delenv("GW_TEST_BACKEND_KEY", raising=False)
+    backend.add("first", "second")
+    gw_app = app(cfg, frontends=[FRONTEND])
+    with serving(gw_app) as gw:
+        missing = post(gw, {"model": "smart", "prompt": "hi"})
+        monkeypatch.setenv("GW_TEST_BACKEND_KEY", "sk-backend-secret-1")
+        one = post(gw, {"model": "smart", "prompt": "hi"})
+        monkeypatch.setenv("GW_TEST_BACKEND_KEY", "sk-backend-secret-2")
+        two = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+    assert missing.status_code == 500
+    assert "GW_TEST_BACKEND_KEY" in missing.json()["error"]["message"]
+    assert one.status_code == two.status_code == 200
+    assert [r.headers["x-api-key"] for r in backend.requests] == [
+        "sk-backend-secret-1", "sk-backend-secret-2"]  # fmt: skip
+    # No key — backend or gateway, nor the gateway key's hash — in anything the
+    # gateway wrote or shows.
+    shown = [missing.text, one.text, two.text, repr(gw_app), repr(gw_app.config),
+             repr(load_config(cfg)), (tmp_path / "gw.db").read_bytes().decode("latin-1")]  # fmt: skip
+    for text in shown:
+        for secret in ("sk-backend-secret", KEY, hash_key(KEY)):
+            assert secret not in text
+
+
+# --------------------------------------------------------------------------- failures
+
+
+def test_backend_error_before_content_is_the_apis_error(backend: MockServer) -> None:
+    backend.add(error_reply(400, "bad field"), error_reply(404, "no such model"))
+    with serving(config(backend.origin + "/v1")) as gw:
+        streamed = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+        whole = post(gw, {"model": "smart", "prompt": "hi"})
+    assert (streamed.status_code, whole.status_code) == (400, 404)
+    assert streamed.json()["error"]["kind"] == "invalid_request"
+    assert "bad field" in streamed.json()["error"]["message"]
+    assert whole.json()["error"]["kind"] == "not_found"
+
+
+def test_backend_auth_failure_streamed_and_not(backend: MockServer) -> None:
+    backend.add(error_reply(401, "bad backend key"), error_reply(401, "bad backend key"))
+    with serving(config(backend.origin + "/v1")) as gw:
+        streamed = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+        whole = post(gw, {"model": "smart", "prompt": "hi"})
+    for r in (streamed, whole):
+        assert r.status_code == 401
+        assert r.json()["error"]["kind"] == "authentication"
+        assert r.headers["content-type"] == "application/json"
+
+
+def test_failure_after_content_is_an_in_stream_error_without_done() -> None:
+    with MockServer() as cut_backend:
+        frames = _anthropic_body("a long answer that breaks in the middle")
+        cut_backend.add(Reply(body=frames, cut_after=len(frames) // 2))
+        with serving(config(cut_backend.origin + "/v1")) as gw:
+            r = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+    assert r.status_code == 200
+    got = events(r.text)
+    assert any(isinstance(e, dict) and e.get("type") == "text_delta" for e in got)
+    assert isinstance(got[-1], dict) and "error" in got[-1]
+    assert "[DONE]" not in got
+
+
+def _anthropic_body(text: str) -> bytes:
+    from modelwire.testing import render
+
+    return render(text, "anthropic-messages", piece_chars=4)
+
+
+def test_fallback_moves_to_the_next_model(backend: MockServer) -> None:
+    with MockServer([error_reply(503, "down")], repeat_last=True) as down:
+        backend.add("from the second")
+        cfg = {
+            "models": {
+                "a": {"api": "openai-chat", "id": "m1", "base_url": down.origin + "/v1"},
+                "b": {"api": "anthropic-messages", "id": "m2", "base_url": backend.origin + "/v1"},
+                "both": {"fallback": ["a", "b"]},
+            },
+            "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["both"]}},
+        }
+        with serving(cfg) as gw:
+            r = post(gw, {"model": "both", "prompt": "hi"})
+    assert r.status_code == 200, r.text
+    assert r.json()["text"] == "from the second"
+    assert backend.requests[0].json()["model"] == "m2"
+
+
+# --------------------------------------------------------------------------- limits
+
+
+def test_requests_per_minute_with_retry_after(backend: MockServer) -> None:
+    clock = Clock()
+    backend.add("1", "2", "3", "4")
+    store = MemoryStore(clock=clock)
+    with serving(config(backend.origin + "/v1", requests_per_minute=2), store=store) as gw:
+        a = post(gw, {"model": "smart", "prompt": "hi"})
+        b = post(gw, {"model": "smart", "prompt": "hi"})
+        c = post(gw, {"model": "smart", "prompt": "hi"})
+        other = post(gw, {"model": "smart", "prompt": "hi"}, {"x-api-key": OTHER})
+        clock.t += 30  # one request's worth refilled (2 per minute)
+        d = post(gw, {"model": "smart", "prompt": "hi"})
+    assert [a.status_code, b.status_code, c.status_code, d.status_code] == [200, 200, 429, 200]
+    assert c.json()["error"]["kind"] == "rate_limit"
+    assert c.headers["retry-after"] == "30"
+    assert other.status_code == 200  # another key has its own limits (none)
+    assert len(backend.requests) == 4
+
+
+def test_tokens_per_minute_counts_usage(backend: MockServer) -> None:
+    clock = Clock()
+    backend.add(*parse_script('[{"text": "big", "usage": {"input": 50, "output": 70}}, "x"]'))
+    store = MemoryStore(clock=clock)
+    with serving(config(backend.origin + "/v1", tokens_per_minute=100), store=store) as gw:
+        first = post(gw, {"model": "smart", "prompt": "hi"})
+        second = post(gw, {"model": "smart", "prompt": "hi"})
+        clock.t += 13  # 100/60 tokens a second: the debt of 20 is paid after 12 s
+        third = post(gw, {"model": "smart", "prompt": "hi"})
+    assert first.status_code == 200
+    assert second.status_code == 429
+    assert int(second.headers["retry-after"]) == 12
+    assert third.status_code == 200
+
+
+def test_budget_spent_is_403(backend: MockServer) -> None:
+    script = '[{"text": "a", "usage": {"input": 1, "output": 1}}, "b"]'
+    backend.add(*parse_script(script))
+    cfg = config(backend.origin + "/v1", budget_usd=1.5)
+    # $1 per token: the first answer costs $2.
+    cfg["models"]["smart"]["cost"] = {"input": 1_000_000, "output": 1_000_000}
+    store = MemoryStore()
+    with serving(cfg, store=store) as gw:
+        first = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+        second = post(gw, {"model": "smart", "prompt": "hi"})
+    assert first.status_code == 200
+    assert second.status_code == 403
+    assert "budget" in second.json()["error"]["message"]
+    assert len(backend.requests) == 1
+
+
+# --------------------------------------------------------------------------- disconnect
+
+
+class StallingBackend:
+    """A loopback OpenAI-chat server that sends one delta and then nothing, and
+    records when the client closes its connection."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.closed = threading.Event()
+        self.got_request = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        conn, _ = self.sock.accept()
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))  # fmt: skip
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.got_request.set()
+            chunk = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"hel"}}]}\n\n'
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n"
+                         + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")  # fmt: skip
+            conn.settimeout(60)
+            try:
+                while conn.recv(65536):
+                    pass
+            except OSError:
+                pass
+            self.closed.set()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def test_client_disconnect_cancels_the_backend_stream() -> None:
+    backend = StallingBackend()
+    cfg = {
+        "models": {"slow": {"api": "openai-chat", "id": "m", "base_url": backend.base_url}},
+        "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+    }
+    try:
+        with serving(cfg) as gw, httpx.Client(timeout=30) as client:
+            with client.stream("POST", gw.base_url + "/v1/fake", headers=AUTH,
+                               json={"model": "slow", "prompt": "hi", "stream": True}) as r:  # fmt: skip
+                assert r.status_code == 200
+                first = next(r.iter_raw())
+                assert b"start" in first or b"hel" in first
+            # The client has gone: the gateway closes its backend connection.
+            assert backend.closed.wait(30), "the backend connection stayed open"
+    finally:
+        backend.close()
+
+
+# --------------------------------------------------------------------------- log + otel
+
+
+def test_every_request_is_logged_with_the_key_name(backend: MockServer, tmp_path: Path) -> None:
+    backend.add(*parse_script('[{"text": "logged", "usage": {"input": 3, "output": 4}}]'))
+    cfg = config(backend.origin + "/v1")
+    path = tmp_path / "gw.db"
+    cfg["gateway"] = {"log": str(path)}
+    with serving(cfg) as gw:
+        ok = post(gw, {"model": "smart", "prompt": "what is logged", "stream": True})
+        refused = post(gw, {"model": "other", "prompt": "hi"})
+    assert ok.status_code == 200 and refused.status_code == 403
+    with sqlite3.connect(path) as conn:
+        conn.row_factory = sqlite3.Row
+        rows = [dict(r) for r in conn.execute("SELECT * FROM gateway_requests ORDER BY started")]
+        calls = [dict(r) for r in conn.execute("SELECT * FROM responses ORDER BY id")]
+    assert [(r["key_name"], r["model"], r["status"]) for r in rows] == [
+        ("team-a", "smart", 200), ("team-a", "other", 403)]  # fmt: skip
+    first = rows[0]
+    assert (first["input_tokens"], first["output_tokens"]) == (3, 4)
+    assert first["first_token_ms"] is not None
+    assert 0 <= first["first_token_ms"] <= first["latency_ms"]
+    assert first["response_row"] == calls[0]["id"]
+    assert calls[0]["prompt"] == "what is logged" and calls[0]["response"] == "logged"
+    assert len(calls) == 1
+
+
+def test_otel_spans_name_the_key_and_parent_the_model_call(backend: MockServer) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    import modelwire.otel
+
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    backend.add(*parse_script('[{"text": "traced", "usage": {"input": 3, "output": 4}}]'))
+    cfg = config(backend.origin + "/v1")
+    cfg["gateway"] = {"otel": True}
+    try:
+        with serving(cfg, tracer_provider=provider) as gw:
+            r = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
+    finally:
+        modelwire.otel.uninstrument()
+    assert r.status_code == 200
+    done = {s.name: s for s in spans.get_finished_spans()}
+    server = done["POST /v1/fake"]
+    call = done["chat mock-model"]
+    assert server.attributes is not None and call.parent is not None
+    assert call.parent.span_id == server.context.span_id
+    assert server.attributes["modelwire.gateway.key"] == "team-a"
+    assert server.attributes["gen_ai.request.model"] == "smart"
+    assert server.attributes["gen_ai.usage.output_tokens"] == 4
+    assert server.attributes["http.response.status_code"] == 200
+    assert "modelwire.gateway.first_token_s" in server.attributes
+    for s in spans.get_finished_spans():
+        assert KEY not in json.dumps(dict(s.attributes or {}))
+
+
+# --------------------------------------------------------------------------- imports
+
+
+def test_import_does_not_load_uvicorn_or_redis() -> None:
+    code = ("import sys, modelwire.gateway as g; g.app(" + repr(config("http://127.0.0.1:1/v1"))
+            + "); print(sorted(m for m in ('uvicorn', 'redis') if m in sys.modules))")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_app_without_front_end_modules_still_serves_models(backend: MockServer) -> None:
+    with GatewayServer(config(backend.origin + "/v1"), frontends=[]) as gw:
+        r = httpx.get(gw.base_url + "/v1/models", headers=AUTH)
+        missing = httpx.post(gw.base_url + "/v1/chat/completions", headers=AUTH, json={})
+    assert r.status_code == 200
+    assert missing.status_code == 404
