@@ -956,6 +956,10 @@ def test_error_request_error_statuses() -> None:
     ]:
         got, _, raw = FRONTEND.error(RequestError("no", status=status, kind=kind))
         assert got == status and json.loads(raw)["error"]["type"] == type_
+    got, _, raw = FRONTEND.error(RequestError("no backend key", status=500, kind="server"))
+    assert got == 500 and json.loads(raw)["error"]["type"] == "server_error"
+    got, _, raw = FRONTEND.error(RequestError("store down", status=503, kind="overloaded"))
+    assert got == 503 and json.loads(raw)["error"]["type"] == "service_unavailable_error"
 
 
 def test_unknown_exception_says_nothing_of_its_text() -> None:

@@ -57,7 +57,11 @@ def error(exc: RequestError | BaseException) -> tuple[int, dict[str, str], bytes
     headers: dict[str, str] = {}
     param: str | None = None
     if isinstance(exc, RequestError):
-        _, type_, code = _BY_KIND.get(exc.kind, (exc.status, "invalid_request_error", None))
+        # The gateway's own refusal: its status stands; the type and code follow the kind
+        # (a 5xx of the gateway's, such as a missing backend key, is a server_error).
+        default = (exc.status, "server_error" if exc.status >= 500 else "invalid_request_error",
+                   None)  # fmt: skip
+        _, type_, code = _BY_KIND.get(exc.kind, default)
         status, message, param = exc.status, exc.message, exc.param
         if exc.kind == "invalid_request":
             code = None

@@ -83,7 +83,7 @@ _EMPTY_SUMMARY_PART = {"type": "summary_text", "text": ""}
 class _Item:
     """One output item being streamed."""
 
-    __slots__ = ("buffer", "id", "index", "kind", "mid", "notes", "phase")
+    __slots__ = ("buffer", "id", "index", "kind", "mid", "notes", "phase", "streamed")
 
     def __init__(self, kind: int, index: int, item_id: str) -> None:
         self.kind = kind
@@ -91,6 +91,9 @@ class _Item:
         self.id = item_id
         self.phase: str | None = None
         self.notes = 0  # annotations streamed
+        # Whether a delta was written: a block that arrives whole (an Ollama or Gemini
+        # call) still gets one, for clients that read the deltas only.
+        self.streamed = False
         self.buffer: list[str] | None = None  # a Responses backend's reasoning, until it ends
         ids = encode(item_id).decode()
         if kind == _TEXT:
@@ -149,11 +152,13 @@ class ResponsesRenderer:
             item = self._open.get(event.content_index)
             if item is None or not event.delta:
                 return b""
+            item.streamed = True
             return self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
         if isinstance(event, ToolCallDeltaEvent):
             item = self._open.get(event.content_index)
             if item is None or not event.delta:
                 return b""
+            item.streamed = True
             return self._delta(_ARGS_DELTA, item, event.delta, _TAIL)
         if isinstance(event, ThinkingDeltaEvent):
             item = self._open.get(event.content_index)
@@ -162,6 +167,7 @@ class ResponsesRenderer:
             if item.buffer is not None:
                 item.buffer.append(event.delta)
                 return b""
+            item.streamed = True
             return self._delta(_SUMMARY_DELTA, item, event.delta, _TAIL)
         if isinstance(event, TextStartEvent | ThinkingStartEvent | ToolCallStartEvent):
             return self._start(event)
@@ -245,7 +251,10 @@ class ResponsesRenderer:
         done = text_item(item.id, item.phase, block.text, notes, "completed")
         self._output[item.index] = done
         common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
-        return b"".join((
+        whole = b""
+        if not item.streamed and block.text:
+            whole = self._delta(_TEXT_DELTA, item, block.text, _TEXT_TAIL)
+        return whole + b"".join((
             self._event("response.output_text.done",
                         {**common, "text": block.text, "logprobs": []}),
             self._event("response.content_part.done", {**common, "part": done["content"][0]}),
@@ -262,6 +271,8 @@ class ResponsesRenderer:
             item.mid = _Item(_THINKING, item.index, item.id).mid
             out.append(self._reasoning_head(item))
             out.extend(self._delta(_SUMMARY_DELTA, item, p, _TAIL) for p in item.buffer)
+        elif not item.streamed and block.thinking:
+            out.append(self._delta(_SUMMARY_DELTA, item, block.thinking, _TAIL))
         done = reasoning_item(block, partial, item.id)
         self._output[item.index] = done
         common = {"item_id": item.id, "output_index": item.index, "summary_index": 0}
@@ -280,10 +291,22 @@ class ResponsesRenderer:
         args = raw_or_json_arguments(call.raw_arguments, call.arguments)
         done = call_item(call, item.id, "completed", args)
         self._output[item.index] = done
-        return self._event(
-            "response.function_call_arguments.done",
-            {"item_id": item.id, "output_index": item.index, "name": call.name, "arguments": args},
-        ) + self._event("response.output_item.done", {"output_index": item.index, "item": done})
+        whole = b""
+        if not item.streamed and args:
+            whole = self._delta(_ARGS_DELTA, item, args, _TAIL)
+        return (
+            whole
+            + self._event(
+                "response.function_call_arguments.done",
+                {
+                    "item_id": item.id,
+                    "output_index": item.index,
+                    "name": call.name,
+                    "arguments": args,
+                },
+            )
+            + self._event("response.output_item.done", {"output_index": item.index, "item": done})
+        )
 
     def _citation(self, event: CitationEvent) -> bytes:
         item = self._open.get(event.content_index)
