@@ -969,3 +969,86 @@ def test_unknown_exception_says_nothing_of_its_text() -> None:
 
 def test_frontend_identity() -> None:
     assert FRONTEND.api == API and FRONTEND.paths == ("/v1/responses", "/responses")
+
+
+# --------------------------------------------------------------------------- items in turn
+
+
+def _in_turn(data: bytes) -> bool:
+    """Whether no item starts while a text or reasoning item is open (only function
+    calls stay open across others, as the SDK allows), and events name open items."""
+    open_: dict[int, str] = {}
+    for name, p in sse_payloads(data):
+        if name == "response.output_item.added":
+            if any(k != "function_call" for k in open_.values()):
+                return False
+            open_[p["output_index"]] = p["item"]["type"]
+        elif name == "response.output_item.done":
+            if open_.pop(p["output_index"], None) is None and p["item"]["type"] in (
+                "message",
+                "reasoning",
+                "function_call",
+            ):
+                return False
+        elif "output_index" in p and p["output_index"] not in open_:
+            return False
+    return not open_
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_items_follow_one_another(backend: str) -> None:
+    # Chat Completions and Ollama end every block at the finish; the text and reasoning
+    # items still come one after another, as OpenAI sends them.
+    data = rendered(events_for(SCRIPT if backend != "ollama-chat" else SCRIPT[1:], backend))
+    assert _in_turn(data)
+
+
+def _chat_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {
+        "id": "c1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
+
+
+def test_text_after_a_later_block_continues_in_a_new_item() -> None:
+    call = {
+        "index": 0,
+        "id": "call_z",
+        "type": "function",
+        "function": {"name": "ls", "arguments": ""},
+    }
+    body = mw.testing.sse_body(
+        [
+            _chat_chunk({"role": "assistant", "reasoning_content": "Think"}),
+            _chat_chunk({"content": "Hel"}),
+            _chat_chunk({"tool_calls": [call]}),
+            _chat_chunk({"content": "lo"}),
+            _chat_chunk({"reasoning_content": " more"}),
+            _chat_chunk({"tool_calls": [{"index": 0, "function": {"arguments": "{}"}}]}),
+            _chat_chunk({}, "tool_calls"),
+        ]
+    )
+    events = list(mw.replay("openai-chat", [body]))
+    source = events[-1].message  # type: ignore[union-attr]
+    assert source.text == "Hello"
+    data = rendered(events)
+    assert _in_turn(data)
+    for _, payload in sse_payloads(data):
+        _stream_event.validate_python(payload)
+    _, final = sdk_stream(data)
+    assert final.output_text == "Hello"
+    assert [i.type for i in final.output] == [
+        "reasoning",
+        "message",
+        "function_call",
+        "message",
+        "reasoning",
+    ]
+    back = mw.replay(API, [data]).message
+    assert back.text == "Hello"
+    thinking = [b.thinking for b in back.content if isinstance(b, ThinkingContent)]
+    assert "".join(thinking) == "Think more"
+    assert [c.raw_arguments for c in back.tool_calls] == ["{}"]

@@ -18,6 +18,12 @@ A reasoning item from a Responses backend is sent when it ends: its id is known 
 then (modelwire keeps the whole item, ``encrypted_content`` included, as the
 signature), and the SDK refuses an item whose id changes between ``added`` and
 ``done``. Thinking from any other backend streams live.
+
+Items follow one another, as OpenAI sends them, also when the backend's blocks
+overlap (Chat Completions and Ollama end every block at the finish): a text or
+reasoning item still open when the next block starts is done with what it holds,
+and text that comes for it later continues in a new item of its own. Function calls
+stay open until they end (the SDK takes calls whose arguments interleave).
 """
 
 from __future__ import annotations
@@ -53,6 +59,7 @@ from ._items import (
     call_id_of,
     call_item,
     encode,
+    new_id,
     now,
     reasoning_id,
     reasoning_item,
@@ -83,32 +90,40 @@ _EMPTY_SUMMARY_PART = {"type": "summary_text", "text": ""}
 class _Item:
     """One output item being streamed."""
 
-    __slots__ = ("buffer", "id", "index", "kind", "mid", "notes", "phase", "streamed")
+    __slots__ = ("buffer", "cite0", "id", "index", "kind", "mid", "notes", "offset", "phase",
+                 "streamed")  # fmt: skip
 
-    def __init__(self, kind: int, index: int, item_id: str) -> None:
+    def __init__(
+        self, kind: int, index: int, item_id: str, offset: int = 0, cite0: int = 0
+    ) -> None:
         self.kind = kind
         self.index = index
         self.id = item_id
         self.phase: str | None = None
+        self.offset = offset  # characters of the block before this item (a continuation)
+        self.cite0 = cite0  # the block's citations before this item
         self.notes = 0  # annotations streamed
         # Whether a delta was written: a block that arrives whole (an Ollama or Gemini
         # call) still gets one, for clients that read the deltas only.
         self.streamed = False
         self.buffer: list[str] | None = None  # a Responses backend's reasoning, until it ends
-        ids = encode(item_id).decode()
-        if kind == _TEXT:
-            mid = f',"item_id":{ids},"output_index":{index},"content_index":0'
-        elif kind == _THINKING:
-            mid = f',"item_id":{ids},"output_index":{index},"summary_index":0'
-        else:
-            mid = f',"item_id":{ids},"output_index":{index}'
-        self.mid = mid.encode()
+        self.mid = _mid(kind, index, item_id)
+
+
+def _mid(kind: int, index: int, item_id: str) -> bytes:
+    ids = encode(item_id).decode()
+    if kind == _TEXT:
+        return f',"item_id":{ids},"output_index":{index},"content_index":0'.encode()
+    if kind == _THINKING:
+        return f',"item_id":{ids},"output_index":{index},"summary_index":0'.encode()
+    return f',"item_id":{ids},"output_index":{index}'.encode()
 
 
 class ResponsesRenderer:
     """One streamed answer's events → Responses SSE bytes."""
 
-    __slots__ = ("_created", "_done", "_items", "_open", "_output", "_request", "_rid", "_seq")
+    __slots__ = ("_closed", "_created", "_done", "_items", "_open", "_output", "_request",
+                 "_rid", "_seq")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._request = request
@@ -116,6 +131,9 @@ class ResponsesRenderer:
         self._seq = 0
         self._created = now()
         self._open: dict[int, _Item] = {}  # content index → item being streamed
+        # content index → (characters, citations) already sent of a text or thinking
+        # block whose item was done before the block ended (a later block started).
+        self._closed: dict[int, tuple[int, int]] = {}
         self._output: dict[int, Any] = {}  # output index → finished item
         self._items = 0  # output indexes given so far
         self._done = False
@@ -136,12 +154,12 @@ class ResponsesRenderer:
     def _response(
         self, status: str, message: AssistantMessage | None, **extra: Any
     ) -> dict[str, Any]:
-        output = [self._output[k] for k in sorted(self._output)]
-        usage = message.usage if message is not None and status != "in_progress" else None
+        live = status != "in_progress"
+        output = [self._output[k] for k in sorted(self._output)] if live else []
+        usage = message.usage if message is not None and live else None
         return response_object(
-            self._request, self._rid, self._created, status, output if status != "in_progress" else (),
-            usage, **extra,
-        )  # fmt: skip
+            self._request, self._rid, self._created, status, output, usage, **extra
+        )
 
     # ------------------------------------------------------------------ events
 
@@ -150,7 +168,9 @@ class ResponsesRenderer:
             return b""
         if isinstance(event, TextDeltaEvent):
             item = self._open.get(event.content_index)
-            if item is None or not event.delta:
+            if item is None:
+                return self._late(event) if event.delta else b""
+            if not event.delta:
                 return b""
             item.streamed = True
             return self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
@@ -162,7 +182,9 @@ class ResponsesRenderer:
             return self._delta(_ARGS_DELTA, item, event.delta, _TAIL)
         if isinstance(event, ThinkingDeltaEvent):
             item = self._open.get(event.content_index)
-            if item is None or not event.delta:
+            if item is None:
+                return self._late(event) if event.delta else b""
+            if not event.delta:
                 return b""
             if item.buffer is not None:
                 item.buffer.append(event.delta)
@@ -176,7 +198,7 @@ class ResponsesRenderer:
         if isinstance(event, ThinkingEndEvent):
             return self._thinking_end(event.content_index, event.content, event.partial)
         if isinstance(event, ToolCallEndEvent):
-            return self._call_end(event.content_index, event.tool_call, event.partial)
+            return self._call_end(event.content_index, event.tool_call)
         if isinstance(event, CitationEvent):
             return self._citation(event)
         if isinstance(event, BlockEvent):
@@ -194,43 +216,87 @@ class ResponsesRenderer:
             return self._restart(event.message)
         return b""  # pragma: no cover - every event type is handled above
 
-    def _new(self, kind: int, content_index: int, item_id: str) -> _Item:
-        item = _Item(kind, self._items, item_id)
+    # ------------------------------------------------------------------ items in turn
+
+    def _new(self, kind: int, ci: int, item_id: str, offset: int = 0, cite0: int = 0) -> _Item:
+        item = _Item(kind, self._items, item_id, offset, cite0)
         self._items += 1
-        self._open[content_index] = item
+        self._open[ci] = item
         return item
+
+    def _close_open(self, partial: AssistantMessage) -> bytes:
+        """Finish the text and reasoning items still open with what they hold (a new
+        block starts); the rest of their blocks, if any, comes as new items."""
+        out: list[bytes] = []
+        for ci, item in list(self._open.items()):
+            if item.kind == _CALL or item.buffer is not None or ci >= len(partial.content):
+                continue
+            block = partial.content[ci]
+            del self._open[ci]
+            if isinstance(block, TextContent):
+                self._closed[ci] = (len(block.text), len(block.citations))
+                out.append(self._text_done(item, block, partial))
+            elif isinstance(block, ThinkingContent):
+                self._closed[ci] = (len(block.thinking), 0)
+                out.append(self._thinking_done(item, block, partial))
+        return b"".join(out)
+
+    def _late(self, event: TextDeltaEvent | ThinkingDeltaEvent | CitationEvent) -> bytes:
+        """A delta (or citation) for a block whose item was done early: a new item
+        continues it, after the items open now are done."""
+        ci = event.content_index
+        sent = self._closed.pop(ci, None)
+        if sent is None:
+            return b""
+        partial = event.partial
+        out = self._close_open(partial)
+        if isinstance(event, ThinkingDeltaEvent):
+            item = self._new(_THINKING, ci, new_id("rs", self._rid, self._items), sent[0])
+            out += self._reasoning_head(item)
+            item.streamed = True
+            return out + self._delta(_SUMMARY_DELTA, item, event.delta, _TAIL)
+        item = self._new(_TEXT, ci, new_id("msg", self._rid, self._items), sent[0], sent[1])
+        out += self._text_head(item)
+        if isinstance(event, CitationEvent):
+            return out + self._citation(event)
+        item.streamed = True
+        return out + self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
 
     def _start(self, event: TextStartEvent | ThinkingStartEvent | ToolCallStartEvent) -> bytes:
         ci = event.content_index
         partial = event.partial
         block = partial.content[ci]
+        out = self._close_open(partial) if self._open else b""
         n = self._items
         if isinstance(block, TextContent):
             item_id, phase = text_id(block, partial, self._rid, n)
             item = self._new(_TEXT, ci, item_id)
             item.phase = phase
-            added = text_item(item_id, phase, "", (), "in_progress")
-            added["content"] = []
-            return self._event(
-                "response.output_item.added", {"output_index": item.index, "item": added}
-            ) + self._event(
-                "response.content_part.added",
-                {"item_id": item_id, "output_index": item.index, "content_index": 0,
-                 "part": _EMPTY_TEXT_PART},
-            )  # fmt: skip
+            return out + self._text_head(item)
         if isinstance(block, ThinkingContent):
             if partial.api == API:
                 item = self._new(_THINKING, ci, "")
                 item.buffer = []
-                return b""
+                return out
             item = self._new(_THINKING, ci, reasoning_id(block, partial, self._rid, n))
-            return self._reasoning_head(item)
+            return out + self._reasoning_head(item)
         assert isinstance(block, ToolCall)
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
         added = call_item(block, item.id, "in_progress", "")
-        return self._event(
+        return out + self._event(
             "response.output_item.added", {"output_index": item.index, "item": added}
         )
+
+    def _text_head(self, item: _Item) -> bytes:
+        added = text_item(item.id, item.phase, "", (), "in_progress")
+        added["content"] = []
+        return self._event(
+            "response.output_item.added", {"output_index": item.index, "item": added}
+        ) + self._event(
+            "response.content_part.added",
+            {"item_id": item.id, "output_index": item.index, "content_index": 0,
+             "part": _EMPTY_TEXT_PART},
+        )  # fmt: skip
 
     def _reasoning_head(self, item: _Item) -> bytes:
         added = {"id": item.id, "type": "reasoning", "summary": []}
@@ -242,21 +308,33 @@ class ResponsesRenderer:
              "part": _EMPTY_SUMMARY_PART},
         )  # fmt: skip
 
+    # ------------------------------------------------------------------ items done
+
     def _text_end(self, ci: int, block: TextContent, partial: AssistantMessage) -> bytes:
         item = self._open.pop(ci, None)
         if item is None:
-            return b""
+            sent = self._closed.pop(ci, None)
+            if sent is None or (len(block.text) <= sent[0] and len(block.citations) <= sent[1]):
+                return b""
+            # More came for an item done early than its deltas said: a last item.
+            out = self._close_open(partial)
+            item = self._new(_TEXT, ci, new_id("msg", self._rid, self._items), *sent)
+            del self._open[ci]
+            return out + self._text_head(item) + self._text_done(item, block, partial)
+        return self._text_done(item, block, partial)
+
+    def _text_done(self, item: _Item, block: TextContent, partial: AssistantMessage) -> bytes:
         same = partial.api == API
-        notes = [annotation(c, same) for c in block.citations]
-        done = text_item(item.id, item.phase, block.text, notes, "completed")
+        text = block.text[item.offset :]
+        notes = [annotation(c, same) for c in block.citations[item.cite0 :]]
+        done = text_item(item.id, item.phase, text, notes, "completed")
         self._output[item.index] = done
         common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
         whole = b""
-        if not item.streamed and block.text:
-            whole = self._delta(_TEXT_DELTA, item, block.text, _TEXT_TAIL)
+        if not item.streamed and text:
+            whole = self._delta(_TEXT_DELTA, item, text, _TEXT_TAIL)
         return whole + b"".join((
-            self._event("response.output_text.done",
-                        {**common, "text": block.text, "logprobs": []}),
+            self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
             self._event("response.content_part.done", {**common, "part": done["content"][0]}),
             self._event("response.output_item.done", {"output_index": item.index, "item": done}),
         ))  # fmt: skip
@@ -264,27 +342,45 @@ class ResponsesRenderer:
     def _thinking_end(self, ci: int, block: ThinkingContent, partial: AssistantMessage) -> bytes:
         item = self._open.pop(ci, None)
         if item is None:
-            return b""
+            sent = self._closed.pop(ci, None)
+            if sent is None or len(block.thinking) <= sent[0]:
+                return b""
+            head = self._close_open(partial)
+            item = self._new(_THINKING, ci, new_id("rs", self._rid, self._items), sent[0])
+            del self._open[ci]
+            return head + self._reasoning_head(item) + self._thinking_done(item, block, partial)
         out: list[bytes] = []
         if item.buffer is not None:
             item.id = reasoning_id(block, partial, self._rid, item.index)
-            item.mid = _Item(_THINKING, item.index, item.id).mid
+            item.mid = _mid(_THINKING, item.index, item.id)
             out.append(self._reasoning_head(item))
             out.extend(self._delta(_SUMMARY_DELTA, item, p, _TAIL) for p in item.buffer)
-        elif not item.streamed and block.thinking:
-            out.append(self._delta(_SUMMARY_DELTA, item, block.thinking, _TAIL))
+            item.streamed = bool(item.buffer)
+        out.append(self._thinking_done(item, block, partial))
+        return b"".join(out)
+
+    def _thinking_done(
+        self, item: _Item, block: ThinkingContent, partial: AssistantMessage
+    ) -> bytes:
+        text = block.thinking[item.offset :]
+        if item.offset:
+            block = ThinkingContent(
+                thinking=text, signature=block.signature, redacted=block.redacted
+            )
         done = reasoning_item(block, partial, item.id)
         self._output[item.index] = done
         common = {"item_id": item.id, "output_index": item.index, "summary_index": 0}
-        part = {"type": "summary_text", "text": block.thinking}
-        out.append(self._event("response.reasoning_summary_text.done",
-                               {**common, "text": block.thinking}))  # fmt: skip
-        out.append(self._event("response.reasoning_summary_part.done", {**common, "part": part}))
+        out: list[bytes] = []
+        if not item.streamed and text:
+            out.append(self._delta(_SUMMARY_DELTA, item, text, _TAIL))
+        out.append(self._event("response.reasoning_summary_text.done", {**common, "text": text}))
+        out.append(self._event("response.reasoning_summary_part.done",
+                               {**common, "part": {"type": "summary_text", "text": text}}))  # fmt: skip
         out.append(self._event("response.output_item.done",
                                {"output_index": item.index, "item": done}))  # fmt: skip
         return b"".join(out)
 
-    def _call_end(self, ci: int, call: ToolCall, partial: AssistantMessage) -> bytes:
+    def _call_end(self, ci: int, call: ToolCall) -> bytes:
         item = self._open.pop(ci, None)
         if item is None:
             return b""
@@ -310,7 +406,9 @@ class ResponsesRenderer:
 
     def _citation(self, event: CitationEvent) -> bytes:
         item = self._open.get(event.content_index)
-        if item is None or item.kind != _TEXT:
+        if item is None:
+            return self._late(event)
+        if item.kind != _TEXT:
             return b""
         n = item.notes
         item.notes = n + 1
@@ -325,12 +423,15 @@ class ResponsesRenderer:
         done = block_item(event.content, event.partial, self._rid, self._items)
         if done is None:
             return b""
+        out = self._close_open(event.partial) if self._open else b""
         index = self._items
         self._items += 1
         self._output[index] = done
-        return self._event(
-            "response.output_item.added", {"output_index": index, "item": done}
-        ) + self._event("response.output_item.done", {"output_index": index, "item": done})
+        return (
+            out
+            + self._event("response.output_item.added", {"output_index": index, "item": done})
+            + self._event("response.output_item.done", {"output_index": index, "item": done})
+        )
 
     # ------------------------------------------------------------------ the end
 
@@ -358,7 +459,8 @@ class ResponsesRenderer:
         for ci, item in self._open.items():
             block = message.content[ci] if ci < len(message.content) else None
             if item.kind == _TEXT and isinstance(block, TextContent):
-                done: Any = text_item(item.id, item.phase, block.text, (), "incomplete")
+                done: Any = text_item(item.id, item.phase, block.text[item.offset :], (),
+                                      "incomplete")  # fmt: skip
             elif item.kind == _CALL and isinstance(block, ToolCall):
                 done = call_item(block, item.id, "incomplete")
             elif item.buffer is None:
@@ -368,5 +470,6 @@ class ResponsesRenderer:
             out.append(self._event("response.output_item.done",
                                    {"output_index": item.index, "item": done}))  # fmt: skip
         self._open.clear()
+        self._closed.clear()
         self._output.clear()
         return b"".join(out)
