@@ -1052,3 +1052,22 @@ def test_text_after_a_later_block_continues_in_a_new_item() -> None:
     thinking = [b.thinking for b in back.content if isinstance(b, ThinkingContent)]
     assert "".join(thinking) == "Think more"
     assert [c.raw_arguments for c in back.tool_calls] == ["{}"]
+
+
+def test_a_call_signature_that_comes_late_is_in_the_done_item() -> None:
+    # Gemini sends a call's thought signature after the call started (in the stream).
+    call = ToolCall(id="c7", name="read", arguments={"path": "a"}, raw_arguments='{"path":"a"}',
+                    signature="gemini-call-sig")  # fmt: skip
+    events = events_for([call], "google-generative-ai")
+    starts = [e for e in events if e.type == "tool_call_start"]
+    assert starts and starts[0].partial.content[0].signature is None  # not known at its start
+    data = rendered(events)
+    for _, payload in sse_payloads(data):
+        _stream_event.validate_python(payload)
+    added = [p["item"] for n, p in sse_payloads(data) if n == "response.output_item.added"]
+    assert "id" not in added[0]
+    req = _second_turn(data)
+    turn = req.context.messages[1]
+    assert isinstance(turn, AssistantMessage) and turn.api == "google-generative-ai"
+    assert turn.tool_calls[0].signature == "gemini-call-sig"
+    assert turn.tool_calls[0].id == "c7"

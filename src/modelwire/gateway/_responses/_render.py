@@ -90,8 +90,8 @@ _EMPTY_SUMMARY_PART = {"type": "summary_text", "text": ""}
 class _Item:
     """One output item being streamed."""
 
-    __slots__ = ("buffer", "cite0", "id", "index", "kind", "mid", "notes", "offset", "phase",
-                 "streamed")  # fmt: skip
+    __slots__ = ("buffer", "cite0", "id", "index", "kind", "late", "mid", "notes", "offset",
+                 "phase", "streamed")  # fmt: skip
 
     def __init__(
         self, kind: int, index: int, item_id: str, offset: int = 0, cite0: int = 0
@@ -107,6 +107,7 @@ class _Item:
         # call) still gets one, for clients that read the deltas only.
         self.streamed = False
         self.buffer: list[str] | None = None  # a Responses backend's reasoning, until it ends
+        self.late = False  # a call whose id is given when it ends
         self.mid = _mid(kind, index, item_id)
 
 
@@ -198,7 +199,7 @@ class ResponsesRenderer:
         if isinstance(event, ThinkingEndEvent):
             return self._thinking_end(event.content_index, event.content, event.partial)
         if isinstance(event, ToolCallEndEvent):
-            return self._call_end(event.content_index, event.tool_call)
+            return self._call_end(event.content_index, event.tool_call, event.partial)
         if isinstance(event, CitationEvent):
             return self._citation(event)
         if isinstance(event, BlockEvent):
@@ -283,6 +284,13 @@ class ResponsesRenderer:
         assert isinstance(block, ToolCall)
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
         added = call_item(block, item.id, "in_progress", "")
+        if partial.api != API and not block.signature:
+            # Its signature may still come (Gemini sends a call's thought signature after
+            # it started): the added item names no id, and the done item gives the one
+            # holding the signature — the SDK allows it of a call, whose identity is its
+            # call_id. Deltas name the id the call has when no signature comes.
+            del added["id"]
+            item.late = True
         return out + self._event(
             "response.output_item.added", {"output_index": item.index, "item": added}
         )
@@ -380,11 +388,13 @@ class ResponsesRenderer:
                                {"output_index": item.index, "item": done}))  # fmt: skip
         return b"".join(out)
 
-    def _call_end(self, ci: int, call: ToolCall) -> bytes:
+    def _call_end(self, ci: int, call: ToolCall, partial: AssistantMessage) -> bytes:
         item = self._open.pop(ci, None)
         if item is None:
             return b""
         args = raw_or_json_arguments(call.raw_arguments, call.arguments)
+        if item.late:
+            item.id = call_id_of(call, partial, self._rid, item.index)
         done = call_item(call, item.id, "completed", args)
         self._output[item.index] = done
         whole = b""
