@@ -930,6 +930,11 @@ ERRORS: list[tuple[StreamError, int, str]] = [
     (ConnectError("down"), 502, "server_error"),
     (ServerError("boom"), 502, "server_error"),
     (mw.errors.MalformedChunkError("bad chunk"), 502, "server_error"),
+    (mw.errors.StreamInterruptedError("cut"), 502, "server_error"),
+    (mw.errors.TruncatedStreamError("short"), 502, "server_error"),
+    (mw.errors.ToolCallProtocolError("bad call"), 502, "server_error"),
+    (mw.errors.OutputInvalidError("not the schema"), 502, "server_error"),
+    (mw.errors.ProviderStreamError("in-band"), 502, "server_error"),
 ]
 
 
