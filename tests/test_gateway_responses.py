@@ -1059,7 +1059,7 @@ def test_text_after_a_later_block_continues_in_a_new_item() -> None:
     assert [c.raw_arguments for c in back.tool_calls] == ["{}"]
 
 
-def test_a_call_signature_that_comes_late_is_in_the_done_item() -> None:
+def test_a_call_signature_that_comes_as_it_ends_is_in_its_item_id() -> None:
     # Gemini sends a call's thought signature after the call started (in the stream).
     call = ToolCall(id="c7", name="read", arguments={"path": "a"}, raw_arguments='{"path":"a"}',
                     signature="gemini-call-sig")  # fmt: skip
@@ -1070,7 +1070,10 @@ def test_a_call_signature_that_comes_late_is_in_the_done_item() -> None:
     for _, payload in sse_payloads(data):
         _stream_event.validate_python(payload)
     added = [p["item"] for n, p in sse_payloads(data) if n == "response.output_item.added"]
-    assert "id" not in added[0]
+    done = [p["item"] for n, p in sse_payloads(data) if n == "response.output_item.done"]
+    assert added[0]["id"] == done[0]["id"]  # clients key a call's events by its item id
+    deltas = [p for n, p in sse_payloads(data) if n == "response.function_call_arguments.delta"]
+    assert [d["item_id"] for d in deltas] == [done[0]["id"]]
     req = _second_turn(data)
     turn = req.context.messages[1]
     assert isinstance(turn, AssistantMessage) and turn.api == "google-generative-ai"

@@ -53,9 +53,10 @@ def gateway(backend: MockServer) -> Iterator[GatewayServer]:
         for api in BACKENDS
     }  # fmt: skip
     models["smart"] = dict(models["anthropic-messages"])  # the docs' example names it
-    # A name pydantic-ai knows as an OpenAI reasoning model, so it asks for and sends back
-    # encrypted reasoning (its model profile), served by an Anthropic backend.
-    models["gpt-5"] = dict(models["anthropic-messages"])
+    # Names pydantic-ai knows as OpenAI reasoning models, so it asks for and sends back
+    # encrypted reasoning (its model profile), served by Anthropic and Gemini backends.
+    models["gpt-5-anthropic-messages"] = dict(models["anthropic-messages"])
+    models["gpt-5-google-generative-ai"] = dict(models["google-generative-ai"])
     cfg = {"models": models, "keys": {"team": {"key_sha256": hash_key(KEY), "models": ["*"]}}}
     with GatewayServer(cfg) as gw:
         yield gw
@@ -67,12 +68,14 @@ def client(gateway: GatewayServer) -> Iterator[openai.OpenAI]:
         yield c
 
 
-def first_turn(api: str, call_id: str) -> AssistantMessage:
+def first_turn(api: str, call_id: str, *, text: bool = True) -> AssistantMessage:
     content: list[Any] = [
         ThinkingContent(thinking="The user wants a file. Read it.", signature=f"sig-{api}"),
         TextContent(text="Reading it now."),
         ToolCall(id=call_id, name="read", arguments=json.loads(RAW), raw_arguments=RAW),
     ]
+    if not text:
+        del content[1]
     return AssistantMessage(content=content, api="", provider="", model="", stop_reason="tool_use",
                             usage=Usage(input=30, output=12, cache_read=8, total_tokens=50))  # fmt: skip
 
@@ -196,7 +199,11 @@ def test_mid_stream_failure_is_response_failed(client: openai.OpenAI, backend: M
     assert names[-1] == "response.failed" and "response.completed" not in names
 
 
-def test_pydantic_ai_responses_model(gateway: GatewayServer, backend: MockServer) -> None:
+@pytest.mark.parametrize("streaming", [False, True], ids=["run", "run_stream"])
+@pytest.mark.parametrize("api", ["anthropic-messages", "google-generative-ai"])
+def test_pydantic_ai_responses_model(
+    api: str, streaming: bool, gateway: GatewayServer, backend: MockServer
+) -> None:
     pytest.importorskip("pydantic_ai")
     httpx2 = pytest.importorskip("httpx2")
     import anyio
@@ -211,7 +218,7 @@ def test_pydantic_ai_responses_model(gateway: GatewayServer, backend: MockServer
             provider = OpenAIProvider(
                 base_url=gateway.base_url + "/v1", api_key=KEY, http_client=http
             )
-            agent = Agent(OpenAIResponsesModel("gpt-5", provider=provider))
+            agent = Agent(OpenAIResponsesModel(f"gpt-5-{api}", provider=provider))
 
             @agent.tool_plain
             def read(path: str, n: int) -> str:
@@ -219,15 +226,23 @@ def test_pydantic_ai_responses_model(gateway: GatewayServer, backend: MockServer
                 seen.append(f"{path}:{n}")
                 return "hello"
 
-            backend.add(Reply(message=first_turn("anthropic-messages", "toolu_pa1")),
+            # No text before the call when streaming: pydantic-ai's run_stream takes the
+            # first text it sees as the output.
+            turn = first_turn(api, "toolu_pa1", text=not streaming)
+            backend.add(Reply(message=turn),
                         Reply(message="It says hello."))  # fmt: skip
+            if streaming:
+                async with agent.run_stream("read docs/a b.md") as run:
+                    return str(await run.get_output())
             result = await agent.run("read docs/a b.md")
             return str(result.output)
 
     assert anyio.run(main) == "It says hello."
     assert seen == ["docs/a b.md:2"]
     text = backend_request(backend).body.decode()
-    assert "sig-anthropic-messages" in text and "toolu_pa1" in text
+    assert f"sig-{api}" in text  # the thinking signature, back to the backend that made it
+    if api == "anthropic-messages":
+        assert "toolu_pa1" in text
 
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "gateway-responses.md"

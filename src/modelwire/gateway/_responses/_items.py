@@ -37,6 +37,7 @@ from .._origin import Origin, seal
 
 __all__ = [
     "API",
+    "LATE_CALL_SIGNATURES",
     "annotation",
     "block_item",
     "call_item",
@@ -51,6 +52,9 @@ __all__ = [
 ]
 
 API = "openai-responses"
+#: Backend APIs whose call signatures modelwire knows only when the call ends: Gemini's
+#: ``thoughtSignature`` sits on the ``functionCall`` part, set after its arguments.
+LATE_CALL_SIGNATURES = frozenset({"google-generative-ai"})
 _MARK = "_mwgw_"
 encode = msgspec.json.Encoder().encode
 _item_head = msgspec.json.Decoder(dict[str, Any])

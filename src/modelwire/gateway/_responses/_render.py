@@ -17,7 +17,9 @@ ids, then the JSON string of the delta): no dict is built per delta.
 A reasoning item from a Responses backend is sent when it ends: its id is known only
 then (modelwire keeps the whole item, ``encrypted_content`` included, as the
 signature), and the SDK refuses an item whose id changes between ``added`` and
-``done``. Thinking from any other backend streams live.
+``done``. Thinking from any other backend streams live. A Gemini function call is
+sent when it ends too, for the same reason (its thought signature, which its item id
+carries, comes with its end; Gemini sends a call whole anyway).
 
 Items follow one another, as OpenAI sends them, also when the backend's blocks
 overlap (Chat Completions and Ollama end every block at the finish): a text or
@@ -54,6 +56,7 @@ from .._frontend import GatewayRequest
 from ._errors import failure
 from ._items import (
     API,
+    LATE_CALL_SIGNATURES,
     annotation,
     block_item,
     call_id_of,
@@ -90,8 +93,8 @@ _EMPTY_SUMMARY_PART = {"type": "summary_text", "text": ""}
 class _Item:
     """One output item being streamed."""
 
-    __slots__ = ("buffer", "cite0", "id", "index", "kind", "late", "mid", "notes", "offset",
-                 "phase", "streamed")  # fmt: skip
+    __slots__ = ("buffer", "cite0", "id", "index", "kind", "mid", "notes", "offset", "phase",
+                 "streamed")  # fmt: skip
 
     def __init__(
         self, kind: int, index: int, item_id: str, offset: int = 0, cite0: int = 0
@@ -106,8 +109,9 @@ class _Item:
         # Whether a delta was written: a block that arrives whole (an Ollama or Gemini
         # call) still gets one, for clients that read the deltas only.
         self.streamed = False
-        self.buffer: list[str] | None = None  # a Responses backend's reasoning, until it ends
-        self.late = False  # a call whose id is given when it ends
+        # What is held back until the block ends, when its id is known: a Responses
+        # backend's reasoning, a call whose signature comes as it ends.
+        self.buffer: list[str] | None = None
         self.mid = _mid(kind, index, item_id)
 
 
@@ -178,6 +182,9 @@ class ResponsesRenderer:
         if isinstance(event, ToolCallDeltaEvent):
             item = self._open.get(event.content_index)
             if item is None or not event.delta:
+                return b""
+            if item.buffer is not None:
+                item.buffer.append(event.delta)
                 return b""
             item.streamed = True
             return self._delta(_ARGS_DELTA, item, event.delta, _TAIL)
@@ -283,14 +290,12 @@ class ResponsesRenderer:
             return out + self._reasoning_head(item)
         assert isinstance(block, ToolCall)
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
+        if partial.api in LATE_CALL_SIGNATURES and not block.signature:
+            # Its signature comes as it ends, and the item's id must hold it from the
+            # start (clients key a call's deltas by item id): the call is sent whole.
+            item.buffer = []
+            return out
         added = call_item(block, item.id, "in_progress", "")
-        if partial.api != API and not block.signature:
-            # Its signature may still come (Gemini sends a call's thought signature after
-            # it started): the added item names no id, and the done item gives the one
-            # holding the signature — the SDK allows it of a call, whose identity is its
-            # call_id. Deltas name the id the call has when no signature comes.
-            del added["id"]
-            item.late = True
         return out + self._event(
             "response.output_item.added", {"output_index": item.index, "item": added}
         )
@@ -393,13 +398,20 @@ class ResponsesRenderer:
         if item is None:
             return b""
         args = raw_or_json_arguments(call.raw_arguments, call.arguments)
-        if item.late:
+        whole = b""
+        if item.buffer is not None:
             item.id = call_id_of(call, partial, self._rid, item.index)
+            item.mid = _mid(_CALL, item.index, item.id)
+            added = call_item(call, item.id, "in_progress", "")
+            whole = self._event(
+                "response.output_item.added", {"output_index": item.index, "item": added}
+            )
+            whole += b"".join(self._delta(_ARGS_DELTA, item, p, _TAIL) for p in item.buffer)
+            item.streamed = bool(item.buffer)
         done = call_item(call, item.id, "completed", args)
         self._output[item.index] = done
-        whole = b""
         if not item.streamed and args:
-            whole = self._delta(_ARGS_DELTA, item, args, _TAIL)
+            whole += self._delta(_ARGS_DELTA, item, args, _TAIL)
         return (
             whole
             + self._event(
