@@ -31,6 +31,8 @@ BACKENDS = [
 #: Backends whose thinking carries a signature that must come back (Chat and Ollama
 #: have none: their thinking is text only).
 SIGNED = {"openai-responses", "anthropic-messages", "google-generative-ai", "bedrock-converse"}
+#: Backends whose calls carry a signature of their own (a Gemini thought signature).
+CALL_SIGNED = {"google-generative-ai": "call-sig-gemini"}
 #: Backends that keep the arguments as text (the others send the parsed object).
 RAW_ARGS = {"openai-responses", "openai-chat"}
 RAW = '{"path": "docs/a b.md",  "n": 2}'
@@ -72,7 +74,13 @@ def first_turn(api: str, call_id: str, *, text: bool = True) -> AssistantMessage
     content: list[Any] = [
         ThinkingContent(thinking="The user wants a file. Read it.", signature=f"sig-{api}"),
         TextContent(text="Reading it now."),
-        ToolCall(id=call_id, name="read", arguments=json.loads(RAW), raw_arguments=RAW),
+        ToolCall(
+            id=call_id,
+            name="read",
+            arguments=json.loads(RAW),
+            raw_arguments=RAW,
+            signature=CALL_SIGNED.get(api),
+        ),
     ]
     if not text:
         del content[1]
@@ -149,6 +157,8 @@ def test_two_turns_with_tools_and_thinking(
             assert "reasoning" in kinds, kinds
         else:
             assert f"sig-{api}" in text
+    if api in CALL_SIGNED:
+        assert CALL_SIGNED[api] in text  # the call's own signature, back on the call
     if api not in ("google-generative-ai", "ollama-chat"):
         assert call_id in text  # the call id (Gemini and Ollama have none on the wire)
     if api in RAW_ARGS:
@@ -241,6 +251,8 @@ def test_pydantic_ai_responses_model(
     assert seen == ["docs/a b.md:2"]
     text = backend_request(backend).body.decode()
     assert f"sig-{api}" in text  # the thinking signature, back to the backend that made it
+    if api in CALL_SIGNED:
+        assert CALL_SIGNED[api] in text
     if api == "anthropic-messages":
         assert "toolu_pa1" in text
 
