@@ -1079,3 +1079,16 @@ def test_a_call_signature_that_comes_as_it_ends_is_in_its_item_id() -> None:
     assert isinstance(turn, AssistantMessage) and turn.api == "google-generative-ai"
     assert turn.tool_calls[0].signature == "gemini-call-sig"
     assert turn.tool_calls[0].id == "c7"
+
+
+def test_reasoning_without_summary_is_the_item_alone() -> None:
+    item = '{"id":"rs_9","type":"reasoning","summary":[],"encrypted_content":"gAAA"}'
+    events = events_for([ThinkingContent(thinking="", signature=item), "ok"], "openai-responses")
+    data = rendered(events)
+    names = [n for n, p in sse_payloads(data) if p.get("output_index") == 0]
+    assert names == ["response.output_item.added", "response.output_item.done"]
+    done = next(p["item"] for n, p in sse_payloads(data) if n == "response.output_item.done")
+    sent = events[-1].message.content[0]  # type: ignore[union-attr]
+    assert isinstance(sent, ThinkingContent) and done == json.loads(sent.signature or "")
+    _, final = sdk_stream(data)
+    assert final.output[0].type == "reasoning" and final.output[0].encrypted_content == "gAAA"

@@ -366,6 +366,16 @@ class ResponsesRenderer:
         if item.buffer is not None:
             item.id = reasoning_id(block, partial, self._rid, item.index)
             item.mid = _mid(_THINKING, item.index, item.id)
+            if not block.thinking:
+                # Encrypted reasoning with no summary: the item alone, as OpenAI sends it.
+                done = reasoning_item(block, partial, item.id)
+                self._output[item.index] = done
+                added = {"id": item.id, "type": "reasoning", "summary": []}
+                return self._event(
+                    "response.output_item.added", {"output_index": item.index, "item": added}
+                ) + self._event(
+                    "response.output_item.done", {"output_index": item.index, "item": done}
+                )
             out.append(self._reasoning_head(item))
             out.extend(self._delta(_SUMMARY_DELTA, item, p, _TAIL) for p in item.buffer)
             item.streamed = bool(item.buffer)
