@@ -269,3 +269,34 @@ def test_the_docs_example_runs(gateway: GatewayServer, backend: MockServer) -> N
     namespace: dict[str, Any] = {}
     exec(compile(code, str(DOC), "exec"), namespace)
     assert namespace["response"].output_text == "Hello from the backend."
+
+
+SCHEMA = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"],
+          "additionalProperties": False}  # fmt: skip
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["create", "stream"])
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic-messages", "bedrock-converse"])
+def test_structured_output(
+    api: str, streaming: bool, client: openai.OpenAI, backend: MockServer
+) -> None:
+    from modelwire._apis._output_modes import output_mode
+    from modelwire.testing import tool_call
+
+    mode = output_mode(mw.Model(id=f"mock-{api}", api=api, provider=api, base_url="http://x/v1"))
+    # A backend without a native field answers with the forced answer tool; the client,
+    # which declared no tool, gets the answer as text all the same.
+    answer: Any = tool_call("final_result", {"a": 1}) if mode == "tool" else '{"a":1}'
+    backend.add(Reply(message=answer))
+    fmt: Any = {"format": {"type": "json_schema", "name": "A", "schema": SCHEMA, "strict": True}}
+    response: Any
+    if streaming:
+        with client.responses.stream(model=api, input="give a", text=fmt) as stream:
+            list(stream)
+            response = stream.get_final_response()
+    else:
+        response = client.responses.create(model=api, input="give a", text=fmt)
+    assert [i.type for i in response.output] == ["message"]
+    assert json.loads(response.output_text) == {"a": 1}
+    sent = backend_request(backend).json()
+    assert ("final_result" in json.dumps(sent)) == (mode == "tool")

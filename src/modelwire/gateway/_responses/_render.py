@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._apis._common import raw_or_json_arguments
+from ..._output._plan import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
     CitationEvent,
@@ -127,8 +128,8 @@ def _mid(kind: int, index: int, item_id: str) -> bytes:
 class ResponsesRenderer:
     """One streamed answer's events → Responses SSE bytes."""
 
-    __slots__ = ("_closed", "_created", "_done", "_items", "_open", "_output", "_request",
-                 "_rid", "_seq")  # fmt: skip
+    __slots__ = ("_answer", "_closed", "_created", "_done", "_items", "_open", "_output",
+                 "_request", "_rid", "_seq")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._request = request
@@ -142,6 +143,11 @@ class ResponsesRenderer:
         self._output: dict[int, Any] = {}  # output index → finished item
         self._items = 0  # output indexes given so far
         self._done = False
+        # Structured output asked for as a forced tool call (``output_mode="tool"``, for a
+        # backend without a native field): that call is the answer's text to the client,
+        # which declared no such tool (modelwire's final message turns it into text too).
+        tools = request.context.tools or ()
+        self._answer = "output" in request.options and all(t.name != OUTPUT_TOOL for t in tools)
 
     # ------------------------------------------------------------------ writing
 
@@ -187,6 +193,8 @@ class ResponsesRenderer:
                 item.buffer.append(event.delta)
                 return b""
             item.streamed = True
+            if item.kind == _TEXT:  # the answer tool: its arguments are the answer's text
+                return self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
             return self._delta(_ARGS_DELTA, item, event.delta, _TAIL)
         if isinstance(event, ThinkingDeltaEvent):
             item = self._open.get(event.content_index)
@@ -240,13 +248,16 @@ class ResponsesRenderer:
             if item.kind == _CALL or item.buffer is not None or ci >= len(partial.content):
                 continue
             block = partial.content[ci]
-            del self._open[ci]
             if isinstance(block, TextContent):
+                del self._open[ci]
                 self._closed[ci] = (len(block.text), len(block.citations))
                 out.append(self._text_done(item, block, partial))
             elif isinstance(block, ThinkingContent):
+                del self._open[ci]
                 self._closed[ci] = (len(block.thinking), 0)
                 out.append(self._thinking_done(item, block, partial))
+            # (The answer tool of structured output streams as text and stays open: a
+            # call's arguments cannot continue in another item.)
         return b"".join(out)
 
     def _late(self, event: TextDeltaEvent | ThinkingDeltaEvent | CitationEvent) -> bytes:
@@ -289,6 +300,9 @@ class ResponsesRenderer:
             item = self._new(_THINKING, ci, reasoning_id(block, partial, self._rid, n))
             return out + self._reasoning_head(item)
         assert isinstance(block, ToolCall)
+        if self._answer and block.name == OUTPUT_TOOL:
+            item = self._new(_TEXT, ci, new_id("msg", self._rid, n))
+            return out + self._text_head(item)
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
         if partial.api in LATE_CALL_SIGNATURES and not block.signature:
             # Its signature comes as it ends, and the item's id must hold it from the
@@ -408,6 +422,8 @@ class ResponsesRenderer:
         if item is None:
             return b""
         args = raw_or_json_arguments(call.raw_arguments, call.arguments)
+        if item.kind == _TEXT:
+            return self._text_done(item, TextContent(text=args), partial)
         whole = b""
         if item.buffer is not None:
             item.id = call_id_of(call, partial, self._rid, item.index)
