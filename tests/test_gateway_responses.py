@@ -499,6 +499,13 @@ BAD: list[tuple[Any, str, str]] = [
     ),
     ({"model": "m", "input": "x", "background": True}, "background", "not supported"),
     ({"model": "m", "input": "x", "include": "all"}, "include", "must be an array"),
+    ({"model": "m", "input": "x", "tools": {"type": "function"}}, "tools", "must be an array"),
+    ({"model": "m", "input": "x", "reasoning": "high"}, "reasoning", "must be an object"),
+    ({"model": "m", "input": "x", "text": "json"}, "text", "must be an object"),
+    ({"model": "m", "input": "x", "metadata": [1]}, "metadata", "must be an object"),
+    ({"model": "m", "input": "x", "user": 7}, "user", "must be a string"),
+    ({"model": "m", "input": "x", "stream_options": True}, "stream_options", "must be an object"),
+    ({"model": "m", "input": "x", "store": "no"}, "store", "must be a boolean"),
     (
         {
             "model": "m",

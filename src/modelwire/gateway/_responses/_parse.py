@@ -19,6 +19,7 @@ import msgspec
 
 from ...types import Context, ToolDefinition
 from .._frontend import GatewayRequest, RequestError
+from ._checks import as_list as _list
 from ._checks import as_object as _obj
 from ._checks import decode as _decode
 from ._checks import fail as _fail
@@ -40,9 +41,6 @@ _ECHOED = frozenset({
     "service_tier", "store", "max_tool_calls", "top_logprobs", "prompt_cache_key",
     "safety_identifier", "background",
 })  # fmt: skip
-
-#: Fields that change nothing a stateless gateway does (documented as ignored).
-_IGNORED = frozenset({"store", "user", "stream_options", "safety_identifier", "metadata"})
 
 #: Fields refused whatever the backend: they need state the gateway does not keep.
 _REFUSED = {
@@ -105,7 +103,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         elif name == "parallel_tool_calls":
             options["parallel_tool_calls"] = _decode(raw, _BOOL, name)
         elif name == "tools":
-            tools, extra = _tools(_decode(raw, _LIST, name))
+            tools, extra = _tools(_list(echo[name], name))
             if extra is not None:
                 raise _fail(
                     f"tools[{extra}]",
@@ -113,13 +111,13 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
                     "(built-in tools such as web_search are not supported)",
                 )
         elif name == "tool_choice":
-            options["tool_choice"] = _tool_choice(_any.decode(raw))
+            options["tool_choice"] = _tool_choice(echo[name])
         elif name == "reasoning":
-            level = _reasoning(_decode(raw, _DICT, name))
+            level = _reasoning(_obj(echo[name], name))
             if level is not None:
                 options["reasoning"] = level
         elif name == "text":
-            text_obj = _decode(raw, _DICT, name)
+            text_obj = _obj(echo[name], name)
             schema, other = _text(text_obj)
             if schema is not None:
                 options["output"] = schema
@@ -137,9 +135,11 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         elif name == "store":
             _decode(raw, _BOOL, name)  # the gateway stores nothing (ignored)
         elif name == "metadata":
-            _decode(raw, _DICT, name)
-        elif name in _IGNORED:
-            pass
+            _obj(echo[name], name)
+        elif name in ("user", "safety_identifier"):
+            _decode(raw, _STR, name)  # ignored (user is echoed)
+        elif name == "stream_options":
+            _decode(raw, _DICT, name)  # include_obfuscation: the gateway sends none
         else:
             passthrough[name] = _any.decode(raw)
     _check_choice(options.get("tool_choice"), tools)
@@ -162,7 +162,6 @@ _STR_OR_LIST = msgspec.json.Decoder(str | list[Any])
 _BOOL = msgspec.json.Decoder(bool)
 _COUNT = msgspec.json.Decoder(Annotated[int, msgspec.Meta(ge=1)])
 _FLOAT = msgspec.json.Decoder(Annotated[float, msgspec.Meta(ge=0)])
-_LIST = msgspec.json.Decoder(list[Any])
 _DICT = msgspec.json.Decoder(dict[str, Any])
 _STR_LIST = msgspec.json.Decoder(list[str])
 
