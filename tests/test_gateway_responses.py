@@ -1099,3 +1099,23 @@ def test_reasoning_without_summary_is_the_item_alone() -> None:
     assert isinstance(sent, ThinkingContent) and done == json.loads(sent.signature or "")
     _, final = sdk_stream(data)
     assert final.output[0].type == "reasoning" and final.output[0].encrypted_content == "gAAA"
+
+
+def test_sealed_items_of_one_message_are_one_turn() -> None:
+    content = [
+        ThinkingContent(thinking="Plan.", signature="g-think"),
+        TextContent(text="Calling.", signature="g-text"),
+        ToolCall(id="c1", name="read", arguments={}, raw_arguments="{}", signature="g-call"),
+        ToolCall(id="c2", name="ls", arguments={}, raw_arguments="{}", signature="g-call-2"),
+    ]
+    msg = AssistantMessage(content=content, api="google-generative-ai", provider="google",
+                           model="gemini-3", stop_reason="tool_use")  # fmt: skip
+    body = json.loads(FRONTEND.message(parse({"model": "s", "input": "x"}), msg, "resp_1"))
+    outputs = [{"type": "function_call_output", "call_id": c, "output": "ok"} for c in ("c1", "c2")]
+    req = parse(
+        {"model": "s", "input": [{"role": "user", "content": "go"}, *body["output"], *outputs]}
+    )
+    _, turn, *results = req.context.messages
+    assert isinstance(turn, AssistantMessage) and len(results) == 2
+    assert (turn.api, turn.provider, turn.model) == ("google-generative-ai", "google", "gemini-3")
+    assert list(turn.content) == content

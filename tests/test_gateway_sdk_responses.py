@@ -159,6 +159,12 @@ def test_two_turns_with_tools_and_thinking(
             assert f"sig-{api}" in text
     if api in CALL_SIGNED:
         assert CALL_SIGNED[api] in text  # the call's own signature, back on the call
+    # The first answer went back as one assistant turn.
+    turns = {"google-generative-ai": ("contents", "model"), "anthropic-messages": ("messages", "assistant"),
+             "bedrock-converse": ("messages", "assistant")}  # fmt: skip
+    if api in turns:
+        field, role = turns[api]
+        assert [m["role"] for m in sent.json()[field]].count(role) == 1
     if api not in ("google-generative-ai", "ollama-chat"):
         assert call_id in text  # the call id (Gemini and Ollama have none on the wire)
     if api in RAW_ARGS:

@@ -153,9 +153,12 @@ def _join(turn: _Turn | None, close: Any, part: tuple[AssistantContent, Origin |
         turn is not None
         and origin is not None
         and turn.origin is not None
-        and origin != turn.origin
+        and (
+            (origin.api, origin.provider, origin.model)
+            != (turn.origin.api, turn.origin.provider, turn.origin.model)
+        )
     ):
-        # Another origin's sealed item: a turn of its own.
+        # A sealed item of another model's: a turn of its own.
         close()
         turn = None
     if turn is None:
