@@ -1102,7 +1102,7 @@ def test_reasoning_without_summary_is_the_item_alone() -> None:
 
 
 def test_sealed_items_of_one_message_are_one_turn() -> None:
-    content = [
+    content: list[Any] = [
         ThinkingContent(thinking="Plan.", signature="g-think"),
         TextContent(text="Calling.", signature="g-text"),
         ToolCall(id="c1", name="read", arguments={}, raw_arguments="{}", signature="g-call"),
