@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: demo test lint types unit bench bench-fallback clean
+.PHONY: demo test lint types unit bench bench-fallback bench-gateway clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,11 @@ bench:
 # The overhead of a mw.Fallback whose first model succeeds (modelwire only, no peers).
 bench-fallback: $(STAMP)
 	$(BIN)/python bench/bench_fallback.py
+
+# The latency the gateway (modelwire serve) adds to a streamed answer, against the
+# backend itself and against the LiteLLM proxy when bench/.venv-litellm holds it.
+bench-gateway: $(STAMP)
+	$(BIN)/python bench/bench_gateway.py
 
 clean:
 	rm -rf $(VENV) bench/.venv build dist

@@ -14,7 +14,7 @@ from typing import Any
 from modelwire.errors import ModelwireError
 from modelwire.events import Event
 from modelwire.gateway import GatewayRequest, RequestError
-from modelwire.types import AssistantMessage, Context, UserMessage
+from modelwire.types import AssistantMessage, Context, ImageContent, TextContent, UserMessage
 
 STATUS = {"authentication": 401, "permission": 403, "not_found": 404, "rate_limit": 429,
           "overloaded": 503, "invalid_request": 400, "context_overflow": 400}  # fmt: skip
@@ -54,10 +54,16 @@ class FakeFrontend:
             raise RequestError("model must be a string", param="model")
         if not isinstance(data.get("prompt"), str):
             raise RequestError("prompt must be a string", param="prompt")
-        extra = {k: v for k, v in data.items() if k not in ("model", "prompt", "stream")}
+        extra = {k: v for k, v in data.items() if k not in ("model", "prompt", "stream", "image")}
+        content: Any = data["prompt"]
+        if "image" in data:  # base64 PNG data
+            content = (
+                TextContent(text=content),
+                ImageContent(data=data["image"], mime_type="image/png"),
+            )
         return GatewayRequest(
             model=data["model"],
-            context=Context(messages=(UserMessage(content=data["prompt"]),)),
+            context=Context(messages=(UserMessage(content=content),)),
             options={},
             stream=bool(data.get("stream", False)),
             passthrough=extra,

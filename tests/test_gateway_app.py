@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from gateway_fake import FRONTEND
-from modelwire.gateway import GatewayServer, MemoryStore, app, hash_key, load_config
+from modelwire.gateway import GatewayRequest, GatewayServer, MemoryStore, app, hash_key, load_config
 from modelwire.testing import MockServer, Reply, error_reply, parse_script
 
 KEY = "sk-gw-test-0123456789"
@@ -137,6 +137,74 @@ def test_models_lists_what_the_key_may_use(backend: MockServer) -> None:
     assert anon.status_code == 401
 
 
+def test_models_in_the_anthropic_shape_for_an_anthropic_client(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = httpx.get(gw.base_url + "/v1/models",
+                      headers={"x-api-key": OTHER, "anthropic-version": "2023-06-01"})  # fmt: skip
+    assert r.status_code == 200
+    body = r.json()
+    assert [m["id"] for m in body["data"]] == ["smart", "other"]
+    assert body["data"][0]["type"] == "model" and body["has_more"] is False
+    assert (body["first_id"], body["last_id"]) == ("smart", "other")
+
+
+def test_what_the_backend_model_cannot_take_is_400(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1")) as gw:
+        r = post(gw, {"model": "smart", "prompt": "what is this?", "image": "iVBORw0KGgo="})
+    assert r.status_code == 400
+    assert "image" in r.json()["error"]["message"]
+    assert backend.requests == []
+
+
+class BrokenFrontend:
+    api = "openai-chat"
+    paths = ("/v1/broken",)
+
+    def parse(self, body: bytes, headers: Any) -> Any:
+        raise KeyError("a front-end bug")
+
+    def renderer(self, request: Any, response_id: str) -> Any:
+        raise AssertionError
+
+    def message(self, request: Any, message: Any, response_id: str) -> bytes:
+        raise AssertionError
+
+    def error(self, error: BaseException) -> tuple[int, dict[str, str], bytes]:
+        return FRONTEND.error(error)
+
+
+def test_a_front_end_fault_is_a_500_in_the_apis_shape(backend: MockServer) -> None:
+    with serving(config(backend.origin + "/v1"), frontends=[BrokenFrontend()]) as gw:
+        r = httpx.post(gw.base_url + "/v1/broken", json={}, headers=AUTH)
+    assert r.status_code == 500
+    assert r.json()["error"]["message"] == "the gateway failed on this request (its log says why)"
+    assert "front-end bug" not in r.text
+
+
+def test_adopted_attributes_the_clients_turns_to_the_backend_of_their_api() -> None:
+    from modelwire.gateway._backend import adopted
+    from modelwire.gateway._origin import CLIENT_PROVIDER
+    from modelwire.types import AssistantMessage, Context, TextContent, UserMessage
+
+    turn = AssistantMessage(content=(TextContent(text="hi"),), api="anthropic-messages",
+                            provider=CLIENT_PROVIDER, model="both")  # fmt: skip
+    other = AssistantMessage(content=(TextContent(text="yo"),), api="openai-responses",
+                             provider=CLIENT_PROVIDER, model="both")  # fmt: skip
+    cfg = load_config({
+        "models": {
+            "a": {"api": "openai-chat", "id": "m1", "base_url": "http://127.0.0.1:1/v1"},
+            "b": {"api": "anthropic-messages", "id": "m2", "base_url": "http://127.0.0.1:1/v1"},
+            "both": {"fallback": ["a", "b"]},
+        },
+        "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+    })  # fmt: skip
+    req = GatewayRequest(model="both", stream=False, options={}, context=Context(
+        messages=(UserMessage(content="q"), turn, UserMessage(content="again"), other)))  # fmt: skip
+    got = adopted(cfg.models["both"], req).messages
+    assert (got[1].provider, got[1].model) == ("b", "m2")  # type: ignore[union-attr]
+    assert got[3] == other  # no backend of its API: left as the client's
+
+
 def test_unknown_model_404_and_forbidden_model_403(backend: MockServer) -> None:
     with serving(config(backend.origin + "/v1")) as gw:
         unknown = post(gw, {"model": "nope", "prompt": "hi"})
@@ -209,6 +277,8 @@ def test_backend_key_is_read_from_its_variable_per_request(
     assert one.status_code == two.status_code == 200
     assert [r.headers["x-api-key"] for r in backend.requests] == [
         "sk-backend-secret-1", "sk-backend-secret-2"]  # fmt: skip
+    # The client's gateway key is not forwarded.
+    assert not any(KEY in json.dumps(r.headers) for r in backend.requests)
     # No key — backend or gateway, nor the gateway key's hash — in anything the
     # gateway wrote or shows.
     shown = [missing.text, one.text, two.text, repr(gw_app), repr(gw_app.config),
@@ -278,6 +348,36 @@ def test_fallback_moves_to_the_next_model(backend: MockServer) -> None:
     assert r.status_code == 200, r.text
     assert r.json()["text"] == "from the second"
     assert backend.requests[0].json()["model"] == "m2"
+
+
+def test_each_model_of_a_fallback_gets_its_own_key(
+    backend: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GW_KEY_A", "sk-backend-a")
+    monkeypatch.setenv("GW_KEY_B", "sk-backend-b")
+    with MockServer([error_reply(503, "down")], repeat_last=True) as down:
+        backend.add("from b", "from b again")
+        cfg = {
+            "models": {
+                "a": {"api": "openai-chat", "id": "m1", "base_url": down.origin + "/v1",
+                      "api_key_env": "GW_KEY_A"},
+                "b": {"api": "anthropic-messages", "id": "m2", "base_url": backend.origin + "/v1",
+                      "api_key_env": "GW_KEY_B"},
+                "local": {"api": "openai-chat", "id": "m3", "base_url": backend.origin + "/v1"},
+                "both": {"fallback": ["a", "b"]},
+                "mixed": {"fallback": ["local", "b"]},
+            },
+            "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+        }  # fmt: skip
+        with serving(cfg) as gw:
+            r = post(gw, {"model": "both", "prompt": "hi", "stream": True})
+            mixed = post(gw, {"model": "mixed", "prompt": "hi"})
+    assert r.status_code == 200, r.text
+    assert {q.headers["authorization"] for q in down.requests} == {"Bearer sk-backend-a"}
+    assert backend.requests[0].headers["x-api-key"] == "sk-backend-b"
+    assert mixed.status_code == 500
+    assert "local" in mixed.json()["error"]["message"]
+    assert "sk-backend" not in r.text + mixed.text
 
 
 # --------------------------------------------------------------------------- limits
@@ -397,6 +497,27 @@ def test_client_disconnect_cancels_the_backend_stream() -> None:
         backend.close()
 
 
+def test_client_disconnect_cancels_a_request_not_streamed() -> None:
+    backend = StallingBackend()
+    cfg = {
+        "models": {"slow": {"api": "openai-chat", "id": "m", "base_url": backend.base_url}},
+        "keys": {"k": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+    }
+    try:
+        with serving(cfg) as gw:
+            with socket.create_connection(("127.0.0.1", gw.port)) as client:
+                body = json.dumps({"model": "slow", "prompt": "hi"}).encode()
+                client.sendall(b"POST /v1/fake HTTP/1.1\r\nhost: x\r\ncontent-type: "
+                               b"application/json\r\nauthorization: Bearer " + KEY.encode()
+                               + b"\r\ncontent-length: " + str(len(body)).encode()
+                               + b"\r\n\r\n" + body)  # fmt: skip
+                assert backend.got_request.wait(30)
+            # The client left before any answer: the backend connection is closed.
+            assert backend.closed.wait(30), "the backend connection stayed open"
+    finally:
+        backend.close()
+
+
 # --------------------------------------------------------------------------- log + otel
 
 
@@ -473,3 +594,86 @@ def test_app_without_front_end_modules_still_serves_models(backend: MockServer) 
         missing = httpx.post(gw.base_url + "/v1/chat/completions", headers=AUTH, json={})
     assert r.status_code == 200
     assert missing.status_code == 404
+
+
+# --------------------------------------------------------------------------- the CLI
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _cli_env() -> dict[str, str]:
+    import os
+
+    return {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+
+
+def test_modelwire_serve_serves_until_interrupted(backend: MockServer, tmp_path: Path) -> None:
+    import signal
+    import time
+
+    port = _free_port()
+    path = tmp_path / "gateway.toml"
+    path.write_text(f"""
+[models.smart]
+api = "openai-chat"
+id = "mock-model"
+base_url = "{backend.origin}/v1"
+
+[keys.team-a]
+key_sha256 = "{hash_key(KEY)}"
+models = ["*"]
+""")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelwire", "serve", "--config", str(path), "--port", str(port)],
+        env=_cli_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/v1/models", headers=AUTH, timeout=5)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.communicate()
+                assert time.monotonic() < deadline, "modelwire serve did not start"
+                time.sleep(0.1)
+        assert [m["id"] for m in r.json()["data"]] == ["smart"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and KEY not in err
+
+
+def test_modelwire_serve_usage_errors(tmp_path: Path) -> None:
+    def cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "modelwire", "serve", *args], input=stdin,
+                              capture_output=True, text=True, env=_cli_env(), timeout=60)  # fmt: skip
+
+    no_config = cli()
+    assert no_config.returncode == 2 and "--config FILE" in no_config.stderr
+    empty = cli("--hash-key")
+    assert empty.returncode == 2 and "stdin" in empty.stderr
+    assert cli("--hash-key", stdin="abc\n").stdout.strip() == hash_key("abc")
+    bad = tmp_path / "bad.toml"
+    bad.write_text('[models.x]\napi = "nope"\n')
+    wrong = cli("--config", str(bad))
+    assert wrong.returncode == 2
+    assert "models.x.api must be one of" in wrong.stderr and "Traceback" not in wrong.stderr
+
+
+def test_serving_without_uvicorn_says_which_extra(tmp_path: Path) -> None:
+    code = ("import sys; sys.modules['uvicorn'] = None\n"
+            "from modelwire._cli import main\n"
+            "sys.exit(main(['serve', '--config', sys.argv[1]]))")  # fmt: skip
+    path = tmp_path / "gateway.toml"
+    path.write_text(f'[models.m]\napi = "openai-chat"\nid = "m"\nbase_url = "http://127.0.0.1:1/v1"\n'
+                    f'[keys.k]\nkey_sha256 = "{hash_key(KEY)}"\nmodels = ["*"]\n')  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True,
+                         env=_cli_env(), timeout=60)  # fmt: skip
+    assert out.returncode == 2
+    assert "pip install 'modelwire[gateway]'" in out.stderr

@@ -12,6 +12,7 @@
     modelwire models [provider]                     # the model catalog
     modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
     modelwire logs [-n N] [search WORDS] [--cid ID] # the log of every chat call (SQLite)
+    modelwire serve --config gateway.toml           # an OpenAI/Anthropic-compatible gateway
 
 Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
 ``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
@@ -249,10 +250,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat-last", action="store_true", help="repeat the last reply forever")
     _output_args(p, "JSON lines: the address first, then one per request")
 
-    from . import batch, logs
+    from . import batch, logs, serve
 
     batch.add_parser(sub)
     logs.add_parser(sub)
+    serve.add_parser(sub)
 
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
@@ -268,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import batch, commands, logs
+    from . import batch, commands, logs, serve
 
     handlers = {
         "demo": commands.demo,
@@ -280,6 +282,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "models": commands.models,
         "batch": batch.run,
         "logs": logs.run,
+        "serve": serve.run,
     }
     try:
         return handlers[args.command](args)

@@ -33,18 +33,17 @@ import asyncio
 import importlib
 import json
 import os
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from .._fallback import Fallback
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
-from ..types import AssistantMessage, Context, Model
+from ..types import AssistantMessage, Model
+from ._backend import adopted, backend_keys
 from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
 from ._frontend import Frontend, GatewayRequest, RequestError
 from ._keys import authenticate, presented_key
-from ._origin import adopt
+from ._observe import Exchange, Tracing
 from ._store import LimitStore, StoreUnavailable, open_store
 
 if TYPE_CHECKING:
@@ -65,7 +64,6 @@ _ID_PREFIX = {"openai-chat": "chatcmpl-", "openai-responses": "resp_",
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
         (b"x-accel-buffering", b"no")]  # fmt: skip
-_FIRST = frozenset({"text_delta", "thinking_delta", "tool_call_start", "block", "citation"})
 
 
 def default_frontends() -> list[Frontend]:
@@ -101,26 +99,6 @@ class _LimitError(RequestError):
         self.retry_after = retry_after
 
 
-class _Exchange:
-    """What one request did: logged and traced when it ends."""
-
-    __slots__ = ("context", "first_token", "frontend", "key", "message", "model", "path",
-                 "started", "status", "t0", "target")  # fmt: skip
-
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.started = time.time()
-        self.t0 = time.perf_counter()
-        self.frontend: str | None = None
-        self.key: str | None = None
-        self.model: str | None = None
-        self.target: Model | None = None
-        self.context: Context | None = None
-        self.message: AssistantMessage | None = None
-        self.status = 0
-        self.first_token: float | None = None
-
-
 class Gateway:
     """The ASGI app. ``frontends``: the client APIs served (default
     :func:`default_frontends`); ``store``: limits and budgets (default from
@@ -152,9 +130,7 @@ class Gateway:
             from ._requestlog import RequestLog
 
             self._log = RequestLog(config.gateway.log)
-        self._tracer: Any = None
-        if config.gateway.otel:
-            self._tracer = _tracer(tracer_provider)
+        self._tracing = Tracing(tracer_provider) if config.gateway.otel else None
 
     def __repr__(self) -> str:
         names = ", ".join(self.config.models)
@@ -198,8 +174,8 @@ class Gateway:
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        ex = _Exchange(path)
-        span = self._start_span(scope) if self._tracer is not None else None
+        ex = Exchange(path)
+        span = self._tracing.start(scope["method"], path) if self._tracing else None
         try:
             if path in ("/v1/models", "/models"):
                 await self._list_models(scope["method"], headers, send, ex)
@@ -211,17 +187,26 @@ class Gateway:
                                    f"no route POST {path}; the gateway serves: {served}")  # fmt: skip
                 return
             ex.frontend = fe.api
-            await self._request(fe, scope, headers, receive, send, ex)
+            try:
+                await self._request(fe, scope, headers, receive, send, ex)
+            except Exception:
+                # A fault of the gateway or a front-end: logged with its traceback; the
+                # client gets the API's 500 (when nothing was sent yet), never the text.
+                _logger().exception("the gateway failed on POST %s", path)
+                if ex.status == 0:
+                    await self._error(send, ex, fe, RequestError(
+                        "the gateway failed on this request (its log says why)",
+                        status=500, kind="server"))  # fmt: skip
         finally:
-            if span is not None:
-                self._end_span(span, ex)
+            if span is not None and self._tracing is not None:
+                self._tracing.end(span, ex)
             self._record(ex)
 
     # ------------------------------------------------------------------ one request
 
     async def _request(
         self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
-        receive: Receive, send: Send, ex: _Exchange,
+        receive: Receive, send: Send, ex: Exchange,
     ) -> None:  # fmt: skip
         try:
             if scope["method"] != "POST":
@@ -233,7 +218,7 @@ class Gateway:
             ex.model = req.model
             route = self._route(req, key)
             await self._admit(key)
-            target = _adopted(route, req, fe)
+            target = adopted(route, req)
             options = self._options(route, req, fe)
         except RequestError as exc:
             wait = exc.retry_after if isinstance(exc, _LimitError) else None
@@ -250,6 +235,8 @@ class Gateway:
                 f"variable{variable} is not set", status=500, kind="server"))  # fmt: skip
             return
         except ConfigurationError as exc:
+            # What the backend cannot take (an image for a text model, a reasoning
+            # level for a model without): the client's request, named.
             await self._error(send, ex, fe, RequestError(exc.message))
             return
         ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
@@ -268,13 +255,17 @@ class Gateway:
         finally:
             state["done"] = True
             watcher.cancel()
-            await s.aclose()
-            if ex.message is not None:
+            if ex.message is None:
+                await s.aclose()  # not ended (an exception here): abort, close the connection
+            else:
+                # Ended: the stream reads the rest of the body on its own, briefly, so
+                # the backend connection goes back to the pool (aclose() would cut
+                # that short).
                 await self._settle(key, ex.message)
 
     async def _stream(
         self, fe: Frontend, req: GatewayRequest, s: Any, rid: str, send: Send,
-        ex: _Exchange, state: dict[str, bool],
+        ex: Exchange, state: dict[str, bool],
     ) -> None:  # fmt: skip
         pending = []
         first = None
@@ -290,8 +281,7 @@ class Gateway:
             if not state.get("gone"):
                 await self._answer(fe, req, message, rid, send, ex)
             return
-        if first.type in _FIRST:
-            ex.first_token = time.perf_counter()
+        ex.saw(first.type)
         renderer = fe.renderer(req, rid)
         ex.status = 200
         await send({"type": "http.response.start", "status": 200, "headers": _SSE})
@@ -304,8 +294,7 @@ class Gateway:
                 await send({"type": "http.response.body", "body": out, "more_body": True})
             out = b""
             async for event in s:
-                if ex.first_token is None and event.type in _FIRST:
-                    ex.first_token = time.perf_counter()
+                ex.saw(event.type)
                 if event.type in ("done", "error"):
                     ex.message = event.message
                     if event.type == "error" and state.get("gone"):
@@ -319,7 +308,7 @@ class Gateway:
 
     async def _answer(
         self, fe: Frontend, req: GatewayRequest, message: AssistantMessage, rid: str,
-        send: Send, ex: _Exchange,
+        send: Send, ex: Exchange,
     ) -> None:  # fmt: skip
         if message.error is not None:
             try:
@@ -331,7 +320,7 @@ class Gateway:
         await _respond(send, ex, 200, _JSON, body)
 
     async def _error(
-        self, send: Send, ex: _Exchange, fe: Frontend, exc: BaseException,
+        self, send: Send, ex: Exchange, fe: Frontend, exc: BaseException,
         *, retry_after: float | None = None,
     ) -> None:  # fmt: skip
         status, extra, body = fe.error(exc)
@@ -404,14 +393,9 @@ class Gateway:
             extra = dict(options.get("extra_body") or {})
             extra.update(req.passthrough)
             options["extra_body"] = extra
-        if route.api_key_env is not None:
-            value = os.environ.get(route.api_key_env)
-            if not value:
-                raise RequestError(
-                    f"the gateway has no API key for model {route.name!r}: the environment "
-                    f"variable {route.api_key_env} is not set", status=500, kind="server",
-                )  # fmt: skip
-            options["api_key"] = value
+        key = backend_keys(route, self.config.models)
+        if key is not None:
+            options["api_key"] = key
         if "http_client" not in options:
             options["http_client"] = self._http_client()
         return options
@@ -419,7 +403,7 @@ class Gateway:
     # ------------------------------------------------------------------ /v1/models
 
     async def _list_models(
-        self, method: str, headers: Mapping[str, str], send: Send, ex: _Exchange
+        self, method: str, headers: Mapping[str, str], send: Send, ex: Exchange
     ) -> None:
         anthropic = "anthropic-version" in headers
         fe = self._frontend_for("anthropic-messages" if anthropic else "openai-chat")
@@ -458,7 +442,7 @@ class Gateway:
 
     # ------------------------------------------------------------------ log + trace
 
-    def _record(self, ex: _Exchange) -> None:
+    def _record(self, ex: Exchange) -> None:
         if self._log is None:
             return
         log = self._log
@@ -466,81 +450,22 @@ class Gateway:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _start_span(self, scope: Scope) -> Any:
-        from opentelemetry import context as otel_context
-        from opentelemetry import trace
-
-        span = self._tracer.start_span(
-            f"{scope['method']} {scope['path']}", kind=trace.SpanKind.SERVER,
-            attributes={"http.request.method": scope["method"], "url.path": scope["path"]},
-        )  # fmt: skip
-        # Current for the request, so the model call's span is its child.
-        token = otel_context.attach(trace.set_span_in_context(span))
-        return span, token
-
-    def _end_span(self, handle: Any, ex: _Exchange) -> None:
-        from opentelemetry import context as otel_context
-        from opentelemetry.trace import Status, StatusCode
-
-        span, token = handle
-        otel_context.detach(token)
-        span.set_attributes(_span_attributes(ex))
-        if ex.status >= 500 or (ex.message is not None and ex.message.error is not None):
-            kind = ex.message.error.kind if ex.message and ex.message.error else "server"
-            span.set_attribute("error.type", kind)
-            span.set_status(Status(StatusCode.ERROR))
-        span.end()
-
-
-def _span_attributes(ex: _Exchange) -> dict[str, Any]:
-    attrs: dict[str, Any] = {"http.response.status_code": ex.status,
-                             "modelwire.gateway.latency_s": time.perf_counter() - ex.t0}  # fmt: skip
-    if ex.key is not None:
-        attrs["modelwire.gateway.key"] = ex.key
-    if ex.frontend is not None:
-        attrs["modelwire.gateway.api"] = ex.frontend
-    if ex.model is not None:
-        attrs["gen_ai.request.model"] = ex.model
-    if ex.first_token is not None:
-        attrs["modelwire.gateway.first_token_s"] = ex.first_token - ex.t0
-    m = ex.message
-    if m is not None:
-        u = m.usage
-        attrs.update({
-            "gen_ai.usage.input_tokens": u.input + u.cache_read + u.cache_write,
-            "gen_ai.usage.output_tokens": u.output,
-            "gen_ai.usage.cache_read.input_tokens": u.cache_read,
-            "gen_ai.usage.cache_creation.input_tokens": u.cache_write,
-            "modelwire.gateway.cost_usd": u.cost.total,
-            "gen_ai.response.model": m.model,
-        })  # fmt: skip
-    return attrs
-
-
-def _tracer(provider: Any) -> Any:
-    try:
-        from opentelemetry import trace
-    except ImportError:
-        raise ConfigurationError(
-            "gateway.otel = true needs OpenTelemetry: pip install 'modelwire[otel]'"
-        ) from None
-    import modelwire.otel
-
-    from .. import __version__
-
-    if provider is not None or not modelwire.otel.is_instrumented():
-        modelwire.otel.instrument(tracer_provider=provider)
-    return trace.get_tracer("modelwire.gateway", __version__, tracer_provider=provider)
-
 
 # --------------------------------------------------------------------------- I/O helpers
+
+
+def _logger() -> Any:
+    import logging
+
+    return logging.getLogger("modelwire.gateway")
+
 
 _OPENAI_TYPES = {"authentication": "authentication_error", "permission": "permission_error",
                  "not_found": "not_found_error", "rate_limit": "rate_limit_error"}  # fmt: skip
 
 
 async def _respond(
-    send: Send, ex: _Exchange, status: int, headers: list[tuple[bytes, bytes]], body: bytes
+    send: Send, ex: Exchange, status: int, headers: list[tuple[bytes, bytes]], body: bytes
 ) -> None:
     ex.status = status
     await send({"type": "http.response.start", "status": status,
@@ -548,7 +473,7 @@ async def _respond(
     await send({"type": "http.response.body", "body": body})
 
 
-async def _plain_error(send: Send, ex: _Exchange, status: int, kind: str, message: str) -> None:
+async def _plain_error(send: Send, ex: Exchange, status: int, kind: str, message: str) -> None:
     body = json.dumps({"error": {"message": message, "type": kind, "param": None, "code": None}})
     await _respond(send, ex, status, _JSON, body.encode())
 
@@ -585,14 +510,3 @@ async def _watch_disconnect(receive: Receive, s: Any, state: dict[str, bool]) ->
                 state["gone"] = True
                 s.abort()  # ends the stream as aborted and closes the backend connection
             return
-
-
-def _adopted(route: ModelRoute, req: GatewayRequest, fe: Frontend) -> Context:
-    """The request's context with the client's unsealed turns of the backend's own API
-    attributed to the backend (for a fallback: the first model of that API)."""
-    context = req.context
-    target = route.target
-    models = target.models if isinstance(target, Fallback) else (target,)
-    for m in models:
-        context = adopt(context, m)
-    return context

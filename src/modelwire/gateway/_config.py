@@ -54,7 +54,8 @@ class ModelRoute(msgspec.Struct, frozen=True, kw_only=True):
     other configured models."""
     api_key_env: str | None = None
     """The environment variable holding the backend's key (``None``: the provider's
-    own variable, or no key for a local server)."""
+    own variable, or no key for a local server; for a fallback, each of its models
+    reads its own)."""
     members: tuple[str, ...] = ()
     """For a fallback: the configured names of its models, in order."""
 
@@ -256,15 +257,8 @@ def _config(data: Mapping[str, Any]) -> GatewayConfig:
                 raise _fail(f"{path}[{i}] names {m!r}, itself a fallback; list its models instead")
             if m not in routes:
                 raise _fail(f"{path}[{i}] names {m!r}, which is not a model of [models]")
-        envs = {routes[m].api_key_env for m in members}
-        if len(envs) > 1:
-            raise _fail(
-                f"{path}: its models read different api_key_env variables; a fallback's "
-                "models share one key variable (or all use their provider's own)"
-            )
         target = Fallback([routes[m].target for m in members])  # type: ignore[misc]
-        routes[name] = ModelRoute(name=name, target=target, api_key_env=envs.pop(),
-                                  members=members)  # fmt: skip
+        routes[name] = ModelRoute(name=name, target=target, members=members)
     ordered = {n: routes[n] for n in models_t}
     keys = _keys(top.get("keys"), ordered)
     gateway = _gateway(top.get("gateway", {}))
@@ -275,6 +269,8 @@ def _config(data: Mapping[str, Any]) -> GatewayConfig:
 def _model(name: str, t: Mapping[str, Any], path: str) -> ModelRoute:
     from .._apis import api_names
 
+    if "api" in t and t["api"] not in api_names():
+        raise _fail(f"{path}.api must be one of {', '.join(api_names())}, got {t['api']!r}")
     env = None
     if "api_key_env" in t:
         env = _str(t["api_key_env"], f"{path}.api_key_env")
@@ -288,9 +284,6 @@ def _model(name: str, t: Mapping[str, Any], path: str) -> ModelRoute:
         raise _fail(f"{path}.base_url must be an http(s):// URL, got {redact_url(base_url)!r}")
     if "api" in t:
         api = t["api"]
-        names = api_names()
-        if api not in names:
-            raise _fail(f"{path}.api must be one of {', '.join(names)}, got {api!r}")
         if base_url is None:
             raise _fail(f"{path}.base_url is missing: the API root, e.g. https://api.openai.com/v1")
         # Named after its table: the provider picks no env var or compat of its own.
@@ -400,7 +393,10 @@ def _gateway(value: object) -> GatewaySettings:
             )
         fields["redis"] = url
     if "log" in t:
-        fields["log"] = _str(t["log"], "gateway.log")
+        log = _str(t["log"], "gateway.log")
+        if Path(log).is_dir():
+            raise _fail(f"gateway.log is the directory {log!r}; give the path of a SQLite file")
+        fields["log"] = log
     if "otel" in t:
         if not isinstance(t["otel"], bool):
             raise _fail(f"gateway.otel must be true or false, got {_type(t['otel'])}")

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from .._log import CallLog, connect, new_conversation_id
 
 if TYPE_CHECKING:
-    from ._app import _Exchange
+    from ._observe import Exchange
 
 __all__ = ["RequestLog"]
 
@@ -57,7 +57,7 @@ class RequestLog:
         self._ready = False
         self._lock = threading.Lock()
 
-    def append(self, ex: _Exchange) -> None:
+    def append(self, ex: Exchange) -> None:
         """Write the request's rows; a failing disk is reported, never raised (the
         answer was sent already)."""
         try:
@@ -69,7 +69,7 @@ class RequestLog:
                 "the request log %s could not be written: %s", self.path, exc
             )
 
-    def _append(self, ex: _Exchange) -> None:
+    def _append(self, ex: Exchange) -> None:
         import time
 
         latency = (time.perf_counter() - ex.t0) * 1000

@@ -288,4 +288,12 @@ def open_store(redis_url: str | None, *, clock: Callable[[], float] | None = Non
     """The store a config asks for: Redis when it names a URL, else in-process."""
     if redis_url is None:
         return MemoryStore(clock=clock) if clock is not None else MemoryStore()
+    import importlib.util
+
+    if importlib.util.find_spec("redis") is None:
+        from ..errors import ConfigurationError
+
+        raise ConfigurationError(
+            "gateway.redis needs the redis client: pip install 'modelwire[gateway]'"
+        )
     return RedisStore(redis_url, clock=clock) if clock is not None else RedisStore(redis_url)

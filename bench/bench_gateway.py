@@ -1,0 +1,303 @@
+"""The latency the gateway adds to a streamed answer, against calling the backend
+directly, and against the LiteLLM proxy in front of the same backend.
+
+    python bench/bench_gateway.py [--quick] [--deltas N] [--requests N]
+    make bench-gateway
+
+One backend — a loopback ``MockServer`` streaming an OpenAI Chat answer of ``N``
+deltas (default 100) — and one client, httpx (a keep-alive ``httpx.Client``), sending
+the same streamed Chat Completions request three ways, interleaved request by request
+so that load on the machine falls on all alike:
+
+* ``direct``: to the backend itself;
+* ``gateway``: to ``modelwire serve`` (its own process, uvicorn, the Chat front-end
+  ``modelwire.gateway._chat`` — or, until that front-end exists, a minimal one here,
+  said in the output), whose model routes to the backend over openai-chat;
+* ``litellm``: to ``litellm --config`` (its own process) routing to the backend, when
+  ``bench/.venv-litellm`` holds it (``python3 -m venv bench/.venv-litellm &&
+  bench/.venv-litellm/bin/pip install 'litellm[proxy]==1.108.7'``); skipped otherwise.
+
+Reported per path: p50 and p99 of the time to the first body byte (TTFB) and of the
+whole response (total), in ms; the added latency is the proxy's percentile minus the
+direct one. And the proxy process's CPU time per streamed delta (user + system from
+``/proc/PID/stat`` over the measured requests, divided by requests x deltas).
+Goal: gateway p50 added latency < 1 ms and < 1/3 of LiteLLM's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LITELLM = HERE / ".venv-litellm" / "bin" / "litellm"
+
+
+def _arg(name: str, default: int) -> int:
+    if name in sys.argv:
+        return int(sys.argv[sys.argv.index(name) + 1])
+    return default
+
+
+QUICK = "--quick" in sys.argv
+DELTAS = _arg("--deltas", 100)
+REQUESTS = _arg("--requests", 40 if QUICK else 300)
+WARMUP = 10 if QUICK else 30
+KEY = "sk-bench-4f1c9a7e2b6d8053c1e9a4f7b2d6e8c0"  # both proxies authenticate it
+
+
+# --------------------------------------------------------------------------- a minimal front-end
+
+
+def minimal_chat_frontend() -> Any:
+    """Chat Completions for text only: a stand-in while the real front-end is absent."""
+    from modelwire.gateway import GatewayRequest, RequestError
+    from modelwire.types import Context, UserMessage
+
+    class Renderer:
+        def __init__(self, rid: str, model: str) -> None:
+            self.head = {"id": rid, "object": "chat.completion.chunk", "created": 0, "model": model}
+
+        def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
+            obj = {**self.head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+            return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+        def feed(self, event: Any) -> bytes:
+            if event.type == "start":
+                return self._chunk({"role": "assistant", "content": ""})
+            if event.type == "text_delta":
+                return self._chunk({"content": event.delta})
+            if event.type == "done":
+                return self._chunk({}, "stop") + b"data: [DONE]\n\n"
+            if event.type == "error":
+                return b'data: {"error": {"message": "failed"}}\n\n'
+            return b""
+
+    class Frontend:
+        api = "openai-chat"
+        paths = ("/v1/chat/completions", "/chat/completions")
+
+        def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
+            data = json.loads(body)
+            if not isinstance(data, dict):
+                raise RequestError("not an object")
+            text = data["messages"][-1]["content"]
+            return GatewayRequest(model=data["model"], stream=bool(data.get("stream")),
+                                  context=Context(messages=(UserMessage(content=text),)),
+                                  options={})  # fmt: skip
+
+        def renderer(self, request: GatewayRequest, response_id: str) -> Renderer:
+            return Renderer(response_id, request.model)
+
+        def message(self, request: GatewayRequest, message: Any, response_id: str) -> bytes:
+            return json.dumps({"id": response_id, "text": message.text}).encode()
+
+        def error(self, error: BaseException) -> tuple[int, dict[str, str], bytes]:
+            status = getattr(error, "status", 502)
+            return status, {}, json.dumps({"error": {"message": str(error)}}).encode()
+
+    return Frontend()
+
+
+def _frontends() -> tuple[list[Any], str]:
+    from modelwire.gateway._app import default_frontends
+
+    found = [f for f in default_frontends() if f.api == "openai-chat"]
+    if found:
+        return found, "modelwire.gateway._chat"
+    return [minimal_chat_frontend()], "a minimal text-only Chat front-end (bench_gateway.py)"
+
+
+def serve_gateway(config_path: str, port: int) -> None:
+    """``--serve-gateway CONFIG PORT``: the gateway process."""
+    from modelwire.gateway import app, serve
+
+    frontends, _ = _frontends()
+    gw = app(config_path, frontends=frontends)
+    serve(gw, "127.0.0.1", port)
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (and its reaped children) so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = sum(int(fields[i]) for i in (11, 12, 13, 14))  # utime stime cutime cstime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def wait_ready(url: str, proc: subprocess.Popen[bytes], headers: dict[str, str]) -> None:
+    import httpx
+
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{url}: the process exited with {proc.returncode}")
+        try:
+            if httpx.get(url, headers=headers, timeout=2).status_code < 500:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"{url} did not answer")
+
+
+def start_gateway(backend_v1: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+    from modelwire.gateway import hash_key
+
+    config = tmp / "gateway.toml"
+    config.write_text(
+        f'[models.bench]\napi = "openai-chat"\nid = "mock-model"\nbase_url = "{backend_v1}"\n\n'
+        f'[keys.bench]\nkey_sha256 = "{hash_key(KEY)}"\nmodels = ["*"]\n'
+    )
+    port = free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-gateway", str(config), str(port)],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url + "/v1/models", proc, {"authorization": f"Bearer {KEY}"})
+    return proc, url
+
+
+def start_litellm(backend_v1: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str] | None:
+    if not LITELLM.exists():
+        print("litellm: skipped (bench/.venv-litellm is not installed; see the module docstring)")
+        return None
+    config = tmp / "litellm.yaml"
+    config.write_text(
+        "model_list:\n  - model_name: bench\n    litellm_params:\n"
+        f"      model: openai/mock-model\n      api_base: {backend_v1}\n      api_key: sk-x\n"
+        "litellm_settings:\n  telemetry: false\n"
+        f"general_settings:\n  master_key: {KEY}\n"
+    )
+    port = free_port()
+    env = {**os.environ, "LITELLM_LOG": "ERROR", "LITELLM_TELEMETRY": "False",
+           "LITELLM_LOCAL_MODEL_COST_MAP": "True"}  # fmt: skip
+    proc = subprocess.Popen([str(LITELLM), "--config", str(config), "--port", str(port),
+                             "--host", "127.0.0.1", "--num_workers", "1"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url + "/health/liveliness", proc, {"authorization": f"Bearer {KEY}"})
+    return proc, url
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def one_request(client: Any, url: str, model: str) -> tuple[float, float, int]:
+    """(TTFB s, total s, body bytes) of one streamed Chat Completions request."""
+    body = {"model": model, "stream": True,
+            "messages": [{"role": "user", "content": "Stream something."}]}  # fmt: skip
+    t0 = time.perf_counter()
+    first = 0.0
+    size = 0
+    with client.stream("POST", url + "/v1/chat/completions", json=body,
+                       headers={"authorization": f"Bearer {KEY}"}) as r:  # fmt: skip
+        if r.status_code != 200:
+            raise RuntimeError(f"{url}: HTTP {r.status_code}: {r.read()[:300]!r}")
+        for chunk in r.iter_raw():
+            if not first:
+                first = time.perf_counter()
+            size += len(chunk)
+    return first - t0, time.perf_counter() - t0, size
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, round(q * (len(values) - 1)))]
+
+
+def main() -> None:
+    import httpx
+
+    from modelwire.testing import MockServer, Reply
+    from modelwire.testing._server import _Handler
+
+    # A provider's server writes each event at once (TCP_NODELAY); the MockServer's
+    # handler, left with Nagle's algorithm, holds every small write after the first
+    # until the client's delayed ACK (~40 ms), which would swamp what is measured.
+    _Handler.disable_nagle_algorithm = True
+    text = "".join(f"w{i:03d} " for i in range(DELTAS))  # 5 characters a delta
+    reply = Reply(message=text, piece_chars=5)
+    _, frontend_name = _frontends()
+    with MockServer([reply], repeat_last=True) as backend, tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        backend_v1 = backend.origin + "/v1"
+        procs: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+        try:
+            procs["gateway"] = start_gateway(backend_v1, tmp)
+            lite = start_litellm(backend_v1, tmp)
+            if lite is not None:
+                procs["litellm"] = lite
+            paths: dict[str, tuple[str, str]] = {"direct": (backend.origin, "mock-model")}
+            paths.update({name: (url, "bench") for name, (_, url) in procs.items()})
+            clients = {name: httpx.Client(timeout=60) for name in paths}
+            runs: dict[str, list[tuple[float, float, int]]] = {name: [] for name in paths}
+            for _ in range(WARMUP):
+                for name, (url, model) in paths.items():
+                    one_request(clients[name], url, model)
+            cpu0 = {name: cpu_seconds(p.pid) for name, (p, _) in procs.items()}
+            for _ in range(REQUESTS):
+                for name, (url, model) in paths.items():
+                    runs[name].append(one_request(clients[name], url, model))
+            cpu = {name: cpu_seconds(p.pid) - cpu0[name] for name, (p, _) in procs.items()}
+            for c in clients.values():
+                c.close()
+        finally:
+            for p, _ in procs.values():
+                p.terminate()
+                try:
+                    p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+    report(runs, cpu, frontend_name)
+
+
+def report(runs: dict[str, list[tuple[float, float, int]]], cpu: dict[str, float],
+           frontend: str) -> None:  # fmt: skip
+    print(f"backend: MockServer, OpenAI Chat stream of {DELTAS} deltas; {REQUESTS} requests "
+          f"per path (after {WARMUP} warm-up), interleaved; client httpx")  # fmt: skip
+    print(f"gateway front-end: {frontend}")
+    direct = runs["direct"]
+    d = {q: (pct([r[0] for r in direct], q), pct([r[1] for r in direct], q)) for q in (0.5, 0.99)}
+    print(f"{'path':<8} {'TTFB p50':>9} {'p99':>8} {'total p50':>10} {'p99':>8}   "
+          f"{'added TTFB p50':>14} {'p99':>7} {'added total p50':>15} {'p99':>7}   cpu/delta")  # fmt: skip
+    added: dict[str, float] = {}
+    for name, rs in runs.items():
+        ttfb = [r[0] for r in rs]
+        total = [r[1] for r in rs]
+        row = [pct(ttfb, 0.5), pct(ttfb, 0.99), pct(total, 0.5), pct(total, 0.99)]
+        line = f"{name:<8} " + " ".join(f"{v * 1000:>8.2f}" for v in row)
+        if name != "direct":
+            add = [row[0] - d[0.5][0], row[1] - d[0.99][0], row[2] - d[0.5][1], row[3] - d[0.99][1]]
+            added[name] = add[2]
+            per_delta = cpu[name] / (len(rs) * DELTAS) * 1e6
+            line += "   " + " ".join(f"{v * 1000:>+13.2f}" for v in add) + f"   {per_delta:.1f} µs"
+        print(line + ("" if name != "direct" else "   (ms)"))
+    if "litellm" in added and added["litellm"] > 0:
+        ratio = added["gateway"] / added["litellm"]
+        print(f"gateway added total p50 = {ratio:.2f} x LiteLLM's")
+
+
+if __name__ == "__main__":
+    if "--serve-gateway" in sys.argv:
+        i = sys.argv.index("--serve-gateway")
+        serve_gateway(sys.argv[i + 1], int(sys.argv[i + 2]))
+    else:
+        main()
