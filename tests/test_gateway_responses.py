@@ -1119,3 +1119,26 @@ def test_sealed_items_of_one_message_are_one_turn() -> None:
     assert isinstance(turn, AssistantMessage) and len(results) == 2
     assert (turn.api, turn.provider, turn.model) == ("google-generative-ai", "google", "gemini-3")
     assert list(turn.content) == content
+
+
+def test_restart_ends_the_open_items_and_keeps_the_next_models() -> None:
+    # A Fallback with after_content="restart": the first model's stream broke after
+    # content; the next model starts over at content index 0.
+    body = render(["Partial answer that breaks", ToolCall(id="c0", name="ls", arguments={})],
+                  "anthropic-messages")  # fmt: skip
+    first = list(mw.replay("anthropic-messages", [body[: int(len(body) * 0.6)]]))
+    broken = first[-1]
+    assert broken.type == "error"
+    restart = mw.events.RestartEvent(message=broken.message, _partial=broken.message)
+    second = events_for(["The whole answer."], "openai-chat")[1:]  # without its start
+    data = rendered([*first[:-1], restart, *second])
+    assert _in_turn(data)
+    for _, payload in sse_payloads(data):
+        _stream_event.validate_python(payload)
+    statuses = [
+        p["item"]["status"] for n, p in sse_payloads(data) if n == "response.output_item.done"
+    ]
+    assert "incomplete" in statuses and statuses[-1] == "completed"
+    _, final = sdk_stream(data)
+    assert final.output_text == "The whole answer."
+    assert mw.replay(API, [data]).message.text.endswith("The whole answer.")
