@@ -25,6 +25,8 @@ import msgspec
 import openai
 import pydantic
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
 import modelwire as mw
@@ -1142,3 +1144,55 @@ def test_restart_ends_the_open_items_and_keeps_the_next_models() -> None:
     _, final = sdk_stream(data)
     assert final.output_text == "The whole answer."
     assert mw.replay(API, [data]).message.text.endswith("The whole answer.")
+
+
+# --------------------------------------------------------------------------- property
+
+
+_text = st.text(st.characters(codec="utf-8"), max_size=12)
+_id = st.from_regex(r"[A-Za-z0-9_]{1,10}", fullmatch=True)
+
+
+@st.composite
+def _conversations(draw: st.DrawFn) -> Context:
+    """A conversation of user text, and assistant turns of MODEL with text, reasoning and
+    calls (signatures of its own), each call answered."""
+    messages: list[Any] = []
+    n = 0
+    for _ in range(draw(st.integers(1, 3))):
+        messages.append(UserMessage(content=draw(_text) or "x"))
+        blocks: list[Any] = []
+        if draw(st.booleans()):
+            summary = draw(_text)
+            item = {"id": f"rs_{n}", "type": "reasoning",
+                    "summary": [{"type": "summary_text", "text": summary}] if summary else []}  # fmt: skip
+            blocks.append(ThinkingContent(thinking=summary, signature=json.dumps(item)))
+        if draw(st.booleans()):
+            blocks.append(TextContent(text=draw(_text), signature=f"msg_{n}"))
+        calls = []
+        for _ in range(draw(st.integers(0, 2))):
+            n += 1
+            args = draw(st.dictionaries(_id, st.integers() | _text, max_size=2))
+            raw = json.dumps(
+                args, ensure_ascii=draw(st.booleans()), indent=draw(st.sampled_from([None, 1]))
+            )
+            calls.append(ToolCall(id=f"call_{n}_{draw(_id)}", name=draw(st.sampled_from(["read", "ls"])),
+                                  arguments=args, raw_arguments=raw, signature=f"fc_{n}"))  # fmt: skip
+        blocks += calls
+        n += 1
+        if not blocks:
+            continue
+        messages.append(_mine(content=blocks, stop_reason="tool_use" if calls else "stop"))
+        for c in calls:
+            messages.append(ToolResultMessage(tool_call_id=c.id, tool_name=c.name,
+                                              content=[TextContent(text=draw(_text))]))  # fmt: skip
+    return Context(
+        system_prompt=draw(st.none() | _text.filter(bool)), messages=messages, tools=TOOLS
+    )
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_conversations())
+def test_parse_inverts_the_encoder_for_any_conversation(ctx: Context) -> None:
+    req = parse(encoded(ctx))
+    _same(adopt(req.context, MODEL), _normalised(ctx))
