@@ -448,13 +448,18 @@ BAD: list[tuple[Any, str, str]] = [
         "input[0].summary[0].text",
         "must be a string",
     ),
-    ({"model": "m", "input": "x", "max_output_tokens": 0}, "max_output_tokens", ">= 1"),
+    (
+        {"model": "m", "input": "x", "max_output_tokens": 0},
+        "max_output_tokens",
+        "must be an integer >= 1",
+    ),
     (
         {"model": "m", "input": "x", "max_output_tokens": "9"},
         "max_output_tokens",
         "must be an integer",
     ),
     ({"model": "m", "input": "x", "temperature": "hot"}, "temperature", "must be a number"),
+    ({"model": "m", "input": "x", "temperature": -1}, "temperature", "must be a number >= 0"),
     ({"model": "m", "input": "x", "stream": "yes"}, "stream", "must be a boolean"),
     (
         {"model": "m", "input": "x", "tools": [{"type": "web_search"}]},

@@ -15,6 +15,8 @@ __all__ = ["as_list", "as_object", "decode", "fail", "kind", "string"]
 
 _MSGSPEC_PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
+# msgspec's text for a failed ``Meta`` bound: "Expected `int` >= 1".
+_BOUND = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+)$")
 _NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
           "object": "an object", "array": "an array", "null": "null"}  # fmt: skip
 
@@ -31,6 +33,11 @@ def decode(raw: bytes, decoder: msgspec.json.Decoder[Any], path: str) -> Any:
         text = str(exc)
         m = _MSGSPEC_PATH.match(text)
         where, what = (path + m.group(2), m.group(1)) if m else (path, text)
+        b = _BOUND.match(what)
+        if b:
+            raise fail(
+                where, f"must be {_NAMES.get(b.group(1), b.group(1))} {b.group(2)}"
+            ) from None
         e = _EXPECTED.match(what)
         if e:
             want = " or ".join(_NAMES.get(p.strip(), p.strip()) for p in e.group(1).split("|"))
