@@ -155,6 +155,29 @@ async def test_the_provider_counts_where_its_api_has_an_endpoint(
     check(rec.body)
 
 
+@pytest.mark.parametrize("sync", [False, True], ids=["async", "sync"])
+async def test_base_url_replaces_a_catalog_models_address_for_a_count(
+    count_server: Callable[[int, Any], CountServer], sync: bool
+) -> None:
+    srv = count_server(200, {"input_tokens": 7})
+    opts: dict[str, Any] = {"api_key": "sk-count", "base_url": srv.origin + "/v1"}
+    name = "anthropic/claude-sonnet-4-5"
+    got = (
+        mw.count_tokens_sync(name, CTX, **opts)
+        if sync
+        else await mw.count_tokens(name, CTX, **opts)
+    )
+    assert got.input_tokens == 7 and not got.estimated
+    (rec,) = srv.seen
+    assert rec.path == "/v1/messages/count_tokens" and rec.body["model"] == "claude-sonnet-4-5"
+
+
+async def test_a_fallback_with_one_base_url_is_refused_for_a_count_too() -> None:
+    fb = mw.Fallback(["anthropic/claude-sonnet-4-5", "openai/gpt-4.1-mini"])
+    with pytest.raises(mw.ConfigurationError, match="give each model of the Fallback"):
+        await mw.count_tokens(fb, CTX, base_url="http://127.0.0.1:9/v1")
+
+
 async def test_other_apis_get_the_local_estimate_marked_as_such() -> None:
     got = await mw.count_tokens(mw.Model(id="x", api="openai-chat", provider="mock",
                                          base_url="http://127.0.0.1:9/v1"), CTX)  # fmt: skip

@@ -109,3 +109,20 @@ def test_the_catalog_validator_knows_the_same_kinds() -> None:
     data["providers"][0]["models"][0]["input"] = ["text", "video"]
     with pytest.raises(mw.ConfigurationError, match="optionally audio, document, image once"):
         validate_catalog(json.dumps(data))
+
+
+def test_a_custom_stream_function_gets_only_what_its_model_accepts() -> None:
+    seen: list[mw.Context] = []
+
+    def fn(model: mw.Model, ctx: mw.Context, options: Any) -> Any:
+        seen.append(ctx)
+        return iter(())
+
+    mw.register_api("input-checked-custom", fn)
+    model = mw.Model(
+        id="c-1", api="input-checked-custom", provider="local", base_url="http://127.0.0.1:9"
+    )
+    ctx = mw.Context(messages=[mw.UserMessage(content=(mw.TextContent(text="look"), PNG))])
+    with pytest.raises(mw.ConfigurationError, match=r"messages\[0\]\.content\[1\]"):
+        mw.complete_sync(model, ctx)
+    assert seen == []  # refused before the function was called

@@ -359,19 +359,6 @@ def test_responses_tool_result_document_and_refused_audio() -> None:
         encode_input(READER, Context(messages=[UserMessage(content="q"), asst, bad]))
 
 
-@pytest.mark.parametrize("api", ["openai-responses", "openai-chat"])
-def test_undeclared_input_kinds_are_refused_naming_the_model(api: str) -> None:
-    from modelwire._apis import get_api
-
-    model = Model(id="text-only", api=api, provider="local", base_url="http://127.0.0.1:1/v1")
-    for block, kind in ((DOCS[0], "document"), (AUDIO, "audio")):
-        with pytest.raises(mw.ConfigurationError) as info:
-            get_api(api).build_request(model, _doc_ctx(block), resolve_options("local"))
-        text = str(info.value)
-        assert "messages[0].content[1]" in text and "'text-only'" in text
-        assert f"does not declare {kind} input" in text and "Model(..., input=" in text
-
-
 def test_unsupported_audio_format_is_refused() -> None:
     ogg = mw.AudioContent(data="T2dnUw==", mime_type="audio/ogg")
     with pytest.raises(mw.ConfigurationError, match="wav or mp3"):

@@ -128,14 +128,14 @@ def _prepare(
     plan = _output_plan(model, opts)
     # "auto" is fitted below, once the conversation is rewritten for this model.
     auto = opts.get("max_tokens") == "auto"
+    # A block the model does not accept is refused here, never replaced (Model.input).
+    check_input(model, context)
     if custom_stream(model.api) is not None:
         # A custom stream function does its own auth: no env-var lookup.
         options = resolve_options("", **opts)
         if plan is not None:
             context, options = plan.apply(context, options)
         return options, None, None, context, plan
-    # A block the model does not accept is refused here, never replaced (Model.input).
-    check_input(model, context)
     options = resolve_options(model.provider, **opts)
     if options.reasoning is not None:
         import msgspec
@@ -454,7 +454,7 @@ async def count_tokens(
     the typed error (``RateLimitError``, ``ConnectError``…)."""
     from ._count import count_tokens as count
 
-    return await count(_prepare, model, context, options)
+    return await count(_prepare, *_count_inputs(model, context, options), options)
 
 
 def count_tokens_sync(
@@ -463,4 +463,13 @@ def count_tokens_sync(
     """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions)."""
     from ._count import count_tokens_sync as count
 
-    return count(_prepare, model, context, options)
+    return count(_prepare, *_count_inputs(model, context, options), options)
+
+
+def _count_inputs(
+    model: Model | Fallback | str, context: Context | str, opts: StreamOptions
+) -> tuple[Model, Context]:
+    """A count's model and context, resolved as a call's are (``base_url=`` applied);
+    a ``Fallback`` is counted for its first model."""
+    m, ctx = _inputs(model, context, opts)
+    return (m.first if isinstance(m, Fallback) else m), ctx

@@ -34,10 +34,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .errors import ConfigurationError, ContextOverflowError, MalformedChunkError
+from .errors import ContextOverflowError, MalformedChunkError
 
 if TYPE_CHECKING:
-    from ._fallback import Fallback
     from ._options import HTTPRequest, StreamOptions
     from .types import Context, Model
 
@@ -201,31 +200,15 @@ Prepare = Callable[..., tuple[Any, ...]]
 
 
 def _plan(
-    prepare: Prepare,
-    model: Model | Fallback | str,
-    context: Context | str,
-    options: StreamOptions,
+    prepare: Prepare, model: Model, context: Context, options: StreamOptions
 ) -> tuple[Model, Context, HTTPRequest | None, Any, Any]:
-    from ._catalog import as_model
-    from ._fallback import Fallback
-    from .types import Context, UserMessage
-
-    if isinstance(model, Fallback):
-        model = model.first
-    m = as_model(model)
-    if isinstance(context, str):
-        context = Context(messages=[UserMessage(content=context)])
-    if not isinstance(context, Context):
-        raise ConfigurationError(
-            f"context must be a modelwire.Context or a prompt string, got {type(context).__name__}"
-        )
     opts = {k: v for k, v in options.items() if k != "max_tokens"}
     from ._handoffs import handoff
 
-    resolved, request = prepare(m, context, opts)[:2]
-    counter = _counter(m.api) if request is not None else None
+    resolved, request = prepare(model, context, opts)[:2]
+    counter = _counter(model.api) if request is not None else None
     count_req = counter.count_request(request) if counter is not None else None
-    return m, handoff(context, m), count_req, counter, resolved
+    return model, handoff(context, model), count_req, counter, resolved
 
 
 def _estimated(context: Context) -> TokenCount:
@@ -243,10 +226,7 @@ def _answer(m: Model, counter: Any, got: tuple[int, Any, bytes], secrets: tuple[
 
 
 async def count_tokens(
-    prepare: Prepare,
-    model: Model | Fallback | str,
-    context: Context | str,
-    options: StreamOptions,
+    prepare: Prepare, model: Model, context: Context, options: StreamOptions
 ) -> TokenCount:
     """``mw.count_tokens`` (``modelwire._client`` passes its ``prepare``)."""
     m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
@@ -260,10 +240,7 @@ async def count_tokens(
 
 
 def count_tokens_sync(
-    prepare: Prepare,
-    model: Model | Fallback | str,
-    context: Context | str,
-    options: StreamOptions,
+    prepare: Prepare, model: Model, context: Context, options: StreamOptions
 ) -> TokenCount:
     """``mw.count_tokens_sync``: :func:`count_tokens` over ``httpx.Client``."""
     m, ctx, request, counter, resolved = _plan(prepare, model, context, options)

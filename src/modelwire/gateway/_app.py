@@ -59,8 +59,10 @@ Send = Callable[[Message], Awaitable[None]]
 #: The front-end modules the gateway serves when present (each exports ``FRONTEND``).
 FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
 
-_ID_PREFIX = {"openai-chat": "chatcmpl-", "openai-responses": "resp_",
-              "anthropic-messages": "msg_"}  # fmt: skip
+# Response ids as each API's own service spells them (OpenAI ``chatcmpl-…``,
+# ``resp_…``; Anthropic ``msg_…``), by the endpoint the front-end serves.
+_ID_PREFIX = {"/v1/chat/completions": "chatcmpl-", "/v1/responses": "resp_",
+              "/v1/messages": "msg_"}  # fmt: skip
 _JSON = [(b"content-type", b"application/json")]
 _SSE = [(b"content-type", b"text/event-stream; charset=utf-8"), (b"cache-control", b"no-cache"),
         (b"x-accel-buffering", b"no")]  # fmt: skip
@@ -241,7 +243,7 @@ class Gateway:
             return
         ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
         ex.context = target
-        rid = _ID_PREFIX.get(fe.api, "gw-") + uuid.uuid4().hex
+        rid = _id_prefix(fe) + uuid.uuid4().hex
         state = {"done": False}
         watcher = asyncio.create_task(_watch_disconnect(receive, s, state))
         try:
@@ -405,8 +407,9 @@ class Gateway:
     async def _list_models(
         self, method: str, headers: Mapping[str, str], send: Send, ex: Exchange
     ) -> None:
+        # The Anthropic SDK sends anthropic-version on every request: its list shape.
         anthropic = "anthropic-version" in headers
-        fe = self._frontend_for("anthropic-messages" if anthropic else "openai-chat")
+        fe = self._frontend_for("/v1/messages" if anthropic else "/v1/chat/completions")
         try:
             if method != "GET":
                 raise RequestError("/v1/models takes GET", status=405)
@@ -434,10 +437,11 @@ class Gateway:
             obj = {"object": "list", "data": listed}
         await _respond(send, ex, 200, _JSON, json.dumps(obj).encode())
 
-    def _frontend_for(self, api: str) -> Frontend | None:
-        for fe in self.frontends:
-            if fe.api == api:
-                return fe
+    def _frontend_for(self, path: str) -> Frontend | None:
+        """The front-end serving ``path`` (else any: its error shape is the best known)."""
+        fe = self._routes.get(path)
+        if fe is not None:
+            return fe
         return self.frontends[0] if self.frontends else None
 
     # ------------------------------------------------------------------ log + trace
@@ -452,6 +456,14 @@ class Gateway:
 
 
 # --------------------------------------------------------------------------- I/O helpers
+
+
+def _id_prefix(fe: Frontend) -> str:
+    for path in fe.paths:
+        prefix = _ID_PREFIX.get(path)
+        if prefix is not None:
+            return prefix
+    return "gw-"
 
 
 def _logger() -> Any:

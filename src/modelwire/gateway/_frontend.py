@@ -84,7 +84,7 @@ class Frontend(Protocol):
     """One client-facing wire API."""
 
     api: str
-    """The wire API name (``openai-chat``, ``openai-responses``, ``anthropic-messages``)."""
+    """The wire API it speaks, as ``Model.api`` names it."""
     paths: tuple[str, ...]
     """POST paths it serves (``/v1/chat/completions``; also without ``/v1``)."""
 

@@ -34,7 +34,7 @@ from .._common import (
     with_sources,
 )
 from ._compat import ChatCompat, detect_compat
-from ._input import audio_format, check_input, data_url, filename
+from ._input import audio_format, data_url, filename
 from ._output import add_output
 
 __all__ = ["RESERVED", "build_body", "encode_messages"]
@@ -212,7 +212,6 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     compat = detect_compat(model)
     check_extra_body(options.extra_body, RESERVED)
     check_tool_choice(options.tool_choice, context)
-    check_input(model, context)
     body: dict[str, Any] = {
         "model": model.id,
         "messages": encode_messages(context, compat, model),

@@ -1,4 +1,7 @@
-"""Input blocks beyond text for the OpenAI APIs: the checks both encoders share.
+"""Input blocks beyond text for the OpenAI APIs: what both encoders share.
+
+Whether a model takes a block at all is checked once for every API, before any
+request is built (``modelwire._apis._common.check_input``).
 
 References: Chat ``input_audio`` parts take ``format`` ``wav`` or ``mp3``
 (https://platform.openai.com/docs/guides/audio, "Add audio to your existing
@@ -9,9 +12,9 @@ or base64 ``file_data`` with a ``filename`` (https://platform.openai.com/docs/gu
 from __future__ import annotations
 
 from ...errors import ConfigurationError
-from ...types import AudioContent, Context, DocumentContent, Model, UserMessage
+from ...types import AudioContent, DocumentContent
 
-__all__ = ["audio_format", "check_input", "data_url", "filename"]
+__all__ = ["audio_format", "data_url", "filename"]
 
 _AUDIO_FORMATS = {
     "audio/wav": "wav",
@@ -21,31 +24,8 @@ _AUDIO_FORMATS = {
     "audio/mpeg": "mp3",
     "audio/mp3": "mp3",
 }
-
-# Images are checked where a conversation is handed to a model (``modelwire._handoffs``,
-# which owns the rule for images); documents and audio here, before any request.
-_KIND: dict[type, str] = {DocumentContent: "document", AudioContent: "audio"}
-
 _EXTENSIONS = {"application/pdf": "pdf", "text/plain": "txt", "text/markdown": "md",
                "text/csv": "csv", "text/html": "html", "application/json": "json"}  # fmt: skip
-
-
-def check_input(model: Model, context: Context) -> None:
-    """Every document and audio block is of a kind ``model.input`` names;
-    otherwise a ``ConfigurationError`` naming the model, the block and the fix."""
-    for i, msg in enumerate(context.messages):
-        if msg.role == "assistant" or (
-            isinstance(msg, UserMessage) and isinstance(msg.content, str)
-        ):
-            continue
-        for j, block in enumerate(msg.content):
-            kind = _KIND.get(type(block))
-            if kind is not None and kind not in model.input:
-                raise ConfigurationError(
-                    f"messages[{i}].content[{j}] is a {kind} block, but model {model.id!r} "
-                    f"does not declare {kind} input (Model.input={list(model.input)!r}); "
-                    f"if it accepts {kind}s, declare it: Model(..., input=[..., {kind!r}])"
-                )
 
 
 def audio_format(block: AudioContent, where: str) -> str:

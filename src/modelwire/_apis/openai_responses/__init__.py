@@ -65,7 +65,6 @@ from .._common import (
     http_request,
 )
 from .._mock import MockFrame, declared_tools, encode_sse
-from ..openai_chat._input import check_input
 from ..openai_chat._render import render_models
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
@@ -139,7 +138,6 @@ class OpenAIResponsesAPI:
         """The request body as a dict (reasoning items inside as ``msgspec.Raw``)."""
         compat = detect_compat(model)
         check_extra_body(options.extra_body, RESERVED)
-        check_input(model, context)
         body: dict[str, Any] = {"model": model.id}
         if context.system_prompt and compat.system_role == "instructions":
             body["instructions"] = context.system_prompt
