@@ -273,7 +273,11 @@ def test_the_docs_example_runs(gateway: GatewayServer, backend: MockServer) -> N
     backend.add(Reply(message="Hello from the backend."))
     code = blocks[0].replace("http://127.0.0.1:8000", gateway.base_url).replace("sk-gw-…", KEY)
     namespace: dict[str, Any] = {}
-    exec(compile(code, str(DOC), "exec"), namespace)
+    try:
+        exec(compile(code, str(DOC), "exec"), namespace)
+    finally:
+        if "client" in namespace:
+            namespace["client"].close()  # the example's client, closed for the test run
     assert namespace["response"].output_text == "Hello from the backend."
 
 
