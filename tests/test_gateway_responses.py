@@ -394,6 +394,8 @@ BAD: list[tuple[Any, str, str]] = [
     ({"model": "m"}, "input", "missing"),
     ({"model": "m", "input": 5}, "input", "must be a string or an array"),
     ({"model": "m", "input": [5]}, "input[0]", "must be an object"),
+    ({"model": "m", "input": []}, "input", "holds no message"),
+    ({"model": "m", "input": [{"role": "system", "content": "only"}]}, "input", "holds no message"),
     ({"model": "m", "input": [{"role": "user"}]}, "input[0].content", "missing"),
     (
         {"model": "m", "input": [{"role": "user", "content": [{"type": "input_text", "text": 1}]}]},

@@ -145,6 +145,8 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     _check_choice(options.get("tool_choice"), tools)
     value = _decode(raw_input, _input, "input")
     messages, leading = _conversation(value, model)
+    if not messages:
+        raise _fail("input", "holds no message: send at least one user message")
     system.extend(leading)
     context = Context(
         system_prompt="\n\n".join(system) if system else None,
