@@ -1,0 +1,282 @@
+"""Output items and the Response object, shared by the stream renderer and the
+non-streamed body (API reference, "The response object" and "Output items":
+https://platform.openai.com/docs/api-reference/responses/object).
+
+Ids. A block that came from a Responses backend keeps the provider's own ids (a
+message item's ``id``/``phase`` from ``TextContent.signature``, a function call's
+item id from ``ToolCall.signature``, a reasoning item as received). A block from any
+other API gets a gateway id, ``<prefix>_mwgw_<response>_<n>`` (read back as "no
+signature"), or — when it carries a signature of its own (a Gemini thought
+signature on a call or text) — the sealed origin as its id
+(:func:`modelwire.gateway._origin.seal`); its thinking's signature goes, sealed, in
+the reasoning item's ``encrypted_content``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from ..._apis._common import block_as_text, raw_or_json_arguments
+from ...types import (
+    AssistantMessage,
+    Citation,
+    ProviderItem,
+    ServerToolCall,
+    ServerToolResult,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+)
+from .._frontend import GatewayRequest
+from .._origin import Origin, seal
+
+__all__ = [
+    "API",
+    "LATE_CALL_SIGNATURES",
+    "annotation",
+    "block_item",
+    "call_item",
+    "is_generated",
+    "new_id",
+    "reasoning_id",
+    "reasoning_item",
+    "response_object",
+    "text_id",
+    "text_item",
+    "usage_object",
+]
+
+API = "openai-responses"
+#: Backend APIs whose call signatures modelwire knows only when the call ends: Gemini's
+#: ``thoughtSignature`` sits on the ``functionCall`` part, set after its arguments.
+LATE_CALL_SIGNATURES = frozenset({"google-generative-ai"})
+_MARK = "_mwgw_"
+encode = msgspec.json.Encoder().encode
+_item_head = msgspec.json.Decoder(dict[str, Any])
+
+
+def new_id(prefix: str, response_id: str, n: int) -> str:
+    """A gateway item id (``msg_mwgw_<response>_<n>``)."""
+    return f"{prefix}{_MARK}{response_id.removeprefix('resp_')}_{n}"
+
+
+def is_generated(item_id: str) -> bool:
+    """Whether an item id is one the gateway made up (it carries no signature)."""
+    head, sep, _ = item_id.partition(_MARK)
+    return bool(sep) and head in ("msg", "fc", "rs")
+
+
+def origin_of(message: AssistantMessage, signature: str | None, redacted: bool = False) -> Origin:
+    return Origin(message.api, message.provider, message.model, signature, redacted)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def text_id(
+    block: TextContent, message: AssistantMessage, response_id: str, n: int
+) -> tuple[str, str | None]:
+    """The message item's id and ``phase`` for a text block."""
+    sig = block.signature
+    if message.api == API:
+        if sig and sig.startswith("{"):
+            try:
+                value = _item_head.decode(sig)
+            except (msgspec.DecodeError, msgspec.ValidationError):
+                value = {}
+            item_id, phase = value.get("id"), value.get("phase")
+            if isinstance(item_id, str) and item_id:
+                return item_id, phase if isinstance(phase, str) else None
+        elif sig:
+            return sig, None
+    elif sig:
+        return seal(origin_of(message, sig)), None
+    return new_id("msg", response_id, n), None
+
+
+def annotation(c: Citation, same: bool) -> Any:
+    """A citation as an ``output_text`` annotation: the provider's own object when it
+    came from a Responses backend, else one built from its fields."""
+    if same and c.raw:
+        return msgspec.Raw(c.raw.encode())
+    if c.kind == "url" or (c.url and c.kind == "other"):
+        return {"type": "url_citation", "url": c.url or "", "title": c.title or "",
+                "start_index": c.start or 0, "end_index": c.end or 0}  # fmt: skip
+    return {"type": "file_citation", "file_id": c.document or "", "filename": c.title or "",
+            "index": c.start or 0}  # fmt: skip
+
+
+def text_item(
+    item_id: str, phase: str | None, text: str, notes: Sequence[Any], status: str
+) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": item_id, "type": "message", "status": status, "role": "assistant",
+        "content": [{"type": "output_text", "annotations": list(notes), "logprobs": [],
+                     "text": text}],
+    }  # fmt: skip
+    if phase is not None:
+        item["phase"] = phase
+    return item
+
+
+# --------------------------------------------------------------------------- reasoning
+
+
+def reasoning_id(
+    block: ThinkingContent, message: AssistantMessage, response_id: str, n: int
+) -> str:
+    """The reasoning item's id: the provider's (Responses backend), else a gateway id."""
+    if message.api == API and block.signature:
+        stored = _stored_reasoning(block.signature)
+        if stored is not None:
+            return str(stored["id"])
+    return new_id("rs", response_id, n)
+
+
+def _stored_reasoning(signature: str) -> dict[str, Any] | None:
+    try:
+        value = _item_head.decode(signature)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
+    if value.get("type") != "reasoning" or not isinstance(value.get("id"), str):
+        return None
+    return value
+
+
+def reasoning_item(block: ThinkingContent, message: AssistantMessage, item_id: str) -> Any:
+    """The finished reasoning item: the one the Responses backend sent, as received;
+    else one holding the thinking as its summary and the sealed signature as its
+    ``encrypted_content``."""
+    sig = block.signature
+    if message.api == API and sig and _stored_reasoning(sig) is not None:
+        return msgspec.Raw(sig.encode())
+    summary = [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
+    item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": summary}
+    if sig or block.redacted:
+        item["encrypted_content"] = seal(origin_of(message, sig, block.redacted))
+    return item
+
+
+# --------------------------------------------------------------------------- calls
+
+
+def call_id_of(call: ToolCall, message: AssistantMessage, response_id: str, n: int) -> str:
+    """The function call item's id."""
+    sig = call.signature
+    if message.api == API:
+        if sig:
+            return sig
+    elif sig:
+        return seal(origin_of(message, sig))
+    return new_id("fc", response_id, n)
+
+
+def call_item(
+    call: ToolCall, item_id: str, status: str, arguments: str | None = None
+) -> dict[str, Any]:
+    args = (
+        arguments
+        if arguments is not None
+        else raw_or_json_arguments(call.raw_arguments, call.arguments)
+    )
+    return {"id": item_id, "type": "function_call", "status": status, "arguments": args,
+            "call_id": call.id, "name": call.name}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- provider blocks
+
+
+def block_item(
+    block: ServerToolCall | ServerToolResult | ProviderItem,
+    message: AssistantMessage,
+    response_id: str,
+    n: int,
+) -> Any:
+    """A provider-run tool or opaque item: native (as received) from a Responses
+    backend; from another API the handoff's text (``block_as_text``) in a message
+    item; ``None`` when it has no item (a result its call's item carries, another
+    API's opaque item)."""
+    if message.api == API:
+        raw = block.data if isinstance(block, ProviderItem) else block.raw
+        return msgspec.Raw(raw.encode()) if raw else None
+    text = block_as_text(block)
+    if text is None:
+        return None
+    return text_item(new_id("msg", response_id, n), None, text, (), "completed")
+
+
+# --------------------------------------------------------------------------- response
+
+
+def usage_object(u: Usage) -> dict[str, Any]:
+    """Usage in the API's fields: ``input_tokens`` counts cached and cache-written
+    tokens (``ResponseUsage``), modelwire's ``input`` neither."""
+    prompt = u.input + u.cache_read + u.cache_write
+    return {"input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": u.cache_read,
+                                     "cache_write_tokens": u.cache_write},
+            "output_tokens": u.output, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": prompt + u.output}  # fmt: skip
+
+
+def response_object(
+    request: GatewayRequest,
+    response_id: str,
+    created: int,
+    status: str,
+    output: Sequence[Any],
+    usage: Usage | None,
+    *,
+    error: Mapping[str, Any] | None = None,
+    incomplete: str | None = None,
+) -> dict[str, Any]:
+    """The Response object, every field the reference marks required, the request's
+    echoed fields as the client sent them."""
+    echo = request.echo
+    obj: dict[str, Any] = {
+        "id": response_id, "object": "response", "created_at": created, "status": status,
+        "background": bool(echo.get("background", False)), "error": error,
+        "incomplete_details": {"reason": incomplete} if incomplete is not None else None,
+        "instructions": echo.get("instructions"),
+        "max_output_tokens": echo.get("max_output_tokens"),
+        "metadata": echo.get("metadata") or {}, "model": request.model, "output": list(output),
+        "parallel_tool_calls": echo.get("parallel_tool_calls", True),
+        "reasoning": echo.get("reasoning") or {"effort": None, "summary": None},
+        "store": False, "temperature": echo.get("temperature"),
+        "text": echo.get("text") or {"format": {"type": "text"}},
+        "tool_choice": echo.get("tool_choice", "auto"), "tools": echo.get("tools") or [],
+        "top_p": echo.get("top_p"), "truncation": echo.get("truncation", "disabled"),
+        "usage": usage_object(usage) if usage is not None else None,
+        "user": echo.get("user"),
+    }  # fmt: skip
+    return obj
+
+
+def now() -> int:
+    return int(time.time())
+
+
+def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
+    """The output items of a finished message (the non-streamed body)."""
+    same = message.api == API
+    out: list[Any] = []
+    for block in message.content:
+        n = len(out)
+        if isinstance(block, TextContent):
+            item_id, phase = text_id(block, message, response_id, n)
+            notes = [annotation(c, same) for c in block.citations]
+            out.append(text_item(item_id, phase, block.text, notes, "completed"))
+        elif isinstance(block, ThinkingContent):
+            out.append(reasoning_item(block, message, reasoning_id(block, message, response_id, n)))
+        elif isinstance(block, ToolCall):
+            out.append(call_item(block, call_id_of(block, message, response_id, n), "completed"))
+        else:
+            item = block_item(block, message, response_id, n)
+            if item is not None:
+                out.append(item)
+    return out

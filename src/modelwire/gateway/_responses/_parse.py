@@ -1,0 +1,252 @@
+"""A Responses request body → :class:`~modelwire.gateway._frontend.GatewayRequest`.
+
+The inverse of modelwire's own encoder for the API
+(:mod:`modelwire._apis.openai_responses`), over the request reference
+(https://platform.openai.com/docs/api-reference/responses/create); the field table is
+in the package docstring, the ``input`` items are :mod:`._input`'s.
+
+The top level is decoded as ``{name: raw JSON}`` (one msgspec pass that keeps each
+field's bytes), so every known field is decoded by a typed decoder and every other
+one is passed through untouched.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import msgspec
+
+from ...types import Context, ToolDefinition
+from .._frontend import GatewayRequest, RequestError
+from ._checks import as_list as _list
+from ._checks import as_object as _obj
+from ._checks import decode as _decode
+from ._checks import fail as _fail
+from ._checks import string as _str
+from ._input import conversation as _conversation
+
+__all__ = ["parse"]
+
+_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_input = msgspec.json.Decoder(str | list[msgspec.Raw])
+_any = msgspec.json.Decoder()
+_LEVELS = frozenset({"minimal", "low", "medium", "high", "xhigh"})
+
+#: Fields the Response object repeats from the request (API reference, "The response
+#: object"); kept in ``GatewayRequest.echo`` as the client sent them.
+_ECHOED = frozenset({
+    "instructions", "metadata", "max_output_tokens", "parallel_tool_calls", "temperature",
+    "tool_choice", "tools", "top_p", "text", "reasoning", "truncation", "user",
+    "service_tier", "store", "max_tool_calls", "top_logprobs", "prompt_cache_key",
+    "safety_identifier", "background",
+})  # fmt: skip
+
+#: Fields refused whatever the backend: they need state the gateway does not keep.
+_REFUSED = {
+    "previous_response_id": "the gateway keeps no responses: send the whole conversation "
+    "in input (with store=false and include=['reasoning.encrypted_content'])",
+    "conversation": "the gateway keeps no conversations: send the whole conversation in input",
+}
+
+# --------------------------------------------------------------------------- the body
+
+
+def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
+    """Decode a ``POST /v1/responses`` body; :class:`RequestError` (400, with the
+    field path in ``param``) when it is wrong."""
+    try:
+        fields = _fields.decode(body)
+    except msgspec.ValidationError:
+        raise RequestError("the request body must be a JSON object") from None
+    except msgspec.DecodeError as exc:
+        raise RequestError(f"the request body is not valid JSON ({exc})") from None
+    for name, why in _REFUSED.items():
+        if name in fields and bytes(fields[name]) != b"null":
+            raise _fail(name, f"is not supported by this gateway: {why}")
+    raw_model = fields.get("model")
+    if raw_model is None:
+        raise _fail("model", "is missing")
+    model = _decode(raw_model, _STR, "model")
+    if not model:
+        raise _fail("model", "must not be empty")
+    raw_input = fields.get("input")
+    if raw_input is None:
+        raise _fail("input", "is missing (the gateway is stateless: send the conversation)")
+    options: dict[str, Any] = {}
+    passthrough: dict[str, Any] = {}
+    echo: dict[str, Any] = {}
+    stream = False
+    system: list[str] = []
+    tools: tuple[ToolDefinition, ...] | None = None
+    for name, raw in fields.items():
+        if name in ("model", "input"):
+            continue
+        if bytes(raw) == b"null":
+            continue  # an explicit null is the field's default
+        if name in _ECHOED:
+            echo[name] = _any.decode(raw)
+        if name == "stream":
+            stream = _decode(raw, _BOOL, name)
+        elif name == "instructions":
+            text = _decode(raw, _STR_OR_LIST, name)
+            if not isinstance(text, str):
+                raise _fail(
+                    name, "must be a string (input items as instructions are not supported)"
+                )
+            if text:
+                system.append(text)
+        elif name == "max_output_tokens":
+            options["max_tokens"] = _decode(raw, _COUNT, name)
+        elif name == "temperature":
+            options["temperature"] = _decode(raw, _FLOAT, name)
+        elif name == "parallel_tool_calls":
+            options["parallel_tool_calls"] = _decode(raw, _BOOL, name)
+        elif name == "tools":
+            tools, extra = _tools(_list(echo[name], name))
+            if extra is not None:
+                raise _fail(
+                    f"tools[{extra}]",
+                    "is not a function tool: the gateway translates function tools only "
+                    "(built-in tools such as web_search are not supported)",
+                )
+        elif name == "tool_choice":
+            options["tool_choice"] = _tool_choice(echo[name])
+        elif name == "reasoning":
+            level = _reasoning(_obj(echo[name], name))
+            if level is not None:
+                options["reasoning"] = level
+        elif name == "text":
+            text_obj = _obj(echo[name], name)
+            schema, other = _text(text_obj)
+            if schema is not None:
+                options["output"] = schema
+            if other:
+                passthrough[name] = text_obj
+        elif name == "include":
+            include = _decode(raw, _STR_LIST, name)
+            if any(v != "reasoning.encrypted_content" for v in include):
+                passthrough[name] = include
+        elif name == "prompt_cache_key":
+            options["session_id"] = _decode(raw, _STR, name)
+        elif name == "background":
+            if _decode(raw, _BOOL, name):
+                raise _fail(name, "is not supported by this gateway: it answers in the request")
+        elif name == "store":
+            _decode(raw, _BOOL, name)  # the gateway stores nothing (ignored)
+        elif name == "metadata":
+            _obj(echo[name], name)
+        elif name in ("user", "safety_identifier"):
+            _decode(raw, _STR, name)  # ignored (user is echoed)
+        elif name == "stream_options":
+            _decode(raw, _DICT, name)  # include_obfuscation: the gateway sends none
+        else:
+            passthrough[name] = _any.decode(raw)
+    _check_choice(options.get("tool_choice"), tools)
+    value = _decode(raw_input, _input, "input")
+    messages, leading = _conversation(value, model)
+    if not messages:
+        raise _fail("input", "holds no message: send at least one user message")
+    system.extend(leading)
+    context = Context(
+        system_prompt="\n\n".join(system) if system else None,
+        messages=tuple(messages),
+        tools=tools,
+    )
+    return GatewayRequest(
+        model=model, context=context, options=options, stream=stream,
+        passthrough=passthrough, echo=echo,
+    )  # fmt: skip
+
+
+_STR = msgspec.json.Decoder(str)
+_STR_OR_LIST = msgspec.json.Decoder(str | list[Any])
+_BOOL = msgspec.json.Decoder(bool)
+_COUNT = msgspec.json.Decoder(Annotated[int, msgspec.Meta(ge=1)])
+_FLOAT = msgspec.json.Decoder(Annotated[float, msgspec.Meta(ge=0)])
+_DICT = msgspec.json.Decoder(dict[str, Any])
+_STR_LIST = msgspec.json.Decoder(list[str])
+
+
+def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], int | None]:
+    """The function tools, and the index of the first tool of another type."""
+    out: list[ToolDefinition] = []
+    for i, value in enumerate(values):
+        path = f"tools[{i}]"
+        tool = _obj(value, path)
+        if tool.get("type") != "function":
+            return tuple(out), i
+        name = _str(tool, "name", path)
+        assert name is not None
+        description = _str(tool, "description", path, required=False) or ""
+        params = tool.get("parameters")
+        if params is None:
+            params = {"type": "object", "properties": {}}
+        parameters = _obj(params, f"{path}.parameters")
+        out.append(ToolDefinition(name=name, description=description, parameters=parameters))
+    return tuple(out), None
+
+
+def _tool_choice(value: Any) -> str | dict[str, Any]:
+    if isinstance(value, str):
+        if value not in ("auto", "none", "required"):
+            raise _fail(
+                "tool_choice", f"must be auto, none, required or a function (got {value!r})"
+            )
+        return value
+    choice = _obj(value, "tool_choice")
+    if choice.get("type") != "function":
+        raise _fail(
+            "tool_choice.type",
+            f"{choice.get('type')!r} is not supported by this gateway: choose auto, none, "
+            "required or {'type': 'function', 'name': ...}",
+        )
+    name = _str(choice, "name", "tool_choice")
+    return {"name": name}
+
+
+def _check_choice(
+    choice: str | dict[str, Any] | None, tools: tuple[ToolDefinition, ...] | None
+) -> None:
+    """A choice no answer could satisfy is refused here, naming the field (modelwire
+    would refuse it later, as a configuration error)."""
+    if choice is None or choice in ("auto", "none"):
+        return
+    names = [t.name for t in tools or ()]
+    if not names:
+        raise _fail("tool_choice", f"{choice!r} needs tools, but the request declares none")
+    if isinstance(choice, dict) and choice["name"] not in names:
+        raise _fail("tool_choice.name", f"{choice['name']!r} is not a declared tool")
+
+
+def _reasoning(value: dict[str, Any]) -> str | None:
+    effort = value.get("effort")
+    if effort is None or effort == "none":
+        # "none": no reasoning (the default of a model without a level given).
+        return None
+    if effort not in _LEVELS:
+        raise _fail(
+            "reasoning.effort",
+            f"must be none, minimal, low, medium, high or xhigh (got {effort!r})",
+        )
+    # ``summary`` / ``generate_summary``: the backend's own setting (ignored).
+    return str(effort)
+
+
+def _text(value: dict[str, Any]) -> tuple[dict[str, Any] | None, bool]:
+    """``text.format``'s JSON schema (structured output), and whether anything
+    else is asked (passed through: ``verbosity``, ``json_object``)."""
+    other = any(k != "format" for k in value)
+    fmt = value.get("format")
+    if fmt is None:
+        return None, other
+    fmt = _obj(fmt, "text.format")
+    kind = fmt.get("type")
+    if kind == "text":
+        return None, other
+    if kind == "json_schema":
+        schema = _obj(fmt.get("schema"), "text.format.schema")
+        return schema, other
+    if kind == "json_object":
+        return None, True
+    raise _fail("text.format.type", f"must be text, json_schema or json_object (got {kind!r})")

@@ -1,0 +1,523 @@
+"""modelwire's events → the Responses stream, live (API reference, "Streaming events":
+https://platform.openai.com/docs/api-reference/responses-streaming).
+
+The sequence is the one OpenAI sends, so the official SDK's stream accumulator
+(``client.responses.stream``) takes it: ``response.created``, ``response.in_progress``;
+per output item ``response.output_item.added``, its parts and deltas
+(``content_part.*`` + ``output_text.*`` for a message, ``reasoning_summary_part.*`` +
+``reasoning_summary_text.*`` for reasoning, ``function_call_arguments.*`` for a call),
+``response.output_item.done``; then ``response.completed`` (``response.incomplete``
+for a ``length`` stop) with every item and the usage. A failure after the stream
+started is ``response.failed`` with the error and the items finished so far, and
+nothing after it.
+
+Deltas are written from pre-encoded pieces (the event's constant head, the item's
+ids, then the JSON string of the delta): no dict is built per delta.
+
+A reasoning item from a Responses backend is sent when it ends: its id is known only
+then (modelwire keeps the whole item, ``encrypted_content`` included, as the
+signature), and the SDK refuses an item whose id changes between ``added`` and
+``done``. Thinking from any other backend streams live. A Gemini function call is
+sent when it ends too, for the same reason (its thought signature, which its item id
+carries, comes with its end; Gemini sends a call whole anyway).
+
+Items follow one another, as OpenAI sends them, also when the backend's blocks
+overlap (Chat Completions and Ollama end every block at the finish): a text or
+reasoning item still open when the next block starts is done with what it holds,
+and text that comes for it later continues in a new item of its own. Function calls
+stay open until they end (the SDK takes calls whose arguments interleave).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..._apis._common import raw_or_json_arguments
+from ..._output._plan import OUTPUT_TOOL
+from ...events import (
+    BlockEvent,
+    CitationEvent,
+    DoneEvent,
+    ErrorEvent,
+    Event,
+    RestartEvent,
+    StartEvent,
+    TextDeltaEvent,
+    TextEndEvent,
+    TextStartEvent,
+    ThinkingDeltaEvent,
+    ThinkingEndEvent,
+    ThinkingStartEvent,
+    ToolCallDeltaEvent,
+    ToolCallEndEvent,
+    ToolCallStartEvent,
+)
+from ...types import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from .._frontend import GatewayRequest
+from ._errors import failure
+from ._items import (
+    API,
+    LATE_CALL_SIGNATURES,
+    annotation,
+    block_item,
+    call_id_of,
+    call_item,
+    encode,
+    new_id,
+    now,
+    reasoning_id,
+    reasoning_item,
+    response_object,
+    text_id,
+    text_item,
+)
+
+__all__ = ["ResponsesRenderer"]
+
+_TEXT, _THINKING, _CALL = 0, 1, 2
+
+
+def _head(kind: str) -> bytes:
+    return f'event: {kind}\ndata: {{"type":"{kind}","sequence_number":'.encode()
+
+
+_TEXT_DELTA = _head("response.output_text.delta")
+_SUMMARY_DELTA = _head("response.reasoning_summary_text.delta")
+_ARGS_DELTA = _head("response.function_call_arguments.delta")
+_DELTA_KEY = b',"delta":'
+_TEXT_TAIL = b',"logprobs":[]}\n\n'
+_TAIL = b"}\n\n"
+_EMPTY_TEXT_PART = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+_EMPTY_SUMMARY_PART = {"type": "summary_text", "text": ""}
+
+
+class _Item:
+    """One output item being streamed."""
+
+    __slots__ = ("buffer", "cite0", "id", "index", "kind", "mid", "notes", "offset", "phase",
+                 "streamed")  # fmt: skip
+
+    def __init__(
+        self, kind: int, index: int, item_id: str, offset: int = 0, cite0: int = 0
+    ) -> None:
+        self.kind = kind
+        self.index = index
+        self.id = item_id
+        self.phase: str | None = None
+        self.offset = offset  # characters of the block before this item (a continuation)
+        self.cite0 = cite0  # the block's citations before this item
+        self.notes = 0  # annotations streamed
+        # Whether a delta was written: a block that arrives whole (an Ollama or Gemini
+        # call) still gets one, for clients that read the deltas only.
+        self.streamed = False
+        # What is held back until the block ends, when its id is known: a Responses
+        # backend's reasoning, a call whose signature comes as it ends.
+        self.buffer: list[str] | None = None
+        self.mid = _mid(kind, index, item_id)
+
+
+def _mid(kind: int, index: int, item_id: str) -> bytes:
+    ids = encode(item_id).decode()
+    if kind == _TEXT:
+        return f',"item_id":{ids},"output_index":{index},"content_index":0'.encode()
+    if kind == _THINKING:
+        return f',"item_id":{ids},"output_index":{index},"summary_index":0'.encode()
+    return f',"item_id":{ids},"output_index":{index}'.encode()
+
+
+class ResponsesRenderer:
+    """One streamed answer's events → Responses SSE bytes."""
+
+    __slots__ = ("_answer", "_closed", "_created", "_done", "_items", "_open", "_output",
+                 "_request", "_rid", "_seq")  # fmt: skip
+
+    def __init__(self, request: GatewayRequest, response_id: str) -> None:
+        self._request = request
+        self._rid = response_id
+        self._seq = 0
+        self._created = now()
+        self._open: dict[int, _Item] = {}  # content index → item being streamed
+        # content index → (characters, citations) already sent of a text or thinking
+        # block whose item was done before the block ended (a later block started).
+        self._closed: dict[int, tuple[int, int]] = {}
+        self._output: dict[int, Any] = {}  # output index → finished item
+        self._items = 0  # output indexes given so far
+        self._done = False
+        # Structured output asked for as a forced tool call (``output_mode="tool"``, for a
+        # backend without a native field): that call is the answer's text to the client,
+        # which declared no such tool (modelwire's final message turns it into text too).
+        tools = request.context.tools or ()
+        self._answer = "output" in request.options and all(t.name != OUTPUT_TOOL for t in tools)
+
+    # ------------------------------------------------------------------ writing
+
+    def _event(self, kind: str, fields: dict[str, Any]) -> bytes:
+        seq = self._seq
+        self._seq = seq + 1
+        body = encode({"type": kind, "sequence_number": seq, **fields})
+        return b"event: " + kind.encode() + b"\ndata: " + body + b"\n\n"
+
+    def _delta(self, head: bytes, item: _Item, delta: str, tail: bytes) -> bytes:
+        seq = self._seq
+        self._seq = seq + 1
+        return b"".join((head, str(seq).encode(), item.mid, _DELTA_KEY, encode(delta), tail))
+
+    def _response(
+        self, status: str, message: AssistantMessage | None, **extra: Any
+    ) -> dict[str, Any]:
+        live = status != "in_progress"
+        output = [self._output[k] for k in sorted(self._output)] if live else []
+        usage = message.usage if message is not None and live else None
+        return response_object(
+            self._request, self._rid, self._created, status, output, usage, **extra
+        )
+
+    # ------------------------------------------------------------------ events
+
+    def feed(self, event: Event) -> bytes:
+        if self._done:
+            return b""
+        if isinstance(event, TextDeltaEvent):
+            item = self._open.get(event.content_index)
+            if item is None:
+                return self._late(event) if event.delta else b""
+            if not event.delta:
+                return b""
+            item.streamed = True
+            return self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
+        if isinstance(event, ToolCallDeltaEvent):
+            item = self._open.get(event.content_index)
+            if item is None or not event.delta:
+                return b""
+            if item.buffer is not None:
+                item.buffer.append(event.delta)
+                return b""
+            item.streamed = True
+            if item.kind == _TEXT:  # the answer tool: its arguments are the answer's text
+                return self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
+            return self._delta(_ARGS_DELTA, item, event.delta, _TAIL)
+        if isinstance(event, ThinkingDeltaEvent):
+            item = self._open.get(event.content_index)
+            if item is None:
+                return self._late(event) if event.delta else b""
+            if not event.delta:
+                return b""
+            if item.buffer is not None:
+                item.buffer.append(event.delta)
+                return b""
+            item.streamed = True
+            return self._delta(_SUMMARY_DELTA, item, event.delta, _TAIL)
+        if isinstance(event, TextStartEvent | ThinkingStartEvent | ToolCallStartEvent):
+            return self._start(event)
+        if isinstance(event, TextEndEvent):
+            return self._text_end(event.content_index, event.content, event.partial)
+        if isinstance(event, ThinkingEndEvent):
+            return self._thinking_end(event.content_index, event.content, event.partial)
+        if isinstance(event, ToolCallEndEvent):
+            return self._call_end(event.content_index, event.tool_call, event.partial)
+        if isinstance(event, CitationEvent):
+            return self._citation(event)
+        if isinstance(event, BlockEvent):
+            return self._block(event)
+        if isinstance(event, StartEvent):
+            obj = self._response("in_progress", None)
+            return self._event("response.created", {"response": obj}) + self._event(
+                "response.in_progress", {"response": obj}
+            )
+        if isinstance(event, DoneEvent):
+            return self._finish(event)
+        if isinstance(event, ErrorEvent):
+            return self._fail(event.message)
+        if isinstance(event, RestartEvent):
+            return self._restart(event.message)
+        return b""  # pragma: no cover - every event type is handled above
+
+    # ------------------------------------------------------------------ items in turn
+
+    def _new(self, kind: int, ci: int, item_id: str, offset: int = 0, cite0: int = 0) -> _Item:
+        item = _Item(kind, self._items, item_id, offset, cite0)
+        self._items += 1
+        self._open[ci] = item
+        return item
+
+    def _close_open(self, partial: AssistantMessage) -> bytes:
+        """Finish the text and reasoning items still open with what they hold (a new
+        block starts); the rest of their blocks, if any, comes as new items."""
+        out: list[bytes] = []
+        for ci, item in list(self._open.items()):
+            if item.kind == _CALL or item.buffer is not None or ci >= len(partial.content):
+                continue
+            block = partial.content[ci]
+            if isinstance(block, TextContent):
+                del self._open[ci]
+                self._closed[ci] = (len(block.text), len(block.citations))
+                out.append(self._text_done(item, block, partial))
+            elif isinstance(block, ThinkingContent):
+                del self._open[ci]
+                self._closed[ci] = (len(block.thinking), 0)
+                out.append(self._thinking_done(item, block, partial))
+            # (The answer tool of structured output streams as text and stays open: a
+            # call's arguments cannot continue in another item.)
+        return b"".join(out)
+
+    def _late(self, event: TextDeltaEvent | ThinkingDeltaEvent | CitationEvent) -> bytes:
+        """A delta (or citation) for a block whose item was done early: a new item
+        continues it, after the items open now are done."""
+        ci = event.content_index
+        sent = self._closed.pop(ci, None)
+        if sent is None:
+            return b""
+        partial = event.partial
+        out = self._close_open(partial)
+        if isinstance(event, ThinkingDeltaEvent):
+            item = self._new(_THINKING, ci, new_id("rs", self._rid, self._items), sent[0])
+            out += self._reasoning_head(item)
+            item.streamed = True
+            return out + self._delta(_SUMMARY_DELTA, item, event.delta, _TAIL)
+        item = self._new(_TEXT, ci, new_id("msg", self._rid, self._items), sent[0], sent[1])
+        out += self._text_head(item)
+        if isinstance(event, CitationEvent):
+            return out + self._citation(event)
+        item.streamed = True
+        return out + self._delta(_TEXT_DELTA, item, event.delta, _TEXT_TAIL)
+
+    def _start(self, event: TextStartEvent | ThinkingStartEvent | ToolCallStartEvent) -> bytes:
+        ci = event.content_index
+        partial = event.partial
+        block = partial.content[ci]
+        out = self._close_open(partial) if self._open else b""
+        n = self._items
+        if isinstance(block, TextContent):
+            item_id, phase = text_id(block, partial, self._rid, n)
+            item = self._new(_TEXT, ci, item_id)
+            item.phase = phase
+            return out + self._text_head(item)
+        if isinstance(block, ThinkingContent):
+            if partial.api == API:
+                item = self._new(_THINKING, ci, "")
+                item.buffer = []
+                return out
+            item = self._new(_THINKING, ci, reasoning_id(block, partial, self._rid, n))
+            return out + self._reasoning_head(item)
+        assert isinstance(block, ToolCall)
+        if self._answer and block.name == OUTPUT_TOOL:
+            item = self._new(_TEXT, ci, new_id("msg", self._rid, n))
+            return out + self._text_head(item)
+        item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
+        if partial.api in LATE_CALL_SIGNATURES and not block.signature:
+            # Its signature comes as it ends, and the item's id must hold it from the
+            # start (clients key a call's deltas by item id): the call is sent whole.
+            item.buffer = []
+            return out
+        added = call_item(block, item.id, "in_progress", "")
+        return out + self._event(
+            "response.output_item.added", {"output_index": item.index, "item": added}
+        )
+
+    def _text_head(self, item: _Item) -> bytes:
+        added = text_item(item.id, item.phase, "", (), "in_progress")
+        added["content"] = []
+        return self._event(
+            "response.output_item.added", {"output_index": item.index, "item": added}
+        ) + self._event(
+            "response.content_part.added",
+            {"item_id": item.id, "output_index": item.index, "content_index": 0,
+             "part": _EMPTY_TEXT_PART},
+        )  # fmt: skip
+
+    def _reasoning_head(self, item: _Item) -> bytes:
+        added = {"id": item.id, "type": "reasoning", "summary": []}
+        return self._event(
+            "response.output_item.added", {"output_index": item.index, "item": added}
+        ) + self._event(
+            "response.reasoning_summary_part.added",
+            {"item_id": item.id, "output_index": item.index, "summary_index": 0,
+             "part": _EMPTY_SUMMARY_PART},
+        )  # fmt: skip
+
+    # ------------------------------------------------------------------ items done
+
+    def _text_end(self, ci: int, block: TextContent, partial: AssistantMessage) -> bytes:
+        item = self._open.pop(ci, None)
+        if item is None:
+            sent = self._closed.pop(ci, None)
+            if sent is None or (len(block.text) <= sent[0] and len(block.citations) <= sent[1]):
+                return b""
+            # More came for an item done early than its deltas said: a last item.
+            out = self._close_open(partial)
+            item = self._new(_TEXT, ci, new_id("msg", self._rid, self._items), *sent)
+            del self._open[ci]
+            return out + self._text_head(item) + self._text_done(item, block, partial)
+        return self._text_done(item, block, partial)
+
+    def _text_done(self, item: _Item, block: TextContent, partial: AssistantMessage) -> bytes:
+        same = partial.api == API
+        text = block.text[item.offset :]
+        notes = [annotation(c, same) for c in block.citations[item.cite0 :]]
+        done = text_item(item.id, item.phase, text, notes, "completed")
+        self._output[item.index] = done
+        common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
+        whole = b""
+        if not item.streamed and text:
+            whole = self._delta(_TEXT_DELTA, item, text, _TEXT_TAIL)
+        return whole + b"".join((
+            self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
+            self._event("response.content_part.done", {**common, "part": done["content"][0]}),
+            self._event("response.output_item.done", {"output_index": item.index, "item": done}),
+        ))  # fmt: skip
+
+    def _thinking_end(self, ci: int, block: ThinkingContent, partial: AssistantMessage) -> bytes:
+        item = self._open.pop(ci, None)
+        if item is None:
+            sent = self._closed.pop(ci, None)
+            if sent is None or len(block.thinking) <= sent[0]:
+                return b""
+            head = self._close_open(partial)
+            item = self._new(_THINKING, ci, new_id("rs", self._rid, self._items), sent[0])
+            del self._open[ci]
+            return head + self._reasoning_head(item) + self._thinking_done(item, block, partial)
+        out: list[bytes] = []
+        if item.buffer is not None:
+            item.id = reasoning_id(block, partial, self._rid, item.index)
+            item.mid = _mid(_THINKING, item.index, item.id)
+            if not block.thinking:
+                # Encrypted reasoning with no summary: the item alone, as OpenAI sends it.
+                done = reasoning_item(block, partial, item.id)
+                self._output[item.index] = done
+                added = {"id": item.id, "type": "reasoning", "summary": []}
+                return self._event(
+                    "response.output_item.added", {"output_index": item.index, "item": added}
+                ) + self._event(
+                    "response.output_item.done", {"output_index": item.index, "item": done}
+                )
+            out.append(self._reasoning_head(item))
+            out.extend(self._delta(_SUMMARY_DELTA, item, p, _TAIL) for p in item.buffer)
+            item.streamed = bool(item.buffer)
+        out.append(self._thinking_done(item, block, partial))
+        return b"".join(out)
+
+    def _thinking_done(
+        self, item: _Item, block: ThinkingContent, partial: AssistantMessage
+    ) -> bytes:
+        text = block.thinking[item.offset :]
+        if item.offset:
+            block = ThinkingContent(
+                thinking=text, signature=block.signature, redacted=block.redacted
+            )
+        done = reasoning_item(block, partial, item.id)
+        self._output[item.index] = done
+        common = {"item_id": item.id, "output_index": item.index, "summary_index": 0}
+        out: list[bytes] = []
+        if not item.streamed and text:
+            out.append(self._delta(_SUMMARY_DELTA, item, text, _TAIL))
+        out.append(self._event("response.reasoning_summary_text.done", {**common, "text": text}))
+        out.append(self._event("response.reasoning_summary_part.done",
+                               {**common, "part": {"type": "summary_text", "text": text}}))  # fmt: skip
+        out.append(self._event("response.output_item.done",
+                               {"output_index": item.index, "item": done}))  # fmt: skip
+        return b"".join(out)
+
+    def _call_end(self, ci: int, call: ToolCall, partial: AssistantMessage) -> bytes:
+        item = self._open.pop(ci, None)
+        if item is None:
+            return b""
+        args = raw_or_json_arguments(call.raw_arguments, call.arguments)
+        if item.kind == _TEXT:
+            return self._text_done(item, TextContent(text=args), partial)
+        whole = b""
+        if item.buffer is not None:
+            item.id = call_id_of(call, partial, self._rid, item.index)
+            item.mid = _mid(_CALL, item.index, item.id)
+            added = call_item(call, item.id, "in_progress", "")
+            whole = self._event(
+                "response.output_item.added", {"output_index": item.index, "item": added}
+            )
+            whole += b"".join(self._delta(_ARGS_DELTA, item, p, _TAIL) for p in item.buffer)
+            item.streamed = bool(item.buffer)
+        done = call_item(call, item.id, "completed", args)
+        self._output[item.index] = done
+        if not item.streamed and args:
+            whole += self._delta(_ARGS_DELTA, item, args, _TAIL)
+        return (
+            whole
+            + self._event(
+                "response.function_call_arguments.done",
+                {
+                    "item_id": item.id,
+                    "output_index": item.index,
+                    "name": call.name,
+                    "arguments": args,
+                },
+            )
+            + self._event("response.output_item.done", {"output_index": item.index, "item": done})
+        )
+
+    def _citation(self, event: CitationEvent) -> bytes:
+        item = self._open.get(event.content_index)
+        if item is None:
+            return self._late(event)
+        if item.kind != _TEXT:
+            return b""
+        n = item.notes
+        item.notes = n + 1
+        note = annotation(event.citation, event.partial.api == API)
+        return self._event(
+            "response.output_text.annotation.added",
+            {"item_id": item.id, "output_index": item.index, "content_index": 0,
+             "annotation_index": n, "annotation": note},
+        )  # fmt: skip
+
+    def _block(self, event: BlockEvent) -> bytes:
+        done = block_item(event.content, event.partial, self._rid, self._items)
+        if done is None:
+            return b""
+        out = self._close_open(event.partial) if self._open else b""
+        index = self._items
+        self._items += 1
+        self._output[index] = done
+        return (
+            out
+            + self._event("response.output_item.added", {"output_index": index, "item": done})
+            + self._event("response.output_item.done", {"output_index": index, "item": done})
+        )
+
+    # ------------------------------------------------------------------ the end
+
+    def _finish(self, event: DoneEvent) -> bytes:
+        self._done = True
+        message = event.message
+        if event.reason == "length":
+            why = "max_output_tokens"
+            if message.api == API and message.provider_stop_reason not in (None, "incomplete"):
+                why = str(message.provider_stop_reason)
+            obj = self._response("incomplete", message, incomplete=why)
+            return self._event("response.incomplete", {"response": obj})
+        obj = self._response("completed", message)
+        return self._event("response.completed", {"response": obj})
+
+    def _fail(self, message: AssistantMessage) -> bytes:
+        self._done = True
+        obj = self._response("failed", message, error=failure(message.error))
+        return self._event("response.failed", {"response": obj})
+
+    def _restart(self, message: AssistantMessage) -> bytes:
+        # The next model starts over from content index 0: the items left open end
+        # as incomplete, and only the next model's items make the final output.
+        out: list[bytes] = []
+        for ci, item in self._open.items():
+            block = message.content[ci] if ci < len(message.content) else None
+            if item.kind == _TEXT and isinstance(block, TextContent):
+                done: Any = text_item(item.id, item.phase, block.text[item.offset :], (),
+                                      "incomplete")  # fmt: skip
+            elif item.kind == _CALL and isinstance(block, ToolCall):
+                done = call_item(block, item.id, "incomplete")
+            elif item.buffer is None:
+                done = {"id": item.id, "type": "reasoning", "summary": [], "status": "incomplete"}
+            else:
+                continue  # never announced
+            out.append(self._event("response.output_item.done",
+                                   {"output_index": item.index, "item": done}))  # fmt: skip
+        self._open.clear()
+        self._closed.clear()
+        self._output.clear()
+        return b"".join(out)
