@@ -262,3 +262,16 @@ def test_docs_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     assert blocks
     for body in blocks:
         exec(compile(body, str(DOC), "exec"), namespace)
+
+
+def test_the_configuration_serve_help_shows_loads(tmp_path: Path) -> None:
+    from modelwire._cli.serve import _CONFIG_EXAMPLE
+
+    toml = _CONFIG_EXAMPLE.split("configuration (TOML):\n", 1)[1].split("\nexamples:", 1)[0]
+    toml = "\n".join(line.removeprefix("  ") for line in toml.splitlines())
+    toml = toml.replace('key_sha256 = "..."', f'key_sha256 = "{hash_key("sk-help")}"')
+    path = tmp_path / "gateway.toml"
+    path.write_text(toml, encoding="utf-8")
+    config = load_config(path)
+    assert list(config.models) == ["smart"] and list(config.keys) == ["team-a"]
+    assert config.keys["team-a"].models == frozenset({"smart"})

@@ -13,17 +13,41 @@ if TYPE_CHECKING:
 __all__ = ["add_parser", "run"]
 
 
+_CONFIG_EXAMPLE = """\
+configuration (TOML):
+  [models.smart]                     # the name clients ask for
+  api = "anthropic-messages"         # or provider = "anthropic", or fallback = ["a", "b"]
+  id = "claude-sonnet-4-5"
+  base_url = "https://api.anthropic.com/v1"
+  api_key_env = "ANTHROPIC_API_KEY"  # read by the gateway, never sent to clients
+
+  [keys.team-a]
+  key_sha256 = "..."                 # modelwire serve --new-key prints a key and this line
+  models = ["smart"]                 # "*" for every model
+  requests_per_minute = 60           # optional; also tokens_per_minute, budget_usd
+
+  [gateway]                          # optional: host, port, redis = "redis://...", log
+
+examples:
+  modelwire serve --config gateway.toml
+  modelwire serve --config gateway.toml --check
+  modelwire serve --new-key
+  printf %s "$KEY" | modelwire serve --hash-key
+"""
+
+
 def add_parser(sub: Any) -> None:
+    import argparse
+
     p = sub.add_parser(
         "serve", help="an OpenAI- and Anthropic-compatible gateway in front of every provider",
         description="Serves OpenAI Chat Completions (/v1/chat/completions), OpenAI Responses "
         "(/v1/responses), Anthropic Messages (/v1/messages) and GET /v1/models, routing each "
         "request by model name to the backend FILE configures ([models.NAME]), for clients "
         "holding a gateway key ([keys.NAME], stored as its sha256). Provider keys stay in "
-        "the gateway's environment. See docs/gateway.md.",
-        epilog="Examples: modelwire serve --config gateway.toml · modelwire serve --new-key · "
-        "printf %%s \"$KEY\" | modelwire serve --hash-key · "
-        "modelwire serve --config gateway.toml --check",
+        "the gateway's environment.",
+        epilog=_CONFIG_EXAMPLE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )  # fmt: skip
     p.add_argument("--config", metavar="FILE", help="the gateway's TOML configuration")
     p.add_argument("--host", help="address to bind (default: [gateway] host, or 127.0.0.1)")
@@ -54,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.config:
         raise CLIError("usage", "serve needs --config FILE (the gateway's TOML configuration; "
-                       "see docs/gateway.md)")  # fmt: skip
+                       "modelwire serve --help shows its form)")  # fmt: skip
     from ..gateway import load_config
 
     config = load_config(args.config)
