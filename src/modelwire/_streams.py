@@ -191,6 +191,13 @@ class AssistantMessageStream:
         return self
 
     async def __anext__(self) -> Event:
+        buffer = self._buffer
+        if buffer and not self._abort_requested:
+            # The rest of the last batch (one network read's events): no wait.
+            event = buffer.popleft()
+            if isinstance(event, _TERMINAL):
+                self._took_terminal(event)
+            return event
         if self._delivered_terminal:
             raise StopAsyncIteration
         if self._abort_requested:
@@ -216,10 +223,21 @@ class AssistantMessageStream:
                 return await self.__anext__()
         event = self._buffer.popleft()
         if isinstance(event, _TERMINAL):
-            self._terminal = event
-            self._delivered_terminal = True
-            self._buffer.clear()
+            self._took_terminal(event)
         return event
+
+    def _took_terminal(self, event: DoneEvent | ErrorEvent) -> None:
+        self._terminal = event
+        self._delivered_terminal = True
+        self._buffer.clear()
+        p = self._puller
+        if p is not None and not p.closed:
+            # The rest of the body is drained (bounded) so the connection can be
+            # reused; the consumer does not wait for it.
+            task = asyncio.get_running_loop().create_task(p.finish())
+            _RUNNING.add(task)
+            task.add_done_callback(_RUNNING.discard)
+            self._finishing = task
 
     # ------------------------------------------------------------ pulled source
 
@@ -256,16 +274,7 @@ class AssistantMessageStream:
             buffer.extend(batch)
         event = buffer.popleft()
         if isinstance(event, _TERMINAL):
-            self._terminal = event
-            self._delivered_terminal = True
-            buffer.clear()
-            if self._puller is not None and not self._puller.closed:
-                # The rest of the body is drained (bounded) so the connection can be
-                # reused; the consumer does not wait for it.
-                task = asyncio.get_running_loop().create_task(self._puller.finish())
-                _RUNNING.add(task)
-                task.add_done_callback(_RUNNING.discard)
-                self._finishing = task
+            self._took_terminal(event)
         return event
 
     async def _pulled_abort(self) -> list[Event]:
