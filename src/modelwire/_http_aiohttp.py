@@ -1,6 +1,6 @@
 """The aiohttp transport of the async driver: the one module that imports aiohttp.
 
-:func:`modelwire._http.drive_async` runs a :class:`~modelwire._call.Call` over a
+:class:`modelwire._http.AsyncDriver` runs a :class:`~modelwire._call.Call` over a
 *transport* that only waits: send, read, read an error body, drain, close. This is
 that transport over ``aiohttp.ClientSession``, the default for ``stream()`` and
 ``complete()`` when aiohttp is installed (``transport="auto"``): aiohttp parses HTTP/1.1
@@ -224,7 +224,7 @@ def _close_all() -> None:
 
 
 class AiohttpTransport:
-    """The waiting half of :func:`modelwire._http.drive_async` over aiohttp: one
+    """The waiting half of :class:`modelwire._http.AsyncDriver` over aiohttp: one
     response at a time, on the caller's session or on the loop's pooled one."""
 
     __slots__ = ("_content", "_pooled", "_response", "_secrets", "_session", "_ssl")

@@ -1,8 +1,9 @@
 """HTTP transport: the one module that imports httpx (DESIGN §1, §5).
 
-The two drivers of a :class:`~modelwire._call.Call`: :func:`drive_async` (asyncio,
-over a transport: ``aiohttp`` when installed, else ``httpx.AsyncClient``) and
-:class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
+The two drivers of a :class:`~modelwire._call.Call`: :class:`AsyncDriver` (asyncio,
+pulled by the stream's consumer in its own task, over a transport: ``aiohttp`` when
+installed, else ``httpx.AsyncClient``; :func:`drive_async` runs it as a producer task
+into a queue) and :class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
 ``modelwire._http_aiohttp`` (the one module that imports aiohttp, on first use);
 :func:`async_transport` picks one by the ``transport`` option and ``http_client``. The Call
 takes every decision — authorize, send, retry, the total deadline, the status →
