@@ -14,9 +14,9 @@ Two processes, so that each one's CPU time and memory are its own:
   streams at once with ``asyncio.gather`` and prints one JSON line: wall and CPU time,
   text deltas received, peak RSS before and after, and whether every stream's text was
   right. ``LIB`` is ``modelwire`` (one shared ``httpx.AsyncClient`` allowing ``STREAMS``
-  connections), ``modelwire-default`` (no client given: each stream opens its own, on
-  the default transport), ``modelwire-httpx`` / ``modelwire-aiohttp`` (no client given,
-  that ``transport=``), ``modelwire-aiohttp-shared`` (one shared ``aiohttp.ClientSession``),
+  connections), ``modelwire-default`` (no client given, the default transport: with
+  aiohttp the event loop's pooled session, with httpx a client per stream),
+  ``modelwire-httpx`` / ``modelwire-aiohttp`` (no client given, that ``transport=``), ``modelwire-aiohttp-shared`` (one shared ``aiohttp.ClientSession``),
   ``raw-httpx`` / ``raw-aiohttp`` (one shared client, the body split on blank lines and each
   payload ``json.loads``-ed: no validation, no events — the floor of each HTTP stack), or
   ``openai`` (``AsyncOpenAI(...).chat.completions.create(stream=True)``, text joined by

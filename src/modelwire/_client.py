@@ -28,8 +28,10 @@ from ._options import RequestOptions, StreamOptions, check_option_names, resolve
 from ._pipeline import Pipeline
 from ._providers import apply_provider_rules
 from ._streams import (
+    AbortFlag,
     AssistantMessageStream,
-    StreamChannel,
+    Pulled,
+    Puller,
     SyncAssistantMessageStream,
     SyncStreamChannel,
 )
@@ -375,15 +377,13 @@ def stream(
 
         check_client(http_client, sync=False, transport=transport)
 
-    async def produce(s: StreamChannel) -> None:
-        from ._http import drive_async
+    def pull(s: AbortFlag) -> Puller:
+        from ._http import AsyncDriver
 
         call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
-        s.abort_events = call.abort_events
-        s.fail_events = call.fail_events
-        await drive_async(call, s, http_client, transport)
+        return AsyncDriver(call, http_client, transport)
 
-    return _planned(AssistantMessageStream(produce), prepared.output)
+    return _planned(AssistantMessageStream(Pulled(pull)), prepared.output)
 
 
 async def complete(

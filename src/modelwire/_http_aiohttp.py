@@ -1,6 +1,6 @@
 """The aiohttp transport of the async driver: the one module that imports aiohttp.
 
-:func:`modelwire._http.drive_async` runs a :class:`~modelwire._call.Call` over a
+:class:`modelwire._http.AsyncDriver` runs a :class:`~modelwire._call.Call` over a
 *transport* that only waits: send, read, read an error body, drain, close. This is
 that transport over ``aiohttp.ClientSession``, the default for ``stream()`` and
 ``complete()`` when aiohttp is installed (``transport="auto"``): aiohttp parses HTTP/1.1
@@ -13,8 +13,12 @@ per-phase timeouts (connect, idle = aiohttp's ``sock_read``), the total deadline
 task timeout, redirects not followed, proxies from the environment as httpx reads
 them (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``), the same TLS context
 (:func:`modelwire._http.ssl_context`), decoded bytes (``Content-Encoding`` is undone),
-and the response — or the session, when it is the driver's own — closed in every path.
-aiohttp exceptions are mapped to :mod:`modelwire.errors` here, in this one place.
+and the response closed in every path. aiohttp exceptions are mapped to
+:mod:`modelwire.errors` here, in this one place.
+
+A call without an ``http_client`` runs on the event loop's pooled session
+(:func:`pooled_session`): one ``ClientSession`` per loop, so a call pays no session
+and connector of its own and a finished response's connection serves the next call.
 
 Imported on first use (an async call without an ``httpx.AsyncClient``), never by
 ``import modelwire``: aiohttp is an optional dependency (``modelwire[aiohttp]``).
@@ -23,9 +27,11 @@ Imported on first use (an async call without an ``httpx.AsyncClient``), never by
 from __future__ import annotations
 
 import asyncio
+import atexit
 import os
 import urllib.request
-from typing import TYPE_CHECKING
+from collections.abc import AsyncGenerator, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 import yarl
@@ -39,7 +45,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable
 
-__all__ = ["AiohttpTransport", "is_session"]
+__all__ = ["AiohttpTransport", "is_session", "pooled_session"]
 
 _DEADLINE_BEFORE = "total timeout expired before the response"
 _DEADLINE_READING = "total timeout expired while reading"
@@ -124,26 +130,124 @@ def _map_exc(
     )
 
 
-class AiohttpTransport:
-    """The waiting half of :func:`modelwire._http.drive_async` over aiohttp: one
-    response at a time, on the caller's session or on one it opens and closes."""
+# --------------------------------------------------------------------------- pool
 
-    __slots__ = ("_content", "_own", "_response", "_secrets", "_session", "_ssl")
+# One session per event loop. A session serves every call on its loop: nothing a
+# call chooses lives in it — timeouts, proxy, proxy credentials and the TLS context
+# go with each request, and aiohttp keys its idle connections by host, port, TLS
+# context and proxy (``ConnectionKey``), so a connection is reused only by a request
+# it fits. A session refers to its loop, so a weak key alone would free nothing: an
+# entry leaves when its loop shuts down (``_keeper``) or, closed without that, when
+# the next session is opened (``_prune``) or at exit.
+_Entry = tuple[aiohttp.ClientSession, AsyncGenerator[None, None]]  # the session, its keeper
+_POOL: dict[asyncio.AbstractEventLoop, _Entry] = {}
+
+
+async def pooled_session() -> aiohttp.ClientSession:
+    """The running loop's shared session, opened on first use.
+
+    It is closed with its loop: ``asyncio.run`` (and ``asyncio.Runner``, pytest's
+    loops) close the async generators started on a loop before closing it
+    (``loop.shutdown_asyncgens``, asyncio docs "Event Loop"), and a generator started
+    here closes the session then. A loop that is closed without that, or never, has
+    its session closed at interpreter exit (:func:`_close_all`).
+    """
+    loop = asyncio.get_running_loop()
+    entry = _POOL.get(loop)
+    if entry is not None and not entry[0].closed:
+        return entry[0]
+    _prune()
+    session = aiohttp.ClientSession(
+        # No cap on connections: a call without a client never waited for another
+        # call's connection, and does not now (aiohttp's default limit is 100).
+        connector=aiohttp.TCPConnector(limit=0),
+        # Calls share nothing else: a cookie one response sets is not sent by the
+        # next call, as with a client of its own (httpx's per-call client).
+        cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
+    keeper = _keeper(loop, session)
+    await anext(keeper)  # started on this loop: ``shutdown_asyncgens`` will close it
+    _POOL[loop] = (session, keeper)
+    return session
+
+
+async def _keeper(
+    loop: asyncio.AbstractEventLoop, session: aiohttp.ClientSession
+) -> AsyncGenerator[None, None]:
+    try:
+        yield
+    finally:
+        entry = _POOL.get(loop)
+        if entry is not None and entry[0] is session:
+            del _POOL[loop]
+        if not session.closed:
+            await session.close()
+            # The sockets close in a callback of the loop (``connection_lost``):
+            # one turn lets it run before the loop closes.
+            await asyncio.sleep(0)
+
+
+def _finish(coro: Coroutine[Any, Any, Any]) -> None:
+    # Runs a coroutine that cannot wait any more (its loop is closed or it has
+    # nothing left to wait for) to its end, without a loop.
+    try:
+        coro.send(None)
+    except StopIteration:
+        return
+    coro.close()
+
+
+def _forget(loop: asyncio.AbstractEventLoop) -> None:
+    """Drop a closed loop's session: its connector marks itself closed without the
+    loop (aiohttp closes nothing on a closed loop), so neither warns as unclosed."""
+    session, keeper = _POOL.pop(loop)
+    _finish(session.close())
+    _finish(keeper.aclose())  # ``session.closed`` now: nothing left to wait for
+
+
+def _prune() -> None:
+    for loop in [lp for lp in _POOL if lp.is_closed()]:
+        _forget(loop)
+
+
+@atexit.register
+def _close_all() -> None:
+    for loop in list(_POOL):
+        if loop.is_closed():
+            _forget(loop)
+        elif not loop.is_running():
+            loop.run_until_complete(_POOL[loop][1].aclose())
+
+
+# --------------------------------------------------------------------------- transport
+
+
+class AiohttpTransport:
+    """The waiting half of :class:`modelwire._http.AsyncDriver` over aiohttp: one
+    response at a time, on the caller's session or on the loop's pooled one."""
+
+    __slots__ = ("_content", "_pooled", "_response", "_secrets", "_session", "_ssl")
 
     def __init__(
         self, session: aiohttp.ClientSession | None, ssl: Callable[[], ssl.SSLContext]
     ) -> None:
         self._session = session
-        self._own: aiohttp.ClientSession | None = None
+        self._pooled = session is None
         self._response: aiohttp.ClientResponse | None = None
         self._content: aiohttp.StreamReader | None = None
         self._secrets: tuple[str, ...] = ()
         self._ssl = ssl
 
     async def send(self, i: Send) -> Head | Failure:
+        if self._response is not None:
+            # Another attempt after a failure the Call read from the body (an in-band
+            # error, a fallback to the next model): that response is done with.
+            response, self._response, self._content = self._response, None, None
+            _done(response)
         session = self._session
         if session is None:
-            session = self._session = self._own = aiohttp.ClientSession(timeout=_phases(i))
+            session = self._session = await pooled_session()
         r = i.request
         self._secrets = r.secrets
         deadline = asyncio.timeout(i.remaining)
@@ -159,7 +263,7 @@ class AiohttpTransport:
                     proxy=proxy, proxy_auth=proxy_auth,
                     # The shared context (loading its CA bundle costs ~0.1 s), only for
                     # https; a caller's session keeps its own choice.
-                    ssl=self._ssl() if url.scheme == "https" and self._own else True,
+                    ssl=self._ssl() if url.scheme == "https" and self._pooled else True,
                 )  # fmt: skip
         except (aiohttp.ClientError, ValueError, OSError) as exc:
             # (``TimeoutError`` is an ``OSError``: the deadline's own is told apart.)
@@ -229,21 +333,14 @@ class AiohttpTransport:
 
     async def close(self) -> None:
         response, self._response, self._content = self._response, None, None
-        own, self._own = self._own, None
-        try:
-            if response is not None:
-                _done(response)
-        finally:
-            if own is not None:
-                await own.close()
-                # The sockets close in a callback of the loop (``connection_lost``):
-                # one turn lets it run, so no transport outlives the call.
-                await asyncio.sleep(0)
+        if response is not None:
+            _done(response)
 
 
 def _done(response: aiohttp.ClientResponse) -> None:
-    # A body read to its end returns its connection to the pool; any other is
-    # closed (its rest would be read by the next request on that connection).
+    # A body read to its end returns its connection to the pool; any other — an
+    # abort, a cut, a drain that gave up — is closed at once (its rest would be
+    # read by the next request on that connection).
     if response.content.at_eof():
         response.release()
     else:

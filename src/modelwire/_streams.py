@@ -13,7 +13,7 @@ import asyncio
 import collections
 import threading
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import msgspec
 
@@ -22,7 +22,10 @@ from .events import DoneEvent, ErrorEvent, Event
 from .types import AssistantMessage
 
 __all__ = [
+    "AbortFlag",
     "AssistantMessageStream",
+    "Pulled",
+    "Puller",
     "StreamChannel",
     "SyncAssistantMessageStream",
     "SyncStreamChannel",
@@ -38,12 +41,48 @@ _ABORT_TEXT = "the stream was aborted by the caller"
 # itself) so it can read ``aborted`` and set ``abort_events``/``fail_events``.
 Producer = Callable[["StreamChannel"], Coroutine[Any, Any, None]]
 
+
+class Puller(Protocol):
+    """What a pulled stream drives in the consumer's own task
+    (``modelwire._http.AsyncDriver`` over a call): no producer task, no queue."""
+
+    closed: bool
+    final: list[Event]
+
+    async def next(self) -> list[Event] | None: ...
+    async def aclose(self) -> list[Event]: ...
+    async def finish(self) -> None: ...
+    def interrupt(self) -> bool: ...
+    def abort_events(self) -> list[Event]: ...
+    def fail_events(self, exc: BaseException) -> list[Event]: ...
+
+
+class Pulled:
+    """A stream's source that its consumer pulls: ``open(flag)`` builds the
+    :class:`Puller` on first iteration; ``flag.aborted`` is the caller's abort, read
+    by the call (the puller holds the flag, never the stream)."""
+
+    __slots__ = ("open",)
+
+    def __init__(self, open: Callable[[AbortFlag], Puller]) -> None:
+        self.open = open
+
+
+class AbortFlag:
+    """The caller's abort as the call reads it (``Call(aborted=...)``)."""
+
+    __slots__ = ("aborted",)
+
+    def __init__(self) -> None:
+        self.aborted = False
+
+
 # Producer tasks still running (e.g. draining the body after the terminal event
 # so the connection returns to the pool): the event loop keeps only weak
 # references to tasks, so they are held here until done (asyncio docs,
 # ``create_task``). A task holds its channel, never the stream: a stream the
 # caller drops is collected at once and its ``__del__`` cancels the task.
-_RUNNING: set[asyncio.Task[None]] = set()
+_RUNNING: set[asyncio.Task[Any]] = set()
 
 
 class StreamChannel:
@@ -109,9 +148,15 @@ def failed_from(message: AssistantMessage, exc: StreamError) -> ErrorEvent:
 class AssistantMessageStream:
     """Async iterator of :mod:`modelwire.events` for one assistant response."""
 
-    def __init__(self, producer: Producer, *, queue_size: int = 64) -> None:
+    def __init__(self, producer: Producer | Pulled, *, queue_size: int = 64) -> None:
         self._producer = producer
         self._queue_size = queue_size
+        # A pulled source runs in the consumer's task (``_pull``); a producer in a
+        # task of its own that fills a queue.
+        self._pulled = isinstance(producer, Pulled)
+        self._flag: AbortFlag | None = None
+        self._puller: Puller | None = None
+        self._finishing: asyncio.Task[None] | None = None
         self._ch: StreamChannel | None = None
         self._task: asyncio.Task[None] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -136,6 +181,7 @@ class AssistantMessageStream:
         if self._ch is None:
             self._loop = asyncio.get_running_loop()
             self._ch = StreamChannel(self._queue_size)
+            assert not isinstance(self._producer, Pulled)
             self._task = self._loop.create_task(_run(self._producer, self._ch))
             _RUNNING.add(self._task)
             self._task.add_done_callback(_RUNNING.discard)
@@ -145,10 +191,19 @@ class AssistantMessageStream:
         return self
 
     async def __anext__(self) -> Event:
+        buffer = self._buffer
+        if buffer and not self._abort_requested:
+            # The rest of the last batch (one network read's events): no wait.
+            event = buffer.popleft()
+            if isinstance(event, _TERMINAL):
+                self._took_terminal(event)
+            return event
         if self._delivered_terminal:
             raise StopAsyncIteration
         if self._abort_requested:
             return await self._deliver_abort()
+        if self._pulled:
+            return await self._pull()
         if not self._buffer:
             ch = self._ensure_started()
             try:
@@ -168,10 +223,68 @@ class AssistantMessageStream:
                 return await self.__anext__()
         event = self._buffer.popleft()
         if isinstance(event, _TERMINAL):
-            self._terminal = event
-            self._delivered_terminal = True
-            self._buffer.clear()
+            self._took_terminal(event)
         return event
+
+    def _took_terminal(self, event: DoneEvent | ErrorEvent) -> None:
+        self._terminal = event
+        self._delivered_terminal = True
+        self._buffer.clear()
+        p = self._puller
+        if p is not None and not p.closed:
+            # The rest of the body is drained (bounded) so the connection can be
+            # reused; the consumer does not wait for it.
+            task = asyncio.get_running_loop().create_task(p.finish())
+            _RUNNING.add(task)
+            task.add_done_callback(_RUNNING.discard)
+            self._finishing = task
+
+    # ------------------------------------------------------------ pulled source
+
+    def _open(self) -> Puller:
+        assert isinstance(self._producer, Pulled)
+        self._loop = asyncio.get_running_loop()
+        self._flag = AbortFlag()
+        self._puller = self._producer.open(self._flag)
+        return self._puller
+
+    async def _pull(self) -> Event:
+        buffer = self._buffer
+        while not buffer:
+            p = self._puller or self._open()
+            try:
+                batch = await p.next()
+            except asyncio.CancelledError:
+                # The consumer was cancelled: the call was aborted and closed, its
+                # terminal kept (``p.final``) for the next read or ``result()``.
+                self._abort_requested = True
+                raise
+            except Exception as exc:  # the stream must never hang (DESIGN §2a)
+                batch = p.fail_events(exc)
+                if not batch:
+                    return await self._deliver_abort()
+            if batch is None:
+                # The call ended without a terminal event: never hang.
+                batch = p.fail_events(RuntimeError("the stream producer stopped"))
+                if not batch:
+                    batch = self._fallback_abort()
+            if self._abort_requested:
+                buffer.extend(batch)  # the aborted terminal holds what it carried
+                return await self._deliver_abort()
+            buffer.extend(batch)
+        event = buffer.popleft()
+        if isinstance(event, _TERMINAL):
+            self._took_terminal(event)
+        return event
+
+    async def _pulled_abort(self) -> list[Event]:
+        p = self._puller
+        if p is None:
+            return []
+        events, p.final = p.final, []
+        if not p.closed:
+            events = await p.aclose()
+        return events
 
     async def _next_batch(self, ch: StreamChannel) -> list[Event]:
         assert self._task is not None
@@ -200,7 +313,7 @@ class AssistantMessageStream:
                 await asyncio.wait({task})
             except asyncio.CancelledError:
                 raise
-        events: list[Event] = []
+        events: list[Event] = await self._pulled_abort() if self._pulled else []
         if ch is not None:
             while not ch.queue.empty():
                 events.extend(ch.queue.get_nowait())
@@ -215,6 +328,9 @@ class AssistantMessageStream:
                 terminal = aborted_from(terminal.message)
             elif ch is not None and ch.abort_events is not None:
                 built = ch.abort_events()
+                terminal = next((e for e in built if isinstance(e, ErrorEvent)), None)
+            elif self._puller is not None:
+                built = self._puller.abort_events()
                 terminal = next((e for e in built if isinstance(e, ErrorEvent)), None)
         if terminal is None:
             # Aborted before iterating: nothing was sent, nothing was received.
@@ -238,6 +354,19 @@ class AssistantMessageStream:
         self._abort_requested = True
         if self._ch is not None:
             self._ch.aborted = True
+        if self._flag is not None:
+            self._flag.aborted = True
+        p, loop = self._puller, self._loop
+        if p is not None and loop is not None and not p.closed:
+            # A consumer waiting inside the call is woken with the aborted terminal;
+            # one between reads gets it from its next read.
+            try:
+                if loop is _running_loop():
+                    p.interrupt()
+                else:
+                    loop.call_soon_threadsafe(p.interrupt)
+            except RuntimeError:  # the loop is closed
+                pass
         loop, task = self._loop, self._task
         if loop is not None and task is not None and not task.done():
             try:
@@ -253,9 +382,13 @@ class AssistantMessageStream:
         if not self._delivered_terminal:
             self.abort()
             await self.__anext__()
-        elif self._task is not None and not self._task.done():
-            self._task.cancel()
-            await asyncio.wait({self._task})
+            return
+        for task in (self._task, self._finishing):
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait({task})
+        if self._puller is not None and not self._puller.closed:
+            await self._puller.aclose()  # its drain was cancelled before it began
 
     async def __aenter__(self) -> AssistantMessageStream:
         return self
@@ -264,13 +397,27 @@ class AssistantMessageStream:
         await self.aclose()
 
     def __del__(self) -> None:
-        task = self._task
-        # After the terminal event the producer only drains the rest of the body
-        # (bounded in bytes and time) so the connection can be reused: let it.
-        if task is not None and not task.done() and not self._delivered_terminal:
-            loop = self._loop
-            if loop is not None and not loop.is_closed():
-                loop.call_soon_threadsafe(task.cancel)
+        if self._delivered_terminal:
+            # After the terminal event only the drain of the rest of the body is left
+            # (bounded in bytes and time) so the connection can be reused: let it.
+            return
+        loop, task, p = self._loop, self._task, self._puller
+        if loop is None or loop.is_closed():
+            return
+        if task is not None and not task.done():
+            loop.call_soon_threadsafe(task.cancel)
+        elif p is not None and not p.closed:
+            # Dropped mid-call: abort it and close its connection at once, not at
+            # the idle timeout.
+            loop.call_soon_threadsafe(_close_later, p)
+
+
+def _close_later(p: Puller) -> None:
+    if p.closed:
+        return
+    task = asyncio.ensure_future(p.aclose())
+    _RUNNING.add(task)
+    task.add_done_callback(_RUNNING.discard)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

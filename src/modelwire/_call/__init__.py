@@ -7,7 +7,7 @@ after the terminal event, closing in every path, redacting secrets, abort — an
 says what to do next as an *intent* (:class:`Authorize`, :class:`Send`,
 :class:`ReadError`, :class:`Sleep`, :class:`Read`, :class:`Emit`, :class:`Drain`,
 :class:`Close`). A driver performs the intent and hands the outcome back with
-:meth:`Call.send`; the async driver (``modelwire._http.drive_async``) awaits, the
+:meth:`Call.send`; the async driver (``modelwire._http.AsyncDriver``) awaits, the
 sync one (``modelwire._http.SyncDriver``) blocks, and that is their only
 difference (h11's sans-IO style: the protocol decides, the caller does the I/O).
 

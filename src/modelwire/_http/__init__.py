@@ -1,8 +1,9 @@
 """HTTP transport: the one module that imports httpx (DESIGN §1, §5).
 
-The two drivers of a :class:`~modelwire._call.Call`: :func:`drive_async` (asyncio,
-over a transport: ``aiohttp`` when installed, else ``httpx.AsyncClient``) and
-:class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
+The two drivers of a :class:`~modelwire._call.Call`: :class:`AsyncDriver` (asyncio,
+pulled by the stream's consumer in its own task, over a transport: ``aiohttp`` when
+installed, else ``httpx.AsyncClient``; :func:`drive_async` runs it as a producer task
+into a queue) and :class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
 ``modelwire._http_aiohttp`` (the one module that imports aiohttp, on first use);
 :func:`async_transport` picks one by the ``transport`` option and ``http_client``. The Call
 takes every decision — authorize, send, retry, the total deadline, the status →
@@ -30,12 +31,11 @@ the standard library (``asyncio`` streams), not httpx.
 from __future__ import annotations
 
 import asyncio
-import functools
 import socket
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
 
@@ -68,6 +68,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_RETRY_AFTER",
+    "AsyncDriver",
     "AsyncTransport",
     "SyncDriver",
     "aiohttp_installed",
@@ -85,7 +86,6 @@ __all__ = [
 ]
 
 
-@functools.cache
 # --------------------------------------------------------------------------- async
 
 
@@ -113,29 +113,52 @@ def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
     return AiohttpTransport(client, ssl_context)  # type: ignore[arg-type]
 
 
-async def drive_async(
-    call: Call, ch: StreamChannel, client: object = None, transport: str = "auto"
-) -> None:
-    """Run ``call`` to its end on the event loop, its events into ``ch``, over the
-    transport :func:`async_transport` picks.
+class AsyncDriver:
+    """Run a :class:`~modelwire._call.Call` on the event loop, pulled by its consumer:
+    :meth:`next` performs the call's intents up to its next batch of events, in the
+    consumer's own task — the async twin of :class:`SyncDriver.events`, with no task
+    or queue of its own between the socket and the consumer.
 
-    Cancelling the task (``aclose()``, ``abort()``, a dropped stream) is the abort:
-    the call's aborted terminal goes to ``ch`` and the response is closed before the
-    cancellation goes on.
+    An abort ends the call from where it is: :meth:`aclose` when the consumer is
+    between batches; :meth:`interrupt` when it waits inside :meth:`next` (the wait is
+    cancelled, as ``asyncio.timeout`` cancels it, and :meth:`next` returns the aborted
+    terminal); a cancelled consumer task aborts too, the terminal kept in
+    :attr:`final` for whoever reads the stream next. After the terminal event,
+    :meth:`finish` drains the rest of the body (bounded) and closes.
     """
-    t = async_transport(client, transport)
-    intent = call.first()
-    try:
-        while True:
-            try:
+
+    __slots__ = ("_call", "_intent", "_interrupted", "_t", "_waiting", "closed", "final")
+
+    def __init__(self, call: Call, client: object = None, transport: str = "auto") -> None:
+        self._call = call
+        self._t = async_transport(client, transport)
+        self._intent: Intent | None = None  # the last one performed (None: not started)
+        self._waiting: asyncio.Task[Any] | None = None  # the task waiting in next()
+        self._interrupted = False
+        #: Whether the call is over (Close performed).
+        self.closed = False
+        #: The aborted terminal a cancellation built, for the stream to deliver.
+        self.final: list[Event] = []
+
+    async def next(self) -> list[Event] | None:
+        """The next batch of events; ``None`` once the call is over."""
+        call, t = self._call, self._t
+        intent = self._intent
+        if self.closed:
+            return None
+        intent = call.first() if intent is None else call.send(None)  # after an Emit
+        self._intent = intent
+        self._waiting = asyncio.current_task()
+        try:
+            while True:
                 if isinstance(intent, Read):
                     intent = call.send(await t.read(intent))
                 elif isinstance(intent, Emit):
-                    await ch.put(intent.events)
-                    intent = call.send(None)
+                    self._intent = intent
+                    return intent.events
                 elif isinstance(intent, Close):
-                    await t.close()
-                    return
+                    await self._close()
+                    return None
                 elif isinstance(intent, Drain):
                     await t.drain(intent)
                     intent = call.send(None)
@@ -152,15 +175,103 @@ async def drive_async(
                 else:
                     await asyncio.sleep(intent.seconds)
                     intent = call.send(None)
-            except asyncio.CancelledError:
-                intent = call.abort()
-                if isinstance(intent, Emit):
-                    ch.put_final(intent.events)  # the consumer waits for no one now
+        except asyncio.CancelledError:
+            task, self._waiting = self._waiting, None
+            ours = self._interrupted
+            self._interrupted = False
+            events = await self._abort()
+            if ours and task is not None and task.uncancel() == 0:
+                return events  # only the interrupt: the consumer goes on
+            self.final = events  # a cancelled consumer: its stream delivers them
+            raise
+        except Exception:
+            await self._close()
+            raise
+        finally:
+            self._waiting = None
+
+    def interrupt(self) -> bool:
+        """Cancel the wait of a consumer inside :meth:`next` (which then returns the
+        aborted terminal); ``False`` when none waits. Call it on the loop's thread."""
+        task = self._waiting
+        if task is None or task.done():
+            return False
+        self._interrupted = True
+        task.cancel()
+        return True
+
+    async def aclose(self) -> list[Event]:
+        """Abort the call between batches and close, without draining: the aborted
+        terminal, ``[]`` once the call had ended (its connection is not reused)."""
+        if self.closed:
+            return []
+        return await self._abort()
+
+    async def finish(self) -> None:
+        """The rest after the terminal event: drain (bounded) and close."""
+        intent = self._intent
+        if self.closed or intent is None:
+            return
+        call, t = self._call, self._t
+        try:
+            intent = call.send(None) if isinstance(intent, Emit) else call.abort()
+            while not isinstance(intent, Close):
+                if isinstance(intent, Drain):
+                    await t.drain(intent)
                     intent = call.send(None)
-                await t.close()  # ``intent`` is Close
-                raise
-    except Exception:
-        await t.close()
+                elif isinstance(intent, Emit):
+                    intent = call.send(None)
+                else:
+                    intent = call.abort()
+        finally:
+            await self._close()
+
+    def abort_events(self) -> list[Event]:
+        """The aborted terminal built from what was received (the call's)."""
+        return self._call.abort_events()
+
+    def fail_events(self, exc: BaseException) -> list[Event]:
+        """The terminal for an unexpected failure, redacted (the call's)."""
+        return self._call.fail_events(exc)
+
+    async def _abort(self) -> list[Event]:
+        call = self._call
+        events: list[Event] = []
+        try:
+            if self._intent is None:
+                return events  # never started: nothing sent, nothing to close
+            intent = call.abort()
+            if isinstance(intent, Emit):
+                events = intent.events
+                intent = call.send(None)  # ``intent`` is Close
+        finally:
+            await self._close()
+        return events
+
+    async def _close(self) -> None:
+        self.closed = True
+        self._intent = Close()
+        await self._t.close()
+
+
+async def drive_async(
+    call: Call, ch: StreamChannel, client: object = None, transport: str = "auto"
+) -> None:
+    """Run ``call`` to its end on the event loop, its events into ``ch`` (a producer
+    task's way; a stream pulls from :class:`AsyncDriver` itself).
+
+    Cancelling the task is the abort: the call's aborted terminal goes to ``ch``
+    and the response is closed before the cancellation goes on.
+    """
+    d = AsyncDriver(call, client, transport)
+    try:
+        while (batch := await d.next()) is not None:
+            await ch.put(batch)
+    except asyncio.CancelledError:
+        events, d.final = d.final, []
+        if not d.closed:  # cancelled while handing a batch over
+            events = await d.aclose()
+        ch.put_final(events)  # the consumer waits for no one now
         raise
 
 

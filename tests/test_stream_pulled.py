@@ -1,0 +1,159 @@
+"""``stream()`` is pulled by its consumer: the call runs in the consumer's own task
+(``modelwire._http.AsyncDriver``), no producer task or queue in between. These are
+the waits only that design has to get right, on both async transports over real
+loopback sockets: an abort from another thread or task while the consumer waits
+inside a read or a retry's backoff, a consumer cancelled by an outer deadline, and
+closing after the terminal event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+
+import modelwire as mw
+from modelwire.trace import RetryTrace
+from test_faults import CTX, KEY, TEXT, error_json, model_for, ok, serving, stall_after_two
+
+API = "openai-chat"
+TRANSPORTS = ("httpx", "aiohttp")
+SLOW = mw.Timeout(idle=30)  # a stalled body is ended by the abort, never by this
+
+
+def _stream(port: int, transport: str, **opts: Any) -> mw.AssistantMessageStream:
+    return mw.stream(model_for(API, port), CTX, transport=transport, api_key=KEY,  # type: ignore[arg-type]
+                     timeout=SLOW, **opts)  # fmt: skip
+
+
+async def _until_closed(server: Any) -> bool:
+    for _ in range(300):  # keep the loop running while we look
+        if server.all_closed():
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("where", ["thread", "task"])
+def test_an_abort_wakes_a_consumer_waiting_in_a_read(transport: str, where: str) -> None:
+    """The consumer waits on a stalled body; ``abort()`` from another thread or task
+    ends that wait: the next item is the aborted terminal with the content so far,
+    and the connection is closed while the loop runs on."""
+
+    async def main(port: int) -> tuple[list[str], mw.AssistantMessage, bool]:
+        s = _stream(port, transport)
+        types: list[str] = []
+        async for ev in s:
+            types.append(ev.type)
+            if ev.type == "text_delta" and ev.delta == "o wö":
+                if where == "thread":
+                    threading.Timer(0.05, s.abort).start()
+                else:
+                    asyncio.get_running_loop().call_later(0.05, s.abort)
+        return types, await s.result(), await _until_closed(server)
+
+    with serving([stall_after_two(API)]) as server:
+        types, message, closed = asyncio.run(main(server.port))
+    assert types[-1] == "error" and types.count("error") == 1
+    assert message.stop_reason == "aborted" and message.text == "Hello wö"
+    assert closed and len(server.requests) == 1
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_abort_during_a_retrys_backoff_ends_it_at_once(transport: str) -> None:
+    """A 30 s Retry-After wait is cut short by the abort: no second request."""
+
+    async def main(port: int) -> mw.AssistantMessage:
+        loop = asyncio.get_running_loop()
+
+        def trace(record: object) -> None:
+            if isinstance(record, RetryTrace):  # the call is about to wait 30 s
+                loop.call_later(0.05, s.abort)
+
+        s = _stream(port, transport, max_retries=3, trace=trace)
+        return await asyncio.wait_for(s.result(), 20)
+
+    with serving([error_json(429, {"retry-after": "30"}), ok(API)]) as server:
+        message = asyncio.run(main(server.port))
+        assert message.stop_reason == "aborted"
+        assert len(server.requests) == 1
+        assert server.wait_closed()
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_outer_deadline_cancels_the_consumer_and_the_stream_ends_aborted(
+    transport: str,
+) -> None:
+    """``asyncio.timeout`` around the loop: the deadline is the caller's (TimeoutError
+    reaches it, not swallowed as an abort), the connection is closed, and the stream's
+    next item is its aborted terminal, content kept."""
+
+    async def main(port: int) -> tuple[bool, mw.AssistantMessage, bool]:
+        s = _stream(port, transport)
+        timed_out = False
+        try:
+            async with asyncio.timeout(None) as deadline:
+                async for ev in s:
+                    if ev.type == "text_delta" and ev.delta == "o wö":
+                        # Then nothing more comes: the deadline ends the wait.
+                        deadline.reschedule(asyncio.get_running_loop().time() + 0.05)
+        except TimeoutError:
+            timed_out = True
+        return timed_out, await s.result(), await _until_closed(server)
+
+    with serving([stall_after_two(API)]) as server:
+        timed_out, message, closed = asyncio.run(main(server.port))
+    assert timed_out
+    assert message.stop_reason == "aborted" and message.text == "Hello wö"
+    assert closed
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_abort_and_a_cancel_at_once_still_cancel(transport: str) -> None:
+    """An abort's wake-up and a real cancellation of the consumer landing together:
+    the cancellation is not absorbed by the abort."""
+
+    async def main(port: int) -> tuple[bool, mw.AssistantMessage]:
+        s = _stream(port, transport)
+
+        async def consume() -> None:
+            async for ev in s:
+                if ev.type == "text_delta" and ev.delta == "o wö":
+                    loop.call_later(0.05, both)
+
+        def both() -> None:
+            s.abort()
+            task.cancel()
+
+        loop = asyncio.get_running_loop()
+        task = asyncio.create_task(consume())
+        try:
+            await task
+        except asyncio.CancelledError:
+            return True, await s.result()
+        return False, await s.result()
+
+    with serving([stall_after_two(API)]) as server:
+        cancelled, message = asyncio.run(main(server.port))
+        assert server.wait_closed()
+    assert cancelled
+    assert message.stop_reason == "aborted" and message.text == "Hello wö"
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_after_the_terminal_the_rest_is_drained_and_aclose_is_a_no_op(transport: str) -> None:
+    async def main(port: int) -> tuple[list[str], mw.AssistantMessage]:
+        s = _stream(port, transport)
+        types: list[str] = [ev.type async for ev in s]
+        await s.aclose()
+        await s.aclose()
+        return types, await s.result()
+
+    with serving([ok(API)]) as server:
+        types, message = asyncio.run(main(server.port))
+        assert server.wait_closed()
+    assert types[0] == "start" and types[-1] == "done" and types.count("done") == 1
+    assert message.text == TEXT and message.stop_reason == "stop"
