@@ -10,9 +10,8 @@ the same streamed Chat Completions request three ways, interleaved request by re
 so that load on the machine falls on all alike:
 
 * ``direct``: to the backend itself;
-* ``gateway``: to ``modelwire serve`` (its own process, uvicorn, the Chat front-end
-  ``modelwire.gateway._chat`` — or, until that front-end exists, a minimal one here,
-  said in the output), whose model routes to the backend over openai-chat;
+* ``gateway``: to ``modelwire serve`` (its own process, uvicorn, the Chat front-end),
+  whose model routes to the backend over openai-chat;
 * ``litellm``: to ``litellm --config`` (its own process) routing to the backend, when
   ``bench/.venv-litellm`` holds it (``python3 -m venv bench/.venv-litellm &&
   bench/.venv-litellm/bin/pip install 'litellm[proxy]==1.108.7'``); skipped otherwise.
@@ -27,14 +26,12 @@ Goal: gateway p50 added latency < 1 ms and < 1/3 of LiteLLM's.
 
 from __future__ import annotations
 
-import json
 import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -57,75 +54,11 @@ FIRST_TEXT = b"w000"  # the first delta's text
 KEY = "sk-bench-4f1c9a7e2b6d8053c1e9a4f7b2d6e8c0"  # both proxies authenticate it
 
 
-# --------------------------------------------------------------------------- a minimal front-end
-
-
-def minimal_chat_frontend() -> Any:
-    """Chat Completions for text only: a stand-in while the real front-end is absent."""
-    from modelwire.gateway import GatewayRequest, RequestError
-    from modelwire.types import Context, UserMessage
-
-    class Renderer:
-        def __init__(self, rid: str, model: str) -> None:
-            self.head = {"id": rid, "object": "chat.completion.chunk", "created": 0, "model": model}
-
-        def _chunk(self, delta: dict[str, Any], finish: str | None = None) -> bytes:
-            obj = {**self.head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
-            return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-
-        def feed(self, event: Any) -> bytes:
-            if event.type == "start":
-                return self._chunk({"role": "assistant", "content": ""})
-            if event.type == "text_delta":
-                return self._chunk({"content": event.delta})
-            if event.type == "done":
-                return self._chunk({}, "stop") + b"data: [DONE]\n\n"
-            if event.type == "error":
-                return b'data: {"error": {"message": "failed"}}\n\n'
-            return b""
-
-    class Frontend:
-        api = "openai-chat"
-        paths = ("/v1/chat/completions", "/chat/completions")
-
-        def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
-            data = json.loads(body)
-            if not isinstance(data, dict):
-                raise RequestError("not an object")
-            text = data["messages"][-1]["content"]
-            return GatewayRequest(model=data["model"], stream=bool(data.get("stream")),
-                                  context=Context(messages=(UserMessage(content=text),)),
-                                  options={})  # fmt: skip
-
-        def renderer(self, request: GatewayRequest, response_id: str) -> Renderer:
-            return Renderer(response_id, request.model)
-
-        def message(self, request: GatewayRequest, message: Any, response_id: str) -> bytes:
-            return json.dumps({"id": response_id, "text": message.text}).encode()
-
-        def error(self, error: BaseException) -> tuple[int, dict[str, str], bytes]:
-            status = getattr(error, "status", 502)
-            return status, {}, json.dumps({"error": {"message": str(error)}}).encode()
-
-    return Frontend()
-
-
-def _frontends() -> tuple[list[Any], str]:
-    from modelwire.gateway._app import default_frontends
-
-    found = [f for f in default_frontends() if f.api == "openai-chat"]
-    if found:
-        return found, "modelwire.gateway._chat"
-    return [minimal_chat_frontend()], "a minimal text-only Chat front-end (bench_gateway.py)"
-
-
 def serve_gateway(config_path: str, port: int) -> None:
     """``--serve-gateway CONFIG PORT``: the gateway process."""
     from modelwire.gateway import app, serve
 
-    frontends, _ = _frontends()
-    gw = app(config_path, frontends=frontends)
-    serve(gw, "127.0.0.1", port)
+    serve(app(config_path), "127.0.0.1", port)
 
 
 # --------------------------------------------------------------------------- processes
@@ -239,15 +172,9 @@ def main() -> None:
     import httpx
 
     from modelwire.testing import MockServer, Reply
-    from modelwire.testing._server import _Handler
 
-    # A provider's server writes each event at once (TCP_NODELAY); the MockServer's
-    # handler, left with Nagle's algorithm, holds every small write after the first
-    # until the client's delayed ACK (~40 ms), which would swamp what is measured.
-    _Handler.disable_nagle_algorithm = True
     text = "".join(f"w{i:03d} " for i in range(DELTAS))  # 5 characters a delta
     reply = Reply(message=text, piece_chars=5)
-    _, frontend_name = _frontends()
     with MockServer([reply], repeat_last=True) as backend, tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         backend_v1 = backend.origin + "/v1"
@@ -278,14 +205,12 @@ def main() -> None:
                     p.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     p.kill()
-    report(runs, cpu, frontend_name)
+    report(runs, cpu)
 
 
-def report(runs: dict[str, list[tuple[float, float, float]]], cpu: dict[str, float],
-           frontend: str) -> None:  # fmt: skip
+def report(runs: dict[str, list[tuple[float, float, float]]], cpu: dict[str, float]) -> None:
     print(f"backend: MockServer, OpenAI Chat stream of {DELTAS} deltas; {REQUESTS} requests "
           f"per path (after {WARMUP} warm-up), interleaved; client httpx")  # fmt: skip
-    print(f"gateway front-end: {frontend}")
     metrics = ("TTFB", "first text", "total")
     print(f"{'ms':<8}" + "".join(f"{m + ' p50':>16}{'p99':>8}" for m in metrics)
           + "   cpu/delta")  # fmt: skip

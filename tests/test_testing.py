@@ -1184,3 +1184,24 @@ def test_a_json_script_holds_provider_run_tools_citations_and_a_provider_stop() 
     bad = [{"content": [{"type": "server_tool_call", "id": "s", "name": "n", "input": {}}]}]
     with pytest.raises(mw.ConfigurationError, match=r"script\[0\]\.content\[0\]"):
         parse_script(json.dumps(bad))
+
+
+def test_the_mock_server_writes_each_event_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """TCP_NODELAY on every connection it accepts, as a provider's server: with Nagle's
+    algorithm a streamed event after the first waits for the client's delayed ACK."""
+    import socket
+
+    seen: list[tuple[int, int, int, object]] = []  # (local port, level, option, value)
+    original = socket.socket.setsockopt
+
+    def record(self: socket.socket, level: int, option: int, value: Any, *rest: Any) -> None:
+        seen.append((self.getsockname()[1], level, option, value))
+        original(self, level, option, value, *rest)
+
+    monkeypatch.setattr(socket.socket, "setsockopt", record)
+    with MockServer(["hello"]) as server:
+        msg = mw.complete_sync(server.model("openai-chat"), "hi", api_key="sk-test")
+        port = server.port
+    assert msg.text == "hello"
+    # The server's side of the connection (its local port is the server's).
+    assert (port, socket.IPPROTO_TCP, socket.TCP_NODELAY, True) in seen

@@ -241,6 +241,10 @@ class _Server(socketserver.ThreadingMixIn, socketserver.TCPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Each streamed event is written at once, as a provider's server writes it: with
+    # Nagle's algorithm every small write after the first would wait for the client's
+    # delayed ACK (~40 ms on Linux).
+    disable_nagle_algorithm = True
     server: _Server
 
     def log_message(self, format: str, *args: Any) -> None:
