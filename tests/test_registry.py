@@ -272,7 +272,9 @@ def test_tool_results_and_id_rules_are_asked_of_each_api() -> None:
 # --------------------------------------------------------------------------- the grep
 
 # Files outside apis/ that still name an API, each with the reason. Keep this short.
-_ALLOWED: set[str] = set()  # cloud/azure.py asks the registry
+# cloud/azure.py asks the registry; serve --help shows the configuration's documented
+# form, which names a wire API as a config does.
+_ALLOWED: set[str] = {"_cli/serve.py"}
 _FRONTENDS = ("gateway/_chat", "gateway/_responses", "gateway/_anthropic")
 
 
