@@ -332,6 +332,10 @@ class Assembler(ToolCallCollector):
         o = u.output if d.output is None else d.output
         cr = u.cache_read if d.cache_read is None else d.cache_read
         cw = u.cache_write if d.cache_write is None else d.cache_write
+        if i == u.input and o == u.output and cr == u.cache_read and cw == u.cache_write:
+            # The same counts again (Gemini, Bedrock and Ollama repeat the usage snapshot
+            # on every chunk): a snapshot at any version reads the same usage without it.
+            return
         total = i + o + cr + cw
         new = Usage(
             input=i, output=o, cache_read=cr, cache_write=cw, total_tokens=total, cost=NO_COST
