@@ -63,6 +63,11 @@ _BOM = b"\xef\xbb\xbf"
 # _EVENT_LINES_MAX entries (further names take the ordinary path).
 _EVENT_LINES: dict[bytes, str] = {}
 _EVENT_LINES_MAX = 64
+# The same for the name alone (the bytes after ``event: ``), for SSEFraming's runs.
+_EVENT_NAMES: dict[bytes, str] = {}
+# A read shorter than this holds a block or two (one delta per network write, as a model
+# streams live): the plain block loop is cheaper there than the extra split of _runs.
+_RUN_MIN = 512
 
 
 class ServerSentEvent(msgspec.Struct, frozen=True, gc=False, kw_only=True):
@@ -389,6 +394,14 @@ class SSEDecoder:
             if k == len(data):
                 return
             data = data[k:]
+        if (
+            self._FRAMES
+            and len(data) > _RUN_MIN
+            and (data[:6] == b"data: " or data[:7] == b"event: ")
+        ):
+            k = self._runs(data, out)
+            if k:
+                data = data[k:]
         # The state is clean here, and every block but the last ends with a blank line.
         blocks = data.split(b"\n\n")
         rest = blocks.pop()
@@ -452,6 +465,61 @@ class SSEDecoder:
             else:  # the start of a line (len(data) <= max_event_bytes: no size check)
                 self._tail = [rest]
                 self._tail_len = len(rest)
+
+    def _runs(self, data: bytes, out: list[Frame]) -> int:
+        """Frames for the leading run of blocks that all have the shape of the first one,
+        ``data: JSON`` or ``event: NAME`` + ``data: JSON``; returns how many bytes of
+        ``data`` (clean state, LF only) they took, the rest being left to the block loop.
+
+        ``bytes.split`` with the two-byte separator ``\n\n`` scans every byte, and a copy
+        of each block's payload is made once more by slicing off ``data: ``: splitting on
+        the whole separator between two such blocks (``\n\ndata: ``, ``\n\nevent: ``)
+        skips through the bytes faster and yields each payload (or event line + data
+        line) directly. A piece is taken only when it is exactly that shape (no other
+        line feed): it is then the same block ``split(b"\n\n")`` would cut, since its
+        first ``\n\n`` follows it. The first piece that is not, and the last (the
+        remainder of the read), go to the block loop unchanged.
+        """
+        append = out.append
+        taken = 0
+        if data[:6] == b"data: ":
+            parts = data[6:].split(b"\n\ndata: ")
+            parts.pop()  # the remainder: never followed by a separator in this read
+            for raw in parts:
+                if 10 in raw:
+                    break
+                if not raw.isascii():
+                    try:
+                        raw.decode()
+                    except UnicodeDecodeError as exc:
+                        raise self._bad_utf8(exc, "event data") from None
+                append(Frame("message", raw))
+                taken += len(raw) + 8  # "data: " + payload + "\n\n"
+            return taken
+        names = _EVENT_NAMES
+        parts = data[7:].split(b"\n\nevent: ")
+        parts.pop()
+        for part in parts:
+            name_b, _, line = part.partition(b"\n")
+            if line[:6] != b"data: " or 10 in line:
+                break
+            name = names.get(name_b)
+            if name is None:
+                try:
+                    name = name_b.decode() or "message"
+                except UnicodeDecodeError:
+                    break  # the block loop raises the error, worded as always
+                if len(names) < _EVENT_LINES_MAX:
+                    names[name_b] = name
+            raw = line[6:]
+            if not raw.isascii():
+                try:
+                    raw.decode()
+                except UnicodeDecodeError:
+                    break  # as above
+            append(Frame(name, raw))
+            taken += len(part) + 9  # "event: " + the two lines + "\n\n"
+        return taken
 
     def _general(self, data: bytes, out: list[Any]) -> None:
         """Split ``data`` into lines at CR, LF and CRLF; keep an unterminated last line."""
