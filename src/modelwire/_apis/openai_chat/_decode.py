@@ -288,6 +288,66 @@ class ChatDecoder:
             return self._terminal()
         return self._chunk(self._checked(data))
 
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). The commonest chunk, a text or tool-call
+        fragment and nothing else, is mapped here without the per-chunk calls; every
+        other frame goes through :meth:`decode`. A frame that fails adds nothing to
+        ``out`` (nothing is appended before the last check)."""
+        if not self._meta or type(self) is not ChatDecoder:
+            # Until the response id is known (the first chunks), and for a subclass
+            # that changes what a frame decodes to.
+            for frame in frames:
+                out += self.decode(frame)
+            return
+        decode, append = self.decode, out.append
+        for frame in frames:
+            data = frame.data
+            if frame.event != "message" or data[:1] != b"{":
+                out += decode(frame)
+                continue
+            try:
+                chunk = _decode_body(data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                self._checked(data)  # raises MalformedChunkError with the path
+                raise  # pragma: no cover - _checked raised already
+            choices = chunk.choices
+            if (
+                choices is not None
+                and len(choices) == 1
+                and chunk.usage is None
+                and chunk.error is None
+                and chunk.x_groq is None
+                and chunk.citations is None
+                and chunk.search_results is None
+            ):
+                c = choices[0]
+                d = c.delta
+                if (
+                    d is not None
+                    and c.index == 0
+                    and c.finish_reason is None
+                    and c.usage is None
+                    and d.reasoning_content is None
+                    and d.reasoning is None
+                    and d.reasoning_text is None
+                    and d.reasoning_details is None
+                    and d.refusal is None
+                    and d.annotations is None
+                ):
+                    content = d.content
+                    if content.__class__ is str:
+                        if content:
+                            append(TextDelta(_TEXT, content))
+                        if d.tool_calls:
+                            self._tool_calls(d.tool_calls, out)
+                        continue
+                    if content is None:
+                        if d.tool_calls:
+                            self._tool_calls(d.tool_calls, out)
+                        continue
+            out += self._chunk(chunk)
+
     def _checked(self, data: bytes) -> _Body:
         """The chunk decoded by ``decode_json`` (a failure names the field path)."""
         if self._meta:
