@@ -15,7 +15,7 @@ import modelwire as mw
 from modelwire._apis import get_api
 from modelwire._assemble import Assembler
 from modelwire._pipeline import Pipeline
-from modelwire._sse import Frame
+from modelwire._sse import Frame, SSEFraming
 
 
 def chunk(content: str | None = None, finish: str | None = None) -> bytes:
@@ -225,6 +225,32 @@ ANTHROPIC_BAD = [
 ]
 
 
+def _resp_delta(**fields: object) -> Frame:
+    payload = {"type": "response.output_text.delta", "sequence_number": 1, **fields}
+    return Frame("response.output_text.delta", json.dumps(payload, separators=(",", ":")).encode())
+
+
+RESPONSES_FRAMES = SSEFraming().feed(
+    mw.testing.render("Hello there, a few deltas of text.", "openai-responses", piece_chars=5)
+)
+# The last text delta dropped: the finished item carries text no delta did (filled in).
+_last = max(i for i, f in enumerate(RESPONSES_FRAMES) if f.event == "response.output_text.delta")
+RESPONSES_UNFINISHED = RESPONSES_FRAMES[:_last] + RESPONSES_FRAMES[_last + 1 :]
+RESPONSES_FRAMES[5:5] = [
+    _resp_delta(item_id="msg_resp_mock_0", output_index=0, content_index=0, delta=""),
+    _resp_delta(item_id="msg_resp_mock_0", delta="by id "),
+    _resp_delta(output_index=0, delta="no item id "),
+]
+RESPONSES_BAD = [
+    _resp_delta(output_index=0, delta="late "),  # an error once the item is done
+    _resp_delta(output_index=0, delta=5),
+    _resp_delta(output_index=-1, delta="x"),
+    _resp_delta(output_index=7, delta="a delta before its item"),
+    _resp_delta(delta="neither index nor id"),
+    Frame("response.output_text.delta", b'{"type":"response.output_text.delta",'),
+]
+
+
 def _per_frame(decoder: Any, frames: list[Frame]) -> tuple[list[Any], str]:
     out: list[Any] = []
     for f in frames:
@@ -246,9 +272,13 @@ def _batched(decoder: Any, frames: list[Frame]) -> tuple[list[Any], str]:
 
 @pytest.mark.parametrize(
     ("api", "frames", "bad"),
-    [("openai-chat", CHAT_FRAMES, CHAT_BAD), ("anthropic-messages", ANTHROPIC_FRAMES,
-                                              ANTHROPIC_BAD)],
-)  # fmt: skip
+    [
+        ("openai-chat", CHAT_FRAMES, CHAT_BAD),
+        ("anthropic-messages", ANTHROPIC_FRAMES, ANTHROPIC_BAD),
+        ("openai-responses", RESPONSES_FRAMES, RESPONSES_BAD),
+        ("openai-responses", RESPONSES_UNFINISHED, RESPONSES_BAD),
+    ],
+)
 def test_decode_batch_gives_what_decode_gives_frame_by_frame(
     api: str, frames: list[Frame], bad: list[Frame]
 ) -> None:
