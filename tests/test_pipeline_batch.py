@@ -14,6 +14,7 @@ import pytest
 import modelwire as mw
 from modelwire._apis import get_api
 from modelwire._assemble import Assembler
+from modelwire._framing import EventStreamDecoder
 from modelwire._pipeline import Pipeline
 from modelwire._sse import Frame, SSEFraming
 
@@ -251,6 +252,54 @@ RESPONSES_BAD = [
 ]
 
 
+def _gemini(*parts: dict[str, Any], **extra: Any) -> Frame:
+    cand = {"content": {"parts": list(parts), "role": "model"}, "index": 0}
+    cand.update(extra.pop("candidate", {}))
+    payload = {"candidates": [cand], "usageMetadata": {"promptTokenCount": 2}, **extra}
+    return Frame("message", json.dumps(payload, separators=(",", ":")).encode())
+
+
+GEMINI_FRAMES = SSEFraming().feed(
+    mw.testing.render("Hello there, a few deltas of text.", "google-generative-ai", piece_chars=5)
+)
+GEMINI_FRAMES[3:3] = [
+    _gemini({"text": "a "}, {"text": "b "}),
+    _gemini({"text": "think", "thought": True}),
+    _gemini({"text": "signed ", "thoughtSignature": "c2ln"}),
+    _gemini({"text": "again "}),
+    _gemini({"text": ""}),
+    _gemini({"text": "usage "}, usageMetadata={"promptTokenCount": 5, "candidatesTokenCount": 1}),
+    _gemini({"text": "no usage "}, usageMetadata=None),
+    _gemini({"functionCall": {"name": "f", "args": {"a": 1}}}),
+    _gemini({"text": "after the call "}),
+    _gemini(
+        {"text": "cited "},
+        candidate={
+            "citationMetadata": {
+                "citationSources": [{"startIndex": 0, "endIndex": 3, "uri": "https://a"}]
+            }
+        },
+    ),
+]
+GEMINI_BAD = [
+    _gemini({"text": 5}),
+    _gemini({"text": "x"}, candidate={"index": 1}),
+    _gemini({"text": "x"}, usageMetadata={"promptTokenCount": -1}),
+    _gemini({"text": "x"}, error={"code": 500, "message": "boom"}),
+    _gemini({"text": "x"}, promptFeedback={"blockReason": "SAFETY"}),
+    Frame("message", b'{"candidates":'),
+]
+BEDROCK_FRAMES = EventStreamDecoder().feed(
+    mw.testing.render("Hello there, a few deltas of text.", "bedrock-converse", piece_chars=5)
+)
+BEDROCK_BAD = [
+    Frame("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":5}}'),
+    Frame("contentBlockDelta", b'{"contentBlockIndex":0}'),
+    Frame("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"toolUse":{"input":"{}"}}}'),
+    Frame("contentBlockDelta", b'{"contentBlockIndex":'),
+]
+
+
 def _per_frame(decoder: Any, frames: list[Frame]) -> tuple[list[Any], str]:
     out: list[Any] = []
     for f in frames:
@@ -277,6 +326,8 @@ def _batched(decoder: Any, frames: list[Frame]) -> tuple[list[Any], str]:
         ("anthropic-messages", ANTHROPIC_FRAMES, ANTHROPIC_BAD),
         ("openai-responses", RESPONSES_FRAMES, RESPONSES_BAD),
         ("openai-responses", RESPONSES_UNFINISHED, RESPONSES_BAD),
+        ("google-generative-ai", GEMINI_FRAMES, GEMINI_BAD),
+        ("bedrock-converse", BEDROCK_FRAMES, BEDROCK_BAD),
     ],
 )
 def test_decode_batch_gives_what_decode_gives_frame_by_frame(

@@ -280,6 +280,68 @@ class GoogleDecoder:
                 out.append(usage)
         return out
 
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). The commonest chunk once the response id
+        is known (one candidate, one plain text part continuing the open text block, no
+        finish, feedback or metadata; usage or not) is mapped here; every other frame
+        goes through :meth:`decode`, which decodes it again. A frame that fails adds
+        nothing to ``out`` (nothing is appended or changed before the last check)."""
+        if self._response_id is None:
+            for frame in frames:
+                out += self.decode(frame)
+            return
+        decode, append, texts = self.decode, out.append, self._texts
+        for frame in frames:
+            try:
+                chunk = _decode_body(frame.data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                out += decode(frame)  # raises, naming the field
+                continue
+            cands = chunk.candidates
+            cur = self._cur
+            if (
+                cands is not None
+                and len(cands) == 1
+                and cur is not None
+                and cur[1] == "text"
+                and chunk.error is None
+                and chunk.promptFeedback is None
+            ):
+                cand = cands[0]
+                content = cand.content
+                if (
+                    content is not None
+                    and len(content.parts) == 1
+                    and cand.index == 0
+                    and not cand.finishReason
+                    and not cand.groundingMetadata
+                    and not cand.urlContextMetadata
+                    and not cand.citationMetadata
+                ):
+                    part = content.parts[0]
+                    text = part.text
+                    if (
+                        text
+                        and part.functionCall is None
+                        and part.thought is not True
+                        and not part.thoughtSignature
+                    ):
+                        texts.append(text)
+                        append(TextDelta(cur[0], text))
+                        meta = chunk.usageMetadata
+                        if meta is not None:
+                            last = self._usage
+                            if last is not None and last[0] == meta:
+                                usage = last[1]
+                            else:
+                                usage = _usage(meta)
+                                self._usage = (meta, usage)
+                            if usage is not None:
+                                append(usage)
+                        continue
+            out += decode(frame)
+
     def end(self) -> list[Delta]:
         # Gemini's terminal signal is the finish reason itself (there is no [DONE]).
         if self._finish is None:
