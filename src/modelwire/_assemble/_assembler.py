@@ -46,6 +46,7 @@ from ..events import (
     ThinkingDeltaEvent,
     ThinkingEndEvent,
     ThinkingStartEvent,
+    ToolCallDeltaEvent,
 )
 from ..types import (
     AssistantContent,
@@ -191,6 +192,18 @@ class Assembler(ToolCallCollector):
                     append(TextDeltaEvent(content_index=b.ci, delta=text, _src=self, _v=v))
                     self._v = v + 1
                 continue
+            if d.__class__ is ToolCallDelta and d.id is None and d.name is None:
+                # _on_tool's hot path inline: more arguments for an open call.
+                b = keys.get(d.key)
+                if b is not None and b.kind == "tool_call" and not b.closed:
+                    args = d.arguments
+                    if args:
+                        v = self._v
+                        b.pieces.append(args)
+                        b.vs.append(v)
+                        append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
+                        self._v = v + 1
+                    continue
             handlers[type(d)](self, d, out)
 
     def fail(self, exc: StreamError, out: list[Event]) -> None:
