@@ -156,7 +156,7 @@ CHAT_BAD = [
 
 
 def _anth(payload: dict[str, Any]) -> Frame:
-    return Frame(str(payload["type"]), json.dumps(payload).encode())
+    return Frame(str(payload["type"]), json.dumps(payload, separators=(",", ":")).encode())
 
 
 def _block_delta(index: int, delta: dict[str, Any]) -> Frame:
@@ -186,6 +186,12 @@ ANTHROPIC_FRAMES = [
     ),
     _block_delta(1, {"type": "text_delta", "text": "Hi"}),
     _block_delta(1, {"type": "text_delta", "text": ""}),
+    # The same event with its type not first (another server's JSON): the typed envelope.
+    Frame(
+        "content_block_delta",
+        b'{"index": 1, "type": "content_block_delta", '
+        b'"delta": {"type": "text_delta", "text": " there"}}',
+    ),
     _anth({"type": "content_block_stop", "index": 1}),
     _anth(
         {
