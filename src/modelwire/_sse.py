@@ -39,7 +39,6 @@ as it grows (each byte is looked at a small, fixed number of times).
 
 from __future__ import annotations
 
-from codecs import utf_8_decode as _utf_8_decode
 from typing import Any, NoReturn
 
 import msgspec
@@ -483,23 +482,13 @@ class SSEDecoder:
         """
         append = out.append
         taken = 0
-        # The whole read checked at once when it can be: an incomplete character at its
-        # end is allowed (``final=False``; it is in the remainder, checked later), any
-        # other bad byte leaves each piece to be checked as the block loop would.
-        valid = data.isascii()
-        if not valid:
-            try:
-                _utf_8_decode(data, "strict", False)
-                valid = True
-            except UnicodeDecodeError:
-                pass
         if data[:6] == b"data: ":
             parts = data[6:].split(b"\n\ndata: ")
             parts.pop()  # the remainder: never followed by a separator in this read
             for raw in parts:
                 if 10 in raw:
                     break
-                if not valid and not raw.isascii():
+                if not raw.isascii():
                     try:
                         raw.decode()
                     except UnicodeDecodeError as exc:
@@ -523,7 +512,7 @@ class SSEDecoder:
                 if len(names) < _EVENT_LINES_MAX:
                     names[name_b] = name
             raw = line[6:]
-            if not valid and not raw.isascii():
+            if not raw.isascii():
                 try:
                     raw.decode()
                 except UnicodeDecodeError:
