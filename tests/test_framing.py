@@ -565,7 +565,7 @@ _EVENT_BLOCKS = [b"event: x\ndata: {}\n\n", b"event: y\ndata: [1]\n\n",
 _OTHER_LINES = [b"event: x\ndata: \xc3\xa9\n\n", b"event: x\nid: 7\ndata: {}\n\n",
                 b"data: a\ndata: b\n\n", b": c\n", b"id: 7\n", b"\n", b"\r\n",
                 b"data: \xff\n\n", b"event: \xff\ndata: {}\n\n", b"event: x\ndata: \xff\n\n",
-                b"data:", b"event: z", b"event: x\ndata: {}\nid: 1\n\n"]  # fmt: skip
+                b"data:", b"event: z", b"event: q\n\n", b"event: x\ndata: {}\nid: 1\n\n"]  # fmt: skip
 
 
 def _soup(blocks: list[bytes]) -> st.SearchStrategy[bytes]:

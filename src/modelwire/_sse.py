@@ -500,8 +500,9 @@ class SSEDecoder:
         parts = data[7:].split(b"\n\nevent: ")
         parts.pop()
         for part in parts:
-            name_b, _, line = part.partition(b"\n")
-            if line[:6] != b"data: " or 10 in line:
+            # One search for the data line, and the payload copied once.
+            name_b, sep, raw = part.partition(b"\ndata: ")
+            if not sep or 10 in raw or 10 in name_b:
                 break
             name = names.get(name_b)
             if name is None:
@@ -511,7 +512,6 @@ class SSEDecoder:
                     break  # the block loop raises the error, worded as always
                 if len(names) < _EVENT_LINES_MAX:
                     names[name_b] = name
-            raw = line[6:]
             if not raw.isascii():
                 try:
                     raw.decode()
