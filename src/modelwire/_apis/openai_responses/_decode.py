@@ -40,6 +40,8 @@ from .._common import (
 )
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
 from ._errors import error_from_code as _error_from_code
+from ._items import _CLIENT, _IGNORED, _PART_SEP, _TEXT, _THINKING, _TOOL, _ItemState
+from ._items import text_signature as _text_signature
 from ._schema import (
     _annotation_event,
     _AnnotationEvent,
@@ -71,41 +73,11 @@ from ._server import raw_citation as _citation
 __all__ = ["ResponsesDecoder"]
 
 
-def _text_signature(item_id: str | None, phase: str | None) -> str | None:
-    """The ``TextContent.signature`` of a message item: its id, or
-    ``{"id":…,"phase":…}`` when it has a phase (package docstring)."""
-    if not item_id:
-        return None
-    if phase is None:
-        return item_id
-    return dumps({"id": item_id, "phase": phase}).decode()
-
-
 def _decode(
     data: str | bytes, decoder: msgspec.json.Decoder[Any], what: str, prefix: str = ""
 ) -> Any:
     """Decode one payload (or a nested item, paths prefixed with ``prefix``)."""
     return decode_json(data, decoder, what, prefix)
-
-
-_TEXT, _THINKING, _TOOL, _IGNORED, _CLIENT = 0, 1, 2, 3, 4
-_PART_SEP = "\n\n"
-
-
-class _ItemState:
-    """What the decoder remembers of one output item."""
-
-    __slots__ = ("cites", "closed", "kind", "part", "pieces", "signature")
-
-    def __init__(self, kind: int) -> None:
-        self.kind = kind
-        self.closed = False
-        self.pieces: list[str] = []  # text/thinking streamed so far (done-event fill)
-        self.part: tuple[str, int] | None = None  # the reasoning part last streamed
-        self.signature: str | None = None
-        # content part index → annotations already streamed (annotation.added), so the
-        # done item's copy of them is not cited twice.
-        self.cites: dict[int, int] | None = None
 
 
 # The start of every response.output_text.delta payload (OpenAI and OpenRouter put
