@@ -32,18 +32,18 @@ sys.path.insert(0, str(HERE))
 WORKLOADS: dict[str, tuple[str, int]] = {
     "chat": ("mw.replay, OpenAI Chat text, 2,000 deltas", 2000),
     "chat-floor": ("the floor on the same bytes", 2000),
-    "chat-sse": ("SSEDecoder.feed only", 2000),
+    "chat-sse": ("SSEFraming.feed only (the pipeline's SSE framing)", 2000),
     "chat-decode": ("ChatDecoder.decode only (msgspec + Python)", 2000),
     "chat-msgspec": ("msgspec typed decode of the payloads only", 2000),
     "chat-assemble": ("Assembler.feed only", 2000),
     "anthropic": ("mw.replay, Anthropic text, 2,000 deltas", 2000),
     "anthropic-floor": ("the floor on the same bytes", 2000),
-    "anthropic-sse": ("SSEDecoder.feed only", 2000),
+    "anthropic-sse": ("SSEFraming.feed only", 2000),
     "anthropic-decode": ("AnthropicDecoder.decode only", 2000),
     "anthropic-assemble": ("Assembler.feed only", 2000),
     "tool": ("mw.replay, OpenAI Chat, 100 KB of arguments in 20-char deltas", 5000),
     "tool-floor": ("the floor on the same bytes", 5000),
-    "tool-sse": ("SSEDecoder.feed only", 5000),
+    "tool-sse": ("SSEFraming.feed only", 5000),
     "tool-decode": ("ChatDecoder.decode only (msgspec + Python)", 5000),
     "tool-msgspec": ("msgspec typed decode of the payloads only", 5000),
     "tool-assemble": ("Assembler.feed only", 5000),
@@ -67,7 +67,7 @@ def _workload(name: str) -> Callable[[], object]:
     from modelwire._apis import get_api
     from modelwire._apis.openai_chat._decode import _chunk_decoder
     from modelwire._assemble import Assembler
-    from modelwire._sse import SSEDecoder
+    from modelwire._sse import SSEFraming
 
     if name == "fixture":
         body = fixture_bodies("anthropic")["claude-haiku-4-5-stop-sequence.sse"]
@@ -87,14 +87,15 @@ def _workload(name: str) -> Callable[[], object]:
         payloads = [f[6:] for f in body.split(b"\n\n") if f.startswith(b"data: {")]
         decode = _chunk_decoder.decode
         return lambda: [decode(p) for p in payloads]
+    # Frames, as the pipeline hands them to the decoder.
     events: list[object] = []
-    sse = SSEDecoder()
+    sse = SSEFraming()
     for c in chunks:
         events += sse.feed(c)
     if part == "sse":
 
         def run_sse() -> None:
-            d = SSEDecoder()
+            d = SSEFraming()
             for c in chunks:
                 d.feed(c)
 

@@ -554,3 +554,49 @@ def test_sse_framing_gives_the_public_decoders_events_as_frames(
     want = sse_outcome(SSEDecoder(max_event_bytes=limit), pieces)
     framing = SSEFraming(max_event_bytes=limit)
     assert sse_outcome(framing, pieces) == want  # same payloads, same errors, same words
+
+
+# Reads of many whole blocks (what a network read of a fast stream holds) take
+# SSEFraming's run path; the soup mixes such blocks with every other kind of line so
+# that a run stops anywhere: a comment, an ``id``, a multi-line event, CR, bad UTF-8.
+_DATA_BLOCKS = [b'data: {"a":1}\n\n', b'data: {"b":"\xc3\xa9"}\n\n', b"data: \n\n"]
+_EVENT_BLOCKS = [b"event: x\ndata: {}\n\n", b"event: y\ndata: [1]\n\n",
+                 b"event: \ndata: {}\n\n", b"event: \xc3\xa9\ndata: {}\n\n"]  # fmt: skip
+_OTHER_LINES = [b"event: x\ndata: \xc3\xa9\n\n", b"event: x\nid: 7\ndata: {}\n\n",
+                b"data: a\ndata: b\n\n", b": c\n", b"id: 7\n", b"\n", b"\r\n",
+                b"data: \xff\n\n", b"event: \xff\ndata: {}\n\n", b"event: x\ndata: \xff\n\n",
+                b"data:", b"event: z", b"event: q\n\n", b"event: x\ndata: {}\nid: 1\n\n"]  # fmt: skip
+
+
+def _soup(blocks: list[bytes]) -> st.SearchStrategy[bytes]:
+    return st.tuples(
+        st.sampled_from(blocks),
+        st.lists(st.sampled_from(blocks * 8 + _OTHER_LINES), min_size=40, max_size=150),
+    ).map(lambda t: t[0] + b"".join(t[1]))
+
+
+block_soup = st.one_of(
+    _soup(_DATA_BLOCKS), _soup(_EVENT_BLOCKS), _soup(_DATA_BLOCKS + _EVENT_BLOCKS)
+)
+
+
+@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@given(soup=block_soup, limit=st.sampled_from([40, DEFAULT_MAX_EVENT_BYTES]), data=st.data())
+def test_sse_framing_runs_of_whole_blocks_give_the_public_decoders_events(
+    soup: bytes, limit: int, data: st.DataObject
+) -> None:
+    for pieces in ([soup], data.draw(cuts(soup)), [soup[:700], soup[700:]]):
+        want = sse_outcome(SSEDecoder(max_event_bytes=limit), pieces)
+        assert sse_outcome(SSEFraming(max_event_bytes=limit), pieces) == want
+
+
+def test_sse_framing_run_of_blocks_in_one_read() -> None:
+    body = b"".join(b'event: e%d\ndata: {"i":%d}\n\n' % (i % 3, i) for i in range(100))
+    frames = SSEFraming().feed(body)
+    assert [(f.event, f.data) for f in frames] == [
+        (f"e{i % 3}", b'{"i":%d}' % i) for i in range(100)
+    ]
+    chat = b"".join(b'data: {"i":%d}\n\n' % i for i in range(100)) + b"data: {"
+    framing = SSEFraming()
+    assert [f.data for f in framing.feed(chat)] == [b'{"i":%d}' % i for i in range(100)]
+    assert [f.data for f in framing.feed(b'"i":100}\n\n')] == [b'{"i":100}']

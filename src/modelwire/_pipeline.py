@@ -46,7 +46,8 @@ class Pipeline:
     the only cost is one test per read.
     """
 
-    __slots__ = ("_decode", "_head", "_sniffing", "api", "assembler", "decoder", "request_id",
+    __slots__ = ("_decode", "_decode_batch", "_head", "_sniffing", "api", "assembler", "decoder",
+                 "request_id",
                  "secrets", "sse",
                  "trace")  # fmt: skip
 
@@ -71,6 +72,12 @@ class Pipeline:
         self._sniffing = True
         self._head = bytearray()
         self._decode: Callable[[Frame], list[Delta]] = self._first_decode
+        # A decoder may take a read's frames in one call (``decode_batch(frames, out)``,
+        # appending what ``decode`` would give for each, in order; a frame that fails
+        # adds nothing): the per-frame call and list disappear from the hot loop.
+        self._decode_batch: Callable[[list[Frame], list[Delta]], None] | None = getattr(
+            self.decoder, "decode_batch", None
+        )
         # ``sse`` is the framing decoder (the name predates non-SSE framings; the
         # trace calls its records "sse" for every framing).
         self.sse: Framing = wire.framing(max_event_bytes)
@@ -206,11 +213,15 @@ class Pipeline:
         call (one hand-off per network read, not per frame). The assembler stops at the
         terminal delta; a frame after it that fails to decode is ignored, as the
         per-frame loop never decoded it."""
-        decode = self._decode
         deltas: list[Delta] = []
         try:
-            for ev in frames:
-                deltas += decode(ev)
+            batch = self._decode_batch
+            if batch is not None:
+                batch(frames, deltas)
+            else:
+                decode = self._decode
+                for ev in frames:
+                    deltas += decode(ev)
         except Exception:
             self.assembler.feed(deltas, out)
             if self.assembler.done:

@@ -269,6 +269,42 @@ class AnthropicDecoder:
             raise in_band_error(message, type_=err.type, request_id=ev.request_id)
         return []  # ping, and event types added after this adapter was written
 
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). A text, thinking or tool-input delta to
+        an open block of its kind is mapped here, as :meth:`decode`'s hot path does;
+        every other frame (a few per stream) is handed to :meth:`decode`, which decodes
+        it again. A frame that fails adds nothing to ``out``."""
+        decode, append = self.decode, out.append
+        kinds, stopped = self._kinds, self._stopped  # mutated in place, never replaced
+        for frame in frames:
+            try:
+                ev = _decode_event(frame.data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                out += decode(frame)  # the fallback, or the error with the field path
+                continue
+            if ev.type == "content_block_delta":
+                d = ev.delta
+                i = ev.index
+                if i is not None and d is not None and i not in stopped:
+                    dt = d.type
+                    if dt == "text_delta":
+                        if d.text is not None and kinds.get(i) == "text":
+                            append(TextDelta(i, d.text))
+                            continue
+                    elif dt == "input_json_delta":
+                        pj = d.partial_json
+                        if pj is not None and kinds.get(i) == "tool":
+                            if pj:
+                                self._streamed_input.add(i)
+                            append(ToolCallDelta(i, None, None, pj))
+                            continue
+                    elif dt == "thinking_delta":
+                        if d.thinking is not None and kinds.get(i) == "thinking":
+                            append(ThinkingDelta(i, d.thinking))
+                            continue
+            out += decode(frame)
+
     def _fallback(self, data: bytes) -> list[Delta] | None:
         """A payload that failed typed validation but is fine anyway: an unknown
         event or delta type whose fields clash with ours (ignored), or the start of a

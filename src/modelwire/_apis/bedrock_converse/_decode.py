@@ -252,6 +252,27 @@ class BedrockDecoder:
         self._server: dict[int, _ServerBlock] = {}  # open provider-run blocks by index
         self._names: dict[str, str] = {}  # provider-run call id -> tool name
 
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). A ``contentBlockDelta`` is mapped here
+        (a text delta inline); every other frame goes through :meth:`decode`. A frame
+        that fails adds nothing to ``out``."""
+        decode, append, decode_delta = self.decode, out.append, _delta.decode
+        for frame in frames:
+            if frame.event != "contentBlockDelta":
+                out += decode(frame)
+                continue
+            try:
+                chunk = decode_delta(frame.data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                out += decode(frame)  # raises, naming the field
+                continue
+            text = chunk.delta.text
+            if text is not None:
+                append(TextDelta(chunk.contentBlockIndex, text))
+            else:
+                out += self._delta(chunk)
+
     def decode(self, frame: Frame) -> list[Delta]:
         name = frame.event
         data = frame.data

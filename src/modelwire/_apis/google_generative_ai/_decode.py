@@ -118,16 +118,26 @@ class _Error(msgspec.Struct, gc=False):
     status: str | None = None
 
 
-class _Chunk(msgspec.Struct, gc=False):
+class _Body(msgspec.Struct, gc=False):
+    """A chunk without ``responseId`` and ``modelVersion``: what is read once the response
+    id is known (every chunk repeats both; they are not read again, so they are ignored
+    like any unknown field instead of decoded per chunk)."""
+
     candidates: list[_Candidate] | None = None
     promptFeedback: _PromptFeedback | None = None
     usageMetadata: _Usage | None = None
-    responseId: str | None = None
-    modelVersion: str | None = None
     error: _Error | None = None
 
 
+class _Chunk(_Body, gc=False):
+    responseId: str | None = None
+    modelVersion: str | None = None
+
+
 _chunk_decoder = decoder_for(_Chunk)
+_body_decoder = decoder_for(_Body)
+_decode_chunk = _chunk_decoder.decode
+_decode_body = _body_decoder.decode
 
 # FinishReason values that mean "stopped by a safety/recitation filter".
 _FILTERED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
@@ -194,7 +204,7 @@ class GoogleDecoder:
 
     __slots__ = ("_calls", "_cur", "_cur_signed", "_finish", "_id_base", "_ids",
                  "_n_blocks", "_n_server", "_n_synth", "_response_id",
-                 "_sources", "_starts", "_stream", "_texts")  # fmt: skip
+                 "_sources", "_starts", "_stream", "_texts", "_usage")  # fmt: skip
 
     def __init__(self) -> None:
         self._n_server = 0  # provider-run blocks so far: their keys ("server", n)
@@ -211,13 +221,25 @@ class GoogleDecoder:
         self._id_base: str | None = None
         self._n_synth = 0
         self._stream: StreamedCall | None = None
+        # The last usageMetadata and its delta: every chunk repeats the snapshot, and an
+        # equal one maps to the same delta (built once).
+        self._usage: tuple[_Usage, UsageUpdate | None] | None = None
 
     def decode(self, frame: Frame) -> list[Delta]:
-        chunk = decode_json(frame.data, _chunk_decoder)
+        data = frame.data
+        known = self._response_id is not None
+        try:
+            chunk = _decode_body(data) if known else _decode_chunk(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            # Raises MalformedChunkError with the path.
+            if known:
+                decode_json(data, _body_decoder)
+            decode_json(data, _chunk_decoder)
+            raise  # pragma: no cover - decode_json raised already
         if chunk.error is not None:
             raise _in_band(chunk.error)
         out: list[Delta] = []
-        if chunk.responseId and self._response_id is None:
+        if not known and isinstance(chunk, _Chunk) and chunk.responseId:
             self._response_id = chunk.responseId
             out.append(ResponseMeta(response_id=chunk.responseId, model=chunk.modelVersion))
         candidates = chunk.candidates
@@ -232,7 +254,7 @@ class GoogleDecoder:
             cand = candidates[0]
             if cand.content is not None:
                 for i, part in enumerate(cand.content.parts):
-                    self._part(part, f"candidates[0].content.parts[{i}]", out)
+                    self._part(part, i, out)
             if cand.groundingMetadata or cand.urlContextMetadata or cand.citationMetadata:
                 self._metadata(cand, out)
             if cand.finishReason:
@@ -246,11 +268,79 @@ class GoogleDecoder:
             self._finish = reason
             text = f"Gemini blocked the prompt (promptFeedback.blockReason {reason})"
             out.append(Finish("error", reason, "content_filter", text))
-        if chunk.usageMetadata is not None:
-            usage = _usage(chunk.usageMetadata)
+        meta = chunk.usageMetadata
+        if meta is not None:
+            last = self._usage
+            if last is not None and last[0] == meta:
+                usage = last[1]
+            else:
+                usage = _usage(meta)
+                self._usage = (meta, usage)
             if usage is not None:
                 out.append(usage)
         return out
+
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). The commonest chunk once the response id
+        is known (one candidate, one plain text part continuing the open text block, no
+        finish, feedback or metadata; usage or not) is mapped here; every other frame
+        goes through :meth:`decode`, which decodes it again. A frame that fails adds
+        nothing to ``out`` (nothing is appended or changed before the last check)."""
+        if self._response_id is None:
+            for frame in frames:
+                out += self.decode(frame)
+            return
+        decode, append, texts = self.decode, out.append, self._texts
+        for frame in frames:
+            try:
+                chunk = _decode_body(frame.data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                out += decode(frame)  # raises, naming the field
+                continue
+            cands = chunk.candidates
+            cur = self._cur
+            if (
+                cands is not None
+                and len(cands) == 1
+                and cur is not None
+                and cur[1] == "text"
+                and chunk.error is None
+                and chunk.promptFeedback is None
+            ):
+                cand = cands[0]
+                content = cand.content
+                if (
+                    content is not None
+                    and len(content.parts) == 1
+                    and cand.index == 0
+                    and not cand.finishReason
+                    and not cand.groundingMetadata
+                    and not cand.urlContextMetadata
+                    and not cand.citationMetadata
+                ):
+                    part = content.parts[0]
+                    text = part.text
+                    if (
+                        text
+                        and part.functionCall is None
+                        and part.thought is not True
+                        and not part.thoughtSignature
+                    ):
+                        texts.append(text)
+                        append(TextDelta(cur[0], text))
+                        meta = chunk.usageMetadata
+                        if meta is not None:
+                            last = self._usage
+                            if last is not None and last[0] == meta:
+                                usage = last[1]
+                            else:
+                                usage = _usage(meta)
+                                self._usage = (meta, usage)
+                            if usage is not None:
+                                append(usage)
+                        continue
+            out += decode(frame)
 
     def end(self) -> list[Delta]:
         # Gemini's terminal signal is the finish reason itself (there is no [DONE]).
@@ -262,15 +352,17 @@ class GoogleDecoder:
 
     # ------------------------------------------------------------------ parts
 
-    def _part(self, part: _Part, where: str, out: list[Delta]) -> None:
-        if part.functionCall is not None:
-            self._end_block(out)
-            self._function_call(part.functionCall, part.thoughtSignature, where, out)
-        elif part.text is not None:
+    def _part(self, part: _Part, i: int, out: list[Delta]) -> None:
+        # ``i``: the part's index, for the field path of an error (built only then).
+        if part.text is not None and part.functionCall is None:
             self._text(part.text, part.thought is True, part.thoughtSignature, out)
+        elif part.functionCall is not None:
+            self._end_block(out)
+            where = f"candidates[0].content.parts[{i}]"
+            self._function_call(part.functionCall, part.thoughtSignature, where, out)
         elif part.executableCode or part.codeExecutionResult:
             self._end_block(out)
-            self._code(part, where, out)
+            self._code(part, f"candidates[0].content.parts[{i}]", out)
         elif (part.inlineData or part.fileData
               or part.functionResponse or part.toolCall or part.toolResponse):  # fmt: skip
             self._end_block(out)  # not surfaced; it separates the text around it

@@ -113,9 +113,12 @@ class _XGroq(msgspec.Struct, gc=False):
     usage: _Usage | None = None
 
 
-class _Chunk(msgspec.Struct, gc=False):
-    id: str | None = None
-    model: str | None = None  # the model that answered (AssistantMessage.response_model)
+class _Body(msgspec.Struct, gc=False):
+    """A chunk without ``id`` and ``model``: what is read once the response id is known
+    (every chunk repeats both; decoding two strings per chunk that are never read
+    again was a quarter of the typed decode). Unread, they are ignored like any
+    unknown field."""
+
     choices: list[_Choice] | None = None
     usage: _Usage | None = None
     error: _Error | str | None = None
@@ -124,6 +127,11 @@ class _Chunk(msgspec.Struct, gc=False):
     # Completions": ``citations`` URLs, ``search_results`` with title and URL).
     citations: list[msgspec.Raw] | None = None
     search_results: list[msgspec.Raw] | None = None
+
+
+class _Chunk(_Body, gc=False):
+    id: str | None = None
+    model: str | None = None  # the model that answered (AssistantMessage.response_model)
 
 
 class _ErrorPayload(msgspec.Struct, gc=False):
@@ -154,6 +162,8 @@ class _SearchResult(msgspec.Struct, gc=False):
 
 _chunk_decoder = decoder_for(_Chunk)
 _decode_chunk = _chunk_decoder.decode
+_body_decoder = decoder_for(_Body)
+_decode_body = _body_decoder.decode
 # The assembler keys of tool calls 0..15, made once (a tuple per fragment otherwise).
 _TOOL_KEYS = tuple(("tool", i) for i in range(16))
 _error_decoder = decoder_for(_ErrorPayload)
@@ -247,10 +257,12 @@ class ChatDecoder:
         data = frame.data
         if frame.event == "message" and data[:1] == b"{":
             # The hot path: an ordinary chunk (not an error event, keep-alive or [DONE]).
+            meta = self._meta
             try:
-                chunk = _decode_chunk(data)
+                chunk = _decode_body(data) if meta else _decode_chunk(data)
             except (msgspec.ValidationError, msgspec.DecodeError):
-                decode_json(data, _chunk_decoder)  # raises MalformedChunkError with the path
+                # Raises MalformedChunkError with the path.
+                self._checked(data)
                 raise  # pragma: no cover - decode_json raised already
             return self._chunk(chunk)
         if frame.event == "error":
@@ -274,13 +286,79 @@ class ChatDecoder:
             return []
         if data == b"[DONE]":
             return self._terminal()
-        return self._chunk(decode_json(data, _chunk_decoder))
+        return self._chunk(self._checked(data))
 
-    def _chunk(self, chunk: _Chunk) -> list[Delta]:
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). The commonest chunk, a text or tool-call
+        fragment and nothing else, is mapped here without the per-chunk calls; every
+        other frame goes through :meth:`decode`. A frame that fails adds nothing to
+        ``out`` (nothing is appended before the last check)."""
+        if not self._meta or type(self) is not ChatDecoder:
+            # Until the response id is known (the first chunks), and for a subclass
+            # that changes what a frame decodes to.
+            for frame in frames:
+                out += self.decode(frame)
+            return
+        decode, append = self.decode, out.append
+        for frame in frames:
+            data = frame.data
+            if frame.event != "message" or data[:1] != b"{":
+                out += decode(frame)
+                continue
+            try:
+                chunk = _decode_body(data)
+            except (msgspec.ValidationError, msgspec.DecodeError):
+                self._checked(data)  # raises MalformedChunkError with the path
+                raise  # pragma: no cover - _checked raised already
+            choices = chunk.choices
+            if (
+                choices is not None
+                and len(choices) == 1
+                and chunk.usage is None
+                and chunk.error is None
+                and chunk.x_groq is None
+                and chunk.citations is None
+                and chunk.search_results is None
+            ):
+                c = choices[0]
+                d = c.delta
+                if (
+                    d is not None
+                    and c.index == 0
+                    and c.finish_reason is None
+                    and c.usage is None
+                    and d.reasoning_content is None
+                    and d.reasoning is None
+                    and d.reasoning_text is None
+                    and d.reasoning_details is None
+                    and d.refusal is None
+                    and d.annotations is None
+                ):
+                    content = d.content
+                    if content.__class__ is str:
+                        if content:
+                            append(TextDelta(_TEXT, content))
+                        if d.tool_calls:
+                            self._tool_calls(d.tool_calls, out)
+                        continue
+                    if content is None:
+                        if d.tool_calls:
+                            self._tool_calls(d.tool_calls, out)
+                        continue
+            out += self._chunk(chunk)
+
+    def _checked(self, data: bytes) -> _Body:
+        """The chunk decoded by ``decode_json`` (a failure names the field path)."""
+        if self._meta:
+            return decode_json(data, _body_decoder)
+        return decode_json(data, _chunk_decoder)
+
+    def _chunk(self, chunk: _Body) -> list[Delta]:
         if chunk.error is not None:
             _raise_error(chunk.error)
         out: list[Delta] = []
-        if not self._meta and chunk.id:
+        if not self._meta and isinstance(chunk, _Chunk) and chunk.id:
             self._meta = True
             out.append(ResponseMeta(response_id=chunk.id, model=chunk.model))
         choices = chunk.choices
@@ -310,7 +388,7 @@ class ChatDecoder:
             self._perplexity(chunk, out)
         return out
 
-    def _perplexity(self, chunk: _Chunk, out: list[Delta]) -> None:
+    def _perplexity(self, chunk: _Body, out: list[Delta]) -> None:
         # The same list on every chunk, growing at most: cite the new entries only.
         # ``search_results`` (title and URL) when sent, else the bare ``citations`` URLs.
         sources = chunk.search_results or chunk.citations or []

@@ -40,6 +40,8 @@ from .._common import (
 )
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
 from ._errors import error_from_code as _error_from_code
+from ._items import _CLIENT, _IGNORED, _PART_SEP, _TEXT, _THINKING, _TOOL, _ItemState
+from ._items import text_signature as _text_signature
 from ._schema import (
     _annotation_event,
     _AnnotationEvent,
@@ -60,23 +62,15 @@ from ._schema import (
     _ItemHead,
     _Response,
     _response_event,
+    _text_delta_event,
     _text_item,
+    _TextDeltaEvent,
     _TextItem,
 )
 from ._server import item_blocks
 from ._server import raw_citation as _citation
 
 __all__ = ["ResponsesDecoder"]
-
-
-def _text_signature(item_id: str | None, phase: str | None) -> str | None:
-    """The ``TextContent.signature`` of a message item: its id, or
-    ``{"id":…,"phase":…}`` when it has a phase (package docstring)."""
-    if not item_id:
-        return None
-    if phase is None:
-        return item_id
-    return dumps({"id": item_id, "phase": phase}).decode()
 
 
 def _decode(
@@ -86,25 +80,9 @@ def _decode(
     return decode_json(data, decoder, what, prefix)
 
 
-_TEXT, _THINKING, _TOOL, _IGNORED, _CLIENT = 0, 1, 2, 3, 4
-_PART_SEP = "\n\n"
-
-
-class _ItemState:
-    """What the decoder remembers of one output item."""
-
-    __slots__ = ("cites", "closed", "kind", "part", "pieces", "signature")
-
-    def __init__(self, kind: int) -> None:
-        self.kind = kind
-        self.closed = False
-        self.pieces: list[str] = []  # text/thinking streamed so far (done-event fill)
-        self.part: tuple[str, int] | None = None  # the reasoning part last streamed
-        self.signature: str | None = None
-        # content part index → annotations already streamed (annotation.added), so the
-        # done item's copy of them is not cited twice.
-        self.cites: dict[int, int] | None = None
-
+# The start of every response.output_text.delta payload (OpenAI and OpenRouter put
+# ``type`` first, as the peek in ``decode`` relies on).
+_TEXT_DELTA_HEAD = b'{"type":"response.output_text.delta"'
 
 # An event's type bytes → its name, shared by every decoder: streams use a few dozen
 # names, so the table stays small; it stops growing at _TYPES_MAX entries.
@@ -227,15 +205,42 @@ class ResponsesDecoder:
 
     # ------------------------------------------------------------------ deltas
 
+    def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
+        """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
+        read: the pipeline's batched hand-off). A text delta to an open message item
+        is mapped here, as :meth:`_text_delta` maps it; every other frame goes through
+        :meth:`decode`, which decodes it again. A frame that fails adds nothing."""
+        decode, append, items = self.decode, out.append, self._items
+        for frame in frames:
+            data = frame.data
+            if data.startswith(_TEXT_DELTA_HEAD) and not self._terminal:
+                try:
+                    ev = _text_delta_event.decode(data)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    out += decode(frame)  # raises, naming the field
+                    continue
+                key = ev.output_index
+                if key is not None:
+                    st = items.get(key)
+                    if st is not None and st.kind == _TEXT and not st.closed:
+                        delta = ev.delta
+                        if delta:
+                            st.pieces.append(delta)
+                            append(TextDelta(key, delta))
+                        continue
+            out += decode(frame)
+
     def _text_delta(self, data: bytes, etype: str) -> list[Delta]:
-        # The hot path of every stream, kept flat: one typed decode, two lookups.
+        # The hot path of every stream, kept flat: one typed decode, two lookups; the
+        # full event (its ``item_id``) only when ``output_index`` is absent.
         try:
-            ev = _delta_event.decode(data)
+            ev: _TextDeltaEvent | _DeltaEvent = _text_delta_event.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
             ev = _decode(data, _delta_event, etype)  # raises, naming the field
         key: Hashable = ev.output_index
         if key is None:
-            key = self._key(None, ev.item_id, etype)
+            full = _decode(data, _delta_event, etype)
+            key = self._key(None, full.item_id, etype)
         st = self._items.get(key)
         if st is None or st.kind != _TEXT or st.closed:
             st = self._open(key, _TEXT, etype)

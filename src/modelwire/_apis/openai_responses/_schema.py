@@ -96,6 +96,13 @@ class _DeltaEvent(msgspec.Struct, gc=False):
     content_index: Count | None = None
 
 
+class _TextDeltaEvent(msgspec.Struct, gc=False):
+    # response.output_text.delta, the event of nearly every stream: what its mapping
+    # reads when ``output_index`` is given (``item_id`` is decoded only without it).
+    delta: str
+    output_index: Count | None = None
+
+
 class _ArgsDoneEvent(msgspec.Struct, gc=False):
     arguments: str
     output_index: Count | None = None
@@ -133,6 +140,7 @@ _item_event = decoder_for(_ItemEvent)
 _text_item = decoder_for(_TextItem)
 _call_item = decoder_for(_CallItem)
 _delta_event = decoder_for(_DeltaEvent)
+_text_delta_event = decoder_for(_TextDeltaEvent)
 _args_done_event = decoder_for(_ArgsDoneEvent)
 _input_done_event = decoder_for(_InputDoneEvent)
 _error_event = decoder_for(_ErrorEvent)

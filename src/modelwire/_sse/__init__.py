@@ -41,15 +41,14 @@ from __future__ import annotations
 
 from typing import Any, NoReturn
 
-import msgspec
-
-from .errors import (
+from ..errors import (
     ConfigurationError,
     EventTooLargeError,
     MalformedChunkError,
     ModelwireError,
     TruncatedStreamError,
 )
+from ._frames import _EVENT_LINES_MAX, Frame, ServerSentEvent, runs
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Frame", "SSEDecoder", "SSEFraming", "ServerSentEvent"]
 
@@ -62,48 +61,9 @@ _BOM = b"\xef\xbb\xbf"
 # decoder: streams use a handful of names, so the table stays tiny; it stops growing at
 # _EVENT_LINES_MAX entries (further names take the ordinary path).
 _EVENT_LINES: dict[bytes, str] = {}
-_EVENT_LINES_MAX = 64
-
-
-class ServerSentEvent(msgspec.Struct, frozen=True, gc=False, kw_only=True):
-    """One dispatched Server-Sent Event (WHATWG "dispatch the event").
-
-    Immutable and not tracked by the garbage collector, so that long streams stay linear.
-    """
-
-    event: str = "message"
-    """The event type: the last ``event`` field of the block, or ``"message"`` when the
-    block had none or it was empty."""
-
-    data: str = ""
-    """The ``data`` field values of the block joined with LF (``"\\n"``); the buffer's
-    final LF is removed, so one empty ``data:`` line gives ``""``."""
-
-    id: str = ""
-    """The last event ID in effect at dispatch: the value of the most recent ``id`` field
-    seen so far in the stream, in this block or an earlier one (``""`` if never set, or
-    after an empty ``id`` field reset it). ``id`` values containing U+0000 are ignored."""
-
-    retry: int | None = None
-    """The reconnection time in milliseconds set by a valid ``retry`` field inside this
-    event's block, else ``None``. The value in effect for the stream, which persists
-    across events, is :attr:`SSEDecoder.retry`."""
-
-
-class Frame(msgspec.Struct, frozen=True, gc=False):
-    """One frame of a response body, whatever its framing: what a wire API decodes.
-
-    ``event`` is the frame's type (an SSE event's type, ``"message"`` for an NDJSON
-    line, the ``:event-type`` of an AWS event-stream message); ``data`` its payload
-    as the bytes on the wire (an SSE event's ``data`` lines joined with LF, the line,
-    the message payload), already checked to be UTF-8 — a wire API decodes it with
-    msgspec straight from bytes. Immutable and not tracked by the garbage collector.
-    """
-
-    event: str
-    """The frame's type."""
-    data: bytes
-    """The payload bytes (valid UTF-8)."""
+# A read shorter than this holds a block or two (one delta per network write, as a model
+# streams live): the plain block loop is cheaper there than the extra split of _runs.
+_RUN_MIN = 512
 
 
 class SSEDecoder:
@@ -389,6 +349,14 @@ class SSEDecoder:
             if k == len(data):
                 return
             data = data[k:]
+        if (
+            self._FRAMES
+            and len(data) > _RUN_MIN
+            and (data[:6] == b"data: " or data[:7] == b"event: ")
+        ):
+            k = runs(data, out, self._bad_utf8)
+            if k:
+                data = data[k:]
         # The state is clean here, and every block but the last ends with a blank line.
         blocks = data.split(b"\n\n")
         rest = blocks.pop()
