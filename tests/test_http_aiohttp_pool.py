@@ -187,3 +187,25 @@ def test_a_loop_closed_without_shutdown_leaves_no_unclosed_session() -> None:
             del loop, session
             gc.collect()
         assert server.wait_closed()
+
+
+def test_a_pooled_client_for_many_calls_is_an_aiohttp_session_capped_at_its_size() -> None:
+    from modelwire._http import close_async_client, pooled_async_client
+
+    async def main(port: int) -> tuple[list[str], int, bool]:
+        session = pooled_async_client(2, transport="auto")
+        limit = session.connector.limit
+        model = model_for(API, port)
+        messages = await asyncio.gather(
+            *(mw.complete(model, CTX, http_client=session, max_retries=0) for _ in range(5))
+        )
+        await close_async_client(session)
+        return [m.text for m in messages], limit, session.closed
+
+    with serving([ok(API)]) as server:
+        texts, limit, closed = asyncio.run(main(server.port))
+        assert texts == [TEXT] * 5 and limit == 2 and closed
+        assert len(server.requests) == 5
+        assert len(server.connections) <= 2  # five calls, at most two connections
+    assert isinstance(pooled_async_client(3), __import__("httpx").AsyncClient)  # the default
+    gc.collect()

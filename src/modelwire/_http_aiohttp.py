@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     import ssl
     from collections.abc import Callable
 
-__all__ = ["AiohttpTransport", "is_session", "pooled_session"]
+__all__ = ["AiohttpTransport", "capped_session", "is_session", "pooled_session"]
 
 _DEADLINE_BEFORE = "total timeout expired before the response"
 _DEADLINE_READING = "total timeout expired while reading"
@@ -170,6 +170,16 @@ async def pooled_session() -> aiohttp.ClientSession:
     await anext(keeper)  # started on this loop: ``shutdown_asyncgens`` will close it
     _POOL[loop] = (session, keeper)
     return session
+
+
+def capped_session(max_connections: int) -> aiohttp.ClientSession:
+    """A session of the caller's own, at most ``max_connections`` open at once, sharing
+    nothing else between calls (as :func:`pooled_session`); its owner closes it."""
+    return aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=max_connections),
+        cookie_jar=aiohttp.DummyCookieJar(),
+        timeout=aiohttp.ClientTimeout(total=None),
+    )
 
 
 async def _keeper(

@@ -76,6 +76,7 @@ __all__ = [
     "authorize_async",
     "authorize_sync",
     "check_client",
+    "close_async_client",
     "drive_async",
     "pooled_async_client",
     "post_json_async",
@@ -578,9 +579,20 @@ class SyncDriver:
                 own.close()
 
 
-def pooled_async_client(max_connections: int) -> httpx.AsyncClient:
-    """One shared client for many concurrent calls (``mw.batch``): a pool sized to
-    the concurrency, so workers reuse connections instead of opening one each."""
+def pooled_async_client(max_connections: int, transport: str = "httpx") -> Any:
+    """One shared client for many concurrent calls (``mw.batch``, the gateway): a pool
+    sized to the concurrency, so workers reuse connections instead of opening one
+    each; an ``aiohttp.ClientSession`` for ``transport="auto"`` when aiohttp is
+    installed (called on the loop that will use it), else an ``httpx.AsyncClient``."""
     n = max(1, max_connections)
+    if transport == "auto" and aiohttp_installed():
+        from .._http_aiohttp import capped_session
+
+        return capped_session(n)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
     return httpx.AsyncClient(limits=limits, verify=ssl_context())
+
+
+async def close_async_client(client: Any) -> None:
+    """Close a client :func:`pooled_async_client` made, of either kind."""
+    await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())
