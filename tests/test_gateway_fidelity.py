@@ -1,0 +1,357 @@
+"""Translation fidelity: the official SDKs (openai for Chat Completions and Responses,
+anthropic for Messages) against one GatewayServer, backends of every wire API served
+by a MockServer, streamed and not. Each answer the SDK assembles is compared with what
+modelwire itself decodes from the backend's bytes: parallel tool calls, usage with
+cache reads/writes, stop reasons, unicode, empty answers, mid-stream failures."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from openai.lib.streaming.chat import ChatCompletionStreamState
+
+import modelwire as mw
+from modelwire.gateway import GatewayServer, hash_key
+from modelwire.testing import APIS, MockServer, Reply, render
+
+KEY = "sk-gw-fidelity-0123456789"
+FRONTS = ("chat", "responses", "anthropic")
+TOOL_NAMES = ("ls", "cat", "grep")
+#: APIs whose wire form has no call ids: modelwire makes one up per call.
+MADE_UP_IDS = {"google-generative-ai", "ollama-chat"}
+#: APIs whose wire form carries arguments as a JSON value, not text.
+VALUE_ARGUMENTS = {"anthropic-messages", "bedrock-converse", "google-generative-ai",
+                   "ollama-chat"}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def backend() -> Iterator[MockServer]:
+    with MockServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def gateway(backend: MockServer) -> Iterator[GatewayServer]:
+    models: dict[str, Any] = {
+        api: {"api": api, "id": f"mock-{api}", "base_url": backend.model(api).base_url}
+        for api in APIS
+    }
+    cfg = {"models": models, "keys": {"team": {"key_sha256": hash_key(KEY), "models": ["*"]}}}
+    with GatewayServer(cfg) as gw:
+        yield gw
+
+
+@pytest.fixture(autouse=True)
+def fresh(backend: MockServer) -> Iterator[None]:
+    yield
+    with backend._lock:
+        backend._replies.clear()
+
+
+@pytest.fixture(scope="module")
+def oai(gateway: GatewayServer) -> Iterator[openai.OpenAI]:
+    with openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=KEY, max_retries=0) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def ant(gateway: GatewayServer) -> Iterator[anthropic.Anthropic]:
+    with anthropic.Anthropic(base_url=gateway.base_url, api_key=KEY, max_retries=0) as c:
+        yield c
+
+
+TOOLS_CHAT: list[Any] = [
+    {"type": "function", "function": {"name": n, "parameters": {"type": "object"}}}
+    for n in TOOL_NAMES
+]
+TOOLS_RESP: list[Any] = [
+    {"type": "function", "name": n, "parameters": {"type": "object"}} for n in TOOL_NAMES
+]
+TOOLS_ANT: list[Any] = [{"name": n, "input_schema": {"type": "object"}} for n in TOOL_NAMES]
+
+
+class Seen:
+    """What a client got, in one shape for the three APIs."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.calls: list[tuple[str, str, str]] = []  # id, name, raw arguments
+        self.stop = ""
+        self.usage: dict[str, int] = {}
+        self.thinking: list[str] = []
+        self.body: Any = None
+
+
+def ask(front: str, api: str, stream: bool, oai: openai.OpenAI, ant: anthropic.Anthropic,
+        prompt: str = "go") -> Seen:  # fmt: skip
+    seen = Seen()
+    if front == "chat":
+        kw: dict[str, Any] = {"model": api, "tools": TOOLS_CHAT,
+                              "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
+        if stream:
+            state = ChatCompletionStreamState()
+            for chunk in oai.chat.completions.create(
+                **kw, stream=True, stream_options={"include_usage": True}
+            ):
+                state.handle_chunk(chunk)
+            # (get_final_completion raises on a length stop: it parses the content)
+            done: Any = state.current_completion_snapshot
+        else:
+            done = oai.chat.completions.create(**kw)
+        seen.body = done
+        m = done.choices[0].message
+        seen.text = m.content or ""
+        seen.calls = [(c.id, c.function.name, c.function.arguments) for c in m.tool_calls or ()]
+        seen.stop = done.choices[0].finish_reason
+        u = done.usage
+        d = u.prompt_tokens_details
+        seen.usage = {"prompt": u.prompt_tokens, "output": u.completion_tokens,
+                      "total": u.total_tokens, "cached": d.cached_tokens if d else 0}  # fmt: skip
+        extra = m.model_extra or {}
+        if extra.get("reasoning_content"):
+            seen.thinking = [extra["reasoning_content"]]
+    elif front == "responses":
+        kw = {"model": api, "tools": TOOLS_RESP, "input": prompt}
+        if stream:
+            with oai.responses.stream(**kw) as s:
+                ends = [e for e in s if e.type in ("response.completed", "response.incomplete")]
+                # (get_final_response takes response.completed only)
+                r: Any = ends[-1].response
+            assert len(ends) == 1
+        else:
+            r = oai.responses.create(**kw)
+        seen.body = r
+        seen.text = r.output_text
+        seen.calls = [(i.call_id, i.name, i.arguments) for i in r.output
+                      if i.type == "function_call"]  # fmt: skip
+        seen.stop = r.status + (f":{r.incomplete_details.reason}" if r.incomplete_details else "")
+        u = r.usage
+        seen.usage = {"prompt": u.input_tokens, "output": u.output_tokens,
+                      "total": u.total_tokens,
+                      "cached": u.input_tokens_details.cached_tokens}  # fmt: skip
+        seen.thinking = ["".join(s.text for s in i.summary) for i in r.output
+                         if i.type == "reasoning"]  # fmt: skip
+    else:
+        kw = {"model": api, "tools": TOOLS_ANT, "max_tokens": 100,
+              "messages": [{"role": "user", "content": prompt}]}  # fmt: skip
+        if stream:
+            with ant.messages.stream(**kw) as st:
+                list(st)
+                msg: Any = st.get_final_message()
+        else:
+            msg = ant.messages.create(**kw)
+        seen.body = msg
+        seen.text = "".join(b.text for b in msg.content if b.type == "text")
+        seen.calls = [(b.id, b.name, json.dumps(b.input)) for b in msg.content
+                      if b.type == "tool_use"]  # fmt: skip
+        seen.stop = msg.stop_reason or ""
+        u = msg.usage
+        seen.usage = {"input": u.input_tokens, "output": u.output_tokens,
+                      "cache_read": u.cache_read_input_tokens or 0,
+                      "cache_write": u.cache_creation_input_tokens or 0}  # fmt: skip
+        seen.thinking = [b.thinking for b in msg.content if b.type == "thinking"]
+    return seen
+
+
+def said_by(api: str, script: Any) -> mw.AssistantMessage:
+    return mw.replay(api, render(script, api)).message
+
+
+def expected_usage(front: str, u: mw.Usage) -> dict[str, int]:
+    if front == "anthropic":
+        return {"input": u.input, "output": u.output, "cache_read": u.cache_read,
+                "cache_write": u.cache_write}  # fmt: skip
+    prompt = u.input + u.cache_read + u.cache_write
+    return {"prompt": prompt, "output": u.output, "total": prompt + u.output,
+            "cached": u.cache_read}  # fmt: skip
+
+
+MATRIX = [(f, a, s) for f in FRONTS for a in APIS for s in (False, True)]
+IDS = [f"{f}-{a}-{'stream' if s else 'whole'}" for f, a, s in MATRIX]
+
+
+def three_calls() -> mw.AssistantMessage:
+    raws = ['{"dir":  "."}', '{"path": "a\\u00e9 ü.txt"}', '{"pattern" : "x{2}", "n": 1.50}']
+    return mw.AssistantMessage(
+        content=[mw.ToolCall(id=f"call_{i}", name=n, arguments=json.loads(r), raw_arguments=r)
+                 for i, (n, r) in enumerate(zip(TOOL_NAMES, raws, strict=True))],
+        api="", provider="", model="", stop_reason="tool_use",
+        usage=mw.Usage(input=40, output=12, cache_read=30, cache_write=7),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), MATRIX, ids=IDS)
+def test_three_parallel_calls_and_usage(front: str, api: str, stream: bool, backend: MockServer,
+                                        oai: openai.OpenAI, ant: anthropic.Anthropic) -> None:  # fmt: skip
+    script = three_calls()
+    said = said_by(api, script)
+    backend.add(script)
+    seen = ask(front, api, stream, oai, ant)
+    assert [c[1] for c in seen.calls] == list(TOOL_NAMES)
+    if api not in MADE_UP_IDS:
+        assert [c[0] for c in seen.calls] == [c.id for c in said.tool_calls]
+    assert len({c[0] for c in seen.calls}) == 3
+    if front == "anthropic":
+        assert [json.loads(c[2]) for c in seen.calls] == [c.arguments for c in said.tool_calls]
+    else:
+        assert [c[2] for c in seen.calls] == [c.raw_arguments for c in said.tool_calls]
+    assert seen.stop == {"chat": "tool_calls", "responses": "completed",
+                         "anthropic": "tool_use"}[front]  # fmt: skip
+    assert seen.usage == expected_usage(front, said.usage)
+
+
+def _interleaved(api: str, body: bytes) -> bytes:
+    """``body`` with the three calls' events dealt round-robin (each call's own order
+    kept, the rest in place), as a backend streaming parallel calls sends them."""
+    events = [e for e in body.split(b"\n\n") if e.strip()]
+    key = "index" if api == "openai-chat" else "output_index"
+
+    def call_of(event: bytes) -> int | None:
+        payload = event.split(b"data: ", 1)[1]
+        if payload == b"[DONE]":
+            return None
+        data = json.loads(payload)
+        if api == "openai-chat":
+            calls = (data.get("choices") or [{}])[0].get("delta", {}).get("tool_calls")
+            return calls[0][key] if calls else None
+        if data["type"].startswith(("response.function_call", "response.output_item")):
+            return int(data[key])
+        return None
+
+    first = next(i for i, e in enumerate(events) if call_of(e) is not None)
+    last = max(i for i, e in enumerate(events) if call_of(e) is not None)
+    lanes: dict[int, list[bytes]] = {}
+    for e in events[first : last + 1]:
+        lanes.setdefault(call_of(e) or 0, []).append(e)
+    dealt: list[bytes] = []
+    while any(lanes.values()):
+        for lane in lanes.values():
+            if lane:
+                dealt.append(lane.pop(0))
+    assert dealt != events[first : last + 1]
+    return b"".join(e + b"\n\n" for e in [*events[:first], *dealt, *events[last + 1 :]])
+
+
+INTERLEAVING = ("openai-chat", "openai-responses")
+MATRIX_I = [(f, a, s) for f in FRONTS for a in INTERLEAVING for s in (False, True)]
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), MATRIX_I,
+                         ids=[f"{f}-{a}-{'stream' if s else 'whole'}" for f, a, s in MATRIX_I])  # fmt: skip
+def test_interleaved_argument_deltas_stay_three_calls(
+    front: str, api: str, stream: bool, backend: MockServer, oai: openai.OpenAI,
+    ant: anthropic.Anthropic,
+) -> None:  # fmt: skip
+    script = three_calls()
+    body = _interleaved(api, render(script, api, piece_chars=5))
+    said = mw.replay(api, [body]).message
+    assert [c.raw_arguments for c in said.tool_calls] == [
+        c.raw_arguments for c in script.tool_calls
+    ]
+    backend.add(Reply(body=body))
+    seen = ask(front, api, stream, oai, ant)
+    assert [c[0] for c in seen.calls] == [c.id for c in said.tool_calls]
+    assert [c[1] for c in seen.calls] == list(TOOL_NAMES)
+    if front == "anthropic":
+        assert [json.loads(c[2]) for c in seen.calls] == [c.arguments for c in said.tool_calls]
+    else:
+        assert [c[2] for c in seen.calls] == [c.raw_arguments for c in said.tool_calls]
+
+
+UNICODE = "世界 👩‍👩‍👧 ok\u2028next\u2029 \U0001f600é"
+STOPS = {  # modelwire stop → each API's own value (Responses: status[:reason])
+    "stop": {"chat": "stop", "responses": "completed", "anthropic": "end_turn"},
+    "length": {"chat": "length", "responses": "incomplete:max_output_tokens",
+               "anthropic": "max_tokens"},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), MATRIX, ids=IDS)
+def test_unicode_text_byte_split_and_length_stop(front: str, api: str, stream: bool,
+                                                 backend: MockServer, oai: openai.OpenAI,
+                                                 ant: anthropic.Anthropic) -> None:  # fmt: skip
+    script = mw.AssistantMessage(
+        content=[mw.TextContent(text=UNICODE)], api="", provider="", model="",
+        stop_reason="length", usage=mw.Usage(input=5, output=9, cache_read=2),
+    )  # fmt: skip
+    body = render(script, api, piece_chars=1)
+    said = mw.replay(api, [body]).message
+    assert said.text == UNICODE
+    backend.add(Reply(body=body, chunk_size=1))  # every byte its own read: emoji cut
+    seen = ask(front, api, stream, oai, ant)
+    assert seen.text == UNICODE
+    assert seen.calls == []
+    assert seen.stop == STOPS["length"][front]
+    assert seen.usage == expected_usage(front, said.usage)
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), MATRIX, ids=IDS)
+def test_an_answer_with_no_content(front: str, api: str, stream: bool, backend: MockServer,
+                                   oai: openai.OpenAI, ant: anthropic.Anthropic) -> None:  # fmt: skip
+    script = mw.AssistantMessage(content=[], api="", provider="", model="", stop_reason="stop",
+                                 usage=mw.Usage(input=3))  # fmt: skip
+    said = said_by(api, script)
+    backend.add(script)
+    seen = ask(front, api, stream, oai, ant)
+    assert seen.text == said.text == ""
+    assert seen.calls == [] and seen.thinking == []
+    assert seen.stop == STOPS["stop"][front]
+    assert seen.usage == expected_usage(front, said.usage)
+
+
+def _text_script(text: str) -> mw.AssistantMessage:
+    return mw.AssistantMessage(content=[mw.TextContent(text=text)], api="", provider="",
+                               model="", stop_reason="stop")  # fmt: skip
+
+
+#: An in-band error after some text, in each API that has one.
+IN_BAND = {
+    "anthropic-messages": b'event: error\ndata: {"type":"error","error":'
+                          b'{"type":"overloaded_error","message":"Overloaded"}}\n\n',
+    "openai-chat": b'data: {"error":{"message":"Overloaded","type":"server_error"}}\n\n',
+    "openai-responses": b'event: error\ndata: {"type":"error","code":"server_error",'
+                        b'"message":"Overloaded","param":null,"sequence_number":9}\n\n',
+}  # fmt: skip
+
+
+def _failing_body(api: str, how: str) -> Reply:
+    body = render(_text_script("The first part of an answer that breaks."), api)
+    if how == "cut":
+        return Reply(body=body, cut_after=len(body) * 2 // 3)
+    events = [e for e in body.split(b"\n\n") if e.strip()]
+    return Reply(body=b"".join(e + b"\n\n" for e in events[:4]) + IN_BAND[api])
+
+
+FAILURES = [(f, a, h) for f in FRONTS for a in APIS for h in ("cut", "in-band")
+            if h == "cut" or a in IN_BAND]  # fmt: skip
+
+
+@pytest.mark.parametrize(("front", "api", "how"), FAILURES,
+                         ids=[f"{f}-{a}-{h}" for f, a, h in FAILURES])  # fmt: skip
+def test_a_broken_backend_stream_is_a_client_error(
+    front: str, api: str, how: str, backend: MockServer, oai: openai.OpenAI,
+    ant: anthropic.Anthropic,
+) -> None:  # fmt: skip
+    backend.add(_failing_body(api, how))
+    if front == "responses":
+        # The SDK yields a failure as its event (it raises for none of them): the last
+        # event says the response failed, and no response.completed came.
+        with oai.responses.stream(model=api, input="go") as s:
+            events = list(s)
+        assert events[-1].type == "response.failed", [e.type for e in events]
+        assert events[-1].response.error is not None
+        assert not any(e.type in ("response.completed", "response.incomplete") for e in events)
+    else:
+        with pytest.raises((openai.APIError, anthropic.APIError)):
+            ask(front, api, True, oai, ant)
+    backend.add(_failing_body(api, how))
+    with pytest.raises((openai.APIStatusError, anthropic.APIStatusError)) as status:
+        ask(front, api, False, oai, ant)
+    failed = status.value
+    assert isinstance(failed, openai.APIStatusError | anthropic.APIStatusError)
+    assert failed.status_code >= 500
