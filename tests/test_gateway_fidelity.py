@@ -355,3 +355,68 @@ def test_a_broken_backend_stream_is_a_client_error(
     failed = status.value
     assert isinstance(failed, openai.APIStatusError | anthropic.APIStatusError)
     assert failed.status_code >= 500
+
+
+def _stopped_body(api: str, reason: str) -> bytes:
+    """A text answer the backend ends with its own ``reason`` (a content filter's
+    or a pause), written over the stop the mock renders."""
+    body = render(_text_script("partial"), api)
+    swaps = {
+        "openai-chat": (b'"finish_reason":"stop"', b'"finish_reason":"%s"'),
+        "anthropic-messages": (b'"stop_reason":"end_turn"', b'"stop_reason":"%s"'),
+        "google-generative-ai": (b'"finishReason":"STOP"', b'"finishReason":"%s"'),
+    }
+    old, new = swaps[api]
+    assert old in body
+    return body.replace(old, new % reason.encode())
+
+
+FILTERED = {"openai-chat": "content_filter", "anthropic-messages": "refusal",
+            "google-generative-ai": "SAFETY"}  # fmt: skip
+FILTER_MATRIX = [(f, a) for f in FRONTS for a in FILTERED]
+
+
+@pytest.mark.parametrize(("front", "api"), FILTER_MATRIX,
+                         ids=[f"{f}-{a}" for f, a in FILTER_MATRIX])  # fmt: skip
+def test_a_content_filter_stop_streams_as_the_apis_own(
+    front: str, api: str, backend: MockServer, oai: openai.OpenAI, ant: anthropic.Anthropic
+) -> None:  # fmt: skip
+    body = _stopped_body(api, FILTERED[api])
+    said = mw.replay(api, [body]).message
+    assert said.error is not None and said.error.kind == "content_filter"
+    backend.add(Reply(body=body))
+    seen = ask(front, api, True, oai, ant)
+    assert seen.text == said.text == "partial"
+    assert seen.stop == {"chat": "content_filter", "responses": "incomplete:content_filter",
+                         "anthropic": "refusal"}[front]  # fmt: skip
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
+@pytest.mark.parametrize("front", FRONTS)
+def test_pause_turn_from_an_anthropic_backend(
+    front: str, stream: bool, backend: MockServer, oai: openai.OpenAI, ant: anthropic.Anthropic
+) -> None:  # fmt: skip
+    body = _stopped_body("anthropic-messages", "pause_turn")
+    backend.add(Reply(body=body))
+    seen = ask(front, "anthropic-messages", stream, oai, ant)
+    assert seen.text == "partial"
+    # Same API: the provider's own reason; another: a stop (the turn may be resumed).
+    assert seen.stop == {"chat": "stop", "responses": "completed", "anthropic": "pause_turn"}[front]
+
+
+def test_a_filtered_message_body_says_content_filter() -> None:
+    """The Chat body of a message a content filter stopped: its text and
+    ``finish_reason: "content_filter"`` (what the app sends once it renders such a
+    message as an answer rather than an error)."""
+    from modelwire.gateway._chat._render import message_body
+    from modelwire.gateway._frontend import GatewayRequest
+    from modelwire.types import Context, ErrorInfo
+
+    message = mw.AssistantMessage(
+        content=[mw.TextContent(text="partial")], api="openai-chat", provider="p", model="m",
+        stop_reason="error", error=ErrorInfo(kind="content_filter", message="filtered"),
+    )  # fmt: skip
+    req = GatewayRequest(model="m", context=Context(messages=[]), options={}, stream=False)
+    done = openai.types.chat.ChatCompletion.model_validate_json(message_body(req, message, "c1"))
+    assert done.choices[0].finish_reason == "content_filter"
+    assert done.choices[0].message.content == "partial"

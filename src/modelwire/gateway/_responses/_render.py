@@ -497,6 +497,12 @@ class ResponsesRenderer:
 
     def _fail(self, message: AssistantMessage) -> bytes:
         self._done = True
+        if message.error is not None and message.error.kind == "content_filter":
+            # A content filter's stop is an incomplete response with that reason, as
+            # OpenAI sends it (``incomplete_details.reason``), not a failure.
+            out = self._close_open(message) if self._open else b""
+            obj = self._response("incomplete", message, incomplete="content_filter")
+            return out + self._event("response.incomplete", {"response": obj})
         obj = self._response("failed", message, error=failure(message.error))
         return self._event("response.failed", {"response": obj})
 
