@@ -420,3 +420,146 @@ def test_a_filtered_message_body_says_content_filter() -> None:
     done = openai.types.chat.ChatCompletion.model_validate_json(message_body(req, message, "c1"))
     assert done.choices[0].finish_reason == "content_filter"
     assert done.choices[0].message.content == "partial"
+
+
+def _sse(name: str, data: Any) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
+
+
+SEARCH_INPUT = {"query": "weather paris"}
+SOURCE = {"url": "https://example.com/w", "title": "Weather"}
+
+
+def _anthropic_search() -> bytes:
+    """An Anthropic web search: the server tool's call and result, then text citing it."""
+    cite = {"type": "web_search_result_location", **SOURCE, "cited_text": "sunny 20C",
+            "encrypted_index": "EI"}  # fmt: skip
+    result = {"type": "web_search_tool_result", "tool_use_id": "srvtoolu_1",
+              "content": [{"type": "web_search_result", **SOURCE, "encrypted_content": "EC",
+                           "page_age": None}]}  # fmt: skip
+    start: dict[str, Any] = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude",
+             "content": [], "stop_reason": None, "stop_sequence": None,
+             "usage": {"input_tokens": 5, "output_tokens": 1}}  # fmt: skip
+    return "".join([
+        _sse("message_start", {"type": "message_start", "message": start}),
+        _sse("content_block_start", {"type": "content_block_start", "index": 0, "content_block": {
+            "type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}}),
+        _sse("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": {
+            "type": "input_json_delta", "partial_json": json.dumps(SEARCH_INPUT)}}),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        _sse("content_block_start", {"type": "content_block_start", "index": 1,
+                                     "content_block": result}),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": 1}),
+        _sse("content_block_start", {"type": "content_block_start", "index": 2,
+                                     "content_block": {"type": "text", "text": ""}}),
+        _sse("content_block_delta", {"type": "content_block_delta", "index": 2,
+                                     "delta": {"type": "citations_delta", "citation": cite}}),
+        _sse("content_block_delta", {"type": "content_block_delta", "index": 2,
+                                     "delta": {"type": "text_delta", "text": "It is sunny."}}),
+        _sse("content_block_stop", {"type": "content_block_stop", "index": 2}),
+        _sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                               "usage": {"output_tokens": 9}}),
+        _sse("message_stop", {"type": "message_stop"}),
+    ]).encode()  # fmt: skip
+
+
+def _responses_search() -> bytes:
+    """A Responses web search: its ``web_search_call`` item, then a message with a
+    ``url_citation`` annotation over the cited words."""
+    text = "Paris: it is sunny."
+    note = {"type": "url_citation", **SOURCE, "start_index": 7, "end_index": 18}
+    call = {"type": "web_search_call", "id": "ws_1", "status": "completed",
+            "action": {"type": "search", "query": SEARCH_INPUT["query"]}}  # fmt: skip
+    msg = {"type": "message", "id": "msg_1", "status": "completed", "role": "assistant",
+           "content": [{"type": "output_text", "text": text, "annotations": [note]}]}  # fmt: skip
+    resp = {"id": "resp_1", "object": "response", "created_at": 1, "status": "in_progress",
+            "model": "gpt", "output": [], "usage": None}  # fmt: skip
+    done = {**resp, "status": "completed", "output": [call, msg],
+            "usage": {"input_tokens": 5, "output_tokens": 9, "total_tokens": 14,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens_details": {"reasoning_tokens": 0}}}  # fmt: skip
+    part = {"type": "output_text", "text": "", "annotations": []}
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("response.created", {"response": resp}),
+        ("response.output_item.added", {"output_index": 0, "item": {**call, "status": "in_progress"}}),
+        ("response.output_item.done", {"output_index": 0, "item": call}),
+        ("response.output_item.added", {"output_index": 1, "item": {**msg, "content": [],
+                                                                   "status": "in_progress"}}),
+        ("response.content_part.added", {"output_index": 1, "item_id": "msg_1",
+                                         "content_index": 0, "part": part}),
+        ("response.output_text.delta", {"output_index": 1, "item_id": "msg_1",
+                                        "content_index": 0, "delta": text}),
+        ("response.output_text.annotation.added", {"output_index": 1, "item_id": "msg_1",
+                                                   "content_index": 0, "annotation_index": 0,
+                                                   "annotation": note}),
+        ("response.output_text.done", {"output_index": 1, "item_id": "msg_1",
+                                       "content_index": 0, "text": text}),
+        ("response.output_item.done", {"output_index": 1, "item": msg}),
+        ("response.completed", {"response": done}),
+    ]  # fmt: skip
+    return "".join(
+        _sse(name, {"type": name, "sequence_number": i, **data})
+        for i, (name, data) in enumerate(events)
+    ).encode()
+
+
+SEARCHES = {"anthropic-messages": _anthropic_search, "openai-responses": _responses_search}
+NATIVE = {"anthropic-messages": "anthropic", "openai-responses": "responses"}
+SEARCH_MATRIX = [(f, a, s) for f in FRONTS for a in SEARCHES for s in (False, True)]
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), SEARCH_MATRIX,
+                         ids=[f"{f}-{a}-{'stream' if s else 'whole'}"
+                              for f, a, s in SEARCH_MATRIX])  # fmt: skip
+def test_a_web_search_and_its_citation(
+    front: str, api: str, stream: bool, backend: MockServer, oai: openai.OpenAI,
+    ant: anthropic.Anthropic,
+) -> None:  # fmt: skip
+    from modelwire._apis._common import block_as_text
+
+    body = SEARCHES[api]()
+    said = mw.replay(api, [body]).message
+    answer = said.content[-1]
+    assert isinstance(answer, mw.TextContent) and answer.citations
+    backend.add(Reply(body=body))
+    seen = ask(front, api, stream, oai, ant)
+    assert seen.calls == []  # a provider-run tool is never the client's to run
+    assert seen.stop == STOPS["stop"][front]
+    assert seen.text.endswith(answer.text)
+    server = [b for b in said.content if isinstance(b, mw.ServerToolCall | mw.ServerToolResult)]
+    assert server
+    if front == NATIVE[api]:  # same API: the blocks as the backend sent them
+        dumped = json.dumps(seen.body.model_dump(mode="json"))
+        raws = [b.raw for b in server if b.raw is not None]
+        assert raws
+        for raw in raws:  # (a Responses item is one call holding its result)
+            for key, value in json.loads(raw).items():
+                if isinstance(value, str):
+                    assert value in dumped, (key, value)
+    else:  # the handoff's text for each, before the answer
+        for b in server:
+            text = block_as_text(b)
+            assert text and text in seen.text
+    # The citation: its URL, over the cited words (another API's: the cited block).
+    if front == "anthropic":
+        (cited,) = [b for b in seen.body.content if b.type == "text" and b.citations]
+        assert cited.text == answer.text
+        assert [c.url for c in cited.citations] == [SOURCE["url"]]
+    else:
+        if front == "chat":
+            notes = seen.body.choices[0].message.annotations or []
+            spans = [(n.url_citation.url, n.url_citation.start_index, n.url_citation.end_index)
+                     for n in notes]  # fmt: skip
+            content = seen.text
+        else:
+            (item,) = [i for i in seen.body.output if i.type == "message"
+                       and i.content[0].annotations]  # fmt: skip
+            spans = [(n.url, n.start_index, n.end_index) for n in item.content[0].annotations]
+            content = item.content[0].text
+        ((url, start, end),) = spans
+        assert url == SOURCE["url"]
+        if api == "openai-responses" and front == "responses":
+            assert content[start:end] == "it is sunny"
+        else:
+            assert answer.text in content[start:end] or content[start:end] in answer.text
+            assert content[start:end].strip()
