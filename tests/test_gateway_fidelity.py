@@ -219,7 +219,10 @@ def _interleaved(api: str, body: bytes) -> bytes:
         if api == "openai-chat":
             calls = (data.get("choices") or [{}])[0].get("delta", {}).get("tool_calls")
             return calls[0][key] if calls else None
-        if data["type"].startswith(("response.function_call", "response.output_item")):
+        item = data.get("item", {})
+        if data["type"].startswith("response.function_call") or item.get("type") == (
+            "function_call"
+        ):
             return int(data[key])
         return None
 
@@ -227,12 +230,14 @@ def _interleaved(api: str, body: bytes) -> bytes:
     last = max(i for i, e in enumerate(events) if call_of(e) is not None)
     lanes: dict[int, list[bytes]] = {}
     for e in events[first : last + 1]:
-        lanes.setdefault(call_of(e) or 0, []).append(e)
+        lane = call_of(e)
+        assert lane is not None  # the calls come together, after any other block
+        lanes.setdefault(lane, []).append(e)
     dealt: list[bytes] = []
     while any(lanes.values()):
-        for lane in lanes.values():
-            if lane:
-                dealt.append(lane.pop(0))
+        for queue in lanes.values():
+            if queue:
+                dealt.append(queue.pop(0))
     assert dealt != events[first : last + 1]
     return b"".join(e + b"\n\n" for e in [*events[:first], *dealt, *events[last + 1 :]])
 
@@ -563,3 +568,72 @@ def test_a_web_search_and_its_citation(
         else:
             assert answer.text in content[start:end] or content[start:end] in answer.text
             assert content[start:end].strip()
+
+
+def _blocks_in_turn(body: bytes) -> list[tuple[str, int]]:
+    """An Anthropic stream's block events (name, index): checked to be one block at
+    a time, each started, its deltas, stopped, indexes dense from 0."""
+    out: list[tuple[str, int]] = []
+    for event in body.split(b"\n\n"):
+        if b"data: " not in event:
+            continue
+        data = json.loads(event.split(b"data: ", 1)[1])
+        if data["type"].startswith("content_block_"):
+            out.append((data["type"], data["index"]))
+    open_: int | None = None
+    started = 0
+    for name, index in out:
+        if name == "content_block_start":
+            assert open_ is None, f"block {index} starts while {open_} is open: {out}"
+            assert index == started, out
+            open_, started = index, started + 1
+        else:
+            assert open_ == index, f"{name} for {index} while {open_} is open: {out}"
+            if name == "content_block_stop":
+                open_ = None
+    assert open_ is None
+    return out
+
+
+def _mixed() -> mw.AssistantMessage:
+    calls = three_calls()
+    return mw.AssistantMessage(
+        content=[mw.ThinkingContent(thinking="Three calls, then done.", signature="sig-1"),
+                 mw.TextContent(text="Looking 👀 now."), *calls.content],
+        api="", provider="", model="", stop_reason="tool_use", usage=calls.usage,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("interleave", [False, True], ids=["in-turn", "interleaved"])
+@pytest.mark.parametrize("api", APIS)
+def test_anthropic_blocks_come_one_at_a_time(
+    api: str, interleave: bool, gateway: GatewayServer, backend: MockServer,
+    ant: anthropic.Anthropic,
+) -> None:  # fmt: skip
+    import httpx
+
+    if interleave and api not in INTERLEAVING:
+        pytest.skip("the API's stream has no interleaved calls")
+    body = render(_mixed(), api, piece_chars=4)
+    if interleave:
+        body = _interleaved(api, body)
+    said = mw.replay(api, [body]).message
+    request: dict[str, Any] = {"model": api, "max_tokens": 100, "stream": True, "tools": TOOLS_ANT,
+               "messages": [{"role": "user", "content": "go"}]}  # fmt: skip
+    backend.add(Reply(body=body))
+    got = httpx.post(gateway.base_url + "/v1/messages", json=request, headers={"x-api-key": KEY})
+    assert got.status_code == 200
+    blocks = _blocks_in_turn(got.content)
+    assert blocks
+    backend.add(Reply(body=body))
+    with ant.messages.stream(**{k: v for k, v in request.items() if k != "stream"}) as st:
+        message = st.get_final_message()
+    kinds = [b.type for b in message.content]
+    thinking = "".join(b.thinking for b in message.content if b.type == "thinking")
+    text = "".join(b.text for b in message.content if b.type == "text")
+    calls = [(b.id, b.name, b.input) for b in message.content if b.type == "tool_use"]
+    assert thinking == said.content[0].thinking  # type: ignore[union-attr]
+    assert text == said.text
+    assert calls == [(c.id, c.name, c.arguments) for c in said.tool_calls]
+    assert kinds[-3:] == ["tool_use"] * 3
+    assert message.stop_reason == "tool_use"
