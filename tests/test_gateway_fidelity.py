@@ -707,3 +707,35 @@ def test_interleaved_thinking_goes_back_in_order(
                    ("tool_use", "toolu_2")]  # fmt: skip
     thoughts = [b.get("thinking") for b in assistant["content"] if b["type"] == "thinking"]
     assert thoughts == ["First the folder.", "Then the file."]
+
+
+CUT = '{"path": "a very long na'
+
+
+def _cut_call() -> mw.AssistantMessage:
+    """A call the token limit cut: its arguments are not JSON yet."""
+    return mw.AssistantMessage(
+        content=[mw.TextContent(text=""),
+                 mw.ToolCall(id="call_cut", name="cat", arguments={}, raw_arguments=CUT)],
+        api="", provider="", model="", stop_reason="length", usage=mw.Usage(input=4, output=8),
+    )  # fmt: skip
+
+
+TEXT_APIS = ("openai-chat", "openai-responses")
+CUT_MATRIX = [(f, a, s) for f in ("chat", "responses") for a in TEXT_APIS for s in (False, True)]
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), CUT_MATRIX,
+                         ids=[f"{f}-{a}-{'stream' if s else 'whole'}" for f, a, s in CUT_MATRIX])  # fmt: skip
+def test_a_call_cut_by_the_length_limit_keeps_its_text(
+    front: str, api: str, stream: bool, backend: MockServer, oai: openai.OpenAI,
+    ant: anthropic.Anthropic,
+) -> None:  # fmt: skip
+    said = said_by(api, _cut_call())
+    assert said.stop_reason == "length"
+    assert [c.raw_arguments for c in said.tool_calls] == [CUT]
+    backend.add(_cut_call())
+    seen = ask(front, api, stream, oai, ant)
+    assert seen.calls == [("call_cut", "cat", CUT)]
+    assert seen.stop == STOPS["length"][front]
+    assert seen.text == ""
