@@ -740,3 +740,22 @@ def test_a_call_cut_by_the_length_limit_keeps_its_text(
     assert seen.calls == [("call_cut", "cat", CUT)]
     assert seen.stop == STOPS["length"][front]
     assert seen.text == ""
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), MATRIX, ids=IDS)
+def test_thinking_text_and_calls_together(front: str, api: str, stream: bool,
+                                          backend: MockServer, oai: openai.OpenAI,
+                                          ant: anthropic.Anthropic) -> None:  # fmt: skip
+    said = said_by(api, _mixed())
+    backend.add(_mixed())
+    seen = ask(front, api, stream, oai, ant)
+    assert seen.text == said.text
+    thought = [b.thinking for b in said.content if isinstance(b, mw.ThinkingContent)]
+    if front == "responses" and api != "openai-responses":
+        assert seen.thinking == thought  # a summary of each reasoning item
+    elif thought:
+        assert "".join(seen.thinking) == "".join(thought)
+    assert [c[1] for c in seen.calls] == list(TOOL_NAMES)
+    if front != "anthropic":
+        assert [c[2] for c in seen.calls] == [c.raw_arguments for c in said.tool_calls]
+    assert seen.usage == expected_usage(front, said.usage)
