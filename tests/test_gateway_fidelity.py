@@ -759,3 +759,35 @@ def test_thinking_text_and_calls_together(front: str, api: str, stream: bool,
     if front != "anthropic":
         assert [c[2] for c in seen.calls] == [c.raw_arguments for c in said.tool_calls]
     assert seen.usage == expected_usage(front, said.usage)
+
+
+@pytest.mark.parametrize(("front", "api", "stream"), MATRIX, ids=IDS)
+def test_a_url_citation_from_any_backend(front: str, api: str, stream: bool,
+                                         backend: MockServer, oai: openai.OpenAI,
+                                         ant: anthropic.Anthropic) -> None:  # fmt: skip
+    cite = mw.Citation(kind="url", url=SOURCE["url"], title=SOURCE["title"], cited_text="sunny")
+    script = [mw.TextContent(text="It is sunny.", citations=[cite])]
+    said = said_by(api, script)
+    urls = [c.url for b in said.content if isinstance(b, mw.TextContent) for c in b.citations]
+    backend.add(script)
+    seen = ask(front, api, stream, oai, ant)
+    assert seen.text.startswith(said.text)
+    if front == "anthropic":
+        got = [c.url for b in seen.body.content if b.type == "text" for c in b.citations or ()]
+        assert got == urls
+    elif front == "chat":
+        notes = seen.body.choices[0].message.annotations or []
+        assert [n.url_citation.url for n in notes] == urls
+        for n in notes:
+            assert seen.text[n.url_citation.start_index : n.url_citation.end_index] == said.text
+    else:
+        notes = [(n, p.text) for i in seen.body.output if i.type == "message"
+                 for p in i.content for n in p.annotations]  # fmt: skip
+        assert [n.url for n, _ in notes] == urls
+        raws = [json.loads(c.raw or "{}") for b in said.content if isinstance(b, mw.TextContent)
+                for c in b.citations]  # fmt: skip
+        for (n, text), raw in zip(notes, raws, strict=True):
+            if api == "openai-responses":  # the backend's own annotation, as it sent it
+                assert (n.start_index, n.end_index) == (raw["start_index"], raw["end_index"])
+            else:  # another API's: the cited item's text
+                assert text[n.start_index : n.end_index] == said.text
