@@ -11,13 +11,20 @@ from collections.abc import Iterator
 from typing import Any
 
 import anthropic
+import httpx
 import openai
 import pytest
+from anthropic import types as at
 from openai.lib.streaming.chat import ChatCompletionStreamState
+from openai.types import CompletionUsage, chat, responses
 
 import modelwire as mw
+from modelwire._apis._common import block_as_text
 from modelwire.gateway import GatewayServer, hash_key
+from modelwire.gateway._chat._render import message_body
+from modelwire.gateway._frontend import GatewayRequest
 from modelwire.testing import APIS, MockServer, Reply, render
+from modelwire.types import Context, ErrorInfo
 
 KEY = "sk-gw-fidelity-0123456789"
 FRONTS = ("chat", "responses", "anthropic")
@@ -413,16 +420,13 @@ def test_a_filtered_message_body_says_content_filter() -> None:
     """The Chat body of a message a content filter stopped: its text and
     ``finish_reason: "content_filter"`` (what the app sends once it renders such a
     message as an answer rather than an error)."""
-    from modelwire.gateway._chat._render import message_body
-    from modelwire.gateway._frontend import GatewayRequest
-    from modelwire.types import Context, ErrorInfo
 
     message = mw.AssistantMessage(
         content=[mw.TextContent(text="partial")], api="openai-chat", provider="p", model="m",
         stop_reason="error", error=ErrorInfo(kind="content_filter", message="filtered"),
     )  # fmt: skip
     req = GatewayRequest(model="m", context=Context(messages=[]), options={}, stream=False)
-    done = openai.types.chat.ChatCompletion.model_validate_json(message_body(req, message, "c1"))
+    done = chat.ChatCompletion.model_validate_json(message_body(req, message, "c1"))
     assert done.choices[0].finish_reason == "content_filter"
     assert done.choices[0].message.content == "partial"
 
@@ -520,7 +524,6 @@ def test_a_web_search_and_its_citation(
     front: str, api: str, stream: bool, backend: MockServer, oai: openai.OpenAI,
     ant: anthropic.Anthropic,
 ) -> None:  # fmt: skip
-    from modelwire._apis._common import block_as_text
 
     body = SEARCHES[api]()
     said = mw.replay(api, [body]).message
@@ -613,7 +616,6 @@ def test_anthropic_blocks_come_one_at_a_time(
     api: str, interleave: bool, gateway: GatewayServer, backend: MockServer,
     ant: anthropic.Anthropic,
 ) -> None:  # fmt: skip
-    import httpx
 
     body = render(_mixed(), api, piece_chars=4)
     if interleave:
@@ -791,3 +793,61 @@ def test_a_url_citation_from_any_backend(front: str, api: str, stream: bool,
                 assert (n.start_index, n.end_index) == (raw["start_index"], raw["end_index"])
             else:  # another API's: the cited item's text
                 assert text[n.start_index : n.end_index] == said.text
+
+
+def _fields(model: Any, value: Any, where: str, extra: set[str]) -> list[str]:
+    """What ``value`` lacks of ``model``'s required fields, or has beyond its fields
+    and the ``extra`` documented extensions."""
+    names = {f.alias or n: f for n, f in model.model_fields.items()}
+    wrong = [f"{where}.{k} missing" for k, f in names.items() if f.is_required() and k not in value]
+    return wrong + [f"{where}.{k} extra" for k in value if k not in names and k not in extra]
+
+
+@pytest.mark.parametrize("api", APIS)
+@pytest.mark.parametrize("front", FRONTS)
+def test_whole_bodies_have_the_sdk_models_fields(front: str, api: str, gateway: GatewayServer,
+                                                 backend: MockServer) -> None:  # fmt: skip
+
+    backend.add(_mixed())
+    head = {"authorization": f"Bearer {KEY}"}
+    if front == "chat":
+        req: dict[str, Any] = {"messages": [{"role": "user", "content": "go"}], "tools": TOOLS_CHAT}
+        path = "/v1/chat/completions"
+    elif front == "responses":
+        req, path = {"input": "go", "tools": TOOLS_RESP}, "/v1/responses"
+    else:
+        req = {"messages": [{"role": "user", "content": "go"}], "tools": TOOLS_ANT, "max_tokens": 9}
+        path = "/v1/messages"
+    got = httpx.post(gateway.base_url + path, json={"model": api, **req}, headers=head)
+    assert got.status_code == 200, got.text
+    body = got.json()
+    wrong: list[str] = []
+    if front == "chat":
+        chat.ChatCompletion.model_validate(body)
+        choice = body["choices"][0]
+        wrong += _fields(chat.ChatCompletion, body, "$", set())
+        wrong += _fields(chat.chat_completion.Choice, choice, "choice", set())
+        # reasoning_content, reasoning_details, extra_content: docs/gateway-chat.md
+        wrong += _fields(chat.ChatCompletionMessage, choice["message"], "message",
+                         {"reasoning_content", "reasoning_details"})  # fmt: skip
+        wrong += _fields(CompletionUsage, body["usage"], "usage", set())
+        for call in choice["message"]["tool_calls"]:
+            wrong += _fields(chat.ChatCompletionMessageFunctionToolCall, call, "call",
+                             {"extra_content"})  # fmt: skip
+    elif front == "responses":
+        responses.Response.model_validate(body)
+        wrong += _fields(responses.Response, body, "$", {"store"})
+        wrong += _fields(responses.ResponseUsage, body["usage"], "usage", set())
+        kinds = {"message": responses.ResponseOutputMessage,
+                 "reasoning": responses.ResponseReasoningItem,
+                 "function_call": responses.ResponseFunctionToolCall}  # fmt: skip
+        for item in body["output"]:
+            wrong += _fields(kinds[item["type"]], item, item["type"], set())
+    else:
+        at.Message.model_validate(body)
+        wrong += _fields(at.Message, body, "$", set())
+        wrong += _fields(at.Usage, body["usage"], "usage", set())
+        blocks = {"text": at.TextBlock, "thinking": at.ThinkingBlock, "tool_use": at.ToolUseBlock}
+        for block in body["content"]:
+            wrong += _fields(blocks[block["type"]], block, block["type"], set())
+    assert wrong == []
