@@ -851,3 +851,48 @@ def test_whole_bodies_have_the_sdk_models_fields(front: str, api: str, gateway: 
         for block in body["content"]:
             wrong += _fields(blocks[block["type"]], block, block["type"], set())
     assert wrong == []
+
+
+def _late_annotation(body: bytes) -> bytes:
+    """A Chat body whose annotations chunk comes after the call's chunks (a Chat
+    stream may send them at any point)."""
+    events = body.split(b"\n\n")
+    (k,) = [i for i, e in enumerate(events) if b'"annotations"' in e]
+    note = events.pop(k)
+    last_call = max(i for i, e in enumerate(events) if b'"tool_calls"' in e)
+    events.insert(last_call + 1, note)
+    return b"\n\n".join(events)
+
+
+CITED = [(a, False) for a in APIS] + [("openai-chat", True)]
+
+
+@pytest.mark.parametrize(("api", "late"), CITED,
+                         ids=[f"{a}{'-late' if late else ''}" for a, late in CITED])  # fmt: skip
+def test_a_cited_text_before_a_call_streams_in_turn(
+    api: str, late: bool, gateway: GatewayServer, backend: MockServer
+) -> None:  # fmt: skip
+    cite = mw.Citation(kind="url", url=SOURCE["url"], title=SOURCE["title"], cited_text="sunny")
+    script = mw.AssistantMessage(
+        content=[mw.TextContent(text="It is sunny.", citations=[cite]),
+                 mw.ToolCall(id="call_1", name="ls", arguments={}, raw_arguments="{}")],
+        api="", provider="", model="", stop_reason="tool_use",
+    )  # fmt: skip
+    body = render(script, api)
+    if late:
+        body = _late_annotation(body)
+    said = mw.replay(api, [body]).message
+    backend.add(Reply(body=body))
+    request = {"model": api, "max_tokens": 100, "stream": True, "tools": TOOLS_ANT,
+               "messages": [{"role": "user", "content": "go"}]}  # fmt: skip
+    got = httpx.post(gateway.base_url + "/v1/messages", json=request, headers={"x-api-key": KEY})
+    blocks = _blocks_in_turn(got.content)
+    back = mw.replay("anthropic-messages", [got.content]).message
+    assert back.text == said.text
+    cited = [c.url for b in back.content if isinstance(b, mw.TextContent) for c in b.citations]
+    assert cited == [c.url for b in said.content if isinstance(b, mw.TextContent)
+                     for c in b.citations]  # fmt: skip
+    assert [c.name for c in back.tool_calls] == ["ls"]
+    if api not in MADE_UP_IDS:
+        assert [c.id for c in back.tool_calls] == [c.id for c in said.tool_calls]
+    assert blocks[-1] == ("content_block_stop", blocks[-1][1])

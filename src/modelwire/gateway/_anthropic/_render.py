@@ -214,7 +214,10 @@ class Renderer:
             while self._backlog:
                 out += self._close_all() + self._drain()
             return out + self._other(event)
-        if ci in self._held:
+        if ci in self._held or (
+            isinstance(event, CitationEvent) and self._open and ci not in self._open
+        ):  # (a citation of a block stopped early opens its continuation: it waits)
+            self._held.add(ci)
             self._backlog.append(event)
             return b""
         out = b""
