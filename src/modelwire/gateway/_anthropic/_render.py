@@ -12,6 +12,13 @@ accumulator appends at ``content_block_start`` and indexes into that list), so a
 block with no Anthropic form (another API's opaque item) takes no index. Hot
 events (text, thinking and argument deltas) are one dict lookup of the block's
 pre-encoded prefix, the JSON string of the delta and a constant suffix.
+
+Blocks follow one another, one open at a time, as Anthropic sends them, also when
+the backend's overlap (Chat Completions and Ollama end every block at the finish;
+Chat interleaves parallel calls' arguments): a text or thinking block still open
+when the next block starts is stopped with what it holds (what comes for it later
+continues in a block of its own), and a block that starts while a tool call is
+open waits, with its events, until that call ends (a call's input cannot be split).
 """
 
 from __future__ import annotations
@@ -151,8 +158,9 @@ def _tool_input(call: ToolCall) -> Any:
 class Renderer:
     """One streamed answer: :meth:`feed` each event, write what it returns."""
 
-    __slots__ = ("_args", "_closed", "_delta", "_head", "_index", "_next", "_open",
-                 "_origin", "_output", "_started")  # fmt: skip
+    __slots__ = ("_args", "_backlog", "_closed", "_delta", "_draining", "_early", "_head",
+                 "_held", "_index", "_kind", "_next", "_open", "_origin", "_output",
+                 "_started")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._head = (
@@ -168,6 +176,11 @@ class Renderer:
         self._delta: dict[int, bytes] = {}  # content index → its delta prefix
         self._open: dict[int, bytes] = {}  # started, not stopped
         self._args: set[int] = set()  # tool calls whose arguments were streamed
+        self._kind: dict[int, bytes] = {}  # open content index → its delta kind
+        self._early: dict[int, bytes] = {}  # stopped before their end → their delta kind
+        self._held: set[int] = set()  # blocks waiting for an open tool call to end
+        self._backlog: list[Event] = []  # their events, in order
+        self._draining = False
         self._origin: tuple[str, str, str] | None = None  # api, provider, model
         # Structured output asked for by a forced tool (the backend's output mode):
         # that call's arguments are the answer, streamed as the text they are.
@@ -176,16 +189,92 @@ class Renderer:
     def feed(self, event: Event) -> bytes:
         """The bytes ``event`` becomes (``b""`` for events with no form here)."""
         t = type(event)
-        if t is TextDeltaEvent or t is ThinkingDeltaEvent:
+        if t is TextDeltaEvent or t is ThinkingDeltaEvent or t is ToolCallDeltaEvent:
             ev: Any = event
-            return self._delta[ev.content_index] + _enc(ev.delta) + _END_DELTA
-        if t is ToolCallDeltaEvent:
-            ev = event
-            self._args.add(ev.content_index)
-            return self._delta[ev.content_index] + _enc(ev.delta) + _END_DELTA
+            prefix = self._delta.get(ev.content_index)
+            if prefix is None:  # held, or its block was stopped early
+                return self._late(ev)
+            if t is ToolCallDeltaEvent:
+                self._args.add(ev.content_index)
+            return prefix + _enc(ev.delta) + _END_DELTA
         if self._closed:
             return b""
+        if self._backlog or self._open:
+            return self._ordered(event)
         return self._other(event)
+
+    # ------------------------------------------------------- one block at a time
+
+    def _ordered(self, event: Event) -> bytes:
+        """``event`` while a block is open or others wait: held, or let through
+        after the open block is stopped; then what waited, once nothing is open."""
+        ci: int | None = getattr(event, "content_index", None)
+        if ci is None:  # done, error, restart: everything that waited goes first
+            out = b""
+            while self._backlog:
+                out += self._close_all() + self._drain()
+            return out + self._other(event)
+        if ci in self._held or (
+            isinstance(event, CitationEvent) and self._open and ci not in self._open
+        ):  # (a citation of a block stopped early opens its continuation: it waits)
+            self._held.add(ci)
+            self._backlog.append(event)
+            return b""
+        out = b""
+        if ci not in self._open and isinstance(
+            event, TextStartEvent | ThinkingStartEvent | ToolCallStartEvent | BlockEvent
+        ):
+            out = self._yield_open(event)
+            if self._open:  # a tool call is open: wait for its end
+                self._held.add(ci)
+                self._backlog.append(event)
+                return out
+        out += self._other(event)
+        if self._backlog and not self._open and not self._draining:
+            while self._backlog and not self._open:
+                out += self._drain()
+        return out
+
+    def _drain(self) -> bytes:
+        events, self._backlog, self._held = self._backlog, [], set()
+        self._draining = True
+        try:
+            return b"".join(self.feed(e) for e in events)
+        finally:
+            self._draining = False
+
+    def _yield_open(self, event: Event) -> bytes:
+        """Stop the open text or thinking block (another block starts); a tool call
+        stays open."""
+        out = b""
+        for ci, kind in list(self._kind.items()):
+            if ci not in self._open or kind == _ARGS_DELTA:
+                continue
+            block = event.partial.content[ci] if ci < len(event.partial.content) else None
+            if kind == _THINKING_DELTA and isinstance(block, ThinkingContent):
+                sig = _signature(block, *self._origin_of(event))
+                if sig is not None:
+                    out += _DELTA + self._index[ci] + _SIGNATURE_DELTA + _enc(sig) + _END_DELTA
+            self._early[ci] = kind
+            self._delta.pop(ci, None)
+            del self._kind[ci]
+            out += self._stop(ci)
+        return out
+
+    def _late(self, event: Any) -> bytes:
+        """A delta for a held block (it waits too), or for a block stopped early:
+        it continues in a new block of its kind, once nothing else is open."""
+        ci = event.content_index
+        if ci in self._held or (self._open and ci not in self._open):
+            self._held.add(ci)
+            self._backlog.append(event)
+            return b""
+        kind = self._early.pop(ci, None)
+        if kind is None or not event.delta:
+            return b""
+        start = _TEXT_START if kind == _TEXT_DELTA else _THINKING_START
+        i = self._allot(ci, kind)
+        return _START + i + start + self._delta[ci] + _enc(event.delta) + _END_DELTA
 
     # ---------------------------------------------------------------- the rest
 
@@ -210,15 +299,18 @@ class Renderer:
         self._open[ci] = i
         if delta is not None:
             self._delta[ci] = _DELTA + i + delta
+            self._kind[ci] = delta
         return i
 
     def _stop(self, ci: int) -> bytes:
+        self._kind.pop(ci, None)
         i = self._open.pop(ci, None)
         return b"" if i is None else _STOP_EV + i + _END_STOP
 
     def _close_all(self) -> bytes:
         out = b"".join(_STOP_EV + i + _END_STOP for i in self._open.values())
         self._open.clear()
+        self._kind.clear()
         return out
 
     def _other(self, event: Event) -> bytes:
@@ -250,7 +342,12 @@ class Renderer:
             ci = event.content_index
             at = self._open.get(ci)
             if at is None:
-                return out
+                if self._early.pop(ci, None) != _TEXT_DELTA:
+                    return out
+                # A citation for a text block stopped early: it opens the block's
+                # continuation (the SDK appends citations_delta to a text block).
+                at = self._allot(ci, _TEXT_DELTA)
+                out += _START + at + _TEXT_START
             native = self._origin_of(event)[0] == API_NAME
             return (
                 out + _DELTA + at + _CITATION_DELTA + _citation(event.citation, native) + _END_DELTA
@@ -267,6 +364,7 @@ class Renderer:
             self._origin = None
             self._index, self._delta = {}, {}
             self._args = set()
+            self._early = {}
             return out + self._close_all()
         return out  # pragma: no cover - every event type is handled above
 
@@ -302,6 +400,7 @@ class Renderer:
         call_id, name = (block.id, block.name) if isinstance(block, ToolCall) else ("", "")
         if self._output and name == OUTPUT_TOOL:
             i = self._allot(ci, _TEXT_DELTA)
+            self._kind[ci] = _ARGS_DELTA  # a call: not stopped before its end
             return _START + i + _TEXT_START
         i = self._allot(ci, _ARGS_DELTA)
         return (_START + i + b',"content_block":{"type":"tool_use","id":' + _enc(call_id)

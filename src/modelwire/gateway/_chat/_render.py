@@ -62,10 +62,18 @@ _OWN_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter", "func
 
 
 def finish_reason(message: AssistantMessage) -> str:
+    if _filtered(message):
+        return "content_filter"
     own = message.provider_stop_reason
     if message.api == API and own in _OWN_FINISH:
         return own
     return _FINISH.get(message.stop_reason or "stop", "stop")
+
+
+def _filtered(message: AssistantMessage) -> bool:
+    """Stopped by a content filter (or a refusal): this API says so with
+    ``finish_reason: "content_filter"`` on a normal answer, not with an error."""
+    return message.error is not None and message.error.kind == "content_filter"
 
 
 def usage_object(u: Usage) -> dict[str, Any]:
@@ -360,7 +368,9 @@ class ChatRenderer:
         return b""
 
     def _on_done(self, event: DoneEvent) -> bytes:
-        message = event.message
+        return self._finish(event.message)
+
+    def _finish(self, message: AssistantMessage) -> bytes:
         out = [self._open(message) if self._message is None else b""]
         for i, cites in list(self._cites.items()):
             span = self._spans.get(i, (0, self._chars))
@@ -381,6 +391,8 @@ class ChatRenderer:
         # The API's in-stream error: a data line holding an ``error`` object, and no
         # [DONE], so a client reads the stream as failed (the openai SDK raises APIError).
         info = event.message.error
+        if _filtered(event.message):
+            return self._finish(event.message)
         exc = (error_class_for_kind(info.kind)(info.message, code=info.code,
                                                retry_after=info.retry_after)
                if info is not None else AbortedError("the response was aborted"))  # fmt: skip

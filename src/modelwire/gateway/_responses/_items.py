@@ -99,16 +99,20 @@ def text_id(
     return new_id("msg", response_id, n), None
 
 
-def annotation(c: Citation, same: bool) -> Any:
+def annotation(c: Citation, same: bool, length: int) -> Any:
     """A citation as an ``output_text`` annotation: the provider's own object when it
-    came from a Responses backend, else one built from its fields."""
+    came from a Responses backend, else one built from its fields. Another API counts
+    its spans in its own units and text (an Anthropic citation's are in the cited
+    document), so the cited block's span is given: the whole text of the item, which
+    is ``length`` characters (as the Chat front-end gives the block's span)."""
     if same and c.raw:
         return msgspec.Raw(c.raw.encode())
+    start, end = (c.start or 0, c.end or 0) if same else (0, length)
     if c.kind == "url" or (c.url and c.kind == "other"):
         return {"type": "url_citation", "url": c.url or "", "title": c.title or "",
-                "start_index": c.start or 0, "end_index": c.end or 0}  # fmt: skip
+                "start_index": start, "end_index": end}  # fmt: skip
     return {"type": "file_citation", "file_id": c.document or "", "filename": c.title or "",
-            "index": c.start or 0}  # fmt: skip
+            "index": start if same else end}  # fmt: skip
 
 
 def text_item(
@@ -269,7 +273,7 @@ def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
         n = len(out)
         if isinstance(block, TextContent):
             item_id, phase = text_id(block, message, response_id, n)
-            notes = [annotation(c, same) for c in block.citations]
+            notes = [annotation(c, same, len(block.text)) for c in block.citations]
             out.append(text_item(item_id, phase, block.text, notes, "completed"))
         elif isinstance(block, ThinkingContent):
             out.append(reasoning_item(block, message, reasoning_id(block, message, response_id, n)))

@@ -353,13 +353,20 @@ class ResponsesRenderer:
     def _text_done(self, item: _Item, block: TextContent, partial: AssistantMessage) -> bytes:
         same = partial.api == API
         text = block.text[item.offset :]
-        notes = [annotation(c, same) for c in block.citations[item.cite0 :]]
+        notes = [annotation(c, same, len(text)) for c in block.citations[item.cite0 :]]
         done = text_item(item.id, item.phase, text, notes, "completed")
         self._output[item.index] = done
         common = {"item_id": item.id, "output_index": item.index, "content_index": 0}
         whole = b""
         if not item.streamed and text:
             whole = self._delta(_TEXT_DELTA, item, text, _TEXT_TAIL)
+        # Another API's citations wait for the item's end, when their span is known.
+        for n in range(item.notes, len(notes)):
+            whole += self._event(
+                "response.output_text.annotation.added",
+                {**common, "annotation_index": n, "annotation": notes[n]},
+            )
+        item.notes = len(notes)
         return whole + b"".join((
             self._event("response.output_text.done", {**common, "text": text, "logprobs": []}),
             self._event("response.content_part.done", {**common, "part": done["content"][0]}),
@@ -456,11 +463,11 @@ class ResponsesRenderer:
         item = self._open.get(event.content_index)
         if item is None:
             return self._late(event)
-        if item.kind != _TEXT:
-            return b""
+        if item.kind != _TEXT or event.partial.api != API:
+            return b""  # (another API's: sent when the item is done, with its span)
         n = item.notes
         item.notes = n + 1
-        note = annotation(event.citation, event.partial.api == API)
+        note = annotation(event.citation, True, 0)
         return self._event(
             "response.output_text.annotation.added",
             {"item_id": item.id, "output_index": item.index, "content_index": 0,
@@ -497,6 +504,12 @@ class ResponsesRenderer:
 
     def _fail(self, message: AssistantMessage) -> bytes:
         self._done = True
+        if message.error is not None and message.error.kind == "content_filter":
+            # A content filter's stop is an incomplete response with that reason, as
+            # OpenAI sends it (``incomplete_details.reason``), not a failure.
+            out = self._close_open(message) if self._open else b""
+            obj = self._response("incomplete", message, incomplete="content_filter")
+            return out + self._event("response.incomplete", {"response": obj})
         obj = self._response("failed", message, error=failure(message.error))
         return self._event("response.failed", {"response": obj})
 
