@@ -30,6 +30,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
+from .._fields import body_fields, decode
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 from ._carry import API, FORMAT
@@ -56,7 +57,6 @@ from ._request import (
 
 __all__ = ["parse"]
 
-_top = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _POSITIVE = Annotated[int, msgspec.Meta(ge=1)]
 _TEMPERATURE = Annotated[float, msgspec.Meta(ge=0, le=2)]
 _EFFORT = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
@@ -89,53 +89,19 @@ _DEPRECATED = {"functions": "tools", "function_call": "tool_choice"}
 
 _ATTACHED = re.compile(r"\[attached to the result of (.*) \(call (.*)\)\]", re.S)
 _AUDIO = {"wav": "audio/wav", "mp3": "audio/mpeg"}
-_PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
-_EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
-_CONSTRAINT = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+)$")
-_MISSING = re.compile(r"^Object missing required field `(.+)`$")
-_INVALID = re.compile(r"^Invalid (?:enum )?value (.+)$")
-_NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
-          "object": "an object", "array": "an array", "null": "null"}  # fmt: skip
 _ROLES = "system, developer, user, assistant or tool"
-
-
-def _invalid(field: str, exc: msgspec.ValidationError) -> RequestError:
-    """msgspec's error on one field, as a 400 naming the path inside the request."""
-    text = str(exc)
-    m = _PATH.match(text)
-    what, path = (m.group(1), field + m.group(2)) if m else (text, field)
-    if missing := _MISSING.match(what):
-        path = f"{path}.{missing.group(1)}"
-        return RequestError(f"{path} is missing", param=path)
-    if c := _CONSTRAINT.match(what):
-        want = _NAMES.get(c.group(1), c.group(1))
-        return RequestError(f"{path} must be {want} {c.group(2)}", param=path)
-    if e := _EXPECTED.match(what):
-        want = " or ".join(_NAMES.get(p.strip(), p.strip()) for p in e.group(1).split("|"))
-        return RequestError(f"{path} must be {want}, got {e.group(2)}", param=path)
-    if v := _INVALID.match(what):
-        if path.endswith(".role"):
-            return RequestError(f"{path} must be one of {_ROLES}, got {v.group(1)}", param=path)
-        return RequestError(f"{path} has a value the gateway does not take: {v.group(1)}",
-                            param=path)  # fmt: skip
-    return RequestError(f"{path}: {what}", param=path)
+_CHOICES = {"role": _ROLES}
 
 
 def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     """Decode a ``POST /v1/chat/completions`` body; :class:`RequestError` names the field."""
-    try:
-        top = _top.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise RequestError(f"the request body must be a JSON object ({exc})") from None
+    top = body_fields(body)
     values: dict[str, Any] = {}
     passthrough: dict[str, Any] = {}
     for name, raw in top.items():
         decoder = _DECODERS.get(name)
         if decoder is not None:
-            try:
-                value = decoder.decode(raw)
-            except msgspec.ValidationError as exc:
-                raise _invalid(name, exc) from None
+            value = decode(raw, decoder, name, _CHOICES)
             if value is not None:
                 values[name] = value
         elif name in _DEPRECATED:

@@ -18,7 +18,8 @@ from typing import Annotated, Any
 import msgspec
 
 from ...types import Context, ToolDefinition
-from .._frontend import GatewayRequest, RequestError
+from .._fields import body_fields
+from .._frontend import GatewayRequest
 from ._checks import as_list as _list
 from ._checks import as_object as _obj
 from ._checks import decode as _decode
@@ -28,7 +29,6 @@ from ._input import conversation as _conversation
 
 __all__ = ["parse"]
 
-_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _input = msgspec.json.Decoder(str | list[msgspec.Raw])
 _any = msgspec.json.Decoder()
 _LEVELS = frozenset({"minimal", "low", "medium", "high", "xhigh"})
@@ -55,12 +55,7 @@ _REFUSED = {
 def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     """Decode a ``POST /v1/responses`` body; :class:`RequestError` (400, with the
     field path in ``param``) when it is wrong."""
-    try:
-        fields = _fields.decode(body)
-    except msgspec.ValidationError:
-        raise RequestError("the request body must be a JSON object") from None
-    except msgspec.DecodeError as exc:
-        raise RequestError(f"the request body is not valid JSON ({exc})") from None
+    fields = body_fields(body)
     for name, why in _REFUSED.items():
         if name in fields and bytes(fields[name]) != b"null":
             raise _fail(name, f"is not supported by this gateway: {why}")
