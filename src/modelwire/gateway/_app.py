@@ -101,6 +101,14 @@ class _LimitError(RequestError):
         self.retry_after = retry_after
 
 
+class _MethodError(RequestError):
+    """405: the path takes another method (``allow`` names it)."""
+
+    def __init__(self, message: str, allow: str) -> None:
+        super().__init__(message, status=405)
+        self.allow = allow
+
+
 class Gateway:
     """The ASGI app. ``frontends``: the client APIs served (default
     :func:`default_frontends`); ``store``: limits and budgets (default from
@@ -175,6 +183,8 @@ class Gateway:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
+        if len(path) > 1 and path.endswith("/"):
+            path = path.rstrip("/") or "/"  # /v1/chat/completions/ is the same endpoint
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         ex = Exchange(path)
         span = self._tracing.start(scope["method"], path) if self._tracing else None
@@ -212,7 +222,7 @@ class Gateway:
     ) -> None:  # fmt: skip
         try:
             if scope["method"] != "POST":
-                raise RequestError(f"{scope['path']} takes POST", status=405)
+                raise _MethodError(f"{scope['path']} takes POST", "POST")
             body = await _read_body(receive, headers, self.config.gateway.max_body_bytes)
             key = self._authenticate(headers)
             ex.key = key.name
@@ -329,13 +339,18 @@ class Gateway:
         headers = list(_JSON)
         for k, v in extra.items():
             headers.append((k.lower().encode("latin-1"), str(v).encode("latin-1")))
+        if isinstance(exc, _MethodError):
+            headers.append((b"allow", exc.allow.encode()))  # RFC 9110 §15.5.6
         if retry_after is not None and "retry-after" not in {k.lower() for k in extra}:
             # Delay-seconds are whole seconds (RFC 9110 §10.2.3): rounded up.
             headers.append((b"retry-after", str(max(1, int(-(-retry_after // 1)))).encode()))
         await _respond(send, ex, status, headers, body)
 
     def _authenticate(self, headers: Mapping[str, str]) -> KeyConfig:
-        presented = presented_key(headers)
+        try:
+            presented = presented_key(headers)
+        except ValueError as exc:
+            raise RequestError(str(exc), status=401, kind="authentication") from None
         if presented is None:
             raise RequestError(
                 "no gateway key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
@@ -348,14 +363,13 @@ class Gateway:
 
     def _route(self, req: GatewayRequest, key: KeyConfig) -> ModelRoute:
         route = self.config.models.get(req.model)
-        if route is None:
+        if route is None or not key.allows(req.model):
+            # One answer for both: a key learns no model name it may not use (as
+            # /v1/models lists only its own).
             raise RequestError(
                 f"the model {req.model!r} is not served here; GET /v1/models lists the "
                 "models this key may use", status=404, kind="not_found", param="model",
             )  # fmt: skip
-        if not key.allows(req.model):
-            raise RequestError(f"this key may not use the model {req.model!r}", status=403,
-                               kind="permission", param="model")  # fmt: skip
         return route
 
     async def _admit(self, key: KeyConfig) -> None:
@@ -412,7 +426,7 @@ class Gateway:
         fe = self._frontend_for("/v1/messages" if anthropic else "/v1/chat/completions")
         try:
             if method != "GET":
-                raise RequestError("/v1/models takes GET", status=405)
+                raise _MethodError("/v1/models takes GET", "GET")
             key = self._authenticate(headers)
         except RequestError as exc:
             if fe is None:

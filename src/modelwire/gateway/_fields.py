@@ -13,19 +13,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
 
 from .._apis._common import _path_message
 from ._frontend import RequestError
 
-__all__ = ["body_fields", "decode", "fail", "invalid", "join"]
+__all__ = ["Tokens", "arguments", "body_fields", "decode", "fail", "invalid", "join"]
 
 _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(.+)`$")
 _INVALID = re.compile(r"^Invalid (?:enum )?value (.+)$")
 _top = msgspec.json.Decoder(dict[str, msgspec.Raw])
+
+#: A token count a client may ask for: at least 1, and no more than a signed 32-bit
+#: integer (what providers' servers take; a larger one is a client's mistake, better
+#: named here than as a backend's opaque 400).
+Tokens = Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
 
 
 def fail(path: str, problem: str) -> RequestError:
@@ -111,3 +116,20 @@ def decode(
         raise invalid(path, exc, choices) from None
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _undecodable(path, bytes(raw), exc) from None
+
+
+def arguments(raw: str, path: str) -> dict[str, Any]:
+    """A tool call's argument text as its object (``""``: no arguments). Text that is
+    no JSON object is refused: a backend of another API holds arguments as an object
+    (Anthropic ``input``, Gemini ``args``) and would be sent ``{}``, the call's
+    content lost."""
+    if not raw.strip():
+        return {}
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        value = None
+    if not isinstance(value, dict):
+        raise fail(path, "must be the text of a JSON object (the call's arguments), "
+                   f"got {raw[:40]!r}{'…' if len(raw) > 40 else ''}")  # fmt: skip
+    return value

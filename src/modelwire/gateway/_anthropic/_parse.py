@@ -36,7 +36,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import body_fields, decode
+from .._fields import Tokens, body_fields, decode
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 
@@ -85,7 +85,7 @@ class _Message(msgspec.Struct, gc=False):
 class _Request(msgspec.Struct, gc=False):
     model: str
     messages: list[_Message]
-    max_tokens: Annotated[int, msgspec.Meta(ge=1)]
+    max_tokens: Tokens
     system: str | list[_SystemBlock] | None = None
     stream: bool = False
     temperature: float | None = None
@@ -211,6 +211,8 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     passthrough = {
         k: _any.decode(v) for k, v in fields.items() if k not in _KNOWN and k not in _IGNORED
     }
+    if not req.model:
+        raise _bad("model must not be empty", "model")
     if not req.messages:
         raise _bad("messages must not be empty", "messages")
     tools, tools_cached = _tools(req.tools or ())
@@ -352,6 +354,8 @@ class _Conversation:
     def _user(self, content: str | list[msgspec.Raw], where: str) -> list[Message]:
         """Tool results become ``ToolResultMessage`` s, the rest one ``UserMessage``
         after them (the encoder merges them back into one user turn)."""
+        if not content:  # Anthropic's own API refuses an empty turn too
+            raise _bad(f"{where} must not be empty", where)
         if isinstance(content, str):
             return [UserMessage(content=content)]
         results: list[Message] = []

@@ -30,7 +30,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import body_fields, decode
+from .._fields import Tokens, arguments, body_fields, decode
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 from ._carry import API, FORMAT
@@ -57,7 +57,7 @@ from ._request import (
 
 __all__ = ["parse"]
 
-_POSITIVE = Annotated[int, msgspec.Meta(ge=1)]
+_POSITIVE = Tokens
 _TEMPERATURE = Annotated[float, msgspec.Meta(ge=0, le=2)]
 _EFFORT = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 _CHOICE = Literal["auto", "none", "required"] | NamedToolChoice
@@ -242,11 +242,18 @@ def _context(
             system.append(m.content if isinstance(m.content, str) else _texts(m.content))
         elif cls is User:
             assert isinstance(m, User)
+            if not m.content:  # backends refuse an empty turn (Anthropic: 400)
+                raise RequestError(f"{where}.content must not be empty",
+                                   param=f"{where}.content")  # fmt: skip
             if not _attach(m, out):
                 out.append(UserMessage(content=_user_content(m.content, where)))
         elif cls is Assistant:
             assert isinstance(m, Assistant)
             message = _assistant(m, where, model)
+            if not message.content:
+                raise RequestError(f"{where} has no content, tool_calls or reasoning: send "
+                                   "what the assistant said, or leave the turn out",
+                                   param=where)  # fmt: skip
             for c in m.tool_calls or ():
                 names[c.id] = c.function.name
             out.append(message)
@@ -255,12 +262,21 @@ def _context(
             if not m.tool_call_id:
                 raise RequestError(f"{where}.tool_call_id must not be empty",
                                    param=f"{where}.tool_call_id")  # fmt: skip
+            if m.tool_call_id not in names:
+                # The API's own rule: a tool message answers a tool_calls entry before it.
+                raise RequestError(
+                    f"{where}.tool_call_id {m.tool_call_id!r} answers no tool_calls entry of an "
+                    "earlier assistant message", param=f"{where}.tool_call_id",
+                )  # fmt: skip
             text = m.content if isinstance(m.content, str) else _texts(m.content)
-            name = m.name if m.name is not None else names.get(m.tool_call_id, "")
+            name = m.name if m.name is not None else names[m.tool_call_id]
             out.append(ToolResultMessage(tool_call_id=m.tool_call_id, tool_name=name, content=text))
         else:
             raise RequestError(f"{where} has the deprecated role 'function': send tool "
                                "messages (role 'tool', tool_call_id)", param=f"{where}.role")  # fmt: skip
+    if not out:
+        raise RequestError("messages holds only system or developer messages: send at least "
+                           "one user message", param="messages")  # fmt: skip
     prompt = "\n\n".join(system) or None
     return Context(system_prompt=prompt, messages=tuple(out), tools=tools)
 
@@ -413,14 +429,11 @@ def _call(c: ToolCallIn, where: str) -> tuple[ToolCall, Origin | None]:
     if not c.id:
         raise RequestError(f"{where}.id must not be empty", param=f"{where}.id")
     raw = c.function.arguments
-    try:
-        parsed = msgspec.json.decode(raw) if raw.strip() else {}
-    except msgspec.DecodeError:
-        parsed = None  # kept as sent: raw_arguments is what is replayed
+    parsed = arguments(raw, f"{where}.function.arguments")
     carried = c.extra_content.modelwire if c.extra_content is not None else None
     found = unseal(carried.signature) if carried is not None and carried.signature else None
     call = ToolCall(
-        id=c.id, name=c.function.name, arguments=parsed if isinstance(parsed, dict) else {},
+        id=c.id, name=c.function.name, arguments=parsed,
         raw_arguments=raw if raw.strip() else None,
         signature=found.signature if found is not None else None,
     )  # fmt: skip

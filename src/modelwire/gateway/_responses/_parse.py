@@ -18,7 +18,7 @@ from typing import Annotated, Any
 import msgspec
 
 from ...types import Context, ToolDefinition
-from .._fields import body_fields
+from .._fields import Tokens, body_fields
 from .._frontend import GatewayRequest
 from ._checks import as_list as _list
 from ._checks import as_object as _obj
@@ -157,7 +157,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
 _STR = msgspec.json.Decoder(str)
 _STR_OR_LIST = msgspec.json.Decoder(str | list[Any])
 _BOOL = msgspec.json.Decoder(bool)
-_COUNT = msgspec.json.Decoder(Annotated[int, msgspec.Meta(ge=1)])
+_COUNT = msgspec.json.Decoder(Tokens)
 _FLOAT = msgspec.json.Decoder(Annotated[float, msgspec.Meta(ge=0)])
 _DICT = msgspec.json.Decoder(dict[str, Any])
 _STR_LIST = msgspec.json.Decoder(list[str])
