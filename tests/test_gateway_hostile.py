@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from modelwire.gateway import Gateway, app, hash_key
-from modelwire.testing import MockServer
+from modelwire.testing import MockServer, parse_script
 
 KEY = "sk-gw-hostile-0123456789"
 OTHER = "sk-gw-hostile-other-987"
@@ -447,3 +447,54 @@ def test_models_lists_only_the_names_the_key_may_use(backend: MockServer, anthro
     assert b"secret-model" not in mine.body
     assert [m["id"] for m in everything.json()["data"]] == ["smart", "secret-model"]
     assert nobody.status == 401 and b"secret-model" not in nobody.body
+
+
+# --------------------------------------------------------------------------- budget
+
+
+def _priced(base_url: str, **key: Any) -> dict[str, Any]:
+    cfg = config(base_url, **key)
+    # $1 per token: an answer of 1 input + 1 output token costs $2.
+    cfg["models"]["smart"]["cost"] = {"input": 1_000_000, "output": 1_000_000}
+    return cfg
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+def test_fifty_raced_requests_overspend_a_budget_by_at_most_one(fe: str) -> None:
+    reply = '[{"text": "a", "usage": {"input": 1, "output": 1}}]'
+    with MockServer() as server:
+        server.add(*(parse_script(reply) * 50))
+        gw = app(_priced(server.origin + "/v1", budget_usd=5.0))
+        body = json.dumps(good(fe)).encode()
+        answers = run(gw, *(call(gw, PATHS[fe], body) for _ in range(50)))
+        spent = asyncio.run(gw.store.spent(gw.config.keys["a"]))
+        served = len(server.requests)
+    ok = [a for a in answers if a.status == 200]
+    refused = [a for a in answers if a.status != 200]
+    # $5 of budget, $2 an answer: three answers ($6) at most — one past the budget.
+    assert 1 <= len(ok) == served <= 3, [a.status for a in answers]
+    assert spent == 2.0 * served <= 5.0 + 2.0
+    for a in refused:
+        assert a.status in (403, 429), a
+        if a.status == 429:
+            assert 1 <= int(a.headers["retry-after"]) <= 60
+
+
+def test_a_free_model_is_not_held_to_one_request_at_a_time() -> None:
+    # Answers that cost nothing leave a budget as it was: raced requests all run.
+    reply = '[{"text": "a", "usage": {"input": 1, "output": 1}}]'
+    with MockServer() as server:
+        server.add(*(parse_script(reply) * 11))
+        gw = app(config(server.origin + "/v1", budget_usd=1.0))
+        body = json.dumps(good("chat")).encode()
+
+        async def go() -> list[Answer]:
+            try:
+                first = await call(gw, PATHS["chat"], body)  # one answer: its cost is known
+                rest = await asyncio.gather(*(call(gw, PATHS["chat"], body) for _ in range(10)))
+                return [first, *rest]
+            finally:
+                await gw.aclose()
+
+        answers = asyncio.run(go())
+    assert [a.status for a in answers] == [200] * 11

@@ -32,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import math
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
@@ -135,6 +136,10 @@ class Gateway:
         self._client = http_client
         self._own_client = http_client is None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Budgeted keys: requests admitted and not ended, and the dearest answer seen
+        # (what one more request may cost) — see _admit.
+        self._in_flight: dict[str, int] = {}
+        self._dearest: dict[str, float] = {}
         self._log: RequestLog | None = None
         if config.gateway.log is not None:
             from ._requestlog import RequestLog
@@ -220,6 +225,17 @@ class Gateway:
         self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
         receive: Receive, send: Send, ex: Exchange,
     ) -> None:  # fmt: skip
+        held: list[str] = []  # the budgeted key this request is in flight for
+        try:
+            await self._one(fe, scope, headers, receive, send, ex, held)
+        finally:
+            for name in held:
+                self._in_flight[name] -= 1
+
+    async def _one(
+        self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
+        receive: Receive, send: Send, ex: Exchange, held: list[str],
+    ) -> None:  # fmt: skip
         try:
             if scope["method"] != "POST":
                 raise _MethodError(f"{scope['path']} takes POST", "POST")
@@ -229,7 +245,7 @@ class Gateway:
             req = fe.parse(body, headers)
             ex.model = req.model
             route = self._route(req, key)
-            await self._admit(key)
+            await self._admit(key, held)
             target = adopted(route, req)
             options = self._options(route, req, fe)
         except RequestError as exc:
@@ -372,24 +388,52 @@ class Gateway:
             )  # fmt: skip
         return route
 
-    async def _admit(self, key: KeyConfig) -> None:
+    async def _admit(self, key: KeyConfig, held: list[str]) -> None:
         if (key.requests_per_minute is None and key.tokens_per_minute is None
                 and key.budget_usd is None):  # fmt: skip
             return
         try:
+            if key.budget_usd is not None:
+                await self._budget_room(key)
             refusal = await self.store.admit(key)
         except StoreUnavailable as exc:
             raise RequestError(str(exc), status=503, kind="overloaded") from None
         if refusal is None:
+            if key.budget_usd is not None:
+                self._in_flight[key.name] = self._in_flight.get(key.name, 0) + 1
+                held.append(key.name)
             return
         if refusal.kind == "budget":
             raise RequestError(refusal.message, status=403, kind="permission")
         raise _LimitError(refusal.message, refusal.retry_after)
 
+    async def _budget_room(self, key: KeyConfig) -> None:
+        """Refuse (429) a budgeted key's request that, with those in flight, could
+        spend past the budget: a cost is known only once an answer ends, so requests
+        raced in at once would each see the budget unspent. Each one in flight is
+        counted at the dearest answer seen (none seen yet: one at a time), so a
+        budget is overspent by at most about one request. Counted per process; with
+        Redis, each process may have its own request in flight."""
+        n = self._in_flight.get(key.name, 0)
+        if n == 0:
+            return
+        assert key.budget_usd is not None
+        dearest = self._dearest.get(key.name)
+        if dearest is not None:
+            spent = await self.store.spent(key)
+            if spent + (n + 1) * dearest <= key.budget_usd:
+                return
+        raise _LimitError(
+            f"this key has {n} request{'s' if n > 1 else ''} in flight that may spend the "
+            "rest of its budget; retry when they end", 1.0,
+        )  # fmt: skip
+
     async def _settle(self, key: KeyConfig, message: AssistantMessage) -> None:
         if key.tokens_per_minute is None and key.budget_usd is None:
             return
         u = message.usage
+        if key.budget_usd is not None and math.isfinite(u.cost.total):
+            self._dearest[key.name] = max(self._dearest.get(key.name, 0.0), u.cost.total)
         try:
             await self.store.settle(key, u.total_tokens, u.cost.total)
         except StoreUnavailable:
