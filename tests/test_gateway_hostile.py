@@ -7,7 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
+import sqlite3
+import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -498,3 +502,141 @@ def test_a_free_model_is_not_held_to_one_request_at_a_time() -> None:
 
         answers = asyncio.run(go())
     assert [a.status for a in answers] == [200] * 11
+
+
+# --------------------------------------------------------------------------- disconnects
+
+
+class StallingBackend:
+    """A loopback OpenAI-chat server: one streamed delta, then nothing; it records
+    when the gateway closes the connection."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.closed = threading.Event()
+        self.got_request = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _serve(self) -> None:
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return  # closed before any request came
+        with conn:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += conn.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                              if line.lower().startswith(b"content-length")))  # fmt: skip
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.got_request.set()
+            chunk = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"hel"}}]}\n\n'
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"transfer-encoding: chunked\r\n\r\n"
+                         + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")  # fmt: skip
+            conn.settimeout(60)
+            try:
+                while conn.recv(65536):
+                    pass
+            except OSError:
+                pass
+            self.closed.set()
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+async def _leave(
+    gw: Gateway, path: str, body: bytes, when: str, backend: StallingBackend
+) -> list[dict[str, Any]]:
+    """A request whose client goes away at ``when``; what the app sent."""
+    sent: list[dict[str, Any]] = []
+    wrote = asyncio.Event()
+    half = len(body) // 2
+
+    async def gone_when(ready: Any) -> dict[str, Any]:
+        await ready()
+        return {"type": "http.disconnect"}
+
+    steps: list[Any]
+    if when == "before the body":
+        steps = []
+    elif when == "mid-body":
+        steps = [{"type": "http.request", "body": body[:half], "more_body": True}]
+    else:
+        steps = [{"type": "http.request", "body": body, "more_body": False}]
+
+    async def backend_asked() -> None:
+        await asyncio.to_thread(backend.got_request.wait, 30)
+
+    async def receive() -> dict[str, Any]:
+        if steps:
+            return steps.pop(0)  # type: ignore[no-any-return]
+        if when == "waiting for the answer":
+            return await gone_when(backend_asked)
+        if when == "mid-stream":
+            return await gone_when(wrote.wait)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+        if message["type"] == "http.response.body" and message.get("body"):
+            wrote.set()
+
+    scope = {"type": "http", "method": "POST", "path": path, "raw_path": path.encode(),
+             "query_string": b"", "headers": auth()}  # fmt: skip
+    await asyncio.wait_for(gw(scope, receive, send), 60)
+    return sent
+
+
+WHEN = ["before the body", "mid-body", "waiting for the answer", "mid-stream"]
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+@pytest.mark.parametrize("when", WHEN)
+def test_a_client_leaving_cancels_the_backend_leaks_no_task_and_is_logged(
+    tmp_path: Path, fe: str, when: str
+) -> None:
+    backend = StallingBackend()
+    cfg = {
+        "models": {"smart": {"api": "openai-chat", "id": "m", "base_url": backend.base_url}},
+        "keys": {"a": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+        "gateway": {"log": str(tmp_path / "gw.db")},
+    }
+    body = json.dumps(good(fe, stream=when == "mid-stream")).encode()
+    try:
+
+        async def go() -> tuple[list[dict[str, Any]], set[asyncio.Task[Any]]]:
+            gw = app(cfg)
+            try:
+                sent = await _leave(gw, PATHS[fe], body, when, backend)
+            finally:
+                await gw.aclose()
+            # What the app started has ended with it (the backend stream, the
+            # disconnect watcher, the log write).
+            await asyncio.sleep(0)
+            left = {t for t in asyncio.all_tasks() if t is not asyncio.current_task()}
+            return sent, left
+
+        sent, left = asyncio.run(go())
+        assert left == set()
+        if when in ("waiting for the answer", "mid-stream"):
+            assert backend.got_request.is_set()
+            assert backend.closed.wait(30), "the backend connection stayed open"
+        else:
+            assert not backend.got_request.is_set()  # nothing was asked of a backend
+    finally:
+        backend.close()
+    statuses = [m["status"] for m in sent if m["type"] == "http.response.start"]
+    assert statuses in ([], [499], [200]), statuses
+    with sqlite3.connect(tmp_path / "gw.db") as conn:
+        rows = conn.execute("SELECT status, key_name FROM gateway_requests").fetchall()
+    # Logged as the client's leaving (nginx's 499), whatever was sent before.
+    assert rows == [(499, "a" if when != "before the body" and when != "mid-body" else None)]

@@ -283,6 +283,8 @@ class Gateway:
         finally:
             state["done"] = True
             watcher.cancel()
+            if state.get("gone"):
+                ex.status = 499  # logged as the client's leaving (nginx's code), not the 200 begun
             if ex.message is None:
                 await s.aclose()  # not ended (an exception here): abort, close the connection
             else:
