@@ -640,3 +640,58 @@ def test_a_client_leaving_cancels_the_backend_leaks_no_task_and_is_logged(
         rows = conn.execute("SELECT status, key_name FROM gateway_requests").fetchall()
     # Logged as the client's leaving (nginx's 499), whatever was sent before.
     assert rows == [(499, "a" if when != "before the body" and when != "mid-body" else None)]
+
+
+# --------------------------------------------------------------------------- secrets
+
+PROVIDER_KEY = "sk-provider-hostile-5f3a9c0e1d"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_no_key_reaches_a_client_a_log_or_a_trace_even_echoed_by_the_backend(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stream: bool
+) -> None:
+    import httpx
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from modelwire.gateway import GatewayServer
+    from modelwire.testing import error_reply
+
+    monkeypatch.setenv("HOSTILE_PROVIDER_KEY", PROVIDER_KEY)
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    echoed = f"Incorrect API key provided: {PROVIDER_KEY}. Bearer {PROVIDER_KEY}"
+    seen: list[str] = []
+    with MockServer() as server:
+        for status in (401, 400, 500, 429):
+            for _ in FRONTENDS:
+                server.add(error_reply(status, echoed))
+        cfg = config(server.origin + "/v1")
+        cfg["models"]["smart"]["api_key_env"] = "HOSTILE_PROVIDER_KEY"
+        cfg["gateway"] = {"log": str(tmp_path / "gw.db"), "otel": True}
+        with GatewayServer(cfg, tracer_provider=provider) as gw, httpx.Client(timeout=60) as c:
+            for _status in (401, 400, 500, 429):
+                for fe in FRONTENDS:
+                    r = c.post(gw.base_url + PATHS[fe], json=good(fe, stream=stream),
+                               headers={"authorization": f"Bearer {KEY}"})  # fmt: skip
+                    assert r.status_code >= 400 or stream, r.text
+                    seen.append(r.text)
+                    seen.extend(f"{k}: {v}" for k, v in r.headers.items())
+        # The backend was sent the key (so it could echo it) ...
+        assert all(req.headers.get("authorization") == f"Bearer {PROVIDER_KEY}"
+                   for req in server.requests)  # fmt: skip
+    assert len(seen) > 12
+    with sqlite3.connect(tmp_path / "gw.db") as conn:
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            for row in conn.execute(f"SELECT * FROM {table}"):
+                seen.append(repr(row))
+    for s in spans.get_finished_spans():
+        seen.append(repr(dict(s.attributes or {})))
+        seen.extend(repr(e.attributes) for e in s.events)
+    text = "\n".join(seen)
+    assert "Incorrect API key provided" in text  # ... and the error did come back
+    for secret in (PROVIDER_KEY, PROVIDER_KEY[3:], KEY, hash_key(KEY), hash_key(PROVIDER_KEY)):
+        assert secret not in text
