@@ -10,7 +10,7 @@ import json
 import socket
 import sqlite3
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +74,7 @@ async def call(
         {"type": "http.request", "body": c, "more_body": i < len(parts) - 1}
         for i, c in enumerate(parts)
     ]
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
     ended = asyncio.Event()
 
     async def receive() -> dict[str, Any]:
@@ -83,7 +83,7 @@ async def call(
         await ended.wait()
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
         if message["type"] == "http.response.body" and not message.get("more_body", False):
             ended.set()
@@ -217,7 +217,7 @@ def test_a_bad_body_is_the_apis_400_naming_the_field(
     assert len(backend.requests) == before  # refused before any backend call
 
 
-def _tool_turns(fe: str, arguments: str, call_id: str = "c1") -> list[dict[str, Any]]:
+def _tool_turns(fe: str, arguments: str, call_id: str = "c1") -> list[MutableMapping[str, Any]]:
     if fe == "chat":
         return [
             {"role": "user", "content": "x"},
@@ -555,9 +555,9 @@ class StallingBackend:
 
 async def _leave(
     gw: Gateway, path: str, body: bytes, when: str, backend: StallingBackend
-) -> list[dict[str, Any]]:
+) -> list[MutableMapping[str, Any]]:
     """A request whose client goes away at ``when``; what the app sent."""
-    sent: list[dict[str, Any]] = []
+    sent: list[MutableMapping[str, Any]] = []
     wrote = asyncio.Event()
     half = len(body) // 2
 
@@ -585,7 +585,7 @@ async def _leave(
             return await gone_when(wrote.wait)
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: MutableMapping[str, Any]) -> None:
         sent.append(message)
         if message["type"] == "http.response.body" and message.get("body"):
             wrote.set()
@@ -613,7 +613,7 @@ def test_a_client_leaving_cancels_the_backend_leaks_no_task_and_is_logged(
     body = json.dumps(good(fe, stream=when == "mid-stream")).encode()
     try:
 
-        async def go() -> tuple[list[dict[str, Any]], set[asyncio.Task[Any]]]:
+        async def go() -> tuple[list[MutableMapping[str, Any]], set[asyncio.Task[Any]]]:
             gw = app(cfg)
             try:
                 sent = await _leave(gw, PATHS[fe], body, when, backend)
