@@ -695,3 +695,51 @@ def test_no_key_reaches_a_client_a_log_or_a_trace_even_echoed_by_the_backend(
     assert "Incorrect API key provided" in text  # ... and the error did come back
     for secret in (PROVIDER_KEY, PROVIDER_KEY[3:], KEY, hash_key(KEY), hash_key(PROVIDER_KEY)):
         assert secret not in text
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+def test_a_body_that_never_ends_is_408_not_a_hang(backend: MockServer, fe: str) -> None:
+    # content-length says more than is sent; the client holds the connection open.
+    gw = Gateway(app(config(backend.origin + "/v1")).config, body_timeout=0.2)
+    body = json.dumps(good(fe)).encode()
+    sent: list[MutableMapping[str, Any]] = []
+    first = [{"type": "http.request", "body": body[:10], "more_body": True}]
+    ended = asyncio.Event()
+
+    async def receive() -> dict[str, Any]:
+        if first:
+            return first.pop()
+        await ended.wait()  # never: the client sends no more
+        return {"type": "http.disconnect"}
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        sent.append(message)
+
+    headers = [*auth(), (b"content-length", str(len(body)).encode())]
+    scope = {"type": "http", "method": "POST", "path": PATHS[fe], "query_string": b"",
+             "headers": headers}  # fmt: skip
+
+    async def go() -> None:
+        try:
+            await asyncio.wait_for(gw(scope, receive, send), 60)
+        finally:
+            await gw.aclose()
+
+    asyncio.run(go())
+    a = Answer(sent[0]["status"], {}, b"".join(m.get("body", b"") for m in sent[1:]))
+    assert "did not arrive" in check_4xx(fe, a, 408)
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+def test_a_query_string_does_not_change_the_endpoint(backend: MockServer, fe: str) -> None:
+    import httpx
+
+    from modelwire.gateway import GatewayServer
+
+    backend.add("queried")
+    with GatewayServer(config(backend.origin + "/v1")) as gw:
+        r = httpx.post(gw.base_url + PATHS[fe] + "?beta=true&x=%00", json=good(fe),
+                       headers={"authorization": f"Bearer {KEY}"}, timeout=60)  # fmt: skip
+        m = httpx.get(gw.base_url + "/v1/models/?limit=1", headers={"x-api-key": KEY}, timeout=60)
+    assert r.status_code == 200 and "queried" in r.text, r.text
+    assert m.status_code == 200 and [x["id"] for x in m.json()["data"]] == ["smart"]

@@ -115,7 +115,9 @@ class Gateway:
     :func:`default_frontends`); ``store``: limits and budgets (default from
     ``[gateway] redis``); ``tracer_provider``: for ``[gateway] otel`` (default the
     global one); ``http_client``: an ``httpx.AsyncClient`` for backend calls (default
-    a pooled one the app opens and closes)."""
+    a pooled one the app opens and closes); ``body_timeout``: seconds a client has to
+    send its whole request body (408 after: a body shorter than its
+    ``content-length`` would otherwise hold the request open for ever)."""
 
     def __init__(
         self,
@@ -125,8 +127,10 @@ class Gateway:
         store: LimitStore | None = None,
         tracer_provider: Any = None,
         http_client: Any = None,
+        body_timeout: float = 60.0,
     ) -> None:
         self.config = config
+        self.body_timeout = body_timeout
         self.frontends = tuple(default_frontends() if frontends is None else frontends)
         self._routes: dict[str, Frontend] = {}
         for fe in self.frontends:
@@ -239,7 +243,16 @@ class Gateway:
         try:
             if scope["method"] != "POST":
                 raise _MethodError(f"{scope['path']} takes POST", "POST")
-            body = await _read_body(receive, headers, self.config.gateway.max_body_bytes)
+            try:
+                body = await asyncio.wait_for(
+                    _read_body(receive, headers, self.config.gateway.max_body_bytes),
+                    self.body_timeout,
+                )
+            except TimeoutError:
+                raise RequestError(
+                    f"the request body did not arrive within {self.body_timeout:g} s (is its "
+                    "content-length larger than the body sent?)", status=408,
+                ) from None  # fmt: skip
             key = self._authenticate(headers)
             ex.key = key.name
             req = fe.parse(body, headers)
