@@ -743,3 +743,58 @@ def test_a_query_string_does_not_change_the_endpoint(backend: MockServer, fe: st
         m = httpx.get(gw.base_url + "/v1/models/?limit=1", headers={"x-api-key": KEY}, timeout=60)
     assert r.status_code == 200 and "queried" in r.text, r.text
     assert m.status_code == 200 and [x["id"] for x in m.json()["data"]] == ["smart"]
+
+
+def test_every_configured_key_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # No early exit on a match, and hmac.compare_digest for each: the time to answer
+    # does not tell which key (or how much of one) matched.
+    import hmac
+
+    from modelwire.gateway import _keys, load_config
+
+    compared: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def counting(a: bytes, b: bytes) -> bool:
+        compared.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(_keys.hmac, "compare_digest", counting)
+    keys = load_config(config("http://127.0.0.1:9/v1")).keys
+    for presented, name in ((KEY, "a"), (OTHER, "b"), ("sk-nope", None)):
+        compared.clear()
+        found = _keys.authenticate(keys, presented)
+        assert (found.name if found is not None else None) == name
+        assert len(compared) == len(keys)
+        assert all(len(a) == len(b) == 64 for a, b in compared)  # digests, never the key
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+@pytest.mark.parametrize(
+    ("bad", "inner", "why"),
+    [
+        ({"type": "wizard"}, ".type", "is not valid"),
+        (
+            {"type": "object", "properties": {"x": {"type": 5}}},
+            ".properties.x.type",
+            "is not valid",
+        ),
+        ({"type": "object", "required": "x"}, ".required", "is not of type 'array'"),
+    ],
+)
+def test_a_tool_schema_that_is_no_json_schema_is_refused(
+    backend: MockServer, fe: str, bad: dict[str, Any], inner: str, why: str
+) -> None:
+    if fe == "chat":
+        tool: dict[str, Any] = {"type": "function", "function": {"name": "f", "parameters": bad}}
+        where = "tools[0].function.parameters"
+    elif fe == "responses":
+        tool = {"type": "function", "name": "f", "parameters": bad}
+        where = "tools[0].parameters"
+    else:
+        tool = {"name": "f", "input_schema": bad}
+        where = "tools[0].input_schema"
+    gw = app(config(backend.origin + "/v1"))
+    (a,) = run(gw, call(gw, PATHS[fe], json.dumps(good(fe, tools=[tool])).encode()))
+    message = check_4xx(fe, a, 400, where + inner)
+    assert "not a valid JSON Schema" in message and why in message

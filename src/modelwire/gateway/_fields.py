@@ -20,7 +20,7 @@ import msgspec
 from .._apis._common import _path_message
 from ._frontend import RequestError
 
-__all__ = ["Tokens", "arguments", "body_fields", "decode", "fail", "invalid", "join"]
+__all__ = ["Tokens", "arguments", "body_fields", "decode", "fail", "invalid", "join", "schema"]
 
 _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _MISSING = re.compile(r"^Object missing required field `(.+)`$")
@@ -133,3 +133,27 @@ def arguments(raw: str, path: str) -> dict[str, Any]:
         raise fail(path, "must be the text of a JSON object (the call's arguments), "
                    f"got {raw[:40]!r}{'…' if len(raw) > 40 else ''}")  # fmt: skip
     return value
+
+
+#: Schemas already checked, by their JSON: a client sends the same tools every turn.
+_CHECKED: set[bytes] = set()
+_CHECKED_SIZE = 1024
+
+
+def schema(value: Mapping[str, Any], path: str) -> None:
+    """A 400 naming ``path`` and the place inside when ``value`` is not a valid JSON
+    Schema (Draft 2020-12, with jsonschema, as ``modelwire.tools`` checks its own): a
+    backend would refuse it later, in words the client cannot trace to a field."""
+    key = msgspec.json.encode(value)
+    if key in _CHECKED:
+        return
+    import jsonschema
+
+    try:
+        jsonschema.Draft202012Validator.check_schema(value)
+    except jsonschema.SchemaError as exc:
+        inner = exc.json_path[1:] if exc.json_path != "$" else ""
+        raise fail(join(path, inner), f"is not a valid JSON Schema: {exc.message}") from None
+    if len(_CHECKED) >= _CHECKED_SIZE:
+        _CHECKED.clear()
+    _CHECKED.add(key)

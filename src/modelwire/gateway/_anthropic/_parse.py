@@ -36,7 +36,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import Tokens, body_fields, decode
+from .._fields import Tokens, body_fields, decode, schema
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 
@@ -274,6 +274,7 @@ def _tools(
                 "forwards client tools only (name, description, input_schema)",
                 f"{where}.type",
             )
+        schema(tool.input_schema, f"{where}.input_schema")
         try:
             definition = ToolDefinition(name=tool.name, description=tool.description,
                                         parameters=tool.input_schema)  # fmt: skip

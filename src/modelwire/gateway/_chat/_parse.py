@@ -30,7 +30,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import Tokens, arguments, body_fields, decode
+from .._fields import Tokens, arguments, body_fields, decode, schema
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 from ._carry import API, FORMAT
@@ -205,6 +205,8 @@ def _tools(tools: list[Tool] | None) -> tuple[ToolDefinition, ...] | None:
     out = []
     for i, t in enumerate(tools):
         fn = t.function
+        if fn.parameters is not None:
+            schema(fn.parameters, f"tools[{i}].function.parameters")
         params = (
             fn.parameters if fn.parameters is not None else {"type": "object", "properties": {}}
         )

@@ -19,6 +19,7 @@ import msgspec
 
 from ...types import Context, ToolDefinition
 from .._fields import Tokens, body_fields
+from .._fields import schema as _schema
 from .._frontend import GatewayRequest
 from ._checks import as_list as _list
 from ._checks import as_object as _obj
@@ -178,6 +179,7 @@ def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], int | None]:
         if params is None:
             params = {"type": "object", "properties": {}}
         parameters = _obj(params, f"{path}.parameters")
+        _schema(parameters, f"{path}.parameters")
         out.append(ToolDefinition(name=name, description=description, parameters=parameters))
     return tuple(out), None
 
