@@ -798,3 +798,33 @@ def test_a_tool_schema_that_is_no_json_schema_is_refused(
     (a,) = run(gw, call(gw, PATHS[fe], json.dumps(good(fe, tools=[tool])).encode()))
     message = check_4xx(fe, a, 400, where + inner)
     assert "not a valid JSON Schema" in message and why in message
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+def test_a_content_length_shorter_than_the_body_over_real_http(
+    backend: MockServer, fe: str
+) -> None:
+    # uvicorn reads content-length bytes: the gateway gets a cut body (the API's 400,
+    # not JSON); what follows is not a request, and the server closes the connection.
+    from modelwire.gateway import GatewayServer
+
+    body = json.dumps(good(fe)).encode()
+    with (
+        GatewayServer(config(backend.origin + "/v1")) as gw,
+        socket.create_connection(("127.0.0.1", gw.port), timeout=60) as s,
+    ):
+        s.sendall(f"POST {PATHS[fe]} HTTP/1.1\r\nhost: x\r\nauthorization: Bearer {KEY}\r\n"
+                  f"content-length: 12\r\n\r\n".encode() + body)  # fmt: skip
+        data = b""
+        while chunk := s.recv(65536):
+            data += chunk
+    head, _, rest = data.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), data
+    length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
+                      if line.lower().startswith(b"content-length")))  # fmt: skip
+    first = rest[:length]
+    assert b"not valid JSON" in first and b"Traceback" not in data
+    if fe == "anthropic":
+        assert json.loads(first)["type"] == "error"
+    else:
+        assert json.loads(first)["error"]["type"] == "invalid_request_error"
