@@ -4,13 +4,15 @@ Raw ASGI, no framework: the app does little but route one POST to a front-end an
 copy bytes, and a framework's request/response objects would only add latency to
 every streamed chunk. One request:
 
-1. the body is read (``max_body_bytes``: 413 past it), the front-end is picked by
-   path, the gateway key authenticated (:mod:`._keys`; 401), the body parsed by the
-   front-end (400 naming the field);
-2. ``request.model`` is routed to its ``[models]`` entry (404), the key must allow it
-   (403), its limits and budget must allow it (:mod:`._store`; 429 + ``retry-after``,
-   403 once the budget is spent), and fields passed through must reach a backend of
-   the client's own API (400 naming the field);
+1. the body is read (``max_body_bytes``: 413 past it; 408 if it takes longer than
+   ``body_timeout``), the front-end is picked by path (a trailing ``/`` ignored;
+   another method: 405 + ``allow``), the gateway key authenticated (:mod:`._keys`;
+   401), the body parsed by the front-end (400 naming the field);
+2. ``request.model`` is routed to its ``[models]`` entry — unknown, or not allowed to
+   the key, is the same 404 — its limits and budget must allow it (:mod:`._store`;
+   429 + ``retry-after``, 403 once the budget is spent, 429 while requests in flight
+   may spend it), and fields passed through must reach a backend of the client's own
+   API (400 naming the field);
 3. ``modelwire.stream`` runs against the backend with the key read from the model's
    environment variable now (a missing one: 500 naming the variable);
 4. streamed: the first event after ``start`` decides — an ``error`` is answered with
@@ -18,7 +20,7 @@ every streamed chunk. One request:
    ``text/event-stream`` and every event is rendered as it comes. Not streamed: the
    final message, or its error;
 5. ``http.disconnect`` from the client aborts the backend stream at once (its
-   connection is closed);
+   connection is closed; the request is logged as 499);
 6. the answer's tokens and cost are charged to the key, and the request is logged
    (``[gateway] log``) and traced (``[gateway] otel``) with the key's name — never
    the key.
