@@ -806,7 +806,8 @@ def test_a_content_length_shorter_than_the_body_over_real_http(
     backend: MockServer, fe: str
 ) -> None:
     # uvicorn reads content-length bytes: the gateway gets a cut body (the API's 400,
-    # not JSON); what follows is not a request, and the server closes the connection.
+    # not JSON); what follows is not a request (uvicorn's own 400, which may come
+    # first), and the server closes the connection: a 400 either way, never a hang.
     from modelwire.gateway import GatewayServer
 
     body = json.dumps(good(fe)).encode()
@@ -824,7 +825,10 @@ def test_a_content_length_shorter_than_the_body_over_real_http(
     length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
                       if line.lower().startswith(b"content-length")))  # fmt: skip
     first = rest[:length]
-    assert b"not valid JSON" in first and b"Traceback" not in data
+    assert b"Traceback" not in data
+    if b"Invalid HTTP request" in first:
+        return  # uvicorn read the bytes past content-length first: its own 400
+    assert b"not valid JSON" in first
     if fe == "anthropic":
         assert json.loads(first)["type"] == "error"
     else:
