@@ -205,15 +205,17 @@ def test_adopted_attributes_the_clients_turns_to_the_backend_of_their_api() -> N
     assert got[3] == other  # no backend of its API: left as the client's
 
 
-def test_unknown_model_404_and_forbidden_model_403(backend: MockServer) -> None:
+def test_unknown_model_and_forbidden_model_are_the_same_404(backend: MockServer) -> None:
     with serving(config(backend.origin + "/v1")) as gw:
         unknown = post(gw, {"model": "nope", "prompt": "hi"})
         forbidden = post(gw, {"model": "other", "prompt": "hi"})
     assert unknown.status_code == 404
     assert unknown.json()["error"]["param"] == "model"
     assert "'nope'" in unknown.json()["error"]["message"]
-    assert forbidden.status_code == 403
-    assert forbidden.json()["error"]["kind"] == "permission"
+    # A model the key may not use is not revealed: the same answer as an unknown one.
+    assert forbidden.status_code == 404
+    assert forbidden.json()["error"] == {
+        **unknown.json()["error"], "message": unknown.json()["error"]["message"].replace("'nope'", "'other'")}  # fmt: skip
     assert backend.requests == []
 
 
@@ -529,13 +531,13 @@ def test_every_request_is_logged_with_the_key_name(backend: MockServer, tmp_path
     with serving(cfg) as gw:
         ok = post(gw, {"model": "smart", "prompt": "what is logged", "stream": True})
         refused = post(gw, {"model": "other", "prompt": "hi"})
-    assert ok.status_code == 200 and refused.status_code == 403
+    assert ok.status_code == 200 and refused.status_code == 404
     with sqlite3.connect(path) as conn:
         conn.row_factory = sqlite3.Row
         rows = [dict(r) for r in conn.execute("SELECT * FROM gateway_requests ORDER BY started")]
         calls = [dict(r) for r in conn.execute("SELECT * FROM responses ORDER BY id")]
     assert [(r["key_name"], r["model"], r["status"]) for r in rows] == [
-        ("team-a", "smart", 200), ("team-a", "other", 403)]  # fmt: skip
+        ("team-a", "smart", 200), ("team-a", "other", 404)]  # fmt: skip
     first = rows[0]
     assert (first["input_tokens"], first["output_tokens"]) == (3, 4)
     assert first["first_token_ms"] is not None

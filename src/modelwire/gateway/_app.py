@@ -4,13 +4,15 @@ Raw ASGI, no framework: the app does little but route one POST to a front-end an
 copy bytes, and a framework's request/response objects would only add latency to
 every streamed chunk. One request:
 
-1. the body is read (``max_body_bytes``: 413 past it), the front-end is picked by
-   path, the gateway key authenticated (:mod:`._keys`; 401), the body parsed by the
-   front-end (400 naming the field);
-2. ``request.model`` is routed to its ``[models]`` entry (404), the key must allow it
-   (403), its limits and budget must allow it (:mod:`._store`; 429 + ``retry-after``,
-   403 once the budget is spent), and fields passed through must reach a backend of
-   the client's own API (400 naming the field);
+1. the body is read (``max_body_bytes``: 413 past it; 408 if it takes longer than
+   ``body_timeout``), the front-end is picked by path (a trailing ``/`` ignored;
+   another method: 405 + ``allow``), the gateway key authenticated (:mod:`._keys`;
+   401), the body parsed by the front-end (400 naming the field);
+2. ``request.model`` is routed to its ``[models]`` entry — unknown, or not allowed to
+   the key, is the same 404 — its limits and budget must allow it (:mod:`._store`;
+   429 + ``retry-after``, 403 once the budget is spent, 429 while requests in flight
+   may spend it), and fields passed through must reach a backend of the client's own
+   API (400 naming the field);
 3. ``modelwire.stream`` runs against the backend with the key read from the model's
    environment variable now (a missing one: 500 naming the variable);
 4. streamed: the first event after ``start`` decides — an ``error`` is answered with
@@ -18,7 +20,7 @@ every streamed chunk. One request:
    ``text/event-stream`` and every event is rendered as it comes. Not streamed: the
    final message, or its error;
 5. ``http.disconnect`` from the client aborts the backend stream at once (its
-   connection is closed);
+   connection is closed; the request is logged as 499);
 6. the answer's tokens and cost are charged to the key, and the request is logged
    (``[gateway] log``) and traced (``[gateway] otel``) with the key's name — never
    the key.
@@ -32,6 +34,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import math
 import os
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
@@ -101,12 +104,22 @@ class _LimitError(RequestError):
         self.retry_after = retry_after
 
 
+class _MethodError(RequestError):
+    """405: the path takes another method (``allow`` names it)."""
+
+    def __init__(self, message: str, allow: str) -> None:
+        super().__init__(message, status=405)
+        self.allow = allow
+
+
 class Gateway:
     """The ASGI app. ``frontends``: the client APIs served (default
     :func:`default_frontends`); ``store``: limits and budgets (default from
     ``[gateway] redis``); ``tracer_provider``: for ``[gateway] otel`` (default the
     global one); ``http_client``: an ``httpx.AsyncClient`` for backend calls (default
-    a pooled one the app opens and closes)."""
+    a pooled one the app opens and closes); ``body_timeout``: seconds a client has to
+    send its whole request body (408 after: a body shorter than its
+    ``content-length`` would otherwise hold the request open for ever)."""
 
     def __init__(
         self,
@@ -116,8 +129,10 @@ class Gateway:
         store: LimitStore | None = None,
         tracer_provider: Any = None,
         http_client: Any = None,
+        body_timeout: float = 60.0,
     ) -> None:
         self.config = config
+        self.body_timeout = body_timeout
         self.frontends = tuple(default_frontends() if frontends is None else frontends)
         self._routes: dict[str, Frontend] = {}
         for fe in self.frontends:
@@ -127,6 +142,10 @@ class Gateway:
         self._client = http_client
         self._own_client = http_client is None
         self._tasks: set[asyncio.Task[None]] = set()
+        # Budgeted keys: requests admitted and not ended, and the dearest answer seen
+        # (what one more request may cost) — see _admit.
+        self._in_flight: dict[str, int] = {}
+        self._dearest: dict[str, float] = {}
         self._log: RequestLog | None = None
         if config.gateway.log is not None:
             from ._requestlog import RequestLog
@@ -175,6 +194,8 @@ class Gateway:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
         path: str = scope["path"]
+        if len(path) > 1 and path.endswith("/"):
+            path = path.rstrip("/") or "/"  # /v1/chat/completions/ is the same endpoint
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
         ex = Exchange(path)
         span = self._tracing.start(scope["method"], path) if self._tracing else None
@@ -210,16 +231,36 @@ class Gateway:
         self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
         receive: Receive, send: Send, ex: Exchange,
     ) -> None:  # fmt: skip
+        held: list[str] = []  # the budgeted key this request is in flight for
+        try:
+            await self._one(fe, scope, headers, receive, send, ex, held)
+        finally:
+            for name in held:
+                self._in_flight[name] -= 1
+
+    async def _one(
+        self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
+        receive: Receive, send: Send, ex: Exchange, held: list[str],
+    ) -> None:  # fmt: skip
         try:
             if scope["method"] != "POST":
-                raise RequestError(f"{scope['path']} takes POST", status=405)
-            body = await _read_body(receive, headers, self.config.gateway.max_body_bytes)
+                raise _MethodError(f"{scope['path']} takes POST", "POST")
+            try:
+                body = await asyncio.wait_for(
+                    _read_body(receive, headers, self.config.gateway.max_body_bytes),
+                    self.body_timeout,
+                )
+            except TimeoutError:
+                raise RequestError(
+                    f"the request body did not arrive within {self.body_timeout:g} s (is its "
+                    "content-length larger than the body sent?)", status=408,
+                ) from None  # fmt: skip
             key = self._authenticate(headers)
             ex.key = key.name
             req = fe.parse(body, headers)
             ex.model = req.model
             route = self._route(req, key)
-            await self._admit(key)
+            await self._admit(key, held)
             target = adopted(route, req)
             options = self._options(route, req, fe)
         except RequestError as exc:
@@ -257,6 +298,8 @@ class Gateway:
         finally:
             state["done"] = True
             watcher.cancel()
+            if state.get("gone"):
+                ex.status = 499  # logged as the client's leaving (nginx's code), not the 200 begun
             if ex.message is None:
                 await s.aclose()  # not ended (an exception here): abort, close the connection
             else:
@@ -329,13 +372,18 @@ class Gateway:
         headers = list(_JSON)
         for k, v in extra.items():
             headers.append((k.lower().encode("latin-1"), str(v).encode("latin-1")))
+        if isinstance(exc, _MethodError):
+            headers.append((b"allow", exc.allow.encode()))  # RFC 9110 §15.5.6
         if retry_after is not None and "retry-after" not in {k.lower() for k in extra}:
             # Delay-seconds are whole seconds (RFC 9110 §10.2.3): rounded up.
             headers.append((b"retry-after", str(max(1, int(-(-retry_after // 1)))).encode()))
         await _respond(send, ex, status, headers, body)
 
     def _authenticate(self, headers: Mapping[str, str]) -> KeyConfig:
-        presented = presented_key(headers)
+        try:
+            presented = presented_key(headers)
+        except ValueError as exc:
+            raise RequestError(str(exc), status=401, kind="authentication") from None
         if presented is None:
             raise RequestError(
                 "no gateway key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
@@ -348,34 +396,61 @@ class Gateway:
 
     def _route(self, req: GatewayRequest, key: KeyConfig) -> ModelRoute:
         route = self.config.models.get(req.model)
-        if route is None:
+        if route is None or not key.allows(req.model):
+            # One answer for both: a key learns no model name it may not use (as
+            # /v1/models lists only its own).
             raise RequestError(
                 f"the model {req.model!r} is not served here; GET /v1/models lists the "
                 "models this key may use", status=404, kind="not_found", param="model",
             )  # fmt: skip
-        if not key.allows(req.model):
-            raise RequestError(f"this key may not use the model {req.model!r}", status=403,
-                               kind="permission", param="model")  # fmt: skip
         return route
 
-    async def _admit(self, key: KeyConfig) -> None:
+    async def _admit(self, key: KeyConfig, held: list[str]) -> None:
         if (key.requests_per_minute is None and key.tokens_per_minute is None
                 and key.budget_usd is None):  # fmt: skip
             return
         try:
+            if key.budget_usd is not None:
+                await self._budget_room(key)
             refusal = await self.store.admit(key)
         except StoreUnavailable as exc:
             raise RequestError(str(exc), status=503, kind="overloaded") from None
         if refusal is None:
+            if key.budget_usd is not None:
+                self._in_flight[key.name] = self._in_flight.get(key.name, 0) + 1
+                held.append(key.name)
             return
         if refusal.kind == "budget":
             raise RequestError(refusal.message, status=403, kind="permission")
         raise _LimitError(refusal.message, refusal.retry_after)
 
+    async def _budget_room(self, key: KeyConfig) -> None:
+        """Refuse (429) a budgeted key's request that, with those in flight, could
+        spend past the budget: a cost is known only once an answer ends, so requests
+        raced in at once would each see the budget unspent. Each one in flight is
+        counted at the dearest answer seen (none seen yet: one at a time), so a
+        budget is overspent by at most about one request. Counted per process; with
+        Redis, each process may have its own request in flight."""
+        n = self._in_flight.get(key.name, 0)
+        if n == 0:
+            return
+        assert key.budget_usd is not None
+        dearest = self._dearest.get(key.name)
+        if dearest is not None:
+            spent = await self.store.spent(key)
+            if spent + (n + 1) * dearest <= key.budget_usd:
+                return
+        raise _LimitError(
+            f"this key has {n} request{'s' if n > 1 else ''} in flight that may spend the "
+            "rest of its budget; retry when they end", 1.0,
+        )  # fmt: skip
+
     async def _settle(self, key: KeyConfig, message: AssistantMessage) -> None:
         if key.tokens_per_minute is None and key.budget_usd is None:
             return
         u = message.usage
+        if key.budget_usd is not None and math.isfinite(u.cost.total):
+            self._dearest[key.name] = max(self._dearest.get(key.name, 0.0), u.cost.total)
         try:
             await self.store.settle(key, u.total_tokens, u.cost.total)
         except StoreUnavailable:
@@ -412,7 +487,7 @@ class Gateway:
         fe = self._frontend_for("/v1/messages" if anthropic else "/v1/chat/completions")
         try:
             if method != "GET":
-                raise RequestError("/v1/models takes GET", status=405)
+                raise _MethodError("/v1/models takes GET", "GET")
             key = self._authenticate(headers)
         except RequestError as exc:
             if fe is None:

@@ -31,17 +31,30 @@ def new_key() -> str:
 
 
 def presented_key(headers: Mapping[str, str]) -> str | None:
-    """The key a request carries (``Authorization: Bearer`` first, then
-    ``x-api-key``); ``None`` when it has none."""
+    """The key a request carries (``Authorization: Bearer`` or ``x-api-key``;
+    spaces around it ignored); ``None`` when it has none. Both headers with different
+    keys is a :class:`ValueError`: which one to check would be a guess, and a
+    client's proxy may have added one."""
+    bearer = None
     auth = headers.get("authorization")
     if auth is not None:
         scheme, _, token = auth.strip().partition(" ")
         if scheme.lower() == "bearer" and token.strip():
-            return token.strip()
+            bearer = token.strip()
     key = headers.get("x-api-key")
-    if key is not None and key.strip():
-        return key.strip()
-    return None
+    key = key.strip() if key is not None and key.strip() else None
+    if (
+        bearer is not None
+        and key is not None
+        and not hmac.compare_digest(
+            bearer.encode("utf-8", "surrogateescape"), key.encode("utf-8", "surrogateescape")
+        )
+    ):
+        raise ValueError(
+            "the request carries two different gateway keys (Authorization: Bearer and "
+            "x-api-key): send one"
+        )
+    return bearer if bearer is not None else key
 
 
 def authenticate(keys: Mapping[str, KeyConfig], presented: str) -> KeyConfig | None:

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
-from ..._apis._common import _path_message
 from ..._apis.anthropic_messages._whole import SERVER_CALLS, citation, whole_kind
 from ...errors import ConfigurationError, MalformedChunkError
 from ...types import (
@@ -37,6 +36,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
+from .._fields import Tokens, body_fields, decode, schema
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 
@@ -85,7 +85,7 @@ class _Message(msgspec.Struct, gc=False):
 class _Request(msgspec.Struct, gc=False):
     model: str
     messages: list[_Message]
-    max_tokens: Annotated[int, msgspec.Meta(ge=1)]
+    max_tokens: Tokens
     system: str | list[_SystemBlock] | None = None
     stream: bool = False
     temperature: float | None = None
@@ -170,7 +170,7 @@ class _ServerResult(msgspec.Struct, gc=False):
 _KNOWN = frozenset(_Request.__struct_fields__)
 # ``metadata.user_id`` only tags requests for abuse detection: harmless to drop.
 _IGNORED = frozenset({"metadata"})
-_keys = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_CHOICES = {"role": "user or assistant"}
 _request = msgspec.json.Decoder(_Request)
 _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 _any = msgspec.json.Decoder()
@@ -197,13 +197,7 @@ def _typed(raw: msgspec.Raw | bytes, tp: type[T], where: str) -> T:
     dec = _decoders.get(tp)
     if dec is None:
         dec = _decoders[tp] = msgspec.json.Decoder(tp)
-    try:
-        value: T = dec.decode(raw)
-    except msgspec.ValidationError as exc:
-        text = _path_message(exc)
-        text = f"{where}.{text}" if where else text
-        # The message starts with the field's path: "messages[2].content[0].text must…"
-        raise _bad(text, text.split(" ", 1)[0].rstrip(":")) from None
+    value: T = decode(raw, dec, where, _CHOICES)
     return value
 
 
@@ -212,16 +206,13 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
 
     ``headers`` are not read: ``anthropic-version`` has one value and
     ``anthropic-beta`` flags are set by modelwire's encoder for what it sends."""
-    try:
-        fields = _keys.decode(body)
-    except msgspec.ValidationError:
-        raise _bad("the request body must be a JSON object") from None
-    except msgspec.DecodeError as exc:
-        raise _bad(f"the request body is not valid JSON ({exc})") from None
+    fields = body_fields(body)
     req = _typed(body, _Request, "")
     passthrough = {
         k: _any.decode(v) for k, v in fields.items() if k not in _KNOWN and k not in _IGNORED
     }
+    if not req.model:
+        raise _bad("model must not be empty", "model")
     if not req.messages:
         raise _bad("messages must not be empty", "messages")
     tools, tools_cached = _tools(req.tools or ())
@@ -283,6 +274,7 @@ def _tools(
                 "forwards client tools only (name, description, input_schema)",
                 f"{where}.type",
             )
+        schema(tool.input_schema, f"{where}.input_schema")
         try:
             definition = ToolDefinition(name=tool.name, description=tool.description,
                                         parameters=tool.input_schema)  # fmt: skip
@@ -363,6 +355,8 @@ class _Conversation:
     def _user(self, content: str | list[msgspec.Raw], where: str) -> list[Message]:
         """Tool results become ``ToolResultMessage`` s, the rest one ``UserMessage``
         after them (the encoder merges them back into one user turn)."""
+        if not content:  # Anthropic's own API refuses an empty turn too
+            raise _bad(f"{where} must not be empty", where)
         if isinstance(content, str):
             return [UserMessage(content=content)]
         results: list[Message] = []

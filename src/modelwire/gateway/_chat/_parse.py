@@ -30,6 +30,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
+from .._fields import Tokens, arguments, body_fields, decode, schema
 from .._frontend import GatewayRequest, RequestError
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 from ._carry import API, FORMAT
@@ -56,8 +57,7 @@ from ._request import (
 
 __all__ = ["parse"]
 
-_top = msgspec.json.Decoder(dict[str, msgspec.Raw])
-_POSITIVE = Annotated[int, msgspec.Meta(ge=1)]
+_POSITIVE = Tokens
 _TEMPERATURE = Annotated[float, msgspec.Meta(ge=0, le=2)]
 _EFFORT = Literal["none", "minimal", "low", "medium", "high", "xhigh"]
 _CHOICE = Literal["auto", "none", "required"] | NamedToolChoice
@@ -89,53 +89,19 @@ _DEPRECATED = {"functions": "tools", "function_call": "tool_choice"}
 
 _ATTACHED = re.compile(r"\[attached to the result of (.*) \(call (.*)\)\]", re.S)
 _AUDIO = {"wav": "audio/wav", "mp3": "audio/mpeg"}
-_PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
-_EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
-_CONSTRAINT = re.compile(r"^Expected `(\w+)` ([<>]=? ?\S+)$")
-_MISSING = re.compile(r"^Object missing required field `(.+)`$")
-_INVALID = re.compile(r"^Invalid (?:enum )?value (.+)$")
-_NAMES = {"str": "a string", "int": "an integer", "float": "a number", "bool": "a boolean",
-          "object": "an object", "array": "an array", "null": "null"}  # fmt: skip
 _ROLES = "system, developer, user, assistant or tool"
-
-
-def _invalid(field: str, exc: msgspec.ValidationError) -> RequestError:
-    """msgspec's error on one field, as a 400 naming the path inside the request."""
-    text = str(exc)
-    m = _PATH.match(text)
-    what, path = (m.group(1), field + m.group(2)) if m else (text, field)
-    if missing := _MISSING.match(what):
-        path = f"{path}.{missing.group(1)}"
-        return RequestError(f"{path} is missing", param=path)
-    if c := _CONSTRAINT.match(what):
-        want = _NAMES.get(c.group(1), c.group(1))
-        return RequestError(f"{path} must be {want} {c.group(2)}", param=path)
-    if e := _EXPECTED.match(what):
-        want = " or ".join(_NAMES.get(p.strip(), p.strip()) for p in e.group(1).split("|"))
-        return RequestError(f"{path} must be {want}, got {e.group(2)}", param=path)
-    if v := _INVALID.match(what):
-        if path.endswith(".role"):
-            return RequestError(f"{path} must be one of {_ROLES}, got {v.group(1)}", param=path)
-        return RequestError(f"{path} has a value the gateway does not take: {v.group(1)}",
-                            param=path)  # fmt: skip
-    return RequestError(f"{path}: {what}", param=path)
+_CHOICES = {"role": _ROLES}
 
 
 def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     """Decode a ``POST /v1/chat/completions`` body; :class:`RequestError` names the field."""
-    try:
-        top = _top.decode(body)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise RequestError(f"the request body must be a JSON object ({exc})") from None
+    top = body_fields(body)
     values: dict[str, Any] = {}
     passthrough: dict[str, Any] = {}
     for name, raw in top.items():
         decoder = _DECODERS.get(name)
         if decoder is not None:
-            try:
-                value = decoder.decode(raw)
-            except msgspec.ValidationError as exc:
-                raise _invalid(name, exc) from None
+            value = decode(raw, decoder, name, _CHOICES)
             if value is not None:
                 values[name] = value
         elif name in _DEPRECATED:
@@ -239,6 +205,8 @@ def _tools(tools: list[Tool] | None) -> tuple[ToolDefinition, ...] | None:
     out = []
     for i, t in enumerate(tools):
         fn = t.function
+        if fn.parameters is not None:
+            schema(fn.parameters, f"tools[{i}].function.parameters")
         params = (
             fn.parameters if fn.parameters is not None else {"type": "object", "properties": {}}
         )
@@ -276,11 +244,18 @@ def _context(
             system.append(m.content if isinstance(m.content, str) else _texts(m.content))
         elif cls is User:
             assert isinstance(m, User)
+            if not m.content:  # backends refuse an empty turn (Anthropic: 400)
+                raise RequestError(f"{where}.content must not be empty",
+                                   param=f"{where}.content")  # fmt: skip
             if not _attach(m, out):
                 out.append(UserMessage(content=_user_content(m.content, where)))
         elif cls is Assistant:
             assert isinstance(m, Assistant)
             message = _assistant(m, where, model)
+            if not message.content:
+                raise RequestError(f"{where} has no content, tool_calls or reasoning: send "
+                                   "what the assistant said, or leave the turn out",
+                                   param=where)  # fmt: skip
             for c in m.tool_calls or ():
                 names[c.id] = c.function.name
             out.append(message)
@@ -289,12 +264,21 @@ def _context(
             if not m.tool_call_id:
                 raise RequestError(f"{where}.tool_call_id must not be empty",
                                    param=f"{where}.tool_call_id")  # fmt: skip
+            if m.tool_call_id not in names:
+                # The API's own rule: a tool message answers a tool_calls entry before it.
+                raise RequestError(
+                    f"{where}.tool_call_id {m.tool_call_id!r} answers no tool_calls entry of an "
+                    "earlier assistant message", param=f"{where}.tool_call_id",
+                )  # fmt: skip
             text = m.content if isinstance(m.content, str) else _texts(m.content)
-            name = m.name if m.name is not None else names.get(m.tool_call_id, "")
+            name = m.name if m.name is not None else names[m.tool_call_id]
             out.append(ToolResultMessage(tool_call_id=m.tool_call_id, tool_name=name, content=text))
         else:
             raise RequestError(f"{where} has the deprecated role 'function': send tool "
                                "messages (role 'tool', tool_call_id)", param=f"{where}.role")  # fmt: skip
+    if not out:
+        raise RequestError("messages holds only system or developer messages: send at least "
+                           "one user message", param="messages")  # fmt: skip
     prompt = "\n\n".join(system) or None
     return Context(system_prompt=prompt, messages=tuple(out), tools=tools)
 
@@ -447,14 +431,11 @@ def _call(c: ToolCallIn, where: str) -> tuple[ToolCall, Origin | None]:
     if not c.id:
         raise RequestError(f"{where}.id must not be empty", param=f"{where}.id")
     raw = c.function.arguments
-    try:
-        parsed = msgspec.json.decode(raw) if raw.strip() else {}
-    except msgspec.DecodeError:
-        parsed = None  # kept as sent: raw_arguments is what is replayed
+    parsed = arguments(raw, f"{where}.function.arguments")
     carried = c.extra_content.modelwire if c.extra_content is not None else None
     found = unseal(carried.signature) if carried is not None and carried.signature else None
     call = ToolCall(
-        id=c.id, name=c.function.name, arguments=parsed if isinstance(parsed, dict) else {},
+        id=c.id, name=c.function.name, arguments=parsed,
         raw_arguments=raw if raw.strip() else None,
         signature=found.signature if found is not None else None,
     )  # fmt: skip

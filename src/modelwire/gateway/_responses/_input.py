@@ -33,6 +33,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
+from .._fields import arguments as _arguments
 from .._origin import CLIENT_PROVIDER, Origin, unseal
 from ._checks import as_list as _list
 from ._checks import as_object as _obj
@@ -71,6 +72,8 @@ def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Messa
     """The messages of ``input``, and the system text of its leading
     ``system``/``developer`` messages."""
     if isinstance(value, str):
+        if not value:
+            raise _fail("input", "must not be empty: send the user's text")
         return [UserMessage(content=value)], []
     messages: list[Message] = []
     leading: list[str] = []
@@ -104,6 +107,8 @@ def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Messa
                 continue
             if role == "user":
                 close()
+                if item.get("content") in ("", []):  # backends refuse an empty turn
+                    raise _fail(f"{path}.content", "must not be empty")
                 messages.append(UserMessage(content=_user_content(item.get("content"), path)))
                 continue
             if role != "assistant":
@@ -278,12 +283,7 @@ def _call_item(item: dict[str, Any], path: str) -> tuple[ToolCall, Origin | None
         signature = None
     else:
         signature = item_id
-    try:
-        args = msgspec.json.decode(arguments) if arguments.strip() else {}
-    except msgspec.DecodeError:
-        args = {}
-    if not isinstance(args, dict):
-        args = {}  # kept in raw_arguments, as the decoder keeps them
+    args = _arguments(arguments, f"{path}.arguments")
     call = ToolCall(
         id=call_id, name=name, arguments=args, raw_arguments=arguments, signature=signature
     )

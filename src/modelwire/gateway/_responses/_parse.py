@@ -18,7 +18,9 @@ from typing import Annotated, Any
 import msgspec
 
 from ...types import Context, ToolDefinition
-from .._frontend import GatewayRequest, RequestError
+from .._fields import Tokens, body_fields
+from .._fields import schema as _schema
+from .._frontend import GatewayRequest
 from ._checks import as_list as _list
 from ._checks import as_object as _obj
 from ._checks import decode as _decode
@@ -28,7 +30,6 @@ from ._input import conversation as _conversation
 
 __all__ = ["parse"]
 
-_fields = msgspec.json.Decoder(dict[str, msgspec.Raw])
 _input = msgspec.json.Decoder(str | list[msgspec.Raw])
 _any = msgspec.json.Decoder()
 _LEVELS = frozenset({"minimal", "low", "medium", "high", "xhigh"})
@@ -55,12 +56,7 @@ _REFUSED = {
 def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     """Decode a ``POST /v1/responses`` body; :class:`RequestError` (400, with the
     field path in ``param``) when it is wrong."""
-    try:
-        fields = _fields.decode(body)
-    except msgspec.ValidationError:
-        raise RequestError("the request body must be a JSON object") from None
-    except msgspec.DecodeError as exc:
-        raise RequestError(f"the request body is not valid JSON ({exc})") from None
+    fields = body_fields(body)
     for name, why in _REFUSED.items():
         if name in fields and bytes(fields[name]) != b"null":
             raise _fail(name, f"is not supported by this gateway: {why}")
@@ -162,7 +158,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
 _STR = msgspec.json.Decoder(str)
 _STR_OR_LIST = msgspec.json.Decoder(str | list[Any])
 _BOOL = msgspec.json.Decoder(bool)
-_COUNT = msgspec.json.Decoder(Annotated[int, msgspec.Meta(ge=1)])
+_COUNT = msgspec.json.Decoder(Tokens)
 _FLOAT = msgspec.json.Decoder(Annotated[float, msgspec.Meta(ge=0)])
 _DICT = msgspec.json.Decoder(dict[str, Any])
 _STR_LIST = msgspec.json.Decoder(list[str])
@@ -183,6 +179,7 @@ def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], int | None]:
         if params is None:
             params = {"type": "object", "properties": {}}
         parameters = _obj(params, f"{path}.parameters")
+        _schema(parameters, f"{path}.parameters")
         out.append(ToolDefinition(name=name, description=description, parameters=parameters))
     return tuple(out), None
 
