@@ -298,10 +298,14 @@ def test_backend_error_before_content_is_the_apis_error(backend: MockServer) -> 
     with serving(config(backend.origin + "/v1")) as gw:
         streamed = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
         whole = post(gw, {"model": "smart", "prompt": "hi"})
-    assert (streamed.status_code, whole.status_code) == (400, 404)
+    assert (streamed.status_code, whole.status_code) == (400, 502)
     assert streamed.json()["error"]["kind"] == "invalid_request"
     assert "bad field" in streamed.json()["error"]["message"]
-    assert whole.json()["error"]["kind"] == "not_found"
+    # The backend not knowing its model id is the gateway's config, not the client's
+    # model name (which the gateway knows): a 502 that says so.
+    assert whole.json()["error"]["kind"] == "server"
+    assert "does not know the model id" in whole.json()["error"]["message"]
+    assert "no such model" in whole.json()["error"]["message"]
 
 
 def test_backend_auth_failure_streamed_and_not(backend: MockServer) -> None:
@@ -310,8 +314,11 @@ def test_backend_auth_failure_streamed_and_not(backend: MockServer) -> None:
         streamed = post(gw, {"model": "smart", "prompt": "hi", "stream": True})
         whole = post(gw, {"model": "smart", "prompt": "hi"})
     for r in (streamed, whole):
-        assert r.status_code == 401
-        assert r.json()["error"]["kind"] == "authentication"
+        # The backend refused the gateway's own key: a 502 (a 401 would tell the
+        # client its gateway key is wrong, and its SDK would say so).
+        assert r.status_code == 502
+        assert r.json()["error"]["kind"] == "server"
+        assert "refused the gateway's credentials" in r.json()["error"]["message"]
         assert r.headers["content-type"] == "application/json"
 
 

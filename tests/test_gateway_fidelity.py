@@ -388,16 +388,18 @@ FILTERED = {"openai-chat": "content_filter", "anthropic-messages": "refusal",
 FILTER_MATRIX = [(f, a) for f in FRONTS for a in FILTERED]
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
 @pytest.mark.parametrize(("front", "api"), FILTER_MATRIX,
                          ids=[f"{f}-{a}" for f, a in FILTER_MATRIX])  # fmt: skip
-def test_a_content_filter_stop_streams_as_the_apis_own(
-    front: str, api: str, backend: MockServer, oai: openai.OpenAI, ant: anthropic.Anthropic
+def test_a_content_filter_stop_is_the_apis_own_stop(
+    front: str, api: str, stream: bool, backend: MockServer, oai: openai.OpenAI,
+    ant: anthropic.Anthropic,
 ) -> None:  # fmt: skip
     body = _stopped_body(api, FILTERED[api])
     said = mw.replay(api, [body]).message
     assert said.error is not None and said.error.kind == "content_filter"
     backend.add(Reply(body=body))
-    seen = ask(front, api, True, oai, ant)
+    seen = ask(front, api, stream, oai, ant)
     assert seen.text == said.text == "partial"
     assert seen.stop == {"chat": "content_filter", "responses": "incomplete:content_filter",
                          "anthropic": "refusal"}[front]  # fmt: skip

@@ -82,7 +82,11 @@ class ResponsesFrontend:
         self, request: GatewayRequest, message: AssistantMessage, response_id: str
     ) -> bytes:
         output = message_output(message, response_id)
-        if message.stop_reason == "length":
+        if message.error is not None and message.error.kind == "content_filter":
+            # As the stream says it: an incomplete response with that reason.
+            obj = response_object(request, response_id, now(), "incomplete", output,
+                                  message.usage, incomplete="content_filter")  # fmt: skip
+        elif message.stop_reason == "length":
             why = "max_output_tokens"
             if message.api == API and message.provider_stop_reason not in (None, "incomplete"):
                 why = str(message.provider_stop_reason)
