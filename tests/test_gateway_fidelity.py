@@ -684,17 +684,8 @@ def _second_turn(front: str, api: str, stream: bool, oai: openai.OpenAI,
         ant.messages.create(model=api, max_tokens=100, tools=TOOLS_ANT, messages=turns)
 
 
-CHAT_ORDER = pytest.mark.xfail(
-    strict=True,
-    reason="the Chat parser rebuilds a turn as thinking, text, calls: the thinking each "
-    "call's extra_content carries is not put back before that call",
-)
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "stream"])
-@pytest.mark.parametrize(
-    "front", [pytest.param("chat", marks=CHAT_ORDER), "responses", "anthropic"]
-)
+@pytest.mark.parametrize("front", ["chat", "responses", "anthropic"])
 def test_interleaved_thinking_goes_back_in_order(
     front: str, stream: bool, backend: MockServer, oai: openai.OpenAI, ant: anthropic.Anthropic
 ) -> None:  # fmt: skip

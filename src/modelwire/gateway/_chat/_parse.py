@@ -380,18 +380,13 @@ def _assistant(m: Assistant, where: str, model: str) -> AssistantMessage:
         )  # fmt: skip
     origin: Origin | None = None
     content: list[AssistantContent] = []
-    entries = m.reasoning_details
-    if m.tool_calls and not _sealed(entries):
-        entries = [e for c in m.tool_calls for e in _call_entries(c)]
-    for e in entries or ():
-        found = unseal(e.data or "") if e.format == FORMAT else None
-        if found is None:
-            continue
-        origin = origin or found
-        text = "" if found.redacted else (e.text or "")
-        content.append(ThinkingContent(thinking=text, signature=found.signature,
-                                       redacted=found.redacted))  # fmt: skip
-    if not content:
+    # The thinking a call carries goes back right before that call (an interleaved
+    # turn keeps its order); the turn's own entries that no call carries, first.
+    per_call = [_call_entries(c) for c in m.tool_calls or ()]
+    carried = {e.data for entries in per_call for e in entries}
+    leading = [e for e in m.reasoning_details or () if e.data not in carried]
+    origin = _thinking(leading, content, origin)
+    if not content and not carried:
         # One source, in the Chat decoder's order; the field name is the block's
         # signature (as that decoder records it).
         details = "".join(e.text or "" for e in m.reasoning_details or ()
@@ -408,6 +403,7 @@ def _assistant(m: Assistant, where: str, model: str) -> AssistantMessage:
     if text:
         content.append(TextContent(text=text))
     for j, c in enumerate(m.tool_calls or ()):
+        origin = _thinking(per_call[j], content, origin)
         call, found = _call(c, f"{where}.tool_calls[{j}]")
         origin = origin or found
         content.append(call)
@@ -418,8 +414,19 @@ def _assistant(m: Assistant, where: str, model: str) -> AssistantMessage:
                             stop_reason="tool_use" if m.tool_calls else "stop")  # fmt: skip
 
 
-def _sealed(entries: list[Detail] | None) -> bool:
-    return any(e.format == FORMAT for e in entries or ())
+def _thinking(
+    entries: list[Detail], content: list[AssistantContent], origin: Origin | None
+) -> Origin | None:
+    """Append the thinking blocks sealed in ``entries``; the first origin found."""
+    for e in entries:
+        found = unseal(e.data or "") if e.format == FORMAT else None
+        if found is None:
+            continue
+        origin = origin or found
+        text = "" if found.redacted else (e.text or "")
+        content.append(ThinkingContent(thinking=text, signature=found.signature,
+                                       redacted=found.redacted))  # fmt: skip
+    return origin
 
 
 def _call_entries(c: ToolCallIn) -> list[Detail]:
