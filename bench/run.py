@@ -173,7 +173,7 @@ def bench_import() -> None:
     for m, t in times.items():
         row(f"`import {m}`", ms(t), f"{t / times['httpx']:.2f}×")
     r = times["modelwire"] / times["httpx"]
-    goal("import modelwire ≤ 1.3× import httpx", f"{r:.2f}×", "≤ 1.3×", r <= 1.3)
+    goal("import modelwire ≤ 0.6× import httpx", f"{r:.2f}×", "≤ 0.6×", r <= 0.6)
 
 
 # --------------------------------------------------------------------------- sse
