@@ -445,8 +445,8 @@ def test_budget_spent_is_403(backend: MockServer) -> None:
 
 
 class StallingBackend:
-    """A loopback OpenAI-chat server that sends one delta and then nothing, and
-    records when the client closes its connection."""
+    """A loopback OpenAI-chat server: one streamed delta, then nothing; it records
+    when the gateway closes the connection."""
 
     def __init__(self) -> None:
         self.sock = socket.create_server(("127.0.0.1", 0))
@@ -460,7 +460,10 @@ class StallingBackend:
         return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
 
     def _serve(self) -> None:
-        conn, _ = self.sock.accept()
+        try:
+            conn, _ = self.sock.accept()
+        except OSError:
+            return  # closed before any request came
         with conn:
             data = b""
             while b"\r\n\r\n" not in data:

@@ -9,7 +9,6 @@ import asyncio
 import json
 import socket
 import sqlite3
-import threading
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ import pytest
 
 from modelwire.gateway import Gateway, app, hash_key
 from modelwire.testing import MockServer, parse_script
+from test_gateway_app import StallingBackend
 
 KEY = "sk-gw-hostile-0123456789"
 OTHER = "sk-gw-hostile-other-987"
@@ -505,52 +505,6 @@ def test_a_free_model_is_not_held_to_one_request_at_a_time() -> None:
 
 
 # --------------------------------------------------------------------------- disconnects
-
-
-class StallingBackend:
-    """A loopback OpenAI-chat server: one streamed delta, then nothing; it records
-    when the gateway closes the connection."""
-
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.closed = threading.Event()
-        self.got_request = threading.Event()
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-
-    def _serve(self) -> None:
-        try:
-            conn, _ = self.sock.accept()
-        except OSError:
-            return  # closed before any request came
-        with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))  # fmt: skip
-            while len(body) < length:
-                body += conn.recv(65536)
-            self.got_request.set()
-            chunk = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"hel"}}]}\n\n'
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                         b"transfer-encoding: chunked\r\n\r\n"
-                         + f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")  # fmt: skip
-            conn.settimeout(60)
-            try:
-                while conn.recv(65536):
-                    pass
-            except OSError:
-                pass
-            self.closed.set()
-
-    def close(self) -> None:
-        self.sock.close()
 
 
 async def _leave(
