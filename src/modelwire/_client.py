@@ -289,6 +289,40 @@ def _check_trace(trace: object) -> TraceObserver | None:
     return check_observer(trace)
 
 
+class _Begun(NamedTuple):
+    prepared: _Prepared
+    first: Model
+    trace: TraceObserver | None
+    http_client: Any
+    completion_policy: CompletionPolicy | None
+
+
+def _begin(
+    name: str, model: Model | Fallback | str, context: Context | str, options: StreamOptions
+) -> _Begun:
+    """What :func:`stream` and :func:`stream_sync` decide alike before any I/O: the
+    options checked, the inputs resolved, the call planned, its observer, and a
+    caller's ``http_client`` checked against the transport (``name`` is the entry
+    point, for errors; ``stream_sync`` wants a sync client)."""
+    check_option_names(options, name)
+    _check_trace(options.get("trace"))
+    completion_policy = options.get("completion_policy")
+    _check_policy(completion_policy)
+    http_client = options.get("http_client")
+    model, context = _inputs(model, context, options)
+    prepared = _plan(model, context, options)
+    first = model.models[0] if isinstance(model, Fallback) else model
+    trace = _observer(first, options)
+    plan = prepared.plan
+    if isinstance(plan, Plan):
+        transport = plan.targets[0].options.transport
+        if http_client is not None or transport != "auto":
+            from ._http import check_client
+
+            check_client(http_client, sync=name == "stream_sync", transport=transport)
+    return _Begun(prepared, first, trace, http_client, completion_policy)
+
+
 def _planned(s: _S, plan: OutputPlan | None) -> _S:
     """``s`` validated against the output plan at its end (``s`` itself without one)."""
     if plan is None:
@@ -357,25 +391,15 @@ def stream(
     asked for (:mod:`modelwire._output`). ``model`` may be a ``"provider/model-id"``
     string and ``context`` a prompt string; ``base_url`` replaces the model's.
     """
-    check_option_names(options, "stream")
-    _check_trace(options.get("trace"))
-    completion_policy = options.get("completion_policy")
-    _check_policy(completion_policy)
-    http_client = options.get("http_client")
-    model, context = _inputs(model, context, options)
-    prepared = _plan(model, context, options)
+    prepared, first, trace, http_client, completion_policy = _begin(
+        "stream", model, context, options
+    )
     plan, context = prepared.plan, prepared.context
-    first = model.models[0] if isinstance(model, Fallback) else model
-    trace = _observer(first, options)
     if not isinstance(plan, Plan):
         from ._custom import custom_async
 
         return _planned(custom_async(first, context, plan, trace), prepared.output)
     transport = plan.targets[0].options.transport
-    if http_client is not None or transport != "auto":
-        from ._http import check_client
-
-        check_client(http_client, sync=False, transport=transport)
 
     def pull(s: AbortFlag) -> Puller:
         from ._http import AsyncDriver
@@ -400,25 +424,14 @@ def stream_sync(
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
     the same options (:class:`~modelwire._options.StreamOptions`)."""
-    check_option_names(options, "stream_sync")
-    _check_trace(options.get("trace"))
-    completion_policy = options.get("completion_policy")
-    _check_policy(completion_policy)
-    http_client = options.get("http_client")
-    model, context = _inputs(model, context, options)
-    prepared = _plan(model, context, options)
+    prepared, first, trace, http_client, completion_policy = _begin(
+        "stream_sync", model, context, options
+    )
     plan, context = prepared.plan, prepared.context
-    first = model.models[0] if isinstance(model, Fallback) else model
-    trace = _observer(first, options)
     if not isinstance(plan, Plan):
         from ._custom import custom_sync
 
         return _planned(custom_sync(first, context, plan, trace), prepared.output)
-    transport = plan.targets[0].options.transport
-    if http_client is not None or transport != "auto":
-        from ._http import check_client
-
-        check_client(http_client, sync=True, transport=transport)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
         from ._http import SyncDriver
