@@ -5,13 +5,18 @@ directly, and against the LiteLLM proxy in front of the same backend.
     make bench-gateway
 
 One backend — a loopback ``MockServer`` streaming an OpenAI Chat answer of ``N``
-deltas (default 100) — and one client, httpx (a keep-alive ``httpx.Client``), sending
-the same streamed Chat Completions request three ways, interleaved request by request
-so that load on the machine falls on all alike:
+deltas (default 100), in a process of its own as a provider's server is — and one
+client, httpx (a keep-alive ``httpx.Client``), sending the same streamed Chat
+Completions request three ways, interleaved request by request so that load on the
+machine falls on all alike:
 
 * ``direct``: to the backend itself;
 * ``gateway``: to ``modelwire serve`` (its own process, uvicorn, the Chat front-end),
   whose model routes to the backend over openai-chat;
+* ``passthru``: to the floor of any Python proxy here — an ASGI app on the same
+  uvicorn settings (``serve``'s) that forwards the body to the backend with aiohttp and
+  copies the response bytes back as they come: no parsing, no translation, no
+  checks. What the gateway adds beyond it is the gateway's own work;
 * ``litellm``: to ``litellm --config`` (its own process) routing to the backend, when
   ``bench/.venv-litellm`` holds it (``python3 -m venv bench/.venv-litellm &&
   bench/.venv-litellm/bin/pip install 'litellm[proxy]==1.108.7'``); skipped otherwise.
@@ -59,6 +64,83 @@ def serve_gateway(config_path: str, port: int) -> None:
     from modelwire.gateway import app, serve
 
     serve(app(config_path), "127.0.0.1", port)
+
+
+def serve_passthrough(backend_v1: str, port: int) -> None:
+    """``--serve-passthrough BACKEND_V1 PORT``: the pass-through proxy process."""
+    import aiohttp
+    import uvicorn
+
+    session: list[aiohttp.ClientSession] = []
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] == "GET":  # wait_ready's probe
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+            return
+        if not session:
+            session.append(aiohttp.ClientSession())
+        url = backend_v1 + "/chat/completions"
+        data = body.replace(b'"bench"', b'"mock-model"')
+        async with session[0].post(
+            url, data=data, headers={"content-type": "application/json"}
+        ) as r:
+            await send({"type": "http.response.start", "status": r.status,
+                        "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+            async for chunk in r.content.iter_any():
+                await send({"type": "http.response.body", "body": chunk, "more_body": True})
+        await send({"type": "http.response.body", "body": b""})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, lifespan="on", access_log=False,
+                log_level="warning", server_header=False)  # fmt: skip
+
+
+def start_passthrough(backend_v1: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-passthrough", backend_v1, str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    wait_ready(url + "/v1/models", proc, {})
+    return proc, url
+
+
+def serve_backend() -> None:
+    """``--serve-backend``: the backend process; prints its origin, serves until killed.
+
+    Not a thread of the client's process: a thread there shares the client's GIL, so
+    the client would read each byte only when the backend thread, busy writing the
+    rest of the stream, let it run (up to the 5 ms switch interval) — a cost of the
+    bench, not of any proxy, and larger for whichever path's first byte arrives while
+    the backend is still writing."""
+    from modelwire.testing import MockServer, Reply
+
+    text = "".join(f"w{i:03d} " for i in range(DELTAS))  # 5 characters a delta
+    with MockServer([Reply(message=text, piece_chars=5)], repeat_last=True) as backend:
+        print(backend.origin, flush=True)
+        sys.stdin.read()  # until the bench closes the pipe
+
+
+def start_backend() -> tuple[subprocess.Popen[str], str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-backend", "--deltas", str(DELTAS)],
+                            env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    assert proc.stdout is not None
+    origin = proc.stdout.readline().strip()
+    if not origin.startswith("http://"):
+        proc.kill()
+        raise RuntimeError(f"the backend process did not start: {origin!r}")
+    return proc, origin
 
 
 # --------------------------------------------------------------------------- processes
@@ -171,20 +253,18 @@ def pct(values: list[float], q: float) -> float:
 def main() -> None:
     import httpx
 
-    from modelwire.testing import MockServer, Reply
-
-    text = "".join(f"w{i:03d} " for i in range(DELTAS))  # 5 characters a delta
-    reply = Reply(message=text, piece_chars=5)
-    with MockServer([reply], repeat_last=True) as backend, tempfile.TemporaryDirectory() as t:
+    backend, origin = start_backend()
+    with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        backend_v1 = backend.origin + "/v1"
+        backend_v1 = origin + "/v1"
         procs: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
         try:
             procs["gateway"] = start_gateway(backend_v1, tmp)
+            procs["passthru"] = start_passthrough(backend_v1)
             lite = start_litellm(backend_v1, tmp)
             if lite is not None:
                 procs["litellm"] = lite
-            paths: dict[str, tuple[str, str]] = {"direct": (backend.origin, "mock-model")}
+            paths: dict[str, tuple[str, str]] = {"direct": (origin, "mock-model")}
             paths.update({name: (url, "bench") for name, (_, url) in procs.items()})
             clients = {name: httpx.Client(timeout=60) for name in paths}
             runs: dict[str, list[tuple[float, float, float]]] = {name: [] for name in paths}
@@ -199,6 +279,8 @@ def main() -> None:
             for c in clients.values():
                 c.close()
         finally:
+            backend.kill()
+            backend.wait()
             for p, _ in procs.values():
                 p.terminate()
                 try:
@@ -235,7 +317,12 @@ def report(runs: dict[str, list[tuple[float, float, float]]], cpu: dict[str, flo
 
 
 if __name__ == "__main__":
-    if "--serve-gateway" in sys.argv:
+    if "--serve-backend" in sys.argv:
+        serve_backend()
+    elif "--serve-passthrough" in sys.argv:
+        i = sys.argv.index("--serve-passthrough")
+        serve_passthrough(sys.argv[i + 1], int(sys.argv[i + 2]))
+    elif "--serve-gateway" in sys.argv:
         i = sys.argv.index("--serve-gateway")
         serve_gateway(sys.argv[i + 1], int(sys.argv[i + 2]))
     else:
