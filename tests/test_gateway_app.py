@@ -11,7 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
 
@@ -700,3 +700,79 @@ def test_the_test_server_sends_each_chunk_at_once(backend: MockServer) -> None:
         [connection] = server.server_state.connections
         sock = connection.transport.get_extra_info("socket")
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+
+
+class OneWriteBackend:
+    """A loopback OpenAI Chat backend that sends its whole streamed answer (headers
+    and ``n`` text deltas) in one write, so the gateway reads it in one go."""
+
+    def __init__(self, n: int) -> None:
+        chunks = [
+            b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}\n\n'
+        ]
+        chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}\n\n' % i
+                   for i in range(n)]  # fmt: skip
+        chunks.append(b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n')
+        chunks.append(b"data: [DONE]\n\n")
+        body = b"".join(chunks)
+        self.response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                         b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.origin = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        with self.sock:
+            conn, _ = self.sock.accept()
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(65536)
+            length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n")
+                          if line.lower().startswith(b"content-length:"))  # fmt: skip
+            rest = head.split(b"\r\n\r\n", 1)[1]
+            while len(rest) < length:
+                rest += conn.recv(65536)
+            conn.sendall(self.response)
+
+
+def test_one_write_to_the_client_per_backend_read() -> None:
+    """The events of one backend read go to the client as one body message: a client
+    is woken once per read, not once per delta (50 deltas here, one read)."""
+    import asyncio
+
+    backend = OneWriteBackend(50)
+    gateway = app(config(backend.origin + "/v1"), frontends=[FRONTEND])
+    body = json.dumps({"model": "other", "prompt": "hi", "stream": True}).encode()
+    scope = {"type": "http", "method": "POST", "path": "/v1/fake",
+             "headers": [(b"authorization", f"Bearer {OTHER}".encode())]}  # fmt: skip
+    sent: list[dict[str, Any]] = []
+
+    async def run() -> None:
+        received = asyncio.Event()
+
+        async def receive() -> dict[str, Any]:
+            if not received.is_set():
+                received.set()
+                return {"type": "http.request", "body": body, "more_body": False}
+            await asyncio.Event().wait()  # the client never leaves
+            raise AssertionError  # pragma: no cover
+
+        async def send(message: MutableMapping[str, Any]) -> None:
+            sent.append(dict(message))
+
+        try:
+            await gateway(scope, receive, send)
+        finally:
+            await gateway.aclose()
+
+    asyncio.run(run())
+    assert sent[0]["type"] == "http.response.start" and sent[0]["status"] == 200
+    bodies = [m["body"] for m in sent[1:]]
+    # The first content right after the headers, then the rest of the read, then the end.
+    assert len(bodies) <= 3, [len(b) for b in bodies]
+    got = events(b"".join(bodies).decode())
+    assert "".join(
+        e["delta"] for e in got if isinstance(e, dict) and e["type"] == "text_delta"
+    ) == ("".join(f"w{i} " for i in range(50)))
+    assert got[-1] == "[DONE]"

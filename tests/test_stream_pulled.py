@@ -157,3 +157,51 @@ def test_after_the_terminal_the_rest_is_drained_and_aclose_is_a_no_op(transport:
         assert server.wait_closed()
     assert types[0] == "start" and types[-1] == "done" and types.count("done") == 1
     assert message.text == TEXT and message.stop_reason == "stop"
+
+
+def _one_write_server(body: bytes) -> tuple[Any, int]:
+    """A loopback server answering one request with ``body`` in a single write."""
+    import socket
+
+    sock = socket.create_server(("127.0.0.1", 0))
+    response = (b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                b"content-length: %d\r\n\r\n%s" % (len(body), body))  # fmt: skip
+
+    def serve() -> None:
+        with sock:
+            conn, _ = sock.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(response)
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    return thread, sock.getsockname()[1]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> None:
+    """``ready``: the events the next iterations return without waiting. A body that
+    arrives in one read has them all ready after the first; each step takes one, and
+    the terminal leaves none."""
+    chunks = [b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}']
+    chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(20)]
+    chunks += [
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        b"data: [DONE]",
+    ]
+    thread, port = _one_write_server(b"\n\n".join(chunks) + b"\n\n")
+
+    async def main() -> list[tuple[str, int]]:
+        s = _stream(port, transport)
+        assert s.ready == 0  # nothing read yet
+        return [(ev.type, s.ready) async for ev in s]
+
+    seen = asyncio.run(main())
+    thread.join(timeout=10)
+    readies = [n for _, n in seen]
+    assert seen[-1] == ("done", 0)
+    # Once the read is in, every step takes one event: the counts fall by one to 0.
+    start = next(i for i, (t, _) in enumerate(seen) if t == "text_delta")
+    assert readies[start] > 0
+    assert readies[start:] == list(range(readies[start], -1, -1))

@@ -170,6 +170,13 @@ class AssistantMessageStream:
         return self._abort_requested
 
     @property
+    def ready(self) -> int:
+        """How many events the next iterations return without waiting: the rest of
+        the last network read's (0 once aborted). A consumer that writes once per
+        read — as the gateway does — writes when this is 0."""
+        return 0 if self._abort_requested else len(self._buffer)
+
+    @property
     def partial_output(self) -> Any:
         """With ``output=``: the output parsed so far, for display only (never
         validated; ``modelwire._output``). ``None`` otherwise and before any JSON."""

@@ -253,10 +253,9 @@ class Gateway:
             if scope["method"] != "POST":
                 raise _MethodError(f"{scope['path']} takes POST", "POST")
             try:
-                body = await asyncio.wait_for(
-                    read_body(receive, headers, self.config.gateway.max_body_bytes),
-                    self.body_timeout,
-                )
+                # asyncio.timeout, not wait_for: no task of its own (on Python 3.11).
+                async with asyncio.timeout(self.body_timeout):
+                    body = await read_body(receive, headers, self.config.gateway.max_body_bytes)
             except TimeoutError:
                 raise RequestError(
                     f"the request body did not arrive within {self.body_timeout:g} s (is its "
@@ -344,18 +343,26 @@ class Gateway:
         else:
             if out:
                 await send({"type": "http.response.body", "body": out, "more_body": True})
-            out = b""
+            # One write per backend read: the events a read carried are rendered
+            # together (s.ready counts those not taken yet), so the client is woken
+            # once per read rather than once per event.
+            pieces: list[bytes] = []
             async for event in s:
                 ex.saw(event.type)
                 if event.type in ("done", "error"):
                     ex.message = event.message
                     if event.type == "error" and state.get("gone"):
                         return  # aborted because the client left: nobody to write to
-                    out = renderer.feed(event)
+                    pieces.append(renderer.feed(event))
                     break
-                chunk = renderer.feed(event)
-                if chunk:
-                    await send({"type": "http.response.body", "body": chunk, "more_body": True})
+                pieces.append(renderer.feed(event))
+                if not s.ready:
+                    chunk = b"".join(pieces)
+                    pieces.clear()
+                    if chunk:
+                        await send({"type": "http.response.body", "body": chunk,
+                                    "more_body": True})  # fmt: skip
+            out = b"".join(pieces)
         await send({"type": "http.response.body", "body": out, "more_body": False})
 
     async def _answer(
