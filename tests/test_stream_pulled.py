@@ -205,3 +205,34 @@ def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> No
     start = next(i for i, (t, _) in enumerate(seen) if t == "text_delta")
     assert readies[start] > 0
     assert readies[start:] == list(range(readies[start], -1, -1))
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_closing_the_callers_client_at_once_after_the_end_logs_nothing(transport: str) -> None:
+    """After the terminal event the rest of the body is drained in a task of its own.
+    A caller that closes its client at once (the body not ended: a comment is still
+    arriving) cuts that drain short: the connection is closed, and no "Task exception
+    was never retrieved" reaches the loop's handler."""
+    import aiohttp
+    import httpx
+
+    from modelwire.testing import MockServer, Reply, render
+
+    body = render("hello there", API) + b": a keep-alive comment, stalled in the middle\n\n"
+    reply = Reply(body=body, stall_after=len(body) - 10, stall_seconds=3)
+    reported: list[dict[str, Any]] = []
+
+    async def main(origin: str) -> str:
+        asyncio.get_running_loop().set_exception_handler(lambda _, c: reported.append(c))
+        client: Any = aiohttp.ClientSession() if transport == "aiohttp" else httpx.AsyncClient()
+        model = mw.Model(api=API, id="m", provider="mock", base_url=origin + "/v1")
+        s = mw.stream(model, "hi", api_key=KEY, http_client=client)
+        last = [ev async for ev in s][-1]
+        await (client.close() if transport == "aiohttp" else client.aclose())
+        for _ in range(5):
+            await asyncio.sleep(0.02)  # the drain task's turns
+        return last.type
+
+    with MockServer([reply]) as server:
+        assert asyncio.run(main(server.origin)) == "done"
+    assert reported == []

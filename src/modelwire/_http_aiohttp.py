@@ -338,7 +338,10 @@ class AiohttpTransport:
                     if not chunk:
                         break
                     n += len(chunk)
-        except (TimeoutError, aiohttp.ClientError):
+        except (TimeoutError, aiohttp.ClientError, RuntimeError):
+            # RuntimeError("Connection closed."): the caller's session closed under
+            # the drain (aiohttp's StreamReader). Best effort, as the httpx twin's:
+            # the connection is closed instead of reused.
             pass
 
     async def close(self) -> None:
