@@ -1318,3 +1318,21 @@ def test_the_classifier_decides_retryable_and_the_retry_policy_obeys(
     else:
         with pytest.raises(type(err)):
             policy.next_wait(err)
+
+
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({"Request-Id": "b", "X-Request-Id": "a"}, "a"),  # the first-ranked name wins
+        ({"x-amzn-RequestId": "c", "apim-request-id": "d"}, "c"),  # any case
+        ({"X-Request-Id": "", "request-id": "e"}, "e"),  # an empty value is no id
+        ({"content-type": "text/event-stream"}, None),
+    ],
+)
+def test_request_id_is_read_from_the_first_ranked_header(
+    headers: dict[str, str], expected: str | None
+) -> None:
+    from modelwire._http_status import request_id
+
+    assert request_id(headers) == expected
+    assert request_id(httpx.Headers(headers)) == expected

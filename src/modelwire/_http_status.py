@@ -106,12 +106,19 @@ REQUEST_ID_HEADERS = (
 )
 
 
+_ID_RANK = {name: rank for rank, name in enumerate(REQUEST_ID_HEADERS)}
+
+
 def request_id(headers: Mapping[str, str], body: _ErrorBody | None = None) -> str | None:
     """The provider's request id from the response headers, else the error body."""
-    for name in REQUEST_ID_HEADERS:
-        value = _header(headers, name)
-        if value:
-            return value
+    # One pass over the headers (read on every response), the first-ranked name wins.
+    best, found = len(REQUEST_ID_HEADERS), None
+    for k, v in headers.items():
+        rank = _ID_RANK.get(k.lower(), best)
+        if rank < best and v:
+            best, found = rank, v
+    if found is not None:
+        return found
     if body is None:
         return None
     err = body.error if isinstance(body.error, dict) else {}
