@@ -2,6 +2,7 @@
 directly, and against the LiteLLM proxy in front of the same backend.
 
     python bench/bench_gateway.py [--quick] [--deltas N] [--requests N]
+    python bench/bench_gateway.py --icount [--deltas N]
     make bench-gateway
 
 One backend — a loopback ``MockServer`` streaming an OpenAI Chat answer of ``N``
@@ -27,6 +28,15 @@ the response (total), in ms; the added latency is the proxy's percentile minus t
 direct one. And the proxy process's CPU time per streamed delta (user + system from
 ``/proc/PID/stat`` over the measured requests, divided by requests x deltas).
 Goal: gateway p50 added latency < 1 ms and < 1/3 of LiteLLM's.
+
+``--icount``: what the latency figures cannot show on a shared machine, counted by
+valgrind (``callgrind``: instructions, the same from run to run whatever the load):
+the instructions of one request through the gateway's ASGI app, called in-process
+(no server, the backend in its own process, not counted), against one request of
+the same answer made with aiohttp alone (split + ``json.loads``), the floor of any
+proxy's client side. Each runs twice, with 10 and 50 requests after a warm-up; the
+difference over 40 is per request. Default ``--deltas 1``: the per-request work,
+which is what the time to the first byte pays for.
 """
 
 from __future__ import annotations
@@ -52,7 +62,7 @@ def _arg(name: str, default: int) -> int:
 
 
 QUICK = "--quick" in sys.argv
-DELTAS = _arg("--deltas", 100)
+DELTAS = _arg("--deltas", 1 if "--icount" in sys.argv else 100)
 REQUESTS = _arg("--requests", 40 if QUICK else 300)
 WARMUP = 10 if QUICK else 30
 FIRST_TEXT = b"w000"  # the first delta's text
@@ -64,6 +74,104 @@ def serve_gateway(config_path: str, port: int) -> None:
     from modelwire.gateway import app, serve
 
     serve(app(config_path), "127.0.0.1", port)
+
+
+# --------------------------------------------------------------------------- --icount
+
+ICOUNT_BODY = b'{"model": "%s", "stream": true, "messages": [{"role": "user", "content": "Hi."}]}'
+
+
+def icount_run(kind: str, origin: str, n: int) -> None:
+    """``--icount-run KIND ORIGIN N``: N requests (after 5 warm-up), KIND gateway or raw."""
+    import asyncio
+    import json
+
+    if kind == "raw":
+        import aiohttp
+
+        async def main() -> None:
+            async with aiohttp.ClientSession() as session:
+
+                async def one() -> None:
+                    async with session.post(origin + "/v1/chat/completions",
+                                            data=ICOUNT_BODY % b"mock-model",
+                                            headers={"content-type": "application/json"}) as r:  # fmt: skip
+                        async for chunk in r.content.iter_any():
+                            for part in chunk.split(b"\n\n"):
+                                if part.startswith(b"data: {"):
+                                    json.loads(part[6:])
+
+                for _ in range(5 + n):
+                    await one()
+
+    else:
+        from modelwire.gateway import app, hash_key
+
+        gateway = app({"models": {"bench": {"api": "openai-chat", "id": "mock-model",
+                                            "base_url": origin + "/v1"}},
+                       "keys": {"bench": {"key_sha256": hash_key(KEY), "models": ["*"]}}})  # fmt: skip
+        body = ICOUNT_BODY % b"bench"
+        scope = {"type": "http", "method": "POST", "path": "/v1/chat/completions",
+                 "headers": [(b"authorization", f"Bearer {KEY}".encode()),
+                             (b"content-length", str(len(body)).encode())]}  # fmt: skip
+
+        async def main() -> None:
+            async def one() -> None:
+                sent = asyncio.Event()
+
+                async def receive() -> dict[str, Any]:
+                    if not sent.is_set():
+                        sent.set()
+                        return {"type": "http.request", "body": body}
+                    await asyncio.Event().wait()  # the client stays
+                    raise AssertionError
+
+                statuses: list[int] = []
+
+                async def send(message: Any) -> None:
+                    if message["type"] == "http.response.start":
+                        statuses.append(message["status"])
+
+                await gateway(scope, receive, send)
+                assert statuses == [200], statuses
+
+            for _ in range(5 + n):
+                await one()
+            await gateway.aclose()
+
+    import uvloop
+
+    uvloop.run(main())
+
+
+def icount() -> None:
+    import shutil
+
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed (apt-get install valgrind)")
+    backend, origin = start_backend()
+    per: dict[str, float] = {}
+    try:
+        for kind in ("raw", "gateway"):
+            totals = []
+            for n in (10, 50):
+                with tempfile.TemporaryDirectory() as tmp:
+                    out = os.path.join(tmp, "cg.out")
+                    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "PYTHONHASHSEED": "0"}
+                    subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                                    sys.executable, __file__, "--icount-run", kind, origin, str(n)],
+                                   check=True, capture_output=True, env=env)  # fmt: skip
+                    lines = Path(out).read_text().splitlines()
+                    totals.append(next(int(x.split()[1]) for x in lines
+                                       if x.startswith(("summary:", "totals:"))))  # fmt: skip
+            per[kind] = (totals[1] - totals[0]) / 40
+    finally:
+        backend.kill()
+        backend.wait()
+    print(f"instructions per request, a {DELTAS}-delta streamed OpenAI Chat answer (callgrind):")
+    print(f"  aiohttp alone (split + json.loads)   {per['raw']:>12,.0f}")
+    print(f"  the gateway's ASGI app, in-process   {per['gateway']:>12,.0f}"
+          f"   ({per['gateway'] / per['raw']:.2f}x; {per['gateway'] - per['raw']:,.0f} more)")  # fmt: skip
 
 
 def serve_passthrough(backend_v1: str, port: int) -> None:
@@ -319,6 +427,11 @@ def report(runs: dict[str, list[tuple[float, float, float]]], cpu: dict[str, flo
 if __name__ == "__main__":
     if "--serve-backend" in sys.argv:
         serve_backend()
+    elif "--icount-run" in sys.argv:
+        i = sys.argv.index("--icount-run")
+        icount_run(sys.argv[i + 1], sys.argv[i + 2], int(sys.argv[i + 3]))
+    elif "--icount" in sys.argv:
+        icount()
     elif "--serve-passthrough" in sys.argv:
         i = sys.argv.index("--serve-passthrough")
         serve_passthrough(sys.argv[i + 1], int(sys.argv[i + 2]))
