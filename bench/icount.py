@@ -48,6 +48,11 @@ WORKLOADS: dict[str, tuple[str, int]] = {
     "tool-msgspec": ("msgspec typed decode of the payloads only", 5000),
     "tool-assemble": ("Assembler.feed only", 5000),
     "fixture": ("mw.replay of claude-haiku-4-5-stop-sequence.sse (per stream)", 1),
+    "live-kib": ("mw.stream over aiohttp, 20 loopback streams x 200 deltas, 1 KiB writes", 4000),
+    "live-delta": ("the same, one delta per write", 4000),
+    "live-delta-total": ("the same with a total deadline (mw.Timeout(total=600))", 4000),
+    "live-floor-kib": ("raw aiohttp + split + json.loads, 1 KiB writes", 4000),
+    "live-floor-delta": ("raw aiohttp + split + json.loads, one delta per write", 4000),
 }
 
 
@@ -69,6 +74,10 @@ def _workload(name: str) -> Callable[[], object]:
     from modelwire._assemble import Assembler
     from modelwire._sse import SSEFraming
 
+    if name.startswith("live-"):
+        from live_count import live_workload
+
+        return live_workload(name)
     if name == "fixture":
         body = fixture_bodies("anthropic")["claude-haiku-4-5-stop-sequence.sse"]
         return lambda: mw.replay("anthropic-messages", [body])

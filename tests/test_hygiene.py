@@ -85,7 +85,12 @@ def test_only_http_imports_httpx_and_its_docstring_says_who_else_does_io() -> No
                 names = [node.module or ""]
             if any(n == "httpx" or n.startswith("httpx.") for n in names):
                 importers.add(module)
-    assert importers == {"modelwire._http", "modelwire._http._base", "modelwire._http._json"}
+    assert importers == {
+        "modelwire._http",
+        "modelwire._http._base",
+        "modelwire._http._json",
+        "modelwire._http._httpx_async",
+    }
     from modelwire import _http as http
 
     doc = http.__doc__ or ""

@@ -63,7 +63,12 @@ def test_only_the_http_modules_import_aiohttp_and_httpx() -> None:
     # The HTTP modules: the httpx package (its drivers, the JSON request) and aiohttp's.
     assert importers == {
         "aiohttp": {"modelwire._http_aiohttp"},
-        "httpx": {"modelwire._http", "modelwire._http._base", "modelwire._http._json"},
+        "httpx": {
+            "modelwire._http",
+            "modelwire._http._base",
+            "modelwire._http._json",
+            "modelwire._http._httpx_async",
+        },
     }
 
 
@@ -97,7 +102,7 @@ def test_auto_is_aiohttp_when_installed_and_httpx_otherwise(
 ) -> None:
     assert http.aiohttp_installed()
     assert type(http.async_transport(None)).__name__ == "AiohttpTransport"
-    assert type(http.async_transport(None, "httpx")).__name__ == "_AsyncTransport"
+    assert type(http.async_transport(None, "httpx")).__name__ == "HttpxAsyncTransport"
     with serving([ok("openai-chat")]) as server:
         asyncio.run(mw.complete(model_for("openai-chat", server.port), CTX))
         from modelwire._http import _base

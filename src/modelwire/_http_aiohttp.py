@@ -37,6 +37,7 @@ import aiohttp
 import yarl
 
 from ._call import Drain, Failure, Head, Read, ReadError, Send
+from ._http._deadline import ReadDeadline
 from ._http_status import origin
 from ._redact import redact, redact_url
 from .errors import ConnectError, RequestTimeoutError, StreamError, StreamInterruptedError
@@ -237,7 +238,7 @@ class AiohttpTransport:
     """The waiting half of :class:`modelwire._http.AsyncDriver` over aiohttp: one
     response at a time, on the caller's session or on the loop's pooled one."""
 
-    __slots__ = ("_content", "_pooled", "_response", "_secrets", "_session", "_ssl")
+    __slots__ = ("_content", "_deadline", "_pooled", "_response", "_secrets", "_session", "_ssl")
 
     def __init__(
         self, session: aiohttp.ClientSession | None, ssl: Callable[[], ssl.SSLContext]
@@ -248,6 +249,7 @@ class AiohttpTransport:
         self._content: aiohttp.StreamReader | None = None
         self._secrets: tuple[str, ...] = ()
         self._ssl = ssl
+        self._deadline = ReadDeadline()  # the total deadline over the body's reads
 
     async def send(self, i: Send) -> Head | Failure:
         if self._response is not None:
@@ -255,6 +257,7 @@ class AiohttpTransport:
             # error, a fallback to the next model): that response is done with.
             response, self._response, self._content = self._response, None, None
             _done(response)
+        self._deadline.cancel()
         session = self._session
         if session is None:
             session = self._session = await pooled_session()
@@ -313,17 +316,28 @@ class AiohttpTransport:
     async def read(self, i: Read) -> bytes | Failure | None:
         content = self._content
         assert content is not None
-        try:
-            if i.remaining is None:
+        if i.remaining is None:
+            try:
                 chunk = await content.readany()
-            else:
-                async with asyncio.timeout(i.remaining):
-                    chunk = await content.readany()
+            except aiohttp.ClientError as exc:
+                return Failure(_map_exc(exc, self._secrets, started=True))
+            # ``readany`` returns what one socket read brought (decoded), b"" at the end.
+            return chunk or None
+        # The total deadline: one timer for the whole body (``ReadDeadline``), not
+        # one ``asyncio.timeout`` per read.
+        deadline = self._deadline
+        if not deadline.enter(i.remaining):
+            return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+        try:
+            chunk = await content.readany()
         except aiohttp.ClientError as exc:
             return Failure(_map_exc(exc, self._secrets, started=True))
-        except TimeoutError:
-            return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
-        # ``readany`` returns what one socket read brought (decoded), b"" at the end.
+        except asyncio.CancelledError:
+            if deadline.fired():
+                return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+            raise
+        finally:
+            deadline.exit()
         return chunk or None
 
     async def drain(self, i: Drain) -> None:
@@ -345,6 +359,7 @@ class AiohttpTransport:
             pass
 
     async def close(self) -> None:
+        self._deadline.cancel()
         response, self._response, self._content = self._response, None, None
         if response is not None:
             _done(response)

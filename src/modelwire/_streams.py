@@ -151,7 +151,7 @@ class AssistantMessageStream:
     def __init__(self, producer: Producer | Pulled, *, queue_size: int = 64) -> None:
         self._producer = producer
         self._queue_size = queue_size
-        # A pulled source runs in the consumer's task (``_pull``); a producer in a
+        # A pulled source runs in the consumer's task (``__anext__``); a producer in a
         # task of its own that fills a queue.
         self._pulled = isinstance(producer, Pulled)
         self._flag: AbortFlag | None = None
@@ -210,7 +210,34 @@ class AssistantMessageStream:
         if self._abort_requested:
             return await self._deliver_abort()
         if self._pulled:
-            return await self._pull()
+            # The pulled source, in this task (inline: one coroutine frame less per
+            # network read): the call's next batch.
+            while not buffer:
+                p = self._puller or self._open()
+                try:
+                    batch = await p.next()
+                except asyncio.CancelledError:
+                    # The consumer was cancelled: the call was aborted and closed, its
+                    # terminal kept (``p.final``) for the next read or ``result()``.
+                    self._abort_requested = True
+                    raise
+                except Exception as exc:  # the stream must never hang (DESIGN §2a)
+                    batch = p.fail_events(exc)
+                    if not batch:
+                        return await self._deliver_abort()
+                if batch is None:
+                    # The call ended without a terminal event: never hang.
+                    batch = p.fail_events(RuntimeError("the stream producer stopped"))
+                    if not batch:
+                        batch = self._fallback_abort()
+                if self._abort_requested:
+                    buffer.extend(batch)  # the aborted terminal holds what it carried
+                    return await self._deliver_abort()
+                buffer.extend(batch)
+            event = buffer.popleft()
+            if isinstance(event, _TERMINAL):
+                self._took_terminal(event)
+            return event
         if not self._buffer:
             ch = self._ensure_started()
             try:
@@ -254,35 +281,6 @@ class AssistantMessageStream:
         self._flag = AbortFlag()
         self._puller = self._producer.open(self._flag)
         return self._puller
-
-    async def _pull(self) -> Event:
-        buffer = self._buffer
-        while not buffer:
-            p = self._puller or self._open()
-            try:
-                batch = await p.next()
-            except asyncio.CancelledError:
-                # The consumer was cancelled: the call was aborted and closed, its
-                # terminal kept (``p.final``) for the next read or ``result()``.
-                self._abort_requested = True
-                raise
-            except Exception as exc:  # the stream must never hang (DESIGN §2a)
-                batch = p.fail_events(exc)
-                if not batch:
-                    return await self._deliver_abort()
-            if batch is None:
-                # The call ended without a terminal event: never hang.
-                batch = p.fail_events(RuntimeError("the stream producer stopped"))
-                if not batch:
-                    batch = self._fallback_abort()
-            if self._abort_requested:
-                buffer.extend(batch)  # the aborted terminal holds what it carried
-                return await self._deliver_abort()
-            buffer.extend(batch)
-        event = buffer.popleft()
-        if isinstance(event, _TERMINAL):
-            self._took_terminal(event)
-        return event
 
     async def _pulled_abort(self) -> list[Event]:
         p = self._puller

@@ -119,9 +119,12 @@ class Call:
 
     __slots__ = (
         "_aborted",
+        "_after_emit",
+        "_body",
         "_clock",
         "_closing",
         "_delivered",
+        "_fed",
         "_gen",
         "_leg_circuit",
         "_legs",
@@ -172,17 +175,54 @@ class Call:
         self._delivered = False
         # The breaker circuit the current leg holds (released if the caller aborts).
         self._leg_circuit: Circuit | None = None
+        # The body's read loop, run by :meth:`_step` while ``_body`` is set (see there).
+        self._body: Pipeline | None = None
+        self._after_emit = False
+        self._fed: list[Event] = []
         self._gen = self._run(aborted)
 
     def first(self) -> Intent:
         return next(self._gen)
 
     def send(self, result: Any) -> Intent:
+        if self._body is not None:
+            return self._step(result)
         return self._gen.send(result)
+
+    def _step(self, result: Any) -> Intent:
+        """One turn of the body's read loop (``_attempt``) without resuming the flow's
+        generator: a chunk fed, its events emitted, the next read. At one event per
+        network read the generator's four nested frames, resumed twice per read, cost
+        as much as decoding the event. The flow's generator waits at its ``Read`` all
+        the while; whatever else happens (the end of the body, a failure, the terminal
+        event, the deadline) is handed to it there, so it alone decides those."""
+        policy = self._policy
+        if self._after_emit:  # the answer to an Emit: the next read
+            self._after_emit = False
+        elif result is None or isinstance(result, Failure):
+            self._body = None
+            return self._gen.send(result)
+        else:
+            p = self._body
+            assert p is not None
+            events = p.feed(result)
+            if p.done:
+                self._body = None
+                self._fed = events
+                return self._gen.send(_FED)
+            if events:
+                self._after_emit = True
+                return self._emit(events)
+        if policy.expired():
+            self._body = None
+            return self._gen.send(_EXPIRED)
+        return Read(policy.remaining())
 
     def abort(self) -> Intent:
         """The caller aborted (a cancelled task, a closed sync stream): the next
         intents are the aborted terminal (unless one was already emitted) and Close."""
+        self._body = None  # the flow's generator takes it from its Read
+        self._after_emit = False
         if self._closing:
             return Close()
         if self._aborted:  # already on the way out: its Emit, then Close
@@ -379,40 +419,41 @@ class Call:
             self._release()
             yield self._emit(p.abort())
             return None
-        while True:
-            if policy.expired():
-                err: StreamError = RequestTimeoutError("total timeout expired while reading")
-                return p.fail(err)
-            chunk = yield Read(policy.remaining())
-            if chunk is None:
-                events = p.end()
-                if self._withhold(events):
-                    return events
-                self._verdict(leg, None)
-                yield self._emit(events)
+        if policy.expired():
+            return p.fail(RequestTimeoutError("total timeout expired while reading"))
+        # The read loop itself is :meth:`_step`'s: it feeds every chunk and emits its
+        # events, and hands back here, at this Read, whatever ends the attempt.
+        self._body = p
+        got = yield Read(policy.remaining())
+        if got is _EXPIRED:
+            return p.fail(RequestTimeoutError("total timeout expired while reading"))
+        if got is None:  # the end of the body
+            events = p.end()
+            if self._withhold(events):
+                return events
+            self._verdict(leg, None)
+            yield self._emit(events)
+            return None
+        if isinstance(got, Failure):
+            if aborted():
+                self._release()
+                yield self._emit(p.abort())
                 return None
-            if isinstance(chunk, Failure):
-                if aborted():
-                    self._release()
-                    yield self._emit(p.abort())
-                    return None
-                err = chunk.error
-                if chunk.deadline or policy.expired():
-                    # The read was cut to the deadline (or the sync timer shut the socket).
-                    err = RequestTimeoutError("total timeout expired while reading")
-                return p.fail(err)
-            events = p.feed(chunk)
-            if p.done:
-                if self._withhold(events):
-                    return events
-                self._verdict(leg, None)
-                yield self._emit(events)
-                # Ended before the body did: read the rest briefly (bounded) so the
-                # connection can be reused.
-                yield Drain(DRAIN_BYTES, DRAIN_SECONDS)
-                return None
-            if events:
-                yield self._emit(events)
+            err = got.error
+            if got.deadline or policy.expired():
+                # The read was cut to the deadline (or the sync timer shut the socket).
+                err = RequestTimeoutError("total timeout expired while reading")
+            return p.fail(err)
+        assert got is _FED  # a chunk ``_step`` fed, after which the pipeline is done
+        events, self._fed = self._fed, []
+        if self._withhold(events):
+            return events
+        self._verdict(leg, None)
+        yield self._emit(events)
+        # Ended before the body did: read the rest briefly (bounded) so the
+        # connection can be reused.
+        yield Drain(DRAIN_BYTES, DRAIN_SECONDS)
+        return None
 
     def _open(self, request: HTTPRequest, leg: Leg) -> Generator[Intent, Any, Head | StreamError]:
         """Send with retries before the first byte; the 2xx event-stream head, or the
@@ -470,6 +511,11 @@ class Call:
                 trace.retry(policy.attempts, err.status, err.kind, wait)
             yield Sleep(wait)
 
+
+#: What :meth:`Call._step` hands the flow's generator at its ``Read``: the deadline
+#: passed; the chunk was fed and the pipeline is done (its events in ``Call._fed``).
+_EXPIRED = object()
+_FED = object()
 
 #: Failures that say nothing about the model's health (the caller's own deadline).
 _NOT_THE_MODEL = frozenset({"timeout"})

@@ -2,16 +2,17 @@
 
 The two drivers of a :class:`~modelwire._call.Call`: :class:`AsyncDriver` (asyncio,
 pulled by the stream's consumer in its own task, over a transport: ``aiohttp`` when
-installed, else ``httpx.AsyncClient``; :func:`drive_async` runs it as a producer task
-into a queue) and :class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
+installed, else ``httpx.AsyncClient`` (``_httpx_async``); :func:`drive_async` runs it as
+a producer task into a queue) and :class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
 ``modelwire._http_aiohttp`` (the one module that imports aiohttp, on first use);
 :func:`async_transport` picks one by the ``transport`` option and ``http_client``. The Call
 takes every decision — authorize, send, retry, the total deadline, the status →
 error step, drain after the terminal event, close in every path, redaction; a
 driver only performs its intents and waits. Here httpx exceptions are mapped to
 :mod:`modelwire.errors` (in exactly this one place), per-phase timeouts are given to
-httpx, a wait is bounded by the deadline (a task timeout, or in the sync driver a
-timer that shuts the socket down), and responses and owned clients are closed.
+httpx, a wait is bounded by the deadline (a task timeout — over the body's reads one
+timer per response, ``_deadline`` — or in the sync driver a timer that shuts the
+socket down), and responses and owned clients are closed.
 :func:`check_client` is how the client checks a caller's ``http_client`` without
 importing httpx itself.
 
@@ -34,7 +35,7 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Protocol
 
 import httpx
@@ -45,20 +46,9 @@ from .._http_status import origin as origin  # re-exported (tests, callers)
 from .._http_status import status_error
 from .._redact import redact
 from .._retry import MAX_RETRY_AFTER
-from ..errors import (
-    RequestTimeoutError,
-    StreamError,
-)
-from ._base import (
-    DEADLINE_BEFORE,
-    DEADLINE_READING,
-    aiohttp_installed,
-    check_client,
-    phases,
-    read_failure,
-    send_failure,
-    ssl_context,
-)
+from ..errors import StreamError
+from ._base import aiohttp_installed, check_client, phases, read_failure, send_failure, ssl_context
+from ._httpx_async import HttpxAsyncTransport
 from ._json import post_json_async, post_json_sync
 
 if TYPE_CHECKING:
@@ -106,9 +96,9 @@ def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
     ``transport`` (``"auto"``: aiohttp when installed, else httpx); checked by
     :func:`check_client` beforehand."""
     if isinstance(client, httpx.AsyncClient):
-        return _AsyncTransport(client)
+        return HttpxAsyncTransport(client, ssl_context)
     if client is None and (transport == "httpx" or not aiohttp_installed()):
-        return _AsyncTransport(None)
+        return HttpxAsyncTransport(None, ssl_context)
     from .._http_aiohttp import AiohttpTransport
 
     return AiohttpTransport(client, ssl_context)  # type: ignore[arg-type]
@@ -276,106 +266,7 @@ async def drive_async(
         raise
 
 
-class _AsyncTransport:
-    """:class:`AsyncTransport` over ``httpx.AsyncClient``."""
-
-    __slots__ = ("_client", "_it", "_own", "_response", "_secrets")
-
-    def __init__(self, client: httpx.AsyncClient | None) -> None:
-        self._client = client
-        self._own: httpx.AsyncClient | None = None
-        self._response: httpx.Response | None = None
-        # Decoded bytes (``aiter_bytes``), not the raw body: providers may send the
-        # event stream with ``Content-Encoding: gzip`` (Anthropic does). One iterator
-        # serves reading and draining: httpx refuses a second one.
-        self._it: AsyncIterator[bytes] | None = None
-        self._secrets: tuple[str, ...] = ()
-
-    async def send(self, i: Send) -> Head | Failure:
-        if self._response is not None:
-            # Another attempt after a failure the Call read from the body (an in-band
-            # error, a fallback to the next model): that response is done with.
-            response, self._response = self._response, None
-            await response.aclose()
-        client = self._client
-        if client is None:
-            client = self._client = self._own = httpx.AsyncClient(
-                timeout=phases(i), verify=ssl_context()
-            )
-        r = i.request
-        self._secrets = r.secrets
-        req = client.build_request(
-            "POST", r.url, headers=r.headers, content=r.body, timeout=phases(i)
-        )
-        try:
-            async with asyncio.timeout(i.remaining):
-                response = await client.send(req, stream=True)
-        except TimeoutError:
-            return Failure(RequestTimeoutError(DEADLINE_BEFORE), deadline=True)
-        except httpx.HTTPError as exc:
-            return send_failure(exc, r)
-        self._response, self._it = response, None
-        return Head(response.status_code, response.headers)
-
-    async def read_error(self, i: ReadError) -> bytes:
-        response = self._response
-        assert response is not None
-        buf = bytearray()
-        try:
-            async with asyncio.timeout(i.remaining):
-                async for chunk in response.aiter_bytes():
-                    buf += chunk
-                    if len(buf) >= i.limit:
-                        break
-        except TimeoutError:
-            buf.clear()
-        except httpx.HTTPError:
-            pass
-        finally:
-            self._response = None
-            await response.aclose()
-        return bytes(buf[: i.limit])
-
-    def _iter(self) -> AsyncIterator[bytes]:
-        if self._it is None:
-            assert self._response is not None
-            self._it = self._response.aiter_bytes()
-        return self._it
-
-    async def read(self, i: Read) -> bytes | Failure | None:
-        it = self._it or self._iter()
-        try:
-            if i.remaining is None:
-                return await anext(it)
-            async with asyncio.timeout(i.remaining):
-                return await anext(it)
-        except StopAsyncIteration:
-            return None
-        except TimeoutError:
-            return Failure(RequestTimeoutError(DEADLINE_READING), deadline=True)
-        except httpx.HTTPError as exc:
-            return read_failure(exc, self._secrets)
-
-    async def drain(self, i: Drain) -> None:
-        n = 0
-        try:
-            async with asyncio.timeout(i.seconds):
-                async for chunk in self._iter():
-                    n += len(chunk)
-                    if n > i.max_bytes:
-                        break
-        except (TimeoutError, httpx.HTTPError, RuntimeError):
-            pass
-
-    async def close(self) -> None:
-        response, self._response = self._response, None
-        own, self._own = self._own, None
-        try:
-            if response is not None:
-                await response.aclose()
-        finally:
-            if own is not None:
-                await own.aclose()
+# --------------------------------------------------------------------------- sync
 
 
 # --------------------------------------------------------------------------- sync
@@ -395,7 +286,7 @@ class SyncDriver:
         self._client = client
         self._own: httpx.Client | None = None
         self._response: httpx.Response | None = None
-        self._it: Iterator[bytes] | None = None  # see _AsyncTransport
+        self._it: Iterator[bytes] | None = None  # see HttpxAsyncTransport
         self._secrets: tuple[str, ...] = ()
         self._timer: threading.Timer | None = None
         self._closed = False
