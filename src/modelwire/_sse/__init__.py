@@ -48,7 +48,7 @@ from ..errors import (
     ModelwireError,
     TruncatedStreamError,
 )
-from ._frames import _EVENT_LINES_MAX, Frame, ServerSentEvent, runs
+from ._frames import _EVENT_LINES_MAX, Frame, ServerSentEvent, join, runs
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Frame", "SSEDecoder", "SSEFraming", "ServerSentEvent"]
 
@@ -110,6 +110,7 @@ class SSEDecoder:
         "_ev_retry",
         "_event",
         "_id",
+        "_join",
         "_last_id",
         "_max",
         "_pending_cr",
@@ -155,6 +156,8 @@ class SSEDecoder:
         self._ended = False
         self._error: ModelwireError | None = None
         self._error_raised = False
+        # Runs of whole blocks as one Run (SSEFraming.join_runs).
+        self._join = False
 
     # -- read-only state -------------------------------------------------------------
 
@@ -349,14 +352,16 @@ class SSEDecoder:
             if k == len(data):
                 return
             data = data[k:]
-        if (
-            self._FRAMES
-            and len(data) > _RUN_MIN
-            and (data[:6] == b"data: " or data[:7] == b"event: ")
-        ):
-            k = runs(data, out, self._bad_utf8)
+        if self._FRAMES and (data[:6] == b"data: " or data[:7] == b"event: "):
+            k = join(data, out) if self._join else 0
             if k:
                 data = data[k:]
+                if not data:
+                    return
+            elif len(data) > _RUN_MIN:
+                k = runs(data, out, self._bad_utf8)
+                if k:
+                    data = data[k:]
         # The state is clean here, and every block but the last ends with a blank line.
         blocks = data.split(b"\n\n")
         rest = blocks.pop()
@@ -554,6 +559,13 @@ class SSEFraming(SSEDecoder):
 
     __slots__ = ()
     _FRAMES = True
+
+    def join_runs(self) -> None:
+        """From the next read on, yield the whole blocks of a read that all have one
+        shape as one :class:`~modelwire._sse._frames.Run` (their JSON payloads joined
+        with LF, for one ``decode_lines`` call) instead of one frame each: for a wire
+        API decoder that takes runs, once the pipeline hands it a read at a time."""
+        self._join = True
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:  # type: ignore[override]
         return super().feed(data)  # type: ignore[return-value]

@@ -1,0 +1,223 @@
+"""Runs: the whole blocks of a read, joined for one ``decode_lines`` call, give the
+events and errors the frame-by-frame path gives, event for event and error for error —
+on hostile reads (``{}{}``, a value split over frames, a string swallowing a boundary,
+``data:{``, CRLF, BOM, comments, ``id``/``retry`` lines, multi-line data, invalid UTF-8,
+``[DONE]``, wrong types, mixed event names), whole, byte by byte, at every split point
+and at random splits."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from modelwire._apis.anthropic_messages._decode import AnthropicDecoder
+from modelwire._apis.openai_chat._decode import ChatDecoder
+from modelwire._pipeline import Pipeline
+from modelwire._sse import SSEFraming
+from modelwire._sse._frames import Frame, Run, frames_of, join
+
+
+def _chat(content: str, **extra: Any) -> bytes:
+    payload = {"id": "c1", "model": "m", **extra,
+               "choices": [{"index": 0, "delta": {"content": content}, "finish_reason": None}]}  # fmt: skip
+    return b"data: " + json.dumps(payload, ensure_ascii=False).encode() + b"\n\n"
+
+
+def _anth(payload: dict[str, Any], name: str | None = None) -> bytes:
+    data = json.dumps(payload, ensure_ascii=False).encode()
+    return f"event: {name or payload['type']}\n".encode() + b"data: " + data + b"\n\n"
+
+
+def _text(t: str) -> bytes:
+    return _anth({"type": "content_block_delta", "index": 0,
+                  "delta": {"type": "text_delta", "text": t}})  # fmt: skip
+
+
+CHAT_HEAD = b"".join(_chat(t) for t in ["", "Hel", "lo ", "wö", "🙂 r", "ld"])
+CHAT_TAIL = (
+    b"".join(_chat(t) for t in ["a", "b", "c"])
+    + b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n'
+    + b"data: [DONE]\n\n"
+)
+ANTH_HEAD = (
+    _anth({"type": "message_start", "message": {"id": "msg_1", "model": "claude"}})
+    + _anth(
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
+    )
+    + b"".join(_text(t) for t in ["Hel", "lo ", "wö", "🙂 r", "ld"])
+)
+ANTH_TAIL = (
+    b"".join(_text(t) for t in ["a", "b", "c"])
+    + _anth({"type": "content_block_stop", "index": 0})
+    + _anth(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn"},
+            "usage": {"output_tokens": 5},
+        }
+    )
+    + _anth({"type": "message_stop"})
+)
+
+# Blocks that must not be taken as they look: each is spliced between a head of
+# ordinary chunks and a tail of more, so the reads around it take runs.
+CHAT_HOSTILE = [
+    b"data: {}{}\n\n",
+    b'data: {"x":[1,\n\ndata: 2]}\n\n',
+    b'data: {"t":"x}\n\ndata: {y"}\n\ndata: {}{}\n\n',  # a string across a boundary
+    b'data: {"choices":[]}\n{"choices":[]}\n\n',  # a second line that is JSON too
+    b'data: {"a":\ndata: 1}\n\n',  # multi-line data
+    b'data:{"choices":[]}\n\n',
+    b'data: {"choices":[]} \n\n',
+    b'data: {"choices":[]}\r\n\r\ndata: {"choices":[]}\r\n\r\n',
+    b'data: {"choices":[]}\n\n\n\ndata: {"choices":[]}\n\n',
+    b": ping\n\n",
+    b'id: 7\ndata: {"choices":[]}\n\n',
+    b'retry: 10\ndata: {"choices":[]}\n\n',
+    b'data: {"id":"\xff","choices":[]}\n\n',  # invalid UTF-8 in a field never decoded
+    b'data: {"choices":[{"index":0,"delta":{"content":"\xc3"}}]}\n\n',
+    b'data: {"choices":[{"index":"x"}]}\n\n',  # wrong types
+    b'data: {"choices":[{"index":0,"delta":{"content":7}}]}\n\n',
+    b'data: {"choices":[{"index":1,"delta":{"content":"x"}}]}\n\n',
+    b'data: {"error":{"message":"boom"}}\n\n',
+    b"data: [DONE]\n\n",
+    b'event: error\ndata: {"error":{"message":"boom"}}\n\n',
+    b'data: [1]\n\ndata: {"choices":[]}\n\n',
+    b"data: {\n\n",
+    b"data: }\n\ndata: {\n\n",
+]
+ANTH_HOSTILE = [
+    _anth({"type": "ping"}),
+    _text("x").replace(b"event: content_block_delta", b"event: ping"),  # name ≠ type
+    _text("x").replace(b"data: ", b"data:"),
+    _text("x").replace(b"\ndata: ", b"\nid: 3\ndata: "),
+    _text("x").replace(b"\n\n", b"\nretry: 5\n\n"),
+    _text("x").replace(b"\n\n", b"\r\n\r\n").replace(b"\ndata", b"\r\ndata"),
+    _text("x")[:-2] + b"}\n\n",
+    _text("x").replace(b'"x"', b'"\xff"'),
+    _text("x").replace(b"event: content_block_delta", b"event: content_block_\xffdelta"),
+    _anth(
+        {"type": "content_block_delta", "index": 5, "delta": {"type": "text_delta", "text": "x"}}
+    ),
+    _anth({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": 1}}),
+    _anth({"type": "content_block_delta", "index": 0, "delta": {"type": "future", "text": 1}}),
+    _anth({"type": "future_event", "index": "x"}),
+    b"event: content_block_delta\ndata: {}{}\n\n",
+    b'event: content_block_delta\ndata: {"type":"content_block_delta",\n\n',
+    b"event: content_block_delta\n\n",
+    b": comment\n\n",
+    _anth({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}),
+]
+CASES = [("openai-chat", CHAT_HEAD + h + CHAT_TAIL) for h in CHAT_HOSTILE]
+CASES += [("anthropic-messages", ANTH_HEAD + h + ANTH_TAIL) for h in ANTH_HOSTILE]
+CASES += [
+    ("openai-chat", b"\xef\xbb\xbf" + CHAT_HEAD + CHAT_TAIL),
+    ("openai-chat", CHAT_HEAD + CHAT_TAIL),
+    ("anthropic-messages", ANTH_HEAD + ANTH_TAIL),
+]
+
+
+def _run(api: str, reads: list[bytes], *, runs: bool, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every event of the stream, the error event's message included, as text."""
+    cls = ChatDecoder if api == "openai-chat" else AnthropicDecoder
+    with monkeypatch.context() as m:
+        m.setattr(cls, "takes_runs", runs)
+        p = Pipeline(api)
+        events = p.start()
+        for r in reads:
+            events += p.feed(r)
+        events += p.end()
+    return re.sub(r"timestamp=\d+", "", repr(list(events)))
+
+
+def _splits(body: bytes) -> list[list[bytes]]:
+    out = [[body], [body[i : i + 1] for i in range(len(body))]]
+    out += [[body[:i], body[i:]] for i in range(1, len(body))]
+    return out
+
+
+@pytest.mark.parametrize(("api", "body"), CASES, ids=lambda v: v if isinstance(v, str) else "")
+def test_runs_give_the_frame_by_frame_events_at_every_split(
+    api: str, body: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for reads in _splits(body):
+        want = _run(api, reads, runs=False, monkeypatch=monkeypatch)
+        assert _run(api, reads, runs=True, monkeypatch=monkeypatch) == want, reads
+
+
+_POOL = {"openai-chat": CHAT_HOSTILE + [_chat(t) for t in ["x", "yz", "é"]],
+         "anthropic-messages": ANTH_HOSTILE + [_text(t) for t in ["x", "yz", "é"]]}  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    api=st.sampled_from(sorted(_POOL)),
+    picks=st.lists(st.integers(0, 10**6), max_size=12),
+    cuts=st.lists(st.integers(0, 10**6), max_size=8),
+)
+def test_runs_give_the_frame_by_frame_events_on_random_streams(
+    api: str, picks: list[int], cuts: list[int]
+) -> None:
+    pool = _POOL[api]
+    head, tail = (CHAT_HEAD, CHAT_TAIL) if api == "openai-chat" else (ANTH_HEAD, ANTH_TAIL)
+    body = head + b"".join(pool[i % len(pool)] for i in picks) + tail
+    points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
+    reads = [body[a:b] for a, b in itertools.pairwise(points)]
+    with pytest.MonkeyPatch.context() as mp:
+        want = _run(api, reads, runs=False, monkeypatch=mp)
+        assert _run(api, reads, runs=True, monkeypatch=mp) == want
+
+
+def test_a_read_of_whole_blocks_is_one_run_and_done_its_own_frame() -> None:
+    out: list[Frame] = []
+    read = _chat("a") + _chat("b") + b"data: [DONE]\n\n" + b"data: {"
+    taken = join(read, out)
+    assert taken == len(read) - len(b"data: {")
+    run, done = out
+    assert isinstance(run, Run) and run.count == 2 and done == Frame("message", b"[DONE]")
+    assert frames_of(run) == [Frame("message", _chat(x)[6:-2]) for x in "ab"]
+
+
+@pytest.mark.parametrize(
+    "read",
+    [
+        b"data: {}{}\n\n",  # one block: still one run, decode_lines then counts 2
+        _chat("a") + b'data: {"a":\n1}\n\n',
+        _chat("a") + b"data: [1]\n\n",
+        _chat("a") + b": ping\n\n",
+        _text("a") + _anth({"type": "ping"}),
+        _chat("a").replace(b"\n\n", b" \n\n"),
+        _chat("ÿ").replace("ÿ".encode(), b"\xff"),
+    ],
+)
+def test_join_leaves_what_is_not_one_shape_to_the_block_loop(read: bytes) -> None:
+    out: list[Frame] = []
+    taken = join(read, out)
+    if read == b"data: {}{}\n\n":
+        assert taken == len(read) and out == [Run("message", b"{}{}", 1)]
+    else:
+        assert (taken, out) == (0, [])
+
+
+def test_the_framing_joins_only_when_asked() -> None:
+    body = _chat("a") + _chat("b")
+    plain = SSEFraming()
+    assert [type(f) for f in plain.feed(body)] == [Frame, Frame]
+    joined = SSEFraming()
+    joined.join_runs()
+    assert [type(f) for f in joined.feed(body)] == [Run]
+
+
+def test_the_pipeline_joins_once_the_body_is_recognised_and_not_when_traced() -> None:
+    p = Pipeline("openai-chat")
+    p.feed(_chat("a"))
+    assert p._joined
+    traced = Pipeline("openai-chat", trace=lambda record: None)
+    traced.feed(_chat("a"))
+    assert not traced._joined
