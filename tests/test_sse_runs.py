@@ -17,10 +17,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelwire._apis.anthropic_messages._decode import AnthropicDecoder
+from modelwire._apis.google_generative_ai._decode import GoogleDecoder
 from modelwire._apis.openai_chat._decode import ChatDecoder
 from modelwire._pipeline import Pipeline
 from modelwire._sse import SSEFraming
 from modelwire._sse._frames import Frame, Run, frames_of, join
+from modelwire.testing import render
 
 
 def _chat(content: str, **extra: Any) -> bytes:
@@ -114,18 +116,37 @@ ANTH_HOSTILE = [
     b": comment\n\n",
     _anth({"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}),
 ]
+_GEM = render("Hello wörld 🙂 and more of the text, in pieces", "google-generative-ai",
+              piece_chars=6).split(b"\r\n\r\n")  # fmt: skip
+GEM_HEAD = b"".join(b + b"\r\n\r\n" for b in _GEM[:4])
+GEM_TAIL = b"".join(b + b"\r\n\r\n" for b in _GEM[4:])
+GEM_HOSTILE = [h.replace(b"\n", b"\r\n") for h in CHAT_HOSTILE[:10]] + [
+    _GEM[1] + b"\n\n" + _GEM[2] + b"\r\n\r\n",  # LF and CRLF blocks in one read
+    b'data: {"candidates":[{"index":"x"}]}\r\n\r\n',
+    b'data: {"candidates":[{"content":{"parts":[{"text":7}]}}]}\r\n\r\n',
+    b'data: {"candidates":[{"content":{"parts":[{"text":"a"},{"text":"b"}]}}]}\r\n\r\n',
+    b'data: {"error":{"code":500,"message":"boom"}}\r\n\r\n',
+    b'data: {"responseId":"\xff","candidates":[]}\r\n\r\n',
+    b"data: [DONE]\r\n\r\n",
+]
 CASES = [("openai-chat", CHAT_HEAD + h + CHAT_TAIL) for h in CHAT_HOSTILE]
 CASES += [("anthropic-messages", ANTH_HEAD + h + ANTH_TAIL) for h in ANTH_HOSTILE]
+CASES += [("google-generative-ai", GEM_HEAD + h + GEM_TAIL) for h in GEM_HOSTILE]
 CASES += [
     ("openai-chat", b"\xef\xbb\xbf" + CHAT_HEAD + CHAT_TAIL),
     ("openai-chat", CHAT_HEAD + CHAT_TAIL),
     ("anthropic-messages", ANTH_HEAD + ANTH_TAIL),
+    ("google-generative-ai", GEM_HEAD + GEM_TAIL),
 ]
+_DECODERS = {"openai-chat": ChatDecoder, "anthropic-messages": AnthropicDecoder,
+             "google-generative-ai": GoogleDecoder}  # fmt: skip
+_ENDS = {"openai-chat": (CHAT_HEAD, CHAT_TAIL), "anthropic-messages": (ANTH_HEAD, ANTH_TAIL),
+         "google-generative-ai": (GEM_HEAD, GEM_TAIL)}  # fmt: skip
 
 
 def _run(api: str, reads: list[bytes], *, runs: bool, monkeypatch: pytest.MonkeyPatch) -> str:
     """Every event of the stream, the error event's message included, as text."""
-    cls = ChatDecoder if api == "openai-chat" else AnthropicDecoder
+    cls = _DECODERS[api]
     with monkeypatch.context() as m:
         m.setattr(cls, "takes_runs", runs)
         p = Pipeline(api)
@@ -152,7 +173,8 @@ def test_runs_give_the_frame_by_frame_events_at_every_split(
 
 
 _POOL = {"openai-chat": CHAT_HOSTILE + [_chat(t) for t in ["x", "yz", "é"]],
-         "anthropic-messages": ANTH_HOSTILE + [_text(t) for t in ["x", "yz", "é"]]}  # fmt: skip
+         "anthropic-messages": ANTH_HOSTILE + [_text(t) for t in ["x", "yz", "é"]],
+         "google-generative-ai": GEM_HOSTILE + [b + b"\r\n\r\n" for b in _GEM[1:3]]}  # fmt: skip
 
 
 @settings(max_examples=150, deadline=None)
@@ -165,7 +187,7 @@ def test_runs_give_the_frame_by_frame_events_on_random_streams(
     api: str, picks: list[int], cuts: list[int]
 ) -> None:
     pool = _POOL[api]
-    head, tail = (CHAT_HEAD, CHAT_TAIL) if api == "openai-chat" else (ANTH_HEAD, ANTH_TAIL)
+    head, tail = _ENDS[api]
     body = head + b"".join(pool[i % len(pool)] for i in picks) + tail
     points = sorted({c % (len(body) + 1) for c in cuts} | {0, len(body)})
     reads = [body[a:b] for a, b in itertools.pairwise(points)]
