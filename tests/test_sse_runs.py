@@ -67,9 +67,24 @@ ANTH_TAIL = (
     + _anth({"type": "message_stop"})
 )
 
+
 # Blocks that must not be taken as they look: each is spliced between a head of
 # ordinary chunks and a tail of more, so the reads around it take runs.
+def _calls(*calls: dict[str, Any]) -> bytes:
+    payload = {"choices": [{"index": 0, "delta": {"content": None, "tool_calls": list(calls)}}]}
+    return b"data: " + json.dumps(payload).encode() + b"\n\n"
+
+
 CHAT_HOSTILE = [
+    _calls({"index": 0, "id": "call_1", "function": {"name": "f", "arguments": ""}}),
+    _calls({"index": 0, "function": {"arguments": '{"a":'}}),
+    _calls({"index": 0, "function": {"arguments": None}}),
+    _calls({"index": 0, "id": "", "function": {"arguments": "1"}}),
+    _calls({"index": 20, "function": {"arguments": "1"}}),
+    _calls({"function": {"arguments": "1"}}),
+    _calls({"index": 0}),
+    _calls({"index": 0, "function": {"arguments": "1"}}, {"index": 1, "function": {}}),
+    _calls({"index": -1, "function": {"arguments": "1"}}),
     b"data: {}{}\n\n",
     b'data: {"x":[1,\n\ndata: 2]}\n\n',
     b'data: {"t":"x}\n\ndata: {y"}\n\ndata: {}{}\n\n',  # a string across a boundary
@@ -120,7 +135,7 @@ _GEM = render("Hello wörld 🙂 and more of the text, in pieces", "google-gener
               piece_chars=6).split(b"\r\n\r\n")  # fmt: skip
 GEM_HEAD = b"".join(b + b"\r\n\r\n" for b in _GEM[:4])
 GEM_TAIL = b"".join(b + b"\r\n\r\n" for b in _GEM[4:])
-GEM_HOSTILE = [h.replace(b"\n", b"\r\n") for h in CHAT_HOSTILE[:10]] + [
+GEM_HOSTILE = [h.replace(b"\n", b"\r\n") for h in CHAT_HOSTILE[9:19]] + [
     _GEM[1] + b"\n\n" + _GEM[2] + b"\r\n\r\n",  # LF and CRLF blocks in one read
     b'data: {"candidates":[{"index":"x"}]}\r\n\r\n',
     b'data: {"candidates":[{"content":{"parts":[{"text":7}]}}]}\r\n\r\n',

@@ -364,8 +364,25 @@ class ChatDecoder:
                                 self._tool_calls(d.tool_calls, out)
                             continue
                         if content is None:
-                            if d.tool_calls:
-                                self._tool_calls(d.tool_calls, out)
+                            calls = d.tool_calls
+                            if calls:
+                                tc = calls[0]
+                                fn = tc.function
+                                i = tc.index
+                                if (
+                                    len(calls) == 1
+                                    and tc.id is None
+                                    and fn is not None
+                                    and fn.name is None
+                                    and i is not None
+                                    and i < 16
+                                ):
+                                    # More arguments for a call: _tool_calls inline.
+                                    self._saw_tool = True
+                                    append(ToolCallDelta(_TOOL_KEYS[i], None, None,
+                                                         fn.arguments or ""))  # fmt: skip
+                                else:
+                                    self._tool_calls(calls, out)
                             continue
                 out += self._chunk(chunk)
 
