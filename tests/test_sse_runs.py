@@ -222,24 +222,43 @@ def test_a_read_of_whole_blocks_is_one_run_and_done_its_own_frame() -> None:
 
 
 @pytest.mark.parametrize(
-    "read",
+    ("read", "first"),
     [
-        b"data: {}{}\n\n",  # one block: still one run, decode_lines then counts 2
-        _chat("a") + b'data: {"a":\n1}\n\n',
-        _chat("a") + b"data: [1]\n\n",
-        _chat("a") + b": ping\n\n",
-        _text("a") + _anth({"type": "ping"}),
-        _chat("a").replace(b"\n\n", b" \n\n"),
-        _chat("ÿ").replace("ÿ".encode(), b"\xff"),
+        (b"data: {}{}\n\n", b"{}{}"),  # one block: a run, decode_lines then counts 2
+        (_chat("a") + b'data: {"a":\n1}\n\n', _chat("a")),
+        (_chat("a") + b"data: [1]\n\n", _chat("a")),
+        (_chat("a") + b": ping\n\n", _chat("a")),
+        (_chat("a") + _chat("b").replace(b"\n\n", b" \n\n"), _chat("a")),
+        (_text("a") + _anth({"type": "ping"}), _text("a")),
+        (_chat("a").replace(b"\n\n", b" \n\n"), b""),
+        (b'data: {"a":1}\n{"b":2}\n\n', b""),
+        (_chat("ÿ").replace("ÿ".encode(), b"\xff"), b""),
+        (b": ping\n\n" + _chat("a"), b""),
     ],
 )
-def test_join_leaves_what_is_not_one_shape_to_the_block_loop(read: bytes) -> None:
+def test_join_takes_the_blocks_of_one_shape_before_any_other(read: bytes, first: bytes) -> None:
     out: list[Frame] = []
     taken = join(read, out)
-    if read == b"data: {}{}\n\n":
+    if not first:
+        assert (taken, out) == (0, [])
+    elif first == b"{}{}":
         assert taken == len(read) and out == [Run("message", b"{}{}", 1)]
     else:
-        assert (taken, out) == (0, [])
+        payload = first.partition(b"data: ")[2][:-2]
+        assert taken == len(first)
+        assert out == [Run("content_block_delta" if b"event" in first else "message", payload, 1)]
+
+
+def test_a_mixed_read_takes_runs_around_the_odd_blocks() -> None:
+    sse = SSEFraming()
+    sse.join_runs()
+    read = _chat("a") + _chat("b") + b": ping\n\n" + _chat("c") + _chat("d") + b"data: [DONE]\n\n"
+    got = sse.feed(read)
+    assert [(type(f).__name__, getattr(f, "count", 1)) for f in got] == [
+        ("Run", 2),
+        ("Run", 2),
+        ("Frame", 1),
+    ]
 
 
 def test_the_framing_joins_only_when_asked() -> None:

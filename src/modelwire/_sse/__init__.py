@@ -64,6 +64,9 @@ _EVENT_LINES: dict[bytes, str] = {}
 # A read shorter than this holds a block or two (one delta per network write, as a model
 # streams live): the plain block loop is cheaper there than the extra split of _runs.
 _RUN_MIN = 512
+# Runs tried per read (SSEFraming.join_runs): each try after a block of another shape
+# scans the rest of the read again, so they are few.
+_JOIN_TRIES = 4
 
 
 class SSEDecoder:
@@ -352,16 +355,18 @@ class SSEDecoder:
             if k == len(data):
                 return
             data = data[k:]
-        if self._FRAMES and (data[:6] == b"data: " or data[:7] == b"event: "):
-            k = join(data, out) if self._join else 0
+        if self._join:
+            data = self._joined(data, out)
+            if not data:
+                return
+        elif (
+            self._FRAMES
+            and len(data) > _RUN_MIN
+            and (data[:6] == b"data: " or data[:7] == b"event: ")
+        ):
+            k = runs(data, out, self._bad_utf8)
             if k:
                 data = data[k:]
-                if not data:
-                    return
-            elif len(data) > _RUN_MIN:
-                k = runs(data, out, self._bad_utf8)
-                if k:
-                    data = data[k:]
         # The state is clean here, and every block but the last ends with a blank line.
         blocks = data.split(b"\n\n")
         rest = blocks.pop()
@@ -425,6 +430,24 @@ class SSEDecoder:
             else:  # the start of a line (len(data) <= max_event_bytes: no size check)
                 self._tail = [rest]
                 self._tail_len = len(rest)
+
+    def _joined(self, data: bytes, out: list[Any]) -> bytes:
+        """:meth:`_fast`'s start when runs are asked for (:meth:`SSEFraming.join_runs`):
+        the leading blocks of one shape as one run (:func:`join`), a block of another
+        shape the ordinary way, and again, a few times per read (each try scans the
+        rest of the read); returns what is left for the block loop."""
+        for _ in range(_JOIN_TRIES):
+            k = join(data, out)
+            if k:
+                data = data[k:]
+            k = data.find(b"\n\n")
+            if k < 0:
+                break
+            lines = data[:k].split(b"\n")
+            lines.append(b"")
+            self._lines(lines, out)
+            data = data[k + 2 :]
+        return data
 
     def _general(self, data: bytes, out: list[Any]) -> None:
         """Split ``data`` into lines at CR, LF and CRLF; keep an unterminated last line."""

@@ -82,12 +82,13 @@ def frames_of(run: Run) -> list[Frame]:
 
 
 def join(data: bytes, out: list[Frame]) -> int:
-    """Append one :class:`Run` for the whole blocks of ``data`` (clean state, LF only,
-    at most ``max_event_bytes``) when they all have one shape, ``data: {...}`` or
+    """Append one :class:`Run` for the leading whole blocks of ``data`` (clean state, LF
+    only, at most ``max_event_bytes``) that all have one shape, ``data: {...}`` or
     ``event: NAME`` + ``data: {...}`` with the first block's NAME, every payload one
-    line starting with ``{`` and ending with ``}``, the whole valid UTF-8; a last
-    ``data: [DONE]`` block follows as its own frame. Returns how many bytes of ``data``
-    that took (0: nothing appended, the blocks take the ordinary path)."""
+    line starting with ``{`` and ending with ``}``, all valid UTF-8; when every whole
+    block is such, a last ``data: [DONE]`` block follows as its own frame. Returns how
+    many bytes of ``data`` that took (0: nothing appended, the blocks take the ordinary
+    path)."""
     end = data.rfind(b"\n\n")
     if end < 0:
         return 0
@@ -96,9 +97,9 @@ def join(data: bytes, out: list[Frame]) -> int:
         name = "message"
         start = 6
         sep = b"}\n\ndata: {"
-    else:  # ``event: `` (the caller checked)
+    else:
         nl = data.find(b"\n", 7)
-        if data[nl + 1 : nl + 7] != b"data: ":
+        if data[:7] != b"event: " or data[nl + 1 : nl + 7] != b"data: ":
             return 0
         head = data[7:nl]
         got = _EVENT_NAMES.get(head)
@@ -119,14 +120,32 @@ def join(data: bytes, out: list[Frame]) -> int:
     # another kind of boundary), the first payload must start with ``{`` and the last
     # end with ``}``. A CR is JSON whitespace, never inside a string.
     joined = src.replace(sep, b"}\r{")
-    if b"\n" in joined or joined[:1] != b"{" or joined[-1:] != b"}":
+    if joined[:1] != b"{":
         return 0
+    bad = joined.find(b"\n")
+    if bad < 0 and joined[-1:] != b"}":
+        bad = len(joined)
+    if bad >= 0:
+        # A mixed read: the blocks before the first that is not of the shape still go
+        # as one run (the rest takes the ordinary path).
+        if joined[bad - 1 : bad + 2] == b"}\n\n":
+            cut = bad  # the block before ends there
+        else:
+            cut = joined.rfind(b"}\r{", 0, bad) + 1
+            if not cut:
+                return 0
+        joined = joined[:cut]
+        n = joined.count(b"\r")
+        end = start + cut + n * (len(sep) - 3)
+        done = False
+    else:
+        n = (len(src) - len(joined)) // (len(sep) - 3)
     if not joined.isascii():
         try:
             joined.decode()
         except UnicodeDecodeError:
             return 0  # as above
-    out.append(Run(name, joined, (len(src) - len(joined)) // (len(sep) - 3) + 1))
+    out.append(Run(name, joined, n + 1))
     if done:
         out.append(Frame("message", b"[DONE]"))
     return end + 2
