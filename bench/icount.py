@@ -48,7 +48,16 @@ WORKLOADS: dict[str, tuple[str, int]] = {
     "tool-msgspec": ("msgspec typed decode of the payloads only", 5000),
     "tool-assemble": ("Assembler.feed only", 5000),
     "fixture": ("mw.replay of claude-haiku-4-5-stop-sequence.sse (per stream)", 1),
+    # The bodies ``bench/run.py apis`` times: 24,000 characters in 12-character deltas.
+    "render-anthropic": ("mw.replay, rendered Anthropic body", 2000),
+    "render-gemini": ("mw.replay, rendered Gemini body", 2000),
+    "render-bedrock": ("mw.replay, rendered Bedrock body", 2000),
+    "render-responses": ("mw.replay, rendered OpenAI Responses body", 2000),
+    "render-ollama": ("mw.replay, rendered Ollama body", 2000),
 }
+_RENDERED = {"anthropic": "anthropic-messages", "gemini": "google-generative-ai",
+             "bedrock": "bedrock-converse", "responses": "openai-responses",
+             "ollama": "ollama-chat"}  # fmt: skip
 
 
 def _workload(name: str) -> Callable[[], object]:
@@ -69,6 +78,15 @@ def _workload(name: str) -> Callable[[], object]:
     from modelwire._assemble import Assembler
     from modelwire._sse import SSEFraming
 
+    if name.startswith("render-"):
+        from run import expected_text
+
+        from modelwire.testing import render
+
+        rendered_api = _RENDERED[name[7:]]
+        text = expected_text(4_000)[:24_000]
+        rendered = pieces(render(text, rendered_api, piece_chars=12))
+        return lambda: mw.replay(rendered_api, rendered)
     if name == "fixture":
         body = fixture_bodies("anthropic")["claude-haiku-4-5-stop-sequence.sse"]
         return lambda: mw.replay("anthropic-messages", [body])
