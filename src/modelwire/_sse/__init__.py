@@ -324,7 +324,7 @@ class SSEDecoder:
         ends with CR (its LF may come next) or holds a lone CR stays on the general path.
         """
         if 13 in data and data[-1] != 13:
-            lf = data.replace(b"\r\n", b"\n")
+            lf = b"\n".join(data.split(b"\r\n"))  # one scan (bytes.replace makes two)
             if 13 not in lf:
                 data = lf
         if 13 not in data:
