@@ -190,6 +190,7 @@ class Assembler(ToolCallCollector):
         tci = 0
         tpieces: list[str] = []
         tvs: list[int] = []
+        last_usage: Any = None
         for d in deltas:
             if d.__class__ is TextDelta:
                 # _on_text inline: nearly every delta of a stream is one, and the call
@@ -219,10 +220,16 @@ class Assembler(ToolCallCollector):
                         append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
                         v += 1
                     continue
+            if d is last_usage:
+                # The very usage delta applied last, again (a decoder that repeats an
+                # equal snapshot hands the same delta): applying it changes nothing.
+                continue
             self._v = v
             handlers[type(d)](self, d, out)
             v = self._v
             tkey = _NO_KEY
+            if d.__class__ is UsageUpdate:
+                last_usage = d
             if self.done:
                 return
         self._v = v
