@@ -64,8 +64,7 @@ _EVENT_LINES: dict[bytes, str] = {}
 # A read shorter than this holds a block or two (one delta per network write, as a model
 # streams live): the plain block loop is cheaper there than the extra split of _runs.
 _RUN_MIN = 512
-# Runs tried per read (SSEFraming.join_runs): each try after a block of another shape
-# scans the rest of the read again, so they are few.
+# Runs tried per read (SSEFraming.join_runs): each try scans the rest of the read again.
 _JOIN_TRIES = 4
 
 
@@ -432,10 +431,9 @@ class SSEDecoder:
                 self._tail_len = len(rest)
 
     def _joined(self, data: bytes, out: list[Any]) -> bytes:
-        """:meth:`_fast`'s start when runs are asked for (:meth:`SSEFraming.join_runs`):
-        the leading blocks of one shape as one run (:func:`join`), a block of another
-        shape the ordinary way, and again, a few times per read (each try scans the
-        rest of the read); returns what is left for the block loop."""
+        """:meth:`_fast`'s start when runs are asked for: the leading blocks of one shape
+        as one run (:func:`join`), a block of another shape the ordinary way, and again
+        (a few tries per read); returns what is left for the block loop."""
         for _ in range(_JOIN_TRIES):
             k = join(data, out)
             if k:
@@ -584,10 +582,9 @@ class SSEFraming(SSEDecoder):
     _FRAMES = True
 
     def join_runs(self) -> None:
-        """From the next read on, yield the whole blocks of a read that all have one
-        shape as one :class:`~modelwire._sse._frames.Run` (their JSON payloads joined
-        with LF, for one ``decode_lines`` call) instead of one frame each: for a wire
-        API decoder that takes runs, once the pipeline hands it a read at a time."""
+        """From the next read on, yield the whole blocks of a read that have one shape
+        as one :class:`~modelwire._sse._frames.Run` (their JSON payloads joined with CR,
+        for one ``decode_lines`` call), for a wire API decoder that takes runs."""
         self._join = True
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:  # type: ignore[override]
