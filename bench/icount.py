@@ -53,7 +53,16 @@ WORKLOADS: dict[str, tuple[str, int]] = {
     "live-delta-total": ("the same with a total deadline (mw.Timeout(total=600))", 4000),
     "live-floor-kib": ("raw aiohttp + split + json.loads, 1 KiB writes", 4000),
     "live-floor-delta": ("raw aiohttp + split + json.loads, one delta per write", 4000),
+    # The bodies ``bench/run.py apis`` times: 24,000 characters in 12-character deltas.
+    "render-anthropic": ("mw.replay, rendered Anthropic body", 2000),
+    "render-gemini": ("mw.replay, rendered Gemini body", 2000),
+    "render-bedrock": ("mw.replay, rendered Bedrock body", 2000),
+    "render-responses": ("mw.replay, rendered OpenAI Responses body", 2000),
+    "render-ollama": ("mw.replay, rendered Ollama body", 2000),
 }
+_RENDERED = {"anthropic": "anthropic-messages", "gemini": "google-generative-ai",
+             "bedrock": "bedrock-converse", "responses": "openai-responses",
+             "ollama": "ollama-chat"}  # fmt: skip
 
 
 def _workload(name: str) -> Callable[[], object]:
@@ -78,6 +87,15 @@ def _workload(name: str) -> Callable[[], object]:
         from live_count import live_workload
 
         return live_workload(name)
+    if name.startswith("render-"):
+        from run import expected_text
+
+        from modelwire.testing import render
+
+        rendered_api = _RENDERED[name[7:]]
+        text = expected_text(4_000)[:24_000]
+        rendered = pieces(render(text, rendered_api, piece_chars=12))
+        return lambda: mw.replay(rendered_api, rendered)
     if name == "fixture":
         body = fixture_bodies("anthropic")["claude-haiku-4-5-stop-sequence.sse"]
         return lambda: mw.replay("anthropic-messages", [body])

@@ -689,6 +689,16 @@ def test_usage_update_none_keeps_counts() -> None:
     assert (u.input, u.output, u.cache_read, u.cache_write, u.total_tokens) == (5, 4, 2, 0, 11)
 
 
+def test_the_same_usage_delta_again_after_another_applies_again() -> None:
+    # A decoder may hand the very same delta for an equal snapshot; after a different
+    # one it must count again.
+    first = UsageUpdate(input=5, output=1)
+    out = _feed([first, TextDelta("x", "a"), first, UsageUpdate(output=9), first,
+                 Finish("stop"), EndOfStream()])  # fmt: skip
+    u = final(out).usage
+    assert (u.input, u.output, u.total_tokens) == (5, 1, 6)
+
+
 def test_deltas_after_the_terminal_event_are_ignored() -> None:
     out = _feed([TextDelta("x", "a"), Finish("stop"), EndOfStream(), TextDelta("x", "b")])
     assert out[-1].type == "done" and out[-1].message.text == "a"

@@ -46,7 +46,8 @@ class Pipeline:
     the only cost is one test per read.
     """
 
-    __slots__ = ("_decode", "_decode_batch", "_head", "_sniffing", "api", "assembler", "decoder",
+    __slots__ = ("_decode", "_decode_batch", "_head", "_joined", "_sniffing", "api", "assembler",
+                 "decoder",
                  "request_id",
                  "secrets", "sse",
                  "trace")  # fmt: skip
@@ -78,6 +79,11 @@ class Pipeline:
         self._decode_batch: Callable[[list[Frame], list[Delta]], None] | None = getattr(
             self.decoder, "decode_batch", None
         )
+        # Once the body is recognised, a decoder that takes runs (``takes_runs``) gets the
+        # whole blocks of a read as one ``Run`` when the framing can join them
+        # (``join_runs``): one decode for the read instead of one per frame. Not traced:
+        # the trace records each frame.
+        self._joined = False
         # ``sse`` is the framing decoder (the name predates non-SSE framings; the
         # trace calls its records "sse" for every framing).
         self.sse: Framing = wire.framing(max_event_bytes)
@@ -130,6 +136,14 @@ class Pipeline:
             self._sniffing = False
             self._head = bytearray()
             self._decode = self.decoder.decode
+            join = getattr(self.sse, "join_runs", None)
+            if (
+                join is not None
+                and self.trace is None
+                and getattr(self.decoder, "takes_runs", False)
+            ):
+                join()
+                self._joined = True
             if err is not None:
                 raise err
             return deltas
@@ -190,7 +204,7 @@ class Pipeline:
             if t is None:
                 asm.start(out)
                 frames = self.sse.feed(data)
-                if len(frames) > 1 and not self._sniffing:
+                if (len(frames) > 1 or self._joined) and not self._sniffing:
                     self._batch(frames, out)
                 else:
                     decode = self._decode

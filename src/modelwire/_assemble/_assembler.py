@@ -66,6 +66,10 @@ from ._policy import CompletionPolicy, ToolChoice
 __all__ = ["Assembler"]
 
 
+# No key: the feed loop's remembered text block is unset.
+_NO_KEY = object()
+
+
 class Assembler(ToolCallCollector):
     """State machine from deltas to events; one per response.
 
@@ -172,25 +176,38 @@ class Assembler(ToolCallCollector):
         Raises a :class:`StreamError` on a protocol violation; events appended
         before it stay valid, and the caller ends the stream with :meth:`fail`.
         """
+        if self.done:
+            return
         handlers = _HANDLERS
         keys = self._keys  # never replaced
         append = out.append
+        # The version counter is kept local and written back before every handler (which
+        # may read or bump it) and at the end; ``done`` changes in handlers only. The
+        # open text block of the last text delta is remembered (its key, index and
+        # lists) until a handler runs, which may close or replace it.
+        v = self._v
+        tkey: Any = _NO_KEY
+        tci = 0
+        tpieces: list[str] = []
+        tvs: list[int] = []
+        last_usage: Any = None
         for d in deltas:
-            if self.done:
-                return
             if d.__class__ is TextDelta:
                 # _on_text inline: nearly every delta of a stream is one, and the call
                 # through the table was a fifth of the assembler's cost per delta.
                 text = d.text
                 if text:
-                    b = keys.get(d.key)
-                    if b is None or b.closed or b.kind != "text":
-                        b = self._block(d.key, "text", out)
-                    v = self._v
-                    b.pieces.append(text)
-                    b.vs.append(v)
-                    append(TextDeltaEvent(content_index=b.ci, delta=text, _src=self, _v=v))
-                    self._v = v + 1
+                    if d.key != tkey:
+                        b = keys.get(d.key)
+                        if b is None or b.closed or b.kind != "text":
+                            self._v = v
+                            b = self._block(d.key, "text", out)
+                            v = self._v
+                        tkey, tci, tpieces, tvs = d.key, b.ci, b.pieces, b.vs
+                    tpieces.append(text)
+                    tvs.append(v)
+                    append(TextDeltaEvent(content_index=tci, delta=text, _src=self, _v=v))
+                    v += 1
                 continue
             if d.__class__ is ToolCallDelta and d.id is None and d.name is None:
                 # _on_tool's hot path inline: more arguments for an open call.
@@ -198,13 +215,24 @@ class Assembler(ToolCallCollector):
                 if b is not None and b.kind == "tool_call" and not b.closed:
                     args = d.arguments
                     if args:
-                        v = self._v
                         b.pieces.append(args)
                         b.vs.append(v)
                         append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
-                        self._v = v + 1
+                        v += 1
                     continue
+            if d is last_usage:
+                # The very usage delta applied last, again (a decoder that repeats an
+                # equal snapshot hands the same delta): applying it changes nothing.
+                continue
+            self._v = v
             handlers[type(d)](self, d, out)
+            v = self._v
+            tkey = _NO_KEY
+            if d.__class__ is UsageUpdate:
+                last_usage = d
+            if self.done:
+                return
+        self._v = v
 
     def fail(self, exc: StreamError, out: list[Event]) -> None:
         """End the stream with an ``error``/``aborted`` event keeping all content."""

@@ -48,7 +48,7 @@ from ..errors import (
     ModelwireError,
     TruncatedStreamError,
 )
-from ._frames import _EVENT_LINES_MAX, Frame, ServerSentEvent, runs
+from ._frames import _EVENT_LINES_MAX, Frame, ServerSentEvent, join, runs
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Frame", "SSEDecoder", "SSEFraming", "ServerSentEvent"]
 
@@ -64,6 +64,8 @@ _EVENT_LINES: dict[bytes, str] = {}
 # A read shorter than this holds a block or two (one delta per network write, as a model
 # streams live): the plain block loop is cheaper there than the extra split of _runs.
 _RUN_MIN = 512
+# Runs tried per read (SSEFraming.join_runs): each try scans the rest of the read again.
+_JOIN_TRIES = 4
 
 
 class SSEDecoder:
@@ -110,6 +112,7 @@ class SSEDecoder:
         "_ev_retry",
         "_event",
         "_id",
+        "_join",
         "_last_id",
         "_max",
         "_pending_cr",
@@ -155,6 +158,8 @@ class SSEDecoder:
         self._ended = False
         self._error: ModelwireError | None = None
         self._error_raised = False
+        # Runs of whole blocks as one Run (SSEFraming.join_runs).
+        self._join = False
 
     # -- read-only state -------------------------------------------------------------
 
@@ -318,7 +323,7 @@ class SSEDecoder:
         ends with CR (its LF may come next) or holds a lone CR stays on the general path.
         """
         if 13 in data and data[-1] != 13:
-            lf = data.replace(b"\r\n", b"\n")
+            lf = b"\n".join(data.split(b"\r\n"))  # one scan (bytes.replace makes two)
             if 13 not in lf:
                 data = lf
         if 13 not in data:
@@ -349,7 +354,11 @@ class SSEDecoder:
             if k == len(data):
                 return
             data = data[k:]
-        if (
+        if self._join:
+            data = self._joined(data, out)
+            if not data:
+                return
+        elif (
             self._FRAMES
             and len(data) > _RUN_MIN
             and (data[:6] == b"data: " or data[:7] == b"event: ")
@@ -420,6 +429,23 @@ class SSEDecoder:
             else:  # the start of a line (len(data) <= max_event_bytes: no size check)
                 self._tail = [rest]
                 self._tail_len = len(rest)
+
+    def _joined(self, data: bytes, out: list[Any]) -> bytes:
+        """:meth:`_fast`'s start when runs are asked for: the leading blocks of one shape
+        as one run (:func:`join`), a block of another shape the ordinary way, and again
+        (a few tries per read); returns what is left for the block loop."""
+        for _ in range(_JOIN_TRIES):
+            k = join(data, out)
+            if k:
+                data = data[k:]
+            k = data.find(b"\n\n")
+            if k < 0:
+                break
+            lines = data[:k].split(b"\n")
+            lines.append(b"")
+            self._lines(lines, out)
+            data = data[k + 2 :]
+        return data
 
     def _general(self, data: bytes, out: list[Any]) -> None:
         """Split ``data`` into lines at CR, LF and CRLF; keep an unterminated last line."""
@@ -554,6 +580,12 @@ class SSEFraming(SSEDecoder):
 
     __slots__ = ()
     _FRAMES = True
+
+    def join_runs(self) -> None:
+        """From the next read on, yield the whole blocks of a read that have one shape
+        as one :class:`~modelwire._sse._frames.Run` (their JSON payloads joined with CR,
+        for one ``decode_lines`` call), for a wire API decoder that takes runs."""
+        self._join = True
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:  # type: ignore[override]
         return super().feed(data)  # type: ignore[return-value]

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import msgspec
 
-__all__ = ["Frame", "ServerSentEvent", "runs"]
+__all__ = ["Frame", "Run", "ServerSentEvent", "frames_of", "join", "runs"]
 
 # The size of the event-name tables (here and in the decoder): streams use a handful.
 _EVENT_LINES_MAX = 64
@@ -55,6 +55,100 @@ class Frame(msgspec.Struct, frozen=True, gc=False):
     """The frame's type."""
     data: bytes
     """The payload bytes (valid UTF-8)."""
+
+
+class Run(Frame, frozen=True, gc=False):
+    """``count`` consecutive frames of one type, ``event``, whose payloads are JSON
+    objects of one line each: ``data`` is those payloads joined with CR, so a wire API
+    decodes them all with one ``msgspec.json.Decoder.decode_lines`` call (the framing
+    yields these only when the pipeline asks, :meth:`SSEFraming.join_runs`).
+
+    :func:`join` makes every CR of ``data`` a boundary between two frames (the
+    payloads hold none), and each frame starts with ``{`` and ends with ``}``: ``}``
+    then ``{`` (whitespace between) is never inside one JSON value, and a raw CR is
+    never inside a string, so the sequential parse of ``decode_lines`` cuts exactly
+    there — when it yields ``count`` values. When it yields another number (``{}{}``
+    is two values) or fails, :func:`frames_of` gives the frames themselves, to be
+    decoded one by one (errors then name the frame and field as they always do)."""
+
+    count: int
+    """How many frames: the CRs of ``data`` plus one."""
+
+
+def frames_of(run: Run) -> list[Frame]:
+    """The frames a :class:`Run` stands for, in order."""
+    event = run.event
+    return [Frame(event, raw) for raw in run.data.split(b"\r")]
+
+
+def join(data: bytes, out: list[Frame]) -> int:
+    """Append one :class:`Run` for the leading whole blocks of ``data`` (clean state, LF
+    only, at most ``max_event_bytes``) that all have one shape, ``data: {...}`` or
+    ``event: NAME`` + ``data: {...}`` with the first block's NAME, every payload one
+    line starting with ``{`` and ending with ``}``, all valid UTF-8; when every whole
+    block is such, a last ``data: [DONE]`` block follows as its own frame. Returns how
+    many bytes of ``data`` that took (0: nothing appended, the blocks take the ordinary
+    path)."""
+    end = data.rfind(b"\n\n")
+    if end < 0:
+        return 0
+    done = data.endswith(b"\n\ndata: [DONE]", 0, end)
+    if data[:6] == b"data: ":
+        name = "message"
+        start = 6
+        sep = b"}\n\ndata: {"
+    else:
+        nl = data.find(b"\n", 7)
+        if data[:7] != b"event: " or data[nl + 1 : nl + 7] != b"data: ":
+            return 0
+        head = data[7:nl]
+        got = _EVENT_NAMES.get(head)
+        if got is None:
+            try:
+                got = head.decode() or "message"
+            except UnicodeDecodeError:
+                return 0  # the block loop raises the error, worded as always
+            if len(_EVENT_NAMES) < _EVENT_LINES_MAX:
+                _EVENT_NAMES[head] = got
+        name = got
+        start = nl + 7
+        sep = b"}\n\nevent: " + head + b"\ndata: {"
+        done = False  # ``[DONE]`` is sent as an unnamed event, after unnamed ones
+    src = data[start : end - 14] if done else data[start:end]
+    # Each block boundary, ``}`` LF LF + the next block's head + ``{``, becomes ``}``
+    # CR ``{`` (``data`` holds no CR); no LF may be left (another line in a block,
+    # another kind of boundary), the first payload must start with ``{`` and the last
+    # end with ``}``. A CR is JSON whitespace, never inside a string.
+    joined = b"}\r{".join(src.split(sep))  # one scan (bytes.replace makes two)
+    if joined[:1] != b"{":
+        return 0
+    bad = joined.find(b"\n")
+    if bad < 0 and joined[-1:] != b"}":
+        bad = len(joined)
+    if bad >= 0:
+        # A mixed read: the blocks before the first that is not of the shape still go
+        # as one run (the rest takes the ordinary path).
+        if joined[bad - 1 : bad + 2] == b"}\n\n":
+            cut = bad  # the block before ends there
+        else:
+            cut = joined.rfind(b"}\r{", 0, bad) + 1
+            if not cut:
+                return 0
+        joined = joined[:cut]
+        n = joined.count(b"\r")
+        end = start + cut + n * (len(sep) - 3)
+        done = False
+    else:
+        n = (len(src) - len(joined)) // (len(sep) - 3)
+    if not joined.isascii():
+        try:
+            joined.decode()
+        except UnicodeDecodeError:
+            return 0  # as above
+    out.append(Run(name, joined, n + 1))
+    if done:
+        out.append(Frame("message", b"[DONE]"))
+    return end + 2
 
 
 def runs(

@@ -27,6 +27,7 @@ from ..._deltas import (
     UsageUpdate,
 )
 from ..._sse import Frame
+from ..._sse._frames import Run, frames_of
 from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,
@@ -132,6 +133,7 @@ _head_decoder = decoder_for(_Head)
 _block_decoder = decoder_for(_Block)
 _event_decoder = decoder_for(_Event)
 _decode_event = _event_decoder.decode
+_event_lines = _event_decoder.decode_lines
 _loose_decoder = decoder_for(_Loose)
 _raw_start_decoder = decoder_for(_RawStart)
 _KNOWN_EVENTS = frozenset(
@@ -269,41 +271,63 @@ class AnthropicDecoder:
             raise in_band_error(message, type_=err.type, request_id=ev.request_id)
         return []  # ping, and event types added after this adapter was written
 
+    # The pipeline may hand decode_batch a ``Run`` (frames joined, one decode_lines).
+    takes_runs = True
+
     def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
         """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
         read: the pipeline's batched hand-off). A text, thinking or tool-input delta to
         an open block of its kind is mapped here, as :meth:`decode`'s hot path does;
         every other frame (a few per stream) is handed to :meth:`decode`, which decodes
-        it again. A frame that fails adds nothing to ``out``."""
+        it again. A frame that fails adds nothing to ``out``. A :class:`Run` is decoded
+        in one ``decode_lines`` call; when that fails, or yields another number of
+        events than the run has frames, its frames are decoded one by one."""
         decode, append = self.decode, out.append
         kinds, stopped = self._kinds, self._stopped  # mutated in place, never replaced
+        evs: list[_Event] | tuple[_Event]
         for frame in frames:
-            try:
-                ev = _decode_event(frame.data)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                out += decode(frame)  # the fallback, or the error with the field path
-                continue
-            if ev.type == "content_block_delta":
-                d = ev.delta
-                i = ev.index
-                if i is not None and d is not None and i not in stopped:
-                    dt = d.type
-                    if dt == "text_delta":
-                        if d.text is not None and kinds.get(i) == "text":
-                            append(TextDelta(i, d.text))
-                            continue
-                    elif dt == "input_json_delta":
-                        pj = d.partial_json
-                        if pj is not None and kinds.get(i) == "tool":
-                            if pj:
-                                self._streamed_input.add(i)
-                            append(ToolCallDelta(i, None, None, pj))
-                            continue
-                    elif dt == "thinking_delta":
-                        if d.thinking is not None and kinds.get(i) == "thinking":
-                            append(ThinkingDelta(i, d.thinking))
-                            continue
-            out += decode(frame)
+            parts: list[Frame] | None = None
+            if frame.__class__ is Run:
+                try:
+                    evs = _event_lines(frame.data)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    evs = []
+                if len(evs) != frame.count:
+                    self.decode_batch(frames_of(frame), out)
+                    continue
+            else:
+                try:
+                    evs = (_decode_event(frame.data),)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    out += decode(frame)  # the fallback, or the error with the field path
+                    continue
+            for n, ev in enumerate(evs):
+                if ev.type == "content_block_delta":
+                    d = ev.delta
+                    i = ev.index
+                    if i is not None and d is not None and i not in stopped:
+                        dt = d.type
+                        if dt == "text_delta":
+                            if d.text is not None and kinds.get(i) == "text":
+                                append(TextDelta(i, d.text))
+                                continue
+                        elif dt == "input_json_delta":
+                            pj = d.partial_json
+                            if pj is not None and kinds.get(i) == "tool":
+                                if pj:
+                                    self._streamed_input.add(i)
+                                append(ToolCallDelta(i, None, None, pj))
+                                continue
+                        elif dt == "thinking_delta":
+                            if d.thinking is not None and kinds.get(i) == "thinking":
+                                append(ThinkingDelta(i, d.thinking))
+                                continue
+                if frame.__class__ is Run:
+                    if parts is None:
+                        parts = frames_of(frame)
+                    out += decode(parts[n])
+                else:
+                    out += decode(frame)
 
     def _fallback(self, data: bytes) -> list[Delta] | None:
         """A payload that failed typed validation but is fine anyway: an unknown

@@ -40,6 +40,7 @@ from ..._deltas import (
     UsageUpdate,
 )
 from ..._sse import Frame
+from ..._sse._frames import Run, frames_of
 from ...errors import (
     InvalidRequestError,
     MalformedChunkError,
@@ -138,6 +139,7 @@ _chunk_decoder = decoder_for(_Chunk)
 _body_decoder = decoder_for(_Body)
 _decode_chunk = _chunk_decoder.decode
 _decode_body = _body_decoder.decode
+_body_lines = _body_decoder.decode_lines
 
 # FinishReason values that mean "stopped by a safety/recitation filter".
 _FILTERED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
@@ -280,67 +282,92 @@ class GoogleDecoder:
                 out.append(usage)
         return out
 
+    # The pipeline may hand decode_batch a ``Run`` (frames joined, one decode_lines).
+    takes_runs = True
+
     def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
         """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
         read: the pipeline's batched hand-off). The commonest chunk once the response id
         is known (one candidate, one plain text part continuing the open text block, no
         finish, feedback or metadata; usage or not) is mapped here; every other frame
         goes through :meth:`decode`, which decodes it again. A frame that fails adds
-        nothing to ``out`` (nothing is appended or changed before the last check)."""
+        nothing to ``out`` (nothing is appended or changed before the last check). A
+        :class:`Run` is decoded in one ``decode_lines`` call; when that fails, or yields
+        another number of chunks than the run has frames, frame by frame."""
         if self._response_id is None:
             for frame in frames:
-                out += self.decode(frame)
+                if frame.__class__ is Run:
+                    self.decode_batch(frames_of(frame), out)
+                else:
+                    out += self.decode(frame)
             return
         decode, append, texts = self.decode, out.append, self._texts
+        chunks: list[_Body] | tuple[_Body]
         for frame in frames:
-            try:
-                chunk = _decode_body(frame.data)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                out += decode(frame)  # raises, naming the field
-                continue
-            cands = chunk.candidates
-            cur = self._cur
-            if (
-                cands is not None
-                and len(cands) == 1
-                and cur is not None
-                and cur[1] == "text"
-                and chunk.error is None
-                and chunk.promptFeedback is None
-            ):
-                cand = cands[0]
-                content = cand.content
+            parts: list[Frame] | None = None
+            if frame.__class__ is Run:
+                try:
+                    chunks = _body_lines(frame.data)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    chunks = []
+                if len(chunks) != frame.count:
+                    self.decode_batch(frames_of(frame), out)
+                    continue
+            else:
+                try:
+                    chunks = (_decode_body(frame.data),)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    out += decode(frame)  # raises, naming the field
+                    continue
+            for n, chunk in enumerate(chunks):
+                cands = chunk.candidates
+                cur = self._cur
                 if (
-                    content is not None
-                    and len(content.parts) == 1
-                    and cand.index == 0
-                    and not cand.finishReason
-                    and not cand.groundingMetadata
-                    and not cand.urlContextMetadata
-                    and not cand.citationMetadata
+                    cands is not None
+                    and len(cands) == 1
+                    and cur is not None
+                    and cur[1] == "text"
+                    and chunk.error is None
+                    and chunk.promptFeedback is None
                 ):
-                    part = content.parts[0]
-                    text = part.text
+                    cand = cands[0]
+                    content = cand.content
                     if (
-                        text
-                        and part.functionCall is None
-                        and part.thought is not True
-                        and not part.thoughtSignature
+                        content is not None
+                        and len(content.parts) == 1
+                        and cand.index == 0
+                        and not cand.finishReason
+                        and not cand.groundingMetadata
+                        and not cand.urlContextMetadata
+                        and not cand.citationMetadata
                     ):
-                        texts.append(text)
-                        append(TextDelta(cur[0], text))
-                        meta = chunk.usageMetadata
-                        if meta is not None:
-                            last = self._usage
-                            if last is not None and last[0] == meta:
-                                usage = last[1]
-                            else:
-                                usage = _usage(meta)
-                                self._usage = (meta, usage)
-                            if usage is not None:
-                                append(usage)
-                        continue
-            out += decode(frame)
+                        part = content.parts[0]
+                        text = part.text
+                        if (
+                            text
+                            and part.functionCall is None
+                            and part.thought is not True
+                            and not part.thoughtSignature
+                        ):
+                            texts.append(text)
+                            append(TextDelta(cur[0], text))
+                            meta = chunk.usageMetadata
+                            if meta is not None:
+                                last = self._usage
+                                if last is not None and last[0] == meta:
+                                    usage = last[1]
+                                else:
+                                    usage = _usage(meta)
+                                    self._usage = (meta, usage)
+                                if usage is not None:
+                                    append(usage)
+                            continue
+                if frame.__class__ is Run:
+                    if parts is None:
+                        parts = frames_of(frame)
+                    out += decode(parts[n])
+                else:
+                    out += decode(frame)
 
     def end(self) -> list[Delta]:
         # Gemini's terminal signal is the finish reason itself (there is no [DONE]).

@@ -23,6 +23,7 @@ from ..._deltas import (
 )
 from ..._redact import head
 from ..._sse import Frame
+from ..._sse._frames import Run, frames_of
 from ...errors import Excerpt, MalformedChunkError
 from ...types import Citation
 from .._codec import first_sse_json
@@ -164,6 +165,7 @@ _chunk_decoder = decoder_for(_Chunk)
 _decode_chunk = _chunk_decoder.decode
 _body_decoder = decoder_for(_Body)
 _decode_body = _body_decoder.decode
+_body_lines = _body_decoder.decode_lines
 # The assembler keys of tool calls 0..15, made once (a tuple per fragment otherwise).
 _TOOL_KEYS = tuple(("tool", i) for i in range(16))
 _error_decoder = decoder_for(_ErrorPayload)
@@ -288,65 +290,101 @@ class ChatDecoder:
             return self._terminal()
         return self._chunk(self._checked(data))
 
+    # The pipeline may hand decode_batch a ``Run`` (frames joined, one decode_lines).
+    takes_runs = True
+
     def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
         """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
         read: the pipeline's batched hand-off). The commonest chunk, a text or tool-call
         fragment and nothing else, is mapped here without the per-chunk calls; every
         other frame goes through :meth:`decode`. A frame that fails adds nothing to
-        ``out`` (nothing is appended before the last check)."""
+        ``out`` (nothing is appended before the last check). A :class:`Run` is decoded
+        in one ``decode_lines`` call; when that fails, or yields another number of
+        chunks than the run has frames, its frames are decoded one by one."""
         if not self._meta or type(self) is not ChatDecoder:
             # Until the response id is known (the first chunks), and for a subclass
             # that changes what a frame decodes to.
             for frame in frames:
-                out += self.decode(frame)
+                if frame.__class__ is Run:
+                    self.decode_batch(frames_of(frame), out)
+                else:
+                    out += self.decode(frame)
             return
         decode, append = self.decode, out.append
+        chunks: list[_Body] | tuple[_Body]
         for frame in frames:
             data = frame.data
-            if frame.event != "message" or data[:1] != b"{":
+            if frame.__class__ is Run:
+                try:
+                    chunks = _body_lines(data)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    chunks = []
+                if len(chunks) != frame.count:
+                    self.decode_batch(frames_of(frame), out)
+                    continue
+            elif frame.event != "message" or data[:1] != b"{":
                 out += decode(frame)
                 continue
-            try:
-                chunk = _decode_body(data)
-            except (msgspec.ValidationError, msgspec.DecodeError):
-                self._checked(data)  # raises MalformedChunkError with the path
-                raise  # pragma: no cover - _checked raised already
-            choices = chunk.choices
-            if (
-                choices is not None
-                and len(choices) == 1
-                and chunk.usage is None
-                and chunk.error is None
-                and chunk.x_groq is None
-                and chunk.citations is None
-                and chunk.search_results is None
-            ):
-                c = choices[0]
-                d = c.delta
+            else:
+                try:
+                    chunks = (_decode_body(data),)
+                except (msgspec.ValidationError, msgspec.DecodeError):
+                    self._checked(data)  # raises MalformedChunkError with the path
+                    raise  # pragma: no cover - _checked raised already
+            for chunk in chunks:
+                choices = chunk.choices
                 if (
-                    d is not None
-                    and c.index == 0
-                    and c.finish_reason is None
-                    and c.usage is None
-                    and d.reasoning_content is None
-                    and d.reasoning is None
-                    and d.reasoning_text is None
-                    and d.reasoning_details is None
-                    and d.refusal is None
-                    and d.annotations is None
+                    choices is not None
+                    and len(choices) == 1
+                    and chunk.usage is None
+                    and chunk.error is None
+                    and chunk.x_groq is None
+                    and chunk.citations is None
+                    and chunk.search_results is None
                 ):
-                    content = d.content
-                    if content.__class__ is str:
-                        if content:
-                            append(TextDelta(_TEXT, content))
-                        if d.tool_calls:
-                            self._tool_calls(d.tool_calls, out)
-                        continue
-                    if content is None:
-                        if d.tool_calls:
-                            self._tool_calls(d.tool_calls, out)
-                        continue
-            out += self._chunk(chunk)
+                    c = choices[0]
+                    d = c.delta
+                    if (
+                        d is not None
+                        and c.index == 0
+                        and c.finish_reason is None
+                        and c.usage is None
+                        and d.reasoning_content is None
+                        and d.reasoning is None
+                        and d.reasoning_text is None
+                        and d.reasoning_details is None
+                        and d.refusal is None
+                        and d.annotations is None
+                    ):
+                        content = d.content
+                        if content.__class__ is str:
+                            if content:
+                                append(TextDelta(_TEXT, content))
+                            if d.tool_calls:
+                                self._tool_calls(d.tool_calls, out)
+                            continue
+                        if content is None:
+                            calls = d.tool_calls
+                            if calls:
+                                tc = calls[0]
+                                fn = tc.function
+                                i = tc.index
+                                if (
+                                    len(calls) == 1
+                                    and tc.id is None
+                                    and fn is not None
+                                    and fn.name is None
+                                    and i is not None
+                                    and i < 16
+                                ):
+                                    # More arguments for a call: _tool_calls inline.
+                                    self._saw_tool = True
+                                    append(ToolCallDelta(_TOOL_KEYS[i], None, None,
+                                                         fn.arguments or ""))  # fmt: skip
+                                else:
+                                    self._tool_calls(calls, out)
+                            continue
+                out += self._chunk(chunk)
 
     def _checked(self, data: bytes) -> _Body:
         """The chunk decoded by ``decode_json`` (a failure names the field path)."""
