@@ -4,10 +4,13 @@ framing's fast path for a read of many whole blocks (:func:`runs`)."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TypeVar
 
 import msgspec
 
-__all__ = ["Frame", "Run", "ServerSentEvent", "frames_of", "join", "runs"]
+__all__ = ["Frame", "Run", "ServerSentEvent", "frames_of", "join", "run_values", "runs"]
+
+T = TypeVar("T")
 
 # The size of the event-name tables (here and in the decoder): streams use a handful.
 _EVENT_LINES_MAX = 64
@@ -79,6 +82,17 @@ def frames_of(run: Run) -> list[Frame]:
     """The frames a :class:`Run` stands for, in order."""
     event = run.event
     return [Frame(event, raw) for raw in run.data.split(b"\r")]
+
+
+def run_values(run: Run, lines: Callable[[bytes], list[T]]) -> list[T] | None:
+    """The values of ``run`` by one ``lines`` call (a typed decoder's ``decode_lines``),
+    or ``None`` when that fails or yields another number of values than the run has
+    frames: the caller then decodes :func:`frames_of` one by one, for the worded error."""
+    try:
+        values = lines(run.data)
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return values if len(values) == run.count else None
 
 
 def join(data: bytes, out: list[Frame]) -> int:

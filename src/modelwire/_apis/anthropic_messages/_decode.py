@@ -27,7 +27,7 @@ from ..._deltas import (
     UsageUpdate,
 )
 from ..._sse import Frame
-from ..._sse._frames import Run, frames_of
+from ..._sse._frames import Run, frames_of, run_values
 from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,
@@ -284,15 +284,12 @@ class AnthropicDecoder:
         events than the run has frames, its frames are decoded one by one."""
         decode, append = self.decode, out.append
         kinds, stopped = self._kinds, self._stopped  # mutated in place, never replaced
-        evs: list[_Event] | tuple[_Event]
+        evs: list[_Event] | tuple[_Event] | None
         for frame in frames:
             parts: list[Frame] | None = None
             if frame.__class__ is Run:
-                try:
-                    evs = _event_lines(frame.data)
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    evs = []
-                if len(evs) != frame.count:
+                evs = run_values(frame, _event_lines)
+                if evs is None:
                     self.decode_batch(frames_of(frame), out)
                     continue
             else:

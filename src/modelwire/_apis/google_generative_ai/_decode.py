@@ -40,7 +40,7 @@ from ..._deltas import (
     UsageUpdate,
 )
 from ..._sse import Frame
-from ..._sse._frames import Run, frames_of
+from ..._sse._frames import Run, frames_of, run_values
 from ...errors import (
     InvalidRequestError,
     MalformedChunkError,
@@ -302,15 +302,12 @@ class GoogleDecoder:
                     out += self.decode(frame)
             return
         decode, append, texts = self.decode, out.append, self._texts
-        chunks: list[_Body] | tuple[_Body]
+        chunks: list[_Body] | tuple[_Body] | None
         for frame in frames:
             parts: list[Frame] | None = None
             if frame.__class__ is Run:
-                try:
-                    chunks = _body_lines(frame.data)
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    chunks = []
-                if len(chunks) != frame.count:
+                chunks = run_values(frame, _body_lines)
+                if chunks is None:
                     self.decode_batch(frames_of(frame), out)
                     continue
             else:

@@ -23,7 +23,7 @@ from ..._deltas import (
 )
 from ..._redact import head
 from ..._sse import Frame
-from ..._sse._frames import Run, frames_of
+from ..._sse._frames import Run, frames_of, run_values
 from ...errors import Excerpt, MalformedChunkError
 from ...types import Citation
 from .._codec import first_sse_json
@@ -311,15 +311,12 @@ class ChatDecoder:
                     out += self.decode(frame)
             return
         decode, append = self.decode, out.append
-        chunks: list[_Body] | tuple[_Body]
+        chunks: list[_Body] | tuple[_Body] | None
         for frame in frames:
             data = frame.data
             if frame.__class__ is Run:
-                try:
-                    chunks = _body_lines(data)
-                except (msgspec.ValidationError, msgspec.DecodeError):
-                    chunks = []
-                if len(chunks) != frame.count:
+                chunks = run_values(frame, _body_lines)
+                if chunks is None:
                     self.decode_batch(frames_of(frame), out)
                     continue
             elif frame.event != "message" or data[:1] != b"{":
