@@ -1,8 +1,9 @@
 """What every modelwire framing decoder shares: input checks, the size limit, error delivery.
 
-:class:`~modelwire._sse.SSEDecoder` implements the same rules on its own (it predates this
-package); the decoders here inherit them from :class:`IncrementalDecoder` so that each
-framing behaves the same way at its edges:
+:class:`~modelwire._sse.SSEDecoder` follows the same rules with a hot path of its own, and
+shares the error delivery (:class:`~modelwire._sse._latch.ErrorLatch`); the decoders here
+inherit them from :class:`IncrementalDecoder` so that each framing behaves the same way at
+its edges:
 
 * ``feed()`` takes ``bytes``/``bytearray``/``memoryview``; anything else, or a call after
   ``end()``, is a caller mistake (:class:`~modelwire.errors.ConfigurationError`).
@@ -14,8 +15,9 @@ framing behaves the same way at its edges:
 
 from __future__ import annotations
 
-from typing import Generic, NoReturn, TypeVar
+from typing import Generic, TypeVar
 
+from .._sse._latch import ErrorLatch
 from ..errors import ConfigurationError, ModelwireError
 
 __all__ = ["IncrementalDecoder", "check_max_event_bytes"]
@@ -30,10 +32,10 @@ def check_max_event_bytes(value: object) -> int:
     return value
 
 
-class IncrementalDecoder(Generic[T]):
+class IncrementalDecoder(ErrorLatch, Generic[T]):
     """Base of a sans-IO decoder: subclasses implement :meth:`_consume` and :meth:`_finish`."""
 
-    __slots__ = ("_bytes_fed", "_ended", "_error", "_error_raised", "_max")
+    __slots__ = ("_bytes_fed", "_ended", "_max")
 
     def __init__(self, max_event_bytes: int) -> None:
         self._max = check_max_event_bytes(max_event_bytes)
@@ -109,16 +111,3 @@ class IncrementalDecoder(Generic[T]):
         raise ConfigurationError(
             f"{type(self).__name__}.feed() takes bytes, got {type(data).__name__}"
         )
-
-    def _fail(self, exc: ModelwireError) -> NoReturn:
-        self._error = exc
-        self._error_raised = True
-        raise exc
-
-    def _raise_error(self) -> NoReturn:
-        err = self._error
-        assert err is not None
-        if not self._error_raised:
-            self._error_raised = True
-            raise err
-        raise type(err)(err.message) from err

@@ -39,7 +39,7 @@ as it grows (each byte is looked at a small, fixed number of times).
 
 from __future__ import annotations
 
-from typing import Any, NoReturn
+from typing import Any
 
 from ..errors import (
     ConfigurationError,
@@ -49,6 +49,7 @@ from ..errors import (
     TruncatedStreamError,
 )
 from ._frames import _EVENT_LINES_MAX, Frame, ServerSentEvent, join, runs
+from ._latch import ErrorLatch
 
 __all__ = ["DEFAULT_MAX_EVENT_BYTES", "Frame", "SSEDecoder", "SSEFraming", "ServerSentEvent"]
 
@@ -68,7 +69,7 @@ _RUN_MIN = 512
 _JOIN_TRIES = 4
 
 
-class SSEDecoder:
+class SSEDecoder(ErrorLatch):
     """Incremental, sans-IO decoder of a ``text/event-stream`` body.
 
     Feed it the body's bytes as they arrive, split anywhere, and call :meth:`end` once
@@ -106,8 +107,6 @@ class SSEDecoder:
         "_bytes_fed",
         "_data",
         "_ended",
-        "_error",
-        "_error_raised",
         "_ev_bytes",
         "_ev_retry",
         "_event",
@@ -294,19 +293,6 @@ class SSEDecoder:
             if data[0] == 10:  # the LF of a CRLF split across chunks
                 data = data[1:]
         return data
-
-    def _fail(self, exc: ModelwireError) -> NoReturn:
-        self._error = exc
-        self._error_raised = True
-        raise exc
-
-    def _raise_error(self) -> NoReturn:
-        err = self._error
-        assert err is not None
-        if not self._error_raised:
-            self._error_raised = True
-            raise err
-        raise type(err)(err.message) from err
 
     def _consume(self, data: bytes, out: list[Any]) -> None:
         """Decode ``data`` (non-empty; BOM and split CRLF already handled).
