@@ -13,5 +13,5 @@ if [ -f "$STAMP" ] && [ "$STAMP" -nt pyproject.toml ] && [ "$STAMP" -nt bench/re
 fi
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip
-"$VENV/bin/python" -m pip install -q -e '.[ray,aiohttp]' -r bench/requirements.txt
+"$VENV/bin/python" -m pip install -q -e '.[ray,aiohttp,bedrock]' -r bench/requirements.txt
 touch "$STAMP"

@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from modelwire._framing import eventstream
 from modelwire._framing import (
     EventStreamDecoder,
     EventStreamMessage,
@@ -179,6 +180,42 @@ def test_every_single_byte_corruption_is_caught() -> None:
             bad = data[:i] + bytes([data[i] ^ flip]) + data[i + 1 :]
             outcome = run(EventStreamMessageDecoder(), [bad])
             assert outcome == ([], MalformedChunkError), (i, flip)
+
+
+@pytest.mark.parametrize("crc", ["zlib-ng", "stdlib"])
+def test_the_crc_of_zlib_ng_and_of_the_stdlib_catch_the_same_corruptions(
+    crc: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The framing takes zlib-ng's CRC-32 when installed (the bedrock extra), else the
+    # stdlib's: the same function, so the same frames and the same errors. The table
+    # of checked preludes is emptied, so that every prelude's CRC is computed.
+    if crc == "stdlib":
+        monkeypatch.setattr(eventstream, "_crc32", zlib.crc32)
+    else:
+        assert eventstream._crc32 is not zlib.crc32  # installed by make test
+    monkeypatch.setattr(eventstream, "_PRELUDES", {})
+    body, frames = bedrock_stream()
+    for chunks in ([body], [body[i : i + 1] for i in range(len(body))]):
+        assert run(EventStreamDecoder(), chunks) == (frames, None)
+    data = bytes.fromhex(POSITIVE[-1]["hex"])
+    for i in range(len(data)):
+        bad = data[:i] + bytes([data[i] ^ 0x01]) + data[i + 1 :]
+        assert run(EventStreamMessageDecoder(), [bad]) == ([], MalformedChunkError), i
+
+
+def test_a_prelude_checked_once_is_looked_up_then_still_held_to_each_limit() -> None:
+    data = encode_event("x", b"{}")
+    eventstream._PRELUDES.pop(data[:12], None)
+    assert run(EventStreamDecoder(), [data * 3])[1] is None
+    assert eventstream._PRELUDES[data[:12]] == (len(data), len(data) - 18)
+    # The same prelude with one bit of its CRC flipped is another key: checked, refused.
+    bad = data[:11] + bytes([data[11] ^ 1]) + data[12:]
+    with pytest.raises(MalformedChunkError, match="prelude CRC mismatch"):
+        EventStreamDecoder().feed(bad)
+    assert run(EventStreamDecoder(max_event_bytes=len(data) - 1), [data]) == (
+        [],
+        EventTooLargeError,
+    )
 
 
 # -- the Framing decoder: message types ------------------------------------------------------

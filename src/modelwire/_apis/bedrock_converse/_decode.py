@@ -63,6 +63,7 @@ from ..._deltas import (
     UsageUpdate,
 )
 from ..._sse import Frame
+from ..._sse._frames import Run, frames_of, run_values
 from ...errors import MalformedChunkError, ProviderStreamError, StreamError, TruncatedStreamError
 from ...types import Citation, ServerToolCall, ServerToolResult
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
@@ -193,6 +194,7 @@ class _Exception(msgspec.Struct, gc=False):
 
 _start = decoder_for(_BlockStart)
 _delta = decoder_for(_BlockDelta)
+_delta_lines = _delta.decode_lines
 _stop = decoder_for(_BlockStop)
 _message_stop = decoder_for(_MessageStop)
 _metadata = decoder_for(_Metadata)
@@ -252,13 +254,35 @@ class BedrockDecoder:
         self._server: dict[int, _ServerBlock] = {}  # open provider-run blocks by index
         self._names: dict[str, str] = {}  # provider-run call id -> tool name
 
+    # The pipeline may hand decode_batch a ``Run`` (frames joined, one decode_lines).
+    takes_runs = True
+
     def decode_batch(self, frames: list[Frame], out: list[Delta]) -> None:
         """:meth:`decode` of each frame of one read, appended to ``out`` (one call per
         read: the pipeline's batched hand-off). A ``contentBlockDelta`` is mapped here
         (a text delta inline); every other frame goes through :meth:`decode`. A frame
-        that fails adds nothing to ``out``."""
+        that fails adds nothing to ``out``. A :class:`Run` of ``contentBlockDelta``
+        frames is decoded in one ``decode_lines`` call; when that fails, or yields
+        another number of values, or the run is of another event, its frames are
+        decoded one by one (so an error names the field as it always does)."""
         decode, append, decode_delta = self.decode, out.append, _delta.decode
         for frame in frames:
+            if frame.__class__ is Run:
+                chunks = (
+                    run_values(frame, _delta_lines)
+                    if frame.event == "contentBlockDelta"
+                    else None
+                )
+                if chunks is None:
+                    self.decode_batch(frames_of(frame), out)
+                    continue
+                for chunk in chunks:
+                    text = chunk.delta.text
+                    if text is not None:
+                        append(TextDelta(chunk.contentBlockIndex, text))
+                    else:
+                        out += self._delta(chunk)
+                continue
             if frame.event != "contentBlockDelta":
                 out += decode(frame)
                 continue
