@@ -59,13 +59,14 @@ class Plan:
     """One response: status line, headers, body pieces (each sent as one chunk),
     then ``end``: ``finish`` (the chunked body completes, keep-alive), ``cut``
     (the connection is shut down mid-body) or ``stall`` (nothing more is sent until
-    the client hangs up)."""
+    the client hangs up; before that, the ``late`` pieces, one write each)."""
 
     status: int = 200
     body: list[bytes] = field(default_factory=list)
     content_type: str = "text/event-stream"
     headers: dict[str, str] = field(default_factory=dict)
     end: str = "finish"
+    late: list[bytes] = field(default_factory=list)  # a stall's pieces after the first write
 
 
 class RawServer:
@@ -141,6 +142,9 @@ class RawServer:
                     # when it sees the status, so a stall case's deadline (idle or total)
                     # can only fire after that content was read, however loaded the machine.
                     conn.sendall(head_bytes + b"".join(chunks))
+                    for piece in plan.late:  # each a socket read of its own, later
+                        time.sleep(0.05)
+                        conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
                 else:
                     conn.sendall(head_bytes)
                     for chunk in chunks:

@@ -11,7 +11,7 @@ import pytest
 
 import modelwire as mw
 from modelwire._http._deadline import ReadDeadline
-from test_faults import CTX, KEY, model_for, serving, stall_after_two
+from test_faults import CTX, KEY, at, model_for, serving, stall_after_two, streamed
 
 API = "openai-chat"
 TRANSPORTS = ("httpx", "aiohttp")
@@ -158,3 +158,92 @@ def test_an_abort_in_a_read_under_a_total_deadline_is_an_abort(transport: str) -
     with serving([stall_after_two(API)]) as server:
         message = asyncio.run(main(server.port))
     assert message.stop_reason == "aborted" and message.text == "Hello wö"
+
+
+def _fake_clock() -> list[float]:
+    """The running loop's clock, moved by the test only: a timer fires once the
+    clock has passed its time (the loop then waits for nothing)."""
+    loop = asyncio.get_running_loop()
+    clock = [loop.time()]
+    loop.time = lambda: clock[0]  # type: ignore[method-assign]
+    return clock
+
+
+def test_reads_that_go_on_move_the_idle_timeout_and_one_that_waits_it_out_fails() -> None:
+    async def main() -> tuple[list[float], bool, bool, bool]:
+        loop = asyncio.get_running_loop()
+        clock = _fake_clock()
+        t0 = clock[0]
+        armed: list[float] = []
+        call_at = loop.call_at
+
+        def counting(when: float, cb: Any, *args: Any, **kw: Any) -> asyncio.TimerHandle:
+            armed.append(when - t0)
+            return call_at(when, cb, *args, **kw)
+
+        loop.call_at = counting  # type: ignore[method-assign, assignment]
+        d = ReadDeadline()
+        for _ in range(3):  # reads 6 s apart: each waits less than the 10 s idle timeout
+            assert d.enter(None, 10.0)
+            clock[0] += 6
+            await asyncio.sleep(0)
+            await asyncio.sleep(0)  # the timer runs, if due
+            d.exit()
+        early = d.idled
+        assert d.enter(None, 10.0)  # waits from t0 + 18: its idle timeout is at t0 + 28
+        loop.call_soon(clock.__setitem__, 0, t0 + 29)
+        try:
+            await _wait_forever()
+        except asyncio.CancelledError:
+            ours = d.fired()
+        finally:
+            d.exit()
+        task = asyncio.current_task()
+        assert task is not None
+        return armed, early, ours and d.idled and not d.expired, task.cancelling() == 0
+
+    armed, early, idled, uncancelled = asyncio.run(main())
+    # Armed at the first read; fired at t0 + 10 and t0 + 16 while reads went on, each
+    # time armed again for the idle timeout of the read then waiting; fired at t0 + 22
+    # (the clock at t0 + 29), past the last read's, which it ends.
+    assert armed == [10.0, 16.0, 22.0]
+    assert not early and idled and uncancelled
+
+
+def test_the_total_deadline_comes_first_when_it_is_earlier_than_the_idle_timeout() -> None:
+    async def main() -> tuple[bool, bool, bool]:
+        loop = asyncio.get_running_loop()
+        clock = _fake_clock()
+        d = ReadDeadline()
+        assert d.enter(5.0, 10.0)
+        loop.call_soon(clock.__setitem__, 0, clock[0] + 6)
+        try:
+            await _wait_forever()
+        except asyncio.CancelledError:
+            ours = d.fired()
+        finally:
+            d.exit()
+        return ours, d.expired and not d.idled, d.enter(60.0, 10.0)
+
+    ours, expired, again = asyncio.run(main())
+    assert ours and expired and not again
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_idle_stall_after_bytes_in_several_reads_is_the_idle_timeout(transport: str) -> None:
+    """The body streams in two socket reads, then stalls: the idle timeout still ends
+    the stream (aiohttp's own timer, dropped after the head, does not do it)."""
+    before, late = at(API, b'rld "')
+    plan = streamed(API, before, end="stall")
+    plan.late = [late]
+
+    async def main(port: int) -> mw.AssistantMessage:
+        s = mw.stream(model_for(API, port), CTX, transport=transport, api_key=KEY,  # type: ignore[arg-type]
+                      timeout=mw.Timeout(idle=0.3), max_retries=0)  # fmt: skip
+        return await s.result()
+
+    with serving([plan]) as server:
+        message = asyncio.run(main(server.port))
+    assert message.stop_reason == "error" and message.error is not None
+    assert message.error.kind == "timeout" and "idle" in message.error.message
+    assert message.text == "Hello wörld "

@@ -238,7 +238,8 @@ class AiohttpTransport:
     """The waiting half of :class:`modelwire._http.AsyncDriver` over aiohttp: one
     response at a time, on the caller's session or on the loop's pooled one."""
 
-    __slots__ = ("_content", "_deadline", "_pooled", "_response", "_secrets", "_session", "_ssl")
+    __slots__ = ("_content", "_deadline", "_idle", "_pooled", "_response", "_secrets",
+                 "_session", "_ssl")  # fmt: skip
 
     def __init__(
         self, session: aiohttp.ClientSession | None, ssl: Callable[[], ssl.SSLContext]
@@ -249,7 +250,8 @@ class AiohttpTransport:
         self._content: aiohttp.StreamReader | None = None
         self._secrets: tuple[str, ...] = ()
         self._ssl = ssl
-        self._deadline = ReadDeadline()  # the total deadline over the body's reads
+        self._deadline = ReadDeadline()  # the total and idle timeouts of the body's reads
+        self._idle: float | None = None
 
     async def send(self, i: Send) -> Head | Failure:
         if self._response is not None:
@@ -291,6 +293,15 @@ class AiohttpTransport:
                 final=unusable,  # an unusable URL fails the same way every time
             )
         self._response, self._content = response, response.content
+        # The body's idle timeout is the ReadDeadline's, one timer per response:
+        # aiohttp's ``sock_read`` re-arms a timer on every socket read, which at one
+        # delta per read costs a tenth of the client's CPU (bench/icount.py
+        # live-delta). Its timer armed by the head's last bytes still bounds the wait
+        # for the first body bytes; the next socket read drops it.
+        connection = response.connection
+        if connection is not None and connection.protocol is not None:
+            connection.protocol.read_timeout = None
+        self._idle = i.idle
         return Head(response.status, response.headers)
 
     async def read_error(self, i: ReadError) -> bytes:
@@ -316,17 +327,17 @@ class AiohttpTransport:
     async def read(self, i: Read) -> bytes | Failure | None:
         content = self._content
         assert content is not None
-        if i.remaining is None:
+        if i.remaining is None and self._idle is None:
             try:
                 chunk = await content.readany()
             except aiohttp.ClientError as exc:
                 return Failure(_map_exc(exc, self._secrets, started=True))
             # ``readany`` returns what one socket read brought (decoded), b"" at the end.
             return chunk or None
-        # The total deadline: one timer for the whole body (``ReadDeadline``), not
-        # one ``asyncio.timeout`` per read.
+        # The total deadline and the idle timeout: one timer for the whole body
+        # (``ReadDeadline``), not one ``asyncio.timeout`` per read.
         deadline = self._deadline
-        if not deadline.enter(i.remaining):
+        if not deadline.enter(i.remaining, self._idle):
             return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
         try:
             chunk = await content.readany()
@@ -334,7 +345,10 @@ class AiohttpTransport:
             return Failure(_map_exc(exc, self._secrets, started=True))
         except asyncio.CancelledError:
             if deadline.fired():
-                return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+                if deadline.expired:
+                    return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+                return Failure(RequestTimeoutError(
+                    f"idle timeout expired (no bytes for {self._idle:g} s)"))  # fmt: skip
             raise
         finally:
             deadline.exit()
