@@ -27,7 +27,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from modelwire._framing import eventstream
 from modelwire._framing import (
     EventStreamDecoder,
     EventStreamMessage,
@@ -42,6 +41,7 @@ from modelwire._framing import (
     encode_event,
     encode_exception,
     encode_message,
+    eventstream,
 )
 from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, Frame
 from modelwire.errors import (

@@ -89,13 +89,13 @@ HOSTILE = [
     encode_message(
         {":message-type": "event", ":event-type": D, ":content-type": "application/json"},
         b'{"contentBlockIndex":0,"delta":{"text":"o"}}',
-    ),  # fmt: skip
+    ),
     _event("futureEvent", {"a": 1}) * 3,
     _event("messageStart", {"role": "assistant"}) * 2,
     encode_exception("throttlingException", b'{"message":"slow down"}'),
     encode_message(
         {":message-type": "error", ":error-code": "InternalFailure", ":error-message": "boom"}, b""
-    ),  # fmt: skip
+    ),
     _event("messageStop", {"stopReason": "end_turn"}),
 ]
 CASES = [HEAD + h + TAIL for h in HOSTILE] + [HEAD + TAIL]

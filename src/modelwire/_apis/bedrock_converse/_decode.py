@@ -269,9 +269,7 @@ class BedrockDecoder:
         for frame in frames:
             if frame.__class__ is Run:
                 chunks = (
-                    run_values(frame, _delta_lines)
-                    if frame.event == "contentBlockDelta"
-                    else None
+                    run_values(frame, _delta_lines) if frame.event == "contentBlockDelta" else None
                 )
                 if chunks is None:
                     self.decode_batch(frames_of(frame), out)
