@@ -841,3 +841,59 @@ async def test_completion_policy_is_an_option_of_stream_and_complete() -> None:
         assert (await mw.complete(model, ctx)).stop_reason == "stop"
     with pytest.raises(mw.ConfigurationError, match="completion_policy"):
         mw.stream(model, ctx, completion_policy="strict")  # type: ignore[arg-type]
+
+
+_ONE_BATCH_CASES = {
+    "arguments after the call ended": [
+        ToolCallDelta(0, "c1", "f", ""),
+        ToolCallDelta(0, arguments='{"a"'),
+        BlockEnd(0),
+        ToolCallDelta(0, arguments=":1}"),
+    ],
+    "parallel calls, arguments interleaved": [
+        ToolCallDelta(0, "c1", "f", ""),
+        ToolCallDelta(1, "c2", "g", ""),
+        ToolCallDelta(0, arguments='{"a"'),
+        ToolCallDelta(1, arguments='{"b"'),
+        ToolCallDelta(0, arguments=":1}"),
+        ToolCallDelta(1, arguments=":2}"),
+        BlockEnd(1),
+        BlockEnd(0),
+        Finish("tool_use"),
+        EndOfStream(),
+    ],
+    "arguments to a text block's key": [
+        TextDelta(0, "hi"),
+        ToolCallDelta(0, arguments='{"a":1}'),
+    ],
+    "a new call on a key after its call ended": [
+        ToolCallDelta(0, "c1", "f", '{"a":1}'),
+        BlockEnd(0),
+        ToolCallDelta(0, "c2", "g", ""),
+        ToolCallDelta(0, arguments='{"b":2}'),
+    ],
+}
+
+
+@pytest.mark.parametrize("deltas", list(_ONE_BATCH_CASES.values()), ids=list(_ONE_BATCH_CASES))
+def test_one_feed_of_many_deltas_is_the_same_as_one_feed_each(deltas: list[Any]) -> None:
+    # The hot paths remember the open block of the last delta within one feed; a delta
+    # that closes or replaces it must be seen, as one call per delta sees it.
+    from modelwire._assemble import Assembler
+
+    def run(batches: list[list[Any]]) -> tuple[list[Any], str | None]:
+        asm = Assembler(api="anthropic-messages")
+        out: list[Any] = []
+        asm.start(out)
+        error = None
+        try:
+            for batch in batches:
+                asm.feed(batch, out)
+        except mw.ModelwireError as exc:
+            error = repr(exc)
+        seen = [(type(e).__name__, getattr(e, "content_index", None), getattr(e, "delta", None))
+                for e in out]  # fmt: skip
+        message = asm.message
+        return [*seen, message.tool_calls if message else None], error
+
+    assert run([deltas]) == run([[d] for d in deltas])

@@ -184,12 +184,18 @@ class Assembler(ToolCallCollector):
         # The version counter is kept local and written back before every handler (which
         # may read or bump it) and at the end; ``done`` changes in handlers only. The
         # open text block of the last text delta is remembered (its key, index and
-        # lists) until a handler runs, which may close or replace it.
+        # lists) until a handler runs, which may close or replace it; so is the open
+        # tool call of the last arguments delta.
         v = self._v
         tkey: Any = _NO_KEY
         tci = 0
         tpieces: list[str] = []
         tvs: list[int] = []
+        # The same for the open tool call of the last arguments delta.
+        ckey: Any = _NO_KEY
+        cci = 0
+        cpieces: list[str] = []
+        cvs: list[int] = []
         last_usage: Any = None
         for d in deltas:
             if d.__class__ is TextDelta:
@@ -211,13 +217,18 @@ class Assembler(ToolCallCollector):
                 continue
             if d.__class__ is ToolCallDelta and d.id is None and d.name is None:
                 # _on_tool's hot path inline: more arguments for an open call.
-                b = keys.get(d.key)
-                if b is not None and b.kind == "tool_call" and not b.closed:
+                if d.key != ckey:
+                    b = keys.get(d.key)
+                    if b is None or b.kind != "tool_call" or b.closed:
+                        b = None
+                    else:
+                        ckey, cci, cpieces, cvs = d.key, b.ci, b.pieces, b.vs
+                if d.key == ckey:
                     args = d.arguments
                     if args:
-                        b.pieces.append(args)
-                        b.vs.append(v)
-                        append(ToolCallDeltaEvent(content_index=b.ci, delta=args, _src=self, _v=v))
+                        cpieces.append(args)
+                        cvs.append(v)
+                        append(ToolCallDeltaEvent(content_index=cci, delta=args, _src=self, _v=v))
                         v += 1
                     continue
             if d is last_usage:
@@ -227,7 +238,7 @@ class Assembler(ToolCallCollector):
             self._v = v
             handlers[type(d)](self, d, out)
             v = self._v
-            tkey = _NO_KEY
+            tkey = ckey = _NO_KEY
             if d.__class__ is UsageUpdate:
                 last_usage = d
             if self.done:

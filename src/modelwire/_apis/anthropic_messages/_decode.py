@@ -283,7 +283,8 @@ class AnthropicDecoder:
         in one ``decode_lines`` call; when that fails, or yields another number of
         events than the run has frames, its frames are decoded one by one."""
         decode, append = self.decode, out.append
-        kinds, stopped = self._kinds, self._stopped  # mutated in place, never replaced
+        # Mutated in place, never replaced.
+        kinds, stopped, streamed = self._kinds, self._stopped, self._streamed_input
         evs: list[_Event] | tuple[_Event] | None
         for frame in frames:
             parts: list[Frame] | None = None
@@ -311,8 +312,8 @@ class AnthropicDecoder:
                         elif dt == "input_json_delta":
                             pj = d.partial_json
                             if pj is not None and kinds.get(i) == "tool":
-                                if pj:
-                                    self._streamed_input.add(i)
+                                if pj and i not in streamed:
+                                    streamed.add(i)
                                 append(ToolCallDelta(i, None, None, pj))
                                 continue
                         elif dt == "thinking_delta":
