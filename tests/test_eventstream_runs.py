@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import re
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelwire._apis.bedrock_converse._decode import BedrockDecoder
 from modelwire._framing.eventstream import (
     EventStreamDecoder,
     encode_event,
@@ -28,6 +26,8 @@ from modelwire._framing.eventstream import (
 from modelwire._pipeline import Pipeline
 from modelwire._sse._frames import Frame, Run, frames_of
 from modelwire.errors import MalformedChunkError
+from test_sse_runs import _run as run_events
+from test_sse_runs import _splits
 
 
 def _event(name: str, payload: dict[str, Any] | bytes) -> bytes:
@@ -102,21 +102,7 @@ CASES = [HEAD + h + TAIL for h in HOSTILE] + [HEAD + TAIL]
 
 
 def _run(reads: list[bytes], *, runs: bool, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every event of the stream, the error event's message included, as text."""
-    with monkeypatch.context() as m:
-        m.setattr(BedrockDecoder, "takes_runs", runs)
-        p = Pipeline("bedrock-converse")
-        events = p.start()
-        for r in reads:
-            events += p.feed(r)
-        events += p.end()
-    return re.sub(r"timestamp=\d+", "", repr(list(events)))
-
-
-def _splits(body: bytes) -> list[list[bytes]]:
-    out = [[body], [body[i : i + 1] for i in range(len(body))]]
-    out += [[body[:i], body[i:]] for i in range(1, len(body))]
-    return out
+    return run_events("bedrock-converse", reads, runs=runs, monkeypatch=monkeypatch)
 
 
 @pytest.mark.parametrize("body", CASES)

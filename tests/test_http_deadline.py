@@ -21,16 +21,22 @@ async def _wait_forever() -> None:
     await asyncio.get_running_loop().create_future()
 
 
+async def _wait_out(d: ReadDeadline) -> bool:
+    """A read that waits until cancelled; whether the cancellation was ``d``'s."""
+    try:
+        await _wait_forever()
+    except asyncio.CancelledError:
+        return d.fired()
+    finally:
+        d.exit()
+    raise AssertionError("not cancelled")
+
+
 def test_the_deadline_ends_a_waiting_read_as_its_own_and_takes_its_cancel_back() -> None:
     async def main() -> tuple[bool, int, bool]:
         d = ReadDeadline()
         assert d.enter(0.001)
-        try:
-            await _wait_forever()
-        except asyncio.CancelledError:
-            ours = d.fired()
-        finally:
-            d.exit()
+        ours = await _wait_out(d)
         task = asyncio.current_task()
         assert task is not None
         return ours, task.cancelling(), d.enter(60.0)
@@ -48,13 +54,9 @@ def test_a_cancel_from_elsewhere_is_not_the_deadline() -> None:
         asyncio.get_running_loop().call_soon(task.cancel)
         assert d.enter(60.0)
         try:
-            await _wait_forever()
-        except asyncio.CancelledError:
-            return d.fired()
+            return await _wait_out(d)
         finally:
-            d.exit()
             d.cancel()
-        raise AssertionError("not cancelled")
 
     assert asyncio.run(main()) is False
 
@@ -192,12 +194,7 @@ def test_reads_that_go_on_move_the_idle_timeout_and_one_that_waits_it_out_fails(
         early = d.idled
         assert d.enter(None, 10.0)  # waits from t0 + 18: its idle timeout is at t0 + 28
         loop.call_soon(clock.__setitem__, 0, t0 + 29)
-        try:
-            await _wait_forever()
-        except asyncio.CancelledError:
-            ours = d.fired()
-        finally:
-            d.exit()
+        ours = await _wait_out(d)
         task = asyncio.current_task()
         assert task is not None
         return armed, early, ours and d.idled and not d.expired, task.cancelling() == 0
@@ -217,12 +214,7 @@ def test_the_total_deadline_comes_first_when_it_is_earlier_than_the_idle_timeout
         d = ReadDeadline()
         assert d.enter(5.0, 10.0)
         loop.call_soon(clock.__setitem__, 0, clock[0] + 6)
-        try:
-            await _wait_forever()
-        except asyncio.CancelledError:
-            ours = d.fired()
-        finally:
-            d.exit()
+        ours = await _wait_out(d)
         return ours, d.expired and not d.idled, d.enter(60.0, 10.0)
 
     ours, expired, again = asyncio.run(main())

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelwire._apis.anthropic_messages._decode import AnthropicDecoder
+from modelwire._apis.bedrock_converse._decode import BedrockDecoder
 from modelwire._apis.google_generative_ai._decode import GoogleDecoder
 from modelwire._apis.openai_chat._decode import ChatDecoder
 from modelwire._pipeline import Pipeline
@@ -154,13 +155,15 @@ CASES += [
     ("google-generative-ai", GEM_HEAD + GEM_TAIL),
 ]
 _DECODERS = {"openai-chat": ChatDecoder, "anthropic-messages": AnthropicDecoder,
-             "google-generative-ai": GoogleDecoder}  # fmt: skip
+             "google-generative-ai": GoogleDecoder,
+             "bedrock-converse": BedrockDecoder}  # fmt: skip
 _ENDS = {"openai-chat": (CHAT_HEAD, CHAT_TAIL), "anthropic-messages": (ANTH_HEAD, ANTH_TAIL),
          "google-generative-ai": (GEM_HEAD, GEM_TAIL)}  # fmt: skip
 
 
 def _run(api: str, reads: list[bytes], *, runs: bool, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every event of the stream, the error event's message included, as text."""
+    """Every event of the stream, the error event's message included, as text (with the
+    API's decoder taking runs or not; also used by ``test_eventstream_runs``)."""
     cls = _DECODERS[api]
     with monkeypatch.context() as m:
         m.setattr(cls, "takes_runs", runs)

@@ -262,11 +262,17 @@ class _MessageReader(IncrementalDecoder[T]):
         try:
             payload.decode()  # checked, not decoded: the wire API parses the bytes
         except UnicodeDecodeError as exc:
-            bad = payload[exc.start : exc.end]
-            raise MalformedChunkError(
-                f"AWS event stream payload is not valid UTF-8: {exc.reason} "
-                f"(byte(s) {bad.hex(' ')}) in {self._where(delta + exc.start)}"
-            ) from None
+            raise self._not_utf8(payload, exc, "payload", delta) from None
+
+    def _not_utf8(
+        self, raw: bytes, exc: UnicodeDecodeError, what: str, delta: int
+    ) -> MalformedChunkError:
+        """The error for ``raw``, ``delta`` bytes into the current message."""
+        bad = raw[exc.start : exc.end]
+        return MalformedChunkError(
+            f"AWS event stream {what} is not valid UTF-8: {exc.reason} "
+            f"(byte(s) {bad.hex(' ')}) in {self._where(delta + exc.start)}"
+        )
 
     def _utf8_at(self, payload: bytes, offset: int, count: int, delta: int) -> None:
         """:meth:`_utf8` of the message ``count`` (0-based) at stream ``offset``."""
@@ -378,11 +384,7 @@ class _MessageReader(IncrementalDecoder[T]):
         try:
             text = raw.decode()
         except UnicodeDecodeError as exc:
-            bad = raw[exc.start : exc.end]
-            raise MalformedChunkError(
-                f"AWS event stream {what} is not valid UTF-8: {exc.reason} "
-                f"(byte(s) {bad.hex(' ')}) in {self._where(at - base + exc.start)}"
-            ) from None
+            raise self._not_utf8(raw, exc, what, at - base) from None
         if len(raw) <= 64 and len(_STRINGS) < _STRINGS_MAX:
             _STRINGS[raw] = text
         return text
