@@ -30,8 +30,8 @@ class Runs:
     once for the run; when it fails, the frames before the bad payload are flushed and
     its error is raised, naming its message and byte as the frame path does."""
 
-    __slots__ = ("add", "count", "event", "events", "headers", "headers_len", "offset",
-                 "out", "overhead", "payloads", "reader")  # fmt: skip
+    __slots__ = ("add", "count", "event", "events", "first", "headers", "headers_len",
+                 "offset", "out", "overhead", "payloads", "reader")  # fmt: skip
 
     def __init__(
         self, reader: _Reader, out: list[Any], events: dict[bytes, str], overhead: int
@@ -41,6 +41,7 @@ class Runs:
         self.events = events  # header sections → their frame event, as the reader caches
         self.overhead = overhead  # a message's bytes besides its headers and payload
         self.event = ""
+        self.first = Frame("", b"")  # the frame that began the run
         self.headers = b""
         self.headers_len = -1  # no run: no header section has this length
         self.payloads: list[bytes] = []
@@ -51,6 +52,7 @@ class Runs:
         if self.events.get(headers) == frame.event:
             # A frame whose data is its payload (an error's :error-message is not).
             self.event, self.headers, self.headers_len = frame.event, headers, len(headers)
+            self.first = frame
             self.payloads = [frame.data]
             self.add = self.payloads.append
             self.offset, self.count = self.reader._offset, self.reader._count
@@ -58,13 +60,11 @@ class Runs:
             self.out.append(frame)
 
     def flush(self) -> None:
-        payloads = self.payloads
+        payloads, self.payloads, self.headers_len = self.payloads, [], -1
         n = len(payloads)
         if n == 1:
-            self.out.append(Frame(self.event, payloads[0]))
+            self.out.append(self.first)
         elif n:
-            self.payloads = []
-            self.headers_len = -1
             joined = b"\r".join(payloads)
             if not joined.isascii():
                 try:
@@ -80,9 +80,6 @@ class Runs:
             else:
                 event = self.event
                 self.out.extend([Frame(event, p) for p in payloads])
-            return
-        self.payloads = []
-        self.headers_len = -1
 
     def _bad_utf8(self, payloads: list[bytes]) -> None:
         """Flush the frames before the first payload that is not UTF-8; raise its error."""

@@ -491,9 +491,9 @@ class EventStreamDecoder(_MessageReader[Frame]):
 
     def join_runs(self) -> None:
         """From the next read on, yield consecutive messages of one type whose payloads
-        are one-line JSON objects as one :class:`~modelwire._sse._frames.Run` (the
-        payloads joined with CR, for one ``decode_lines`` call), for a wire API
-        decoder that takes runs."""
+        are JSON objects without a CR as one :class:`~modelwire._sse._frames.Run` (the
+        payloads joined with CR, for one ``decode_lines`` call; :class:`Runs` has the
+        rules), for a wire API decoder that takes runs."""
         self._join = True
 
     def _run_start(self, out: list[Frame]) -> Runs:
