@@ -209,3 +209,62 @@ def test_a_pooled_client_for_many_calls_is_an_aiohttp_session_capped_at_its_size
         assert len(server.connections) <= 2  # five calls, at most two connections
     assert isinstance(pooled_async_client(3), __import__("httpx").AsyncClient)  # the default
     gc.collect()
+
+
+_PROXY_VARS = ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy",
+               "ALL_PROXY", "no_proxy", "NO_PROXY")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "proxy"),
+    [
+        ({}, "http://api.example/v1", None),
+        ({"HTTP_PROXY": "http://upper:1"}, "http://api.example/v1", "http://upper:1"),
+        # The lowercase name wins, as in urllib.request.getproxies_environment.
+        ({"HTTP_PROXY": "http://upper:1", "http_proxy": "http://lower:2"},
+         "http://api.example/v1", "http://lower:2"),
+        # An https URL takes the https names only, else ALL_PROXY.
+        ({"HTTP_PROXY": "http://plain:1"}, "https://api.example/v1", None),
+        ({"HTTP_PROXY": "http://plain:1", "HTTPS_PROXY": "http://tls:3"},
+         "https://api.example/v1", "http://tls:3"),
+        ({"ALL_PROXY": "http://all:4"}, "https://api.example/v1", "http://all:4"),
+        ({"https_proxy": "http://tls:3", "ALL_PROXY": "http://all:4"},
+         "https://api.example/v1", "http://tls:3"),
+        # An empty value is no proxy; the next name is read.
+        ({"http_proxy": "", "HTTP_PROXY": "http://upper:1"}, "http://api.example/v1",
+         "http://upper:1"),
+        # A bare host:port is an http proxy; NO_PROXY exempts a host.
+        ({"HTTP_PROXY": "proxy.example:8080"}, "http://api.example/v1",
+         "http://proxy.example:8080"),
+        ({"HTTP_PROXY": "http://upper:1", "NO_PROXY": "api.example"}, "http://api.example/v1",
+         None),
+    ],
+)  # fmt: skip
+def test_the_environment_names_the_proxy_of_a_url_as_urllib_reads_it(
+    env: dict[str, str], url: str, proxy: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import yarl
+
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    found, authorization = pool._env_proxy(yarl.URL(url))
+    assert (str(found) if found is not None else None) == proxy
+    assert authorization is None
+
+
+def test_a_proxy_url_with_credentials_gives_them_as_basic_proxy_authorization(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import base64
+
+    import yarl
+
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    # Percent-encoded userinfo is decoded before it is encoded (RFC 3986 §3.2.1).
+    monkeypatch.setenv("HTTPS_PROXY", "http://us%40er:s3cr%3Aet@proxy.example:3128")
+    found, authorization = pool._env_proxy(yarl.URL("https://api.example/v1"))
+    assert str(found) == "http://proxy.example:3128"
+    assert authorization == "Basic " + base64.b64encode(b"us@er:s3cr:et").decode()

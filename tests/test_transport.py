@@ -184,6 +184,37 @@ def test_a_proxy_from_the_environment_carries_the_request(
         assert proxy.wait_closed()
 
 
+@pytest.mark.parametrize("mode", MODES)
+def test_a_proxy_url_s_credentials_reach_the_proxy_and_no_error_text(
+    mode: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Credentials in ``HTTP_PROXY``/``HTTPS_PROXY`` go to the proxy as Basic
+    ``Proxy-Authorization``: on the request itself for an http URL, on the tunnel's
+    ``CONNECT`` for an https one; never to the provider, never into an error."""
+    import base64
+
+    for var in ("ALL_PROXY", "all_proxy", "https_proxy", "http_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(var, raising=False)
+    expected = b"proxy-authorization: basic " + base64.b64encode(b"user:hunter2-secret").lower()
+    with serving([ok("openai-chat")]) as proxy:
+        monkeypatch.setenv("HTTP_PROXY", f"http://user:hunter2-secret@127.0.0.1:{proxy.port}")
+        model = mw.Model(id="m", api="openai-chat", provider="local",
+                         base_url="http://api.proxied.invalid/v1")  # fmt: skip
+        message = run(mode, model)
+        assert message.text == TEXT, message.error
+        assert expected in proxy.heads[0].lower()
+    with serving([Plan(status=0)]) as proxy:  # the CONNECT is answered by hanging up
+        monkeypatch.setenv("HTTPS_PROXY", f"http://user:hunter2-secret@127.0.0.1:{proxy.port}")
+        model = mw.Model(id="m", api="openai-chat", provider="local",
+                         base_url="https://api.proxied.invalid/v1")  # fmt: skip
+        message = run(mode, model, max_retries=0)
+        assert message.error is not None
+        assert proxy.heads[0].startswith(b"CONNECT api.proxied.invalid:443 ")
+        assert expected in proxy.heads[0].lower()
+        assert "hunter2" not in message.error.message
+        assert base64.b64encode(b"user:hunter2-secret").decode() not in message.error.message
+
+
 def _cert(tmp: Path) -> tuple[Path, Path]:
     """A self-signed certificate for 127.0.0.1 (its own CA) and its key."""
     from cryptography import x509

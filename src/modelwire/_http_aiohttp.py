@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import base64
 import os
 import urllib.request
 from collections.abc import AsyncGenerator, Coroutine
@@ -57,41 +58,49 @@ def is_session(client: object) -> bool:
     return isinstance(client, aiohttp.ClientSession)
 
 
-def _env_proxies() -> dict[str, str]:
+#: The environment variables naming a proxy for a scheme, the lowercase one first
+#: (it wins, as in ``urllib.request.getproxies_environment``), then ``ALL_PROXY``.
+_PROXY_NAMES = {
+    scheme: (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY")
+    for scheme in ("http", "https")
+}
+
+
+def _env_proxy_url(scheme: str) -> str | None:
     # ``urllib.request.getproxies_environment`` decodes the whole environment on every
-    # call (about 100 µs, once per request); these are the only names it would find
-    # that matter here. The lowercase name wins, as there.
+    # call (about 100 µs, once per request): only the names that matter for this
+    # scheme are read.
     env = os.environ
-    out = {}
-    for scheme in ("http", "https", "all", "no"):
-        value = env.get(f"{scheme}_proxy") or env.get(f"{scheme.upper()}_PROXY")
+    for name in _PROXY_NAMES.get(scheme, ("all_proxy", "ALL_PROXY")):
+        value = env.get(name)
         if value:
-            out[scheme] = value
-    return out
+            return value
+    return None
 
 
-def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, aiohttp.BasicAuth | None]:
+def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, str | None]:
     """The proxy the environment names for ``url`` (its scheme's, else ``ALL_PROXY``;
-    none for a ``NO_PROXY`` host), with the credentials of its URL.
+    none for a ``NO_PROXY`` host), and the ``Proxy-Authorization`` value its URL's
+    credentials make (Basic, RFC 7617, UTF-8 as its §2.1 allows), as httpx sends it.
 
     Read here rather than by aiohttp's ``trust_env``, which also looks the host up in
     ``~/.netrc`` on every request (in a thread) and refuses a request whose
-    ``Authorization`` header meets a netrc entry; httpx reads no netrc either.
+    ``Authorization`` header meets a netrc entry; httpx reads no netrc either. The
+    credentials are a header, not aiohttp's ``BasicAuth`` (deprecated in 3.14: a
+    warning on every proxied request).
     """
-    proxies = _env_proxies()
-    if not proxies:
+    found = _env_proxy_url(url.scheme or "")
+    if not found:
         return None, None
     # ``NO_PROXY`` (on Linux ``proxy_bypass`` reads only the environment; asked only
     # when a proxy is set, so the full environment scan is paid only then).
     if url.host and urllib.request.proxy_bypass(url.host):
         return None, None
-    found = proxies.get(url.scheme or "") or proxies.get("all")
-    if not found:
-        return None, None
     proxy = yarl.URL(found if "://" in found else f"http://{found}")
     if proxy.user is None:
         return proxy, None
-    return proxy.with_user(None), aiohttp.BasicAuth(proxy.user, proxy.password or "")
+    pair = f"{proxy.user}:{proxy.password or ''}".encode()
+    return proxy.with_user(None), "Basic " + base64.b64encode(pair).decode("ascii")
 
 
 def _phases(i: Send) -> aiohttp.ClientTimeout:
@@ -265,24 +274,36 @@ class AiohttpTransport:
             session = self._session = await pooled_session()
         r = i.request
         self._secrets = r.secrets
-        deadline = asyncio.timeout(i.remaining)
+        # The total deadline, when the call has one (none by default: then no timer).
+        deadline = asyncio.timeout(i.remaining) if i.remaining is not None else None
         try:
             # ``encoded=True``: the URL goes out exactly as the wire API built it
             # (already percent-encoded), as httpx sends it.
             url = yarl.URL(r.url, encoded=True)
-            proxy, proxy_auth = _env_proxy(url)
-            async with deadline:
-                response = await session.post(
-                    url, headers=r.headers, data=r.body, timeout=_phases(i),
-                    allow_redirects=False,  # as httpx: a redirect is the caller's to follow
-                    proxy=proxy, proxy_auth=proxy_auth,
-                    # The shared context (loading its CA bundle costs ~0.1 s), only for
-                    # https; a caller's session keeps its own choice.
-                    ssl=self._ssl() if url.scheme == "https" and self._pooled else True,
-                )  # fmt: skip
+            proxy, authorization = _env_proxy(url)
+            headers, proxy_headers = r.headers, None
+            if authorization is not None:
+                self._secrets = (*r.secrets, authorization.split(" ", 1)[1])
+                if url.scheme == "https":  # the tunnel's CONNECT carries it (RFC 9110 §9.3.6)
+                    proxy_headers = {"Proxy-Authorization": authorization}
+                else:  # the request itself goes to the proxy, in absolute form
+                    headers = {**headers, "Proxy-Authorization": authorization}
+            post = session.post(
+                url, headers=headers, data=r.body, timeout=_phases(i),
+                allow_redirects=False,  # as httpx: a redirect is the caller's to follow
+                proxy=proxy, proxy_headers=proxy_headers,
+                # The shared context (loading its CA bundle costs ~0.1 s), only for
+                # https; a caller's session keeps its own choice.
+                ssl=self._ssl() if url.scheme == "https" and self._pooled else True,
+            )  # fmt: skip
+            if deadline is None:
+                response = await post
+            else:
+                async with deadline:
+                    response = await post
         except (aiohttp.ClientError, ValueError, OSError) as exc:
             # (``TimeoutError`` is an ``OSError``: the deadline's own is told apart.)
-            if deadline.expired():
+            if deadline is not None and deadline.expired():
                 return Failure(RequestTimeoutError(_DEADLINE_BEFORE), deadline=True)
             unusable = isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError) or (
                 isinstance(exc, ValueError) and not isinstance(exc, aiohttp.ClientError)
