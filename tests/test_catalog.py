@@ -959,3 +959,41 @@ def test_a_records_compat_reaches_every_api(api: str, monkeypatch: pytest.Monkey
             get_api(api).build_request(model, CTX, options)
     else:  # an API without compat flags
         get_api(api).build_request(model, CTX, options)
+
+
+def test_a_models_record_and_chat_compat_are_remembered_only_for_what_they_depend_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``record_for`` and ``detect_compat`` remember their answer per provider and base
+    URL (and reasoning): never across a ``Model.compat`` override, a reasoning flag or
+    replaced tables, and never more than a bounded number of them."""
+    from modelwire._apis.openai_chat import detect_compat
+    from modelwire._providers import _records
+
+    fresh = _records._Tables(catalog.validate_catalog(json.dumps(RAW)))
+    monkeypatch.setattr(_records, "_tables", fresh)
+    plain = _chat_model("openai")
+    thinking = _chat_model("openai", reasoning=True)
+    for _ in range(2):  # the second time from what was remembered
+        assert detect_compat(plain).system_role != "developer"
+        assert detect_compat(thinking).system_role == "developer"  # reasoning_compat
+        overridden = detect_compat(_chat_model("openai", compat={"system_role": "system"}))
+        assert overridden.system_role == "system"
+        assert _records.record_for(_chat_model("local", "https://api.openai.com/v1")).id == "openai"
+        assert _records.record_for(_chat_model("local", "http://127.0.0.1:8080/v1")) is None
+    # New tables (a catalog replaced): their own answers, none remembered from before.
+    data = json.loads(json.dumps(RAW))
+    for p in data["providers"]:
+        if p["id"] == "openai":
+            p["reasoning_compat"]["openai-chat"]["system_role"] = "system"
+            p["hosts"] = []
+    monkeypatch.setattr(
+        _records, "_tables", _records._Tables(catalog.validate_catalog(json.dumps(data)))
+    )
+    assert detect_compat(thinking).system_role == "system"
+    assert _records.record_for(_chat_model("local", "https://api.openai.com/v1")) is None
+    for i in range(3 * _records._CACHE_ENTRIES):
+        detect_compat(_chat_model("local", f"http://10.0.0.1:{1000 + i}/v1"))
+    tables = _records._get()
+    assert 0 < len(tables.found) <= _records._CACHE_ENTRIES
+    assert 0 < len(tables.derived) <= _records._CACHE_ENTRIES

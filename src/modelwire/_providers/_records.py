@@ -17,16 +17,19 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     from .._catalog_schema import CatalogFile, IdRuleEntry, ProviderEntry
     from ..types import Model
 
+T = TypeVar("T")
+
 __all__ = [
     "compat_defaults",
+    "derived",
     "env_keys",
     "key_optional",
     "overflow_texts",
@@ -57,6 +60,16 @@ class _Tables:
             for p in cat.providers
             for q in p.status_quirks
         )
+        # What a lookup found, by (provider, base_url) and by the key of a value
+        # derived from a record: computed once per process for a model used on
+        # every call, replaced with these tables. Bounded (cleared when full), so
+        # base URLs that vary call by call cannot grow it.
+        self.found: dict[tuple[str, str], ProviderEntry | None] = {}
+        self.derived: dict[tuple[Any, ...], Any] = {}
+
+
+#: Entries each cache of :class:`_Tables` holds before it is cleared.
+_CACHE_ENTRIES = 256
 
 
 _lock = threading.Lock()
@@ -84,11 +97,36 @@ def provider_record(name: str) -> ProviderEntry | None:
 def record_for(model: Model) -> ProviderEntry | None:
     """The record whose rules apply to ``model``: its provider's, else the first
     record one of whose hosts appears in ``model.base_url``."""
-    found = _get().by_name.get(model.provider.lower())
-    if found is not None:
-        return found
-    url = model.base_url.lower()
-    return next((p for host, p in _get().hosts if host in url), None)
+    tables = _get()
+    key = (model.provider, model.base_url)
+    try:
+        return tables.found[key]
+    except KeyError:
+        pass
+    found = tables.by_name.get(model.provider.lower())
+    if found is None:
+        url = model.base_url.lower()
+        found = next((p for host, p in tables.hosts if host in url), None)
+    if len(tables.found) >= _CACHE_ENTRIES:
+        tables.found.clear()
+    tables.found[key] = found
+    return found
+
+
+def derived(key: tuple[Any, ...], build: Callable[[], T]) -> T:
+    """``build()``, a value derived from the records alone and ``key`` (which must
+    say everything it depends on), computed once per key for these tables."""
+    cache = _get().derived
+    try:
+        out: T = cache[key]
+        return out
+    except KeyError:
+        pass
+    value = build()
+    if len(cache) >= _CACHE_ENTRIES:
+        cache.clear()
+    cache[key] = value
+    return value
 
 
 def env_keys() -> Mapping[str, tuple[str, ...]]:

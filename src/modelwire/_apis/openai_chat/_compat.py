@@ -54,8 +54,14 @@ def detect_compat(model: Model) -> ChatCompat:
     """The provider record's defaults (``compat["openai-chat"]`` of the record that
     matches the model's provider or base URL, :mod:`modelwire._providers._records`),
     then ``model.compat`` overrides."""
-    from ..._providers._records import compat_defaults
+    from ..._providers._records import compat_defaults, derived
 
-    return merge_compat(
-        "openai-chat", ChatCompat, model.compat, compat_defaults(model, "openai-chat")
-    )
+    def build() -> ChatCompat:
+        defaults = compat_defaults(model, "openai-chat")
+        return merge_compat("openai-chat", ChatCompat, model.compat, defaults)
+
+    if model.compat:
+        return build()
+    # Without overrides the flags follow from the record alone (a frozen value,
+    # shared): what picks the record and what the record applies (reasoning).
+    return derived(("openai-chat", model.provider, model.base_url, model.reasoning), build)
