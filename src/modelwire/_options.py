@@ -17,6 +17,7 @@ import msgspec
 from ._output._request import OutputRequest
 from ._redact import is_credential_header, redact, redact_url
 from .errors import ConfigurationError, MissingAPIKeyError
+from .types import check_json
 
 if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
@@ -103,6 +104,10 @@ class Timeout(msgspec.Struct, frozen=True, kw_only=True):
                 )
 
 
+#: ``Timeout()``, shared (frozen): the timeout of every call that sets none.
+_DEFAULT_TIMEOUT = Timeout()
+
+
 class RequestAuthorizer(Protocol):
     """Credentials obtained when the request is sent, not when it is built: a cloud
     provider's signature (SigV4 covers the exact body bytes) or an OAuth token that
@@ -147,8 +152,6 @@ _body_encoder = msgspec.json.Encoder()
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """A request's JSON body; a value JSON cannot carry raises ``ConfigurationError``
     naming its path (``tools[0].parameters.properties.x.default``)."""
-    from .types import check_json
-
     try:
         data = _body_encoder.encode(body)
     except (TypeError, ValueError, OverflowError):
@@ -440,7 +443,7 @@ def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestO
         # Named by its option path (``extra_body.x``) before it is merged into the body.
         check_json(dict(extra_body), "extra_body")
     if timeout is None:
-        to = Timeout()
+        to = _DEFAULT_TIMEOUT
     elif isinstance(timeout, Timeout):
         to = timeout
     elif isinstance(timeout, int | float) and not isinstance(timeout, bool):

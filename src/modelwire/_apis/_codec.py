@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
+from .._sse import SSEDecoder, SSEFraming
 from ..errors import ConfigurationError
 from ._mock import (
     MockError,
@@ -286,8 +287,6 @@ def check_codec(api: object) -> WireCodec:
 
 def sse_framing(max_event_bytes: int) -> Framing:
     """A fresh Server-Sent-Events framing (:class:`~modelwire._sse.SSEFraming`)."""
-    from .._sse import SSEFraming
-
     return SSEFraming(max_event_bytes=max_event_bytes)
 
 
@@ -295,8 +294,6 @@ def first_sse_json(payload: bytes) -> object:
     """The JSON value of the first Server-Sent Event with data in ``payload`` (the
     start of a body), or ``None`` (not SSE, incomplete, not JSON): what a codec's
     :meth:`~WireCodec.recognizes` looks at."""
-    from .._sse import SSEDecoder
-
     decoder = SSEDecoder()
     start = 0
     for _ in range(8):  # a few comment or keep-alive blocks may come first
