@@ -506,3 +506,58 @@ def test_a_cut_stream_before_content_is_not_an_in_band_retry() -> None:
     events = s.run(retrying_call(clock))
     assert error_of(events).kind == "stream_interrupted"
     assert s.kinds().count("Send") == 1
+
+
+# --------------------------------------------------------------------------- a first read
+
+
+ROLE = b'data: {"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]}\n\n'
+
+
+def test_a_first_read_delivers_its_first_content_before_decoding_the_rest() -> None:
+    """A body's first read often holds many events: the first content is emitted from
+    its first ``FIRST_PIECE`` bytes, the rest of the read is fed after that Emit
+    (without another Read), and the events are those of the read fed whole."""
+    from modelwire._call._flow import FIRST_PIECE
+
+    body = ROLE + b"".join(chunk(f"w{i:03d} ") for i in range(100)) + FINISH
+    assert len(body) > 8 * FIRST_PIECE
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [body, None])
+    events = s.run(new_call(clock))
+    emits = [i.events for i in s.intents if isinstance(i, Emit)]
+    assert [e.type for e in emits[0]] == ["start"]
+    # The second Emit: the chunks that end within the first piece, no more.
+    within = (FIRST_PIECE - len(ROLE)) // len(chunk("w000 "))
+    assert [e.type for e in emits[1]] == ["text_start"] + ["text_delta"] * within
+    assert emits[1][1].delta == "w000 "  # type: ignore[union-attr]
+    assert s.kinds() == ["Authorize", "Send", "Read", "Drain", "Close"]
+    whole = replay("openai-chat", [body])
+    assert plain(events) == plain(whole)
+    assert final(events).text == "".join(f"w{i:03d} " for i in range(100))
+    # Traced, the read is fed as it came: one Emit for all its events.
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [body, None])
+    traced = s.run(new_call(clock, trace=TraceLog()))
+    assert plain(traced) == plain(events)
+    assert len([i for i in s.intents if isinstance(i, Emit)]) == 2
+
+
+def test_pieces_of_a_first_read_keep_the_in_band_retry_decisions() -> None:
+    """Fed in pieces, a first read decides as the whole read did: an in-band error
+    past the first piece but before any content is retried; after content, not."""
+    from modelwire._call._flow import FIRST_PIECE
+
+    padding = b": " + b"x" * (2 * FIRST_PIECE) + b"\n\n"  # an SSE comment: no event
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE), Head(200, SSE)],
+               [padding + overloaded_frame(), chunk("Hi") + FINISH])  # fmt: skip
+    events = s.run(retrying_call(clock))
+    assert final(events).stop_reason == "stop" and final(events).text == "Hi"
+    assert s.kinds().count("Send") == 2
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE), Head(200, SSE)],
+               [ROLE + chunk("Hi") + padding + overloaded_frame()])  # fmt: skip
+    events = s.run(retrying_call(clock))
+    assert error_of(events).kind == "overloaded" and final(events).text == "Hi"
+    assert s.kinds().count("Send") == 1

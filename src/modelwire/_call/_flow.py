@@ -4,23 +4,23 @@ decisions between them — retry, fall back, restart, deliver (see :mod:`modelwi
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._http_status import origin, request_id, status_error
-from .._redact import head, redact
+from .._http_status import request_id, status_error
+from .._redact import redact
 from .._retry import RetryPolicy
 from ..errors import (
     ErrorInfo,
     ProviderError,
-    ProviderStreamError,
     RequestTimeoutError,
     StreamError,
     from_info,
 )
 from ..events import ErrorEvent, RestartEvent, StartEvent
+from ._head import header_items, unexpected_type, wrong_type_error
 from ._intents import (
     DRAIN_BYTES,
     DRAIN_SECONDS,
@@ -47,10 +47,11 @@ if TYPE_CHECKING:
     from ..events import Event
     from ..types import Model
 
-__all__ = ["Call", "Leg", "Switch"]
+__all__ = ["FIRST_PIECE", "Call", "Leg", "Switch"]
 
-#: How much of a non-event-stream 200 body its error quotes.
-_EXCERPT_CHARS = 200
+#: The first piece of a body's first read fed alone (then twice as much, and so on,
+#: until an event comes): an OpenAI Chat role chunk and its first content fit in it.
+FIRST_PIECE = 512
 
 
 # --------------------------------------------------------------------------- call
@@ -125,10 +126,12 @@ class Call:
         "_closing",
         "_delivered",
         "_fed",
+        "_first",
         "_gen",
         "_leg_circuit",
         "_legs",
         "_policy",
+        "_rest",
         "_rng",
         "_switch",
         "ended",
@@ -177,6 +180,8 @@ class Call:
         self._leg_circuit: Circuit | None = None
         # The body's read loop, run by :meth:`_step` while ``_body`` is set (see there).
         self._body: Pipeline | None = None
+        self._first = False  # the next read is the body's first (see _feed)
+        self._rest = b""  # what is left of a first read fed in pieces
         self._after_emit = False
         self._fed: list[Event] = []
         self._gen = self._run(aborted)
@@ -197,31 +202,57 @@ class Call:
         the while; whatever else happens (the end of the body, a failure, the terminal
         event, the deadline) is handed to it there, so it alone decides those."""
         policy = self._policy
-        if self._after_emit:  # the answer to an Emit: the next read
+        if self._after_emit:  # the answer to an Emit: the rest of a first read, or a read
             self._after_emit = False
+            rest, self._rest = self._rest, b""
+            if rest:
+                intent = self._feed(rest)
+                if intent is not None:
+                    return intent
         elif result is None or isinstance(result, Failure):
             self._body = None
             return self._gen.send(result)
         else:
-            p = self._body
-            assert p is not None
-            events = p.feed(result)
-            if p.done:
-                self._body = None
-                self._fed = events
-                return self._gen.send(_FED)
-            if events:
-                self._after_emit = True
-                return self._emit(events)
+            intent = self._feed(result)
+            if intent is not None:
+                return intent
         if policy.expired():
             self._body = None
             return self._gen.send(_EXPIRED)
         return Read(policy.remaining())
 
+    def _feed(self, data: bytes) -> Intent | None:
+        """``data`` fed: its events emitted, or the flow told the pipeline is done.
+
+        A body's first read (often the head with many events) is fed in pieces of
+        ``FIRST_PIECE`` bytes, doubling, until one gives an event: the first content
+        goes out without waiting for the rest of the read to be decoded (fed after
+        the Emit; the decoders take any split). Not when traced: a trace records
+        each network read as it came."""
+        p = self._body
+        assert p is not None
+        if self._first and p.trace is None and len(data) > FIRST_PIECE:
+            at, size = 0, FIRST_PIECE
+            events: list[Event] = []
+            while not events and at < len(data) and not p.done:
+                events = p.feed(data[at : at + size])
+                at, size = at + size, size * 2
+            self._rest = data[at:]
+        else:
+            events = p.feed(data)
+        self._first = False
+        if p.done:  # (what a read holds after the terminal event is not decoded)
+            self._body, self._rest, self._fed = None, b"", events
+            return self._gen.send(_FED)
+        if events:
+            self._after_emit = True
+            return self._emit(events)
+        return None
+
     def abort(self) -> Intent:
         """The caller aborted (a cancelled task, a closed sync stream): the next
         intents are the aborted terminal (unless one was already emitted) and Close."""
-        self._body = None  # the flow's generator takes it from its Read
+        self._body, self._rest = None, b""  # the flow's generator takes it from its Read
         self._after_emit = False
         if self._closing:
             return Close()
@@ -423,7 +454,7 @@ class Call:
             return p.fail(RequestTimeoutError("total timeout expired while reading"))
         # The read loop itself is :meth:`_step`'s: it feeds every chunk and emits its
         # events, and hands back here, at this Read, whatever ends the attempt.
-        self._body = p
+        self._body, self._first, self._rest = p, True, b""
         got = yield Read(policy.remaining())
         if got is _EXPIRED:
             return p.fail(RequestTimeoutError("total timeout expired while reading"))
@@ -487,16 +518,16 @@ class Call:
                     return got.error
                 err = got.error
             else:
-                wrong = _unexpected_type(request, got)
+                wrong = unexpected_type(request, got)
                 if got.status < 300 and wrong is None:
                     head: Head = got
                     if trace is not None:
                         # Once per call, after the status line: never on the per-read path.
-                        trace.response(head.status, _items(head.headers))
+                        trace.response(head.status, header_items(head.headers))
                     return head
                 body = yield ReadError(ERROR_BODY_LIMIT, policy.remaining())
                 if got.status < 300:
-                    return _wrong_type_error(request, got, wrong or "", body)
+                    return wrong_type_error(request, got, wrong or "", body)
                 err = status_error(got.status, body, got.headers, request.secrets)
                 if err.retry_after is not None and leg.model is not None:
                     # One call's Retry-After pauses every paced call to this provider.
@@ -531,43 +562,3 @@ def _error_of(events: list[Event]) -> ErrorInfo | None:
 def _has_content(events: list[Event]) -> bool:
     last = events[-1] if events else None
     return isinstance(last, ErrorEvent) and bool(last.message.content)
-
-
-def _items(headers: Mapping[str, str]) -> list[tuple[str, str]]:
-    multi = getattr(headers, "multi_items", None)  # httpx.Headers keeps repeated names
-    return list(multi()) if callable(multi) else list(headers.items())
-
-
-def _media_type(value: str) -> str:
-    return value.split(";", 1)[0].strip().lower()
-
-
-def _accept(request: HTTPRequest) -> str:
-    return next((v for k, v in request.headers.items() if k.lower() == "accept"), "")
-
-
-def _unexpected_type(request: HTTPRequest, head: Head) -> str | None:
-    """The response's content type when it is not the one the request asked for
-    (``Accept: text/event-stream`` for every wire API): an HTML or JSON page from
-    a proxy or gateway, sent with ``200``, is not the stream."""
-    wanted = _media_type(_accept(request).split(",", 1)[0])
-    got = head.headers.get("content-type")
-    if not wanted or "*" in wanted or got is None:
-        return None
-    return None if _media_type(got) == wanted else got
-
-
-def _wrong_type_error(
-    request: HTTPRequest, head_: Head, content_type: str, body: bytes
-) -> ProviderStreamError:
-    # Redacted before the cut (redact.head), so the cut never leaves a piece of a key.
-    excerpt = head(
-        " ".join(body.decode("utf-8", "replace").split()), _EXCERPT_CHARS, request.secrets
-    )
-    message = (
-        f"HTTP {head_.status} with content type {content_type!r} instead of "
-        f"{_media_type(_accept(request))!r}: {origin(request.url)} answered with a page, "
-        f"not the stream (a proxy, gateway or wrong base_url?); the body begins: "
-        f"{excerpt or '(empty)'!r}"
-    )
-    return ProviderStreamError(redact(message, request.secrets), status=head_.status)
