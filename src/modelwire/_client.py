@@ -21,8 +21,10 @@ from ._apis import (
 )
 from ._apis._common import check_input
 from ._breaker import CircuitBreaker
+from ._call import Call, Leg
 from ._count import TokenCount
 from ._fallback import Fallback, Plan, Target, make_plan
+from ._handoffs import handoff
 from ._observers import CALL_OBSERVERS
 from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
 from ._pipeline import Pipeline
@@ -41,7 +43,6 @@ from .types import AssistantMessage, Context, Model, UserMessage
 
 if TYPE_CHECKING:
     from ._assemble import CompletionPolicy
-    from ._call import Call, Leg
     from ._options import HTTPRequest
     from ._output._plan import OutputPlan
     from .trace import TraceObserver
@@ -150,8 +151,6 @@ def _prepare(
     if plan is not None:
         # The native field's request, the answer tool forced, or the schema prompted.
         context, options = plan.apply(context, options)
-    from ._handoffs import handoff
-
     # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
     ctx = handoff(context, model)
     prefail: StreamError | None = None
@@ -234,8 +233,6 @@ def _pipeline_factory(
 
 
 def _leg(plan: Plan, target: Target, new: Callable[[], Pipeline]) -> Leg:
-    from ._call import Leg
-
     model, options = target.model, target.options
     pacer = None
     tokens = 0
@@ -260,8 +257,6 @@ def _call(
     aborted: Callable[[], bool],
 ) -> Call:
     """The one call both paths run (:class:`~modelwire._call.Call`); only its driver differs."""
-    from ._call import Call
-
     legs = [_leg(plan, t, _pipeline_factory(t, context, trace, policy)) for t in plan.targets]
     first = legs[0]
     assert first.new_pipeline is not None

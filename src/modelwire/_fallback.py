@@ -36,7 +36,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ._breaker import CircuitBreaker
+from ._breaker import CircuitBreaker, default_breaker
+from ._limits import check_rate
 from .errors import STREAM_ERROR_KINDS, ConfigurationError, StreamError
 
 if TYPE_CHECKING:
@@ -219,8 +220,6 @@ class Plan(msgspec.Struct, frozen=True, gc=False):
 def make_plan(targets: list[Target], opts: Mapping[str, Any], fallback: Fallback | None) -> Plan:
     """The plan of a call; ``circuit_breaker`` (an option, else the Fallback's),
     ``requests_per_minute`` and ``tokens_per_minute`` are checked here, before any I/O."""
-    from ._breaker import default_breaker
-    from ._limits import check_rate
 
     breaker: object = fallback.circuit_breaker if fallback is not None else None
     if "circuit_breaker" in opts:

@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._redact import credential_secrets, redact_url, split_userinfo
+from .._url import check_url_path
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
@@ -123,8 +125,6 @@ def apply_provider_rules(
     and its authorizer. Then, for every provider: a URL with a ``.`` or ``..`` path
     segment is refused, and ``user:password@`` in it becomes Basic auth
     (:func:`userinfo_auth`)."""
-    from .._url import check_url_path
-
     rules = provider_rules(model.provider)
     if rules is None:
         check_url_path(request.url, f"the model id and base_url of {model.provider}/{model.id}")
@@ -176,8 +176,6 @@ def userinfo_auth(model: Model, request: HTTPRequest) -> HTTPRequest:
     credentials in ``Authorization`` (a key, a token, a SigV4 signature) cannot
     carry both: a :class:`ConfigurationError`, before any I/O. Unchanged without
     userinfo."""
-    from .._redact import credential_secrets, redact_url, split_userinfo
-
     bare, user, password = split_userinfo(request.url)
     if user is None:
         return request

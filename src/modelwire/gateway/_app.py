@@ -39,6 +39,7 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._client import stream
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import AssistantMessage, Model
 from ._asgi import (
@@ -272,8 +273,6 @@ class Gateway:
             wait = exc.retry_after if isinstance(exc, _LimitError) else None
             await self._error(send, ex, fe, exc, retry_after=wait)
             return
-        from .._client import stream
-
         try:
             s = stream(route.target, target, **options)
         except MissingAPIKeyError as exc:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._fallback import Fallback
+from .._options import resolve_api_key
 from ..errors import ConfigurationError, MissingAPIKeyError
 from ..types import Context, Model
 from ._config import ModelRoute
@@ -48,8 +49,6 @@ def key_for(route: ModelRoute) -> str | None:
                 f"variable {route.api_key_env} is not set", status=500, kind="server",
             )  # fmt: skip
         return value
-    from .._options import resolve_api_key
-
     try:
         return resolve_api_key(model.provider, None)
     except MissingAPIKeyError as exc:

@@ -6,6 +6,7 @@ from typing import Literal
 
 import msgspec
 
+from ..._providers._records import compat_defaults, derived
 from ...types import Model
 from .._common import merge_compat
 
@@ -54,7 +55,6 @@ def detect_compat(model: Model) -> ChatCompat:
     """The provider record's defaults (``compat["openai-chat"]`` of the record that
     matches the model's provider or base URL, :mod:`modelwire._providers._records`),
     then ``model.compat`` overrides."""
-    from ..._providers._records import compat_defaults, derived
 
     def build() -> ChatCompat:
         defaults = compat_defaults(model, "openai-chat")

@@ -11,6 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ..._providers._records import tool_id_override
 from ...types import Citation, Model, TextContent, ThinkingContent
 from .._codec import IdRule
 from .._common import as_tool_call
@@ -25,8 +26,6 @@ CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
 def tool_id_rule(model: Model) -> IdRule:
     """OpenAI's rule, unless the provider record is stricter (Mistral's compatible
     API wants exactly 9 letters and digits: ``tool_ids`` in its record)."""
-    from ..._providers._records import tool_id_override
-
     own = tool_id_override(model, "openai-chat")
     if own is None:
         return CHAT_ID_RULE
