@@ -518,7 +518,7 @@ def test_a_first_read_delivers_its_first_content_before_decoding_the_rest() -> N
     """A body's first read often holds many events: the first content is emitted from
     its first ``FIRST_PIECE`` bytes, the rest of the read is fed after that Emit
     (without another Read), and the events are those of the read fed whole."""
-    from modelwire._call._flow import FIRST_PIECE
+    from modelwire._call import FIRST_PIECE
 
     body = ROLE + b"".join(chunk(f"w{i:03d} ") for i in range(100)) + FINISH
     assert len(body) > 8 * FIRST_PIECE
@@ -546,7 +546,7 @@ def test_a_first_read_delivers_its_first_content_before_decoding_the_rest() -> N
 def test_pieces_of_a_first_read_keep_the_in_band_retry_decisions() -> None:
     """Fed in pieces, a first read decides as the whole read did: an in-band error
     past the first piece but before any content is retried; after content, not."""
-    from modelwire._call._flow import FIRST_PIECE
+    from modelwire._call import FIRST_PIECE
 
     padding = b": " + b"x" * (2 * FIRST_PIECE) + b"\n\n"  # an SSE comment: no event
     clock = Clock()

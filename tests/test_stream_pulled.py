@@ -182,8 +182,11 @@ def _one_write_server(body: bytes) -> tuple[Any, int]:
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> None:
     """``ready``: the events the next iterations return without waiting. A body that
-    arrives in one read has them all ready after the first; each step takes one, and
-    the terminal leaves none."""
+    arrives in one read is decoded in two batches — the events of its first
+    ``FIRST_PIECE`` bytes, then the rest — each ready at once; each step takes one,
+    and the terminal leaves none."""
+    from modelwire._call import FIRST_PIECE
+
     chunks = [b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}']
     chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(20)]
     chunks += [
@@ -201,10 +204,15 @@ def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> No
     thread.join(timeout=10)
     readies = [n for _, n in seen]
     assert seen[-1] == ("done", 0)
-    # Once the read is in, every step takes one event: the counts fall by one to 0.
+    assert len(b"\n\n".join(chunks)) > FIRST_PIECE
+    # Once the read is in, every step takes one event: the counts fall by one to 0,
+    # once for the first piece's events and once for the rest's.
     start = next(i for i, (t, _) in enumerate(seen) if t == "text_delta")
-    assert readies[start] > 0
-    assert readies[start:] == list(range(readies[start], -1, -1))
+    first = readies[start]
+    assert first > 0
+    rest = readies[start + first + 1]
+    assert rest > first
+    assert readies[start:] == [*range(first, -1, -1), *range(rest, -1, -1)]
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -18,7 +18,7 @@ deadlines, drain, abort — with a fake transport and a fake clock.
 
 from __future__ import annotations
 
-from ._flow import Call, Leg, Switch
+from ._flow import FIRST_PIECE, Call, Leg, Switch
 from ._intents import (
     DRAIN_BYTES,
     DRAIN_SECONDS,
@@ -40,6 +40,7 @@ __all__ = [
     "DRAIN_BYTES",
     "DRAIN_SECONDS",
     "ERROR_BODY_LIMIT",
+    "FIRST_PIECE",
     "Authorize",
     "Call",
     "Close",
