@@ -3,6 +3,7 @@ directly, and against the LiteLLM proxy in front of the same backend.
 
     python bench/bench_gateway.py [--quick] [--deltas N] [--requests N]
     python bench/bench_gateway.py --icount [--deltas N]
+    python bench/bench_gateway.py --stamps [--quick] [--deltas N] [--requests N]
     make bench-gateway
 
 One backend — a loopback ``MockServer`` streaming an OpenAI Chat answer of ``N``
@@ -37,6 +38,14 @@ the same answer made with aiohttp alone (split + ``json.loads``), the floor of a
 proxy's client side. Each runs twice, with 10 and 50 requests after a warm-up; the
 difference over 40 is per request. Default ``--deltas 1``: the per-request work,
 which is what the time to the first byte pays for.
+
+``--stamps``: where the gateway's time to the first byte goes, in the served
+processes themselves (the gateway and the pass-through, LiteLLM not run): each
+takes the time (``perf_counter``) at the steps of every measured request — the app
+called, modelwire's transport asked to send (gateway), the backend request written,
+the backend's first bytes, its head parsed and the first body bytes read (gateway),
+the first body sent to the client — and the p50 of each step, in ms from the app
+call, is printed per proxy. (The clock calls and the wrappers add a little to both.)
 """
 
 from __future__ import annotations
@@ -73,7 +82,141 @@ def serve_gateway(config_path: str, port: int) -> None:
     """``--serve-gateway CONFIG PORT``: the gateway process."""
     from modelwire.gateway import app, serve
 
-    serve(app(config_path), "127.0.0.1", port)
+    gateway = app(config_path)
+    if STAMPS_FILE is None:
+        serve(gateway, "127.0.0.1", port)
+        return
+    import uvicorn
+
+    # serve()'s uvicorn settings, the app wrapped.
+    uvicorn.run(stamped(gateway, STAMPS_FILE), host="127.0.0.1", port=port, lifespan="on",
+                access_log=False, log_level="info", server_header=False)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- --stamps
+
+#: ``--stamps-file PATH`` (given to the served processes): where they write their steps.
+STAMPS_FILE = sys.argv[sys.argv.index("--stamps-file") + 1] if "--stamps-file" in sys.argv else None
+#: The steps, in their order in a request.
+STEPS = ("send called", "request written", "backend bytes", "head parsed", "body read",
+         "first body sent")  # fmt: skip
+
+
+def stamped(app: Any, path: str) -> Any:
+    """``app`` taking the time at each step of every POST (:data:`STEPS`), relative to
+    the app's call; written to ``path`` as JSON when the server shuts down."""
+    import json
+
+    from aiohttp import client_proto, http_writer
+
+    runs: list[dict[str, float]] = []
+    now: dict[str, float] = {}
+
+    def mark(step: str) -> None:
+        if step not in now:
+            now[step] = time.perf_counter()
+
+    def wrap(cls: Any, name: str, step: str) -> None:
+        original = getattr(cls, name)
+
+        def marked(self: Any, *args: Any) -> Any:
+            mark(step)
+            return original(self, *args)
+
+        setattr(cls, name, marked)
+
+    wrap(http_writer.StreamWriter, "_write", "request written")
+    wrap(http_writer.StreamWriter, "_writelines", "request written")
+    wrap(client_proto.ResponseHandler, "data_received", "backend bytes")
+    # modelwire's aiohttp transport (the gateway's): asked to send, the head parsed,
+    # a body read returned. aiohttp is installed here (the pass-through needs it).
+    from modelwire._http_aiohttp import AiohttpTransport
+
+    original_send, original_read = AiohttpTransport.send, AiohttpTransport.read
+
+    async def timed_send(self: Any, i: Any) -> Any:
+        mark("send called")
+        out = await original_send(self, i)
+        mark("head parsed")
+        return out
+
+    async def timed_read(self: Any, i: Any) -> Any:
+        out = await original_read(self, i)
+        mark("body read")
+        return out
+
+    AiohttpTransport.send = timed_send  # type: ignore[method-assign]
+    AiohttpTransport.read = timed_read  # type: ignore[method-assign]
+
+    async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            if scope["type"] == "lifespan":
+
+                async def receive_then_dump() -> Any:
+                    message = await receive()
+                    if message["type"] == "lifespan.shutdown":
+                        Path(path).write_text(json.dumps(runs))
+                    return message
+
+                await app(scope, receive_then_dump, send)
+                return
+            await app(scope, receive, send)
+            return
+        now.clear()
+        t0 = time.perf_counter()
+
+        async def timed(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.body" and message.get("body"):
+                mark("first body sent")
+            await send(message)
+
+        await app(scope, receive, timed)
+        runs.append({step: (t - t0) * 1000 for step, t in now.items()})
+
+    return wrapped
+
+
+def stamps() -> None:
+    import httpx
+
+    backend, origin = start_backend()
+    results: dict[str, list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory() as t:
+        tmp = Path(t)
+        procs: dict[str, tuple[subprocess.Popen[bytes], str]] = {}
+        files = {name: tmp / f"{name}.json" for name in ("gateway", "passthru")}
+        try:
+            procs["gateway"] = start_gateway(
+                origin + "/v1", tmp, ["--stamps-file", str(files["gateway"])]
+            )
+            procs["passthru"] = start_passthrough(
+                origin + "/v1", ["--stamps-file", str(files["passthru"])]
+            )
+            clients = {name: httpx.Client(timeout=60) for name in procs}
+            for _ in range(WARMUP + REQUESTS):
+                for name, (_, url) in procs.items():
+                    one_request(clients[name], url, "bench")
+            for c in clients.values():
+                c.close()
+        finally:
+            backend.kill()
+            backend.wait()
+            for p, _ in procs.values():
+                p.terminate()
+                p.wait(timeout=30)
+        for name, path in files.items():
+            import json
+
+            results[name] = json.loads(path.read_text())[WARMUP:]
+    print(f"p50 ms from the app's call, {REQUESTS} requests per proxy (after {WARMUP}), "
+          f"a {DELTAS}-delta answer:")  # fmt: skip
+    print(f"{'step':<18}" + "".join(f"{name:>10}" for name in results))
+    for step in STEPS:
+        cells = []
+        for runs in results.values():
+            values = [r[step] for r in runs if step in r]
+            cells.append(f"{pct(values, 0.5):>10.3f}" if values else f"{'-':>10}")
+        print(f"{step:<18}" + "".join(cells))
 
 
 # --------------------------------------------------------------------------- --icount
@@ -210,13 +353,17 @@ def serve_passthrough(backend_v1: str, port: int) -> None:
                 await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b""})
 
-    uvicorn.run(app, host="127.0.0.1", port=port, lifespan="on", access_log=False,
+    served = app if STAMPS_FILE is None else stamped(app, STAMPS_FILE)
+    uvicorn.run(served, host="127.0.0.1", port=port, lifespan="on", access_log=False,
                 log_level="warning", server_header=False)  # fmt: skip
 
 
-def start_passthrough(backend_v1: str) -> tuple[subprocess.Popen[bytes], str]:
+def start_passthrough(
+    backend_v1: str, extra: list[str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "--serve-passthrough", backend_v1, str(port)],
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-passthrough", backend_v1, str(port),
+                             *(extra or [])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     wait_ready(url + "/v1/models", proc, {})
@@ -283,7 +430,9 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes], headers: dict[str, str])
     raise RuntimeError(f"{url} did not answer")
 
 
-def start_gateway(backend_v1: str, tmp: Path) -> tuple[subprocess.Popen[bytes], str]:
+def start_gateway(
+    backend_v1: str, tmp: Path, extra: list[str] | None = None
+) -> tuple[subprocess.Popen[bytes], str]:
     from modelwire.gateway import hash_key
 
     config = tmp / "gateway.toml"
@@ -293,7 +442,8 @@ def start_gateway(backend_v1: str, tmp: Path) -> tuple[subprocess.Popen[bytes], 
     )
     port = free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    proc = subprocess.Popen([sys.executable, __file__, "--serve-gateway", str(config), str(port)],
+    proc = subprocess.Popen([sys.executable, __file__, "--serve-gateway", str(config), str(port),
+                             *(extra or [])],
                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     wait_ready(url + "/v1/models", proc, {"authorization": f"Bearer {KEY}"})
@@ -432,6 +582,8 @@ if __name__ == "__main__":
         icount_run(sys.argv[i + 1], sys.argv[i + 2], int(sys.argv[i + 3]))
     elif "--icount" in sys.argv:
         icount()
+    elif "--stamps" in sys.argv:
+        stamps()
     elif "--serve-passthrough" in sys.argv:
         i = sys.argv.index("--serve-passthrough")
         serve_passthrough(sys.argv[i + 1], int(sys.argv[i + 2]))
