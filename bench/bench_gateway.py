@@ -44,8 +44,9 @@ processes themselves (the gateway and the pass-through, LiteLLM not run): each
 takes the time (``perf_counter``) at the steps of every measured request — the app
 called, modelwire's transport asked to send (gateway), the backend request written,
 the backend's first bytes, its head parsed and the first body bytes read (gateway),
-the first body sent to the client — and the p50 of each step, in ms from the app
-call, is printed per proxy. (The clock calls and the wrappers add a little to both.)
+the first and the last body sent to the client, the app's return (what it does after
+the response, before it can take the next request on its loop) — and the p50 of each
+step, in ms from the app call, is printed per proxy. (The clock calls and the wrappers add a little to both.)
 """
 
 from __future__ import annotations
@@ -98,8 +99,8 @@ def serve_gateway(config_path: str, port: int) -> None:
 #: ``--stamps-file PATH`` (given to the served processes): where they write their steps.
 STAMPS_FILE = sys.argv[sys.argv.index("--stamps-file") + 1] if "--stamps-file" in sys.argv else None
 #: The steps, in their order in a request.
-STEPS = ("send called", "request written", "backend bytes", "head parsed", "body read",
-         "first body sent")  # fmt: skip
+STEPS = ("request arrived", "send called", "request written", "backend bytes", "head parsed", "body read",
+         "first body sent", "last body sent", "app returned")  # fmt: skip
 
 
 def stamped(app: Any, path: str) -> Any:
@@ -125,6 +126,16 @@ def stamped(app: Any, path: str) -> Any:
 
         setattr(cls, name, marked)
 
+    from uvicorn.protocols.http import httptools_impl
+
+    arrived: list[float] = [0.0]
+    original_received = httptools_impl.HttpToolsProtocol.data_received
+
+    def received(self: Any, data: bytes) -> None:
+        arrived[0] = time.perf_counter()
+        original_received(self, data)
+
+    httptools_impl.HttpToolsProtocol.data_received = received  # type: ignore[method-assign]
     wrap(http_writer.StreamWriter, "_write", "request written")
     wrap(http_writer.StreamWriter, "_writelines", "request written")
     wrap(client_proto.ResponseHandler, "data_received", "backend bytes")
@@ -166,11 +177,16 @@ def stamped(app: Any, path: str) -> Any:
         t0 = time.perf_counter()
 
         async def timed(message: dict[str, Any]) -> None:
-            if message["type"] == "http.response.body" and message.get("body"):
-                mark("first body sent")
+            if message["type"] == "http.response.body":
+                if message.get("body"):
+                    mark("first body sent")
+                if not message.get("more_body"):
+                    mark("last body sent")
             await send(message)
 
         await app(scope, receive, timed)
+        mark("app returned")
+        now["request arrived"] = arrived[0]
         runs.append({step: (t - t0) * 1000 for step, t in now.items()})
 
     return wrapped
