@@ -979,7 +979,8 @@ def test_a_models_record_and_chat_compat_are_remembered_only_for_what_they_depen
         assert detect_compat(thinking).system_role == "developer"  # reasoning_compat
         overridden = detect_compat(_chat_model("openai", compat={"system_role": "system"}))
         assert overridden.system_role == "system"
-        assert _records.record_for(_chat_model("local", "https://api.openai.com/v1")).id == "openai"
+        found = _records.record_for(_chat_model("local", "https://api.openai.com/v1"))
+        assert found is not None and found.id == "openai"
         assert _records.record_for(_chat_model("local", "http://127.0.0.1:8080/v1")) is None
     # New tables (a catalog replaced): their own answers, none remembered from before.
     data = json.loads(json.dumps(RAW))
