@@ -193,6 +193,8 @@ def stamped(app: Any, path: str) -> Any:
 
 
 def stamps() -> None:
+    import json
+
     import httpx
 
     backend, origin = start_backend()
@@ -215,14 +217,8 @@ def stamps() -> None:
             for c in clients.values():
                 c.close()
         finally:
-            backend.kill()
-            backend.wait()
-            for p, _ in procs.values():
-                p.terminate()
-                p.wait(timeout=30)
+            stop(backend, [p for p, _ in procs.values()])
         for name, path in files.items():
-            import json
-
             results[name] = json.loads(path.read_text())[WARMUP:]
     print(f"p50 ms from the app's call, {REQUESTS} requests per proxy (after {WARMUP}), "
           f"a {DELTAS}-delta answer:")  # fmt: skip
@@ -417,6 +413,18 @@ def start_backend() -> tuple[subprocess.Popen[str], str]:
 # --------------------------------------------------------------------------- processes
 
 
+def stop(backend: subprocess.Popen[str], proxies: list[subprocess.Popen[bytes]]) -> None:
+    """The backend killed; each proxy asked to shut down (its lifespan runs), else killed."""
+    backend.kill()
+    backend.wait()
+    for p in proxies:
+        p.terminate()
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            p.kill()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -553,14 +561,7 @@ def main() -> None:
             for c in clients.values():
                 c.close()
         finally:
-            backend.kill()
-            backend.wait()
-            for p, _ in procs.values():
-                p.terminate()
-                try:
-                    p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+            stop(backend, [p for p, _ in procs.values()])
     report(runs, cpu)
 
 
