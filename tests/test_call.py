@@ -561,3 +561,34 @@ def test_pieces_of_a_first_read_keep_the_in_band_retry_decisions() -> None:
     events = s.run(retrying_call(clock))
     assert error_of(events).kind == "overloaded" and final(events).text == "Hi"
     assert s.kinds().count("Send") == 1
+
+
+@pytest.mark.parametrize("ends", [True, False], ids=["answer-in-the-read", "answer-goes-on"])
+def test_an_abort_after_a_first_reads_first_piece_keeps_the_whole_read(ends: bool) -> None:
+    """The caller aborts when the first piece's events are out and the rest of that
+    read is not yet decoded: the aborted message holds everything received, the rest
+    of the read too (and when the read held the whole answer, all of it)."""
+    from modelwire._call import FIRST_PIECE
+
+    texts = [f"w{i:03d} " for i in range(100)]
+    body = ROLE + b"".join(chunk(t) for t in texts) + (FINISH if ends else b"")
+    assert len(body) > 4 * FIRST_PIECE
+    clock = Clock()
+    call = new_call(clock)
+    s = Script(clock, [Head(200, SSE)], [body])
+    intent = call.first()
+    emits: list[list[Event]] = []
+    while True:
+        if isinstance(intent, Emit):
+            emits.append(intent.events)
+            if any(e.type == "text_delta" for e in intent.events):
+                break  # the first content: the caller aborts here
+        intent = call.send(s.answer(intent))
+    intent = call.abort()
+    assert isinstance(intent, Emit)
+    (terminal,) = intent.events
+    assert terminal.type == "error" and terminal.reason == "aborted"  # type: ignore[union-attr]
+    assert terminal.message.text == "".join(texts)  # type: ignore[union-attr]
+    assert terminal.message.stop_reason == "aborted"  # type: ignore[union-attr]
+    assert isinstance(call.send(None), Close)
+    assert call.abort_events() == []  # ended

@@ -244,3 +244,50 @@ def test_closing_the_callers_client_at_once_after_the_end_logs_nothing(transport
     with MockServer([reply]) as server:
         assert asyncio.run(main(server.origin)) == "done"
     assert reported == []
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_closing_after_the_first_event_of_a_one_read_answer_keeps_all_of_it(
+    transport: str,
+) -> None:
+    """The first read is decoded in pieces; the consumer that closes the stream after
+    its first content still gets, in the aborted message, everything that read held."""
+    chunks = [b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}']
+    chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(40)]
+    chunks += [
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        b"data: [DONE]",
+    ]
+    thread, port = _one_write_server(b"\n\n".join(chunks) + b"\n\n")
+
+    async def main() -> mw.AssistantMessage:
+        s = _stream(port, transport)
+        async for ev in s:
+            if ev.type == "text_delta":
+                break
+        await s.aclose()
+        return await s.result()
+
+    message = asyncio.run(main())
+    thread.join(timeout=10)
+    assert message.stop_reason == "aborted"
+    assert message.text == "".join(f"w{i} " for i in range(40))
+
+
+def test_closing_a_sync_stream_after_the_first_event_of_a_one_read_answer_keeps_all_of_it() -> None:
+    """The sync twin of the above: the same Call, the same aborted message."""
+    chunks = [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(40)]
+    chunks += [
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        b"data: [DONE]",
+    ]
+    thread, port = _one_write_server(b"\n\n".join(chunks) + b"\n\n")
+    s = mw.stream_sync(model_for(API, port), CTX, api_key=KEY, timeout=SLOW)
+    for ev in s:
+        if ev.type == "text_delta":
+            break
+    s.close()
+    message = s.result()
+    thread.join(timeout=10)
+    assert message.stop_reason == "aborted"
+    assert message.text == "".join(f"w{i} " for i in range(40))

@@ -12,6 +12,7 @@ import msgspec
 from .._http_status import request_id, status_error
 from .._redact import redact
 from .._retry import RetryPolicy
+from .._streams import aborted_from
 from ..errors import (
     ErrorInfo,
     ProviderError,
@@ -19,7 +20,7 @@ from ..errors import (
     StreamError,
     from_info,
 )
-from ..events import ErrorEvent, RestartEvent, StartEvent
+from ..events import DoneEvent, ErrorEvent, RestartEvent, StartEvent
 from ._head import header_items, unexpected_type, wrong_type_error
 from ._intents import (
     DRAIN_BYTES,
@@ -119,6 +120,7 @@ class Call:
     """
 
     __slots__ = (
+        "_abort_final",
         "_aborted",
         "_after_emit",
         "_body",
@@ -182,6 +184,7 @@ class Call:
         self._body: Pipeline | None = None
         self._first = False  # the next read is the body's first (see _feed)
         self._rest = b""  # what is left of a first read fed in pieces
+        self._abort_final: list[Event] = []  # the aborted terminal when that rest ended it
         self._after_emit = False
         self._fed: list[Event] = []
         self._gen = self._run(aborted)
@@ -252,7 +255,8 @@ class Call:
     def abort(self) -> Intent:
         """The caller aborted (a cancelled task, a closed sync stream): the next
         intents are the aborted terminal (unless one was already emitted) and Close."""
-        self._body, self._rest = None, b""  # the flow's generator takes it from its Read
+        self._take_rest()
+        self._body = None  # the flow's generator takes it from its Read
         self._after_emit = False
         if self._closing:
             return Close()
@@ -261,9 +265,23 @@ class Call:
         self._aborted = True
         return self._gen.throw(Aborted())
 
+    def _take_rest(self) -> None:
+        """The rest of a first read fed in pieces, when the caller aborts before it is
+        fed: it was received, so the aborted message holds it, as it would hold a read
+        fed whole (DESIGN: "everything received so far"); when it ends the answer,
+        the aborted terminal is built from the final message."""
+        rest, self._rest = self._rest, b""
+        p = self.pipeline
+        if not rest or p.done:
+            return
+        events = p.feed(rest)
+        if p.done and events and isinstance(events[-1], DoneEvent | ErrorEvent):
+            self._abort_final = [aborted_from(events[-1].message)]
+
     def abort_events(self) -> list[Event]:
         """The aborted terminal built from what was received (``[]`` once ended)."""
-        return self.pipeline.abort()
+        self._take_rest()
+        return self.pipeline.abort() or self._abort_final
 
     def fail_events(self, exc: BaseException) -> list[Event]:
         """The terminal for an unexpected failure of the driver, redacted."""
@@ -290,7 +308,7 @@ class Call:
             yield from self._legs_run(aborted)
         except Aborted:
             self._release()
-            events = self.pipeline.abort()
+            events, self._abort_final = self.pipeline.abort() or self._abort_final, []
             if events:
                 yield self._emit(events)
         self._closing = True
