@@ -179,6 +179,18 @@ def _one_write_server(body: bytes) -> tuple[Any, int]:
     return thread, sock.getsockname()[1]
 
 
+def _answer(deltas: int) -> bytes:
+    """An OpenAI Chat answer of ``deltas`` texts ``w0 ``, ``w1 ``…, as one body."""
+    chunks = [b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}']
+    chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i
+               for i in range(deltas)]  # fmt: skip
+    chunks += [
+        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
+        b"data: [DONE]",
+    ]
+    return b"\n\n".join(chunks) + b"\n\n"
+
+
 @pytest.mark.parametrize("transport", TRANSPORTS)
 def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> None:
     """``ready``: the events the next iterations return without waiting. A body that
@@ -187,13 +199,8 @@ def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> No
     and the terminal leaves none."""
     from modelwire._call import FIRST_PIECE
 
-    chunks = [b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}']
-    chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(20)]
-    chunks += [
-        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
-        b"data: [DONE]",
-    ]
-    thread, port = _one_write_server(b"\n\n".join(chunks) + b"\n\n")
+    body = _answer(20)
+    thread, port = _one_write_server(body)
 
     async def main() -> list[tuple[str, int]]:
         s = _stream(port, transport)
@@ -204,7 +211,7 @@ def test_ready_counts_the_events_of_the_read_not_taken_yet(transport: str) -> No
     thread.join(timeout=10)
     readies = [n for _, n in seen]
     assert seen[-1] == ("done", 0)
-    assert len(b"\n\n".join(chunks)) > FIRST_PIECE
+    assert len(body) > FIRST_PIECE
     # Once the read is in, every step takes one event: the counts fall by one to 0,
     # once for the first piece's events and once for the rest's.
     start = next(i for i, (t, _) in enumerate(seen) if t == "text_delta")
@@ -252,13 +259,7 @@ def test_closing_after_the_first_event_of_a_one_read_answer_keeps_all_of_it(
 ) -> None:
     """The first read is decoded in pieces; the consumer that closes the stream after
     its first content still gets, in the aborted message, everything that read held."""
-    chunks = [b'data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"role":"assistant"}}]}']
-    chunks += [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(40)]
-    chunks += [
-        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
-        b"data: [DONE]",
-    ]
-    thread, port = _one_write_server(b"\n\n".join(chunks) + b"\n\n")
+    thread, port = _one_write_server(_answer(40))
 
     async def main() -> mw.AssistantMessage:
         s = _stream(port, transport)
@@ -276,12 +277,7 @@ def test_closing_after_the_first_event_of_a_one_read_answer_keeps_all_of_it(
 
 def test_closing_a_sync_stream_after_the_first_event_of_a_one_read_answer_keeps_all_of_it() -> None:
     """The sync twin of the above: the same Call, the same aborted message."""
-    chunks = [b'data: {"choices":[{"index":0,"delta":{"content":"w%d "}}]}' % i for i in range(40)]
-    chunks += [
-        b'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}',
-        b"data: [DONE]",
-    ]
-    thread, port = _one_write_server(b"\n\n".join(chunks) + b"\n\n")
+    thread, port = _one_write_server(_answer(40))
     s = mw.stream_sync(model_for(API, port), CTX, api_key=KEY, timeout=SLOW)
     for ev in s:
         if ev.type == "text_delta":
