@@ -587,8 +587,8 @@ def test_an_abort_after_a_first_reads_first_piece_keeps_the_whole_read(ends: boo
     intent = call.abort()
     assert isinstance(intent, Emit)
     (terminal,) = intent.events
-    assert terminal.type == "error" and terminal.reason == "aborted"  # type: ignore[union-attr]
-    assert terminal.message.text == "".join(texts)  # type: ignore[union-attr]
-    assert terminal.message.stop_reason == "aborted"  # type: ignore[union-attr]
+    assert terminal.type == "error" and terminal.reason == "aborted"
+    assert terminal.message.text == "".join(texts)
+    assert terminal.message.stop_reason == "aborted"
     assert isinstance(call.send(None), Close)
     assert call.abort_events() == []  # ended
