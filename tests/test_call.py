@@ -592,3 +592,22 @@ def test_an_abort_after_a_first_reads_first_piece_keeps_the_whole_read(ends: boo
     assert terminal.message.stop_reason == "aborted"
     assert isinstance(call.send(None), Close)
     assert call.abort_events() == []  # ended
+
+
+@pytest.mark.parametrize("ends", [True, False], ids=["answer-in-the-read", "answer-goes-on"])
+def test_a_driver_failure_after_a_first_reads_first_piece_keeps_the_whole_read(ends: bool) -> None:
+    """A driver that fails unexpectedly while the rest of a first read waits gets, as
+    its terminal, the failure with everything that read held (redacted)."""
+    texts = [f"w{i:03d} " for i in range(100)]
+    body = ROLE + b"".join(chunk(t) for t in texts) + (FINISH if ends else b"")
+    clock = Clock()
+    call = new_call(clock)
+    s = Script(clock, [Head(200, SSE)], [body])
+    intent = call.first()
+    while not (isinstance(intent, Emit) and any(e.type == "text_delta" for e in intent.events)):
+        intent = call.send(s.answer(intent))
+    (terminal,) = call.fail_events(RuntimeError(f"boom {KEY}"))
+    assert terminal.type == "error" and terminal.reason == "error"
+    assert terminal.message.text == "".join(texts)
+    err = terminal.message.error
+    assert err is not None and err.kind == "stream_interrupted" and KEY not in err.message

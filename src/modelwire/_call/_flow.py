@@ -12,7 +12,7 @@ import msgspec
 from .._http_status import request_id, status_error
 from .._redact import redact
 from .._retry import RetryPolicy
-from .._streams import aborted_from
+from .._streams import aborted_from, failed_from
 from ..errors import (
     ErrorInfo,
     ProviderError,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from .._options import HTTPRequest, Timeout
     from .._pipeline import Pipeline
     from ..events import Event
-    from ..types import Model
+    from ..types import AssistantMessage, Model
 
 __all__ = ["FIRST_PIECE", "Call", "Leg", "Switch"]
 
@@ -255,7 +255,7 @@ class Call:
     def abort(self) -> Intent:
         """The caller aborted (a cancelled task, a closed sync stream): the next
         intents are the aborted terminal (unless one was already emitted) and Close."""
-        self._take_rest()
+        self._take_rest_aborted()
         self._body = None  # the flow's generator takes it from its Read
         self._after_emit = False
         if self._closing:
@@ -265,32 +265,45 @@ class Call:
         self._aborted = True
         return self._gen.throw(Aborted())
 
-    def _take_rest(self) -> None:
-        """The rest of a first read fed in pieces, when the caller aborts before it is
-        fed: it was received, so the aborted message holds it, as it would hold a read
-        fed whole (DESIGN: "everything received so far"); when it ends the answer,
-        the aborted terminal is built from the final message."""
+    def _take_rest(self) -> AssistantMessage | None:
+        """The rest of a first read fed in pieces, when the call ends (aborted, or its
+        driver failed) before it is fed: it was received, so the terminal's message
+        holds it, as it would hold a read fed whole (DESIGN: "everything received so
+        far"). The final message when that rest ended the answer, else ``None``."""
         rest, self._rest = self._rest, b""
         p = self.pipeline
         if not rest or p.done:
-            return
+            return None
         events = p.feed(rest)
         if p.done and events and isinstance(events[-1], DoneEvent | ErrorEvent):
-            self._abort_final = [aborted_from(events[-1].message)]
+            return events[-1].message
+        return None
+
+    def _take_rest_aborted(self) -> None:
+        final = self._take_rest()
+        if final is not None:
+            self._abort_final = [aborted_from(final)]
 
     def abort_events(self) -> list[Event]:
         """The aborted terminal built from what was received (``[]`` once ended)."""
-        self._take_rest()
+        self._take_rest_aborted()
         return self.pipeline.abort() or self._abort_final
 
     def fail_events(self, exc: BaseException) -> list[Event]:
         """The terminal for an unexpected failure of the driver, redacted."""
+        final = self._take_rest()
         p = self.pipeline
+        err: StreamError
         if isinstance(exc, StreamError):
-            return p.fail(exc)
-        from ..errors import StreamInterruptedError
+            err = exc
+        else:
+            from ..errors import StreamInterruptedError
 
-        return p.fail(StreamInterruptedError(redact(f"the stream failed: {exc!r}", p.secrets)))
+            err = StreamInterruptedError(redact(f"the stream failed: {exc!r}", p.secrets))
+        events = p.fail(err)
+        if not events and final is not None:  # the rest ended the answer: failed with it
+            return [failed_from(final, err.redacted(p.secrets) if p.secrets else err)]
+        return events
 
     # ------------------------------------------------------------------ the flow
 
