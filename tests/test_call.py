@@ -543,6 +543,30 @@ def test_a_first_read_delivers_its_first_content_before_decoding_the_rest() -> N
     assert len([i for i in s.intents if isinstance(i, Emit)]) == 2
 
 
+def test_a_burst_after_an_eventless_first_read_delivers_its_first_content_first() -> None:
+    """The first read holds only the role chunk (no event); the next holds the whole
+    answer at once: that read too is fed in pieces until the first content is out,
+    and later reads are fed whole."""
+    from modelwire._call import FIRST_PIECE
+
+    burst = b"".join(chunk(f"w{i:03d} ") for i in range(100))
+    late = b"".join(chunk(f"x{i:03d} ") for i in range(100))
+    assert len(burst) > 8 * FIRST_PIECE and len(late) > 8 * FIRST_PIECE
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [ROLE, burst, late + FINISH, None])
+    events = s.run(new_call(clock))
+    emits = [i.events for i in s.intents if isinstance(i, Emit)]
+    assert [e.type for e in emits[0]] == ["start"]
+    within = FIRST_PIECE // len(chunk("w000 "))
+    assert [e.type for e in emits[1]] == ["text_start"] + ["text_delta"] * within
+    assert [e.type for e in emits[2]] == ["text_delta"] * (100 - within)
+    # The third read comes out in one Emit: the body had given its first event.
+    assert [e.type for e in emits[3]][:100] == ["text_delta"] * 100
+    assert s.kinds() == ["Authorize", "Send", "Read", "Read", "Read", "Drain", "Close"]
+    whole = replay("openai-chat", [ROLE + burst + late + FINISH])
+    assert plain(events) == plain(whole)
+
+
 def test_pieces_of_a_first_read_keep_the_in_band_retry_decisions() -> None:
     """Fed in pieces, a first read decides as the whole read did: an in-band error
     past the first piece but before any content is retried; after content, not."""

@@ -173,8 +173,8 @@ class AssistantMessageStream:
     def ready(self) -> int:
         """How many events the next iterations return without waiting: the rest of
         those decoded from the last network read (0 once aborted). A consumer that
-        writes once per read — as the gateway does — writes when this is 0. (A
-        body's first read is decoded in pieces until its first event, so its first
+        writes once per read — as the gateway does — writes when this is 0. (Until
+        a body gives its first event its reads are decoded in pieces, so its first
         content is written before the rest: ``modelwire._call.FIRST_PIECE``.)"""
         return 0 if self._abort_requested else len(self._buffer)
 

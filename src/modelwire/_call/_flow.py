@@ -50,8 +50,9 @@ if TYPE_CHECKING:
 
 __all__ = ["FIRST_PIECE", "Call", "Leg", "Switch"]
 
-#: The first piece of a body's first read fed alone (then twice as much, and so on,
-#: until an event comes): an OpenAI Chat role chunk and its first content fit in it.
+#: The first piece of a read fed alone while the body has given no event yet (then
+#: twice as much, and so on, until an event comes): an OpenAI Chat role chunk and its
+#: first content fit in it.
 FIRST_PIECE = 512
 
 
@@ -182,7 +183,7 @@ class Call:
         self._leg_circuit: Circuit | None = None
         # The body's read loop, run by :meth:`_step` while ``_body`` is set (see there).
         self._body: Pipeline | None = None
-        self._first = False  # the next read is the body's first (see _feed)
+        self._first = False  # the body has given no event yet (see _feed)
         self._rest = b""  # what is left of a first read fed in pieces
         self._abort_final: list[Event] = []  # the aborted terminal when that rest ended it
         self._after_emit = False
@@ -227,7 +228,8 @@ class Call:
     def _feed(self, data: bytes) -> Intent | None:
         """``data`` fed: its events emitted, or the flow told the pipeline is done.
 
-        A body's first read (often the head with many events) is fed in pieces of
+        Until the body has given an event, a read (often the head with many events,
+        or a role-only first read followed by a burst) is fed in pieces of
         ``FIRST_PIECE`` bytes, doubling, until one gives an event: the first content
         goes out without waiting for the rest of the read to be decoded (fed after
         the Emit; the decoders take any split). Not when traced: a trace records
@@ -243,7 +245,8 @@ class Call:
             self._rest = data[at:]
         else:
             events = p.feed(data)
-        self._first = False
+        if events:
+            self._first = False
         if p.done:  # (what a read holds after the terminal event is not decoded)
             self._body, self._rest, self._fed = None, b"", events
             return self._gen.send(_FED)
