@@ -29,8 +29,6 @@ from __future__ import annotations
 import asyncio
 import atexit
 import base64
-import os
-import urllib.request
 from collections.abc import AsyncGenerator, Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +37,7 @@ import yarl
 
 from ._call import Drain, Failure, Head, Read, ReadError, Send
 from ._http._deadline import ReadDeadline
+from ._http_proxy import env_proxy_url
 from ._http_status import origin
 from ._redact import redact, redact_url
 from .errors import ConnectError, RequestTimeoutError, StreamError, StreamInterruptedError
@@ -58,26 +57,6 @@ def is_session(client: object) -> bool:
     return isinstance(client, aiohttp.ClientSession)
 
 
-#: The environment variables naming a proxy for a scheme, the lowercase one first
-#: (it wins, as in ``urllib.request.getproxies_environment``), then ``ALL_PROXY``.
-_PROXY_NAMES = {
-    scheme: (f"{scheme}_proxy", f"{scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY")
-    for scheme in ("http", "https")
-}
-
-
-def _env_proxy_url(scheme: str) -> str | None:
-    # ``urllib.request.getproxies_environment`` decodes the whole environment on every
-    # call (about 100 µs, once per request): only the names that matter for this
-    # scheme are read.
-    env = os.environ
-    for name in _PROXY_NAMES.get(scheme, ("all_proxy", "ALL_PROXY")):
-        value = env.get(name)
-        if value:
-            return value
-    return None
-
-
 def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, str | None]:
     """The proxy the environment names for ``url`` (its scheme's, else ``ALL_PROXY``;
     none for a ``NO_PROXY`` host), and the ``Proxy-Authorization`` value its URL's
@@ -89,12 +68,8 @@ def _env_proxy(url: yarl.URL) -> tuple[yarl.URL | None, str | None]:
     credentials are a header, not aiohttp's ``BasicAuth`` (deprecated in 3.14: a
     warning on every proxied request).
     """
-    found = _env_proxy_url(url.scheme or "")
+    found = env_proxy_url(url.scheme or "", url.host)
     if not found:
-        return None, None
-    # ``NO_PROXY`` (on Linux ``proxy_bypass`` reads only the environment; asked only
-    # when a proxy is set, so the full environment scan is paid only then).
-    if url.host and urllib.request.proxy_bypass(url.host):
         return None, None
     proxy = yarl.URL(found if "://" in found else f"http://{found}")
     if proxy.user is None:
