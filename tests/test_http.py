@@ -1211,6 +1211,7 @@ def test_an_unusable_url_is_not_retried(mode: str) -> None:
     assert last.type == "error" and last.message.error is not None
     assert last.message.error.kind == "connect" and "invalid URL" in last.message.error.message
     assert log.of("retry") == []
+    assert last.message.error.retryable is False  # nor by a batch runner or a fallback
 
 
 @pytest.mark.parametrize("mode", ["async", "sync"])

@@ -548,7 +548,8 @@ class Call:
                     # The phase timeout was cut to the deadline: the whole call's
                     # budget, not the connect/idle one, is what ran out.
                     return policy.total_timeout("before the response")
-                if got.final:
+                if got.final:  # never succeeds as sent: retried by no one (batch, fallback)
+                    got.error.retryable = False
                     return got.error
                 err = got.error
             else:
