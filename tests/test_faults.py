@@ -1,5 +1,6 @@
 """The fault matrix: every fault, for every wire API, sync and async — the async
-path on both of its transports (httpx and aiohttp) — over real loopback sockets.
+path on each of its transports (httpx, aiohttp, and modelwire's own on httptools) —
+over real loopback sockets.
 
 Each run checks the terminal kind, the content kept, the number of requests the
 server saw, that every socket the client opened is closed afterwards, and that a
@@ -40,9 +41,14 @@ from modelwire.trace import RetryTrace, TraceLog
 # Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
 # The async path runs on each transport; the User-Agent the server saw proves which.
-MODES = ("async-httpx", "async-aiohttp", "sync")
-AGENTS = {"async-httpx": "python-httpx/", "async-aiohttp": "aiohttp/", "sync": "python-httpx/"}
-TRANSPORT: dict[str, Transport] = {"async-httpx": "httpx", "async-aiohttp": "aiohttp"}
+MODES = ("async-httpx", "async-aiohttp", "async-httptools", "sync")
+AGENTS = {"async-httpx": "python-httpx/", "async-aiohttp": "aiohttp/",
+          "async-httptools": "modelwire/", "sync": "python-httpx/"}  # fmt: skip
+TRANSPORT: dict[str, Transport] = {
+    "async-httpx": "httpx",
+    "async-aiohttp": "aiohttp",
+    "async-httptools": "httptools",
+}
 KEY = "sk-FAULTMATRIX-7c1d3f9a2b5e"
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 # piece_chars=4 streams it as "Hell", "o wö", "rld ", "你好": cuts below land between
@@ -636,7 +642,7 @@ def test_sync_and_async_take_the_same_decisions(
         retries = [(r.attempt, r.status, r.kind, r.wait) for r in log.records
                    if isinstance(r, RetryTrace)]  # fmt: skip
         seen[mode] = (retries, message.error and message.error.kind, n)
-    assert seen["async-httpx"] == seen["async-aiohttp"] == seen["sync"]
+    assert all(seen[mode] == seen["sync"] for mode in MODES), seen
     assert seen["sync"] == (
         [(1, 429, "rate_limit", 0.01), (2, None, "connect", 0.75 * BACKOFF_BASE * 2),
          (3, 500, "server", 0.02), (4, 503, "overloaded", 0.75 * BACKOFF_BASE * 8)],

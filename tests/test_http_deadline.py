@@ -1,6 +1,7 @@
 """The total deadline over a response's reads (``modelwire._http._deadline``): one timer
-per response, a timeout only for the deadline's own cancellation, and on both async
-transports a deadline that leaves the consumer's task as it found it."""
+per response, a timeout only for the deadline's own cancellation, and on each async
+transport (httpx, aiohttp, httptools) a deadline that leaves the consumer's task as
+it found it."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from modelwire._http._deadline import ReadDeadline
 from test_faults import CTX, KEY, at, model_for, serving, stall_after_two, streamed
 
 API = "openai-chat"
-TRANSPORTS = ("httpx", "aiohttp")
+TRANSPORTS = ("httpx", "aiohttp", "httptools")
 
 
 async def _wait_forever() -> None:

@@ -3,8 +3,8 @@ a secret for all four wire APIs, and redaction runs before any cut, so no cut
 edge — an error body cut at 500 characters, a malformed-chunk excerpt cut at
 120, a key split over network reads — shows a piece of a key. Checked in the
 pure module, in the request builder, and end to end over loopback HTTP (sync, and
-async on both transports, httpx and aiohttp): ``ErrorInfo.message``, ``str(exc)``, ``repr``, trace records, CLI stderr
-and ``--json``.
+async on each transport: httpx, aiohttp, httptools): ``ErrorInfo.message``,
+``str(exc)``, ``repr``, trace records, CLI stderr and ``--json``.
 """
 
 from __future__ import annotations
@@ -62,7 +62,7 @@ def test_each_api_names_its_own_credential_header() -> None:
 
 FAST = mw.Timeout(connect=2, idle=2)
 # The async path's transports: every end-to-end check runs on each, and on the sync path.
-TRANSPORTS: tuple[Transport, ...] = ("httpx", "aiohttp")
+TRANSPORTS: tuple[Transport, ...] = ("httpx", "aiohttp", "httptools")
 
 
 def fragments(text: str, key: str = KEY, n: int = 3) -> list[str]:
@@ -244,7 +244,7 @@ def _texts(message: mw.AssistantMessage, events: list[Any]) -> list[str]:
 
 async def _both(server: MockServer, reply: Reply, model: mw.Model, **kw: Any) -> list[str]:
     """Run the call async (on each transport) and sync; every text a user may see of
-    all three."""
+    each run."""
     texts: list[str] = []
     for transport in TRANSPORTS:
         server.add(reply)

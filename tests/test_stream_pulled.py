@@ -1,9 +1,9 @@
 """``stream()`` is pulled by its consumer: the call runs in the consumer's own task
 (``modelwire._http.AsyncDriver``), no producer task or queue in between. These are
-the waits only that design has to get right, on both async transports over real
-loopback sockets: an abort from another thread or task while the consumer waits
-inside a read or a retry's backoff, a consumer cancelled by an outer deadline, and
-closing after the terminal event.
+the waits only that design has to get right, on each async transport (httpx,
+aiohttp, httptools) over real loopback sockets: an abort from another thread or task
+while the consumer waits inside a read or a retry's backoff, a consumer cancelled by
+an outer deadline, and closing after the terminal event.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from modelwire.trace import RetryTrace
 from test_faults import CTX, KEY, TEXT, error_json, model_for, ok, serving, stall_after_two
 
 API = "openai-chat"
-TRANSPORTS = ("httpx", "aiohttp")
+TRANSPORTS = ("httpx", "aiohttp", "httptools")
 SLOW = mw.Timeout(idle=30)  # a stalled body is ended by the abort, never by this
 
 
@@ -231,6 +231,7 @@ def test_closing_the_callers_client_at_once_after_the_end_logs_nothing(transport
     import aiohttp
     import httpx
 
+    from modelwire._http_httptools import Pool
     from modelwire.testing import MockServer, Reply, render
 
     body = render("hello there", API) + b": a keep-alive comment, stalled in the middle\n\n"
@@ -239,18 +240,23 @@ def test_closing_the_callers_client_at_once_after_the_end_logs_nothing(transport
 
     async def main(origin: str) -> str:
         asyncio.get_running_loop().set_exception_handler(lambda _, c: reported.append(c))
-        client: Any = aiohttp.ClientSession() if transport == "aiohttp" else httpx.AsyncClient()
+        # The caller's client of each kind (httptools: the transport's own Pool).
+        client: Any = {"aiohttp": aiohttp.ClientSession, "httptools": Pool,
+                       "httpx": httpx.AsyncClient}[transport]()  # fmt: skip
         model = mw.Model(api=API, id="m", provider="mock", base_url=origin + "/v1")
         s = mw.stream(model, "hi", api_key=KEY, http_client=client)
         last = [ev async for ev in s][-1]
-        await (client.close() if transport == "aiohttp" else client.aclose())
+        await (client.aclose() if transport == "httpx" else client.close())
         for _ in range(5):
             await asyncio.sleep(0.02)  # the drain task's turns
         return last.type
 
     with MockServer([reply]) as server:
         assert asyncio.run(main(server.origin)) == "done"
+        [request] = server.requests
     assert reported == []
+    agent = {"aiohttp": "aiohttp/", "httptools": "modelwire/", "httpx": "python-httpx/"}
+    assert agent[transport] in request.headers["user-agent"]  # the caller's client sent it
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

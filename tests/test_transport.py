@@ -1,9 +1,10 @@
-"""The async path's two transports, httpx and aiohttp: how one is chosen (the
-``transport`` option, the caller's ``http_client``, what is installed), that aiohttp
-is imported on first use only, and the environment both honour — proxies from
-``HTTP_PROXY``/``NO_PROXY``, TLS verification with the one shared context, gzip —
-over real loopback sockets. The fault matrix (``test_faults.py``) and the secrets
-suite (``test_secrets.py``) run on both transports as well.
+"""The async path's three transports, httpx, aiohttp and modelwire's own on httptools:
+how one is chosen (the ``transport`` option, the caller's ``http_client``, what is
+installed), that aiohttp and httptools are imported on first use only, and the
+environment they honour — proxies from ``HTTP_PROXY``/``NO_PROXY`` (httptools refuses
+one, never bypassing it), TLS verification with the one shared context, gzip and
+deflate — over real loopback sockets. The fault matrix (``test_faults.py``) and the
+secrets suite (``test_secrets.py``) run on every transport as well.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import ssl
 import subprocess
 import sys
 import threading
-from collections.abc import Iterator
+import zlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,12 +31,16 @@ import pytest
 import modelwire as mw
 import modelwire._http as http
 from modelwire._options import Transport
+from modelwire.trace import RetryTrace, TraceLog
 from test_faults import CTX, TEXT, Plan, RawServer, frames, model_for, ok, serving
 
 SRC = Path(mw.__file__).parent
-MODES = ("httpx", "aiohttp", "sync")
-AGENTS = {"httpx": "python-httpx/", "aiohttp": "aiohttp/", "sync": "python-httpx/"}
-TRANSPORT: dict[str, Transport] = {"httpx": "httpx", "aiohttp": "aiohttp"}
+MODES = ("httpx", "aiohttp", "httptools", "sync")
+AGENTS = {"httpx": "python-httpx/", "aiohttp": "aiohttp/", "httptools": "modelwire/",
+          "sync": "python-httpx/"}  # fmt: skip
+TRANSPORT: dict[str, Transport] = {"httpx": "httpx", "aiohttp": "aiohttp", "httptools": "httptools"}
+# The modes that go through a proxy the environment names (httptools refuses one).
+PROXIED = ("httpx", "aiohttp", "sync")
 
 
 def run(mode: str, model: mw.Model, **opts: Any) -> mw.AssistantMessage:
@@ -46,8 +52,8 @@ def run(mode: str, model: mw.Model, **opts: Any) -> mw.AssistantMessage:
 # --------------------------------------------------------------------------- choosing
 
 
-def test_only_the_http_modules_import_aiohttp_and_httpx() -> None:
-    importers: dict[str, set[str]] = {"aiohttp": set(), "httpx": set()}
+def test_only_the_http_modules_import_aiohttp_httptools_and_httpx() -> None:
+    importers: dict[str, set[str]] = {"aiohttp": set(), "httptools": set(), "httpx": set()}
     for path in SRC.rglob("*.py"):
         module = "modelwire." + ".".join(path.relative_to(SRC).with_suffix("").parts)
         module = module.removesuffix(".__init__")
@@ -60,9 +66,11 @@ def test_only_the_http_modules_import_aiohttp_and_httpx() -> None:
             for lib in importers:
                 if any(n == lib or n.startswith(lib + ".") for n in names):
                     importers[lib].add(module)
-    # The HTTP modules: the httpx package (its drivers, the JSON request) and aiohttp's.
+    # The HTTP modules: the httpx package (its drivers, the JSON request), aiohttp's
+    # and httptools'.
     assert importers == {
         "aiohttp": {"modelwire._http_aiohttp"},
+        "httptools": {"modelwire._http_httptools._wire"},
         "httpx": {
             "modelwire._http",
             "modelwire._http._base",
@@ -87,6 +95,25 @@ def test_import_modelwire_does_not_import_aiohttp_and_a_stream_does_on_first_use
     assert done.returncode == 0, done.stderr
 
 
+def test_import_modelwire_does_not_import_httptools_and_a_stream_does_on_first_use() -> None:
+    """httptools comes with the gateway extra: ``import modelwire`` (and a stream not
+    yet iterated) must work without it."""
+    code = (
+        "import sys, modelwire as mw\n"
+        "assert 'httptools' not in sys.modules, 'import modelwire imported httptools'\n"
+        "m = mw.Model(id='m', api='openai-chat', provider='local', base_url='http://127.0.0.1:9/v1')\n"
+        "s = mw.stream(m, mw.Context(), transport='httptools')\n"
+        "assert 'httptools' not in sys.modules, 'stream() imported httptools before any I/O'\n"
+        "import modelwire._http as h\n"
+        "h.async_transport(None, 'auto')\n"
+        "assert 'httptools' not in sys.modules, 'the aiohttp transport imported httptools'\n"
+        "h.async_transport(None, 'httptools')\n"
+        "assert 'httptools' in sys.modules\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_each_transport_is_the_one_that_sends(mode: str) -> None:
     with serving([ok("openai-chat")]) as server:
@@ -103,6 +130,7 @@ def test_auto_is_aiohttp_when_installed_and_httpx_otherwise(
     assert http.aiohttp_installed()
     assert type(http.async_transport(None)).__name__ == "AiohttpTransport"
     assert type(http.async_transport(None, "httpx")).__name__ == "HttpxAsyncTransport"
+    assert type(http.async_transport(None, "httptools")).__name__ == "HttptoolsTransport"
     with serving([ok("openai-chat")]) as server:
         asyncio.run(mw.complete(model_for("openai-chat", server.port), CTX))
         from modelwire._http import _base
@@ -119,25 +147,51 @@ def test_auto_is_aiohttp_when_installed_and_httpx_otherwise(
         mw.stream(model_for("openai-chat", 9), CTX, transport="aiohttp")
 
 
+def test_httptools_asked_for_and_missing_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from modelwire._http import _base
+
+    monkeypatch.setattr(_base, "httptools_installed", lambda: False)
+    with pytest.raises(mw.ConfigurationError, match=r"needs httptools: pip install httptools"):
+        mw.stream(model_for("openai-chat", 9), CTX, transport="httptools")
+
+
 def test_a_bad_transport_or_combination_is_refused_up_front() -> None:
     model = model_for("openai-chat", 9)
     with pytest.raises(mw.ConfigurationError, match='transport must be "auto", "httpx"'):
         mw.stream(model, CTX, transport="curl")  # type: ignore[arg-type]
-    with pytest.raises(mw.ConfigurationError, match="sync twins use httpx"):
-        mw.stream_sync(model, CTX, transport="aiohttp")
+    async_only: tuple[Transport, ...] = ("aiohttp", "httptools")
+    for transport in async_only:
+        with pytest.raises(
+            mw.ConfigurationError,
+            match=rf'transport="{transport}" is for stream\(\)/complete\(\); the sync twins use httpx',
+        ):
+            mw.stream_sync(model, CTX, transport=transport)
+        with pytest.raises(mw.ConfigurationError, match="sync twins use httpx"):
+            mw.complete_sync(model, CTX, transport=transport)
     mw.stream_sync(model, CTX, transport="httpx")  # fine: no I/O until iterated
+    mw.stream(model, CTX, transport="httptools")  # fine: no I/O until iterated
 
     async def combos() -> None:
-        async with httpx.AsyncClient() as hc:
-            with pytest.raises(mw.ConfigurationError, match=r"cannot use an httpx\.AsyncClient"):
-                mw.stream(model, CTX, http_client=hc, transport="aiohttp")
-        async with aiohttp.ClientSession() as session:
-            with pytest.raises(
-                mw.ConfigurationError, match=r"cannot use an aiohttp\.ClientSession"
-            ):
-                mw.stream(model, CTX, http_client=session, transport="httpx")
+        # Each transport's own kind of client (httptools: its Pool), and the words that
+        # name it: every other transport refuses it, before any request.
+        pool = http.pooled_async_client(2, "httptools")
+        async with httpx.AsyncClient() as hc, aiohttp.ClientSession() as session:
+            clients = [(hc, "httpx", r"an httpx\.AsyncClient"),
+                       (session, "aiohttp", r"an aiohttp\.ClientSession"),
+                       (pool, "httptools", r"the httptools transport's Pool")]  # fmt: skip
+            for client, own, named in clients:
+                for transport in TRANSPORT.values():
+                    if transport == own:
+                        mw.stream(model, CTX, http_client=client, transport=transport)  # fine
+                        continue
+                    with pytest.raises(
+                        mw.ConfigurationError,
+                        match=rf'transport="{transport}" cannot use {named} as http_client',
+                    ):
+                        mw.stream(model, CTX, http_client=client, transport=transport)
             with pytest.raises(mw.ConfigurationError, match=r"must be an httpx\.Client"):
                 mw.stream_sync(model, CTX, http_client=session)
+        await http.close_async_client(pool)
         with pytest.raises(mw.ConfigurationError, match=r"or an aiohttp\.ClientSession"):
             mw.stream(model, CTX, http_client=object())
 
@@ -160,7 +214,7 @@ def test_a_callers_aiohttp_session_is_used_and_left_open() -> None:
 # --------------------------------------------------------------------------- environment
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", PROXIED)
 def test_a_proxy_from_the_environment_carries_the_request(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -184,7 +238,7 @@ def test_a_proxy_from_the_environment_carries_the_request(
         assert proxy.wait_closed()
 
 
-@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("mode", PROXIED)
 def test_a_proxy_url_s_credentials_reach_the_proxy_and_no_error_text(
     mode: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -213,6 +267,55 @@ def test_a_proxy_url_s_credentials_reach_the_proxy_and_no_error_text(
         assert expected in proxy.heads[0].lower()
         assert "hunter2" not in message.error.message
         assert base64.b64encode(b"user:hunter2-secret").decode() not in message.error.message
+
+
+PROXY_VARS = ("ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy", "HTTPS_PROXY",
+              "https_proxy", "NO_PROXY", "no_proxy")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("var", "scheme"),
+    [("HTTP_PROXY", "http"), ("http_proxy", "http"), ("HTTPS_PROXY", "https"),
+     ("ALL_PROXY", "http"), ("ALL_PROXY", "https")],
+)  # fmt: skip
+def test_httptools_refuses_a_proxy_from_the_environment_before_any_request(
+    var: str, scheme: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """transport="httptools" goes through no proxy: one the environment names for the
+    URL fails the call at once — a final connect error naming the transports that do,
+    no retry, no connection anywhere — never a silent direct connection around it."""
+    for name in PROXY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    log = TraceLog()
+    with serving([ok("openai-chat")]) as proxy:
+        monkeypatch.setenv(var, f"http://user:hunter2-secret@127.0.0.1:{proxy.port}")
+        model = mw.Model(id="m", api="openai-chat", provider="local",
+                         base_url=f"{scheme}://api.proxied.invalid/v1")  # fmt: skip
+        message = run("httptools", model, max_retries=2, trace=log)
+        assert proxy.connections == [] and proxy.requests == []
+    assert message.error is not None and message.error.kind == "connect", message.error
+    assert not [r for r in log.records if isinstance(r, RetryTrace)]  # final: not retried
+    assert message.error.retryable is False  # nor by a batch or a fallback
+    text = message.error.message
+    assert "transport='httptools' does not go through proxies" in text, text
+    assert all(word in text for word in ("'aiohttp'", "'httpx'", "NO_PROXY")), text
+    assert "hunter2" not in text and "api.proxied.invalid" not in text
+
+
+def test_httptools_goes_direct_to_a_no_proxy_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host ``NO_PROXY`` exempts is connected to directly, the proxy set for all
+    the others untouched (it would answer too: only who saw the request tells)."""
+    for name in PROXY_VARS:
+        monkeypatch.delenv(name, raising=False)
+    with serving([ok("openai-chat")]) as proxy, serving([ok("openai-chat")]) as direct:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{proxy.port}")
+        monkeypatch.setenv("NO_PROXY", "exempt.invalid,127.0.0.1")
+        message = run("httptools", model_for("openai-chat", direct.port))
+        assert message.text == TEXT, message.error
+        assert direct.targets == ["/v1/chat/completions"]  # origin form: not proxied
+        assert proxy.connections == []
+        assert direct.wait_closed()
 
 
 def _cert(tmp: Path) -> tuple[Path, Path]:
@@ -298,13 +401,31 @@ def test_tls_is_verified_with_the_one_shared_context(
     assert server.wait_closed()
 
 
+def _raw_deflate(data: bytes) -> bytes:
+    c = zlib.compressobj(wbits=-zlib.MAX_WBITS)
+    return c.compress(data) + c.flush()
+
+
+# Each coding the transports ask for; "deflate" as RFC 9110 says (zlib-wrapped) and
+# as some servers send it (raw RFC 1951).
+CODINGS: dict[str, tuple[str, Callable[[bytes], bytes]]] = {"gzip": ("gzip", gzip.compress), "deflate": ("deflate", zlib.compress),
+           "deflate-raw": ("deflate", _raw_deflate)}  # fmt: skip
+
+
+@pytest.mark.parametrize("coding", list(CODINGS))
 @pytest.mark.parametrize("mode", MODES)
-def test_a_gzip_event_stream_is_decoded(mode: str) -> None:
-    """Providers may send the event stream gzip-encoded (Anthropic does)."""
-    body = gzip.compress(b"".join(frames("openai-chat")))
+def test_a_gzip_or_deflate_event_stream_is_decoded(mode: str, coding: str) -> None:
+    """Providers may send the event stream gzip-encoded (Anthropic does); each coding
+    asked for in ``Accept-Encoding`` is undone."""
+    name, compress = CODINGS[coding]
+    body = compress(b"".join(frames("openai-chat")))
     cut = len(body) // 2  # two reads, the cut inside the deflate stream
-    plan = Plan(body=[body[:cut], body[cut:]], headers={"Content-Encoding": "gzip"})
+    plan = Plan(body=[body[:cut], body[cut:]], headers={"Content-Encoding": name})
     with serving([plan]) as server:
         message = run(mode, model_for("openai-chat", server.port))
         assert server.wait_closed()
     assert message.text == TEXT and message.stop_reason == "stop", message.error
+    [head] = server.heads
+    accepted = next(line for line in head.lower().split(b"\r\n")
+                    if line.startswith(b"accept-encoding:"))  # fmt: skip
+    assert name.encode() in accepted

@@ -45,8 +45,8 @@ __all__ = [
 ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
 REASONING_LEVELS: tuple[str, ...] = ("minimal", "low", "medium", "high", "xhigh")
 #: The HTTP clients modelwire can open itself (``modelwire._http``).
-Transport: TypeAlias = Literal["auto", "httpx", "aiohttp"]
-TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp")
+Transport: TypeAlias = Literal["auto", "httpx", "aiohttp", "httptools"]
+TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp", "httptools")
 
 
 class _EnvKeys(Mapping[str, tuple[str, ...]]):
@@ -225,7 +225,9 @@ class AgentOptions(TypedDict, total=False):
     transport: Transport
     """The HTTP client modelwire opens when no ``http_client`` is given: ``"auto"``
     (default: aiohttp for ``stream``/``complete`` when installed, else httpx; httpx
-    for the sync twins), ``"httpx"`` or ``"aiohttp"`` (async only)."""
+    for the sync twins), ``"httpx"``, ``"aiohttp"`` (async only) or ``"httptools"``
+    (async only: modelwire's own HTTP/1.1 client on httptools, the least latency and
+    CPU per request; no proxies — one set for the URL fails the call)."""
     session_id: str | None
     """Provider session / cache key, where the API has one."""
     cache: bool
@@ -392,7 +394,7 @@ def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestO
     transport = options.get("transport", "auto")
     if transport not in TRANSPORTS:
         raise ConfigurationError(
-            f'transport must be "auto", "httpx" or "aiohttp", got {transport!r}'
+            f'transport must be "auto", "httpx", "aiohttp" or "httptools", got {transport!r}'
         )
     if temperature is not None and (
         isinstance(temperature, bool) or not isinstance(temperature, int | float)

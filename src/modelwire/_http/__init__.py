@@ -47,7 +47,16 @@ from .._http_status import status_error
 from .._redact import redact
 from .._retry import MAX_RETRY_AFTER
 from ..errors import StreamError
-from ._base import aiohttp_installed, check_client, phases, read_failure, send_failure, ssl_context
+from ._base import (
+    aiohttp_installed,
+    check_client,
+    httptools_installed,
+    is_httptools_pool,
+    phases,
+    read_failure,
+    send_failure,
+    ssl_context,
+)
 from ._httpx_async import HttpxAsyncTransport
 from ._json import post_json_async, post_json_sync
 
@@ -68,6 +77,7 @@ __all__ = [
     "check_client",
     "close_async_client",
     "drive_async",
+    "httptools_installed",
     "pooled_async_client",
     "post_json_async",
     "post_json_sync",
@@ -93,10 +103,14 @@ class AsyncTransport(Protocol):
 
 def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
     """The transport for one async call: the caller's client's own kind, else
-    ``transport`` (``"auto"``: aiohttp when installed, else httpx); checked by
-    :func:`check_client` beforehand."""
+    ``transport`` (``"auto"``: aiohttp when installed, else httpx; ``"httptools"``:
+    ``modelwire._http_httptools``); checked by :func:`check_client` beforehand."""
     if isinstance(client, httpx.AsyncClient):
         return HttpxAsyncTransport(client, ssl_context)
+    if (client is None and transport == "httptools") or is_httptools_pool(client):
+        from .._http_httptools import HttptoolsTransport
+
+        return HttptoolsTransport(client, ssl_context)  # type: ignore[arg-type]
     if client is None and (transport == "httpx" or not aiohttp_installed()):
         return HttpxAsyncTransport(None, ssl_context)
     from .._http_aiohttp import AiohttpTransport
@@ -474,8 +488,13 @@ def pooled_async_client(max_connections: int, transport: str = "httpx") -> Any:
     """One shared client for many concurrent calls (``mw.batch``, the gateway): a pool
     sized to the concurrency, so workers reuse connections instead of opening one
     each; an ``aiohttp.ClientSession`` for ``transport="auto"`` when aiohttp is
-    installed (called on the loop that will use it), else an ``httpx.AsyncClient``."""
+    installed (called on the loop that will use it), the httptools transport's
+    ``Pool`` for ``transport="httptools"``, else an ``httpx.AsyncClient``."""
     n = max(1, max_connections)
+    if transport == "httptools":
+        from .._http_httptools import Pool
+
+        return Pool(n)
     if transport == "auto" and aiohttp_installed():
         from .._http_aiohttp import capped_session
 
@@ -485,5 +504,5 @@ def pooled_async_client(max_connections: int, transport: str = "httpx") -> Any:
 
 
 async def close_async_client(client: Any) -> None:
-    """Close a client :func:`pooled_async_client` made, of either kind."""
+    """Close a client :func:`pooled_async_client` made, of any kind."""
     await (client.aclose() if isinstance(client, httpx.AsyncClient) else client.close())

@@ -26,6 +26,8 @@ __all__ = [
     "DEADLINE_READING",
     "aiohttp_installed",
     "check_client",
+    "httptools_installed",
+    "is_httptools_pool",
     "map_exc",
     "phases",
     "read_failure",
@@ -39,6 +41,21 @@ def aiohttp_installed() -> bool:
     return importlib.util.find_spec("aiohttp") is not None
 
 
+def httptools_installed() -> bool:
+    """Whether the httptools transport can be used (found, not imported)."""
+    return importlib.util.find_spec("httptools") is not None
+
+
+def is_httptools_pool(client: object) -> bool:
+    """Whether ``client`` is the httptools transport's connection pool (imports that
+    module only for an object that comes from it)."""
+    if not type(client).__module__.startswith("modelwire._http_httptools"):
+        return False
+    from .._http_httptools import is_pool
+
+    return is_pool(client)
+
+
 def _is_aiohttp_session(client: object) -> bool:
     # Imports aiohttp only for an object that comes from it.
     if not type(client).__module__.startswith("aiohttp"):
@@ -48,21 +65,34 @@ def _is_aiohttp_session(client: object) -> bool:
     return is_session(client)
 
 
+#: What a ``transport`` takes as ``http_client``, for the error that refuses another.
+_HINT = {
+    "httpx": "pass an httpx.AsyncClient",
+    "aiohttp": "pass an aiohttp.ClientSession",
+    "httptools": "pass no http_client",
+}
+
+
 def check_client(client: object, *, sync: bool, transport: str = "auto") -> None:
     """Refuse an ``http_client`` or ``transport`` that cannot work, before any request:
     ``stream()`` and ``complete()`` take an ``httpx.AsyncClient`` or an
     ``aiohttp.ClientSession``, their sync twins an ``httpx.Client`` (the one waits on
     the event loop, the other blocks); ``transport="aiohttp"`` needs aiohttp and the
     event loop; a client of one transport cannot be run by the other."""
-    if transport == "aiohttp":
+    if transport in ("aiohttp", "httptools"):
         if sync:
             raise ConfigurationError(
-                'transport="aiohttp" is for stream()/complete(); the sync twins use httpx '
-                '(transport="httpx" or "auto")'
+                f'transport="{transport}" is for stream()/complete(); the sync twins use '
+                'httpx (transport="httpx" or "auto")'
             )
-        if not aiohttp_installed():
+        if transport == "aiohttp" and not aiohttp_installed():
             raise ConfigurationError(
                 "transport=\"aiohttp\" needs aiohttp: pip install 'modelwire[aiohttp]'"
+            )
+        if transport == "httptools" and not httptools_installed():
+            raise ConfigurationError(
+                'transport="httptools" needs httptools: pip install httptools (the '
+                "gateway extra installs it: pip install 'modelwire[gateway]')"
             )
     if client is None:
         return
@@ -71,16 +101,22 @@ def check_client(client: object, *, sync: bool, transport: str = "auto") -> None
             raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
         return
     if isinstance(client, httpx.AsyncClient):
-        if transport == "aiohttp":
+        if transport in ("aiohttp", "httptools"):
             raise ConfigurationError(
-                'transport="aiohttp" cannot use an httpx.AsyncClient as http_client '
-                "(pass an aiohttp.ClientSession, or no transport)"
+                f'transport="{transport}" cannot use an httpx.AsyncClient as http_client '
+                f"({_HINT[transport]}, or no transport)"
             )
     elif _is_aiohttp_session(client):
-        if transport == "httpx":
+        if transport in ("httpx", "httptools"):
             raise ConfigurationError(
-                'transport="httpx" cannot use an aiohttp.ClientSession as http_client '
-                "(pass an httpx.AsyncClient, or no transport)"
+                f'transport="{transport}" cannot use an aiohttp.ClientSession as http_client '
+                f"({_HINT[transport]}, or no transport)"
+            )
+    elif is_httptools_pool(client):
+        if transport in ("httpx", "aiohttp"):
+            raise ConfigurationError(
+                f'transport="{transport}" cannot use the httptools transport\'s Pool as '
+                f"http_client ({_HINT[transport]}, or no transport)"
             )
     else:
         raise ConfigurationError(
