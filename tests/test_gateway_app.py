@@ -5,6 +5,7 @@ disconnects, the request log, traces, and that no key reaches any output."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 import sqlite3
@@ -591,6 +592,108 @@ def test_otel_spans_name_the_key_and_parent_the_model_call(backend: MockServer) 
 
 
 # --------------------------------------------------------------------------- imports
+
+
+_PROXY_VARS = ("HTTP_PROXY", "http_proxy", "HTTPS_PROXY", "https_proxy", "ALL_PROXY",
+               "all_proxy", "NO_PROXY", "no_proxy")  # fmt: skip
+
+
+def test_the_backend_client_is_httptools_unless_the_environment_names_a_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """modelwire's own HTTP/1.1 client adds the least latency (bench_gateway), but it
+    goes through no proxy: with one set, the gateway takes aiohttp's, which does."""
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+
+    async def kind() -> str:
+        gw = app(config("http://127.0.0.1:1/v1"))
+        try:
+            return type(gw._http_client()).__module__
+        finally:
+            await gw.aclose()
+
+    assert asyncio.run(kind()) == "modelwire._http_httptools"
+    for var in ("HTTPS_PROXY", "http_proxy", "ALL_PROXY"):
+        monkeypatch.setenv(var, "http://127.0.0.1:9")
+        assert asyncio.run(kind()).startswith("aiohttp"), var
+        monkeypatch.delenv(var)
+
+
+def test_the_gateway_reaches_its_backend_through_a_proxy_the_environment_names(
+    backend: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """End to end: a backend behind an HTTP proxy (the proxy forwards in absolute
+    form) answers the client, and nothing went around the proxy."""
+    for var in _PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    backend.add("through the proxy")
+    proxy = ForwardingProxy()
+    monkeypatch.setenv("HTTP_PROXY", proxy.url)
+    try:
+        # The test's own client goes straight to the gateway (the variable is the
+        # gateway's to read).
+        with serving(config(backend.origin + "/v1")) as gw, httpx.Client(trust_env=False) as c:
+            r = c.post(gw.base_url + "/v1/fake", json={"model": "smart", "prompt": "hi"},
+                       headers=AUTH, timeout=30)  # fmt: skip
+        assert r.status_code == 200, r.text
+        assert r.json()["text"] == "through the proxy"
+        assert proxy.targets and proxy.targets[0].startswith(backend.origin + "/v1/")
+        assert len(backend.requests) == len(proxy.targets)
+    finally:
+        proxy.close()
+
+
+class ForwardingProxy:
+    """An HTTP proxy on loopback for plain-http targets (RFC 9112 §3.2.2, absolute
+    form): each request is sent on to its target with httpx and the answer copied
+    back whole."""
+
+    def __init__(self) -> None:
+        self.targets: list[str] = []
+        self._sock = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def close(self) -> None:
+        self._sock.close()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self._sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(conn,), daemon=True).start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        with conn:
+            buf = b""
+            while True:
+                while b"\r\n\r\n" not in buf:
+                    data = conn.recv(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, buf = buf.split(b"\r\n\r\n", 1)
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                headers = dict(line.split(": ", 1) for line in lines[1:])
+                length = int(
+                    next((v for k, v in headers.items() if k.lower() == "content-length"), 0)
+                )
+                while len(buf) < length:
+                    buf += conn.recv(65536)
+                body, buf = buf[:length], buf[length:]
+                self.targets.append(target)
+                sent = {k: v for k, v in headers.items()
+                        if k.lower() not in ("host", "content-length", "connection", "proxy-connection")}  # fmt: skip
+                with httpx.Client(trust_env=False, timeout=30) as client:
+                    r = client.request(method, target, headers=sent, content=body)
+                out = r.content
+                conn.sendall(b"HTTP/1.1 %d X\r\ncontent-type: %s\r\ncontent-length: %d\r\n\r\n"
+                             % (r.status_code, r.headers.get("content-type", "").encode(), len(out))
+                             + out)  # fmt: skip
 
 
 def test_import_does_not_load_uvicorn_or_redis() -> None:

@@ -192,11 +192,17 @@ class Gateway:
 
     def _http_client(self) -> Any:
         if self._client is None:
-            from .._http import pooled_async_client
+            from .._http import httptools_installed, pooled_async_client
+            from .._http_proxy import env_proxy_url
 
-            # aiohttp when installed (the gateway extra installs it): measured in
-            # bench_gateway, half the CPU per streamed delta of httpx's client.
-            self._client = pooled_async_client(self.config.gateway.max_connections, "auto")
+            # modelwire's own HTTP/1.1 client on httptools (the gateway extra installs
+            # it): measured in bench_gateway, 0.7 ms less added time to the first byte
+            # and a fifth less CPU per streamed delta than aiohttp's. It goes through
+            # no proxy: with one set in the environment, aiohttp (which does), else
+            # httpx.
+            proxied = env_proxy_url("https", None) or env_proxy_url("http", None)
+            kind = "httptools" if httptools_installed() and not proxied else "auto"
+            self._client = pooled_async_client(self.config.gateway.max_connections, kind)
         return self._client
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> None:
