@@ -19,6 +19,16 @@ machine falls on all alike:
   uvicorn settings (``serve``'s) that forwards the body to the backend with aiohttp and
   copies the response bytes back as they come: no parsing, no translation, no
   checks. What the gateway adds beyond it is the gateway's own work;
+* ``translate``: to the floor of a *translating* Python proxy here — the pass-through's
+  app, which also authenticates the key (sha256), parses the request and encodes the
+  backend's anew (msgspec), and decodes each SSE event of the answer and renders it
+  anew, its first content sent at once: the work no gateway that translates can skip,
+  and nothing checked (:func:`serve_translate`). What the gateway adds beyond it is
+  the price of its checks, typed events, limits, log and trace;
+* ``translate-raw``: the same app with aiohttp replaced by the least an HTTP/1.1
+  client can do on asyncio — one keep-alive connection, ``httptools`` parsing the
+  answer, no pool, timeout or error handling (:class:`RawConnection`): what is left
+  of a translating proxy's added latency once the client costs next to nothing;
 * ``litellm``: to ``litellm --config`` (its own process) routing to the backend, when
   ``bench/.venv-litellm`` holds it (``python3 -m venv bench/.venv-litellm &&
   bench/.venv-litellm/bin/pip install 'litellm[proxy]==1.108.7'``); skipped otherwise.
@@ -42,7 +52,8 @@ which is what the time to the first byte pays for.
 ``--stamps``: where the gateway's time to the first byte goes, in the served
 processes themselves (the gateway and the pass-through, LiteLLM not run): each
 takes the time (``perf_counter``) at the steps of every measured request — the app
-called, modelwire's transport asked to send (gateway), the backend request written,
+called, modelwire's transport asked to send (gateway), the backend request written
+(on the gateway's httptools transport: the moment before it is),
 the backend's first bytes, its head parsed and the first body bytes read (gateway),
 the first and the last body sent to the client, the app's return (what it does after
 the response, before it can take the next request on its loop) — and the p50 of each
@@ -139,25 +150,31 @@ def stamped(app: Any, path: str) -> Any:
     wrap(http_writer.StreamWriter, "_write", "request written")
     wrap(http_writer.StreamWriter, "_writelines", "request written")
     wrap(client_proto.ResponseHandler, "data_received", "backend bytes")
-    # modelwire's aiohttp transport (the gateway's): asked to send, the head parsed,
-    # a body read returned. aiohttp is installed here (the pass-through needs it).
+    # modelwire's transports (the gateway's: httptools, or aiohttp with a proxy set):
+    # asked to send, the head parsed, a body read returned; on httptools, the request
+    # written (the response expected just before) and the backend's bytes.
     from modelwire._http_aiohttp import AiohttpTransport
+    from modelwire._http_httptools import HttptoolsTransport
+    from modelwire._http_httptools._wire import Connection
 
-    original_send, original_read = AiohttpTransport.send, AiohttpTransport.read
+    for transport in (AiohttpTransport, HttptoolsTransport):
+        original_send, original_read = transport.send, transport.read
 
-    async def timed_send(self: Any, i: Any) -> Any:
-        mark("send called")
-        out = await original_send(self, i)
-        mark("head parsed")
-        return out
+        async def timed_send(self: Any, i: Any, send: Any = original_send) -> Any:
+            mark("send called")
+            out = await send(self, i)
+            mark("head parsed")
+            return out
 
-    async def timed_read(self: Any, i: Any) -> Any:
-        out = await original_read(self, i)
-        mark("body read")
-        return out
+        async def timed_read(self: Any, i: Any, read: Any = original_read) -> Any:
+            out = await read(self, i)
+            mark("body read")
+            return out
 
-    AiohttpTransport.send = timed_send  # type: ignore[method-assign]
-    AiohttpTransport.read = timed_read  # type: ignore[method-assign]
+        transport.send = timed_send  # type: ignore[method-assign]
+        transport.read = timed_read  # type: ignore[method-assign]
+    wrap(Connection, "begin", "request written")
+    wrap(Connection, "data_received", "backend bytes")
 
     async def wrapped(scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope["method"] != "POST":
@@ -371,15 +388,183 @@ def serve_passthrough(backend_v1: str, port: int) -> None:
 
 
 def start_passthrough(
-    backend_v1: str, extra: list[str] | None = None
+    backend_v1: str, extra: list[str] | None = None, mode: str = "--serve-passthrough"
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "--serve-passthrough", backend_v1, str(port),
+    proc = subprocess.Popen([sys.executable, __file__, mode, backend_v1, str(port),
                              *(extra or [])],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     url = f"http://127.0.0.1:{port}"
     wait_ready(url + "/v1/models", proc, {})
     return proc, url
+
+
+class RawConnection:
+    """``translate-raw``'s client: one keep-alive HTTP/1.1 connection, the answer parsed
+    by ``httptools`` (uvicorn's parser, installed with the gateway extra), its body
+    handed over as it comes. The least a client can do — no pool, no timeout, no
+    error handling: a floor to measure against, not a client to use."""
+
+    def __init__(self) -> None:
+        import asyncio
+
+        import httptools
+
+        self._asyncio, self._httptools = asyncio, httptools
+        self.transport: Any = None
+        self.chunks: list[bytes] = []
+        self.done = False
+        self.waiter: Any = None
+        self.headed: Any = None
+        self.parser: Any = None
+
+    # asyncio.Protocol
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.parser.feed_data(data)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.done = True
+        self._wake()
+
+    def eof_received(self) -> None:
+        pass
+
+    # httptools callbacks
+    def on_headers_complete(self) -> None:
+        self.headed.set_result(self.parser.get_status_code())
+
+    def on_body(self, body: bytes) -> None:
+        self.chunks.append(body)
+        self._wake()
+
+    def on_message_complete(self) -> None:
+        self.done = True
+        self._wake()
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    async def post(self, host: str, port: int, path: str, body: bytes) -> int:
+        loop = self._asyncio.get_running_loop()
+        self.parser = self._httptools.HttpResponseParser(self)
+        self.chunks, self.done, self.headed = [], False, loop.create_future()
+        head = (f"POST {path} HTTP/1.1\r\nhost: {host}:{port}\r\n"
+                f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n")  # fmt: skip
+        self.transport.write(head.encode() + body)
+        status: int = await self.headed
+        return status
+
+    async def read(self) -> bytes:
+        """What arrived since the last read; ``b""`` at the end of the body."""
+        while not self.chunks and not self.done:
+            self.waiter = self._asyncio.get_running_loop().create_future()
+            await self.waiter
+        out = b"".join(self.chunks)
+        self.chunks.clear()
+        return out
+
+
+def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
+    """``--serve-translate BACKEND_V1 PORT [--raw-client]``: the floor of a translating
+    proxy (``translate``, ``translate-raw``): the key checked against its sha256, the
+    request parsed and the backend's encoded anew, each event of the answer decoded
+    and rendered anew, the first content sent as soon as it is rendered. Chat to Chat,
+    as the gateway in this bench; nothing is validated."""
+    import asyncio
+    import hashlib
+    import hmac
+
+    import aiohttp
+    import msgspec
+    import uvicorn
+    import yarl
+
+    digest = hashlib.sha256(KEY.encode()).digest()
+    backend = yarl.URL(backend_v1 + "/chat/completions")
+    session: list[aiohttp.ClientSession] = []
+    connection: list[RawConnection] = []
+    decode, encode = msgspec.json.decode, msgspec.json.encode
+
+    async def body_pieces(body: bytes) -> Any:
+        if raw:
+            if not connection:
+                loop = asyncio.get_running_loop()
+                await loop.create_connection(lambda: connection.append(RawConnection()) or connection[0],
+                                             backend.host, backend.port)  # fmt: skip
+            conn = connection[0]
+            await conn.post(str(backend.host), int(backend.port or 80), backend.path, body)
+            while piece := await conn.read():
+                yield piece
+            return
+        if not session:
+            session.append(aiohttp.ClientSession())
+        async with session[0].post(backend, data=body,
+                                   headers={"content-type": "application/json"}) as r:  # fmt: skip
+            async for piece in r.content.iter_any():
+                yield piece
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        if scope["method"] == "GET":  # wait_ready's probe
+            await send({"type": "http.response.start", "status": 200, "headers": []})
+            await send({"type": "http.response.body", "body": b"{}"})
+            return
+        auth = dict(scope["headers"]).get(b"authorization", b"")[7:]
+        if not hmac.compare_digest(hashlib.sha256(auth).digest(), digest):
+            raise RuntimeError("the key is not the bench's")
+        req = decode(body)
+        out = encode({"model": "mock-model", "stream": True,
+                      "stream_options": {"include_usage": True},
+                      "messages": [{"role": m["role"], "content": m["content"]}
+                                   for m in req["messages"]]})  # fmt: skip
+        started = False
+        rest = b""
+        async for piece in body_pieces(out):
+            *frames, rest = (rest + piece).split(b"\n\n")
+            parts: list[bytes] = []
+            for frame in frames:
+                if frame == b"data: [DONE]":
+                    parts.append(b"data: [DONE]\n\n")
+                    continue
+                if not frame.startswith(b"data: {"):
+                    continue
+                chunk = decode(frame[6:])
+                choice = chunk["choices"][0] if chunk.get("choices") else None
+                rendered = {"id": "chatcmpl-bench", "object": "chat.completion.chunk",
+                            "created": 0, "model": req["model"],
+                            "choices": [{"index": 0, "delta": choice["delta"],
+                                         "finish_reason": choice.get("finish_reason")}]
+                            if choice else [], "usage": chunk.get("usage")}  # fmt: skip
+                parts.append(b"data: " + encode(rendered) + b"\n\n")
+                if not started and choice and choice["delta"].get("content"):
+                    # The first content goes out at once, the rest of the read after.
+                    started = True
+                    await send({"type": "http.response.start", "status": 200,
+                                "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
+                    await send({"type": "http.response.body", "body": b"".join(parts),
+                                "more_body": True})  # fmt: skip
+                    parts.clear()
+            if started and parts:
+                await send({"type": "http.response.body", "body": b"".join(parts),
+                            "more_body": True})  # fmt: skip
+        await send({"type": "http.response.body", "body": b""})
+
+    uvicorn.run(app, host="127.0.0.1", port=port, lifespan="on", access_log=False,
+                log_level="warning", server_header=False)  # fmt: skip
 
 
 def serve_backend() -> None:
@@ -543,6 +728,9 @@ def main() -> None:
         try:
             procs["gateway"] = start_gateway(backend_v1, tmp)
             procs["passthru"] = start_passthrough(backend_v1)
+            procs["translate"] = start_passthrough(backend_v1, [], "--serve-translate")
+            procs["translate-raw"] = start_passthrough(backend_v1, ["--raw-client"],
+                                                       "--serve-translate")  # fmt: skip
             lite = start_litellm(backend_v1, tmp)
             if lite is not None:
                 procs["litellm"] = lite
@@ -569,26 +757,31 @@ def report(runs: dict[str, list[tuple[float, float, float]]], cpu: dict[str, flo
     print(f"backend: MockServer, OpenAI Chat stream of {DELTAS} deltas; {REQUESTS} requests "
           f"per path (after {WARMUP} warm-up), interleaved; client httpx")  # fmt: skip
     metrics = ("TTFB", "first text", "total")
-    print(f"{'ms':<8}" + "".join(f"{m + ' p50':>16}{'p99':>8}" for m in metrics)
+    print(f"{'ms':<15}" + "".join(f"{m + ' p50':>16}{'p99':>8}" for m in metrics)
           + "   cpu/delta")  # fmt: skip
     direct = [[pct([r[i] for r in runs["direct"]], q) for q in (0.5, 0.99)] for i in range(3)]
     added: dict[str, list[float]] = {}
     for name, rs in runs.items():
         values = [[pct([r[i] for r in rs], q) for q in (0.5, 0.99)] for i in range(3)]
-        line = f"{name:<8}" + "".join(f"{v[0] * 1000:>16.2f}{v[1] * 1000:>8.2f}" for v in values)
+        line = f"{name:<15}" + "".join(f"{v[0] * 1000:>16.2f}{v[1] * 1000:>8.2f}" for v in values)
         if name != "direct":
             per_delta = cpu[name] / (len(rs) * DELTAS) * 1e6
             line += f"   {per_delta:.1f} µs"
             added[name] = [values[i][j] - direct[i][j] for i in range(3) for j in range(2)]
         print(line)
     for name, a in added.items():
-        print(f"{'+' + name:<8}" + "".join(f"{v * 1000:>+16.2f}" if j % 2 == 0 else f"{v * 1000:>+8.2f}"
+        print(f"{'+' + name:<15}" + "".join(f"{v * 1000:>+16.2f}" if j % 2 == 0 else f"{v * 1000:>+8.2f}"
                                          for j, v in enumerate(a)) + "   (added to direct)")  # fmt: skip
     if "litellm" in added:
         for i, m in enumerate(metrics):
             lite = added["litellm"][2 * i]
             if lite > 0:
                 print(f"gateway added {m} p50 = {added['gateway'][2 * i] / lite:.2f} x LiteLLM's")
+    for floor in ("translate", "translate-raw"):
+        if floor in added:
+            over = [(added["gateway"][2 * i] - added[floor][2 * i]) * 1000 for i in range(3)]
+            print(f"gateway added p50 beyond {floor}'s: "
+                  + ", ".join(f"{m} {v:+.2f} ms" for m, v in zip(metrics, over, strict=True)))  # fmt: skip
 
 
 if __name__ == "__main__":
@@ -601,6 +794,9 @@ if __name__ == "__main__":
         icount()
     elif "--stamps" in sys.argv:
         stamps()
+    elif "--serve-translate" in sys.argv:
+        i = sys.argv.index("--serve-translate")
+        serve_translate(sys.argv[i + 1], int(sys.argv[i + 2]), "--raw-client" in sys.argv)
     elif "--serve-passthrough" in sys.argv:
         i = sys.argv.index("--serve-passthrough")
         serve_passthrough(sys.argv[i + 1], int(sys.argv[i + 2]))
