@@ -143,6 +143,12 @@ class Connection(asyncio.Protocol):
             if self.error is None:
                 self.error = StreamInterruptedError(f"the response is not valid HTTP/1.1 ({exc})")
             self._abort()
+        # Flow control counts the bytes read, once per read (a decoded body adds what
+        # it decodes to, in _coded_body): per chunk it would cost a Python call each.
+        self.buffered += len(data)
+        if self.buffered > HIGH_WATER and self.chunks and not self.paused and self.transport:
+            self.paused = True
+            self.transport.pause_reading()
         self._wake()
 
     def eof_received(self) -> bool:
@@ -193,23 +199,24 @@ class Connection(asyncio.Protocol):
         self._wake()
 
     def on_body(self, body: bytes) -> None:
-        if self.interim:
-            return
-        if self.decoder is not None:
-            try:
-                body = self.decoder.decompress(body)
-            except zlib.error as exc:
-                self.error = StreamInterruptedError(
-                    f"the response body does not decode as its content-encoding says ({exc})"
-                )
-                raise
-            if not body:
-                return
-        self.chunks.append(body)
-        self.buffered += len(body)
-        if self.buffered > HIGH_WATER and not self.paused and self.transport is not None:
-            self.paused = True
-            self.transport.pause_reading()
+        # Called for every HTTP chunk (one per event on most servers): kept to an append.
+        if self.decoder is None and not self.interim:
+            self.chunks.append(body)
+        elif not self.interim:
+            self._coded_body(body)
+
+    def _coded_body(self, body: bytes) -> None:
+        assert self.decoder is not None
+        try:
+            body = self.decoder.decompress(body)
+        except zlib.error as exc:
+            self.error = StreamInterruptedError(
+                f"the response body does not decode as its content-encoding says ({exc})"
+            )
+            raise
+        if body:
+            self.chunks.append(body)
+            self.buffered += len(body)
 
     def on_message_complete(self) -> None:
         if self.interim:
