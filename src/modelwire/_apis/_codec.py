@@ -294,6 +294,41 @@ def first_sse_json(payload: bytes) -> object:
     """The JSON value of the first Server-Sent Event with data in ``payload`` (the
     start of a body), or ``None`` (not SSE, incomplete, not JSON): what a codec's
     :meth:`~WireCodec.recognizes` looks at."""
+    quick = _first_plain_data(payload)
+    if quick is not None and quick.strip() and quick != b"[DONE]":
+        try:
+            return msgspec.json.decode(quick)
+        except msgspec.DecodeError:
+            pass  # the parser's answer, whatever the bytes are
+    return _first_sse_json(payload)
+
+
+_PLAIN_FIELDS = (b"data: ", b"event: ", b"id: ")
+
+
+def _first_plain_data(payload: bytes) -> bytes | None:
+    """The first event's data when that event is written the plain way every provider
+    writes it — ``event:``/``id:`` lines and one ``data: `` line, LF-ended, no CR, no
+    comment — else ``None`` (the full parser decides). Asked on every call's first
+    payload: the parser costs several times this."""
+    end = payload.find(b"\n\n")
+    if end < 0:
+        return None
+    block = payload[:end]
+    if b"\r" in block:
+        return None
+    data = None
+    for line in block.split(b"\n"):
+        if not line.startswith(_PLAIN_FIELDS):
+            return None
+        if line.startswith(b"data: "):
+            if data is not None:
+                return None  # several data lines: joined by the parser
+            data = line[6:]
+    return data
+
+
+def _first_sse_json(payload: bytes) -> object:
     decoder = SSEDecoder()
     start = 0
     for _ in range(8):  # a few comment or keep-alive blocks may come first
