@@ -63,6 +63,9 @@ class _EnvKeys(Mapping[str, tuple[str, ...]]):
     def __getitem__(self, name: str) -> tuple[str, ...]:
         return self._table()[name]
 
+    def get(self, name: str, default: Any = None) -> Any:  # once per call: no detour via []
+        return self._table().get(name, default)
+
     def __iter__(self) -> Iterator[str]:
         return iter(self._table())
 
