@@ -346,6 +346,27 @@ def icount() -> None:
           f"   ({per['gateway'] / per['raw']:.2f}x; {per['gateway'] - per['raw']:,.0f} more)")  # fmt: skip
 
 
+async def floor_request(scope: dict[str, Any], receive: Any, send: Any) -> bytes | None:
+    """What the floors' apps share: the lifespan and ``wait_ready``'s GET answered here
+    (``None``), a POST's body read whole."""
+    if scope["type"] == "lifespan":
+        while (await receive())["type"] != "lifespan.shutdown":
+            await send({"type": "lifespan.startup.complete"})
+        await send({"type": "lifespan.shutdown.complete"})
+        return None
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            break
+    if scope["method"] == "GET":  # wait_ready's probe
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"{}"})
+        return None
+    return body
+
+
 def serve_passthrough(backend_v1: str, port: int) -> None:
     """``--serve-passthrough BACKEND_V1 PORT``: the pass-through proxy process."""
     import aiohttp
@@ -354,20 +375,8 @@ def serve_passthrough(backend_v1: str, port: int) -> None:
     session: list[aiohttp.ClientSession] = []
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if scope["method"] == "GET":  # wait_ready's probe
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": b"{}"})
+        body = await floor_request(scope, receive, send)
+        if body is None:
             return
         if not session:
             session.append(aiohttp.ClientSession())
@@ -508,20 +517,8 @@ def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
                 yield piece
 
     async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
-        if scope["method"] == "GET":  # wait_ready's probe
-            await send({"type": "http.response.start", "status": 200, "headers": []})
-            await send({"type": "http.response.body", "body": b"{}"})
+        body = await floor_request(scope, receive, send)
+        if body is None:
             return
         auth = dict(scope["headers"]).get(b"authorization", b"")[7:]
         if not hmac.compare_digest(hashlib.sha256(auth).digest(), digest):

@@ -112,27 +112,41 @@ class RawServer:
             self.requests.append(body)
             return self.plans.pop(0) if len(self.plans) > 1 else self.plans[0]
 
+    @staticmethod
+    def read_request(conn: socket.socket, buf: bytes) -> tuple[bytes, bytes, bytes] | None:
+        """The next request on ``conn`` (``buf``: bytes already read): its head, its
+        body, and what was read past it; ``None`` once the client closed."""
+        while b"\r\n\r\n" not in buf:
+            data = conn.recv(65536)
+            if not data:
+                return None  # the client closed the connection
+            buf += data
+        head, buf = buf.split(b"\r\n\r\n", 1)
+        length = 0
+        for line in head.split(b"\r\n")[1:]:
+            name, _, value = line.partition(b":")
+            if name.strip().lower() == b"content-length":
+                length = int(value)
+        while len(buf) < length:
+            data = conn.recv(65536)
+            if not data:
+                return None
+            buf += data
+        return head, buf[:length], buf[length:]
+
     def _serve(self, conn: socket.socket, closed: threading.Event) -> None:
         buf = b""
         try:
             while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return  # the client closed the connection
-                    buf += data
-                head, buf = buf.split(b"\r\n\r\n", 1)
+                got = self.read_request(conn, buf)
+                if got is None:
+                    return
+                head, body, buf = got
                 self.heads.append(head)
-                length = 0
                 for line in head.split(b"\r\n")[1:]:
                     name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"content-length":
-                        length = int(value)
                     if name.strip().lower() == b"user-agent":
                         self.agents.append(value.strip().decode())
-                while len(buf) < length:
-                    buf += conn.recv(65536)
-                body, buf = buf[:length], buf[length:]
                 self.targets.append(head.split(b" ", 2)[1].decode())
                 plan = self._next_plan(body)
                 if plan.status == 0:  # hang up without a response (a transport error)

@@ -82,23 +82,14 @@ class Wire(RawServer):
         buf = b""
         try:
             while True:
-                while b"\r\n\r\n" not in buf:
-                    data = conn.recv(65536)
-                    if not data:
-                        return  # the client closed the connection
-                    buf += data
-                head, buf = buf.split(b"\r\n\r\n", 1)
-                length = int(field(head, "content-length") or 0)
-                while len(buf) < length:
-                    data = conn.recv(65536)
-                    if not data:
-                        return
-                    buf += data
+                got = self.read_request(conn, buf)
+                if got is None:
+                    return
+                head, body, buf = got
                 with self._lock:
                     self.heads.append(head)
-                    self.requests.append(buf[:length])
+                    self.requests.append(body)
                     answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
-                buf = buf[length:]
                 for step in answer:
                     if isinstance(step, bytes):
                         conn.sendall(step)

@@ -97,6 +97,12 @@ def request_head(t: Target, headers: Any, length: int) -> bytes:
 # --------------------------------------------------------------------------- connection
 
 
+def _undecodable(exc: zlib.error) -> StreamInterruptedError:
+    return StreamInterruptedError(
+        f"the response body does not decode as its content-encoding says ({exc})"
+    )
+
+
 class Connection(asyncio.Protocol):
     """One keep-alive connection: the response being read, parsed as it arrives."""
 
@@ -210,9 +216,7 @@ class Connection(asyncio.Protocol):
         try:
             body = self.decoder.decompress(body)
         except zlib.error as exc:
-            self.error = StreamInterruptedError(
-                f"the response body does not decode as its content-encoding says ({exc})"
-            )
+            self.error = _undecodable(exc)
             raise
         if body:
             self.chunks.append(body)
@@ -233,9 +237,7 @@ class Connection(asyncio.Protocol):
             try:
                 rest = decoder.flush()
             except zlib.error as exc:
-                self.error = StreamInterruptedError(
-                    f"the response body does not decode as its content-encoding says ({exc})"
-                )
+                self.error = _undecodable(exc)
                 return
             if rest:
                 self.chunks.append(rest)
