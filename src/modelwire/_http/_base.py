@@ -75,10 +75,11 @@ _HINT = {
 
 def check_client(client: object, *, sync: bool, transport: str = "auto") -> None:
     """Refuse an ``http_client`` or ``transport`` that cannot work, before any request:
-    ``stream()`` and ``complete()`` take an ``httpx.AsyncClient`` or an
-    ``aiohttp.ClientSession``, their sync twins an ``httpx.Client`` (the one waits on
-    the event loop, the other blocks); ``transport="aiohttp"`` needs aiohttp and the
-    event loop; a client of one transport cannot be run by the other."""
+    ``stream()`` and ``complete()`` take an ``httpx.AsyncClient``, an
+    ``aiohttp.ClientSession`` or the httptools transport's ``Pool``, their sync twins
+    an ``httpx.Client`` (the one waits on the event loop, the other blocks);
+    ``transport="aiohttp"`` and ``"httptools"`` need their library and the event loop;
+    a client of one transport cannot be run by another."""
     if transport in ("aiohttp", "httptools"):
         if sync:
             raise ConfigurationError(
