@@ -36,10 +36,11 @@ import aiohttp
 import yarl
 
 from ._call import Drain, Failure, Head, Read, ReadError, Send
+from ._http._base import DEADLINE_BEFORE, DEADLINE_READING
 from ._http._deadline import ReadDeadline
 from ._http_proxy import env_proxy_url
 from ._http_status import origin
-from ._redact import redact, redact_url
+from ._redact import error_text
 from .errors import ConnectError, RequestTimeoutError, StreamError, StreamInterruptedError
 
 if TYPE_CHECKING:
@@ -47,9 +48,6 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 __all__ = ["AiohttpTransport", "capped_session", "is_session", "pooled_session"]
-
-_DEADLINE_BEFORE = "total timeout expired before the response"
-_DEADLINE_READING = "total timeout expired while reading"
 
 
 def is_session(client: object) -> bool:
@@ -88,17 +86,10 @@ def _phases(i: Send) -> aiohttp.ClientTimeout:
     )
 
 
-def _text(exc: BaseException, secrets: tuple[str, ...]) -> str:
-    # aiohttp puts the request URL in some messages (a connect timeout names it in
-    # full): userinfo and secrets (Gemini's ``?key=``) are taken out.
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return redact_url(redact(text, secrets))
-
-
 def _map_exc(
     exc: BaseException, secrets: tuple[str, ...], *, started: bool, url: str = ""
 ) -> StreamError:
-    text = _text(exc, secrets)
+    text = error_text(exc, secrets)
     to = f" to {origin(url)}" if url else ""
     if isinstance(exc, aiohttp.ConnectionTimeoutError):
         return RequestTimeoutError(f"connect timeout expired connecting{to} ({text})")
@@ -279,7 +270,7 @@ class AiohttpTransport:
         except (aiohttp.ClientError, ValueError, OSError) as exc:
             # (``TimeoutError`` is an ``OSError``: the deadline's own is told apart.)
             if deadline is not None and deadline.expired():
-                return Failure(RequestTimeoutError(_DEADLINE_BEFORE), deadline=True)
+                return Failure(RequestTimeoutError(DEADLINE_BEFORE), deadline=True)
             unusable = isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError) or (
                 isinstance(exc, ValueError) and not isinstance(exc, aiohttp.ClientError)
             )
@@ -334,7 +325,7 @@ class AiohttpTransport:
         # (``ReadDeadline``), not one ``asyncio.timeout`` per read.
         deadline = self._deadline
         if not deadline.enter(i.remaining, self._idle):
-            return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+            return Failure(RequestTimeoutError(DEADLINE_READING), deadline=True)
         try:
             chunk = await content.readany()
         except aiohttp.ClientError as exc:
@@ -342,7 +333,7 @@ class AiohttpTransport:
         except asyncio.CancelledError:
             if deadline.fired():
                 if deadline.expired:
-                    return Failure(RequestTimeoutError(_DEADLINE_READING), deadline=True)
+                    return Failure(RequestTimeoutError(DEADLINE_READING), deadline=True)
                 return Failure(RequestTimeoutError(
                     f"idle timeout expired (no bytes for {self._idle:g} s)"))  # fmt: skip
             raise

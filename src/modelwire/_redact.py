@@ -36,6 +36,7 @@ __all__ = [
     "MIN_FRAGMENT",
     "StreamRedactor",
     "credential_secrets",
+    "error_text",
     "head",
     "is_credential_header",
     "redact",
@@ -135,6 +136,14 @@ def redact_url(text: str) -> str:
     if "@" not in text:
         return text
     return _USERINFO.sub(lambda m: f"{m['head']}{MARK}@", text)
+
+
+def error_text(exc: BaseException, secrets: Iterable[str]) -> str:
+    """``Type: message`` of a client library's exception, for a typed error's text:
+    secrets and URL userinfo taken out (HTTP clients put the request URL in some
+    messages, a connect timeout's in full; Gemini's carries ``?key=``)."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return redact_url(redact(text, secrets))
 
 
 def split_userinfo(url: str) -> tuple[str, str | None, str | None]:

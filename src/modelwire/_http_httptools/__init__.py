@@ -38,10 +38,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .._call import Drain, Failure, Head, Read, ReadError, Send
+from .._http._base import DEADLINE_BEFORE, DEADLINE_READING
 from .._http._deadline import ReadDeadline
 from .._http_proxy import env_proxy_url
 from .._http_status import origin
-from .._redact import redact, redact_url
+from .._redact import error_text, redact, redact_url
 from ..errors import ConnectError, RequestTimeoutError, StreamError, StreamInterruptedError
 from ._pool import Pool, pooled
 from ._wire import Connection, Target, request_head, target
@@ -51,9 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["HttptoolsTransport", "Pool", "is_pool", "pooled"]
 
-_DEADLINE_BEFORE = "total timeout expired before the response"
-_DEADLINE_READING = "total timeout expired while reading"
-
 
 def is_pool(client: object) -> bool:
     """Whether ``client`` is a :class:`Pool` (a caller's ``http_client``)."""
@@ -61,11 +59,6 @@ def is_pool(client: object) -> bool:
 
 
 # --------------------------------------------------------------------------- transport
-
-
-def _text(exc: BaseException, secrets: tuple[str, ...]) -> str:
-    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-    return redact_url(redact(text, secrets))
 
 
 class HttptoolsTransport:
@@ -139,13 +132,13 @@ class HttptoolsTransport:
                 conn = await pool.acquire(t, self._ssl)
         except TimeoutError:
             if i.remaining is not None and (i.connect is None or i.remaining <= i.connect):
-                return Failure(RequestTimeoutError(_DEADLINE_BEFORE), deadline=True)
+                return Failure(RequestTimeoutError(DEADLINE_BEFORE), deadline=True)
             return Failure(
                 RequestTimeoutError(f"connect timeout expired connecting to {where}"),
                 timeout=True,
             )
         except (OSError, RuntimeError) as exc:
-            text = _text(exc, self._secrets)
+            text = error_text(exc, self._secrets)
             return Failure(ConnectError(f"could not connect to {where} ({text})"))
         self._conn = conn
         return None
@@ -159,12 +152,12 @@ class HttptoolsTransport:
             # Nothing answered yet, whatever broke it (bytes that are no HTTP too): a
             # failed connection, retried as one, as on the other transports.
             own = isinstance(cause, StreamError)  # its words, without a type name
-            text = redact(str(cause), self._secrets) if own else _text(cause, self._secrets)
+            text = redact(str(cause), self._secrets) if own else error_text(cause, self._secrets)
             to = f" to {origin(url)}" if url else ""
             return Failure(ConnectError(f"the connection{to} failed before a response ({text})"))
         if isinstance(cause, StreamError):
             return Failure(cause)
-        text = _text(cause, self._secrets)
+        text = error_text(cause, self._secrets)
         return Failure(
             StreamInterruptedError(
                 f"the connection closed before the response body was complete ({text})"
@@ -176,7 +169,7 @@ class HttptoolsTransport:
     ) -> Failure | None:
         deadline = self._deadline
         if not deadline.enter(remaining, self._idle):
-            return Failure(RequestTimeoutError(_DEADLINE_BEFORE if before else _DEADLINE_READING),
+            return Failure(RequestTimeoutError(DEADLINE_BEFORE if before else DEADLINE_READING),
                            deadline=True)  # fmt: skip
         try:
             await conn.wait()
@@ -184,7 +177,7 @@ class HttptoolsTransport:
             if deadline.fired():
                 if deadline.expired:
                     return Failure(
-                        RequestTimeoutError(_DEADLINE_BEFORE if before else _DEADLINE_READING),
+                        RequestTimeoutError(DEADLINE_BEFORE if before else DEADLINE_READING),
                         deadline=True,
                     )  # fmt: skip
                 return Failure(
