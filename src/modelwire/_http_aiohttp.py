@@ -36,8 +36,7 @@ import aiohttp
 import yarl
 
 from ._call import Drain, Failure, Head, Read, ReadError, Send
-from ._http._base import DEADLINE_BEFORE, DEADLINE_READING
-from ._http._deadline import ReadDeadline
+from ._http._deadline import DEADLINE_BEFORE, DEADLINE_READING, ReadDeadline
 from ._http_proxy import env_proxy_url
 from ._http_status import origin
 from ._redact import error_text

@@ -20,6 +20,7 @@ from ..errors import (
     StreamError,
     StreamInterruptedError,
 )
+from ._deadline import DEADLINE_BEFORE, DEADLINE_READING
 
 __all__ = [
     "DEADLINE_BEFORE",
@@ -178,7 +179,3 @@ def send_failure(exc: httpx.HTTPError, request: HTTPRequest) -> Failure:
 
 def read_failure(exc: httpx.HTTPError, secrets: tuple[str, ...]) -> Failure:
     return Failure(map_exc(exc, secrets, started=True))
-
-
-DEADLINE_BEFORE = "total timeout expired before the response"
-DEADLINE_READING = "total timeout expired while reading"

@@ -20,7 +20,11 @@ from __future__ import annotations
 import asyncio
 import math
 
-__all__ = ["ReadDeadline"]
+__all__ = ["DEADLINE_BEFORE", "DEADLINE_READING", "ReadDeadline"]
+
+#: What a total deadline that passed says, by where the call was (every transport's).
+DEADLINE_BEFORE = "total timeout expired before the response"
+DEADLINE_READING = "total timeout expired while reading"
 
 
 class ReadDeadline:
