@@ -85,6 +85,14 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch, _user_dirs: Path) -> Iterator[Non
     monkeypatch.delenv("NO_COLOR", raising=False)
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     yield
+    # A gateway with otel = true instruments the process (its calls' spans): not the
+    # next test's calls, whose traced pipelines would decode differently.
+    from modelwire._observers import AGENT_OBSERVERS, CALL_OBSERVERS
+
+    if CALL_OBSERVERS or AGENT_OBSERVERS:
+        import modelwire.otel
+
+        modelwire.otel.uninstrument()
 
 
 @pytest.fixture
