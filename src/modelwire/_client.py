@@ -26,7 +26,7 @@ from ._count import TokenCount
 from ._fallback import Fallback, Plan, Target, make_plan
 from ._handoffs import handoff
 from ._observers import CALL_OBSERVERS
-from ._options import RequestOptions, StreamOptions, check_option_names, resolve_options
+from ._options import RequestOptions, StreamOptions, check_option_names, resolve_checked
 from ._pipeline import Pipeline
 from ._providers import apply_provider_rules
 from ._streams import (
@@ -131,15 +131,18 @@ def _prepare(
     plan = _output_plan(model, opts)
     # "auto" is fitted below, once the conversation is rewritten for this model.
     auto = opts.get("max_tokens") == "auto"
-    # A block the model does not accept is refused here, never replaced (Model.input).
-    check_input(model, context)
-    if custom_stream(model.api) is not None:
+    custom = custom_stream(model.api) is not None
+    if plan is not None or custom:
+        # A block the model does not accept is refused here, never replaced
+        # (Model.input); without an output plan, handoff checks the same context.
+        check_input(model, context)
+    if custom:
         # A custom stream function does its own auth: no env-var lookup.
-        options = resolve_options("", **opts)
+        options = resolve_checked("", opts)
         if plan is not None:
             context, options = plan.apply(context, options)
         return options, None, None, context, plan
-    options = resolve_options(model.provider, **opts)
+    options = resolve_checked(model.provider, opts)
     if options.reasoning is not None:
         import msgspec
 
@@ -151,7 +154,8 @@ def _prepare(
     if plan is not None:
         # The native field's request, the answer tool forced, or the schema prompted.
         context, options = plan.apply(context, options)
-    # Replaying to another provider/model: signatures, ids, orphaned calls (handoff rules).
+    # Replaying to another provider/model: signatures, ids, orphaned calls (handoff
+    # rules); it refuses input the model does not take (check_input) first.
     ctx = handoff(context, model)
     prefail: StreamError | None = None
     if auto:
@@ -300,14 +304,14 @@ def _begin(
     caller's ``http_client`` checked against the transport (``name`` is the entry
     point, for errors; ``stream_sync`` wants a sync client)."""
     check_option_names(options, name)
-    _check_trace(options.get("trace"))
+    checked_trace = _check_trace(options.get("trace"))
     completion_policy = options.get("completion_policy")
     _check_policy(completion_policy)
     http_client = options.get("http_client")
     model, context = _inputs(model, context, options)
     prepared = _plan(model, context, options)
     first = model.models[0] if isinstance(model, Fallback) else model
-    trace = _observer(first, options)
+    trace = _observer(first, options, checked_trace)
     plan = prepared.plan
     if isinstance(plan, Plan):
         transport = plan.targets[0].options.transport
@@ -328,10 +332,12 @@ def _planned(s: _S, plan: OutputPlan | None) -> _S:
     return out
 
 
-def _observer(model: Model, options: StreamOptions) -> TraceObserver | None:
-    """The call's one observer: ``trace=``, the ``log=`` recorder and every registered
-    instrumentation (:mod:`modelwire._observers`), in that order."""
-    trace = _check_trace(options.get("trace"))
+def _observer(
+    model: Model, options: StreamOptions, trace: TraceObserver | None
+) -> TraceObserver | None:
+    """The call's one observer: ``trace`` (the checked ``trace=``), the ``log=``
+    recorder and every registered instrumentation (:mod:`modelwire._observers`), in
+    that order."""
     log = options.get("log")
     if log is None and not CALL_OBSERVERS:
         return trace

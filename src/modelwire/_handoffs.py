@@ -373,6 +373,22 @@ def handoff(context: Context, model: Model) -> Context:
     """
     check_input(model, context)  # no input of a kind the model does not take (rule 6)
     messages = context.messages
+    out: list[Message]
+    if all(type(m) is UserMessage for m in messages):
+        # A first turn: no calls, no ids to map.
+        out = [_user(m) for m in messages if isinstance(m, UserMessage)]
+    else:
+        out = _replay(messages, model)
+    system = context.system_prompt
+    new_system = remove_lone_surrogates(system) if system is not None else None
+    if new_system is system and len(out) == len(messages):
+        if all(a is b for a, b in zip(out, messages, strict=True)):
+            return context
+    return _replace(context, system_prompt=new_system, messages=tuple(out))
+
+
+def _replay(messages: tuple[Message, ...], model: Model) -> list[Message]:
+    """The messages of a conversation with assistant turns, rewritten for ``model``."""
     keep = {
         b.id
         for msg in messages
@@ -411,10 +427,4 @@ def handoff(context: Context, model: Model) -> Context:
                 out.append(new)
             pending = {c.id: (c, msg.timestamp) for c in msg.content if isinstance(c, ToolCall)}
     flush()
-
-    system = context.system_prompt
-    new_system = remove_lone_surrogates(system) if system is not None else None
-    if new_system is system and len(out) == len(messages):
-        if all(a is b for a, b in zip(out, messages, strict=True)):
-            return context
-    return _replace(context, system_prompt=new_system, messages=tuple(out))
+    return out

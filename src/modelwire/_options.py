@@ -39,6 +39,7 @@ __all__ = [
     "check_option_names",
     "encode_body",
     "resolve_api_key",
+    "resolve_checked",
     "resolve_options",
 ]
 
@@ -49,6 +50,9 @@ Transport: TypeAlias = Literal["auto", "httpx", "aiohttp", "httptools"]
 TRANSPORTS: tuple[str, ...] = ("auto", "httpx", "aiohttp", "httptools")
 
 
+_env_keys: Callable[[], Mapping[str, tuple[str, ...]]] | None = None
+
+
 class _EnvKeys(Mapping[str, tuple[str, ...]]):
     """Provider → API-key variables, read from the provider records of the catalog
     data on first use (:func:`modelwire._providers._records.env_keys`). Read-only."""
@@ -56,9 +60,12 @@ class _EnvKeys(Mapping[str, tuple[str, ...]]):
     __slots__ = ()
 
     def _table(self) -> Mapping[str, tuple[str, ...]]:
-        from ._providers._records import env_keys
+        global _env_keys
+        if _env_keys is None:  # imported on first use: the records import this module
+            from ._providers._records import env_keys
 
-        return env_keys()
+            _env_keys = env_keys
+        return _env_keys()
 
     def __getitem__(self, name: str) -> tuple[str, ...]:
         return self._table()[name]
@@ -381,6 +388,12 @@ def resolve_options(provider: str, **options: Unpack[StreamOptions]) -> RequestO
     (``TypeError`` for a keyword that is not an option). ``trace`` and
     ``completion_policy`` are the client's: checked there, not here."""
     check_option_names(options, "resolve_options")
+    return resolve_checked(provider, options)
+
+
+def resolve_checked(provider: str, options: StreamOptions) -> RequestOptions:
+    """:func:`resolve_options` for options whose names were checked already (the
+    client checks them once per call, before it resolves them model by model)."""
     api_key = options.get("api_key")
     headers = options.get("headers")
     temperature = options.get("temperature")

@@ -149,6 +149,8 @@ def error_text(exc: BaseException, secrets: Iterable[str]) -> str:
 def split_userinfo(url: str) -> tuple[str, str | None, str | None]:
     """``(url without userinfo, user, password)`` — both percent-decoded, ``None``
     when the URL has none (RFC 3986 §3.2.1; the password after the first ``:``)."""
+    if "@" not in url:
+        return url, None, None  # no userinfo without its "@" (checked on every request)
     from urllib.parse import unquote, urlsplit, urlunsplit
 
     parts = urlsplit(url)

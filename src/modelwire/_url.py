@@ -8,6 +8,7 @@ the same host. Pure; used by the wire APIs and the provider rules alike.
 
 from __future__ import annotations
 
+import functools
 from urllib.parse import quote, unquote, urlsplit
 
 from .errors import ConfigurationError
@@ -37,10 +38,21 @@ def check_url_path(url: str, source: str) -> None:
     percent-encoded, which RFC 3986 §6.2.2.2 makes equivalent): the client would
     remove it, or the server may, and send the request elsewhere. The net under
     every wire API and provider, including those registered at run time."""
+    found = _dot_segment(url)
+    if found is not None:
+        path, segment = found
+        raise ConfigurationError(
+            f"the request URL path {path!r} has a {segment!r} segment, which would "
+            f"send the request to another path; check {source}"
+        )
+
+
+@functools.lru_cache(maxsize=256)
+def _dot_segment(url: str) -> tuple[str, str] | None:
+    """``(path, segment)`` of the first dot segment in ``url``'s path, else ``None``
+    (cached: the same few URLs are checked on every request)."""
     path = urlsplit(url).path
     for segment in path.split("/"):
         if unquote(segment) in _DOT_SEGMENTS:
-            raise ConfigurationError(
-                f"the request URL path {path!r} has a {segment!r} segment, which would "
-                f"send the request to another path; check {source}"
-            )
+            return path, segment
+    return None

@@ -52,26 +52,32 @@ async def plain_error(send: Send, ex: Exchange, status: int, kind: str, message:
 
 
 async def read_body(receive: Receive, headers: Mapping[str, str], limit: int) -> bytes:
-    too_big = RequestError(
-        f"the request body is larger than the gateway's limit of {limit} bytes "
-        "(gateway.max_body_bytes)", status=413,
-    )  # fmt: skip
     length = headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
-        raise too_big
+        raise _too_big(limit)
     chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
             raise RequestError("the client closed the connection", status=499)
-        chunk = message.get("body", b"")
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
-            raise too_big
-        chunks.append(chunk)
+            raise _too_big(limit)
         if not message.get("more_body", False):
+            if not chunks:
+                return chunk  # the whole body in one message, as servers mostly send it
+            chunks.append(chunk)
             return b"".join(chunks)
+        chunks.append(chunk)
+
+
+def _too_big(limit: int) -> RequestError:
+    return RequestError(
+        f"the request body is larger than the gateway's limit of {limit} bytes "
+        "(gateway.max_body_bytes)", status=413,
+    )  # fmt: skip
 
 
 async def watch_disconnect(receive: Receive, s: Any, state: dict[str, bool]) -> None:
