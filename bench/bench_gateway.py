@@ -22,7 +22,8 @@ machine falls on all alike:
 * ``translate``: to the floor of a *translating* Python proxy here — the pass-through's
   app, which also authenticates the key (sha256), parses the request and encodes the
   backend's anew (msgspec), and decodes each SSE event of the answer and renders it
-  anew, its first content sent at once: the work no gateway that translates can skip,
+  anew, its head sent once the backend has answered (as the gateway's) and its first
+  content at once: the work no gateway that translates can skip,
   and nothing checked (:func:`serve_translate`). What the gateway adds beyond it is
   the price of its checks, typed events, limits, log and trace;
 * ``translate-raw``: the same app with aiohttp replaced by the least an HTTP/1.1
@@ -480,9 +481,10 @@ class RawConnection:
 def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
     """``--serve-translate BACKEND_V1 PORT [--raw-client]``: the floor of a translating
     proxy (``translate``, ``translate-raw``): the key checked against its sha256, the
-    request parsed and the backend's encoded anew, each event of the answer decoded
-    and rendered anew, the first content sent as soon as it is rendered. Chat to Chat,
-    as the gateway in this bench; nothing is validated."""
+    request parsed and the backend's encoded anew, the head sent once the backend has
+    answered, each event of the answer decoded and rendered anew, the first content
+    sent as soon as it is rendered. Chat to Chat, as the gateway in this bench;
+    nothing is validated."""
     import asyncio
     import hashlib
     import hmac
@@ -498,14 +500,15 @@ def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
     connection: list[RawConnection] = []
     decode, encode = msgspec.json.decode, msgspec.json.encode
 
-    async def body_pieces(body: bytes) -> Any:
+    async def answer(body: bytes) -> Any:
+        """The backend's status, then its body's pieces as they come."""
         if raw:
             if not connection:
                 loop = asyncio.get_running_loop()
                 await loop.create_connection(lambda: connection.append(RawConnection()) or connection[0],
                                              backend.host, backend.port)  # fmt: skip
             conn = connection[0]
-            await conn.post(str(backend.host), int(backend.port or 80), backend.path, body)
+            yield await conn.post(str(backend.host), int(backend.port or 80), backend.path, body)
             while piece := await conn.read():
                 yield piece
             return
@@ -513,6 +516,7 @@ def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
             session.append(aiohttp.ClientSession())
         async with session[0].post(backend, data=body,
                                    headers={"content-type": "application/json"}) as r:  # fmt: skip
+            yield r.status
             async for piece in r.content.iter_any():
                 yield piece
 
@@ -528,9 +532,16 @@ def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
                       "stream_options": {"include_usage": True},
                       "messages": [{"role": m["role"], "content": m["content"]}
                                    for m in req["messages"]]})  # fmt: skip
+        pieces = answer(out)
+        if await anext(pieces) != 200:
+            raise RuntimeError("the backend did not answer 200")
+        # As the gateway: the head once the backend has answered, read by the client
+        # while the first content is still to come.
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
         started = False
         rest = b""
-        async for piece in body_pieces(out):
+        async for piece in pieces:
             *frames, rest = (rest + piece).split(b"\n\n")
             parts: list[bytes] = []
             for frame in frames:
@@ -550,8 +561,6 @@ def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
                 if not started and choice and choice["delta"].get("content"):
                     # The first content goes out at once, the rest of the read after.
                     started = True
-                    await send({"type": "http.response.start", "status": 200,
-                                "headers": [(b"content-type", b"text/event-stream")]})  # fmt: skip
                     await send({"type": "http.response.body", "body": b"".join(parts),
                                 "more_body": True})  # fmt: skip
                     parts.clear()

@@ -336,6 +336,41 @@ def test_failure_after_content_is_an_in_stream_error_without_done() -> None:
     assert "[DONE]" not in got
 
 
+#: Per real front-end: its path, a streamed request, its in-stream failure and its end.
+FRONT_STREAMS = {
+    "chat": ("/v1/chat/completions",
+             {"model": "smart", "stream": True, "messages": [{"role": "user", "content": "hi"}]},
+             b'data: {"error"', b"[DONE]"),
+    "responses": ("/v1/responses", {"model": "smart", "stream": True, "input": "hi"},
+                  b"response.failed", b"response.completed"),
+    "anthropic": ("/v1/messages",
+                  {"model": "smart", "stream": True, "max_tokens": 5,
+                   "messages": [{"role": "user", "content": "hi"}]},
+                  b"event: error", b"message_stop"),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("front", FRONT_STREAMS)
+def test_the_head_goes_out_once_the_backend_has_answered(front: str) -> None:
+    """The backend answers 200 and holds its body back: the client already has the
+    gateway's 200 head (it reads it while the model thinks, not after the first
+    token). A failure after that answer — here the backend's body breaking off before
+    any content — comes in the stream, the API's own error, with no normal end."""
+    path, body, failed, ended = FRONT_STREAMS[front]
+    answer = _anthropic_body("never sent")
+    with (
+        MockServer([Reply(body=answer, stall_after=0)]) as held,
+        GatewayServer(config(held.origin + "/v1")) as gw,
+        httpx.Client(timeout=20) as c,
+        c.stream("POST", gw.base_url + path, json=body, headers=AUTH) as r,
+    ):
+        status, kind = r.status_code, r.headers.get("content-type", "")
+        held._stall.set()  # only now does the backend's body (break off)
+        got = r.read()
+    assert (status, kind.split(";")[0]) == (200, "text/event-stream")
+    assert failed in got and ended not in got
+
+
 def _anthropic_body(text: str) -> bytes:
     from modelwire.testing import render
 

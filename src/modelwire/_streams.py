@@ -49,7 +49,7 @@ class Puller(Protocol):
     closed: bool
     final: list[Event]
 
-    async def next(self) -> list[Event] | None: ...
+    async def next(self, until_answered: bool = False) -> list[Event] | None: ...
     async def aclose(self) -> list[Event]: ...
     async def finish(self) -> None: ...
     def interrupt(self) -> bool: ...
@@ -212,30 +212,10 @@ class AssistantMessageStream:
         if self._abort_requested:
             return await self._deliver_abort()
         if self._pulled:
-            # The pulled source, in this task (inline: one coroutine frame less per
-            # network read): the call's next batch.
+            # The pulled source, in this task: the call's next batch.
             while not buffer:
-                p = self._puller or self._open()
-                try:
-                    batch = await p.next()
-                except asyncio.CancelledError:
-                    # The consumer was cancelled: the call was aborted and closed, its
-                    # terminal kept (``p.final``) for the next read or ``result()``.
-                    self._abort_requested = True
-                    raise
-                except Exception as exc:  # the stream must never hang (DESIGN §2a)
-                    batch = p.fail_events(exc)
-                    if not batch:
-                        return await self._deliver_abort()
-                if batch is None:
-                    # The call ended without a terminal event: never hang.
-                    batch = p.fail_events(RuntimeError("the stream producer stopped"))
-                    if not batch:
-                        batch = self._fallback_abort()
-                if self._abort_requested:
-                    buffer.extend(batch)  # the aborted terminal holds what it carried
+                if not await self._pull(False):
                     return await self._deliver_abort()
-                buffer.extend(batch)
             event = buffer.popleft()
             if isinstance(event, _TERMINAL):
                 self._took_terminal(event)
@@ -276,6 +256,44 @@ class AssistantMessageStream:
             self._finishing = task
 
     # ------------------------------------------------------------ pulled source
+
+    async def _pull(self, until_answered: bool) -> bool:
+        """The pulled call's next batch into the buffer (``until_answered``: or nothing,
+        once the provider has answered); ``False`` when the stream ends aborted
+        instead (:meth:`_deliver_abort`)."""
+        p = self._puller or self._open()
+        try:
+            batch = await p.next(until_answered)
+        except asyncio.CancelledError:
+            # The consumer was cancelled: the call was aborted and closed, its
+            # terminal kept (``p.final``) for the next read or ``result()``.
+            self._abort_requested = True
+            raise
+        except Exception as exc:  # the stream must never hang (DESIGN §2a)
+            batch = p.fail_events(exc)
+            if not batch:
+                return False
+        if batch is None:
+            # The call ended without a terminal event: never hang.
+            batch = p.fail_events(RuntimeError("the stream producer stopped"))
+            if not batch:
+                batch = self._fallback_abort()
+        self._buffer.extend(batch)  # when aborted, the aborted terminal holds it
+        return not self._abort_requested
+
+    async def _await_answer(self) -> bool:
+        """Drive the call until the provider has answered — its response head accepted
+        (2xx, the stream asked for), its body not read yet — and say ``True``; ``False``
+        when there are events to take first (the ``start`` event, a failure before any
+        answer) or the stream is not a pulled call. For a proxy that sends its own
+        response head once the provider's is known (the gateway): its client reads
+        that head while the model has not answered yet, not after."""
+        if not self._pulled or self._buffer or self._delivered_terminal or self._abort_requested:
+            return False
+        if not await self._pull(True):
+            self._abort_requested = True  # the next event is the aborted terminal
+            return False
+        return not self._buffer
 
     def _open(self) -> Puller:
         assert isinstance(self._producer, Pulled)

@@ -120,28 +120,10 @@ class Call:
     failure matches ``switch``.
     """
 
-    __slots__ = (
-        "_abort_final",
-        "_aborted",
-        "_after_emit",
-        "_body",
-        "_clock",
-        "_closing",
-        "_delivered",
-        "_fed",
-        "_first",
-        "_gen",
-        "_leg_circuit",
-        "_legs",
-        "_policy",
-        "_rest",
-        "_rng",
-        "_switch",
-        "ended",
-        "pipeline",
-        "request",
-        "timeout",
-    )
+    __slots__ = ("_abort_final", "_aborted", "_after_emit", "_body", "_clock", "_closing",
+                 "_delivered", "_fed", "_first", "_gen", "_leg_circuit", "_legs", "_policy",
+                 "_rest", "_rng", "_switch", "answered", "ended", "pipeline", "request",
+                 "timeout")  # fmt: skip
 
     def __init__(
         self,
@@ -175,6 +157,9 @@ class Call:
         self._switch = switch
         #: True once the terminal event has been emitted.
         self.ended = False
+        #: Whether the last request sent was answered: its response head accepted (2xx,
+        #: the stream asked for), the body read next.
+        self.answered = False
         self._closing = False
         self._aborted = False
         # Whether the current attempt delivered an event past ``start`` (content).
@@ -489,6 +474,7 @@ class Call:
         # The read loop itself is :meth:`_step`'s: it feeds every chunk and emits its
         # events, and hands back here, at this Read, whatever ends the attempt.
         self._body, self._first, self._rest = p, True, b""
+        self.answered = True
         got = yield Read(policy.remaining())
         if got is _EXPIRED:
             return p.fail(RequestTimeoutError("total timeout expired while reading"))
@@ -540,6 +526,7 @@ class Call:
             if policy.expired():
                 return policy.total_timeout("before the response")
             connect = policy.bound(t.connect)
+            self.answered = False
             got = yield Send(request, connect, policy.bound(t.idle), policy.remaining())
             err: StreamError
             if isinstance(got, Failure):

@@ -132,12 +132,14 @@ class AsyncDriver:
     :meth:`finish` drains the rest of the body (bounded) and closes.
     """
 
-    __slots__ = ("_call", "_intent", "_interrupted", "_t", "_waiting", "closed", "final")
+    __slots__ = ("_call", "_intent", "_interrupted", "_pending", "_t", "_waiting", "closed",
+                 "final")  # fmt: skip
 
     def __init__(self, call: Call, client: object = None, transport: str = "auto") -> None:
         self._call = call
         self._t = async_transport(client, transport)
         self._intent: Intent | None = None  # the last one performed (None: not started)
+        self._pending: Intent | None = None  # the next one, when next() stopped before it
         self._waiting: asyncio.Task[Any] | None = None  # the task waiting in next()
         self._interrupted = False
         #: Whether the call is over (Close performed).
@@ -145,13 +147,18 @@ class AsyncDriver:
         #: The aborted terminal a cancellation built, for the stream to deliver.
         self.final: list[Event] = []
 
-    async def next(self) -> list[Event] | None:
-        """The next batch of events; ``None`` once the call is over."""
+    async def next(self, until_answered: bool = False) -> list[Event] | None:
+        """The next batch of events; ``None`` once the call is over. ``until_answered``:
+        ``[]`` as soon as a response head is accepted (``Call.answered``), before its
+        body is read (the next call reads it)."""
         call, t = self._call, self._t
         intent = self._intent
         if self.closed:
             return None
-        intent = call.first() if intent is None else call.send(None)  # after an Emit
+        if self._pending is not None:
+            intent, self._pending = self._pending, None
+        else:
+            intent = call.first() if intent is None else call.send(None)  # after an Emit
         self._intent = intent
         self._waiting = asyncio.current_task()
         try:
@@ -175,6 +182,9 @@ class AsyncDriver:
                     intent = call.send(got)
                 elif isinstance(intent, Send):
                     intent = call.send(await t.send(intent))
+                    if until_answered and call.answered:
+                        self._intent = self._pending = intent
+                        return []
                 elif isinstance(intent, ReadError):
                     intent = call.send(await t.read_error(intent))
                 else:

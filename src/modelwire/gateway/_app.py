@@ -15,10 +15,10 @@ every streamed chunk. One request:
    API (400 naming the field);
 3. ``modelwire.stream`` runs against the backend with the key read from the model's
    environment variable now (a missing one: 500 naming the variable);
-4. streamed: the first event after ``start`` decides — an ``error`` is answered with
-   the front-end's error status and body; anything else starts a 200
-   ``text/event-stream`` and every event is rendered as it comes. Not streamed: the
-   final message, or its error;
+4. streamed: once the backend has answered (its 2xx head), a 200
+   ``text/event-stream`` starts and every event is rendered as it comes, a failure in
+   the stream; a failure before that answer is the front-end's error status and body.
+   Not streamed: the final message, or its error;
 5. ``http.disconnect`` from the client aborts the backend stream at once (its
    connection is closed; the request is logged as 499);
 6. the answer's tokens and cost are charged to the key, and the request is logged
@@ -32,7 +32,6 @@ front-end serves answer in the OpenAI shape.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import json
 import math
 import os
@@ -55,7 +54,14 @@ from ._asgi import (
 )
 from ._backend import adopted, backend_keys
 from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
-from ._frontend import Frontend, GatewayRequest, RequestError
+from ._frontend import (
+    FRONTEND_MODULES,
+    Frontend,
+    GatewayRequest,
+    RequestError,
+    default_frontends,
+    id_prefix,
+)
 from ._keys import authenticate, presented_key
 from ._observe import Exchange, Tracing
 from ._store import LimitStore, StoreUnavailable, open_store
@@ -64,29 +70,6 @@ if TYPE_CHECKING:
     from ._requestlog import RequestLog
 
 __all__ = ["FRONTEND_MODULES", "Gateway", "app", "default_frontends"]
-
-#: The front-end modules the gateway serves when present (each exports ``FRONTEND``).
-FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
-
-# Response ids as each API's own service spells them (OpenAI ``chatcmpl-…``,
-# ``resp_…``; Anthropic ``msg_…``), by the endpoint the front-end serves.
-_ID_PREFIX = {"/v1/chat/completions": "chatcmpl-", "/v1/responses": "resp_",
-              "/v1/messages": "msg_"}  # fmt: skip
-
-
-def default_frontends() -> list[Frontend]:
-    """The front-ends of :data:`FRONTEND_MODULES` that are installed."""
-    out: list[Frontend] = []
-    for name in FRONTEND_MODULES:
-        module = f"{__package__}.{name}"
-        try:
-            mod = importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            if exc.name != module:  # the front-end exists but fails to import: say so
-                raise
-            continue
-        out.append(mod.FRONTEND)
-    return out
 
 
 def app(
@@ -119,8 +102,8 @@ class Gateway:
     """The ASGI app. ``frontends``: the client APIs served (default
     :func:`default_frontends`); ``store``: limits and budgets (default from
     ``[gateway] redis``); ``tracer_provider``: for ``[gateway] otel`` (default the
-    global one); ``http_client``: an ``httpx.AsyncClient`` for backend calls (default
-    a pooled one the app opens and closes); ``body_timeout``: seconds a client has to
+    global one); ``http_client``: the client of backend calls (default: a pooled one
+    the app opens and closes, :meth:`_http_client`); ``body_timeout``: seconds a client has to
     send its whole request body (408 after: a body shorter than its
     ``content-length`` would otherwise hold the request open for ever)."""
 
@@ -294,7 +277,7 @@ class Gateway:
             return
         ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
         ex.context = target
-        rid = _id_prefix(fe) + os.urandom(16).hex()  # as uuid4().hex, without the UUID
+        rid = id_prefix(fe) + os.urandom(16).hex()  # as uuid4().hex, without the UUID
         state = {"done": False}
         watcher = asyncio.create_task(watch_disconnect(receive, s, state))
         try:
@@ -327,19 +310,32 @@ class Gateway:
         async for event in s:
             if event.type == "start":
                 pending.append(event)
+                if ex.status == 0 and await s._await_answer():
+                    # The backend answered: the client reads the head while the model
+                    # thinks (docs/gateway.md, "Backend failures"); what fails from
+                    # here on is told in the stream, as the providers themselves do.
+                    ex.status = 200
+                    await send({"type": "http.response.start", "status": 200, "headers": SSE})
                 continue
             first = event
             break
-        if first is None or (first.type == "error" and not _refused(first.message)):
+        if ex.status == 0 and (
+            first is None or (first.type == "error" and not _refused(first.message))
+        ):
             message = first.message if first is not None else await s.result()
             ex.message = message
             if not state.get("gone"):
                 await self._answer(fe, req, message, rid, send, ex)
             return
+        if first is None:  # the head is sent and the stream was over: end the body
+            ex.message = await s.result()
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            return
         ex.saw(first.type)
         renderer = fe.renderer(req, rid)
-        ex.status = 200
-        await send({"type": "http.response.start", "status": 200, "headers": SSE})
+        if ex.status == 0:
+            ex.status = 200
+            await send({"type": "http.response.start", "status": 200, "headers": SSE})
         pending.append(first)
         out = b"".join(renderer.feed(e) for e in pending)
         if first.type in ("done", "error"):
@@ -549,14 +545,6 @@ class Gateway:
 
 
 # --------------------------------------------------------------------------- I/O helpers
-
-
-def _id_prefix(fe: Frontend) -> str:
-    for path in fe.paths:
-        prefix = _ID_PREFIX.get(path)
-        if prefix is not None:
-            return prefix
-    return "gw-"
 
 
 def _logger() -> Any:

@@ -18,6 +18,7 @@ naming its path (``messages[2].content[0].text must be a string``).
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import Any, Protocol
 
@@ -26,7 +27,23 @@ import msgspec
 from ..events import Event
 from ..types import AssistantMessage, Context
 
-__all__ = ["Frontend", "GatewayRequest", "RequestError", "StreamRenderer"]
+__all__ = [
+    "FRONTEND_MODULES",
+    "Frontend",
+    "GatewayRequest",
+    "RequestError",
+    "StreamRenderer",
+    "default_frontends",
+    "id_prefix",
+]
+
+#: The front-end modules the gateway serves when present (each exports ``FRONTEND``).
+FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
+
+# Response ids as each API's own service spells them (OpenAI ``chatcmpl-…``,
+# ``resp_…``; Anthropic ``msg_…``), by the endpoint the front-end serves.
+_ID_PREFIX = {"/v1/chat/completions": "chatcmpl-", "/v1/responses": "resp_",
+              "/v1/messages": "msg_"}  # fmt: skip
 
 
 class RequestError(Exception):
@@ -107,3 +124,27 @@ class Frontend(Protocol):
         API's own shape: a :class:`RequestError`, or a
         :class:`~modelwire.errors.StreamError` raised from a failed backend message."""
         ...
+
+
+def default_frontends() -> list[Frontend]:
+    """The front-ends of :data:`FRONTEND_MODULES` that are installed."""
+    out: list[Frontend] = []
+    for name in FRONTEND_MODULES:
+        module = f"{__package__}.{name}"
+        try:
+            mod = importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            if exc.name != module:  # the front-end exists but fails to import: say so
+                raise
+            continue
+        out.append(mod.FRONTEND)
+    return out
+
+
+def id_prefix(fe: Frontend) -> str:
+    """The response id prefix of ``fe``'s API (``gw-`` for one not known)."""
+    for path in fe.paths:
+        prefix = _ID_PREFIX.get(path)
+        if prefix is not None:
+            return prefix
+    return "gw-"
