@@ -103,7 +103,7 @@ def serve_gateway(config_path: str, port: int) -> None:
 
     # serve()'s uvicorn settings, the app wrapped.
     uvicorn.run(stamped(gateway, STAMPS_FILE), host="127.0.0.1", port=port, lifespan="on",
-                access_log=False, log_level="info", server_header=False)  # fmt: skip
+                access_log=False, log_level="info", server_header=False, proxy_headers=False)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- --stamps
@@ -394,7 +394,7 @@ def serve_passthrough(backend_v1: str, port: int) -> None:
 
     served = app if STAMPS_FILE is None else stamped(app, STAMPS_FILE)
     uvicorn.run(served, host="127.0.0.1", port=port, lifespan="on", access_log=False,
-                log_level="warning", server_header=False)  # fmt: skip
+                log_level="warning", server_header=False, proxy_headers=False)  # fmt: skip
 
 
 def start_passthrough(
@@ -570,7 +570,7 @@ def serve_translate(backend_v1: str, port: int, raw: bool) -> None:
         await send({"type": "http.response.body", "body": b""})
 
     uvicorn.run(app, host="127.0.0.1", port=port, lifespan="on", access_log=False,
-                log_level="warning", server_header=False)  # fmt: skip
+                log_level="warning", server_header=False, proxy_headers=False)  # fmt: skip
 
 
 def serve_backend() -> None:

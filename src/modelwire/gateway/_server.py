@@ -48,9 +48,12 @@ def serve(
     uvicorn = _uvicorn()
     gw = _app(config, options)
     settings = gw.config.gateway
+    # The gateway reads no client address or scheme: uvicorn's X-Forwarded-* middleware
+    # (proxy_headers) would only add a step to every request.
     uvicorn.run(
         gw, host=host or settings.host, port=settings.port if port is None else port,
         lifespan="on", access_log=False, log_level="info", server_header=False,
+        proxy_headers=False,
     )  # fmt: skip
 
 
@@ -99,8 +102,8 @@ class GatewayServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self._socket = sock
-        config = uvicorn.Config(self.app, lifespan="on", access_log=False,
-                                log_level="warning", server_header=False)  # fmt: skip
+        config = uvicorn.Config(self.app, lifespan="on", access_log=False, log_level="warning",
+                                server_header=False, proxy_headers=False)  # fmt: skip
         server = self._server = uvicorn.Server(config)
         # uvicorn installs signal handlers only in the main thread; this one is not.
         started = threading.Event()
