@@ -49,6 +49,8 @@ class Puller(Protocol):
     closed: bool
     final: list[Event]
 
+    @property
+    def answered(self) -> bool: ...
     async def next(self, until_answered: bool = False) -> list[Event] | None: ...
     async def aclose(self) -> list[Event]: ...
     async def finish(self) -> None: ...
@@ -293,7 +295,7 @@ class AssistantMessageStream:
         if not await self._pull(True):
             self._abort_requested = True  # the next event is the aborted terminal
             return False
-        return not self._buffer
+        return not self._buffer and self._puller is not None and self._puller.answered
 
     def _open(self) -> Puller:
         assert isinstance(self._producer, Pulled)

@@ -147,6 +147,11 @@ class AsyncDriver:
         #: The aborted terminal a cancellation built, for the stream to deliver.
         self.final: list[Event] = []
 
+    @property
+    def answered(self) -> bool:
+        """Whether the last request sent was answered (``Call.answered``)."""
+        return self._call.answered
+
     async def next(self, until_answered: bool = False) -> list[Event] | None:
         """The next batch of events; ``None`` once the call is over. ``until_answered``:
         ``[]`` as soon as a response head is accepted (``Call.answered``), before its
