@@ -22,6 +22,7 @@ import pytest
 from gateway_fake import FRONTEND
 from modelwire.gateway import GatewayRequest, GatewayServer, MemoryStore, app, hash_key, load_config
 from modelwire.testing import MockServer, Reply, error_reply, parse_script
+from test_faults import RawServer
 
 KEY = "sk-gw-test-0123456789"
 OTHER = "sk-gw-other-9876543210"
@@ -501,14 +502,7 @@ class StallingBackend:
         except OSError:
             return  # closed before any request came
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, body = data.partition(b"\r\n\r\n")
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))  # fmt: skip
-            while len(body) < length:
-                body += conn.recv(65536)
+            RawServer.read_request(conn, b"")
             self.got_request.set()
             chunk = b'data: {"id":"c1","choices":[{"index":0,"delta":{"content":"hel"}}]}\n\n'
             conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"

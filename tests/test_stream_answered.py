@@ -19,6 +19,7 @@ import pytest
 import modelwire as mw
 from modelwire._options import Transport
 from modelwire.testing import MockServer, Reply, register_text_api, render
+from test_faults import RawServer
 
 TRANSPORTS: tuple[Transport, ...] = ("httpx", "aiohttp", "httptools")
 KEY = "sk-answered-test"
@@ -40,14 +41,7 @@ def held_body() -> Iterator[tuple[int, threading.Event]]:
     def serve() -> None:
         conn, _ = sock.accept()
         with conn:
-            data = b""
-            while b"\r\n\r\n" not in data:
-                data += conn.recv(65536)
-            head, _, rest = data.partition(b"\r\n\r\n")
-            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n")
-                              if line.lower().startswith(b"content-length")))  # fmt: skip
-            while len(rest) < length:
-                rest += conn.recv(65536)
+            RawServer.read_request(conn, b"")
             conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
                          b"transfer-encoding: chunked\r\n\r\n")  # fmt: skip
             release.wait(30)
