@@ -122,7 +122,7 @@ class Call:
 
     __slots__ = ("_abort_final", "_aborted", "_after_emit", "_body", "_clock", "_closing",
                  "_delivered", "_fed", "_first", "_gen", "_leg_circuit", "_legs", "_policy",
-                 "_rest", "_rng", "_switch", "answered", "ended", "pipeline", "request",
+                 "_rest", "_rng", "_switch", "ended", "pipeline", "request",
                  "timeout")  # fmt: skip
 
     def __init__(
@@ -157,9 +157,6 @@ class Call:
         self._switch = switch
         #: True once the terminal event has been emitted.
         self.ended = False
-        #: Whether the last request sent was answered: its response head accepted (2xx,
-        #: the stream asked for), the body read next.
-        self.answered = False
         self._closing = False
         self._aborted = False
         # Whether the current attempt delivered an event past ``start`` (content).
@@ -174,6 +171,12 @@ class Call:
         self._after_emit = False
         self._fed: list[Event] = []
         self._gen = self._run(aborted)
+
+    @property
+    def answered(self) -> bool:
+        """Whether a response is being read: its head was accepted (2xx, the stream
+        asked for), its body is next or under way."""
+        return self._body is not None
 
     def first(self) -> Intent:
         return next(self._gen)
@@ -474,7 +477,6 @@ class Call:
         # The read loop itself is :meth:`_step`'s: it feeds every chunk and emits its
         # events, and hands back here, at this Read, whatever ends the attempt.
         self._body, self._first, self._rest = p, True, b""
-        self.answered = True
         got = yield Read(policy.remaining())
         if got is _EXPIRED:
             return p.fail(RequestTimeoutError("total timeout expired while reading"))
@@ -526,7 +528,6 @@ class Call:
             if policy.expired():
                 return policy.total_timeout("before the response")
             connect = policy.bound(t.connect)
-            self.answered = False
             got = yield Send(request, connect, policy.bound(t.idle), policy.remaining())
             err: StreamError
             if isinstance(got, Failure):

@@ -149,7 +149,7 @@ class AsyncDriver:
 
     @property
     def answered(self) -> bool:
-        """Whether the last request sent was answered (``Call.answered``)."""
+        """Whether a response is being read (``Call.answered``)."""
         return self._call.answered
 
     async def next(self, until_answered: bool = False) -> list[Event] | None:

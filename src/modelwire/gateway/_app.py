@@ -103,8 +103,8 @@ class Gateway:
     :func:`default_frontends`); ``store``: limits and budgets (default from
     ``[gateway] redis``); ``tracer_provider``: for ``[gateway] otel`` (default the
     global one); ``http_client``: the client of backend calls (default: a pooled one
-    the app opens and closes, :meth:`_http_client`); ``body_timeout``: seconds a client has to
-    send its whole request body (408 after: a body shorter than its
+    the app opens and closes, :meth:`_http_client`); ``body_timeout``: seconds a client
+    has to send its whole request body (408 after: a body shorter than its
     ``content-length`` would otherwise hold the request open for ever)."""
 
     def __init__(
