@@ -159,6 +159,24 @@ def test_the_host_header_names_the_port_only_when_not_the_default(
 
 
 @pytest.mark.parametrize(
+    "headers",
+    [{"X-A": "1\r\nX-B: 2"}, {"X-A": "1\n"}, {"X-A": "1\r"}, {"X-A": "a\0b"},
+     {"X-A\r\nX-B": "1"}, {"X-\0": "1"}, {"X:A": "1"}],
+    ids=["crlf-value", "lf-value", "cr-value", "nul-value", "crlf-name", "nul-name", "colon-name"],
+)  # fmt: skip
+def test_a_header_that_would_start_another_is_refused(headers: dict[str, str]) -> None:
+    """RFC 9110 §5.5: no line break or NUL in a field (it would end it and start
+    another), no colon in a name; refused, never written."""
+    with pytest.raises(ValueError, match="line break or a colon"):
+        _wire.request_head(_wire.Target("http://example.com/v1"), headers, 0)
+
+
+def test_a_colon_in_a_header_value_is_written() -> None:
+    head = _wire.request_head(_wire.Target("http://example.com/v1"), {"X-A": "a:b"}, 0)
+    assert b"X-A: a:b\r\n" in head
+
+
+@pytest.mark.parametrize(
     "head",
     [
         b"HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 0\r\n\r\n",

@@ -130,7 +130,7 @@ def test_stream_and_stream_sync_differ_only_in_their_driver() -> None:
     # pipeline, no authorize, no feed loop of their own.
     tree = ast.parse((SRC / "_client.py").read_text(encoding="utf-8"))
     fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    driver = {"AsyncDriver": "DRIVER", "SyncDriver": "DRIVER", "driver.events": "DRIVER"}
+    driver = {"http.AsyncDriver": "DRIVER", "http.SyncDriver": "DRIVER", "driver.events": "DRIVER"}
 
     def produce(name: str) -> tuple[set[str], list[str]]:
         inner = next(

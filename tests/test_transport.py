@@ -198,6 +198,28 @@ def test_a_bad_transport_or_combination_is_refused_up_front() -> None:
     asyncio.run(combos())
 
 
+def test_a_clients_kind_is_decided_once_per_type_and_the_memory_is_bounded() -> None:
+    """Each call asks a client's kind twice (checked, then run): decided by type, once;
+    a subclass is its base's kind; types made on the fly do not grow it past its cap."""
+    from modelwire._http import _base
+
+    async def kinds() -> list[str]:
+        pool = http.pooled_async_client(2, "httptools")
+        async with httpx.AsyncClient() as hc, aiohttp.ClientSession() as session:
+            with httpx.Client() as sc:
+                found = [http.client_kind(c) for c in (hc, sc, session, pool, object(), None)]
+        await http.close_async_client(pool)
+        return found
+
+    assert asyncio.run(kinds()) == ["httpx", "httpx-sync", "aiohttp", "httptools", "", ""]
+    sub = type("MyClient", (httpx.AsyncClient,), {})
+    assert http.client_kind(sub()) == "httpx"
+    for i in range(200):
+        http.client_kind(type(f"T{i}", (), {})())
+    assert len(_base._KINDS) <= 64
+    assert http.client_kind(sub()) == "httpx"  # decided again after a clear, the same
+
+
 def test_a_callers_aiohttp_session_is_used_and_left_open() -> None:
     async def main(port: int) -> tuple[mw.AssistantMessage, bool]:
         async with aiohttp.ClientSession(headers={"x-from": "session"}) as session:

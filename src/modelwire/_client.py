@@ -316,7 +316,7 @@ def _begin(
     if isinstance(plan, Plan):
         transport = plan.targets[0].options.transport
         if http_client is not None or transport != "auto":
-            from ._http import check_client
+            from ._http._base import check_client  # (a module: no importlib call per call)
 
             check_client(http_client, sync=name == "stream_sync", transport=transport)
     return _Begun(prepared, first, trace, http_client, completion_policy)
@@ -403,10 +403,12 @@ def stream(
     transport = plan.targets[0].options.transport
 
     def pull(s: AbortFlag) -> Puller:
-        from ._http import AsyncDriver
+        # By its full name: ``from . import`` a package runs importlib's Python-level
+        # ``_handle_fromlist`` on every call.
+        import modelwire._http as http
 
         call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
-        return AsyncDriver(call, http_client, transport)
+        return http.AsyncDriver(call, http_client, transport)
 
     return _planned(AssistantMessageStream(Pulled(pull)), prepared.output)
 
@@ -435,10 +437,10 @@ def stream_sync(
         return _planned(custom_sync(first, context, plan, trace), prepared.output)
 
     def produce(s: SyncStreamChannel) -> Iterator[list[Event]]:
-        from ._http import SyncDriver
+        import modelwire._http as http  # (as in stream)
 
         call = _call(plan, context, trace, completion_policy, lambda: s.aborted)
-        driver = SyncDriver(call, http_client)
+        driver = http.SyncDriver(call, http_client)
         s.abort_events = call.abort_events
         s.fail_events = call.fail_events
         s.on_abort = driver.abort  # unblocks a read in progress, from any thread

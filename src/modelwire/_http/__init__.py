@@ -50,8 +50,8 @@ from ..errors import StreamError
 from ._base import (
     aiohttp_installed,
     check_client,
+    client_kind,
     httptools_installed,
-    is_httptools_pool,
     phases,
     read_failure,
     send_failure,
@@ -75,6 +75,7 @@ __all__ = [
     "authorize_async",
     "authorize_sync",
     "check_client",
+    "client_kind",
     "close_async_client",
     "drive_async",
     "httptools_installed",
@@ -105,12 +106,15 @@ def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
     """The transport for one async call: the caller's client's own kind, else
     ``transport`` (``"auto"``: aiohttp when installed, else httpx; ``"httptools"``:
     ``modelwire._http_httptools``); checked by :func:`check_client` beforehand."""
-    if isinstance(client, httpx.AsyncClient):
-        return HttpxAsyncTransport(client, ssl_context)
-    if (client is None and transport == "httptools") or is_httptools_pool(client):
-        from .._http_httptools import HttptoolsTransport
+    kind = client_kind(client) if client is not None else transport
+    if kind == "httpx" and client is not None:
+        return HttpxAsyncTransport(client, ssl_context)  # type: ignore[arg-type]
+    if kind == "httptools":
+        # Imported by its full name: ``from .. import`` a package runs importlib's
+        # Python-level ``_handle_fromlist`` on every call (once per request).
+        import modelwire._http_httptools as httptools_transport
 
-        return HttptoolsTransport(client, ssl_context)  # type: ignore[arg-type]
+        return httptools_transport.HttptoolsTransport(client, ssl_context)  # type: ignore[arg-type]
     if client is None and (transport == "httpx" or not aiohttp_installed()):
         return HttpxAsyncTransport(None, ssl_context)
     from .._http_aiohttp import AiohttpTransport

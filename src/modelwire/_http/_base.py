@@ -27,8 +27,8 @@ __all__ = [
     "DEADLINE_READING",
     "aiohttp_installed",
     "check_client",
+    "client_kind",
     "httptools_installed",
-    "is_httptools_pool",
     "map_exc",
     "phases",
     "read_failure",
@@ -47,23 +47,40 @@ def httptools_installed() -> bool:
     return importlib.util.find_spec("httptools") is not None
 
 
-def is_httptools_pool(client: object) -> bool:
-    """Whether ``client`` is the httptools transport's connection pool (imports that
-    module only for an object that comes from it)."""
-    if not type(client).__module__.startswith("modelwire._http_httptools"):
-        return False
-    from .._http_httptools import is_pool
-
-    return is_pool(client)
+#: Each client type's kind, decided once: an agent or a gateway passes the same
+#: client on every call, and each call asks twice (checked, then run).
+_KINDS: dict[type, str] = {}
 
 
-def _is_aiohttp_session(client: object) -> bool:
-    # Imports aiohttp only for an object that comes from it.
-    if not type(client).__module__.startswith("aiohttp"):
-        return False
-    from .._http_aiohttp import is_session
+def client_kind(client: object) -> str:
+    """Which library's client ``client`` is: ``"httpx"`` (``httpx.AsyncClient``),
+    ``"httpx-sync"`` (``httpx.Client``), ``"aiohttp"`` (``aiohttp.ClientSession``),
+    ``"httptools"`` (that transport's ``Pool``), or ``""``: none of them."""
+    cls = type(client)
+    kind = _KINDS.get(cls)
+    if kind is None:
+        if len(_KINDS) >= 64:  # a program making types on the fly: bounded
+            _KINDS.clear()
+        kind = _KINDS[cls] = _kind_of(client)
+    return kind
 
-    return is_session(client)
+
+def _kind_of(client: object) -> str:
+    if isinstance(client, httpx.AsyncClient):
+        return "httpx"
+    if isinstance(client, httpx.Client):
+        return "httpx-sync"
+    module = type(client).__module__
+    # aiohttp and the httptools transport are imported only for their own objects.
+    if module.startswith("aiohttp"):
+        from .._http_aiohttp import is_session
+
+        return "aiohttp" if is_session(client) else ""
+    if module.startswith("modelwire._http_httptools"):
+        from .._http_httptools import is_pool
+
+        return "httptools" if is_pool(client) else ""
+    return ""
 
 
 #: What a ``transport`` takes as ``http_client``, for the error that refuses another.
@@ -98,23 +115,24 @@ def check_client(client: object, *, sync: bool, transport: str = "auto") -> None
             )
     if client is None:
         return
+    kind = client_kind(client)
     if sync:
-        if not isinstance(client, httpx.Client):
+        if kind != "httpx-sync":
             raise ConfigurationError("http_client for stream_sync() must be an httpx.Client")
         return
-    if isinstance(client, httpx.AsyncClient):
+    if kind == "httpx":
         if transport in ("aiohttp", "httptools"):
             raise ConfigurationError(
                 f'transport="{transport}" cannot use an httpx.AsyncClient as http_client '
                 f"({_HINT[transport]}, or no transport)"
             )
-    elif _is_aiohttp_session(client):
+    elif kind == "aiohttp":
         if transport in ("httpx", "httptools"):
             raise ConfigurationError(
                 f'transport="{transport}" cannot use an aiohttp.ClientSession as http_client '
                 f"({_HINT[transport]}, or no transport)"
             )
-    elif is_httptools_pool(client):
+    elif kind == "httptools":
         if transport in ("httpx", "aiohttp"):
             raise ConfigurationError(
                 f'transport="{transport}" cannot use the httptools transport\'s Pool as '

@@ -8,6 +8,7 @@ imports httptools."""
 from __future__ import annotations
 
 import asyncio
+import re
 import zlib
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -20,6 +21,10 @@ from ..errors import StreamInterruptedError
 __all__ = ["HIGH_WATER", "Connection", "Target", "request_head", "target"]
 
 _USER_AGENT = f"modelwire/{__version__}"
+#: What no header name or value may hold (a line break would start another header,
+#: RFC 9110 §5.5); a colon neither in a name.
+_BAD_VALUE = re.compile("[\r\n\0]").search
+_BAD_NAME = re.compile("[\r\n\0:]").search
 #: Body bytes held unread before the socket stops being read (TCP flow control then
 #: holds the server back); reading starts again when the reader takes them.
 HIGH_WATER = 256 * 1024
@@ -81,7 +86,7 @@ def request_head(t: Target, headers: Any, length: int) -> bytes:
         low = name.lower()
         if low in ("host", "content-length", "transfer-encoding", "connection"):
             continue  # this transport frames the request itself
-        if any(c in name or c in value for c in "\r\n\0") or ":" in name:
+        if _BAD_NAME(name) or _BAD_VALUE(value):
             raise ValueError(f"the request header {name!r} holds a line break or a colon")
         agent = agent or low == "user-agent"
         encoding = encoding or low == "accept-encoding"

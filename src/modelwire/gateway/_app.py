@@ -305,6 +305,9 @@ class Gateway:
         self, fe: Frontend, req: GatewayRequest, s: Any, rid: str, send: Send,
         ex: Exchange, state: dict[str, bool],
     ) -> None:  # fmt: skip
+        # Built before the backend answers: nothing of it waits on the answer, and the
+        # first content goes out without it.
+        renderer = fe.renderer(req, rid)
         pending = []
         first = None
         async for event in s:
@@ -332,7 +335,6 @@ class Gateway:
             await send({"type": "http.response.body", "body": b"", "more_body": False})
             return
         ex.saw(first.type)
-        renderer = fe.renderer(req, rid)
         if ex.status == 0:
             ex.status = 200
             await send({"type": "http.response.start", "status": 200, "headers": SSE})
