@@ -21,8 +21,8 @@ from ..errors import StreamInterruptedError
 __all__ = ["HIGH_WATER", "Connection", "Target", "request_head", "target"]
 
 _USER_AGENT = f"modelwire/{__version__}"
-#: What no header name or value may hold (a line break would start another header,
-#: RFC 9110 §5.5); a colon neither in a name.
+#: What no header field may hold: a line break or a NUL would end it and start
+#: another (RFC 9110 §5.5); a name holds no colon either.
 _BAD_VALUE = re.compile("[\r\n\0]").search
 _BAD_NAME = re.compile("[\r\n\0:]").search
 #: Body bytes held unread before the socket stops being read (TCP flow control then
