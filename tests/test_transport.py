@@ -212,12 +212,22 @@ def test_a_clients_kind_is_decided_once_per_type_and_the_memory_is_bounded() -> 
         return found
 
     assert asyncio.run(kinds()) == ["httpx", "httpx-sync", "aiohttp", "httptools", "", ""]
-    sub = type("MyClient", (httpx.AsyncClient,), {})
-    assert http.client_kind(sub()) == "httpx"
-    for i in range(200):
-        http.client_kind(type(f"T{i}", (), {})())
-    assert len(_base._KINDS) <= 64
-    assert http.client_kind(sub()) == "httpx"  # decided again after a clear, the same
+    decided: list[type] = []
+    kind_of = _base._kind_of
+
+    def counted(client: object) -> str:
+        decided.append(type(client))
+        return kind_of(client)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_base, "_kind_of", counted)
+        sub = type("MyClient", (httpx.AsyncClient,), {})
+        assert [http.client_kind(sub()) for _ in range(3)] == ["httpx"] * 3
+        assert decided == [sub]  # once for the type, not once per call
+        for i in range(200):
+            http.client_kind(type(f"T{i}", (), {})())
+        assert len(_base._KINDS) <= 64
+        assert http.client_kind(sub()) == "httpx"  # decided again after a clear, the same
 
 
 def test_a_callers_aiohttp_session_is_used_and_left_open() -> None:

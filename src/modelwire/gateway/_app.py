@@ -305,8 +305,8 @@ class Gateway:
         self, fe: Frontend, req: GatewayRequest, s: Any, rid: str, send: Send,
         ex: Exchange, state: dict[str, bool],
     ) -> None:  # fmt: skip
-        # Built before the backend answers: nothing of it waits on the answer, and the
-        # first content goes out without it.
+        # Built while the backend has not answered yet, not between its first content
+        # and the client's.
         renderer = fe.renderer(req, rid)
         pending = []
         first = None
