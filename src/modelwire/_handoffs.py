@@ -373,12 +373,9 @@ def handoff(context: Context, model: Model) -> Context:
     """
     check_input(model, context)  # no input of a kind the model does not take (rule 6)
     messages = context.messages
-    out: list[Message]
-    if all(type(m) is UserMessage for m in messages):
-        # A first turn: no calls, no ids to map.
-        out = [_user(m) for m in messages if isinstance(m, UserMessage)]
-    else:
-        out = _replay(messages, model)
+    users = [m for m in messages if isinstance(m, UserMessage)]
+    # A first turn (user messages only): no calls, no ids to map.
+    out = [_user(m) for m in users] if len(users) == len(messages) else _replay(messages, model)
     system = context.system_prompt
     new_system = remove_lone_surrogates(system) if system is not None else None
     if new_system is system and len(out) == len(messages):

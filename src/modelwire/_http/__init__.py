@@ -106,10 +106,10 @@ def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
     """The transport for one async call: the caller's client's own kind, else
     ``transport`` (``"auto"``: aiohttp when installed, else httpx; ``"httptools"``:
     ``modelwire._http_httptools``); checked by :func:`check_client` beforehand."""
-    kind = client_kind(client) if client is not None else transport
-    if kind == "httpx" and client is not None:
+    kind = client_kind(client) if client is not None else ""
+    if kind == "httpx":
         return HttpxAsyncTransport(client, ssl_context)  # type: ignore[arg-type]
-    if kind == "httptools":
+    if kind == "httptools" or (client is None and transport == "httptools"):
         # Imported by its full name: ``from .. import`` a package runs importlib's
         # Python-level ``_handle_fromlist`` on every call (once per request).
         import modelwire._http_httptools as httptools_transport
