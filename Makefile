@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: demo test lint types unit bench bench-fallback bench-gateway clean
+.PHONY: demo test quick lint types unit bench bench-fallback bench-gateway clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -32,10 +32,17 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
+# Every core works (pytest-xdist); the suite is hermetic, so its tests share nothing.
 unit: $(STAMP)
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 test: lint types unit
+
+# The inner loop: lint, then the tests but the slow ones (real CLIs in a terminal, Ray,
+# the SDK clients, the recorded-stream matrices), stopping at the first failure.
+quick: $(STAMP)
+	$(BIN)/ruff check src tests bench scripts
+	$(BIN)/pytest -n auto -x -m "not slow"
 
 # The peers (openai, anthropic, httpx-sse, litellm) live only in bench/.venv.
 bench:

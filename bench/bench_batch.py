@@ -103,7 +103,7 @@ async def _floor(base_url: str, n: int, conc: int, pool: int | None = None) -> i
 
     import modelwire as mw
     from modelwire._apis import get_api
-    from modelwire._options import resolve_options
+    from modelwire._client._options import resolve_options
 
     model = mw.Model(id="m", api="openai-chat", provider="bench", base_url=base_url)
     opts = resolve_options("bench")

@@ -1,12 +1,12 @@
-"""Throughput of the non-SSE framings in :mod:`modelwire._framing` (a script, not a test).
+"""Throughput of the non-SSE framings in :mod:`modelwire._wire.framing` (a script, not a test).
 
 Run: ``.venv/bin/python bench/bench_framing.py [MB]``. Prints MB/s (10**6 bytes per second)
 for
 
-* :class:`~modelwire._framing.NDJSONDecoder` on an Ollama ``/api/chat``-shaped body
+* :class:`~modelwire._wire.framing.NDJSONDecoder` on an Ollama ``/api/chat``-shaped body
   (one JSON object per line, text deltas and a few tool calls);
-* :class:`~modelwire._framing.EventStreamDecoder` and the typed
-  :class:`~modelwire._framing.EventStreamMessageDecoder` on a Bedrock
+* :class:`~modelwire._wire.framing.EventStreamDecoder` and the typed
+  :class:`~modelwire._wire.framing.EventStreamMessageDecoder` on a Bedrock
   ``ConverseStream``-shaped body (``contentBlockDelta`` events, Bedrock's three headers);
 
 each fed whole and in 1 KiB pieces, and, as the reference measured in the same run,
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from modelwire._framing import (  # noqa: E402
+from modelwire._wire.framing import (  # noqa: E402
     EventStreamDecoder,
     EventStreamMessageDecoder,
     NDJSONDecoder,

@@ -154,9 +154,9 @@ def stamped(app: Any, path: str) -> Any:
     # modelwire's transports (the gateway's: httptools, or aiohttp with a proxy set):
     # asked to send, the head parsed, a body read returned; on httptools, the request
     # written (the response expected just before) and the backend's bytes.
-    from modelwire._http_aiohttp import AiohttpTransport
-    from modelwire._http_httptools import HttptoolsTransport
-    from modelwire._http_httptools._wire import Connection
+    from modelwire._http._aiohttp import AiohttpTransport
+    from modelwire._http._httptools import HttptoolsTransport
+    from modelwire._http._httptools._wire import Connection
 
     for transport in (AiohttpTransport, HttptoolsTransport):
         original_send, original_read = transport.send, transport.read

@@ -1,4 +1,4 @@
-"""Throughput of :class:`modelwire._sse.SSEDecoder` (a script, not a test).
+"""Throughput of :class:`modelwire._wire.sse.SSEDecoder` (a script, not a test).
 
 Run: ``.venv/bin/python bench/bench_sse.py``. Prints MB/s (10**6 bytes per second) for
 
@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from modelwire._sse import SSEDecoder  # noqa: E402
+from modelwire._wire.sse import SSEDecoder  # noqa: E402
 
 FIXTURES = ROOT.parent / "shared" / "fixtures" / "openai-chat"
 WORDS = ["the", "of", "and", "to", "a", "in", "is", "that", "for", "it", "as", "was", "with"]

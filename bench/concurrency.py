@@ -277,7 +277,7 @@ def _client(lib: str, port: int, streams: int, chunks: int) -> None:
         if lib.startswith("modelwire"):
             import modelwire as mw
             import modelwire._http
-            import modelwire._http_aiohttp
+            import modelwire._http._aiohttp
 
             # Warm up without the network: the modules a call imports on first use
             # (wire API, assembler) are loaded before the baseline, as the raw

@@ -80,8 +80,8 @@ def _workload(name: str) -> Callable[[], object]:
     import modelwire as mw
     from modelwire._apis import get_api
     from modelwire._apis.openai_chat._decode import _chunk_decoder
-    from modelwire._assemble import Assembler
-    from modelwire._sse import SSEFraming
+    from modelwire._wire.assemble import Assembler
+    from modelwire._wire.sse import SSEFraming
 
     if name.startswith("live-"):
         from live_count import live_workload

@@ -47,7 +47,7 @@ from streams import (  # noqa: E402
 )
 
 import modelwire as mw  # noqa: E402
-from modelwire._pipeline import Pipeline  # noqa: E402
+from modelwire._client._replay import pipeline_for  # noqa: E402
 from modelwire.events import Event  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -131,7 +131,7 @@ def _read_partials(api: str, chunks: list[bytes]) -> None:
     event: every partial is a full copy of the message so far, and a list holding
     2,000 of them from a 200,000-chunk stream would hold gigabytes.
     """
-    p = Pipeline(api)
+    p = pipeline_for(api)
 
     def batches() -> Iterator[list[Event]]:
         yield p.start()

@@ -23,7 +23,7 @@ import pytest
 from hypothesis import settings
 
 from modelwire._catalog import BASE_URL_ENV
-from modelwire._options import ENV_KEYS
+from modelwire._catalog._records import ENV_KEYS
 from recorded import (
     PLACEHOLDER,
     PRESENT,
@@ -87,7 +87,7 @@ def _hermetic(monkeypatch: pytest.MonkeyPatch, _user_dirs: Path) -> Iterator[Non
     yield
     # A gateway with otel = true instruments the process (its calls' spans): not the
     # next test's calls, whose traced pipelines would decode differently.
-    from modelwire._observers import AGENT_OBSERVERS, CALL_OBSERVERS
+    from modelwire._client._observers import AGENT_OBSERVERS, CALL_OBSERVERS
 
     if CALL_OBSERVERS or AGENT_OBSERVERS:
         import modelwire.otel
@@ -182,10 +182,36 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(f"{REQUIRE_ENV} is set but {REASON}")
 
 
+#: Files whose tests drive real processes (the CLI in a terminal, Ray, the SDKs and
+#: their servers, ``make``) or replay every recorded stream many ways: ``slow``, left
+#: out by ``make quick`` (``-m "not slow"``) and run by ``make test``.
+SLOW_FILES = frozenset(
+    {
+        "test_batch.py",
+        "test_batch_ray.py",
+        "test_docs.py",
+        "test_faults.py",
+        "test_gateway_fidelity.py",
+        "test_gateway_hostile.py",
+        "test_gateway_sdk_anthropic.py",
+        "test_gateway_sdk_chat.py",
+        "test_gateway_sdk_responses.py",
+        "test_make_demo.py",
+        "test_pipeline_batch.py",
+        "test_readme_demo.py",
+        "test_sdk_clients.py",
+        "test_setup.py",
+        "test_terminal.py",
+    }
+)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         if isinstance(item, pytest.Function) and _uses_recorded_streams(item):
             item.add_marker(pytest.mark.recorded)
+        if item.path.name in SLOW_FILES:
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

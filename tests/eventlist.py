@@ -41,7 +41,7 @@ def plain(events: Sequence[Event]) -> list[Any]:
 def same_at_every_split(api: str, body: bytes) -> None:
     """Rule 1: ``body`` decodes to the same events fed whole, byte by byte, and cut in
     two at every offset."""
-    from modelwire._pipeline import replay
+    from modelwire._client._replay import replay
 
     whole = plain(replay(api, [body]))
     assert plain(replay(api, [body[i : i + 1] for i in range(len(body))])) == whole

@@ -26,10 +26,10 @@ from modelwire._apis.anthropic_messages import (
     AnthropicDecoder,
     uses_adaptive_thinking,
 )
-from modelwire._deltas import EndOfStream
-from modelwire._options import resolve_options
-from modelwire._pipeline import replay
-from modelwire._sse import Frame
+from modelwire._client._options import resolve_options
+from modelwire._client._replay import replay
+from modelwire._wire.deltas import EndOfStream
+from modelwire._wire.sse import Frame
 from recorded import recorded_streams
 
 FIXTURES = recorded_streams("anthropic")
@@ -78,7 +78,7 @@ def test_fixtures_present() -> None:
 
 
 def sse_payloads(raw: bytes) -> list[dict[str, Any]]:
-    """The JSON payloads of a body, parsed independently of ``modelwire._sse``."""
+    """The JSON payloads of a body, parsed independently of ``modelwire._wire.sse``."""
     text = raw.decode("utf-8").replace("\r\n", "\n")
     out = []
     for block in text.split("\n\n"):

@@ -21,9 +21,9 @@ import pytest
 
 import modelwire as mw
 from modelwire._apis import get_api
-from modelwire._handoffs import handoff
-from modelwire._options import resolve_options
-from modelwire._pipeline import replay
+from modelwire._client._handoffs import handoff
+from modelwire._client._options import resolve_options
+from modelwire._client._replay import replay
 from modelwire.trace import ContextTrace, TraceLog
 
 DATA = Path(__file__).resolve().parent / "data" / "anthropic"

@@ -16,7 +16,8 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire._deltas import (
+from modelwire._client._replay import pipeline_for
+from modelwire._wire.deltas import (
     BlockEnd,
     BlockSignature,
     BlockStart,
@@ -28,7 +29,6 @@ from modelwire._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from modelwire._pipeline import Pipeline
 from modelwire.events import (
     Event,
     TextDeltaEvent,
@@ -92,7 +92,7 @@ def run(
     splits: list[bytes] | None = None,
 ) -> list[Event]:
     """All events of a synthetic stream, through the real pipeline."""
-    p = Pipeline("openai-chat", tool_choice=tool_choice, tools_declared=tools_declared)
+    p = pipeline_for("openai-chat", tool_choice=tool_choice, tools_declared=tools_declared)
     out = p.start()
     for piece in splits if splits is not None else [sse_body(payloads, done=done)]:
         out += p.feed(piece)
@@ -601,7 +601,7 @@ def test_cost_from_model_prices() -> None:
 
 
 def _feed(deltas: list[Any], **kw: Any) -> list[Event]:
-    from modelwire._assemble import Assembler
+    from modelwire._wire.assemble import Assembler
 
     asm = Assembler(api="x", **kw)
     out: list[Event] = []
@@ -716,7 +716,7 @@ def test_final_message_round_trips_json() -> None:
 
 
 def run_with_policy(payloads: list[Any], policy: Any, **kw: Any) -> list[Event]:
-    p = Pipeline("openai-chat", **kw)
+    p = pipeline_for("openai-chat", **kw)
     p.assembler.policy = policy
     out = p.start()
     out += p.feed(sse_body(payloads))
@@ -879,7 +879,7 @@ _ONE_BATCH_CASES = {
 def test_one_feed_of_many_deltas_is_the_same_as_one_feed_each(deltas: list[Any]) -> None:
     # The hot paths remember the open block of the last delta within one feed; a delta
     # that closes or replaces it must be seen, as one call per delta sees it.
-    from modelwire._assemble import Assembler
+    from modelwire._wire.assemble import Assembler
 
     def run(batches: list[list[Any]]) -> tuple[list[Any], str | None]:
         asm = Assembler(api="anthropic-messages")

@@ -30,7 +30,7 @@ import modelwire as mw
 from eventlist import final, plain, same_at_every_split
 from modelwire import _providers as providers
 from modelwire._apis import get_api
-from modelwire._options import HTTPRequest, RequestOptions, resolve_options
+from modelwire._client._options import resolve_options
 from modelwire._providers import (
     apply_provider_rules,
     provider_module,
@@ -38,6 +38,7 @@ from modelwire._providers import (
     register_provider,
 )
 from modelwire._providers.azure_openai import AzureOpenAIRules
+from modelwire._wire.request import HTTPRequest, RequestOptions
 from modelwire.cloud.azure import AzureAuth
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
 from modelwire.trace import TraceLog
@@ -489,7 +490,7 @@ def test_catalog_entries_are_priced_and_reach_the_endpoint_variable(
 
 
 def test_handoff_from_azure_to_anthropic_and_back() -> None:
-    from modelwire._handoffs import handoff
+    from modelwire._client._handoffs import handoff
 
     model = azure("https://r.openai.azure.com")
     turn = final(mw.replay(CHAT, TOOLS, model))

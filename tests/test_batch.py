@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire._limits import Pacer
+from modelwire._call._limits import Pacer
 from modelwire.batching import Limits
 from modelwire.batching._api import knobs
 from modelwire.batching._limits import ProviderLimiter

@@ -1,6 +1,6 @@
 """Amazon Bedrock's Converse stream (``bedrock-converse``) and provider ``amazon-bedrock``.
 
-The streams are synthetic, built here with ``modelwire._framing.eventstream``'s encoder in
+The streams are synthetic, built here with ``modelwire._wire.framing.eventstream``'s encoder in
 the shapes the ConverseStream API reference documents (``messageStart``,
 ``contentBlockStart/Delta/Stop``, ``messageStop``, ``metadata``, exception messages).
 Transport tests run over loopback: ``MockServer`` and the fault matrix's raw socket
@@ -29,14 +29,15 @@ import modelwire as mw
 import modelwire._apis
 from eventlist import final, plain, same_at_every_split
 from modelwire._apis import api_for_path, get_api, mock_facet
-from modelwire._framing.eventstream import encode_event, encode_exception
-from modelwire._options import HTTPRequest, RequestOptions, resolve_options
+from modelwire._client._options import resolve_options
 from modelwire._providers import (
     ProviderRules,
     apply_provider_rules,
     provider_rules,
     register_provider,
 )
+from modelwire._wire.framing.eventstream import encode_event, encode_exception
+from modelwire._wire.request import HTTPRequest, RequestOptions
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
 from modelwire.trace import TraceLog
 from test_faults import (
@@ -232,7 +233,7 @@ def test_in_band_exceptions_are_typed_and_keep_the_content(
 
 
 def test_an_event_stream_error_message_is_a_provider_stream_error() -> None:
-    from modelwire._framing.eventstream import encode_message
+    from modelwire._wire.framing.eventstream import encode_message
 
     error = encode_message({":message-type": "error", ":error-code": "InternalFailure",
                             ":error-message": "the stream failed"}, b"")  # fmt: skip
@@ -723,7 +724,7 @@ def test_trace_records_every_layer_for_the_event_stream() -> None:
 
 
 def test_handoff_from_anthropic_to_bedrock_and_on_to_openai() -> None:
-    from modelwire._handoffs import handoff
+    from modelwire._client._handoffs import handoff
 
     claude = mw.AssistantMessage(
         content=[mw.ThinkingContent(thinking="look first", signature=SIG),

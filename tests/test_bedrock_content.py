@@ -20,8 +20,10 @@ import pytest
 
 import modelwire as mw
 from eventlist import final, same_at_every_split
+from modelwire._apis import get_api
 from modelwire._apis._mock import ScriptedReply
 from modelwire._apis.bedrock_converse._render import render_complete
+from modelwire._client._options import resolve_options
 from modelwire.events import BlockEvent, CitationEvent
 from modelwire.testing import MockServer, Reply
 from test_bedrock import START, body_of, delta, ev, model, tail
@@ -220,9 +222,7 @@ def test_replay_to_bedrock_sends_every_block_back_as_received() -> None:
     assert sent[2] == {"citationsContent": {"content": [{"text": "Rain is expected in Seattle."}],
                                             "citations": [CITE]}}  # fmt: skip
     # Byte for byte: the raw JSON text is inside the body as it was received.
-    request = mw._apis.get_api(API).build_request(
-        m, ctx, mw._options.resolve_options("test", api_key="k")
-    )
+    request = get_api(API).build_request(m, ctx, resolve_options("test", api_key="k"))
     assert call.raw.encode() in request.body and result.raw.encode() in request.body
     assert cite_raw(answer).encode() in request.body
 

@@ -1,4 +1,4 @@
-"""Circuit breakers (``modelwire._breaker``): closed → open after N failures in a
+"""Circuit breakers (``modelwire._call._breaker``): closed → open after N failures in a
 window → fails fast → half-open with one probe → closed or open again, driven by a
 fake clock; over loopback an open circuit sends nothing and moves a Fallback on."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 import modelwire as mw
-from modelwire._breaker import CIRCUIT_OPEN, CircuitBreaker
+from modelwire._call._breaker import CIRCUIT_OPEN, CircuitBreaker
 from modelwire.errors import OverloadedError
 from modelwire.testing import MockServer, error_reply
 
@@ -170,7 +170,7 @@ async def test_an_open_circuit_moves_a_fallback_on_at_once() -> None:
 
 
 async def test_a_fallback_shares_the_process_wide_breaker_by_default() -> None:
-    from modelwire._breaker import default_breaker
+    from modelwire._call._breaker import default_breaker
 
     shared = default_breaker()
     shared.reset()

@@ -28,8 +28,9 @@ from modelwire._call import (
     Send,
     Sleep,
 )
-from modelwire._options import HTTPRequest
-from modelwire._pipeline import Pipeline, replay
+from modelwire._client._replay import pipeline_for, replay
+from modelwire._wire.pipeline import Pipeline
+from modelwire._wire.request import HTTPRequest
 from modelwire.errors import (
     AuthenticationError,
     ConnectError,
@@ -74,7 +75,7 @@ def new_call(
     aborted: Callable[[], bool] = lambda: False,
     trace: TraceLog | None = None,
 ) -> Call:
-    p = Pipeline("openai-chat", secrets=REQUEST.secrets, trace=trace)
+    p = pipeline_for("openai-chat", secrets=REQUEST.secrets, trace=trace)
     t = mw.Timeout(connect=5, idle=30, total=total)
     return Call(p, REQUEST, timeout=t, max_retries=retries, aborted=aborted,
                 clock=clock, rng=lambda: 0.0)  # fmt: skip
@@ -365,18 +366,16 @@ def _run_sync(log: TraceLog) -> list[Event]:
 
 
 def _run_async(log: TraceLog) -> list[Event]:
-    from modelwire._http import drive_async
-    from modelwire._streams import StreamChannel
+    from modelwire._http import AsyncDriver
 
     async def run() -> list[Event]:
-        p = Pipeline("openai-chat", secrets=REQUEST.secrets, trace=log)
+        p = pipeline_for("openai-chat", secrets=REQUEST.secrets, trace=log)
         call = Call(p, REQUEST, timeout=mw.Timeout(), max_retries=2)
-        ch = StreamChannel(1000)
-        async with httpx.AsyncClient(transport=httpx.MockTransport(_handler())) as client:
-            await drive_async(call, ch, client)
         out: list[Event] = []
-        while not ch.queue.empty():
-            out += ch.queue.get_nowait()
+        async with httpx.AsyncClient(transport=httpx.MockTransport(_handler())) as client:
+            d = AsyncDriver(call, client)
+            while (batch := await d.next()) is not None:
+                out += batch
         return out
 
     return asyncio.run(run())
@@ -453,7 +452,7 @@ def overloaded_frame() -> bytes:
 def retrying_call(clock: Clock, *, total: float | None = None, retries: int = 2,
                   trace: TraceLog | None = None) -> Call:  # fmt: skip
     def fresh() -> Pipeline:
-        return Pipeline("openai-chat", secrets=REQUEST.secrets, trace=trace)
+        return pipeline_for("openai-chat", secrets=REQUEST.secrets, trace=trace)
 
     t = mw.Timeout(connect=5, idle=30, total=total)
     return Call(fresh(), REQUEST, timeout=t, max_retries=retries, clock=clock,

@@ -25,17 +25,14 @@ import modelwire as mw
 from eventlist import final
 from modelwire import _catalog as catalog
 from modelwire._apis import builtin_api_names, get_api, mock_facet
-from modelwire._assemble import compute_cost
-from modelwire._classify import is_context_overflow
-from modelwire._handoffs import tool_id_rule
-from modelwire._options import (
-    ENV_KEYS,
-    REASONING_LEVELS,
-    resolve_api_key,
-    resolve_options,
-)
+from modelwire._catalog._records import ENV_KEYS, key_optional
+from modelwire._client._handoffs import tool_id_rule
+from modelwire._client._options import resolve_api_key, resolve_options
+from modelwire._providers import _classify as classify
 from modelwire._providers import apply_provider_rules
-from modelwire._providers._records import key_optional
+from modelwire._providers._classify import is_context_overflow
+from modelwire._wire.assemble import compute_cost
+from modelwire._wire.request import REASONING_LEVELS
 from modelwire.errors import ConfigurationError, MissingAPIKeyError
 from modelwire.testing import MockServer, Reply
 from recorded import recorded_streams
@@ -160,7 +157,7 @@ def test_env_keys_are_the_provider_records_and_are_documented() -> None:
 def test_the_derived_tables_are_read_only() -> None:
     with pytest.raises(TypeError):
         ENV_KEYS["cloudy"] = ("CLOUDY_KEY",)  # type: ignore[index]
-    from modelwire._providers._records import env_keys
+    from modelwire._catalog._records import env_keys
 
     with pytest.raises(TypeError):
         env_keys()["cloudy"] = ("CLOUDY_KEY",)  # type: ignore[index]
@@ -793,7 +790,7 @@ def test_overflow_status_bodies_end_with_context_overflow(
         msg = mw.complete_sync(model, CTX, api_key="sk-test", max_retries=0)
     assert msg.stop_reason == "error"
     assert msg.error is not None and msg.error.kind == "context_overflow"
-    assert catalog.is_overflow(msg) and catalog.is_overflow(msg, model)
+    assert classify.is_overflow(msg) and classify.is_overflow(msg, model)
     with pytest.raises(mw.errors.ContextOverflowError):
         msg.raise_for_error()
 
@@ -805,7 +802,7 @@ def test_groq_tpm_limit_is_not_overflow_over_http() -> None:
     with MockServer([reply]) as srv:
         msg = mw.complete_sync(srv.model("openai-chat"), CTX, max_retries=0)
     assert msg.error is not None and msg.error.kind != "context_overflow"
-    assert not catalog.is_overflow(msg)
+    assert not classify.is_overflow(msg)
 
 
 def test_in_band_responses_overflow_is_context_overflow() -> None:
@@ -829,15 +826,15 @@ def _message(stop: str, *, input: int, cache_read: int = 0, cache_write: int = 0
 def test_silent_overflow() -> None:
     model = mw.get_model("zai", "glm-4.6")
     window = model.context_window
-    assert catalog.is_silent_overflow(_message("stop", input=window + 1), model)
-    assert not catalog.is_silent_overflow(_message("stop", input=window), model)
-    assert catalog.is_silent_overflow(_message("stop", input=window - 10, cache_read=11), model)
-    assert catalog.is_silent_overflow(_message("tool_use", input=10, cache_write=window), model)
-    assert catalog.is_silent_overflow(_message("length", input=window * 2), model)
-    assert not catalog.is_silent_overflow(_message("error", input=window * 2), model)
-    assert catalog.is_overflow(_message("stop", input=window + 1), model)
-    assert not catalog.is_overflow(_message("stop", input=window + 1))  # no model, no window
-    assert not catalog.is_overflow(_message("error", input=window * 2), model)
+    assert classify.is_silent_overflow(_message("stop", input=window + 1), model)
+    assert not classify.is_silent_overflow(_message("stop", input=window), model)
+    assert classify.is_silent_overflow(_message("stop", input=window - 10, cache_read=11), model)
+    assert classify.is_silent_overflow(_message("tool_use", input=10, cache_write=window), model)
+    assert classify.is_silent_overflow(_message("length", input=window * 2), model)
+    assert not classify.is_silent_overflow(_message("error", input=window * 2), model)
+    assert classify.is_overflow(_message("stop", input=window + 1), model)
+    assert not classify.is_overflow(_message("stop", input=window + 1))  # no model, no window
+    assert not classify.is_overflow(_message("error", input=window * 2), model)
 
 
 # --------------------------------------------------------------------------- records → tables
@@ -890,10 +887,10 @@ def test_the_mistral_id_rule_is_its_records() -> None:
 def test_a_new_record_is_all_it_takes(monkeypatch: pytest.MonkeyPatch) -> None:
     """A provider added to the data — with a key variable, a compat default, an id
     rule, an overflow wording and a status quirk — is picked up by every table."""
-    from modelwire import _classify
     from modelwire._apis.openai_chat import detect_compat
-    from modelwire._http_status import status_error
-    from modelwire._providers import _records
+    from modelwire._catalog import _records
+    from modelwire._providers import _classify
+    from modelwire._providers._status import status_error
 
     data = json.loads(json.dumps(RAW))
     data["providers"].append({
@@ -937,7 +934,7 @@ def test_every_record_compat_is_valid_for_its_api(provider: str, api: str) -> No
 
 @pytest.mark.parametrize("api", sorted(APIS))
 def test_a_records_compat_reaches_every_api(api: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    from modelwire._providers import _records
+    from modelwire._catalog import _records
 
     data = json.loads(json.dumps(RAW))
     data["providers"].append({"id": "flagged", "name": "F", "docs": "https://f.test", "models": [],
@@ -968,7 +965,7 @@ def test_a_models_record_and_chat_compat_are_remembered_only_for_what_they_depen
     URL (and reasoning): never across a ``Model.compat`` override, a reasoning flag or
     replaced tables, and never more than a bounded number of them."""
     from modelwire._apis.openai_chat import detect_compat
-    from modelwire._providers import _records
+    from modelwire._catalog import _records
 
     fresh = _records._Tables(catalog.validate_catalog(json.dumps(RAW)))
     monkeypatch.setattr(_records, "_tables", fresh)

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._options import ENV_KEYS
+from modelwire._catalog._records import ENV_KEYS
 from modelwire.testing import MockServer, error_reply, tool_call
 from recorded import recorded_streams
 

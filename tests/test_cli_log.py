@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import modelwire as mw
-from modelwire import _log
+from modelwire._client import _log
 from modelwire.errors import ConfigurationError
 from modelwire.testing import MockServer, Reply
 from test_cli import _local, assert_one_line_error, cli
@@ -149,7 +149,7 @@ def _env_all() -> dict[str, str]:
 _WRITER = """
 import sys, time
 import modelwire as mw
-from modelwire import _log
+from modelwire._client import _log
 log = _log.CallLog(sys.argv[1])
 model = mw.Model(id="m", api="openai-chat", provider="local", base_url="http://127.0.0.1:9/v1")
 i = 0

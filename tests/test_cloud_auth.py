@@ -25,10 +25,11 @@ import anyio
 import httpx
 import pytest
 
+from modelwire._providers.azure_openai import azure_url
 from modelwire.cloud import CloudAuth
 from modelwire.cloud._tokens import TokenCache
 from modelwire.cloud.aws import BedrockAuth, SigV4Signer, bedrock_api_key, resolve_region
-from modelwire.cloud.azure import AzureAuth, azure_url, resolve_api_version, resolve_endpoint
+from modelwire.cloud.azure import AzureAuth, resolve_api_version, resolve_endpoint
 from modelwire.cloud.google import VertexAuth, resolve_location, resolve_project
 from modelwire.errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 
@@ -878,78 +879,81 @@ def test_botocore_missing_says_which_extra(monkeypatch: pytest.MonkeyPatch) -> N
 
 
 @pytest.mark.parametrize(
-    ("endpoint", "deployment", "api", "version", "url"),
+    ("endpoint", "deployment", "path", "version", "url"),
     [
         (
             "https://r.openai.azure.com",
             None,
-            "openai-chat",
+            "/chat/completions",
             None,
             "https://r.openai.azure.com/openai/v1/chat/completions",
         ),
         (
             "https://r.openai.azure.com/",
             "gpt-4o",
-            "openai-responses",
+            "/responses",
             "v1",
             "https://r.openai.azure.com/openai/v1/responses",
         ),
         (
             "https://r.openai.azure.com/openai/v1/",
             None,
-            "openai-responses",
+            "/responses",
             None,
             "https://r.openai.azure.com/openai/v1/responses",
         ),
         (
             "https://r.openai.azure.com",
             None,
-            "openai-chat",
+            "/chat/completions",
             "preview",
             "https://r.openai.azure.com/openai/v1/chat/completions?api-version=preview",
         ),
         (
             "https://r.openai.azure.com",
             "my gpt/4o",
-            "openai-chat",
+            "/chat/completions",
             "2024-10-21",
             "https://r.openai.azure.com/openai/deployments/my%20gpt%2F4o/chat/completions?api-version=2024-10-21",
         ),
         (
             "https://r.openai.azure.com/openai",
             "d",
-            "openai-responses",
+            "/responses",
             "2025-04-01-preview",
             "https://r.openai.azure.com/openai/responses?api-version=2025-04-01-preview",
         ),
         (
             "http://127.0.0.1:8080",
             "d",
-            "openai-chat",
+            "/chat/completions",
             "2024-10-21",
             "http://127.0.0.1:8080/openai/deployments/d/chat/completions?api-version=2024-10-21",
         ),
     ],
 )
 def test_azure_url_forms(
-    endpoint: str, deployment: str | None, api: str, version: str | None, url: str
+    endpoint: str, deployment: str | None, path: str, version: str | None, url: str
 ) -> None:
-    assert azure_url(endpoint, deployment, api, version) == url
+    assert azure_url(endpoint, deployment, path, version) == url
 
 
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (("r.openai.azure.com", "d", "openai-chat", None), "not an http"),
-        (("https://r.openai.azure.com?x=1", "d", "openai-chat", None), "query or fragment"),
+        (("r.openai.azure.com", "d", "/chat/completions", None), "not an http"),
+        (("https://r.openai.azure.com?x=1", "d", "/chat/completions", None), "query or fragment"),
         (
-            ("https://r.openai.azure.com", "d", "anthropic-messages", None),
-            "not 'anthropic-messages'",
+            ("https://r.openai.azure.com", "d", "/v1/messages", None),
+            "not '/v1/messages'",
         ),
-        (("https://r.openai.azure.com", None, "openai-chat", "2024-10-21"), "needs the deployment"),
-        (("https://r.openai.azure.com", "d", "openai-chat", "latest"), "neither a dated"),
         (
-            ("https://r.openai.azure.com/openai/v1", "d", "openai-chat", "2024-10-21"),
+            ("https://r.openai.azure.com", None, "/chat/completions", "2024-10-21"),
+            "needs the deployment",
+        ),
+        (("https://r.openai.azure.com", "d", "/chat/completions", "latest"), "neither a dated"),
+        (
+            ("https://r.openai.azure.com/openai/v1", "d", "/chat/completions", "2024-10-21"),
             "takes no dated",
         ),
     ],
@@ -1016,8 +1020,8 @@ def _reach(start: str) -> set[str]:
     ("module", "never"),
     [
         # The status mapping is pure: it needs the classifier, not the wire APIs.
-        ("modelwire._http_status", ("modelwire._apis", "modelwire._http")),
-        ("modelwire._classify", ("modelwire._apis", "modelwire._http")),
+        ("modelwire._providers._status", ("modelwire._apis", "modelwire._http")),
+        ("modelwire._providers._classify", ("modelwire._apis", "modelwire._http")),
         # The cloud helpers redact with the redaction module, not through the transport.
         ("modelwire.cloud.aws", ("modelwire._http",)),
         ("modelwire.cloud.azure", ("modelwire._http",)),

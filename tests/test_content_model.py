@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._assemble import Assembler
+from modelwire._wire.assemble import Assembler
 from modelwire.events import BlockEvent, CitationEvent, Event
 from modelwire.ext import BlockComplete, CitationDelta, EndOfStream, Finish, TextDelta
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._count import SAFETY_MARGIN, estimate_tokens, fit_max_tokens
+from modelwire._client._count import SAFETY_MARGIN, estimate_tokens, fit_max_tokens
 from modelwire.errors import MalformedChunkError, RateLimitError
 from modelwire.testing import MockServer
 

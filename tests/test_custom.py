@@ -17,9 +17,9 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._assemble import Assembler
-from modelwire._deltas import BlockEnd, EndOfStream, Finish, TextDelta
-from modelwire._options import RequestOptions
+from modelwire._wire.assemble import Assembler
+from modelwire._wire.deltas import BlockEnd, EndOfStream, Finish, TextDelta
+from modelwire._wire.request import RequestOptions
 from modelwire.events import Event
 
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])

@@ -58,7 +58,7 @@ TRANSIENT = {"rate_limit", "overloaded", "server", "connect", "timeout", "stream
 
 @pytest.mark.parametrize("kind", sorted(DESIGN_KINDS))
 def test_retryable_defaults_to_the_kind_and_an_explicit_decision_wins(kind: str) -> None:
-    from modelwire._classify import RETRYABLE_KINDS, is_retryable
+    from modelwire._providers._classify import RETRYABLE_KINDS, is_retryable
 
     cls = errors.error_class_for_kind(kind)
     assert cls("x").retryable is (kind in TRANSIENT) is cls("x").to_info().retryable
@@ -86,7 +86,7 @@ def test_retryable_defaults_to_the_kind_and_an_explicit_decision_wins(kind: str)
 def test_in_band_errors_carry_the_code_request_id_and_retry_decision(
     args: dict[str, Any], kind: str, code: str | None, retryable: bool
 ) -> None:
-    from modelwire._classify import in_band_error
+    from modelwire._providers._classify import in_band_error
 
     err = in_band_error(**args, request_id="req_in_band")
     info = err.to_info()

@@ -1,4 +1,4 @@
-"""Tests of the AWS event stream framing (``modelwire._framing.eventstream``).
+"""Tests of the AWS event stream framing (``modelwire._wire.framing.eventstream``).
 
 Conformance: the AWS SDKs' published event stream test vectors
 (tests/data/framing/aws-event-stream-vectors.json, from aws/aws-sdk-go, cited there), each
@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from modelwire._framing import (
+from modelwire._wire.framing import (
     EventStreamDecoder,
     EventStreamMessage,
     EventStreamMessageDecoder,
@@ -43,7 +43,7 @@ from modelwire._framing import (
     encode_message,
     eventstream,
 )
-from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, Frame
+from modelwire._wire.sse import DEFAULT_MAX_EVENT_BYTES, Frame
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,

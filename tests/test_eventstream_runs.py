@@ -17,14 +17,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelwire._framing.eventstream import (
+from modelwire._client._replay import pipeline_for
+from modelwire._wire.framing.eventstream import (
     EventStreamDecoder,
     encode_event,
     encode_exception,
     encode_message,
 )
-from modelwire._pipeline import Pipeline
-from modelwire._sse._frames import Frame, Run, frames_of
+from modelwire._wire.sse._frames import Frame, Run, frames_of
 from modelwire.errors import MalformedChunkError
 from test_sse_runs import _run as run_events
 from test_sse_runs import _splits
@@ -170,7 +170,7 @@ def test_a_bad_payload_in_a_run_is_named_and_the_frames_before_it_delivered() ->
 
 
 def test_the_pipeline_joins_bedrock_once_the_body_is_recognised() -> None:
-    p = Pipeline("bedrock-converse")
+    p = pipeline_for("bedrock-converse")
     p.feed(HEAD)
     assert p._joined
     events = p.feed(TAIL) + p.end()

@@ -15,7 +15,7 @@ import pytest
 
 import modelwire as mw
 from modelwire._apis import builtin_api_names, mock_facet
-from modelwire._breaker import default_breaker
+from modelwire._call._breaker import default_breaker
 from modelwire.testing import MockServer, Reply, error_reply
 from modelwire.trace import FallbackTrace, TraceLog
 

@@ -31,9 +31,9 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-import modelwire._retry
+import modelwire._call._retry
 from modelwire._apis import builtin_api_names, mock_facet
-from modelwire._options import Transport
+from modelwire._wire.request import Transport
 from modelwire.testing import render_frames
 from modelwire.testing._render import frame
 from modelwire.trace import RetryTrace, TraceLog
@@ -496,7 +496,7 @@ def run(mode: str, model: mw.Model, driver: str, **opts: Any) -> tuple[list[Any]
 def fast_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
     # The normal backoff (0.5 s base) made short so the matrix stays fast; RetryTrace
     # shows which wait was taken, so a Retry-After honoured or ignored is still visible.
-    monkeypatch.setattr(modelwire._retry, "_BACKOFF_BASE", BACKOFF_BASE)
+    monkeypatch.setattr(modelwire._call._retry, "_BACKOFF_BASE", BACKOFF_BASE)
 
 
 def assert_no_key(*texts: str) -> None:
@@ -633,7 +633,9 @@ def test_sync_and_async_take_the_same_decisions(
 ) -> None:
     """One RetryPolicy for both loops: the same server sequence gives the same
     attempts, statuses, kinds, waits and terminal on both paths."""
-    monkeypatch.setattr(random, "random", lambda: 0.5)  # fixed jitter (modelwire._retry.random)
+    monkeypatch.setattr(
+        random, "random", lambda: 0.5
+    )  # fixed jitter (modelwire._call._retry.random)
 
     def plans() -> list[Plan]:
         return [

@@ -1,4 +1,4 @@
-"""Tests of the framing layer (``modelwire._framing``): the ``Framing`` protocol and NDJSON.
+"""Tests of the framing layer (``modelwire._wire.framing``): the ``Framing`` protocol and NDJSON.
 
 Every decoder is fed whole, byte by byte, split in two at every offset and at random
 (Hypothesis); byte soup gives the same outcome however it is cut, matches a small
@@ -23,9 +23,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-import modelwire._framing as framing
-from modelwire._framing import EventStreamDecoder, Framing, NDJSONDecoder, encode_event
-from modelwire._sse import DEFAULT_MAX_EVENT_BYTES, Frame, SSEDecoder, SSEFraming
+import modelwire._wire.framing as framing
+from modelwire._wire.framing import EventStreamDecoder, Framing, NDJSONDecoder, encode_event
+from modelwire._wire.sse import DEFAULT_MAX_EVENT_BYTES, Frame, SSEDecoder, SSEFraming
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,

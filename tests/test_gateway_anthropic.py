@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 from modelwire import errors
 from modelwire._apis.anthropic_messages import API
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 from modelwire.gateway._anthropic import FRONTEND
 from modelwire.gateway._frontend import GatewayRequest, RequestError
 from modelwire.gateway._origin import CLIENT_PROVIDER, adopt, unseal

@@ -635,7 +635,7 @@ def test_the_backend_client_is_httptools_unless_the_environment_names_a_proxy(
     for var in _PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
 
-    from modelwire._http_httptools import Pool
+    from modelwire._http._httptools import Pool
 
     async def kind() -> str:
         gw = app(config("http://127.0.0.1:1/v1"))

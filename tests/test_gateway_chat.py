@@ -23,8 +23,7 @@ from openai.types.chat import (
 import modelwire as mw
 from modelwire._apis._common import server_call_as_text
 from modelwire._apis.openai_chat._encode import build_body
-from modelwire._options import RequestOptions
-from modelwire._output._request import OutputRequest
+from modelwire._wire.request import OutputRequest, RequestOptions
 from modelwire.errors import STREAM_ERROR_KINDS, error_class_for_kind
 from modelwire.events import Event, RestartEvent
 from modelwire.gateway._chat import FRONTEND

@@ -32,7 +32,7 @@ from openai.types.responses import Response, ResponseStreamEvent
 import modelwire as mw
 from modelwire._apis.openai_responses import API as ENCODER
 from modelwire._apis.openai_responses._server import citation
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 from modelwire.errors import (
     ConnectError,
     ContextOverflowError,
@@ -962,7 +962,7 @@ def test_error_kinds(exc: StreamError, status: int, type_: str) -> None:
     assert err["message"] == str(exc) and set(err) == {"message", "type", "param", "code"}
     assert headers == ({"retry-after": "3"} if exc.retry_after else {})
     # modelwire's own client reads the body back as the same kind (a 502/504: server).
-    from modelwire._http_status import status_error
+    from modelwire._providers._status import status_error
 
     again = status_error(got, raw, headers, ())
     assert again.kind == (exc.kind if status not in (502, 504) else "server")

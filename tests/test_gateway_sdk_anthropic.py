@@ -285,7 +285,7 @@ def test_structured_output(
     """``output_config.format`` asks any backend for JSON of the schema, natively or
     by a forced tool, and the client gets the JSON as text."""
     from modelwire._apis._output_modes import output_mode
-    from modelwire._output._plan import OUTPUT_TOOL
+    from modelwire._client._output._plan import OUTPUT_TOOL
 
     schema = {"type": "object", "properties": {"city": {"type": "string"}},
               "required": ["city"], "additionalProperties": False}  # fmt: skip

@@ -23,7 +23,7 @@ from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
 import modelwire as mw
-from modelwire._output._plan import OUTPUT_TOOL
+from modelwire._client._output._plan import OUTPUT_TOOL
 from modelwire.gateway import GatewayServer, hash_key
 from modelwire.testing import APIS, MockServer, RecordedRequest, Reply, render, tool_call
 from modelwire.types import AssistantMessage, ThinkingContent, ToolCall, Usage

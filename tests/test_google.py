@@ -29,9 +29,9 @@ from modelwire._apis.google_generative_ai import (
     detect_compat,
     gemini_schema,
 )
-from modelwire._options import resolve_options
-from modelwire._pipeline import replay
-from modelwire._sse import Frame
+from modelwire._client._options import resolve_options
+from modelwire._client._replay import replay
+from modelwire._wire.sse import Frame
 from modelwire.errors import ConfigurationError, MalformedChunkError
 from recorded import recorded_streams
 

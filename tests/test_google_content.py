@@ -18,8 +18,10 @@ import pytest
 
 import modelwire as mw
 from eventlist import final, same_at_every_split
+from modelwire._apis import get_api
 from modelwire._apis._mock import ScriptedReply
 from modelwire._apis.google_generative_ai._render import render_complete
+from modelwire._client._options import resolve_options
 from modelwire.events import BlockEvent, CitationEvent
 from modelwire.testing import MockServer, Reply
 from test_google import API_NAME, body_of, model
@@ -193,8 +195,8 @@ def test_replay_to_the_same_model_sends_the_parts_gemini_sent() -> None:
     ]  # grounding is response metadata: no part carries it back
     answer = ctx.messages[1]
     assert isinstance(answer, mw.AssistantMessage)
-    request = mw._apis.get_api(API_NAME).build_request(
-        m, ctx, mw._options.resolve_options("google", api_key="k"))  # fmt: skip
+    request = get_api(API_NAME).build_request(
+        m, ctx, resolve_options("google", api_key="k"))  # fmt: skip
     for block in answer.content[:2]:
         assert isinstance(block, mw.ServerToolCall | mw.ServerToolResult)
         assert block.raw is not None and block.raw.encode() in request.body  # byte for byte

@@ -1,6 +1,6 @@
 """``mw.handoff``: replaying a conversation to another (or the same) model.
 
-Each rule of ``modelwire._handoffs`` has a test; the last section sends a real
+Each rule of ``modelwire._client._handoffs`` has a test; the last section sends a real
 Anthropic thinking + tool-call conversation (replayed from recorded streams) to
 OpenAI Chat, Responses and Gemini over a loopback MockServer and checks the
 request bodies the servers received.
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
-from modelwire._handoffs import NO_RESULT, handoff, tool_id_rule
+from modelwire._client._handoffs import NO_RESULT, handoff, tool_id_rule
 from modelwire.testing import MockServer
 from recorded import recorded_streams
 

@@ -26,7 +26,7 @@ import pytest
 import modelwire as mw
 from eventlist import final
 from modelwire._apis.openai_chat import API
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, sse_body
 from recorded import recorded_streams
 
@@ -976,7 +976,7 @@ async def test_live_and_replay_agree(srv: Scripted, name: str) -> None:
     ],
 )
 def test_parse_retry_after(value: str | None, ms: str | None, want: float | None) -> None:
-    from modelwire._retry import parse_retry_after
+    from modelwire._providers._status import parse_retry_after
 
     now = 1445412480.0  # Wed, 21 Oct 2015 07:28:00 GMT
     assert parse_retry_after(value, ms, now=now) == want
@@ -1000,7 +1000,7 @@ def _err(status: int | None, retry_after: float | None = None) -> mw.errors.Stre
 
 
 def test_retry_policy_decisions() -> None:
-    from modelwire._retry import RetryPolicy
+    from modelwire._call._retry import RetryPolicy
 
     clock = _Clock()
     p = RetryPolicy(mw.Timeout(total=10), 3, clock=clock, rng=lambda: 0.0)
@@ -1020,7 +1020,7 @@ def test_retry_policy_decisions() -> None:
 
 
 def test_retry_policy_never_waits_past_the_deadline() -> None:
-    from modelwire._retry import RetryPolicy
+    from modelwire._call._retry import RetryPolicy
 
     clock = _Clock()
     p = RetryPolicy(mw.Timeout(connect=10, idle=300, total=5), 5, clock=clock, rng=lambda: 0.0)
@@ -1131,12 +1131,12 @@ def test_connect_error_names_the_url_it_tried() -> None:
 
 
 def test_status_error_takes_any_mapping_of_headers_case_insensitively() -> None:
-    # The mapping lives in the httpx-free modelwire._http_status; a plain dict works
+    # The mapping lives in the httpx-free modelwire._providers._status; a plain dict works
     # as httpx.Headers does, and modelwire._http re-exports the same function.
     from modelwire import _http as http
-    from modelwire import _http_status
+    from modelwire._providers import _status
 
-    assert http.status_error is _http_status.status_error
+    assert http.status_error is _status.status_error
     for headers in (
         {"Retry-After": "3"},
         {"retry-after": "3"},
@@ -1185,15 +1185,14 @@ def test_total_timeout_bounds_the_connect(mode: str) -> None:
 def test_an_unusable_url_is_not_retried(mode: str) -> None:
     # ``Model`` refuses such a base_url up front; a wire API could still build one.
     from modelwire._call import Call
-    from modelwire._http import SyncDriver, drive_async
-    from modelwire._options import HTTPRequest
-    from modelwire._pipeline import Pipeline
-    from modelwire._streams import StreamChannel
+    from modelwire._client._replay import pipeline_for
+    from modelwire._http import AsyncDriver, SyncDriver
+    from modelwire._wire.request import HTTPRequest
     from modelwire.trace import TraceLog
 
     request = HTTPRequest(url="ftp://127.0.0.1/v1/chat/completions", headers={}, body=b"{}")
     log = TraceLog()
-    call = Call(Pipeline("openai-chat", trace=log), request, timeout=FAST, max_retries=3)
+    call = Call(pipeline_for("openai-chat", trace=log), request, timeout=FAST, max_retries=3)
     events: list[mw.events.Event] = []
     if mode == "sync":
         for batch in SyncDriver(call, None).events():
@@ -1201,10 +1200,9 @@ def test_an_unusable_url_is_not_retried(mode: str) -> None:
     else:
 
         async def run() -> None:
-            ch = StreamChannel(64)
-            await drive_async(call, ch, None)
-            while not ch.queue.empty():
-                events.extend(ch.queue.get_nowait())
+            d = AsyncDriver(call, None)
+            while (batch := await d.next()) is not None:
+                events.extend(batch)
 
         asyncio.run(run())
     last = events[-1]
@@ -1279,7 +1277,7 @@ async def test_a_429_out_of_quota_is_sent_once_and_a_rate_limit_is_retried(
 def test_status_errors_carry_the_request_id_from_headers_or_body(
     headers: dict[str, str], body: dict[str, Any], want: str | None
 ) -> None:
-    from modelwire._http_status import status_error
+    from modelwire._providers._status import status_error
 
     payload = {**body, "error": {"message": "no", "type": "invalid_request_error"}}
     err = status_error(400, json.dumps(payload).encode(), headers, ())
@@ -1288,7 +1286,7 @@ def test_status_errors_carry_the_request_id_from_headers_or_body(
 
 
 def test_status_error_codes_and_request_ids_are_redacted() -> None:
-    from modelwire._http_status import status_error
+    from modelwire._providers._status import status_error
 
     key = "sk-leaky-5be0c2"
     body = {"error": {"message": f"bad {key}", "code": f"code-{key}"}}
@@ -1307,8 +1305,8 @@ def test_status_error_codes_and_request_ids_are_redacted() -> None:
 def test_the_classifier_decides_retryable_and_the_retry_policy_obeys(
     status: int, code: str | None, retryable: bool
 ) -> None:
-    from modelwire._http_status import status_error
-    from modelwire._retry import RetryPolicy
+    from modelwire._call._retry import RetryPolicy
+    from modelwire._providers._status import status_error
 
     body = {"error": {"message": "x", "code": code}} if code else {}
     err = status_error(status, json.dumps(body).encode(), {}, ())
@@ -1333,7 +1331,7 @@ def test_the_classifier_decides_retryable_and_the_retry_policy_obeys(
 def test_request_id_is_read_from_the_first_ranked_header(
     headers: dict[str, str], expected: str | None
 ) -> None:
-    from modelwire._http_status import request_id
+    from modelwire._providers._status import request_id
 
     assert request_id(headers) == expected
     assert request_id(httpx.Headers(headers)) == expected

@@ -16,7 +16,7 @@ import warnings
 import pytest
 
 import modelwire as mw
-from modelwire import _http_aiohttp as pool
+from modelwire._http import _aiohttp as pool
 from test_faults import CTX, TEXT, Plan, frames, model_for, ok, serving, stall_after_two
 
 API = "openai-chat"

@@ -23,12 +23,12 @@ from typing import Any
 import pytest
 
 import modelwire as mw
+import modelwire._call._retry
 import modelwire._http as http
-import modelwire._retry
-from modelwire import _http_httptools as hh
 from modelwire._call import Failure, Head, Send
-from modelwire._http_httptools import _pool, _wire
-from modelwire._options import HTTPRequest
+from modelwire._http import _httptools as hh
+from modelwire._http._httptools import _pool, _wire
+from modelwire._wire.request import HTTPRequest
 from modelwire.errors import ConnectError
 from test_faults import (
     CTX,
@@ -446,7 +446,7 @@ def test_a_server_that_does_not_speak_http_fails_to_connect(
 ) -> None:
     """Bytes that are no status line: a connect failure, as on the other transports
     (nothing was answered), so the call is tried again."""
-    monkeypatch.setattr(modelwire._retry, "_BACKOFF_BASE", 0.001)
+    monkeypatch.setattr(modelwire._call._retry, "_BACKOFF_BASE", 0.001)
     with wire([b"SSH-2.0-OpenSSH_9.6\r\n"]) as server:
         message = run(server.port, max_retries=1)
         assert server.wait_closed()

@@ -18,9 +18,9 @@ import pytest
 
 import modelwire as mw
 import modelwire._http as http
-from modelwire import _http_httptools as hh
 from modelwire._call import Failure, Head, Read
-from modelwire._http_httptools import _wire
+from modelwire._http import _httptools as hh
+from modelwire._http._httptools import _wire
 from test_faults import TEXT
 from test_http_httptools import (
     OPEN_SSE,

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelwire._http_httptools import _wire
+from modelwire._http._httptools import _wire
 from test_faults import frames
 
 SSE = b"".join(frames("openai-chat"))

@@ -14,11 +14,11 @@ import pytest
 
 import modelwire as mw
 from modelwire import _catalog as catalog
-from modelwire import _options as options
-from modelwire import _pipeline as pipeline
-from modelwire import _sse as sse
 from modelwire import types as mwtypes
 from modelwire._cli import common
+from modelwire._client import _options as options
+from modelwire._wire import pipeline as pipeline
+from modelwire._wire import sse as sse
 from modelwire.agent import _loop
 
 SRC = Path(mw.__file__).parent
@@ -60,7 +60,7 @@ def test_one_is_loopback() -> None:
 
 
 def test_one_default_max_event_bytes() -> None:
-    assert _defined("DEFAULT_MAX_EVENT_BYTES") == ["modelwire._sse"]
+    assert _defined("DEFAULT_MAX_EVENT_BYTES") == ["modelwire._wire.sse"]
     assert pipeline.DEFAULT_MAX_EVENT_BYTES is sse.DEFAULT_MAX_EVENT_BYTES
 
 
@@ -104,7 +104,7 @@ def test_client_reaches_into_no_private_attribute_and_sets_only_channel_hooks() 
     # (it used to call the stream channel's ``_emit``), and the only attributes it
     # sets are the channel's documented hooks (it used to set ``asm.done`` and
     # ``pipeline.assembler.policy``).
-    tree = ast.parse((SRC / "_client.py").read_text(encoding="utf-8"))
+    tree = ast.parse((SRC / "_client" / "__init__.py").read_text(encoding="utf-8"))
     private = [
         f"{ast.unparse(n)} (line {n.lineno})"
         for n in ast.walk(tree)
@@ -128,7 +128,7 @@ def test_stream_and_stream_sync_differ_only_in_their_driver() -> None:
     # One Call takes every decision of a call (modelwire._call); the client's two
     # producers build it the same way and hand it to their driver, nothing else: no
     # pipeline, no authorize, no feed loop of their own.
-    tree = ast.parse((SRC / "_client.py").read_text(encoding="utf-8"))
+    tree = ast.parse((SRC / "_client" / "__init__.py").read_text(encoding="utf-8"))
     fns = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
     driver = {"http.AsyncDriver": "DRIVER", "http.SyncDriver": "DRIVER", "driver.events": "DRIVER"}
 
@@ -149,7 +149,7 @@ def test_stream_and_stream_sync_differ_only_in_their_driver() -> None:
 
 
 # The core and agent modules: a module passing ~600 lines becomes a package.
-SIZED = ("agent", "_assemble", "_client.py", "_streams.py", "errors.py", "events.py", "tools")
+SIZED = ("agent", "_wire", "_client", "errors.py", "events.py", "tools")
 
 
 def test_no_module_of_the_core_and_agent_passes_600_lines() -> None:
@@ -158,7 +158,7 @@ def test_no_module_of_the_core_and_agent_passes_600_lines() -> None:
         paths = [SRC / name] if name.endswith(".py") else sorted((SRC / name).rglob("*.py"))
         for path in paths:
             sizes[str(path.relative_to(SRC))] = len(path.read_text(encoding="utf-8").splitlines())
-    assert "agent/_loop.py" in sizes and "_assemble/_assembler.py" in sizes
+    assert "agent/_loop.py" in sizes and "_wire/assemble/_assembler.py" in sizes
     assert {k: v for k, v in sizes.items() if v > 600} == {}
 
 
@@ -169,7 +169,11 @@ def test_no_module_under_src_modelwire_passes_600_lines() -> None:
         str(path.relative_to(SRC)): len(path.read_text(encoding="utf-8").splitlines())
         for path in sorted(SRC.rglob("*.py"))
     }
-    assert {"_http/__init__.py", "_catalog.py", "_apis/openai_responses/_decode.py"} <= sizes.keys()
+    assert {
+        "_http/__init__.py",
+        "_catalog/__init__.py",
+        "_apis/openai_responses/_decode.py",
+    } <= sizes.keys()
     assert len(sizes) > 100  # the walk found the whole package
     assert {k: v for k, v in sizes.items() if v > 600} == {}
 
@@ -252,7 +256,7 @@ def test_the_options_are_typed_for_callers(tmp_path: Path) -> None:
     code = tmp_path / "caller.py"
     code.write_text(
         "import modelwire as mw\n"
-        "from modelwire._options import resolve_options\n"
+        "from modelwire._client._options import resolve_options\n"
         "m = mw.get_model('openai', 'gpt-4.1-mini')\n"
         "c = mw.Context()\n"
         "mw.stream(m, c, max_tokens='many')\n"

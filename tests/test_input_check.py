@@ -13,7 +13,7 @@ import pytest
 import modelwire as mw
 from modelwire._apis import api_names, get_api
 from modelwire._apis._common import check_input
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 from modelwire.testing import MockServer
 
 BUILT_IN = [

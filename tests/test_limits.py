@@ -1,4 +1,4 @@
-"""Client-side pacing (``modelwire._limits``): one Pacer for ``mw.stream`` and the batch
+"""Client-side pacing (``modelwire._call._limits``): one Pacer for ``mw.stream`` and the batch
 runner; requests and tokens per minute hold under 50 concurrent calls, and one call's
 Retry-After pauses every paced call to that provider."""
 
@@ -13,7 +13,7 @@ import pytest
 
 import modelwire as mw
 from modelwire._call import Call, Close, Emit, Send, Sleep
-from modelwire._limits import Pacer, pacer_for, pause_provider, reset_pacers
+from modelwire._call._limits import Pacer, pacer_for, pause_provider, reset_pacers
 from modelwire.batching._limits import ProviderLimiter
 from modelwire.testing import MockServer, error_reply
 
@@ -128,15 +128,15 @@ def test_the_batch_limiter_is_the_same_pacer() -> None:
 
 
 def test_the_call_waits_for_its_slot_as_a_sleep_intent() -> None:
-    from modelwire._options import HTTPRequest
-    from modelwire._pipeline import Pipeline
+    from modelwire._client._replay import pipeline_for
+    from modelwire._wire.request import HTTPRequest
 
     clock = Clock()
     pacer = Pacer(rpm=60, clock=clock)
     pacer.reserve()  # the burst is taken: the next request waits 1 s
     request = HTTPRequest(url="http://127.0.0.1:9/v1/chat/completions",
                           headers={"Accept": "text/event-stream"}, body=b"{}")  # fmt: skip
-    call = Call(Pipeline("openai-chat"), request, timeout=mw.Timeout(), max_retries=0,
+    call = Call(pipeline_for("openai-chat"), request, timeout=mw.Timeout(), max_retries=0,
                 clock=clock, pacer=pacer)  # fmt: skip
     intents = [call.first()]
     while not isinstance(intents[-1], Send):

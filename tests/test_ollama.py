@@ -23,7 +23,7 @@ import modelwire as mw
 from eventlist import final, plain, same_at_every_split
 from modelwire import _catalog as catalog
 from modelwire._apis import get_api
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 from modelwire.testing import MockServer, RecordedRequest, Reply, render, tool_call
 
 API = "ollama-chat"
@@ -359,7 +359,7 @@ def test_trace_records_every_layer_for_ndjson() -> None:
 
 
 def test_handoff_from_ollama_to_anthropic_and_back() -> None:
-    from modelwire._handoffs import handoff
+    from modelwire._client._handoffs import handoff
 
     turn = final(mw.replay(API, TOOLS, mw.Model(id="qwen3", api=API, provider="ollama",
                                                 base_url="http://127.0.0.1:11434")))  # fmt: skip

@@ -13,7 +13,7 @@ import pytest
 
 import modelwire as mw
 from modelwire._apis import get_api
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 
 API = "ollama-chat"
 

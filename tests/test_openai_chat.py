@@ -22,7 +22,8 @@ from hypothesis import strategies as st
 import modelwire as mw
 from eventlist import final as last_message
 from modelwire._apis.openai_chat import API, RESERVED, detect_compat
-from modelwire._options import HTTPRequest, resolve_options
+from modelwire._client._options import resolve_options
+from modelwire._wire.request import HTTPRequest
 from modelwire.testing import MockServer, Reply, sse_body
 from recorded import recorded_streams
 

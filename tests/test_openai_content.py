@@ -19,9 +19,9 @@ import modelwire as mw
 from modelwire._apis._leaked import LeakedCall, LeakedText, split_leaked
 from modelwire._apis.openai_chat import ChatCompat, encode_messages
 from modelwire._apis.openai_responses import encode_input
-from modelwire._options import resolve_options
-from modelwire._pipeline import Pipeline, replay
-from modelwire._sse import SSEDecoder, SSEFraming
+from modelwire._client._options import resolve_options
+from modelwire._client._replay import pipeline_for, replay
+from modelwire._wire.sse import SSEDecoder, SSEFraming
 from modelwire.events import Replay
 from modelwire.types import Context, Model, ToolDefinition, ToolResultMessage, UserMessage
 
@@ -562,7 +562,7 @@ def _leaky_stream(text: str) -> bytes:
 
 
 def _replay_with_tools(raw: list[bytes], model: Model) -> Replay:
-    p = Pipeline("openai-chat", model=model, tools_declared=True)
+    p = pipeline_for("openai-chat", model=model, tools_declared=True)
     declare = getattr(p.decoder, "declare_tools", None)
     if declare is not None:  # as the client does (only the leaky decoder has it)
         declare(("get_weather",))

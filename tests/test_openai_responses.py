@@ -26,9 +26,9 @@ from hypothesis import strategies as st
 import modelwire as mw
 from modelwire._apis import get_api
 from modelwire._apis.openai_responses import API, ResponsesDecoder, detect_compat
-from modelwire._options import resolve_options
-from modelwire._pipeline import replay
-from modelwire._sse import Frame
+from modelwire._client._options import resolve_options
+from modelwire._client._replay import replay
+from modelwire._wire.sse import Frame
 from modelwire.errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
 from modelwire.types import (
     AssistantMessage,

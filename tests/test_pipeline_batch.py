@@ -13,10 +13,10 @@ import pytest
 
 import modelwire as mw
 from modelwire._apis import get_api
-from modelwire._assemble import Assembler
-from modelwire._framing import EventStreamDecoder
-from modelwire._pipeline import Pipeline
-from modelwire._sse import Frame, SSEFraming
+from modelwire._client._replay import pipeline_for
+from modelwire._wire.assemble import Assembler
+from modelwire._wire.framing import EventStreamDecoder
+from modelwire._wire.sse import Frame, SSEFraming
 
 
 def chunk(content: str | None = None, finish: str | None = None) -> bytes:
@@ -49,7 +49,7 @@ def test_one_read_is_assembled_in_one_call(monkeypatch: pytest.MonkeyPatch) -> N
         real(self, deltas, out)
 
     monkeypatch.setattr(Assembler, "feed", counting)
-    p = Pipeline("openai-chat")
+    p = pipeline_for("openai-chat")
     p.feed(chunk("a"))  # the first payload is checked on its own (wrong-API sniffing)
     calls.clear()
     events = p.feed(b"".join(chunk(t) for t in TEXT))

@@ -23,8 +23,8 @@ import modelwire._apis as apis
 import modelwire._providers as providers
 from modelwire._apis import builtin_api_names, register_wire_api
 from modelwire._apis.openai_chat import OpenAIChatAPI
-from modelwire._options import HTTPRequest, RequestOptions
 from modelwire._providers import ProviderRules, register_provider
+from modelwire._wire.request import HTTPRequest, RequestOptions
 from modelwire.testing import MockServer, Reply
 from modelwire.trace import TraceLog
 
@@ -161,8 +161,7 @@ def _with_record(monkeypatch: pytest.MonkeyPatch, record: dict[str, Any]) -> Non
     """The provider tables as if the catalog data held ``record`` too."""
     from importlib import resources
 
-    from modelwire._catalog import validate_catalog
-    from modelwire._providers import _records
+    from modelwire._catalog import _records, validate_catalog
 
     data = json.loads(resources.files("modelwire").joinpath("data", "models.json").read_bytes())
     data["providers"].append(record)
@@ -180,11 +179,13 @@ _CLOUDY = {"id": "cloudy", "name": "Cloudy", "env": ["CLOUDY_TOKEN"], "docs": "h
 def test_a_provider_record_says_whether_its_key_is_optional(
     monkeypatch: pytest.MonkeyPatch, optional: bool
 ) -> None:
-    from modelwire import _options as options
+    from modelwire._client import _options as options
 
     _with_record(monkeypatch, {**_CLOUDY, "key_optional": optional})
     monkeypatch.delenv("CLOUDY_TOKEN", raising=False)
-    assert options.ENV_KEYS["cloudy"] == ("CLOUDY_TOKEN",)  # derived from the record
+    from modelwire._catalog._records import ENV_KEYS
+
+    assert ENV_KEYS["cloudy"] == ("CLOUDY_TOKEN",)  # derived from the record
     if optional:
         assert options.resolve_api_key("cloudy", None) is None  # the authorizer will sign
     else:
@@ -252,7 +253,7 @@ def test_a_third_party_api_gets_the_provider_rules_url_auth_body_and_secrets(
 
 
 def test_the_rules_key_header_replaces_only_the_apis_key_header(clean_registry: None) -> None:
-    from modelwire._options import resolve_options
+    from modelwire._client._options import resolve_options
     from modelwire._providers import apply_provider_rules
 
     register_provider("azure-style", AzureStyle())

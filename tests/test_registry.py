@@ -35,11 +35,11 @@ from modelwire._apis import (
     register_wire_api,
 )
 from modelwire._apis.ollama_chat import OllamaChatAPI
-from modelwire._framing import NDJSONDecoder
-from modelwire._options import resolve_options
-from modelwire._pipeline import Pipeline
+from modelwire._client._options import resolve_options
+from modelwire._client._replay import pipeline_for
 from modelwire._providers import ProviderRules, apply_provider_rules, register_provider
-from modelwire._sse import SSEDecoder
+from modelwire._wire.framing import NDJSONDecoder
+from modelwire._wire.sse import SSEDecoder
 from modelwire.testing import MockServer, Reply, api_for_path, render
 
 SRC = Path(mw.__file__).parent
@@ -98,7 +98,7 @@ def test_cli_choices_and_catalog_validation_come_from_the_registry() -> None:
     from modelwire._cli import APIS, build_parser
 
     assert builtin_api_names() == APIS
-    assert frozenset(BUILTIN) == catalog.CATALOG_APIS
+    assert frozenset(BUILTIN) == frozenset(catalog.load_catalog().apis)
     help_text = build_parser().format_help()
     assert "demo" in help_text
     raw = json.loads((SRC / "data" / "models.json").read_text())
@@ -183,8 +183,11 @@ def test_register_api_neither_mutates_the_object_nor_keeps_a_second_registry(
     mw.register_api("my-ollama", fn)
     assert find_api("my-ollama") is None and custom_stream("my-ollama") is fn
     import modelwire._client as client
+    import modelwire._client._custom as custom
 
-    assert not hasattr(client, "_custom")
+    # No second table of stream functions in the client or its custom-stream module.
+    for module in (client, custom):
+        assert not [k for k, v in vars(module).items() if isinstance(v, dict) and "my-ollama" in v]
 
 
 def test_register_wire_api_refuses_what_is_not_a_wire_api(clean_registry: None) -> None:
@@ -244,11 +247,11 @@ def test_register_provider_checks_its_hooks(clean_registry: None) -> None:
 
 
 def test_the_pipeline_uses_the_framing_the_api_chooses() -> None:
-    assert isinstance(Pipeline("ollama-chat").sse, NDJSONDecoder)
-    assert isinstance(Pipeline("openai-chat").sse, SSEDecoder)
-    assert Pipeline("ollama-chat", max_event_bytes=64).sse.max_event_bytes == 64
+    assert isinstance(pipeline_for("ollama-chat").sse, NDJSONDecoder)
+    assert isinstance(pipeline_for("openai-chat").sse, SSEDecoder)
+    assert pipeline_for("ollama-chat", max_event_bytes=64).sse.max_event_bytes == 64
     # The NDJSON size limit reaches the stream as event_too_large.
-    p = Pipeline("ollama-chat", max_event_bytes=32)
+    p = pipeline_for("ollama-chat", max_event_bytes=32)
     out = [*p.start(), *p.feed(b'{"message":{"content":"' + b"x" * 64)]
     msg = out[-1].message  # type: ignore[union-attr]
     assert msg.error is not None and msg.error.kind == "event_too_large"
@@ -256,7 +259,7 @@ def test_the_pipeline_uses_the_framing_the_api_chooses() -> None:
 
 def test_tool_results_and_id_rules_are_asked_of_each_api() -> None:
     from modelwire._cli.demo import tool_result_text
-    from modelwire._handoffs import tool_id_rule
+    from modelwire._client._handoffs import tool_id_rule
 
     body = {"messages": [{"role": "tool", "content": "first"}, {"role": "tool", "content": "x"}]}
     assert tool_result_text("ollama-chat", body) == "x"
@@ -272,7 +275,7 @@ def test_tool_results_and_id_rules_are_asked_of_each_api() -> None:
 # --------------------------------------------------------------------------- the grep
 
 # Files outside apis/ that still name an API, each with the reason. Keep this short.
-# cloud/azure.py asks the registry; serve --help shows the configuration's documented
+# serve --help shows the configuration's documented
 # form, which names a wire API as a config does.
 _ALLOWED: set[str] = {"_cli/serve.py"}
 _FRONTENDS = ("gateway/_chat", "gateway/_responses", "gateway/_anthropic")

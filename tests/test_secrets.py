@@ -23,8 +23,7 @@ import modelwire as mw
 from modelwire._apis import builtin_api_names, get_api
 from modelwire._catalog import env_vars
 from modelwire._cli import main
-from modelwire._framing.eventstream import encode_event
-from modelwire._options import HTTPRequest, Transport, resolve_options
+from modelwire._client._options import resolve_options
 from modelwire._providers import provider_rules
 from modelwire._redact import (
     MARK,
@@ -36,6 +35,8 @@ from modelwire._redact import (
     redact,
     tail,
 )
+from modelwire._wire.framing.eventstream import encode_event
+from modelwire._wire.request import HTTPRequest, Transport
 from modelwire.testing import MockServer, Reply
 from modelwire.trace import ReadTrace, TraceLog
 
@@ -485,7 +486,8 @@ def test_a_token_provider_returning_a_newline_fails_typed_and_not_retried(
     mode: Transport | None, recorder: Any
 ) -> None:
     from modelwire._providers import register_provider
-    from modelwire.cloud.azure import AzureAuth, AzureOpenAIRules
+    from modelwire.cloud.azure import AzureAuth
+    from modelwire.ext import AzureOpenAIRules
 
     calls: list[int] = []
 
@@ -553,10 +555,10 @@ def test_a_session_token_from_the_credential_chain_with_a_newline_is_refused_whe
 
 @pytest.mark.parametrize("version", ["2024-10-21\n", "2024-10-21\r\n", "2024-10-21-preview\n"])
 def test_an_api_version_with_a_trailing_newline_is_refused(version: str, recorder: Any) -> None:
-    from modelwire.cloud.azure import azure_url
+    from modelwire._providers.azure_openai import azure_url
 
     with pytest.raises(mw.ConfigurationError, match="api_version"):
-        azure_url("https://r.openai.azure.com", "dep", "openai-chat", version)
+        azure_url("https://r.openai.azure.com", "dep", "/chat/completions", version)
     # In the base_url's query too, before any request.
     from urllib.parse import quote
 

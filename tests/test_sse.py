@@ -1,4 +1,4 @@
-"""Tests of the sans-IO SSE decoder (``modelwire._sse``).
+"""Tests of the sans-IO SSE decoder (``modelwire._wire.sse``).
 
 Conformance: the 40 web-platform-tests vectors in ``../shared/fixtures/sse-vectors.json``,
 each fed whole, byte by byte, split in two at every offset, and in its own ``chunks``.
@@ -28,7 +28,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from modelwire._sse import ServerSentEvent, SSEDecoder
+from modelwire._wire.sse import ServerSentEvent, SSEDecoder
 from modelwire.errors import (
     ConfigurationError,
     EventTooLargeError,

@@ -20,9 +20,9 @@ from modelwire._apis.anthropic_messages._decode import AnthropicDecoder
 from modelwire._apis.bedrock_converse._decode import BedrockDecoder
 from modelwire._apis.google_generative_ai._decode import GoogleDecoder
 from modelwire._apis.openai_chat._decode import ChatDecoder
-from modelwire._pipeline import Pipeline
-from modelwire._sse import SSEFraming
-from modelwire._sse._frames import Frame, Run, frames_of, join
+from modelwire._client._replay import pipeline_for
+from modelwire._wire.sse import SSEFraming
+from modelwire._wire.sse._frames import Frame, Run, frames_of, join
 from modelwire.testing import render
 
 
@@ -167,7 +167,7 @@ def _run(api: str, reads: list[bytes], *, runs: bool, monkeypatch: pytest.Monkey
     cls = _DECODERS[api]
     with monkeypatch.context() as m:
         m.setattr(cls, "takes_runs", runs)
-        p = Pipeline(api)
+        p = pipeline_for(api)
         events = p.start()
         for r in reads:
             events += p.feed(r)
@@ -274,9 +274,9 @@ def test_the_framing_joins_only_when_asked() -> None:
 
 
 def test_the_pipeline_joins_once_the_body_is_recognised_and_not_when_traced() -> None:
-    p = Pipeline("openai-chat")
+    p = pipeline_for("openai-chat")
     p.feed(_chat("a"))
     assert p._joined
-    traced = Pipeline("openai-chat", trace=lambda record: None)
+    traced = pipeline_for("openai-chat", trace=lambda record: None)
     traced.feed(_chat("a"))
     assert not traced._joined

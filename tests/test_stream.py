@@ -11,10 +11,10 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire._assemble import Assembler
-from modelwire._deltas import EndOfStream, Finish, TextDelta
-from modelwire._options import RequestOptions
-from modelwire._streams import AssistantMessageStream, StreamChannel
+from modelwire._client._streams import AssistantMessageStream, StreamChannel
+from modelwire._wire.assemble import Assembler
+from modelwire._wire.deltas import EndOfStream, Finish, TextDelta
+from modelwire._wire.request import RequestOptions
 from modelwire.events import Event
 
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
@@ -218,7 +218,7 @@ async def test_a_dropped_stream_stops_its_producer_at_once() -> None:
 
 
 def test_a_dropped_sync_stream_closes_its_producer_at_once() -> None:
-    from modelwire._streams import SyncAssistantMessageStream
+    from modelwire._client._streams import SyncAssistantMessageStream
 
     closed = threading.Event()
 

@@ -17,7 +17,7 @@ from contextlib import contextmanager
 import pytest
 
 import modelwire as mw
-from modelwire._options import Transport
+from modelwire._wire.request import Transport
 from modelwire.testing import MockServer, Reply, register_text_api, render
 from test_faults import RawServer
 

@@ -231,7 +231,7 @@ def test_closing_the_callers_client_at_once_after_the_end_logs_nothing(transport
     import aiohttp
     import httpx
 
-    from modelwire._http_httptools import Pool
+    from modelwire._http._httptools import Pool
     from modelwire.testing import MockServer, Reply, render
 
     body = render("hello there", API) + b": a keep-alive comment, stalled in the middle\n\n"

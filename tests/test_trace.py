@@ -958,7 +958,7 @@ def test_userinfo_with_credentials_in_authorization_already_is_refused() -> None
 
 
 def test_a_request_repr_and_a_bad_base_url_error_hide_userinfo() -> None:
-    from modelwire._options import HTTPRequest
+    from modelwire._wire.request import HTTPRequest
 
     request = HTTPRequest(url=f"https://u:{PASSWORD}@h.test/v1", headers={}, body=b"")
     assert PASSWORD not in repr(request)

@@ -30,7 +30,7 @@ import pytest
 
 import modelwire as mw
 import modelwire._http as http
-from modelwire._options import Transport
+from modelwire._wire.request import Transport
 from modelwire.trace import RetryTrace, TraceLog
 from test_faults import CTX, TEXT, Plan, RawServer, frames, model_for, ok, serving
 
@@ -69,8 +69,8 @@ def test_only_the_http_modules_import_aiohttp_httptools_and_httpx() -> None:
     # The HTTP modules: the httpx package (its drivers, the JSON request), aiohttp's
     # and httptools'.
     assert importers == {
-        "aiohttp": {"modelwire._http_aiohttp"},
-        "httptools": {"modelwire._http_httptools._wire"},
+        "aiohttp": {"modelwire._http._aiohttp"},
+        "httptools": {"modelwire._http._httptools._wire"},
         "httpx": {
             "modelwire._http",
             "modelwire._http._base",

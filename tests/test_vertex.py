@@ -27,7 +27,7 @@ import modelwire as mw
 import test_faults
 from modelwire import _providers as providers
 from modelwire._apis import get_api, mock_facet
-from modelwire._options import resolve_options
+from modelwire._client._options import resolve_options
 from modelwire._providers import (
     ProviderRules,
     _vertex,

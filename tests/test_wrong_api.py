@@ -16,7 +16,7 @@ import pytest
 import modelwire as mw
 from eventlist import final
 from modelwire._apis import DEFAULT_API, api_names, builtin_api_names, find_api, recognizing
-from modelwire._pipeline import replay
+from modelwire._client._replay import replay
 from modelwire.testing import render
 
 DATA = Path(__file__).resolve().parent / "data"

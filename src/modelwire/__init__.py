@@ -11,9 +11,10 @@ show as ``mw.<name>``. They come only from these modules:
 - values: ``types`` (messages, content, model, usage; ``to_json``/``from_json``)
   and ``events`` (the stream events);
 - entry points and their options, from private implementation modules: ``_client``,
-  ``_pipeline`` (``replay``), ``_handoffs``, ``_catalog`` (``get_model``, ``models``),
-  ``_options`` (``Timeout``), ``_sse`` (the public decoder), ``_streams``, ``_assemble``
-  (the completion policy), and ``trace`` (the records, a public module);
+  ``_client._replay`` (``replay``), ``_client._handoffs``, ``_catalog`` (``get_model``,
+  ``models``), ``_wire.request`` (``Timeout``), ``_wire.sse`` (the public decoder),
+  ``_client._streams``, ``_wire.assemble`` (the completion policy), and ``trace`` (the
+  records, a public module);
 - ``errors``: only the root and the caller mistakes that raise at once
   (``ModelwireError``, ``ConfigurationError``, ``MissingAPIKeyError``) and
   ``ErrorInfo``; a stream never raises the rest, which stay in ``mw.errors``;
@@ -37,8 +38,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from . import errors
-from ._options import Timeout
-from ._sse import ServerSentEvent, SSEDecoder
+from ._wire.request import Timeout
+from ._wire.sse import ServerSentEvent, SSEDecoder
 from .errors import (
     ConfigurationError,
     MissingAPIKeyError,
@@ -93,8 +94,6 @@ if TYPE_CHECKING:
     from . import gateway as gateway
     from . import testing as testing
     from . import tools as tools
-    from ._assemble import CompletionPolicy as CompletionPolicy
-    from ._assemble import default_completion_policy as default_completion_policy
     from ._catalog import get_model as get_model
     from ._catalog import models as models
     from ._client import CircuitBreaker as CircuitBreaker
@@ -107,10 +106,12 @@ if TYPE_CHECKING:
     from ._client import register_api as register_api
     from ._client import stream as stream
     from ._client import stream_sync as stream_sync
-    from ._handoffs import handoff as handoff
-    from ._pipeline import replay as replay
-    from ._streams import AssistantMessageStream as AssistantMessageStream
-    from ._streams import SyncAssistantMessageStream as SyncAssistantMessageStream
+    from ._client._handoffs import handoff as handoff
+    from ._client._replay import replay as replay
+    from ._client._streams import AssistantMessageStream as AssistantMessageStream
+    from ._client._streams import SyncAssistantMessageStream as SyncAssistantMessageStream
+    from ._wire.assemble import CompletionPolicy as CompletionPolicy
+    from ._wire.assemble import default_completion_policy as default_completion_policy
     from .agent import Agent as Agent
     from .agent import AgentRun as AgentRun
     from .batching import batch as batch
@@ -128,11 +129,11 @@ from ._version import __version__ as __version__
 _LAZY: dict[str, tuple[str, str | None]] = {
     "Agent": ("modelwire.agent", "Agent"),
     "AgentRun": ("modelwire.agent", "AgentRun"),
-    "AssistantMessageStream": ("modelwire._streams", "AssistantMessageStream"),
+    "AssistantMessageStream": ("modelwire._client._streams", "AssistantMessageStream"),
     "CircuitBreaker": ("modelwire._client", "CircuitBreaker"),
-    "CompletionPolicy": ("modelwire._assemble", "CompletionPolicy"),
+    "CompletionPolicy": ("modelwire._wire.assemble", "CompletionPolicy"),
     "Fallback": ("modelwire._client", "Fallback"),
-    "SyncAssistantMessageStream": ("modelwire._streams", "SyncAssistantMessageStream"),
+    "SyncAssistantMessageStream": ("modelwire._client._streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
     "ToolContext": ("modelwire.tools", "ToolContext"),
     "ToolFailure": ("modelwire.tools", "ToolFailure"),
@@ -145,13 +146,13 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "complete_sync": ("modelwire._client", "complete_sync"),
     "count_tokens": ("modelwire._client", "count_tokens"),
     "count_tokens_sync": ("modelwire._client", "count_tokens_sync"),
-    "default_completion_policy": ("modelwire._assemble", "default_completion_policy"),
+    "default_completion_policy": ("modelwire._wire.assemble", "default_completion_policy"),
     "gateway": ("modelwire.gateway", None),
     "get_model": ("modelwire._catalog", "get_model"),
-    "handoff": ("modelwire._handoffs", "handoff"),
+    "handoff": ("modelwire._client._handoffs", "handoff"),
     "models": ("modelwire._catalog", "models"),
     "register_api": ("modelwire._client", "register_api"),
-    "replay": ("modelwire._pipeline", "replay"),
+    "replay": ("modelwire._client._replay", "replay"),
     "stream": ("modelwire._client", "stream"),
     "stream_sync": ("modelwire._client", "stream_sync"),
     "testing": ("modelwire.testing", None),

@@ -16,7 +16,7 @@ from urllib.parse import unquote, urljoin
 
 from .errors import ConfigurationError
 
-__all__ = ["check_refs", "inline_root", "unresolved_refs"]
+__all__ = ["check_refs", "closed_schema", "inline_root", "unresolved_refs"]
 
 # Keywords whose values are data, not schemas: a "$ref" inside them is not a reference.
 _DATA = frozenset({"enum", "const", "default", "examples"})
@@ -146,3 +146,23 @@ def _refers(node: Any, ref: str) -> bool:
     if isinstance(node, list):
         return any(_refers(v, ref) for v in node)
     return False
+
+
+def closed_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with ``additionalProperties: false`` on every object that does not
+    say otherwise (Anthropic structured outputs require closed objects)."""
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, list):
+            return [walk(v) for v in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: walk(v) for k, v in node.items()}
+        if (node.get("type") == "object" or "properties" in node) and (
+            "additionalProperties" not in node
+        ):
+            out["additionalProperties"] = False
+        return out
+
+    result: dict[str, Any] = walk(schema)
+    return result

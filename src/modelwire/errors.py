@@ -5,7 +5,7 @@ once; everything that goes wrong after a request starts ends the stream with an
 ``error`` event whose ``message.error`` is an :class:`ErrorInfo`
 carrying the same ``kind``; ``message.raise_for_error()`` turns it back into the
 class below. Third-party exceptions are mapped in one place per library: httpx's in
-``modelwire._http``, aiohttp's in ``modelwire._http_aiohttp``.
+``modelwire._http``, aiohttp's in ``modelwire._http._aiohttp``.
 
 ::
 
@@ -39,7 +39,7 @@ class below. Third-party exceptions are mapped in one place per library: httpx's
 
 Every :class:`StreamError` carries the provider's own error ``code`` (or type) and
 ``request_id`` when it sent them, and ``retryable``: whether sending the same
-request again may succeed, decided once by ``modelwire._classify``.
+request again may succeed, decided once by ``modelwire._providers._classify``.
 """
 
 from __future__ import annotations
@@ -173,13 +173,13 @@ class StreamError(ModelwireError):
     ``status`` is the HTTP status when there was one; ``retry_after`` the
     provider's requested wait in seconds, when it sent one; ``code`` and
     ``request_id`` the provider's error code (or type) and request id. ``retryable``
-    (by default decided from the kind, status and code by ``modelwire._classify``)
+    (by default decided from the kind, status and code by ``modelwire._providers._classify``)
     says whether sending the same request again may succeed.
     """
 
     kind = "stream"
     #: Whether an error of this kind may go away when the same request is sent again
-    #: (the default of ``retryable``; ``modelwire._classify`` refines it by status
+    #: (the default of ``retryable``; ``modelwire._providers._classify`` refines it by status
     #: and provider code: a rate limit out of quota is not transient).
     transient: ClassVar[bool] = False
     #: Set when the message quotes the head of a payload (see :class:`Excerpt`).
@@ -205,7 +205,7 @@ class StreamError(ModelwireError):
     @property
     def retryable(self) -> bool:
         """Whether sending the same request again may succeed: the classifier's
-        decision when it made one (``modelwire._classify``), else the kind's."""
+        decision when it made one (``modelwire._providers._classify``), else the kind's."""
         return type(self).transient if self._retryable is None else self._retryable
 
     @retryable.setter

@@ -51,7 +51,7 @@ __all__ = [
 class SnapshotSource:
     """Builds the message as it stood at a version; shared by all events of a stream.
 
-    The :class:`~modelwire._assemble.Assembler` is its own snapshot source: events point at it, and it
+    The :class:`~modelwire._wire.assemble.Assembler` is its own snapshot source: events point at it, and it
     points at no event, so a finished stream is freed by reference counting alone
     (no cycle for the garbage collector to find).
     """

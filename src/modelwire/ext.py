@@ -14,7 +14,8 @@ A *provider* reuses any wire API with its own URL, auth, body and request-time
 credentials: subclass :class:`ProviderRules`, override the hooks you need, and
 install it with :func:`register_provider`; the client applies the rules to the
 request any wire API built, the built-in ones and those registered at run time
-alike.
+alike. :class:`AzureOpenAIRules` are provider ``azure-openai``'s, to register again with
+an :class:`~modelwire.cloud.azure.AzureAuth` of your own.
 """
 
 from __future__ import annotations
@@ -55,7 +56,9 @@ from ._apis._mock import (
     split_text,
     text_of,
 )
-from ._deltas import (
+from ._providers import ProviderRules, register_provider
+from ._providers.azure_openai import AzureOpenAIRules
+from ._wire.deltas import (
     BlockComplete,
     BlockEnd,
     BlockSignature,
@@ -71,12 +74,12 @@ from ._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ._framing import EventStreamDecoder, Framing, NDJSONDecoder
-from ._options import HTTPRequest, RequestOptions, check_extra_body
-from ._providers import ProviderRules, register_provider
-from ._sse import Frame, SSEFraming
+from ._wire.framing import EventStreamDecoder, Framing, NDJSONDecoder
+from ._wire.request import HTTPRequest, RequestOptions, check_extra_body
+from ._wire.sse import Frame, SSEFraming
 
 __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py checks
+    "AzureOpenAIRules",
     "BlockComplete",
     "BlockEnd",
     "BlockSignature",

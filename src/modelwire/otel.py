@@ -122,7 +122,7 @@ def instrument(
     message content too (default: ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``).
     Calling it again replaces the previous settings."""
     global _active
-    from ._observers import AGENT_OBSERVERS, CALL_OBSERVERS
+    from ._client._observers import AGENT_OBSERVERS, CALL_OBSERVERS
 
     if capture_content is None:
         capture_content = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"
@@ -135,7 +135,7 @@ def instrument(
 def uninstrument() -> None:
     """Stop recording (calls already in flight finish their spans)."""
     global _active
-    from ._observers import AGENT_OBSERVERS, CALL_OBSERVERS
+    from ._client._observers import AGENT_OBSERVERS, CALL_OBSERVERS
 
     if _active is not None:
         if _active.call in CALL_OBSERVERS:

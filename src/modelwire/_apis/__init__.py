@@ -83,7 +83,7 @@ WireAPI = WireCodec
 
 
 #: A custom API that produces events itself: ``(model, context, options) -> events``,
-#: an async generator function or a sync one (see ``modelwire._custom`` for which path
+#: an async generator function or a sync one (see ``modelwire._client._custom`` for which path
 #: serves which).
 StreamFunction: TypeAlias = Callable[..., "AsyncIterator[Event] | Iterator[Event]"]
 

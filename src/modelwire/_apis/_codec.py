@@ -29,7 +29,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
-from .._sse import SSEDecoder, SSEFraming
+from .._wire.pipeline import WireDecoder
+from .._wire.sse import SSEDecoder, SSEFraming
 from ..errors import ConfigurationError
 from ._mock import (
     MockError,
@@ -44,10 +45,8 @@ from ._mock import (
 )
 
 if TYPE_CHECKING:
-    from .._deltas import Delta
-    from .._framing import Framing
-    from .._options import HTTPRequest, RequestOptions
-    from .._sse import Frame as WireFrame
+    from .._wire.framing import Framing
+    from .._wire.request import HTTPRequest, RequestOptions
     from ..types import Context, Model
 
 __all__ = [
@@ -69,7 +68,7 @@ __all__ = [
 
 
 class IdRule(NamedTuple):
-    """What a target API accepts as a tool-call id (used by :mod:`modelwire._handoffs`)."""
+    """What a target API accepts as a tool-call id (used by :mod:`modelwire._client._handoffs`)."""
 
     valid: re.Pattern[str]
     """Ids that match (``fullmatch``) are kept."""
@@ -79,22 +78,6 @@ class IdRule(NamedTuple):
     """Longest id."""
     exact: int | None = None
     """Required length of a rewritten id (Mistral: 9), made of letters and digits."""
-
-
-class WireDecoder(Protocol):
-    """A fresh per-response decoder: one frame in, normalized deltas out.
-
-    ``decode`` validates one frame's payload (``frame.data``: bytes, decoded with
-    msgspec straight from them, e.g. by :func:`~modelwire._apis._common.decode_json`)
-    and returns deltas (:mod:`modelwire._deltas`), raising a ``StreamError`` subclass
-    for bad input (a ``MalformedChunkError`` naming the field path); ``end`` is called when the body is complete and
-    returns ``[EndOfStream()]`` or raises ``TruncatedStreamError`` when the API's
-    terminal signal is missing.
-    """
-
-    def decode(self, frame: WireFrame) -> list[Delta]: ...
-
-    def end(self) -> list[Delta]: ...
 
 
 @runtime_checkable
@@ -217,7 +200,7 @@ class WireCodec(Protocol):
         ...
 
     def framing(self, max_event_bytes: int) -> Framing:
-        """A fresh decoder of the response body into frames (:mod:`modelwire._framing`)."""
+        """A fresh decoder of the response body into frames (:mod:`modelwire._wire.framing`)."""
         ...
 
     def new_decoder(self, model: Model | None) -> WireDecoder:
@@ -286,7 +269,7 @@ def check_codec(api: object) -> WireCodec:
 
 
 def sse_framing(max_event_bytes: int) -> Framing:
-    """A fresh Server-Sent-Events framing (:class:`~modelwire._sse.SSEFraming`)."""
+    """A fresh Server-Sent-Events framing (:class:`~modelwire._wire.sse.SSEFraming`)."""
     return SSEFraming(max_event_bytes=max_event_bytes)
 
 

@@ -2,7 +2,7 @@
 checked JSON body), typed payload decoding with field paths, JSON encoding, and
 the replay test "is this the same model?". The error classifier's helpers
 (:func:`in_band_error`, :func:`is_context_overflow`…) live in
-:mod:`modelwire._classify` and are re-exported here for the decoders."""
+:mod:`modelwire._providers._classify` and are re-exported here for the decoders."""
 
 from __future__ import annotations
 
@@ -12,14 +12,14 @@ from typing import Annotated, Any, TypeVar
 
 import msgspec
 
-from .._classify import (
+from .._providers._classify import (
     content_filter_error,
     filtered_categories,
     in_band_error,
     is_context_overflow,
 )
-from .._options import HTTPRequest, RequestOptions, encode_body
 from .._redact import credential_secrets
+from .._wire.request import HTTPRequest, RequestOptions, encode_body
 from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..types import (
     AssistantMessage,
@@ -59,9 +59,11 @@ __all__ = [
     "in_band_error",
     "is_context_overflow",
     "join_url",
+    "json_request",
     "merge_compat",
     "raw_object",
     "raw_or_json_arguments",
+    "read_count",
     "remove_lone_surrogates",
     "same_model",
     "server_call_as_text",
@@ -509,3 +511,25 @@ def with_sources(text: str, citations: tuple[Citation, ...]) -> str:
 
 def _article(word: str) -> str:
     return "an" if word[:1] in "aeiou" else "a"
+
+
+def json_request(request: HTTPRequest, url: str, body: dict[str, Any]) -> HTTPRequest:
+    """The stream request ``request`` turned into a JSON request to ``url``: the same
+    auth, headers and secrets, a JSON ``Accept`` and ``body`` (for the counting
+    endpoints, ``_apis/<api>/_count.py``)."""
+    headers = {k: v for k, v in request.headers.items() if k.lower() != "accept"}
+    headers["Accept"] = "application/json"
+    return msgspec.structs.replace(request, url=url, headers=headers, body=encode_body(body))
+
+
+def read_count(body: bytes, field: str, endpoint: str) -> int:
+    """The non-negative integer ``field`` of a counting endpoint's JSON answer; a
+    missing or mistyped one is a ``malformed_chunk`` naming the field."""
+    try:
+        obj = msgspec.json.decode(body)
+    except msgspec.DecodeError:
+        raise MalformedChunkError(f"{endpoint} did not answer with JSON") from None
+    value = obj.get(field) if isinstance(obj, dict) else None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise MalformedChunkError(f"{endpoint}: {field} must be a non-negative integer")
+    return value

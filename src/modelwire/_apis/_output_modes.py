@@ -3,7 +3,7 @@
 A capability of the wire APIs and the catalog's models: the APIs with a native
 field (each adds it in its ``_output.py``), the models and servers known to lack
 it (then a forced tool call, the documented fallback), and the API that cannot
-force a tool at all. Read by :mod:`modelwire._output._plan`.
+force a tool at all. Read by :mod:`modelwire._client._output._plan`.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from . import builtin_api_names
 
 __all__ = ["NATIVE_OUTPUT_APIS", "mode_problem", "native_output", "output_mode"]
 
-#: Wire APIs with a native structured-output field (``modelwire._output``); Bedrock
+#: Wire APIs with a native structured-output field (``modelwire._client._output``); Bedrock
 #: Converse has none (its documented way is a forced tool).
 NATIVE_OUTPUT_APIS: frozenset[str] = frozenset(
     {"openai-chat", "openai-responses", "anthropic-messages", "google-generative-ai",

@@ -16,10 +16,7 @@ from __future__ import annotations
 from ..errors import MalformedChunkError
 from . import find_api, recognizing
 
-__all__ = ["SNIFF_BYTES", "looks_like", "wrong_api_error"]
-
-#: How much of a body's start is kept for the question (a first payload fits).
-SNIFF_BYTES = 64 * 1024
+__all__ = ["looks_like", "wrong_api_error"]
 
 
 def looks_like(payload: bytes, besides: str | None = None) -> str | None:

@@ -17,7 +17,7 @@ title on a line of its own; any other document, and audio, is a ``ConfigurationE
 naming the block. Ollama runs no tools of its own: another API's provider-run tool
 blocks become text the model can read, and opaque provider items are not sent.
 
-Response: one JSON object per line (:class:`~modelwire._framing.NDJSONDecoder`),
+Response: one JSON object per line (:class:`~modelwire._wire.framing.NDJSONDecoder`),
 ``{"model", "created_at", "message": {"role", "content", "thinking", "tool_calls"},
 "done": false}``; the last has ``"done": true``, ``done_reason`` and the counts
 ``prompt_eval_count`` / ``eval_count``. An error arrives as an ``{"error": "…"}``
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from .._deltas import (
+from .._wire.deltas import (
     BlockEnd,
     Delta,
     EndOfStream,
@@ -55,8 +55,8 @@ from .._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from .._options import HTTPRequest, RequestOptions, check_extra_body
-from .._sse import Frame
+from .._wire.request import HTTPRequest, RequestOptions, check_extra_body
+from .._wire.sse import Frame
 from ..errors import ConfigurationError, MalformedChunkError, TruncatedStreamError
 from ..types import (
     AssistantMessage,
@@ -98,7 +98,7 @@ from ._mock import (
 from ._ollama_output import add_output
 
 if TYPE_CHECKING:
-    from .._framing import Framing
+    from .._wire.framing import Framing
     from ._codec import WireCodec
 
 __all__ = ["API", "RESERVED", "OllamaChatAPI", "OllamaDecoder"]
@@ -530,7 +530,7 @@ class OllamaChatAPI:
         )
 
     def framing(self, max_event_bytes: int) -> Framing:
-        from .._framing.ndjson import NDJSONDecoder
+        from .._wire.framing.ndjson import NDJSONDecoder
 
         return NDJSONDecoder(max_event_bytes=max_event_bytes)
 

@@ -2,7 +2,7 @@
 
 A :class:`Call` owns the control flow of one streaming request — authorize, send,
 retry with backoff, the total deadline, the status → typed error step, reading the
-body into the :class:`~modelwire._pipeline.Pipeline`, draining the rest of the body
+body into the :class:`~modelwire._wire.pipeline.Pipeline`, draining the rest of the body
 after the terminal event, closing in every path, redacting secrets, abort — and
 says what to do next as an *intent* (:class:`Authorize`, :class:`Send`,
 :class:`ReadError`, :class:`Sleep`, :class:`Read`, :class:`Emit`, :class:`Drain`,
@@ -11,7 +11,7 @@ says what to do next as an *intent* (:class:`Authorize`, :class:`Send`,
 sync one (``modelwire._http.SyncDriver``) blocks, and that is their only
 difference (h11's sans-IO style: the protocol decides, the caller does the I/O).
 
-Retry decisions stay with :class:`~modelwire._retry.RetryPolicy` (``next_wait``);
+Retry decisions stay with :class:`~modelwire._call._retry.RetryPolicy` (``next_wait``);
 the clock and the jitter are parameters, so a test drives a whole call — retries,
 deadlines, drain, abort — with a fake transport and a fake clock.
 """

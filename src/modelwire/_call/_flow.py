@@ -9,10 +9,9 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._http_status import request_id, status_error
+from .._providers._status import request_id, status_error
 from .._redact import redact
-from .._retry import RetryPolicy
-from .._streams import aborted_from, failed_from
+from .._wire.assemble._terminal import aborted_from, failed_from
 from ..errors import (
     ErrorInfo,
     ProviderError,
@@ -39,14 +38,15 @@ from ._intents import (
     Send,
     Sleep,
 )
+from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
-    from .._breaker import Circuit
-    from .._limits import Pacer
-    from .._options import HTTPRequest, Timeout
-    from .._pipeline import Pipeline
+    from .._wire.pipeline import Pipeline
+    from .._wire.request import HTTPRequest, Timeout
     from ..events import Event
     from ..types import AssistantMessage, Model
+    from ._breaker import Circuit
+    from ._limits import Pacer
 
 __all__ = ["FIRST_PIECE", "Call", "Leg", "Switch"]
 
@@ -66,8 +66,8 @@ class Leg:
     order. ``new_pipeline`` builds the decoding state of another attempt (an in-band
     error before any content is retried with a fresh one); ``prefail`` is an error
     known before any I/O (a request that cannot fit the context window); ``circuit``
-    the model's breaker (:mod:`modelwire._breaker`); ``pacer`` its provider's pacing
-    (:mod:`modelwire._limits`), booked with ``tokens`` estimated prompt tokens.
+    the model's breaker (:mod:`modelwire._call._breaker`); ``pacer`` its provider's pacing
+    (:mod:`modelwire._call._limits`), booked with ``tokens`` estimated prompt tokens.
     """
 
     __slots__ = ("circuit", "max_retries", "model", "new_pipeline", "pacer", "prefail",
@@ -113,7 +113,7 @@ class Call:
     ``aborted`` says whether the caller aborted (a failure then ends the stream as
     ``aborted``, not as the failure it caused); :meth:`abort` ends it at once.
     ``clock`` (monotonic seconds) and ``rng`` go to the
-    :class:`~modelwire._retry.RetryPolicy`.
+    :class:`~modelwire._call._retry.RetryPolicy`.
 
     ``new_pipeline``, ``circuit``, ``pacer``, ``tokens`` and ``model`` describe the
     first leg (see :class:`Leg`); ``fallback`` adds the legs tried after it when a
@@ -554,7 +554,7 @@ class Call:
                 err = status_error(got.status, body, got.headers, request.secrets)
                 if err.retry_after is not None and leg.model is not None:
                     # One call's Retry-After pauses every paced call to this provider.
-                    from .._limits import pause_provider
+                    from ._limits import pause_provider
 
                     pause_provider(leg.model.provider, err.retry_after)
             try:

@@ -7,12 +7,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .._http_status import origin
+from .._providers._status import origin
 from .._redact import head, redact
 from ..errors import ProviderStreamError
 
 if TYPE_CHECKING:
-    from .._options import HTTPRequest
+    from .._wire.request import HTTPRequest
     from ._intents import Head
 
 __all__ = ["header_items", "unexpected_type", "wrong_type_error"]

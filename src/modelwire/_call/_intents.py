@@ -11,7 +11,7 @@ import msgspec
 from ..errors import StreamError
 
 if TYPE_CHECKING:
-    from .._options import HTTPRequest
+    from .._wire.request import HTTPRequest
     from ..events import Event
 
 __all__ = [
@@ -43,8 +43,8 @@ ERROR_BODY_LIMIT = 64 * 1024
 
 
 class Authorize(msgspec.Struct, frozen=True, gc=False):
-    """Run the request's authorizer (``modelwire._http_auth``); answer with the
-    authorized :class:`~modelwire._options.HTTPRequest` or a :class:`Failure`."""
+    """Run the request's authorizer (``modelwire._http._auth``); answer with the
+    authorized :class:`~modelwire._client._options.HTTPRequest` or a :class:`Failure`."""
 
     request: HTTPRequest
 

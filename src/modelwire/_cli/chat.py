@@ -1,6 +1,6 @@
 """``modelwire chat``: one answer, or a conversation in the terminal (the REPL).
 
-Every answer is recorded in the call log (:mod:`modelwire._log`) unless ``--no-log``
+Every answer is recorded in the call log (:mod:`modelwire._client._log`) unless ``--no-log``
 or ``log = false`` in ``config.toml``; ``-c`` continues the newest conversation in
 it and ``--cid ID`` any other. Ctrl-C while an answer streams stops only that
 answer: its partial text stays in the conversation (logged as an aborted turn) and
@@ -105,7 +105,7 @@ def settle(ctx: Context) -> Context:
     keeps its partial text as a finished assistant turn (the model sees what the user
     saw); one with no text is dropped with the question it answered. Otherwise the
     next question would follow the last one directly, which providers refuse or
-    misread (a failed turn is never replayed: :mod:`modelwire._handoffs`)."""
+    misread (a failed turn is never replayed: :mod:`modelwire._client._handoffs`)."""
     from ..types import AssistantMessage, TextContent, UserMessage
 
     out: list[Message] = []
@@ -168,7 +168,7 @@ def chat(args: argparse.Namespace) -> int:
 
 def _continued(args: argparse.Namespace) -> tuple[str, Model, Context]:
     """``-c`` / ``--cid ID``: the conversation id, model and context from the log."""
-    from .._log import CallLog
+    from .._client._log import CallLog
 
     path = log_path()
     log = CallLog(path)
@@ -186,7 +186,7 @@ def _continued(args: argparse.Namespace) -> tuple[str, Model, Context]:
     if args.system:
         ctx = msgspec.structs.replace(ctx, system_prompt=args.system)
     if args.model is None and args.base_url is None:
-        from .._options import resolve_api_key
+        from .._client._options import resolve_api_key
 
         resolve_api_key(saved_model.provider, args.key)
         return cid, saved_model, ctx
@@ -194,7 +194,7 @@ def _continued(args: argparse.Namespace) -> tuple[str, Model, Context]:
 
 
 def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> int:
-    from .._log import new_conversation_id
+    from .._client._log import new_conversation_id
     from ..types import Context, UserMessage
 
     ctx = Context(system_prompt=args.system)
@@ -218,7 +218,7 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
     def answer(ctx: Context) -> AssistantMessage:
         call_opts = dict(opts)
         if logging:
-            from .._log import recorder
+            from .._client._log import recorder
 
             call_opts["trace"] = chain(
                 opts.get("trace"),

@@ -102,7 +102,7 @@ def run(args: argparse.Namespace) -> int:
     # paid call is the caller's decision.
     opts = note_retries({"max_retries": 0, **request_options(args)})
     if logging_enabled(args):
-        from .._log import recorder
+        from .._client._log import recorder
         from .chat import chain, log_failed
 
         # One observer for the run: its model calls are made one after another, each
@@ -125,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
 
 def replay(args: argparse.Namespace) -> int:
     """``replay --api API FILE``: decode a recorded body, print the events."""
-    from .._pipeline import replay as do_replay
+    from .._client._replay import replay as do_replay
 
     try:
         data = Path(args.file).read_bytes()
@@ -151,7 +151,8 @@ def replay(args: argparse.Namespace) -> int:
 def _detect_api(name: str, data: bytes) -> str:
     """The wire API whose body ``data`` plainly is (``--api`` omitted)."""
     from .._apis import builtin_api_names
-    from .._apis._sniff import SNIFF_BYTES, looks_like
+    from .._apis._sniff import looks_like
+    from .._wire.pipeline import SNIFF_BYTES
 
     api = looks_like(data[:SNIFF_BYTES])
     if api is None:

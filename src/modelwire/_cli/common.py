@@ -267,7 +267,7 @@ def resolve_model(args: argparse.Namespace) -> Model:
     import msgspec
 
     from .. import _catalog as catalog
-    from .._options import resolve_api_key
+    from .._client._options import resolve_api_key
     from ..errors import ConfigurationError
     from ..types import Model
 

@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .._log import CallLog, rows_json
+    from .._client._log import CallLog, rows_json
 
     path = log_path()
     if args.path:

@@ -416,7 +416,7 @@ def trace(args: argparse.Namespace) -> int:
         if args.loopback:
             message = _loopback(args, view, path, data, points)
         else:
-            from .._pipeline import replay
+            from .._client._replay import replay
 
             n = len(points) + 1
             view.header(f"{path} · {args.api} · offline, {n} read{'s' if n != 1 else ''}")
@@ -472,7 +472,7 @@ def _loopback(
 def _recorded_tools(api: str, data: bytes) -> tuple[ToolDefinition, ...] | None:
     """A definition for every tool the recording calls: a real request declares the tools
     the model may call, and a call to an undeclared tool is a ``tool_call_protocol`` error."""
-    from .._pipeline import replay
+    from .._client._replay import replay
     from ..events import ToolCallEndEvent
     from ..types import ToolDefinition
 

@@ -2,9 +2,9 @@
 
 The two drivers of a :class:`~modelwire._call.Call`: :class:`AsyncDriver` (asyncio,
 pulled by the stream's consumer in its own task, over a transport: ``aiohttp`` when
-installed, else ``httpx.AsyncClient`` (``_httpx_async``); :func:`drive_async` runs it as
-a producer task into a queue) and :class:`SyncDriver` (blocking ``httpx.Client``). The aiohttp transport lives in
-``modelwire._http_aiohttp`` (the one module that imports aiohttp, on first use);
+installed, else ``httpx.AsyncClient`` (``_httpx_async``)) and :class:`SyncDriver`
+(blocking ``httpx.Client``). The aiohttp transport lives in
+``modelwire._http._aiohttp`` (the one module that imports aiohttp, on first use);
 :func:`async_transport` picks one by the ``transport`` option and ``http_client``. The Call
 takes every decision — authorize, send, retry, the total deadline, the status →
 error step, drain after the terminal event, close in every path, redaction; a
@@ -17,9 +17,9 @@ socket down), and responses and owned clients are closed.
 importing httpx itself.
 
 The pure parts live beside it and are re-exported here: the status → typed error
-mapping (:func:`status_error`, :func:`origin`) in ``modelwire._http_status`` and
+mapping (:func:`status_error`, :func:`origin`) in ``modelwire._providers._status`` and
 the request-time credential step (:func:`authorize_async`, :func:`authorize_sync`)
-in ``modelwire._http_auth``; neither imports httpx.
+in ``modelwire._http._auth``; neither imports httpx.
 
 The provider request is the only traffic that goes through here. Two other
 places do I/O, both for credentials and both optional extras: ``modelwire.cloud.aws``
@@ -41,12 +41,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import httpx
 
 from .._call import Authorize, Close, Drain, Emit, Failure, Head, Intent, Read, ReadError, Send
-from .._http_auth import authorize_async, authorize_sync
-from .._http_status import origin as origin  # re-exported (tests, callers)
-from .._http_status import status_error
+from .._providers._status import MAX_RETRY_AFTER, status_error
+from .._providers._status import origin as origin  # re-exported (tests, callers)
 from .._redact import redact
-from .._retry import MAX_RETRY_AFTER
 from ..errors import StreamError
+from ._auth import authorize_async, authorize_sync
 from ._base import (
     aiohttp_installed,
     check_client,
@@ -62,7 +61,6 @@ from ._json import post_json_async, post_json_sync
 
 if TYPE_CHECKING:
     from .._call import Call
-    from .._streams import StreamChannel
     from ..events import Event
 
 __all__ = [
@@ -77,7 +75,6 @@ __all__ = [
     "check_client",
     "client_kind",
     "close_async_client",
-    "drive_async",
     "httptools_installed",
     "pooled_async_client",
     "post_json_async",
@@ -92,7 +89,7 @@ __all__ = [
 
 
 class AsyncTransport(Protocol):
-    """The waiting half of :func:`drive_async`: one response at a time. Each method
+    """The waiting half of :class:`AsyncDriver`: one response at a time. Each method
     performs one intent of the :class:`~modelwire._call.Call` and returns its result."""
 
     async def send(self, i: Send) -> Head | Failure: ...
@@ -105,19 +102,19 @@ class AsyncTransport(Protocol):
 def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
     """The transport for one async call: the caller's client's own kind, else
     ``transport`` (``"auto"``: aiohttp when installed, else httpx; ``"httptools"``:
-    ``modelwire._http_httptools``); checked by :func:`check_client` beforehand."""
+    ``modelwire._http._httptools``); checked by :func:`check_client` beforehand."""
     kind = client_kind(client) if client is not None else ""
     if kind == "httpx":
         return HttpxAsyncTransport(client, ssl_context)  # type: ignore[arg-type]
     if kind == "httptools" or (client is None and transport == "httptools"):
         # Imported by its full name: ``from .. import`` a package runs importlib's
         # Python-level ``_handle_fromlist`` on every call (once per request).
-        import modelwire._http_httptools as httptools_transport
+        import modelwire._http._httptools as httptools_transport
 
         return httptools_transport.HttptoolsTransport(client, ssl_context)  # type: ignore[arg-type]
     if client is None and (transport == "httpx" or not aiohttp_installed()):
         return HttpxAsyncTransport(None, ssl_context)
-    from .._http_aiohttp import AiohttpTransport
+    from ._aiohttp import AiohttpTransport
 
     return AiohttpTransport(client, ssl_context)  # type: ignore[arg-type]
 
@@ -276,30 +273,6 @@ class AsyncDriver:
         self.closed = True
         self._intent = Close()
         await self._t.close()
-
-
-async def drive_async(
-    call: Call, ch: StreamChannel, client: object = None, transport: str = "auto"
-) -> None:
-    """Run ``call`` to its end on the event loop, its events into ``ch`` (a producer
-    task's way; a stream pulls from :class:`AsyncDriver` itself).
-
-    Cancelling the task is the abort: the call's aborted terminal goes to ``ch``
-    and the response is closed before the cancellation goes on.
-    """
-    d = AsyncDriver(call, client, transport)
-    try:
-        while (batch := await d.next()) is not None:
-            await ch.put(batch)
-    except asyncio.CancelledError:
-        events, d.final = d.final, []
-        if not d.closed:  # cancelled while handing a batch over
-            events = await d.aclose()
-        ch.put_final(events)  # the consumer waits for no one now
-        raise
-
-
-# --------------------------------------------------------------------------- sync
 
 
 # --------------------------------------------------------------------------- sync
@@ -511,11 +484,11 @@ def pooled_async_client(max_connections: int, transport: str = "httpx") -> Any:
     ``Pool`` for ``transport="httptools"``, else an ``httpx.AsyncClient``."""
     n = max(1, max_connections)
     if transport == "httptools":
-        from .._http_httptools import Pool
+        from ._httptools import Pool
 
         return Pool(n)
     if transport == "auto" and aiohttp_installed():
-        from .._http_aiohttp import capped_session
+        from ._aiohttp import capped_session
 
         return capped_session(n)
     limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)

@@ -10,9 +10,9 @@ import ssl
 import httpx
 
 from .._call import Failure, Send
-from .._http_status import origin as origin  # re-exported (tests, callers)
-from .._options import HTTPRequest
+from .._providers._status import origin as origin  # re-exported (tests, callers)
 from .._redact import redact
+from .._wire.request import HTTPRequest
 from ..errors import (
     ConfigurationError,
     ConnectError,
@@ -73,11 +73,11 @@ def _kind_of(client: object) -> str:
     module = type(client).__module__
     # aiohttp and the httptools transport are imported only for their own objects.
     if module.startswith("aiohttp"):
-        from .._http_aiohttp import is_session
+        from ._aiohttp import is_session
 
         return "aiohttp" if is_session(client) else ""
-    if module.startswith("modelwire._http_httptools"):
-        from .._http_httptools import is_pool
+    if module.startswith("modelwire._http._httptools"):
+        from ._httptools import is_pool
 
         return "httptools" if is_pool(client) else ""
     return ""

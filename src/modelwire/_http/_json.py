@@ -7,9 +7,9 @@ import asyncio
 
 import httpx
 
-from .._http_auth import authorize_async, authorize_sync
-from .._options import HTTPRequest, Timeout
+from .._wire.request import HTTPRequest, Timeout
 from ..errors import RequestTimeoutError
+from ._auth import authorize_async, authorize_sync
 from ._base import DEADLINE_BEFORE, check_client, map_exc, ssl_context
 
 __all__ = ["post_json_async", "post_json_sync"]
@@ -29,7 +29,7 @@ async def post_json_async(
 ) -> tuple[int, httpx.Headers, bytes]:
     """Send one non-streaming JSON request (``mw.count_tokens``): status, headers and
     body (at most 1 MiB), or the typed transport error raised; ``timeout.total`` bounds
-    it. Authorized as a stream request is (``modelwire._http_auth``)."""
+    it. Authorized as a stream request is (``modelwire._http._auth``)."""
     if client is not None:
         check_client(client, sync=False)
     request = await authorize_async(request)

@@ -28,7 +28,7 @@ from .._url import check_url_path
 from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .._options import HTTPRequest, RequestAuthorizer, RequestOptions
+    from .._wire.request import HTTPRequest, RequestAuthorizer, RequestOptions
     from ..types import Model
 
 __all__ = [
@@ -66,7 +66,7 @@ class ProviderRules:
 
     def authorizer(self, model: Model, options: RequestOptions) -> RequestAuthorizer | None:
         """Credentials added when the request is sent (SigV4 over the exact body, a
-        refreshed OAuth token), see :class:`modelwire._options.RequestAuthorizer`;
+        refreshed OAuth token), see :class:`modelwire._client._options.RequestAuthorizer`;
         ``None``: none. A caller mistake (no credentials at all) raises here."""
         return None
 
@@ -137,7 +137,7 @@ def apply_provider_rules(
     check_url_path(url, f"the model id and base_url of {model.provider}/{model.id}")
     body = request.body
     if type(rules).body is not ProviderRules.body:
-        from .._options import encode_body
+        from .._wire.request import encode_body
 
         body = encode_body(rules.body(model, model.api, msgspec.json.decode(body)))
     headers = request.headers

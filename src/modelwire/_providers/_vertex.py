@@ -55,13 +55,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from .._options import ENV_KEYS
+from .._catalog._records import ENV_KEYS
 from .._url import path_segment
 from ..errors import ConfigurationError, MissingAPIKeyError
 from . import ProviderRules
 
 if TYPE_CHECKING:
-    from .._options import RequestOptions
+    from .._wire.request import RequestOptions
     from ..cloud.google import VertexAuth
     from ..types import Model
 

@@ -26,7 +26,7 @@ import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .._options import RequestOptions
+from .._wire.request import RequestOptions
 from ..errors import ConfigurationError
 from ..types import Model
 from . import ProviderRules

@@ -37,7 +37,7 @@ import threading
 from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
 from typing import Any
 
-from .._observers import AGENT_OBSERVERS, agent_observers
+from .._client._observers import AGENT_OBSERVERS, agent_observers
 from ..errors import ConfigurationError
 from ..tools import Tool, ToolOutput
 from ..types import ToolResultMessage, UserMessage

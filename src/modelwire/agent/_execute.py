@@ -21,7 +21,7 @@ import threading
 from collections.abc import Callable, Generator, Mapping
 from typing import Any, TypeAlias
 
-from .._assemble import parse_arguments
+from .._wire.assemble import parse_arguments
 from ..tools import Tool, ToolContext, ToolFailure, ToolOutput
 from ..types import Message, TextContent, ToolCall, ToolResultMessage
 from ._intents import Intent, Invoke, InvokeAborted, InvokeTimedOut, Resolve

@@ -17,7 +17,7 @@ from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
-    from .._fallback import Fallback
+    from .._call._fallback import Fallback
     from ..tools import Tool, ToolContext
     from ..types import Context, Model
     from .events import AgentEvent

@@ -32,9 +32,9 @@ from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Literal, Unpack
 
-from .._catalog import is_silent_overflow
-from .._fallback import Fallback, answered_by
-from .._options import AgentOptions
+from .._call._fallback import Fallback, answered_by
+from .._client._options import AgentOptions
+from .._providers._classify import is_silent_overflow
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
 from ..tools import Tool
@@ -82,7 +82,7 @@ __all__ = ["DEFAULT_MAX_TURNS", "Agent"]
 DEFAULT_MAX_TURNS = 25
 
 # The keyword options of ``mw.stream`` the agent passes through (api_key is its
-# own argument): declared once, in ``modelwire._options.AgentOptions``.
+# own argument): declared once, in ``modelwire._client._options.AgentOptions``.
 STREAM_OPTIONS = AgentOptions.__optional_keys__
 
 #: ``should_stop_after_turn(turn_end_event) -> bool`` (sync or async).
@@ -123,7 +123,7 @@ class Agent(ToolRunner, Controls):
     from an existing transcript; ``options`` (a dict) and/or keyword arguments:
     the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
     ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
-    ``completion_policy``…; declared once in :class:`modelwire._options.AgentOptions`),
+    ``completion_policy``…; declared once in :class:`modelwire._client._options.AgentOptions`),
     passed on every turn; ``stream_fn`` replaces ``mw.stream`` (same signature);
     ``output_retries``: how often invalid ``output=`` is fed back (``agent._output``).
 
@@ -234,7 +234,7 @@ class Agent(ToolRunner, Controls):
 
     @staticmethod
     def _check_options(opts: dict[str, Any]) -> dict[str, Any]:
-        from .._options import resolve_options
+        from .._client._options import resolve_options
 
         if "api_key" in opts:
             raise ConfigurationError("pass api_key= to Agent directly, not in options")
@@ -261,7 +261,7 @@ class Agent(ToolRunner, Controls):
 
     def _check_key(self, model: Model | Fallback) -> None:
         from .._apis import BUILTIN_APIS
-        from .._options import resolve_api_key
+        from .._client._options import resolve_api_key
 
         # A missing key is a caller mistake: say so now, not on the first turn.
         # A callable key is read at each call, as mw.stream does.

@@ -55,7 +55,7 @@ def agent_model(model: Any, base_url: str | None) -> Any:
     """The agent's ``model``: a ``Model`` (``base_url`` applied at each call), a
     ``"provider/model-id"`` string looked up now, a ``Fallback``, or a callable
     returning a Model."""
-    from .._fallback import Fallback
+    from .._call._fallback import Fallback
 
     if isinstance(model, str):
         from .._catalog import as_model

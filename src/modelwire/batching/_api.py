@@ -19,7 +19,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._apis import DEFAULT_API
-from .._fallback import Fallback
+from .._call._fallback import Fallback
 from ..errors import ConfigurationError
 from ..types import Model
 from ._input import BatchRequest, InputProblem, problems_error, read_requests

@@ -28,7 +28,7 @@ from typing import Any, cast
 import msgspec
 
 from .._apis import api_for_path
-from .._fallback import Fallback
+from .._call._fallback import Fallback
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import (
     AssistantContent,

@@ -1,6 +1,6 @@
 """Per-provider pacing of a batch run: requests/min, tokens/min, ``Retry-After`` pauses.
 
-The pacing itself is :class:`modelwire._limits.Pacer`, the same one ``mw.stream``'s
+The pacing itself is :class:`modelwire._call._limits.Pacer`, the same one ``mw.stream``'s
 ``requests_per_minute`` / ``tokens_per_minute`` use (one implementation): it books a
 slot and says how long to wait; :class:`ProviderLimiter` awaits that wait. Tokens per
 minute are booked with the prompt's estimate and corrected after the response
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 
-from .._limits import Pacer, check_rate
+from .._call._limits import Pacer, check_rate
 
 __all__ = ["Limits", "ProviderLimiter"]
 

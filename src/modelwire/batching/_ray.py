@@ -30,7 +30,7 @@ import msgspec
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from .._fallback import Fallback
+from .._call._fallback import Fallback
 from ..errors import ConfigurationError, OutputWriteError
 from ..types import Model
 from ._input import BatchRequest, InputProblem

@@ -17,8 +17,8 @@ from typing import Any, Literal, Protocol, TypeAlias
 
 import msgspec
 
-from .._classify import RETRYABLE_KINDS
-from .._fallback import Fallback, answered_by
+from .._call._fallback import Fallback, answered_by
+from .._providers._classify import RETRYABLE_KINDS
 from ..errors import ConfigurationError
 from ..types import AssistantMessage, Model, Usage
 from ._input import BatchRequest
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: Error kinds worth another attempt by default (the classifier's,
-#: :data:`modelwire._classify.RETRYABLE_KINDS`); each failure's own
+#: :data:`modelwire._providers._classify.RETRYABLE_KINDS`); each failure's own
 #: ``ErrorInfo.retryable`` decides (a 429 out of quota is recorded at once).
 RETRYABLE = RETRYABLE_KINDS
 #: A ``Retry-After`` longer than this ends the request instead of pausing everyone.
@@ -394,7 +394,7 @@ def as_timeout(option: Any) -> Any:
     """A line's ``timeout`` as ``mw.stream`` takes it: seconds, or a
     ``{"connect", "idle", "total"}`` object (a file, or a ``mw.Timeout`` that went
     through JSON to a Ray worker) as ``mw.Timeout``."""
-    from .._options import Timeout
+    from .._wire.request import Timeout
 
     if isinstance(option, dict):
         unknown = sorted(set(option) - {"connect", "idle", "total"})
@@ -414,7 +414,7 @@ def _attempt_timeout(option: Any, left: float) -> Any:
     """The request's own ``timeout`` with its total cut to ``left`` seconds: the
     Call's total deadline bounds the whole attempt, so a server that keeps the
     connection alive with comments (each resets the idle timer) still ends on time."""
-    from .._options import Timeout
+    from .._wire.request import Timeout
 
     option = as_timeout(option)
     if math.isinf(left):

@@ -28,7 +28,7 @@ worker thread so the event loop never waits on it.
   :func:`~modelwire.cloud.google.resolve_location`.
 * :class:`~modelwire.cloud.azure.AzureAuth` — the ``api-key`` header or an
   Entra ID bearer token (static, a callable, or an azure-identity credential,
-  cached and refreshed); :func:`~modelwire.cloud.azure.azure_url`.
+  cached and refreshed) (provider ``azure-openai``'s URL rules: ``modelwire.ext.AzureOpenAIRules``).
 
 Import the submodules directly (``from modelwire.cloud.aws import BedrockAuth``);
 this module holds only the common protocol.

@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from .._options import check_credential
+from .._wire.request import check_credential
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 

@@ -15,8 +15,9 @@ the ``/openai/v1`` form (``{endpoint}/openai/v1/chat/completions``,
 in the body) and the dated form (``{endpoint}/openai/deployments/{d}/chat/completions?api-version=…``,
 ``{endpoint}/openai/responses?api-version=…``).
 
-:class:`AzureOpenAIRules` are provider ``azure-openai``'s rules (register your own
-with an :class:`AzureAuth` through ``modelwire.ext.register_provider``).
+Provider ``azure-openai``'s URL and auth rules use these credentials; they live with
+the other providers' rules (``modelwire.ext.AzureOpenAIRules``: register your own with
+an :class:`AzureAuth` through ``modelwire.ext.register_provider``).
 
 azure-identity is the optional extra ``modelwire[azure]``, imported only when
 ``use_default_credential=True``.
@@ -26,23 +27,17 @@ from __future__ import annotations
 
 import inspect
 import os
-import re
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from .._options import check_credential
-from .._providers import ProviderRules
-from .._redact import redact_url
-from .._url import path_segment
+from .._wire.request import check_credential
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 from ._tokens import REFRESH_MARGIN, TokenCache
 
 if TYPE_CHECKING:
-    from .._options import RequestAuthorizer, RequestOptions
-    from ..types import Model
+    pass
 
 __all__ = [
     "AD_TOKEN_ENV",
@@ -50,12 +45,9 @@ __all__ = [
     "API_VERSION_ENV",
     "AZURE_SCOPE",
     "ENDPOINT_ENV",
-    "PLACEHOLDER_HOST",
     "PROVIDER",
     "AzureAuth",
-    "AzureOpenAIRules",
     "TokenCredential",
-    "azure_url",
     "resolve_api_version",
     "resolve_endpoint",
 ]
@@ -65,11 +57,6 @@ API_KEY_ENV = "AZURE_OPENAI_API_KEY"
 AD_TOKEN_ENV = "AZURE_OPENAI_AD_TOKEN"
 ENDPOINT_ENV = "AZURE_OPENAI_ENDPOINT"
 API_VERSION_ENV = "OPENAI_API_VERSION"
-
-# The endpoints Azure OpenAI serves. Which wire API uses which is asked of the
-# registry (WireAPI.path), so this module names no API (tests/test_registry.py).
-_ENDPOINTS = ("chat/completions", "responses")
-_DATED = re.compile(r"\d{4}-\d{2}-\d{2}(-preview)?")
 
 
 class _AccessToken(Protocol):
@@ -99,75 +86,6 @@ def resolve_endpoint(endpoint: str | None = None) -> str:
 def resolve_api_version(api_version: str | None = None) -> str | None:
     """``api_version``, else ``OPENAI_API_VERSION``, else None (the ``/openai/v1`` form)."""
     return api_version or os.environ.get(API_VERSION_ENV, "").strip() or None
-
-
-def azure_url(
-    endpoint: str, deployment: str | None, api: str, api_version: str | None = None
-) -> str:
-    """The request URL for wire API ``api``: one whose endpoint is
-    ``/chat/completions`` or ``/responses`` (asked of :mod:`modelwire._apis`). Pure.
-
-    ``api_version`` None, ``"v1"`` or ``"preview"`` → the ``/openai/v1`` form
-    (``preview`` adds ``?api-version=preview``); a dated version such as
-    ``2024-10-21`` → the dated form, where Chat Completions needs
-    ``deployment``. ``endpoint`` may already end in ``/openai`` or ``/openai/v1``.
-    """
-    path = _endpoint(api)
-    if path is None:
-        from .._apis import builtin_api_names
-
-        served = [n for n in builtin_api_names() if _endpoint(n) is not None]
-        raise ConfigurationError(
-            f"Azure OpenAI serves api {' or '.join(map(repr, served))}, not {api!r}"
-        )
-    parts = urlsplit(endpoint.strip())
-    if parts.scheme not in ("https", "http") or not parts.hostname:
-        raise ConfigurationError(
-            f"the Azure OpenAI endpoint {redact_url(endpoint)!r} is not an http(s) URL; use "
-            "https://my-resource.openai.azure.com"
-        )
-    if parts.query or parts.fragment:
-        raise ConfigurationError(
-            f"the Azure OpenAI endpoint {redact_url(endpoint)!r} has a query or fragment; give the "
-            "resource URL only and the API version as api_version"
-        )
-    base = f"{parts.scheme}://{parts.netloc}{parts.path}".rstrip("/")
-    v1_endpoint = base.endswith("/openai/v1")
-    base = base.removesuffix("/openai/v1").removesuffix("/openai")
-    if api_version in (None, "v1", "preview"):
-        query = "?api-version=preview" if api_version == "preview" else ""
-        return f"{base}/openai/v1/{path}{query}"
-    if not _DATED.fullmatch(api_version):
-        raise ConfigurationError(
-            f"api_version {api_version!r} is neither a dated Azure OpenAI API version "
-            "(e.g. '2024-10-21') nor 'v1' / 'preview'"
-        )
-    if v1_endpoint:
-        raise ConfigurationError(
-            f"the endpoint {redact_url(endpoint)!r} is the /openai/v1 form, which takes no dated "
-            f"api_version ({api_version!r}): drop one of them"
-        )
-    version = f"api-version={api_version}"
-    if path == "responses":
-        return f"{base}/openai/responses?{version}"
-    if not deployment:
-        raise ConfigurationError(
-            f"Chat Completions with api_version {api_version!r} needs the deployment "
-            "name (the URL is /openai/deployments/{deployment}/chat/completions)"
-        )
-    name = path_segment(deployment, "the Azure OpenAI deployment name (Model.id)")
-    return f"{base}/openai/deployments/{name}/{path}?{version}"
-
-
-def _endpoint(api: str) -> str | None:
-    """The Azure endpoint of wire API ``api`` (its path in the registry), if served."""
-    from .._apis import find_api
-
-    wire = find_api(api) if isinstance(api, str) else None
-    # The endpoint for a placeholder id: an API that puts the id in its path
-    # (Gemini, Bedrock) is not one Azure serves.
-    path = wire.path("m").split("?", 1)[0].strip("/") if wire is not None else None
-    return path if path in _ENDPOINTS else None
 
 
 TokenProvider = Callable[[], str | Awaitable[str]]
@@ -341,64 +259,23 @@ def _default_credential() -> TokenCredential:
 
 
 PROVIDER = "azure-openai"
-#: The host of the catalog's base URL: "the resource in AZURE_OPENAI_ENDPOINT".
-PLACEHOLDER_HOST = "your-resource.openai.azure.com"
 
 
-def _split_version(base_url: str) -> tuple[str, str | None]:
-    """``base_url`` without its ``api-version`` query parameter, and that value."""
-    parts = urlsplit(base_url)
-    if not parts.query:
-        return base_url, None
-    query = parse_qsl(parts.query, keep_blank_values=True)
-    version = next((v for k, v in query if k == "api-version"), None)
-    rest = urlencode([(k, v) for k, v in query if k != "api-version"])
-    return urlunsplit(parts._replace(query=rest)), version
+#: Names that moved to the provider rules (``modelwire._providers.azure_openai``),
+#: kept here for a release with a ``DeprecationWarning``.
+_MOVED = {"AzureOpenAIRules": "modelwire.ext", "azure_url": None, "PLACEHOLDER_HOST": None}
 
 
-class AzureOpenAIRules(ProviderRules):
-    """URL and auth rules of provider ``azure-openai``.
+def __getattr__(name: str) -> Any:
+    if name not in _MOVED:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+    import warnings
 
-    ``auth``: an :class:`~modelwire.cloud.azure.AzureAuth` that supplies every
-    request's credentials (Entra ID token, token provider…) instead of the
-    ``api-key`` header; ``api_version``: the default API version
-    (``"2024-10-21"``, ``"preview"``; ``None``: ``OPENAI_API_VERSION`` or the
-    ``/openai/v1`` form). Register with
-    ``modelwire.ext.register_provider("azure-openai", AzureOpenAIRules(...))``.
-    """
-
-    def __init__(self, *, auth: AzureAuth | None = None, api_version: str | None = None) -> None:
-        self._auth = auth
-        self._api_version = api_version
-
-    def __repr__(self) -> str:
-        return f"AzureOpenAIRules(auth={self._auth!r}, api_version={self._api_version!r})"
-
-    def url(self, model: Model, api: str, default: str) -> str:
-        endpoint, version = _split_version(model.base_url)
-        if (urlsplit(endpoint).hostname or "") == PLACEHOLDER_HOST:
-            endpoint = resolve_endpoint()  # AZURE_OPENAI_ENDPOINT, or a clear error
-        version = version or self._api_version or resolve_api_version()
-        return azure_url(endpoint, model.id, api, version)
-
-    def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
-        # Azure's key header (the openai SDK's AzureOpenAI sends the same); with an
-        # AzureAuth the credentials come from it alone.
-        return {} if self._auth is not None else {"api-key": api_key}
-
-    def authorizer(self, model: Model, options: RequestOptions) -> RequestAuthorizer | None:
-        if self._auth is not None:
-            return self._auth
-        if options.api_key:
-            return None  # the api-key header (auth above) carries it
-        token = _env_credential(AD_TOKEN_ENV)
-        if token:
-            return AzureAuth(ad_token=token)
-        # Raised while the request is built: at mw.stream(), before any I/O.
-        raise MissingAPIKeyError(
-            f"no credentials for provider {PROVIDER!r}: set {API_KEY_ENV} (or "
-            f"{AD_TOKEN_ENV} for a Microsoft Entra ID token), pass api_key=..., or "
-            "register AzureOpenAIRules(auth=AzureAuth(use_default_credential=True)) "
-            "with mw.register_provider (modelwire[azure])",
-            env_var=API_KEY_ENV,
-        )
+    home = _MOVED[name] or "modelwire._providers.azure_openai"
+    warnings.warn(
+        f"modelwire.cloud.azure.{name} is deprecated: use {home}.{name}",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return getattr(importlib.import_module("modelwire._providers.azure_openai"), name)

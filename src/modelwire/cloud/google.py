@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC
 from typing import TYPE_CHECKING, Any
 
-from .._options import check_credential
+from .._wire.request import check_credential
 from ..errors import AuthenticationError, ConfigurationError, MissingAPIKeyError
 from . import AuthHeaders
 from ._tokens import REFRESH_MARGIN, TokenCache

@@ -176,7 +176,7 @@ class Gateway:
     def _http_client(self) -> Any:
         if self._client is None:
             from .._http import httptools_installed, pooled_async_client
-            from .._http_proxy import env_proxy_url
+            from .._http._proxy import env_proxy_url
 
             # modelwire's own HTTP/1.1 client on httptools (the gateway extra installs
             # it): measured in bench_gateway, 0.7 ms less added time to the first byte

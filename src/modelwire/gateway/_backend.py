@@ -7,8 +7,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from .._fallback import Fallback
-from .._options import resolve_api_key
+from .._call._fallback import Fallback
+from .._client._options import resolve_api_key
 from ..errors import ConfigurationError, MissingAPIKeyError
 from ..types import Context, Model
 from ._config import ModelRoute

@@ -32,7 +32,7 @@ from typing import Any
 
 import msgspec
 
-from .._fallback import Fallback
+from .._call._fallback import Fallback
 from .._redact import redact_url
 from ..errors import ConfigurationError
 from ..types import Model

@@ -1,6 +1,6 @@
 """The gateway's request log: ``[gateway] log = "gateway.db"``.
 
-The file is the CLI's call log (:mod:`modelwire._log`, read by ``modelwire logs
+The file is the CLI's call log (:mod:`modelwire._client._log`, read by ``modelwire logs
 --path``-style tools): every request that reached a backend is one ``responses`` row
 (conversation, answer, backend model, usage, cost, duration, error kind). Next to it,
 the table ``gateway_requests`` has one row per request the gateway answered — also
@@ -21,7 +21,7 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._log import CallLog, connect, new_conversation_id
+from .._client._log import CallLog, connect, new_conversation_id
 
 if TYPE_CHECKING:
     from ._observe import Exchange

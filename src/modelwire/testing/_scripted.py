@@ -4,8 +4,8 @@
 ``model`` uses the ``scripted`` api (registered with ``mw.register_api`` on
 first use), and every call to ``mw.stream``/``mw.complete``, their sync twins or
 an agent takes the next scripted reply. The reply is turned into normalized deltas
-(:mod:`modelwire._deltas`) and run through the same shared
-:class:`~modelwire._assemble.Assembler` as a live stream, so events, partial
+(:mod:`modelwire._wire.deltas`) and run through the same shared
+:class:`~modelwire._wire.assemble.Assembler` as a live stream, so events, partial
 snapshots, the tool-call rules and the completion policy by ``tool_choice``
 are exactly those of a real provider — only the wire format is skipped.
 
@@ -23,8 +23,8 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
 from .._apis._common import as_tool_call
-from .._assemble import Assembler
-from .._deltas import (
+from .._wire.assemble import Assembler
+from .._wire.deltas import (
     BlockComplete,
     BlockEnd,
     BlockStart,
@@ -37,7 +37,7 @@ from .._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from .._options import RequestOptions
+from .._wire.request import RequestOptions
 from ..errors import ConfigurationError, ProviderStreamError, StreamError, error_class_for_kind
 from ..events import Event
 from ..types import (

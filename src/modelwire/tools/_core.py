@@ -141,8 +141,8 @@ class Tool:
                 f'Tool {name!r}: parameters must be an object schema ({{"type": "object", ...}}); '
                 "providers accept nothing else for function arguments"
             )
+        from .._json_schema import compile_validator
         from .._schema_refs import check_refs
-        from ._schema import compile_validator
 
         check_refs(schema, f"Tool {name!r}")
         self.name = name
@@ -185,7 +185,7 @@ class Tool:
 
     def validate(self, args: Any) -> list[str]:
         """Every way ``args`` breaks the schema, one line per failing path (empty: valid)."""
-        from ._schema import errors_of
+        from .._json_schema import errors_of
 
         return errors_of(self._validator, args)
 

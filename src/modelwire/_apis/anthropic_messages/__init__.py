@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
 
-from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -70,7 +70,7 @@ from ._render import error_body, render, render_complete, render_models, tool_re
 from ._whole import API_NAME
 
 if TYPE_CHECKING:
-    from ..._framing import Framing
+    from ..._wire.framing import Framing
     from .._codec import WireCodec
 
 __all__ = [
@@ -132,7 +132,7 @@ class AnthropicCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 def detect_compat(model: Model) -> AnthropicCompat:
     """The provider record's defaults overridden by ``model.compat``; unknown flags
     are refused."""
-    from ..._providers._records import compat_defaults
+    from ..._catalog._records import compat_defaults
 
     base = compat_defaults(model, "anthropic-messages")
     if not model.compat and not base:

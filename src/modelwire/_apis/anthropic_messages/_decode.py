@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..._deltas import (
+from ..._wire.deltas import (
     BlockComplete,
     BlockEnd,
     BlockSignature,
@@ -26,8 +26,8 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import Frame
-from ..._sse._frames import Run, frames_of, run_values
+from ..._wire.sse import Frame
+from ..._wire.sse._frames import Run, frames_of, run_values
 from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,

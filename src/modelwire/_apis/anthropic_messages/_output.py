@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._output._request import OutputRequest
-from ..._output._schema import closed_schema
+from ..._schema_refs import closed_schema
+from ..._wire.request import OutputRequest
 
 __all__ = ["add_output"]
 

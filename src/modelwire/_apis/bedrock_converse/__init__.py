@@ -39,8 +39,8 @@ from urllib.parse import unquote
 
 import msgspec
 
-from ..._options import HTTPRequest, RequestOptions, check_extra_body
 from ..._url import path_segment
+from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -76,7 +76,7 @@ from ._decode import BedrockDecoder
 from ._render import encode_frames, error_body, render, render_complete, tool_results
 
 if TYPE_CHECKING:
-    from ..._framing import Framing
+    from ..._wire.framing import Framing
     from .._codec import WireCodec
 
 __all__ = [
@@ -121,7 +121,7 @@ class BedrockCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fi
 
 
 def _compat(model: Model) -> BedrockCompat:
-    from ..._providers._records import compat_defaults
+    from ..._catalog._records import compat_defaults
 
     base = compat_defaults(model, "bedrock-converse")
     return merge_compat("bedrock-converse", BedrockCompat, model.compat, base)
@@ -515,7 +515,7 @@ class BedrockConverseAPI:
         )
 
     def framing(self, max_event_bytes: int) -> Framing:
-        from ..._framing.eventstream import EventStreamDecoder
+        from ..._wire.framing.eventstream import EventStreamDecoder
 
         return EventStreamDecoder(max_event_bytes=max_event_bytes)
 

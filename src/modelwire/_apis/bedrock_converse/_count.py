@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ..._count import json_request, read_count
+from .._common import json_request, read_count
 
 if TYPE_CHECKING:
-    from ..._options import HTTPRequest
+    from ..._wire.request import HTTPRequest
 
 __all__ = ["count_request", "parse_count"]
 

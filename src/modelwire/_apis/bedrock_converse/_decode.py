@@ -4,7 +4,7 @@ Reference: the ConverseStream API reference
 (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStream.html,
 "Response Syntax") and the ``ConverseStreamOutput`` union of botocore's
 ``bedrock-runtime`` service model. Each AWS event-stream message is one frame
-(:class:`~modelwire._framing.eventstream.EventStreamDecoder`): ``frame.event`` is the
+(:class:`~modelwire._wire.framing.eventstream.EventStreamDecoder`): ``frame.event`` is the
 ``:event-type`` header, ``frame.data`` the JSON payload::
 
     messageStart        {"role": "assistant"}
@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..._deltas import (
+from ..._wire.deltas import (
     BlockComplete,
     BlockEnd,
     BlockSignature,
@@ -62,8 +62,8 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import Frame
-from ..._sse._frames import Run, frames_of, run_values
+from ..._wire.sse import Frame
+from ..._wire.sse._frames import Run, frames_of, run_values
 from ...errors import MalformedChunkError, ProviderStreamError, StreamError, TruncatedStreamError
 from ...types import Citation, ServerToolCall, ServerToolResult
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error

@@ -2,7 +2,7 @@
 
 The frames are the events of ``_decode`` in the order Bedrock sends them
 (messageStart, blocks, messageStop, metadata); ``encode_frames`` puts each in an
-AWS event-stream message (``modelwire._framing.eventstream``). A frame named
+AWS event-stream message (``modelwire._wire.framing.eventstream``). A frame named
 ``exception:<type>`` becomes an exception message (the in-band error of a script).
 """
 
@@ -178,7 +178,7 @@ def error_body(status: int, message: str, kind: str | None = None) -> MockError:
 
 def encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
     """Each frame as one AWS event-stream message."""
-    from ..._framing.eventstream import encode_event, encode_exception
+    from ..._wire.framing.eventstream import encode_event, encode_exception
 
     out: list[bytes] = []
     for name, payload in frames:

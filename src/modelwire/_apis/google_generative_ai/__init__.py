@@ -36,9 +36,9 @@ from urllib.parse import unquote
 
 import msgspec
 
-from ..._assemble import parse_arguments
-from ..._options import HTTPRequest, RequestOptions, check_extra_body
 from ..._url import path_segment
+from ..._wire.assemble import parse_arguments
+from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -76,7 +76,7 @@ from ._render import error_body, render, render_complete, render_models, tool_re
 from ._schema import gemini_schema
 
 if TYPE_CHECKING:
-    from ..._framing import Framing
+    from ..._wire.framing import Framing
     from .._codec import WireCodec
 
 __all__ = [
@@ -125,7 +125,7 @@ def detect_compat(model: Model) -> GoogleCompat:
     """Defaults from the model id (``gemini-3…`` → levels and the signature
     fallback; ``…-pro``/``…-flash-lite`` → their budget ranges) over the provider
     record's, then ``model.compat``."""
-    from ..._providers._records import compat_defaults
+    from ..._catalog._records import compat_defaults
 
     mid = model.id.lower().rsplit("/", 1)[-1]
     m = _VERSION.search(mid)

@@ -23,7 +23,7 @@ from typing import Annotated
 
 import msgspec
 
-from ..._deltas import (
+from ..._wire.deltas import (
     BlockComplete,
     BlockEnd,
     BlockSignature,
@@ -39,8 +39,8 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import Frame
-from ..._sse._frames import Run, frames_of, run_values
+from ..._wire.sse import Frame
+from ..._wire.sse._frames import Run, frames_of, run_values
 from ...errors import (
     InvalidRequestError,
     MalformedChunkError,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..._options import HTTPRequest, RequestOptions
+from ..._wire.request import HTTPRequest, RequestOptions
 from ...types import Context, Model
 from .._codec import IdRules, MockRendering, sse_framing
 from .._common import bearer_auth, check_context_values, http_request
@@ -23,7 +23,7 @@ from ._leaky import LeakyChatDecoder
 from ._render import adapt, render, render_complete, render_models, tool_id_rule
 
 if TYPE_CHECKING:
-    from ..._framing import Framing
+    from ..._wire.framing import Framing
     from .._codec import WireCodec
 
 __all__ = ["API", "RESERVED", "ChatCompat", "ChatDecoder", "OpenAIChatAPI", "detect_compat",

@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from ..._providers._records import compat_defaults, derived
+from ..._catalog._records import compat_defaults, derived
 from ...types import Model
 from .._common import merge_compat
 
@@ -53,7 +53,7 @@ class ChatCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_field
 
 def detect_compat(model: Model) -> ChatCompat:
     """The provider record's defaults (``compat["openai-chat"]`` of the record that
-    matches the model's provider or base URL, :mod:`modelwire._providers._records`),
+    matches the model's provider or base URL, :mod:`modelwire._catalog._records`),
     then ``model.compat`` overrides."""
 
     def build() -> ChatCompat:

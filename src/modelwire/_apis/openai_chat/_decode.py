@@ -9,7 +9,8 @@ from typing import Literal
 
 import msgspec
 
-from ..._deltas import (
+from ..._redact import head
+from ..._wire.deltas import (
     BlockSignature,
     CitationDelta,
     Delta,
@@ -21,9 +22,8 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._redact import head
-from ..._sse import Frame
-from ..._sse._frames import Run, frames_of, run_values
+from ..._wire.sse import Frame
+from ..._wire.sse._frames import Run, frames_of, run_values
 from ...errors import Excerpt, MalformedChunkError
 from ...types import Citation
 from .._codec import first_sse_json

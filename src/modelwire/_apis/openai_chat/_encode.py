@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._options import RequestOptions, check_extra_body
+from ..._wire.request import RequestOptions, check_extra_body
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,

@@ -9,8 +9,8 @@ calls just before the finish (or the end of the stream).
 
 from __future__ import annotations
 
-from ..._deltas import Delta, EndOfStream, Finish, TextDelta, ToolCallDelta
-from ..._sse import Frame
+from ..._wire.deltas import Delta, EndOfStream, Finish, TextDelta, ToolCallDelta
+from ..._wire.sse import Frame
 from .._leaked import LeakedCall, LeakedText
 from ._compat import ChatCompat
 from ._decode import ChatDecoder

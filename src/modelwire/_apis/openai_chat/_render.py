@@ -11,7 +11,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ..._providers._records import tool_id_override
+from ..._catalog._records import tool_id_override
 from ...types import Citation, Model, TextContent, ThinkingContent
 from .._codec import IdRule
 from .._common import as_tool_call

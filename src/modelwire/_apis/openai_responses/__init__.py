@@ -53,7 +53,7 @@ from __future__ import annotations
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
-from ..._options import HTTPRequest, RequestOptions, check_extra_body
+from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ...types import Context, Model
 from .._codec import IdRules, MockRendering, first_sse_json, sse_framing
 from .._common import (
@@ -80,7 +80,7 @@ from ._output import add_output
 from ._render import render, render_complete, tool_results
 
 if TYPE_CHECKING:
-    from ..._framing import Framing
+    from ..._wire.framing import Framing
     from .._codec import WireCodec
 
 __all__ = [

@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..._deltas import (
+from ..._wire.deltas import (
     BlockComplete,
     BlockEnd,
     BlockSignature,
@@ -28,7 +28,7 @@ from ..._deltas import (
     ToolCallDelta,
     UsageUpdate,
 )
-from ..._sse import Frame
+from ..._wire.sse import Frame
 from ...errors import (
     MalformedChunkError,
     TruncatedStreamError,

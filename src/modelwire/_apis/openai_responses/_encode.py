@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..._options import RESERVED_BODY_KEYS
+from ..._wire.request import RESERVED_BODY_KEYS
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
@@ -77,7 +77,7 @@ class ResponsesCompat(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_
 def detect_compat(model: Model) -> ResponsesCompat:
     """The provider record's defaults, then ``model.compat`` overrides (unknown flags
     are refused)."""
-    from ..._providers._records import compat_defaults
+    from ..._catalog._records import compat_defaults
 
     base = compat_defaults(model, "openai-responses")
     if not model.compat and not base:

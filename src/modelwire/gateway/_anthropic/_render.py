@@ -28,7 +28,7 @@ from typing import Any
 import msgspec
 
 from ..._apis._common import block_as_text
-from ..._output._plan import OUTPUT_TOOL
+from ..._client._output._plan import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
     CitationEvent,

@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._apis._common import raw_or_json_arguments
-from ..._output._plan import OUTPUT_TOOL
+from ..._client._output._plan import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
     CitationEvent,

@@ -1,0 +1,228 @@
+"""Token budgets: ``mw.count_tokens`` and ``max_tokens="auto"``.
+
+:func:`count_tokens` asks the provider where its API has a counting endpoint — each
+API's request and response shape lives beside it (``_apis/<api>/_count.py``):
+
+* Anthropic Messages: ``POST {base_url}/messages/count_tokens`` → ``{"input_tokens"}``
+  (docs.anthropic.com, "Count message tokens");
+* Gemini: ``POST {base_url}/models/{id}:countTokens`` → ``{"totalTokens"}``
+  (ai.google.dev, ``models.countTokens``);
+* Bedrock: ``POST {base_url}/model/{id}/count-tokens`` with ``{"input": {"converse":
+  …}}`` → ``{"inputTokens"}`` (Bedrock API reference, ``CountTokens``);
+* OpenAI Responses: ``POST {base_url}/responses/input_tokens`` →
+  ``{"object": "response.input_tokens", "input_tokens"}``.
+
+Every other API (OpenAI Chat and its compatible servers, Ollama, custom ones) gets
+the local estimate, marked ``estimated=True``: :func:`estimate_tokens` counts text
+at 4 ASCII characters per token and one token per other character (CJK scripts are
+about one token per character in the common tokenizers), 4 tokens of overhead per
+message and tool, and a fixed :data:`IMAGE_TOKENS` per image or document given by
+reference. It is a budget, not a bill: tokenizers differ by model.
+
+``max_tokens="auto"`` uses the local estimate (no I/O before the request): the output
+limit is what the context window leaves after the prompt plus a
+:data:`SAFETY_MARGIN`, capped at the model's ``max_tokens``; a prompt that leaves
+nothing ends the call with ``context_overflow`` before anything is sent (and moves a
+``mw.Fallback`` on to a model with a larger window).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import ContextOverflowError
+
+if TYPE_CHECKING:
+    from .._wire.request import HTTPRequest
+    from ..types import Context, Model
+    from ._options import StreamOptions
+
+__all__ = [
+    "IMAGE_TOKENS",
+    "SAFETY_MARGIN",
+    "Prepare",
+    "TokenCount",
+    "count_tokens",
+    "count_tokens_sync",
+    "estimate_tokens",
+    "fit_max_tokens",
+]
+
+#: Tokens assumed for an image, or a document or audio given by URL or file id (an
+#: Anthropic image is about (width × height) / 750 tokens, at most about 1600).
+IMAGE_TOKENS = 1600
+#: ``max_tokens="auto"`` keeps this share of the estimate free (tokenizers differ).
+SAFETY_MARGIN = 0.10
+_PER_MESSAGE = 4
+
+#: The module beside a wire API's package that holds its counting endpoint
+#: (``count_request`` and ``parse_count``); an API without one is estimated.
+_COUNT_MODULE = "_count"
+
+
+class TokenCount(msgspec.Struct, frozen=True, kw_only=True):
+    """What :func:`count_tokens` found."""
+
+    input_tokens: int
+    """Prompt tokens: the system prompt, messages and tool definitions."""
+    estimated: bool
+    """``True``: modelwire's local estimate (:func:`estimate_tokens`), not the provider's count."""
+    source: str
+    """Where the number comes from: the wire API whose endpoint counted, or ``"estimate"``."""
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+def _text(s: str | None) -> int:
+    if not s:
+        return 0
+    n = len(s)
+    ascii_n = len(s.encode("ascii", "ignore")) if not s.isascii() else n
+    return math.ceil(ascii_n / 4) + (n - ascii_n)
+
+
+def _b64(data: str | None) -> int:
+    # Decoded bytes read as text: a rough size for documents and audio sent inline.
+    return math.ceil(len(data or "") * 3 / 4 / 4)
+
+
+def _block(b: Any) -> int:
+    t = getattr(b, "type", None)
+    if t == "text":
+        return _text(b.text)
+    if t == "thinking":
+        return _text(b.thinking)
+    if t == "tool_call":
+        raw = b.raw_arguments
+        if raw is None:
+            raw = msgspec.json.encode(b.arguments).decode()
+        return _text(b.name) + _text(raw)
+    if t == "image":
+        return IMAGE_TOKENS
+    if t in ("document", "audio"):
+        data = getattr(b, "data", None)
+        return _b64(data) if data else IMAGE_TOKENS
+    if t in ("server_tool_call", "server_tool_result"):
+        raw = b.raw
+        return _text(raw) if raw else _text(msgspec.json.encode(b).decode())
+    if t == "provider_item":
+        return _text(b.data)
+    return _text(msgspec.json.encode(b).decode())
+
+
+def estimate_tokens(context: Context) -> int:
+    """The local estimate of a context's prompt tokens (see the module docs)."""
+    n = _text(context.system_prompt)
+    for m in context.messages:
+        n += _PER_MESSAGE
+        content = m.content
+        if isinstance(content, str):
+            n += _text(content)
+        else:
+            n += sum(_block(b) for b in content)
+        if m.role == "tool_result":
+            n += _text(m.tool_name)
+    for tool in context.tools or ():
+        n += _PER_MESSAGE + _text(tool.name) + _text(tool.description)
+        n += _text(msgspec.json.encode(tool.parameters).decode())
+    return max(n, 1)
+
+
+def fit_max_tokens(model: Model, context: Context) -> tuple[int, ContextOverflowError | None]:
+    """``max_tokens="auto"``: the output limit the context window leaves, or (with a
+    placeholder limit of 1) the ``context_overflow`` the call ends with before any I/O."""
+    estimate = estimate_tokens(context)
+    need = estimate + math.ceil(estimate * SAFETY_MARGIN)
+    left = model.context_window - need
+    if left < 1:
+        return 1, ContextOverflowError(
+            f'max_tokens="auto": the prompt needs about {estimate} tokens (a local estimate, '
+            f"plus {SAFETY_MARGIN:.0%} margin) and {model.provider}/{model.id}'s context window "
+            f"is {model.context_window}: it cannot fit. Shorten the conversation, or give a "
+            "mw.Fallback a model with a larger window"
+        )
+    return min(model.max_tokens, left), None
+
+
+# --------------------------------------------------------------------------- endpoints
+
+
+def _counter(api: str) -> Any:
+    """The counting module of ``api``'s package (``_apis/<api>/_count.py``), or ``None``."""
+    import importlib.util
+
+    from .._apis import find_api
+
+    wire = find_api(api)
+    package = type(wire).__module__ if wire is not None else ""
+    if not package.startswith("modelwire._apis."):
+        return None  # a custom API: estimated
+    name = f"{package}.{_COUNT_MODULE}"
+    try:
+        found = importlib.util.find_spec(name)
+    except ModuleNotFoundError:
+        return None
+    return importlib.import_module(name) if found is not None else None
+
+
+#: The client's request preparation (``modelwire._client._prepare``), passed in.
+Prepare = Callable[..., tuple[Any, ...]]
+
+
+def _plan(
+    prepare: Prepare, model: Model, context: Context, options: StreamOptions
+) -> tuple[Model, Context, HTTPRequest | None, Any, Any]:
+    opts = {k: v for k, v in options.items() if k != "max_tokens"}
+    from ._handoffs import handoff
+
+    resolved, request = prepare(model, context, opts)[:2]
+    counter = _counter(model.api) if request is not None else None
+    count_req = counter.count_request(request) if counter is not None else None
+    return model, handoff(context, model), count_req, counter, resolved
+
+
+def _estimated(context: Context) -> TokenCount:
+    return TokenCount(input_tokens=estimate_tokens(context), estimated=True, source="estimate")
+
+
+def _answer(m: Model, counter: Any, got: tuple[int, Any, bytes], secrets: tuple[str, ...]) -> int:
+    from .._providers._status import status_error
+
+    status, headers, body = got
+    if status >= 300:
+        raise status_error(status, body, headers, secrets)
+    count: int = counter.parse_count(body)
+    return count
+
+
+async def count_tokens(
+    prepare: Prepare, model: Model, context: Context, options: StreamOptions
+) -> TokenCount:
+    """``mw.count_tokens`` (``modelwire._client`` passes its ``prepare``)."""
+    m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
+    if request is None:
+        return _estimated(ctx)
+    from .._http import post_json_async
+
+    got = await post_json_async(request, resolved.timeout, options.get("http_client"))
+    n = _answer(m, counter, got, request.secrets)
+    return TokenCount(input_tokens=n, estimated=False, source=m.api)
+
+
+def count_tokens_sync(
+    prepare: Prepare, model: Model, context: Context, options: StreamOptions
+) -> TokenCount:
+    """``mw.count_tokens_sync``: :func:`count_tokens` over ``httpx.Client``."""
+    m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
+    if request is None:
+        return _estimated(ctx)
+    from .._http import post_json_sync
+
+    got = post_json_sync(request, resolved.timeout, options.get("http_client"))
+    n = _answer(m, counter, got, request.secrets)
+    return TokenCount(input_tokens=n, estimated=False, source=m.api)

@@ -1,0 +1,63 @@
+"""``mw.replay``: a recorded response body decoded offline, through the same pipeline
+as a live call (DESIGN §1), the API looked up by name here in the client."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from .._apis import get_api
+from .._apis._sniff import wrong_api_error
+from .._wire.pipeline import Pipeline
+from ..errors import ConfigurationError
+from ..events import Replay
+
+if TYPE_CHECKING:
+    from .._wire.trace import TraceObserver
+    from ..types import Model
+
+__all__ = ["pipeline_for", "replay"]
+
+
+def pipeline_for(api: str, **options: Any) -> Pipeline:
+    """A :class:`~modelwire._wire.pipeline.Pipeline` for the wire API named ``api``,
+    with wrong-API detection (``options``: the pipeline's keywords)."""
+    return Pipeline(get_api(api), api=api, sniff=wrong_api_error, **options)
+
+
+def replay(
+    api: str,
+    chunks: Iterable[bytes] | bytes,
+    model: Model | None = None,
+    *,
+    trace: TraceObserver | None = None,
+) -> Replay:
+    """Decode a recorded response body offline: bytes → the full list of events,
+    a :class:`~modelwire.events.Replay` (a ``list``) whose ``.message`` is the final
+    message, typed.
+
+    ``chunks`` is an iterable of byte strings (split anywhere) or one bytes
+    object. ``message.api`` is ``api``; provider and model come from ``model``
+    when given, else ``""``. Failures end the list with an ``error`` event.
+    ``trace`` receives one record per read (chunk), SSE event, delta, event and
+    the final message (:mod:`modelwire.trace`).
+    """
+    if trace is not None:
+        from .._wire.trace import check_observer
+
+        check_observer(trace)
+    p = pipeline_for(api, model=model, trace=trace)
+    if isinstance(chunks, bytes | bytearray | memoryview):
+        chunks = (bytes(chunks),)
+    out = p.start()
+    for chunk in chunks:
+        if not isinstance(chunk, bytes | bytearray | memoryview):
+            raise ConfigurationError(
+                f"replay() takes bytes chunks, got {type(chunk).__name__}"
+                " (open the file in binary mode)"
+            )
+        out.extend(p.feed(bytes(chunk)))
+        if p.done:
+            return Replay(out)
+    out.extend(p.end())
+    return Replay(out)
