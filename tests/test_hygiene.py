@@ -67,7 +67,10 @@ def test_one_default_max_event_bytes() -> None:
 def test_dead_helpers_are_gone() -> None:
     for name in ("STOP_REASONS", "as_tuple", "is_mapping"):
         assert not hasattr(mwtypes, name), name
+    for name in ("as_tuple", "is_mapping"):
         assert _defined(name) == [], name
+    # A wire API's stop-reason table lives in its spec, nowhere else.
+    assert all(m.endswith(".spec") for m in _defined("STOP_REASONS"))
     # The chat decoder's _done was written at [DONE] and never read.
     from modelwire._apis.openai_chat import ChatDecoder
 

@@ -6,7 +6,7 @@ Reference: the streaming page of the Anthropic docs
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -35,6 +35,7 @@ from ...errors import (
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 from ._whole import WHOLE, Whole, citation, whole_kind
+from .spec import EVENTS, REFUSAL, STOP_REASONS
 
 __all__ = ["AnthropicDecoder", "recognizes"]
 
@@ -136,18 +137,6 @@ _decode_event = _event_decoder.decode
 _event_lines = _event_decoder.decode_lines
 _loose_decoder = decoder_for(_Loose)
 _raw_start_decoder = decoder_for(_RawStart)
-_KNOWN_EVENTS = frozenset(
-    {
-        "message_start",
-        "content_block_start",
-        "content_block_delta",
-        "content_block_stop",
-        "message_delta",
-        "message_stop",
-        "ping",
-        "error",
-    }
-)
 # Block types that stream into content. Every other block is kept whole
 # (_whole_kind): provider-run tool calls and results, and everything else —
 # compaction, container_upload, types added later — as an opaque ProviderItem.
@@ -158,21 +147,6 @@ _DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
                 "signature_delta": "thinking", "input_json_delta": "tool",
                 "citations_delta": "text", "compaction_delta": "item"}  # fmt: skip
 
-_STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    # A server-tool loop paused a long turn (handling-stop-reasons docs): the turn
-    # is valid as it stands and goes on when the message is sent back; the raw
-    # reason stays in provider_stop_reason, which is what the Agent acts on.
-    "pause_turn": "stop",
-    # Compaction with pause_after_compaction (compaction docs): likewise.
-    "compaction": "stop",
-    "tool_use": "tool_use",
-    "max_tokens": "length",
-    # The response filled the context window: truncated like max_tokens.
-    "model_context_window_exceeded": "length",
-}
-
 
 def _usage(u: _Usage) -> UsageUpdate:
     # Counts are cumulative; a null/absent count leaves the earlier value.
@@ -182,10 +156,10 @@ def _usage(u: _Usage) -> UsageUpdate:
 
 
 def _finish(reason: str) -> Finish:
-    stop = _STOP.get(reason)
+    stop = STOP_REASONS.get(reason)
     if stop is not None:
         return Finish(stop, reason)
-    if reason == "refusal":  # DESIGN §2a: a refusal is a content_filter error
+    if reason == REFUSAL:  # DESIGN §2a: a refusal is a content_filter error
         text = "the model declined to respond (stop_reason refusal)"
         return Finish("error", reason, "content_filter", text)
     text = f"the provider stopped with an unknown stop_reason {reason!r}"
@@ -338,7 +312,7 @@ class AnthropicDecoder:
         t = loose.type
         if not isinstance(t, str):
             return None
-        if t not in _KNOWN_EVENTS:
+        if t not in EVENTS:
             return []
         if t == "content_block_start" and isinstance(loose.content_block, dict):
             block_type = loose.content_block.get("type")
@@ -538,4 +512,4 @@ def recognizes(payload: bytes) -> bool:
     (``error`` excepted: the Responses API has one too)."""
     obj = first_sse_json(payload)
     t = obj.get("type") if isinstance(obj, dict) else None
-    return isinstance(t, str) and t != "error" and t in _KNOWN_EVENTS
+    return isinstance(t, str) and t != "error" and t in EVENTS

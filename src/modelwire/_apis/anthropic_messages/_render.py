@@ -34,6 +34,7 @@ from .._mock import (
     text_of,
 )
 from ._whole import API_NAME
+from .spec import ID_PREFIX, STOP_OF, STOP_REASONS
 
 __all__ = ["error_body", "render", "render_complete", "render_models", "tool_results"]
 
@@ -150,7 +151,7 @@ def _block_frames(i: int, block: AssistantContent, pc: int) -> list[MockFrame]:
 
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
-    rid = prefixed("msg_", rid or "mock")
+    rid = prefixed(ID_PREFIX, rid or "mock")
     u = reply.usage
     usage = {"input_tokens": u.input, "cache_creation_input_tokens": u.cache_write,
              "cache_read_input_tokens": u.cache_read}  # fmt: skip
@@ -172,19 +173,13 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
     return frames
 
 
-_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}
-# A scripted provider stop reason is sent when it means what the script's stop
-# reason means here (pause_turn and compaction are stops, like end_turn).
-_PROVIDER_STOPS = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
-                   "compaction": "stop", "max_tokens": "length",
-                   "model_context_window_exceeded": "length", "tool_use": "tool_use"}  # fmt: skip
-
-
 def _stop_reason(reply: ScriptedReply) -> str:
+    # A scripted provider stop reason is sent when it means what the script's stop
+    # reason means here (pause_turn and compaction are stops, like end_turn).
     given = reply.provider_stop_reason
-    if given is not None and _PROVIDER_STOPS.get(given) == reply.stop_reason:
+    if given is not None and STOP_REASONS.get(given) == reply.stop_reason:
         return given
-    return _STOP[reply.stop_reason]
+    return STOP_OF[reply.stop_reason]
 
 
 def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
@@ -209,7 +204,7 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
             content.append({"type": "tool_use", "id": block.id, "name": block.name,
                             "input": arguments_object(block)})  # fmt: skip
     u = reply.usage
-    return {"id": prefixed("msg_", rid or "mock"), "type": "message", "role": "assistant",
+    return {"id": prefixed(ID_PREFIX, rid or "mock"), "type": "message", "role": "assistant",
             "model": model, "content": content, "stop_reason": _stop_reason(reply),
             "stop_sequence": None,
             "usage": {"input_tokens": u.input, "output_tokens": u.output,

@@ -28,6 +28,7 @@ from typing import Any
 import msgspec
 
 from ..._apis._common import block_as_text
+from ..._apis.anthropic_messages.spec import REFUSAL, STOP_OF, STOP_REASONS
 from ..._client._output._plan import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
@@ -67,12 +68,6 @@ from ._parse import API_NAME
 __all__ = ["Renderer", "message_body", "stop_reason"]
 
 _enc = msgspec.json.encode
-_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}
-#: A backend on this API: its own stop reason is sent when it means the same
-#: (pause_turn, stop_sequence, model_context_window_exceeded…; stop-reasons docs).
-_NATIVE = {"end_turn": "stop", "stop_sequence": "stop", "pause_turn": "stop",
-           "compaction": "stop", "max_tokens": "length",
-           "model_context_window_exceeded": "length", "tool_use": "tool_use"}  # fmt: skip
 
 _START = b'event: content_block_start\ndata: {"type":"content_block_start","index":'
 _DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":'
@@ -92,12 +87,15 @@ _MESSAGE_STOP = b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 
 def stop_reason(message: AssistantMessage) -> str:
     """The message's ``stop_reason`` as this API names it."""
-    if message.stop_reason not in _STOP:  # failed: only a refusal is rendered as a stop
-        return "refusal"
+    reason = message.stop_reason
+    if reason is None or reason not in STOP_OF:  # failed: only a refusal is rendered as a stop
+        return REFUSAL
+    # A backend on this API: its own stop reason is sent when it means the same
+    # (pause_turn, stop_sequence, model_context_window_exceeded…).
     given = message.provider_stop_reason
-    if message.api == API_NAME and given is not None and _NATIVE.get(given) == message.stop_reason:
+    if message.api == API_NAME and given is not None and STOP_REASONS.get(given) == reason:
         return given
-    return _STOP[message.stop_reason]
+    return STOP_OF[reason]
 
 
 def _usage(u: Usage) -> bytes:

@@ -1,0 +1,57 @@
+"""The wire facts of the Anthropic Messages API, shared by the decoder, the mock
+server's renderer and the gateway's renderer so the three cannot drift apart.
+
+References: https://docs.anthropic.com/en/api/messages,
+https://docs.anthropic.com/en/docs/build-with-claude/handling-stop-reasons and
+https://docs.anthropic.com/en/docs/build-with-claude/streaming
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, Literal
+
+__all__ = ["EVENTS", "ID_PREFIX", "REFUSAL", "STOP_OF", "STOP_REASONS"]
+
+#: Message ids as Anthropic spells them (``msg_…``).
+ID_PREFIX: Final = "msg_"
+
+#: The stream's event types (streaming docs, "Event types").
+EVENTS: Final = frozenset({
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+    "error",
+})  # fmt: skip
+
+#: Provider ``stop_reason`` → modelwire stop reason, for a normal end.
+STOP_REASONS: Final[Mapping[str, Literal["stop", "length", "tool_use"]]] = MappingProxyType({
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    # A server-tool loop paused a long turn: the turn is valid as it stands and goes
+    # on when the message is sent back; the raw reason stays in provider_stop_reason,
+    # which is what the Agent acts on.
+    "pause_turn": "stop",
+    # Compaction with pause_after_compaction (compaction docs): likewise.
+    "compaction": "stop",
+    "tool_use": "tool_use",
+    "max_tokens": "length",
+    # The response filled the context window: truncated like max_tokens.
+    "model_context_window_exceeded": "length",
+})  # fmt: skip
+
+#: The ``stop_reason`` of a declined request: modelwire reads it as a failed
+#: response (error kind ``content_filter``), not as one of STOP_REASONS.
+REFUSAL: Final = "refusal"
+
+#: modelwire stop reason → the ``stop_reason`` a server of this API sends.
+STOP_OF: Final[Mapping[str, str]] = MappingProxyType({
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_use": "tool_use",
+})  # fmt: skip
