@@ -5,8 +5,6 @@ Reference: https://platform.openai.com/docs/api-reference/chat-streaming
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from ..._redact import head
@@ -29,6 +27,7 @@ from ...types import Citation
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, filtered_categories, in_band_error
 from ._compat import ChatCompat
+from .spec import CHUNK_OBJECT, DONE, FAILED_FINISH_REASONS, FINISH_REASONS
 
 __all__ = ["ChatDecoder", "recognizes"]
 
@@ -172,34 +171,8 @@ _error_decoder = decoder_for(_ErrorPayload)
 _annotation_decoder = decoder_for(_Annotation)
 _search_result_decoder = decoder_for(_SearchResult)
 
-_FINISH: dict[str, Literal["stop", "length", "tool_use"]] = {
-    "stop": "stop",
-    "length": "length",
-    "model_length": "length",  # Mistral: the model's context window was reached
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "eos": "stop",
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-}
-
-# Finish reasons that mean the generation failed: treating them as "stop" would
-# pass a broken response off as a complete one. Mistral and OpenRouter send
-# ``error``; DeepSeek ``insufficient_system_resource`` ("the inference was
-# interrupted for lack of resources", api-docs.deepseek.com); vLLM ``abort``.
-_FAILED_FINISH: dict[str, tuple[str, str]] = {
-    "content_filter": (
-        "content_filter",
-        "the provider's content filter stopped the response (finish_reason content_filter)",
-    ),
-    "error": ("provider_stream", "the provider stopped the response with finish_reason 'error'"),
-    "abort": ("provider_stream", "the server aborted the response (finish_reason 'abort')"),
-    "insufficient_system_resource": (
-        "overloaded",
-        "the provider interrupted the response for lack of resources "
-        "(finish_reason 'insufficient_system_resource')",
-    ),
-}
+# The hot path compares bytes: the sentinel encoded once.
+_DONE = DONE.encode()
 
 _TEXT = "text"
 _THINKING = "thinking"
@@ -286,7 +259,7 @@ class ChatDecoder:
             # Chat streams use unnamed events only; other event types and empty
             # keep-alive payloads carry nothing we use (DESIGN §3 rule 5).
             return []
-        if data == b"[DONE]":
+        if data == _DONE:
             return self._terminal()
         return self._chunk(self._checked(data))
 
@@ -541,7 +514,7 @@ class ChatDecoder:
                 out.append(ToolCallDelta(key, tc.id or None, fn.name or None, fn.arguments or ""))
 
     def _finish_delta(self, reason: str, filters: msgspec.Raw | None = None) -> Finish:
-        failed = _FAILED_FINISH.get(reason)
+        failed = FAILED_FINISH_REASONS.get(reason)
         if failed is not None:
             text = failed[1]
             if filters:  # an empty Raw: the field was absent
@@ -554,7 +527,7 @@ class ChatDecoder:
             return Finish("error", reason, failed[0], text)
         # Unknown reasons are a normal end (forward compatible); the raw value is
         # kept in ``provider_stop_reason``.
-        return Finish(_FINISH.get(reason, "stop"), reason)
+        return Finish(FINISH_REASONS.get(reason, "stop"), reason)
 
     def _terminal(self) -> list[Delta]:
         # Called at ``[DONE]`` only: for servers known to omit ``finish_reason``
@@ -582,5 +555,5 @@ def recognizes(payload: bytes) -> bool:
     return (
         isinstance(obj, dict)
         and "type" not in obj
-        and ("choices" in obj or obj.get("object") == "chat.completion.chunk")
+        and ("choices" in obj or obj.get("object") == CHUNK_OBJECT)
     )

@@ -16,6 +16,7 @@ from ...types import Citation, Model, TextContent, ThinkingContent
 from .._codec import IdRule
 from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text
+from .spec import CHUNK_OBJECT, COMPLETION_OBJECT, DONE, FINISH_OF, ID_PREFIX
 
 __all__ = ["CHAT_ID_RULE", "adapt", "render", "render_complete", "render_models", "tool_id_rule"]
 
@@ -35,12 +36,12 @@ def tool_id_rule(model: Model) -> IdRule:
 
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """``data: <chunk>`` events … ``data: [DONE]`` (the mock server's bytes)."""
-    rid = prefixed("chatcmpl-", rid or "mock")
+    rid = prefixed(ID_PREFIX, rid or "mock")
     created = int(time.time())
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> MockFrame:
         return (None, {
-            "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+            "id": rid, "object": CHUNK_OBJECT, "created": created, "model": model,
             "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}],
         })  # fmt: skip
 
@@ -65,16 +66,13 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
                     chunk({"tool_calls": [{"index": tool_index, "function": {"arguments": p}}]})
                 )
             tool_index += 1
-    frames.append(chunk({}, _FINISH[reply.stop_reason]))
+    frames.append(chunk({}, FINISH_OF[reply.stop_reason]))
     frames.append((None, {
-        "id": rid, "object": "chat.completion.chunk", "created": created, "model": model,
+        "id": rid, "object": CHUNK_OBJECT, "created": created, "model": model,
         "choices": [], "usage": _usage(reply),
     }))  # fmt: skip
-    frames.append((None, "[DONE]"))
+    frames.append((None, DONE))
     return frames
-
-
-_FINISH = {"stop": "stop", "length": "length", "tool_use": "tool_calls"}
 
 
 def _annotation(c: Citation) -> dict[str, Any]:
@@ -125,10 +123,10 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
     if thinking:
         message["reasoning_content"] = thinking  # DeepSeek's field, as the stream sends it
     return {
-        "id": prefixed("chatcmpl-", rid or "mock"), "object": "chat.completion",
+        "id": prefixed(ID_PREFIX, rid or "mock"), "object": COMPLETION_OBJECT,
         "created": int(time.time()), "model": model,
         "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": _FINISH[reply.stop_reason]}],
+                     "finish_reason": FINISH_OF[reply.stop_reason]}],
         "usage": _usage(reply),
     }  # fmt: skip
 

@@ -20,6 +20,14 @@ from typing import Any
 import msgspec
 
 from ..._apis._common import block_as_text, citations_as_text, raw_or_json_arguments
+from ..._apis.openai_chat.spec import (
+    CHUNK_OBJECT,
+    COMPLETION_OBJECT,
+    DONE,
+    FILTERED_FINISH,
+    FINISH_OF,
+    OWN_FINISH_REASONS,
+)
 from ...errors import AbortedError, error_class_for_kind
 from ...events import (
     BlockEvent,
@@ -56,18 +64,18 @@ from ._errors import error_object
 __all__ = ["ChatRenderer", "finish_reason", "message_body", "usage_object"]
 
 _encode = msgspec.json.Encoder().encode
-_FINISH = {"stop": "stop", "length": "length", "tool_use": "tool_calls"}
-# The finish reasons of the API reference: a backend of this API's own is passed as sent.
-_OWN_FINISH = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+# Pre-encoded pieces of every chunk and of the stream's end.
+_CHUNK_OBJECT = b',"object":' + _encode(CHUNK_OBJECT) + b',"created":'
+_DONE = b"data: " + DONE.encode() + b"\n\n"
 
 
 def finish_reason(message: AssistantMessage) -> str:
     if _filtered(message):
-        return "content_filter"
+        return FILTERED_FINISH
     own = message.provider_stop_reason
-    if message.api == API and own in _OWN_FINISH:
+    if message.api == API and own in OWN_FINISH_REASONS:
         return own
-    return _FINISH.get(message.stop_reason or "stop", "stop")
+    return FINISH_OF.get(message.stop_reason or "stop", "stop")
 
 
 def _filtered(message: AssistantMessage) -> bool:
@@ -169,7 +177,7 @@ def message_body(request: GatewayRequest, message: AssistantMessage, response_id
     if calls:
         out["tool_calls"] = calls
     return _encode({
-        "id": response_id, "object": "chat.completion", "created": int(time.time()),
+        "id": response_id, "object": COMPLETION_OBJECT, "created": int(time.time()),
         "model": message.response_model or request.model,
         "choices": [{"index": 0, "message": out, "logprobs": None,
                      "finish_reason": finish_reason(message)}],
@@ -226,7 +234,7 @@ class ChatRenderer:
             return b""
         model = message.response_model or self._request.model
         self._base = b"".join((b'data: {"id":', _encode(self._response_id),
-                               b',"object":"chat.completion.chunk","created":',
+                               _CHUNK_OBJECT,
                                str(int(time.time())).encode(), b',"model":', _encode(model), b","))  # fmt: skip
         self._head = self._base + b'"choices":[{"index":0,"delta":'
         return self._head + b'{"role":"assistant","content":"","refusal":null}' + self._tail
@@ -384,7 +392,7 @@ class ChatRenderer:
         if self._request.include_usage:
             out.append(self._base + b'"choices":[],"usage":' + _encode(usage_object(message.usage))
                        + b"}\n\n")  # fmt: skip
-        out.append(b"data: [DONE]\n\n")
+        out.append(_DONE)
         return b"".join(out)
 
     def _on_error(self, event: ErrorEvent) -> bytes:
