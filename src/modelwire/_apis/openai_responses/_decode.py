@@ -69,6 +69,14 @@ from ._schema import (
 )
 from ._server import item_blocks
 from ._server import raw_citation as _citation
+from .spec import (
+    COMPLETED_EVENT,
+    CUT_SHORT,
+    FAILED_EVENT,
+    INCOMPLETE_EVENT,
+    INCOMPLETE_STOPS,
+    NO_REASON,
+)
 
 __all__ = ["ResponsesDecoder"]
 
@@ -88,6 +96,8 @@ _TEXT_DELTA_HEAD = b'{"type":"response.output_text.delta"'
 # names, so the table stays small; it stops growing at _TYPES_MAX entries.
 _TYPES: dict[bytes, str] = {}
 _TYPES_MAX = 256
+# The terminal events, for a stream that ends without one.
+_TERMINALS = f"{COMPLETED_EVENT}, {INCOMPLETE_EVENT} or {FAILED_EVENT}"
 
 
 class ResponsesDecoder:
@@ -121,9 +131,9 @@ class ResponsesDecoder:
             "response.created": self._meta_event,
             "response.in_progress": self._meta_event,
             "response.queued": self._meta_event,
-            "response.completed": self._completed,
-            "response.incomplete": self._incomplete,
-            "response.failed": self._failed,
+            COMPLETED_EVENT: self._completed,
+            INCOMPLETE_EVENT: self._incomplete,
+            FAILED_EVENT: self._failed,
             "error": self._error,
         }
 
@@ -136,10 +146,7 @@ class ResponsesDecoder:
         if data == b"[DONE]":
             # OpenRouter ends with [DONE] after response.completed (never reached:
             # the stream is over by then); before it, the response is incomplete.
-            raise TruncatedStreamError(
-                "the stream sent [DONE] before response.completed, response.incomplete "
-                "or response.failed"
-            )
+            raise TruncatedStreamError(f"the stream sent [DONE] before {_TERMINALS}")
         # Fast path: OpenAI and OpenRouter put "type" first; peek at it without a
         # second JSON pass. Anything else goes through the typed envelope.
         etype: str | None = None
@@ -169,8 +176,7 @@ class ResponsesDecoder:
         if self._terminal:
             return []
         raise TruncatedStreamError(
-            "the stream ended without response.completed, response.incomplete or "
-            "response.failed (the response may be incomplete)"
+            f"the stream ended without {_TERMINALS} (the response may be incomplete)"
         )
 
     # ------------------------------------------------------------------ keys
@@ -559,18 +565,17 @@ class ResponsesDecoder:
     def _incomplete(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
         why = resp.incomplete_details.reason if resp.incomplete_details else None
-        if why == "content_filter":
+        stop = INCOMPLETE_STOPS.get(why, CUT_SHORT) if why is not None else CUT_SHORT
+        if stop.reason == "error":
             finish = Finish(
                 "error",
                 why,
-                "content_filter",
-                "the provider's content filter stopped the response "
-                "(response.incomplete, reason content_filter)",
+                stop.error_kind,
+                f"the provider's content filter stopped the response "
+                f"({INCOMPLETE_EVENT}, reason {why})",
             )
         else:
-            # max_output_tokens, max_messages, or a reason not known yet: the output
-            # was cut short, so tool-call arguments are never trusted.
-            finish = Finish("length", why or "incomplete")
+            finish = Finish("length", why or NO_REASON)
         return self._terminal_deltas(resp, finish)
 
     def _failed(self, data: bytes, etype: str) -> list[Delta]:

@@ -24,6 +24,13 @@ from ...types import (
 from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text, text_of
 from ._server import SERVER_ITEMS
+from .spec import (
+    INCOMPLETE_REASONS,
+    ITEM_ID_PREFIXES,
+    RESPONSE_ID_PREFIX,
+    TERMINAL_EVENTS,
+    Stop,
+)
 
 __all__ = ["render", "render_complete", "tool_results"]
 
@@ -75,7 +82,7 @@ def _usage(reply: ScriptedReply) -> dict[str, Any]:
 
 def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFrame]:
     """The mock server's events for a scripted reply."""
-    rid = prefixed("resp_", rid or "mock")
+    rid = prefixed(RESPONSE_ID_PREFIX, rid or "mock")
     seq = itertools.count()
     created = int(time.time())
     frames: list[MockFrame] = []
@@ -136,20 +143,27 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
                name=block.name, arguments=args)  # fmt: skip
         ev("response.output_item.done", output_index=oi, item=item)
         output.append(item)
-    usage = _usage(reply)
-    if reply.stop_reason == "length":
-        # A cut-off response ends ``response.incomplete`` (reason max_output_tokens).
-        ev("response.incomplete", response=response(
-            "incomplete", output, usage, {"reason": "max_output_tokens"}))  # fmt: skip
-    else:
-        ev("response.completed", response=response("completed", output, usage))
+    status, incomplete = _ending(reply)
+    ev(TERMINAL_EVENTS[status], response=response(status, output, _usage(reply), incomplete))
     return frames
+
+
+def _ending(reply: ScriptedReply) -> tuple[str, dict[str, str] | None]:
+    """The response's status and ``incomplete_details``: a stop the spec gives a
+    reason (``length``) ends incomplete, any other completed."""
+    why = INCOMPLETE_REASONS.get(Stop(reply.stop_reason))
+    return ("completed", None) if why is None else ("incomplete", {"reason": why})
+
+
+def _item_id(item_type: str, rid: str, oi: int) -> str:
+    """The mock's id for output item ``oi`` (``msg_<response>_<n>``)."""
+    return f"{ITEM_ID_PREFIXES[item_type]}_{rid}_{oi}"
 
 
 def _reasoning(block: ThinkingContent, rid: str, oi: int) -> dict[str, Any]:
     # modelwire keeps a Responses reasoning item as JSON in the signature.
     item = _reasoning_item(block.signature) or {}
-    item_id = str(item.get("id") or f"rs_{rid}_{oi}")
+    item_id = str(item.get("id") or _item_id("reasoning", rid, oi))
     done_part = {"type": "summary_text", "text": block.thinking}
     return {**item, "id": item_id, "type": "reasoning", "summary": [done_part]}
 
@@ -223,13 +237,13 @@ def _message(block: TextContent, rid: str, oi: int) -> dict[str, Any]:
     # The signature of a Responses text block is its message item id.
     full = {"type": "output_text", "text": block.text,
             "annotations": [_annotation(c) for c in block.citations]}  # fmt: skip
-    return {"id": block.signature or f"msg_{rid}_{oi}", "type": "message",
+    return {"id": block.signature or _item_id("message", rid, oi), "type": "message",
             "status": "completed", "role": "assistant", "content": [full]}  # fmt: skip
 
 
 def _function_call(block: ToolCall, rid: str, oi: int) -> dict[str, Any]:
     # ToolCall.id is the call_id; the signature keeps the item id.
-    return {"type": "function_call", "id": block.signature or f"fc_{rid}_{oi}",
+    return {"type": "function_call", "id": block.signature or _item_id("function_call", rid, oi),
             "call_id": block.id, "name": block.name, "arguments": arguments_text(block),
             "status": "completed"}  # fmt: skip
 
@@ -237,7 +251,7 @@ def _function_call(block: ToolCall, rid: str, oi: int) -> dict[str, Any]:
 def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any]:
     """The ``response`` object a request without ``"stream": true`` gets: the one the
     stream's ``response.completed`` (or ``response.incomplete``) carries."""
-    rid = prefixed("resp_", rid or "mock")
+    rid = prefixed(RESPONSE_ID_PREFIX, rid or "mock")
     output: list[Any] = []
     for oi, block in enumerate(_items(reply.content)):
         if isinstance(block, dict):
@@ -248,7 +262,5 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
             output.append(_message(block, rid, oi))
         else:
             output.append(_function_call(as_tool_call(block, "the openai-responses mock"), rid, oi))
-    if reply.stop_reason == "length":
-        return _response(rid, int(time.time()), model, "incomplete", output, _usage(reply),
-                         {"reason": "max_output_tokens"})  # fmt: skip
-    return _response(rid, int(time.time()), model, "completed", output, _usage(reply))
+    status, incomplete = _ending(reply)
+    return _response(rid, int(time.time()), model, status, output, _usage(reply), incomplete)

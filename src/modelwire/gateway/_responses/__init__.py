@@ -47,7 +47,7 @@ Normalisation on parse: a user message of one text part reads as a plain string;
 
 Signatures: an assistant item from a Responses backend keeps the provider's ids and
 reasoning item as they are; from another API the thinking signature is sealed in the
-reasoning item's ``encrypted_content``, a text or call signature (a Gemini thought
+reasoning item's ``encrypted_content``, a text or call signature (a thought
 signature) in the item's ``id`` (:mod:`modelwire.gateway._origin`), and unsealing
 gives back the origin, so the next request replays them to the model that made them.
 """
@@ -56,10 +56,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..._apis.openai_responses.spec import Stop
 from ...types import AssistantMessage
 from .._frontend import GatewayRequest, RequestError, StreamRenderer
 from ._errors import error as _error
-from ._items import API, encode, message_output, now, response_object
+from ._items import API, encode, incomplete_reason, message_output, now, response_object
 from ._parse import parse as _parse
 from ._render import ResponsesRenderer
 
@@ -82,19 +83,17 @@ class ResponsesFrontend:
         self, request: GatewayRequest, message: AssistantMessage, response_id: str
     ) -> bytes:
         output = message_output(message, response_id)
-        if message.error is not None and message.error.kind == "content_filter":
-            # As the stream says it: an incomplete response with that reason.
-            obj = response_object(request, response_id, now(), "incomplete", output,
-                                  message.usage, incomplete="content_filter")  # fmt: skip
-        elif message.stop_reason == "length":
-            why = "max_output_tokens"
-            if message.api == API and message.provider_stop_reason not in (None, "incomplete"):
-                why = str(message.provider_stop_reason)
-            obj = response_object(
-                request, response_id, now(), "incomplete", output, message.usage, incomplete=why
-            )
-        else:
-            obj = response_object(request, response_id, now(), "completed", output, message.usage)
+        # As the stream says it: an error the spec gives an incomplete reason (a content
+        # filter's stop) first, then the stop itself.
+        why = None
+        if message.error is not None:
+            why = incomplete_reason(message, Stop("error", message.error.kind))
+        if why is None:
+            why = incomplete_reason(message, Stop(message.stop_reason))
+        status = "completed" if why is None else "incomplete"
+        obj = response_object(
+            request, response_id, now(), status, output, message.usage, incomplete=why
+        )
         return encode(obj)
 
     def error(self, error: RequestError | BaseException) -> tuple[int, dict[str, str], bytes]:

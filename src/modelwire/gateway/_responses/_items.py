@@ -6,21 +6,32 @@ Ids. A block that came from a Responses backend keeps the provider's own ids (a
 message item's ``id``/``phase`` from ``TextContent.signature``, a function call's
 item id from ``ToolCall.signature``, a reasoning item as received). A block from any
 other API gets a gateway id, ``<prefix>_mwgw_<response>_<n>`` (read back as "no
-signature"), or — when it carries a signature of its own (a Gemini thought
-signature on a call or text) — the sealed origin as its id
+signature"), or — when it carries a signature of its own (a thought signature on a
+call or text) — the sealed origin as its id
 (:func:`modelwire.gateway._origin.seal`); its thinking's signature goes, sealed, in
-the reasoning item's ``encrypted_content``.
+the reasoning item's ``encrypted_content``. Id prefixes and the ending's status come
+from the Responses spec (:mod:`modelwire._apis.openai_responses.spec`).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
+from ..._apis import api_module, find_api
 from ..._apis._common import block_as_text, raw_or_json_arguments
+from ..._apis.openai_responses.spec import (
+    INCOMPLETE_REASONS,
+    ITEM_ID_PREFIXES,
+    NO_REASON,
+    RESPONSE_ID_PREFIX,
+    Stop,
+)
 from ...types import (
     AssistantMessage,
     Citation,
@@ -37,11 +48,12 @@ from .._origin import Origin, seal
 
 __all__ = [
     "API",
-    "LATE_CALL_SIGNATURES",
     "annotation",
     "block_item",
     "call_item",
+    "incomplete_reason",
     "is_generated",
+    "late_call_signatures",
     "new_id",
     "reasoning_id",
     "reasoning_item",
@@ -52,23 +64,49 @@ __all__ = [
 ]
 
 API = "openai-responses"
-#: Backend APIs whose call signatures modelwire knows only when the call ends: Gemini's
-#: ``thoughtSignature`` sits on the ``functionCall`` part, set after its arguments.
-LATE_CALL_SIGNATURES = frozenset({"google-generative-ai"})
 _MARK = "_mwgw_"
 encode = msgspec.json.Encoder().encode
 _item_head = msgspec.json.Decoder(dict[str, Any])
 
 
-def new_id(prefix: str, response_id: str, n: int) -> str:
-    """A gateway item id (``msg_mwgw_<response>_<n>``)."""
-    return f"{prefix}{_MARK}{response_id.removeprefix('resp_')}_{n}"
+def new_id(item_type: str, response_id: str, n: int) -> str:
+    """A gateway id for an item of ``item_type`` (``msg_mwgw_<response>_<n>``)."""
+    head = ITEM_ID_PREFIXES[item_type]
+    return f"{head}{_MARK}{response_id.removeprefix(RESPONSE_ID_PREFIX)}_{n}"
 
 
 def is_generated(item_id: str) -> bool:
     """Whether an item id is one the gateway made up (it carries no signature)."""
     head, sep, _ = item_id.partition(_MARK)
-    return bool(sep) and head in ("msg", "fc", "rs")
+    return bool(sep) and head in ITEM_ID_PREFIXES.values()
+
+
+@functools.cache
+def late_call_signatures(api: str) -> bool:
+    """Whether backend API ``api`` may give a call's signature only as the call ends,
+    as its own ``spec`` module says (``LATE_CALL_SIGNATURES``); an API without one
+    gives it with the call's start."""
+    if find_api(api) is None:
+        return False
+    name = f"{api_module(api)}.spec"
+    try:
+        spec = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is None or not name.startswith(exc.name):
+            raise  # the spec exists but fails to import: a bug to see
+        return False  # a user-registered API, or one whose module has no spec
+    return bool(getattr(spec, "LATE_CALL_SIGNATURES", False))
+
+
+def incomplete_reason(message: AssistantMessage, stop: Stop) -> str | None:
+    """The ``incomplete_details.reason`` a response ending with ``stop`` carries
+    (``None``: it is not incomplete). A Responses backend's own reason for a cut-off
+    answer goes back as it sent it."""
+    why = INCOMPLETE_REASONS.get(stop)
+    own = message.provider_stop_reason
+    if why is None or stop.error_kind is not None or message.api != API:
+        return why
+    return why if own in (None, NO_REASON) else str(own)
 
 
 def origin_of(message: AssistantMessage, signature: str | None, redacted: bool = False) -> Origin:
@@ -96,7 +134,7 @@ def text_id(
             return sig, None
     elif sig:
         return seal(origin_of(message, sig)), None
-    return new_id("msg", response_id, n), None
+    return new_id("message", response_id, n), None
 
 
 def annotation(c: Citation, same: bool, length: int) -> Any:
@@ -139,7 +177,7 @@ def reasoning_id(
         stored = _stored_reasoning(block.signature)
         if stored is not None:
             return str(stored["id"])
-    return new_id("rs", response_id, n)
+    return new_id("reasoning", response_id, n)
 
 
 def _stored_reasoning(signature: str) -> dict[str, Any] | None:
@@ -177,7 +215,7 @@ def call_id_of(call: ToolCall, message: AssistantMessage, response_id: str, n: i
             return sig
     elif sig:
         return seal(origin_of(message, sig))
-    return new_id("fc", response_id, n)
+    return new_id("function_call", response_id, n)
 
 
 def call_item(
@@ -211,7 +249,7 @@ def block_item(
     text = block_as_text(block)
     if text is None:
         return None
-    return text_item(new_id("msg", response_id, n), None, text, (), "completed")
+    return text_item(new_id("message", response_id, n), None, text, (), "completed")
 
 
 # --------------------------------------------------------------------------- response

@@ -17,9 +17,9 @@ ids, then the JSON string of the delta): no dict is built per delta.
 A reasoning item from a Responses backend is sent when it ends: its id is known only
 then (modelwire keeps the whole item, ``encrypted_content`` included, as the
 signature), and the SDK refuses an item whose id changes between ``added`` and
-``done``. Thinking from any other backend streams live. A Gemini function call is
-sent when it ends too, for the same reason (its thought signature, which its item id
-carries, comes with its end; Gemini sends a call whole anyway).
+``done``. Thinking from any other backend streams live. A function call from a
+backend whose spec says its call signatures come late (``LATE_CALL_SIGNATURES``) is
+sent when it ends too, for the same reason: its item id carries that signature.
 
 Items follow one another, as OpenAI sends them, also when the backend's blocks
 overlap (Chat Completions and Ollama end every block at the finish): a text or
@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._apis._common import raw_or_json_arguments
+from ..._apis.openai_responses.spec import TERMINAL_EVENTS, Stop
 from ..._client._output._plan import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
@@ -57,12 +58,13 @@ from .._frontend import GatewayRequest
 from ._errors import failure
 from ._items import (
     API,
-    LATE_CALL_SIGNATURES,
     annotation,
     block_item,
     call_id_of,
     call_item,
     encode,
+    incomplete_reason,
+    late_call_signatures,
     new_id,
     now,
     reasoning_id,
@@ -107,8 +109,8 @@ class _Item:
         self.offset = offset  # characters of the block before this item (a continuation)
         self.cite0 = cite0  # the block's citations before this item
         self.notes = 0  # annotations streamed
-        # Whether a delta was written: a block that arrives whole (an Ollama or Gemini
-        # call) still gets one, for clients that read the deltas only.
+        # Whether a delta was written: a block that arrives whole (a call some APIs
+        # send in one piece) still gets one, for clients that read the deltas only.
         self.streamed = False
         # What is held back until the block ends, when its id is known: a Responses
         # backend's reasoning, a call whose signature comes as it ends.
@@ -270,11 +272,11 @@ class ResponsesRenderer:
         partial = event.partial
         out = self._close_open(partial)
         if isinstance(event, ThinkingDeltaEvent):
-            item = self._new(_THINKING, ci, new_id("rs", self._rid, self._items), sent[0])
+            item = self._new(_THINKING, ci, new_id("reasoning", self._rid, self._items), sent[0])
             out += self._reasoning_head(item)
             item.streamed = True
             return out + self._delta(_SUMMARY_DELTA, item, event.delta, _TAIL)
-        item = self._new(_TEXT, ci, new_id("msg", self._rid, self._items), sent[0], sent[1])
+        item = self._new(_TEXT, ci, new_id("message", self._rid, self._items), sent[0], sent[1])
         out += self._text_head(item)
         if isinstance(event, CitationEvent):
             return out + self._citation(event)
@@ -301,10 +303,10 @@ class ResponsesRenderer:
             return out + self._reasoning_head(item)
         assert isinstance(block, ToolCall)
         if self._answer and block.name == OUTPUT_TOOL:
-            item = self._new(_TEXT, ci, new_id("msg", self._rid, n))
+            item = self._new(_TEXT, ci, new_id("message", self._rid, n))
             return out + self._text_head(item)
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
-        if partial.api in LATE_CALL_SIGNATURES and not block.signature:
+        if not block.signature and late_call_signatures(partial.api):
             # Its signature comes as it ends, and the item's id must hold it from the
             # start (clients key a call's deltas by item id): the call is sent whole.
             item.buffer = []
@@ -345,7 +347,7 @@ class ResponsesRenderer:
                 return b""
             # More came for an item done early than its deltas said: a last item.
             out = self._close_open(partial)
-            item = self._new(_TEXT, ci, new_id("msg", self._rid, self._items), *sent)
+            item = self._new(_TEXT, ci, new_id("message", self._rid, self._items), *sent)
             del self._open[ci]
             return out + self._text_head(item) + self._text_done(item, block, partial)
         return self._text_done(item, block, partial)
@@ -380,7 +382,7 @@ class ResponsesRenderer:
             if sent is None or len(block.thinking) <= sent[0]:
                 return b""
             head = self._close_open(partial)
-            item = self._new(_THINKING, ci, new_id("rs", self._rid, self._items), sent[0])
+            item = self._new(_THINKING, ci, new_id("reasoning", self._rid, self._items), sent[0])
             del self._open[ci]
             return head + self._reasoning_head(item) + self._thinking_done(item, block, partial)
         out: list[bytes] = []
@@ -490,28 +492,28 @@ class ResponsesRenderer:
 
     # ------------------------------------------------------------------ the end
 
+    def _end(self, status: str, message: AssistantMessage, **extra: Any) -> bytes:
+        obj = self._response(status, message, **extra)
+        return self._event(TERMINAL_EVENTS[status], {"response": obj})
+
     def _finish(self, event: DoneEvent) -> bytes:
         self._done = True
         message = event.message
-        if event.reason == "length":
-            why = "max_output_tokens"
-            if message.api == API and message.provider_stop_reason not in (None, "incomplete"):
-                why = str(message.provider_stop_reason)
-            obj = self._response("incomplete", message, incomplete=why)
-            return self._event("response.incomplete", {"response": obj})
-        obj = self._response("completed", message)
-        return self._event("response.completed", {"response": obj})
+        why = incomplete_reason(message, Stop(event.reason))
+        if why is not None:
+            return self._end("incomplete", message, incomplete=why)
+        return self._end("completed", message)
 
     def _fail(self, message: AssistantMessage) -> bytes:
         self._done = True
-        if message.error is not None and message.error.kind == "content_filter":
-            # A content filter's stop is an incomplete response with that reason, as
-            # OpenAI sends it (``incomplete_details.reason``), not a failure.
+        error = message.error
+        why = incomplete_reason(message, Stop("error", error.kind)) if error is not None else None
+        if why is not None:
+            # An error the spec gives an incomplete reason (a content filter's stop) is
+            # an incomplete response, as OpenAI sends it, not a failure.
             out = self._close_open(message) if self._open else b""
-            obj = self._response("incomplete", message, incomplete="content_filter")
-            return out + self._event("response.incomplete", {"response": obj})
-        obj = self._response("failed", message, error=failure(message.error))
-        return self._event("response.failed", {"response": obj})
+            return out + self._end("incomplete", message, incomplete=why)
+        return self._end("failed", message, error=failure(message.error))
 
     def _restart(self, message: AssistantMessage) -> bytes:
         # The next model starts over from content index 0: the items left open end
