@@ -18,8 +18,18 @@ from eventlist import final
 from modelwire._apis import DEFAULT_API, api_names, builtin_api_names, find_api, recognizing
 from modelwire._client._replay import replay
 from modelwire.testing import render
+from recorded import PLACEHOLDER, recorded_streams
 
 DATA = Path(__file__).resolve().parent / "data"
+FIXTURES = recorded_streams()
+# Every recorded body: ours under tests/data and the shared provider recordings (a
+# placeholder when that folder is absent: conftest skips it). Which API each belongs to
+# is decided as the fidelity suite decides it (its folder, else the registry).
+RECORDINGS = sorted(
+    p
+    for p in [*DATA.rglob("*"), *FIXTURES.rglob("*")]
+    if p.suffix in (".sse", ".ndjson", ".bin") or PLACEHOLDER in p.name
+)
 STREAMS = {
     "openai-chat": DATA / "openai-chat" / "text-then-tool-call.sse",
     "openai-responses": DATA / "openai-responses" / "items-whole-in-done.sse",
@@ -147,3 +157,23 @@ def test_wrong_api_on_the_live_path() -> None:
     assert msg.error.kind == "malformed_chunk"
     assert "looks like google-generative-ai output, not openai-chat" in msg.error.message
     assert "api='google-generative-ai'" in msg.error.message
+
+
+@pytest.mark.parametrize("path", RECORDINGS, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_recording_under_every_other_api(path: Path) -> None:
+    """The pairs above, over what providers really sent rather than our renders: a
+    recording decoded with any other built-in API names its own. A body no API
+    recognizes (it opens with an error) cannot be attributed; it must still fail."""
+    from test_recorded_fidelity import api_of
+
+    body = path.read_bytes()
+    source = api_of(path)
+    attributable = recognizing(body) == [source]
+    for api in builtin_api_names():
+        if api == source:
+            continue
+        events = replay(api, body)
+        if attributable:
+            check_wrong(events, source, api)
+        else:
+            assert events[-1].type == "error", (path.name, api)
