@@ -42,6 +42,7 @@ class FakeRenderer:
 class FakeFrontend:
     api = "openai-chat"
     paths = ("/v1/fake", "/fake")
+    id_prefix = "gw-"  # no API of its own: a neutral id
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         try:

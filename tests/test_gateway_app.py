@@ -161,6 +161,7 @@ def test_what_the_backend_model_cannot_take_is_400(backend: MockServer) -> None:
 class BrokenFrontend:
     api = "openai-chat"
     paths = ("/v1/broken",)
+    id_prefix = "gw-"
 
     def parse(self, body: bytes, headers: Any) -> Any:
         raise KeyError("a front-end bug")

@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._apis.google_generative_ai import spec as google_spec
 from modelwire._apis.openai_responses import _decode, spec
 from modelwire._apis.openai_responses import _render as mock_render
 from modelwire._wire.deltas import Finish
@@ -163,19 +162,6 @@ def test_gateway_ids_use_the_specs_prefixes() -> None:
         made = gw_items.new_id(item_type, spec.RESPONSE_ID_PREFIX + "x", 3)
         assert made.startswith(head + "_") and gw_items.is_generated(made)
         assert "resp" not in made
-
-
-# --------------------------------------------------------------------------- late signatures
-
-
-def test_late_call_signatures_come_from_the_backends_spec() -> None:
-    assert google_spec.LATE_CALL_SIGNATURES is True
-    assert spec.LATE_CALL_SIGNATURES is False
-    assert gw_items.late_call_signatures("google-generative-ai") is True
-    assert gw_items.late_call_signatures(API) is False
-    # An API module that is not a package, and a name no API has: no spec, not late.
-    assert gw_items.late_call_signatures("ollama-chat") is False
-    assert gw_items.late_call_signatures("no-such-api") is False
 
 
 # --------------------------------------------------------------------------- the source

@@ -66,6 +66,7 @@ from .events import (
 from .types import (
     AssistantMessage,
     AudioContent,
+    Capabilities,
     Citation,
     Context,
     Cost,
@@ -182,6 +183,7 @@ __all__ = [
     "AssistantMessageStream",
     "AudioContent",
     "BlockEvent",
+    "Capabilities",
     "CircuitBreaker",
     "Citation",
     "CitationEvent",

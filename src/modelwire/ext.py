@@ -1,9 +1,11 @@
 """What an extender needs to add a wire API: the one public module for it.
 
 A wire API is a small codec (:class:`WireCodec`: name, endpoint path, request
-encoding, framing, decoder factory, ``recognizes``) plus optional facets
+encoding, framing, decoder factory, ``recognizes``, and ``capabilities(model)``: what a
+model of the API supports, as :class:`Capabilities`) plus optional facets
 (:class:`MockFacet` for the mock server, :class:`HandoffFacet` for tool-call id
-rules), registered with :func:`register_wire_api`. Its decoder turns each
+rules, :class:`CountFacet` for a token-counting endpoint), registered with
+:func:`register_wire_api`. Its decoder turns each
 :class:`Frame` (an event type and the payload bytes, whatever the framing) into the
 normalized deltas below, decoding payloads with :func:`decode_json` (typed, with
 field paths in its errors). The mock-rendering helpers build a scripted reply's
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 from ._apis import MODEL_SLOT, register_wire_api
 from ._apis._codec import (
+    CountFacet,
+    Counting,
     HandoffFacet,
     IdRule,
     IdRules,
@@ -77,6 +81,7 @@ from ._wire.deltas import (
 from ._wire.framing import EventStreamDecoder, Framing, NDJSONDecoder
 from ._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ._wire.sse import Frame, SSEFraming
+from .types import Capabilities
 
 __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py checks
     "AzureOpenAIRules",
@@ -84,8 +89,11 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py 
     "BlockEnd",
     "BlockSignature",
     "BlockStart",
+    "Capabilities",
     "CitationDelta",
     "Count",
+    "CountFacet",
+    "Counting",
     "Delta",
     "EndOfStream",
     "EventStreamDecoder",

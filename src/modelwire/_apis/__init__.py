@@ -7,8 +7,11 @@ NDJSON, binary event stream), the per-response decoder and ``recognizes``, which
 wrong-API detection asks of every registered API. Optional facets, typed
 separately, serve the other audiences: ``mock`` (:class:`MockFacet`: how the mock
 server renders a scripted reply in its bytes, its media type and version segment,
-the model and tool results a request carries) and ``handoff``
-(:class:`HandoffFacet`: which tool-call ids it accepts). Nothing outside this
+the model and tool results a request carries), ``handoff``
+(:class:`HandoffFacet`: which tool-call ids it accepts) and ``counting``
+(:class:`CountFacet`: its token-counting endpoint). What a model of the API supports
+is typed data, ``codec.capabilities(model)``, the bottom layer of the model's profile
+(:mod:`modelwire._apis._profile`). Nothing outside this
 package names a wire API: the catalog's validation, the CLI's ``--api`` choices,
 the mock server (routing by :func:`mock_routes`), the demo, handoff and the
 pipeline all ask this registry, each for the part it needs.
@@ -37,6 +40,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConfigurationError
 from ._codec import (
+    CountFacet,
+    Counting,
     HandoffFacet,
     IdRule,
     MockFacet,
@@ -51,6 +56,8 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_API",
     "MODEL_SLOT",
+    "CountFacet",
+    "Counting",
     "HandoffFacet",
     "IdRule",
     "MockFacet",

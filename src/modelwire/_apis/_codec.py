@@ -11,7 +11,13 @@ Three audiences use a wire API and each asks only for what it needs:
   framed, the media type, the version segment of a base URL, the model a request asked
   for, and the tool results a request carries;
 * handoff needs the **handoff facet** (:class:`HandoffFacet`, ``codec.handoff``): which
-  tool-call ids the API accepts.
+  tool-call ids the API accepts;
+* ``count_tokens`` needs the **counting facet** (:class:`CountFacet`, ``codec.counting``):
+  the API's token-counting request and how to read its answer.
+
+What a model of the API supports is typed data, not probing: ``codec.capabilities(model)``
+is the API's default :class:`~modelwire.types.Capabilities` for that model, the bottom
+layer of its profile (:func:`modelwire._apis.profile`).
 
 A codec states its facets as attributes (``None``: not offered), so a codec without a
 mock facet is still a complete API for the client. :func:`check_codec` is what
@@ -47,12 +53,15 @@ from ._mock import (
 if TYPE_CHECKING:
     from .._wire.framing import Framing
     from .._wire.request import HTTPRequest, RequestOptions
-    from ..types import Context, Model
+    from ..types import Capabilities, Context, Model
 
 __all__ = [
     "CODEC_MEMBERS",
+    "COUNT_MEMBERS",
     "HANDOFF_MEMBERS",
     "MOCK_MEMBERS",
+    "CountFacet",
+    "Counting",
     "HandoffFacet",
     "IdRule",
     "IdRules",
@@ -172,6 +181,20 @@ class HandoffFacet(Protocol):
 
 
 @runtime_checkable
+class CountFacet(Protocol):
+    """An API's token-counting endpoint (optional: ``WireCodec.counting``)."""
+
+    def count_request(self, request: HTTPRequest) -> HTTPRequest | None:
+        """The counting request for a built stream request (``None``: this request's
+        URL has no counting endpoint, e.g. a provider's own layout)."""
+        ...
+
+    def parse_count(self, body: bytes) -> int:
+        """The input-token count in the endpoint's answer."""
+        ...
+
+
+@runtime_checkable
 class WireCodec(Protocol):
     """The required part of a wire API. Implementations are stateless singletons."""
 
@@ -188,6 +211,16 @@ class WireCodec(Protocol):
     @property
     def handoff(self) -> HandoffFacet | None:
         """The handoff facet, or ``None``: any tool-call id is accepted."""
+        ...
+
+    @property
+    def counting(self) -> CountFacet | None:
+        """The token-counting facet, or ``None``: counts are estimated locally."""
+        ...
+
+    def capabilities(self, model: Model) -> Capabilities:
+        """What ``model`` supports as far as this API knows (fields it cannot say:
+        ``None``); the catalog and ``Model.capabilities`` are laid over it."""
         ...
 
     def path(self, model_id: str) -> str:
@@ -214,17 +247,19 @@ class WireCodec(Protocol):
         ...
 
 
-CODEC_MEMBERS = ("name", "mock", "handoff", "path", "build_request", "framing", "new_decoder",
-                 "recognizes")  # fmt: skip
+CODEC_MEMBERS = ("name", "mock", "handoff", "counting", "capabilities", "path",
+                 "build_request", "framing", "new_decoder", "recognizes")  # fmt: skip
 MOCK_MEMBERS = ("content_type", "version_segment", "extra_paths", "render", "encode_frames",
                 "request_model", "tool_results", "in_band_error", "in_band_kind",
                 "render_complete", "streams", "complete_paths", "error_body", "models_path",
                 "render_models", "models_header", "adapt", "request_tools", "tool_id_prefix",
                 "sse_query")  # fmt: skip
 HANDOFF_MEMBERS = ("tool_id_rule",)
+COUNT_MEMBERS = ("count_request", "parse_count")
 _CALLABLE = frozenset({"path", "build_request", "framing", "new_decoder", "recognizes",
-                       "render", "encode_frames", "request_model", "tool_results",
-                       "tool_id_rule"})  # fmt: skip
+                       "capabilities", "render", "encode_frames", "request_model",
+                       "tool_results", "tool_id_rule", "count_request",
+                       "parse_count"})  # fmt: skip
 
 
 def _lacking(obj: object, members: Sequence[str]) -> list[str]:
@@ -242,16 +277,17 @@ def _lacking(obj: object, members: Sequence[str]) -> list[str]:
 
 def check_codec(api: object) -> WireCodec:
     """``api`` if it is a complete :class:`WireCodec` and each facet it claims
-    (a ``mock`` or ``handoff`` that is not ``None``) is complete; else a
+    (a ``mock``, ``handoff`` or ``counting`` that is not ``None``) is complete; else a
     ``ConfigurationError`` naming every missing member."""
     what = type(api).__name__
     missing = _lacking(api, CODEC_MEMBERS)
     if missing:
         raise ConfigurationError(
             f"{what} is not a WireAPI: it lacks {', '.join(missing)} (a wire codec needs "
-            f"{', '.join(CODEC_MEMBERS)}; mock and handoff may be None)"
+            f"{', '.join(CODEC_MEMBERS)}; mock, handoff and counting may be None)"
         )
-    for facet, members in (("mock", MOCK_MEMBERS), ("handoff", HANDOFF_MEMBERS)):
+    facets = (("mock", MOCK_MEMBERS), ("handoff", HANDOFF_MEMBERS), ("counting", COUNT_MEMBERS))
+    for facet, members in facets:
         value = getattr(api, facet)
         if value is None:
             continue
@@ -417,6 +453,14 @@ class MockRendering:
 
 
 @dataclass(frozen=True, slots=True)
+class Counting:
+    """A :class:`CountFacet` made of two functions."""
+
+    count_request: Callable[[HTTPRequest], HTTPRequest | None]
+    parse_count: Callable[[bytes], int]
+
+
+@dataclass(frozen=True, slots=True)
 class IdRules:
     """A :class:`HandoffFacet` made of one function ``(model) -> IdRule | None``."""
 
@@ -425,5 +469,7 @@ class IdRules:
 
 if TYPE_CHECKING:
     # mypy --strict proves the ready-made facets satisfy their protocols.
-    def _conforms(m: MockRendering, h: IdRules) -> tuple[MockFacet, HandoffFacet]:
-        return m, h
+    def _conforms(
+        m: MockRendering, h: IdRules, c: Counting
+    ) -> tuple[MockFacet, HandoffFacet, CountFacet]:
+        return m, h, c

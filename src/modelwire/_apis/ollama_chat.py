@@ -61,6 +61,7 @@ from ..errors import ConfigurationError, MalformedChunkError, TruncatedStreamErr
 from ..types import (
     AssistantMessage,
     AudioContent,
+    Capabilities,
     Context,
     DocumentContent,
     ImageContent,
@@ -493,6 +494,13 @@ def _in_band_error(message: str) -> list[MockFrame]:
     return [(None, {"error": message})]
 
 
+#: ``format`` takes a JSON schema (docs/api.md, "Structured outputs"); /api/chat has no
+#: ``tool_choice``, so no tool call can be forced.
+_CAPABILITIES = Capabilities(
+    structured_output="schema", forced_tool_choice=False, late_call_signatures=False
+)
+
+
 class OllamaChatAPI:
     """The ``ollama-chat`` wire API."""
 
@@ -513,6 +521,10 @@ class OllamaChatAPI:
         render_models=_render_models,
     )
     handoff = None  # Ollama accepts any tool-call id
+    counting = None  # /api/chat has no token-counting endpoint
+
+    def capabilities(self, model: Model) -> Capabilities:
+        return _CAPABILITIES
 
     def path(self, model_id: str) -> str:
         return self.endpoint

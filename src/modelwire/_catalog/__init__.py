@@ -107,7 +107,7 @@ def _check_record(p: ProviderEntry, where: str, apis: frozenset[str]) -> None:
     compile, known error kinds."""
     from ..errors import STREAM_ERROR_KINDS
 
-    for field in ("compat", "reasoning_compat", "tool_ids"):
+    for field in ("compat", "reasoning_compat", "tool_ids", "capabilities"):
         for api in getattr(p, field) or {}:
             if api not in apis:
                 raise ConfigurationError(f"{where}.{field}: {api!r} is not a known API")

@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterator, Mapping
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..types import Capabilities
+
 if TYPE_CHECKING:
     from ..types import Model
     from ._schema import CatalogFile, IdRuleEntry, ProviderEntry
@@ -29,6 +31,7 @@ T = TypeVar("T")
 
 __all__ = [
     "ENV_KEYS",
+    "capabilities_said",
     "compat_defaults",
     "derived",
     "env_keys",
@@ -151,6 +154,22 @@ def compat_defaults(model: Model, api: str) -> dict[str, Any]:
     if model.reasoning:
         out.update((record.reasoning_compat or {}).get(api, {}))
     return out
+
+
+def capabilities_said(model: Model) -> Capabilities:
+    """What the catalog says ``model`` supports: its provider record's capabilities
+    for ``model.api``, under the listed model's own (matched by provider, id and api)."""
+    record = record_for(model)
+    if record is None:
+        return _NOTHING
+    said = (record.capabilities or {}).get(model.api, _NOTHING)
+    entry = next((m for m in record.models if m.id == model.id and m.api == model.api), None)
+    if entry is not None and entry.capabilities is not None:
+        said = entry.capabilities.over(said)
+    return said
+
+
+_NOTHING = Capabilities()
 
 
 def tool_id_override(model: Model, api: str) -> IdRuleEntry | None:

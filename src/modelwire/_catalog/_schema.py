@@ -12,6 +12,8 @@ from typing import Any
 
 import msgspec
 
+from ..types import Capabilities
+
 __all__ = [
     "CatalogFile",
     "IdRuleEntry",
@@ -74,6 +76,8 @@ class ModelEntry(
     takes no level (nothing is sent)."""
     compat: dict[str, Any] | None = None
     """``Model.compat`` overrides (the wire API's compat flags)."""
+    capabilities: Capabilities | None = None
+    """What this model supports where it differs from its provider and API."""
     headers: dict[str, str] | None = None
     """Extra HTTP headers."""
     notes: str | None = None
@@ -148,6 +152,9 @@ class ProviderEntry(
     """Compat flags per wire API added for a model with ``reasoning`` set."""
     tool_ids: dict[str, IdRuleEntry] | None = None
     """Tool-call id rules per wire API, where the provider is stricter than the API."""
+    capabilities: dict[str, Capabilities] | None = None
+    """What the provider's servers support per wire API, where it differs from the
+    API's own default (``{"openai-chat": {"structured_output": "json"}}``)."""
     overflow: tuple[str, ...] = ()
     """Regular expressions (case-insensitive) of the provider's own wording for a
     prompt that does not fit; generic wordings live in :mod:`modelwire._providers._classify`."""

@@ -1,7 +1,8 @@
 """Token budgets: ``mw.count_tokens`` and ``max_tokens="auto"``.
 
-:func:`count_tokens` asks the provider where its API has a counting endpoint — each
-API's request and response shape lives beside it (``_apis/<api>/_count.py``):
+:func:`count_tokens` asks the provider where the model's profile says its API has a
+counting endpoint — each API states its request and response shape as its codec's
+counting facet (``codec.counting``, from ``_apis/<api>/_count.py``):
 
 * Anthropic Messages: ``POST {base_url}/messages/count_tokens`` → ``{"input_tokens"}``
   (docs.anthropic.com, "Count message tokens");
@@ -37,6 +38,7 @@ import msgspec
 from ..errors import ContextOverflowError
 
 if TYPE_CHECKING:
+    from .._apis import CountFacet
     from .._wire.request import HTTPRequest
     from ..types import Context, Model
     from ._options import StreamOptions
@@ -58,10 +60,6 @@ IMAGE_TOKENS = 1600
 #: ``max_tokens="auto"`` keeps this share of the estimate free (tokenizers differ).
 SAFETY_MARGIN = 0.10
 _PER_MESSAGE = 4
-
-#: The module beside a wire API's package that holds its counting endpoint
-#: (``count_request`` and ``parse_count``); an API without one is estimated.
-_COUNT_MODULE = "_count"
 
 
 class TokenCount(msgspec.Struct, frozen=True, kw_only=True):
@@ -152,22 +150,16 @@ def fit_max_tokens(model: Model, context: Context) -> tuple[int, ContextOverflow
 # --------------------------------------------------------------------------- endpoints
 
 
-def _counter(api: str) -> Any:
-    """The counting module of ``api``'s package (``_apis/<api>/_count.py``), or ``None``."""
-    import importlib.util
-
+def _counter(model: Model) -> CountFacet | None:
+    """The counting facet of ``model``'s wire API, where its profile says the API has a
+    token-count endpoint (``None``: the count is estimated)."""
     from .._apis import find_api
+    from .._apis._profile import profile
 
-    wire = find_api(api)
-    package = type(wire).__module__ if wire is not None else ""
-    if not package.startswith("modelwire._apis."):
-        return None  # a custom API: estimated
-    name = f"{package}.{_COUNT_MODULE}"
-    try:
-        found = importlib.util.find_spec(name)
-    except ModuleNotFoundError:
+    wire = find_api(model.api)
+    if wire is None or not profile(wire, model).token_count:
         return None
-    return importlib.import_module(name) if found is not None else None
+    return wire.counting
 
 
 #: The client's request preparation (``modelwire._client._prepare``), passed in.
@@ -181,7 +173,7 @@ def _plan(
     from ._handoffs import handoff
 
     resolved, request = prepare(model, context, opts)[:2]
-    counter = _counter(model.api) if request is not None else None
+    counter = _counter(model) if request is not None else None
     count_req = counter.count_request(request) if counter is not None else None
     return model, handoff(context, model), count_req, counter, resolved
 
@@ -190,7 +182,9 @@ def _estimated(context: Context) -> TokenCount:
     return TokenCount(input_tokens=estimate_tokens(context), estimated=True, source="estimate")
 
 
-def _answer(m: Model, counter: Any, got: tuple[int, Any, bytes], secrets: tuple[str, ...]) -> int:
+def _answer(
+    m: Model, counter: CountFacet, got: tuple[int, Any, bytes], secrets: tuple[str, ...]
+) -> int:
     from .._providers._status import status_error
 
     status, headers, body = got

@@ -38,6 +38,8 @@ import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from .._client import stream
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import AssistantMessage, Model
@@ -52,7 +54,7 @@ from ._asgi import (
     respond,
     watch_disconnect,
 )
-from ._backend import adopted, backend_keys
+from ._backend import adopted, backend_capabilities, backend_keys
 from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
 from ._frontend import (
     FRONTEND_MODULES,
@@ -60,7 +62,6 @@ from ._frontend import (
     GatewayRequest,
     RequestError,
     default_frontends,
-    id_prefix,
 )
 from ._keys import authenticate, presented_key
 from ._observe import Exchange, Tracing
@@ -121,6 +122,11 @@ class Gateway:
         self.body_timeout = body_timeout
         self.frontends = tuple(default_frontends() if frontends is None else frontends)
         self._routes: dict[str, Frontend] = {}
+        # What each configured model's backend supports, laid together for a fallback
+        # (a capability any of its models has): computed once, read by the renderers.
+        self._backends = {
+            name: backend_capabilities(route) for name, route in config.models.items()
+        }
         for fe in self.frontends:
             for p in fe.paths:
                 self._routes[p] = fe
@@ -255,6 +261,7 @@ class Gateway:
             req = fe.parse(body, headers)
             ex.model = req.model
             route = self._route(req, key)
+            req = msgspec.structs.replace(req, backend=self._backends[route.name])
             await self._admit(key, held)
             target = adopted(route, req)
             options = self._options(route, req, fe)
@@ -277,7 +284,7 @@ class Gateway:
             return
         ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
         ex.context = target
-        rid = id_prefix(fe) + os.urandom(16).hex()  # as uuid4().hex, without the UUID
+        rid = fe.id_prefix + os.urandom(16).hex()  # as uuid4().hex, without the UUID
         state = {"done": False}
         watcher = asyncio.create_task(watch_disconnect(receive, s, state))
         try:

@@ -10,12 +10,12 @@ from typing import Any
 from .._call._fallback import Fallback
 from .._client._options import resolve_api_key
 from ..errors import ConfigurationError, MissingAPIKeyError
-from ..types import Context, Model
+from ..types import Capabilities, Context, Model
 from ._config import ModelRoute
 from ._frontend import GatewayRequest, RequestError
 from ._origin import adopt
 
-__all__ = ["adopted", "backend_keys", "key_for"]
+__all__ = ["adopted", "backend_capabilities", "backend_keys", "key_for"]
 
 
 def backend_keys(route: ModelRoute, models: Mapping[str, ModelRoute]) -> Any:
@@ -90,3 +90,14 @@ def adopted(route: ModelRoute, req: GatewayRequest) -> Context:
     for m in models:
         context = adopt(context, m)
     return context
+
+
+def backend_capabilities(route: ModelRoute) -> Capabilities:
+    """What ``route``'s backend supports, as the renderers need it: for a fallback,
+    each capability any of its models has."""
+    from .._apis._profile import model_profile
+
+    t = route.target
+    models = t.models if isinstance(t, Fallback) else (t,)
+    late = any(model_profile(m).late_call_signatures for m in models)
+    return Capabilities(late_call_signatures=late)

@@ -25,7 +25,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ..events import Event
-from ..types import AssistantMessage, Context
+from ..types import AssistantMessage, Capabilities, Context
 
 __all__ = [
     "FRONTEND_MODULES",
@@ -34,16 +34,10 @@ __all__ = [
     "RequestError",
     "StreamRenderer",
     "default_frontends",
-    "id_prefix",
 ]
 
 #: The front-end modules the gateway serves when present (each exports ``FRONTEND``).
 FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
-
-# Response ids as each API's own service spells them (OpenAI ``chatcmpl-…``,
-# ``resp_…``; Anthropic ``msg_…``), by the endpoint the front-end serves.
-_ID_PREFIX = {"/v1/chat/completions": "chatcmpl-", "/v1/responses": "resp_",
-              "/v1/messages": "msg_"}  # fmt: skip
 
 
 class RequestError(Exception):
@@ -86,6 +80,11 @@ class GatewayRequest(msgspec.Struct, frozen=True, kw_only=True):
     echo: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Request fields the API echoes in its response object (Responses ``metadata``,
     ``instructions``, ...)."""
+    backend: Capabilities | None = None
+    """What the backend this request is routed to supports (set by the gateway once
+    routed; for a fallback, a capability any of its models has): the renderers read
+    it, e.g. whether call signatures may come only as a call ends. ``None`` (not
+    routed): the profile of the model that wrote the answer."""
 
 
 class StreamRenderer(Protocol):
@@ -104,6 +103,8 @@ class Frontend(Protocol):
     """The wire API it speaks, as ``Model.api`` names it."""
     paths: tuple[str, ...]
     """POST paths it serves (``/v1/chat/completions``; also without ``/v1``)."""
+    id_prefix: str
+    """How the API's own service starts a response id (its spec's, e.g. ``msg_``)."""
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         """Decode a request body; :class:`RequestError` (400, field path) when it is wrong."""
@@ -139,12 +140,3 @@ def default_frontends() -> list[Frontend]:
             continue
         out.append(mod.FRONTEND)
     return out
-
-
-def id_prefix(fe: Frontend) -> str:
-    """The response id prefix of ``fe``'s API (``gw-`` for one not known)."""
-    for path in fe.paths:
-        prefix = _ID_PREFIX.get(path)
-        if prefix is not None:
-            return prefix
-    return "gw-"

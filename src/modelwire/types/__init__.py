@@ -20,6 +20,7 @@ from __future__ import annotations
 # protocol type, so errors never imports types (no import cycle).
 from ..errors import ErrorInfo
 from ._base import StopReason, now_ms
+from ._capabilities import Capabilities, StructuredOutput
 from ._content import (
     AssistantContent,
     AudioContent,
@@ -51,6 +52,7 @@ __all__ = [
     "AssistantContent",
     "AssistantMessage",
     "AudioContent",
+    "Capabilities",
     "Citation",
     "Context",
     "Cost",
@@ -64,6 +66,7 @@ __all__ = [
     "ServerToolCall",
     "ServerToolResult",
     "StopReason",
+    "StructuredOutput",
     "TextContent",
     "ThinkingContent",
     "ToolCall",

@@ -9,6 +9,7 @@ import msgspec
 from .._redact import redact_url
 from ..errors import ConfigurationError
 from ._base import _require_str, _set, _Value
+from ._capabilities import Capabilities
 
 #: What ``Model.input`` may name; sending any other kind of block is refused.
 INPUT_KINDS = frozenset({"text", "image", "document", "audio"})
@@ -64,6 +65,9 @@ class Model(_Value, frozen=True):
     """Extra HTTP headers for every request."""
     compat: dict[str, Any] | None = None
     """Overrides of the wire API's compatibility flags (see README, "Compat")."""
+    capabilities: Capabilities | None = None
+    """What this model supports, over what its wire API and the catalog say
+    (:class:`~modelwire.types.Capabilities`; ``None``: nothing to add)."""
 
     def __post_init__(self) -> None:
         for field in ("id", "api", "provider", "base_url"):

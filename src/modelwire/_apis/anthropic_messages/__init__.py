@@ -36,6 +36,7 @@ from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
+    Capabilities,
     Context,
     DocumentContent,
     ImageContent,
@@ -50,7 +51,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._codec import IdRules, MockRendering, sse_framing
+from .._codec import Counting, IdRules, MockRendering, sse_framing
 from .._common import (
     SAFE_ID_RULE,
     as_image,
@@ -64,6 +65,7 @@ from .._common import (
     same_model,
 )
 from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
+from . import _count, spec
 from ._decode import AnthropicDecoder, recognizes
 from ._output import add_output
 from ._render import error_body, render, render_complete, render_models, tool_results
@@ -501,9 +503,13 @@ class AnthropicMessagesAPI:
         models_path="/models",
         render_models=render_models,
         models_header="anthropic-version",
-        tool_id_prefix="toolu_",
+        tool_id_prefix=spec.TOOL_ID_PREFIX,
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
+    counting = Counting(_count.count_request, _count.parse_count)
+
+    def capabilities(self, model: Model) -> Capabilities:
+        return spec.capabilities(model)
 
     def path(self, model_id: str) -> str:
         return self.endpoint

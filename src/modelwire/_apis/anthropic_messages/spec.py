@@ -10,12 +10,47 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
-__all__ = ["EVENTS", "ID_PREFIX", "REFUSAL", "STOP_OF", "STOP_REASONS"]
+from ...types import Capabilities
+
+if TYPE_CHECKING:
+    from ...types import Model
+
+__all__ = [
+    "EVENTS",
+    "ID_PREFIX",
+    "REFUSAL",
+    "STOP_OF",
+    "STOP_REASONS",
+    "TOOL_ID_PREFIX",
+    "capabilities",
+]
 
 #: Message ids as Anthropic spells them (``msg_…``).
 ID_PREFIX: Final = "msg_"
+#: Tool-use block ids (``toolu_…``).
+TOOL_ID_PREFIX: Final = "toolu_"
+
+# Structured outputs ("Structured outputs" docs) are a first-party feature of Claude
+# Sonnet 4.5, Opus 4.1 and later: not the 3.x and 4.0 models, and not Claude served
+# by another provider (Vertex AI), where a forced tool is the documented fallback.
+_BEFORE_OUTPUTS = ("claude-3", "claude-sonnet-4-0", "claude-opus-4-0",
+                   "claude-sonnet-4-2", "claude-opus-4-2")  # fmt: skip
+_FIRST_PARTY = "anthropic"
+
+
+def capabilities(model: Model) -> Capabilities:
+    """What the Messages API gives ``model``: ``output_format`` where Anthropic serves a
+    model that has it (else the field exists but is not the default), a forced tool
+    (``tool_choice: {"type": "tool"}``)."""
+    native = model.provider == _FIRST_PARTY and not model.id.startswith(_BEFORE_OUTPUTS)
+    return Capabilities(
+        structured_output="schema" if native else "json",
+        forced_tool_choice=True,
+        late_call_signatures=False,
+    )
+
 
 #: The stream's event types (streaming docs, "Event types").
 EVENTS: Final = frozenset({

@@ -45,6 +45,7 @@ from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
     AudioContent,
+    Capabilities,
     Context,
     DocumentContent,
     ImageContent,
@@ -58,7 +59,7 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._codec import IdRules, MockRendering
+from .._codec import Counting, IdRules, MockRendering
 from .._common import (
     SAFE_ID_RULE,
     bearer_auth,
@@ -72,6 +73,7 @@ from .._common import (
     same_model,
 )
 from .._mock import MockFrame, arguments_object, declared_tools
+from . import _count, spec
 from ._decode import BedrockDecoder
 from ._render import encode_frames, error_body, render, render_complete, tool_results
 
@@ -491,10 +493,14 @@ class BedrockConverseAPI:
         streams=lambda path, body: True,  # the endpoint, not the body, says it
         complete_paths=("/model/{model}/converse",),
         error_body=error_body,
-        tool_id_prefix="tooluse_",
+        tool_id_prefix=spec.TOOL_ID_PREFIX,
     )
     # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
     handoff = IdRules(lambda model: SAFE_ID_RULE)
+    counting = Counting(_count.count_request, _count.parse_count)
+
+    def capabilities(self, model: Model) -> Capabilities:
+        return spec.CAPABILITIES
 
     def path(self, model_id: str) -> str:
         # The id may hold ':' and '/' (versions, inference-profile ARNs): the API

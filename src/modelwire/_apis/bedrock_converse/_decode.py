@@ -44,7 +44,7 @@ separately (as Anthropic does), so it maps to ``Usage.input`` directly.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 
@@ -67,6 +67,7 @@ from ..._wire.sse._frames import Run, frames_of, run_values
 from ...errors import MalformedChunkError, ProviderStreamError, StreamError, TruncatedStreamError
 from ...types import Citation, ServerToolCall, ServerToolResult
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
+from .spec import FAILED_STOPS, STOP_REASONS
 
 __all__ = ["EXCEPTION_STATUS", "BedrockDecoder", "exception_error"]
 
@@ -202,23 +203,6 @@ _exception = decoder_for(_Exception)
 _citation = decoder_for(_Citation)
 _entry = decoder_for(_ResultEntry)
 _any = decoder_for(Any)
-
-#: ``stopReason`` → ``stop_reason`` (StopReason in the API reference).
-_STOP: dict[str, Literal["stop", "length", "tool_use"]] = {
-    "end_turn": "stop",
-    "stop_sequence": "stop",
-    "tool_use": "tool_use",
-    "max_tokens": "length",
-}
-#: Stop reasons that mean the answer was withheld, and the error kind they end with.
-_FAILED = {
-    "guardrail_intervened": ("content_filter", "a Bedrock guardrail intervened"),
-    "content_filtered": ("content_filter", "Bedrock filtered the content"),
-    "model_context_window_exceeded": (
-        "context_overflow",
-        "the conversation no longer fits the model's context window; shorten it",
-    ),
-}
 
 #: The HTTP status AWS gives each ConverseStream exception (the service model's
 #: ``httpStatusCode``): what decides its kind, as for an HTTP error.
@@ -399,11 +383,11 @@ class BedrockDecoder:
 
     @staticmethod
     def _finish(reason: str) -> Finish:
-        failed = _FAILED.get(reason)
+        failed = FAILED_STOPS.get(reason)
         if failed is not None:
             return Finish("error", reason, failed[0], f"{failed[1]} (stopReason {reason!r})")
         # An unknown reason is a normal end (forward compatible); the raw value is kept.
-        return Finish(_STOP.get(reason, "stop"), reason)
+        return Finish(STOP_REASONS.get(reason, "stop"), reason)
 
     def _check_closed(self) -> None:
         # A provider-run block is only complete at its contentBlockStop.

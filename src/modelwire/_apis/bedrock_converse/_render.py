@@ -26,6 +26,7 @@ from .._mock import (
     split_text,
     text_of,
 )
+from .spec import STOP_OF
 
 __all__ = ["encode_frames", "error_body", "render", "render_complete", "tool_results"]
 
@@ -85,7 +86,7 @@ def render(reply: ScriptedReply, model: str, rid: str, pc: int) -> list[MockFram
             frames += [delta(i, {"toolUse": {"input": p}})
                        for p in split_text(arguments_text(block), pc)]  # fmt: skip
         frames.append(("contentBlockStop", {"contentBlockIndex": i}))
-    frames.append(("messageStop", {"stopReason": _STOP[reply.stop_reason]}))
+    frames.append(("messageStop", {"stopReason": STOP_OF[reply.stop_reason]}))
     frames.append(("metadata", {"usage": _usage(reply), "metrics": {"latencyMs": 0}}))
     return frames
 
@@ -114,9 +115,6 @@ def _result_entries(block: ServerToolResult) -> list[Any]:
     if isinstance(r, list) and all(isinstance(e, dict) and len(e) == 1 for e in r):
         return r
     return [{"text": r} if isinstance(r, str) else {"json": r}]
-
-
-_STOP = {"stop": "end_turn", "length": "max_tokens", "tool_use": "tool_use"}
 
 
 def _usage(reply: ScriptedReply) -> dict[str, int]:
@@ -154,7 +152,7 @@ def render_complete(reply: ScriptedReply, model: str, rid: str) -> dict[str, Any
             content.append({"toolUse": {"toolUseId": block.id, "name": block.name,
                                         "input": arguments_object(block)}})  # fmt: skip
     return {"output": {"message": {"role": "assistant", "content": content}},
-            "stopReason": _STOP[reply.stop_reason], "usage": _usage(reply),
+            "stopReason": STOP_OF[reply.stop_reason], "usage": _usage(reply),
             "metrics": {"latencyMs": 0}}  # fmt: skip
 
 

@@ -43,6 +43,7 @@ from ...errors import ConfigurationError
 from ...types import (
     AssistantMessage,
     AudioContent,
+    Capabilities,
     Context,
     DocumentContent,
     ImageContent,
@@ -57,7 +58,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._codec import MockRendering, sse_framing
+from .._codec import Counting, MockRendering, sse_framing
 from .._common import (
     as_tool_call,
     block_as_text,
@@ -70,6 +71,7 @@ from .._common import (
     same_model,
 )
 from .._mock import MockFrame, declared_tools, encode_sse
+from . import _count, spec
 from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
 from ._output import add_output
 from ._render import error_body, render, render_complete, render_models, tool_results
@@ -416,6 +418,10 @@ class GoogleAPI:
         sse_query="alt=sse",
     )
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
+    counting = Counting(_count.count_request, _count.parse_count)
+
+    def capabilities(self, model: Model) -> Capabilities:
+        return spec.capabilities(model)
 
     def path(self, model_id: str) -> str:
         return f"/{model_resource(model_id)}:streamGenerateContent?alt=sse"

@@ -12,10 +12,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from ..._wire.request import HTTPRequest, RequestOptions
-from ...types import Context, Model
+from ...types import Capabilities, Context, Model
 from .._codec import IdRules, MockRendering, sse_framing
 from .._common import bearer_auth, check_context_values, http_request
 from .._mock import MockFrame, role_tool_results
+from . import spec
 from ._compat import ChatCompat, detect_compat
 from ._decode import ChatDecoder, recognizes
 from ._encode import RESERVED, build_body, encode_messages
@@ -46,6 +47,10 @@ class OpenAIChatAPI:
         render_models=render_models,
     )  # fmt: skip
     handoff = IdRules(tool_id_rule)
+    counting = None  # Chat Completions has no token-counting endpoint
+
+    def capabilities(self, model: Model) -> Capabilities:
+        return spec.CAPABILITIES
 
     def path(self, model_id: str) -> str:
         return self.endpoint

@@ -10,7 +10,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Literal
 
+from ...types import Capabilities
+
 __all__ = [
+    "CAPABILITIES",
     "CHUNK_OBJECT",
     "COMPLETION_OBJECT",
     "DONE",
@@ -21,6 +24,13 @@ __all__ = [
     "ID_PREFIX",
     "OWN_FINISH_REASONS",
 ]
+
+#: What Chat Completions gives a model: ``response_format`` with a ``json_schema``, and
+#: ``tool_choice`` naming one function. Servers that take JSON mode only say so in the
+#: catalog (their provider's ``capabilities``).
+CAPABILITIES = Capabilities(
+    structured_output="schema", forced_tool_choice=True, late_call_signatures=False
+)
 
 #: ``object`` of a streamed chunk and of a whole (non-streamed) answer.
 CHUNK_OBJECT = "chat.completion.chunk"

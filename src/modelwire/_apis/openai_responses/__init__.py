@@ -54,8 +54,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
-from ...types import Context, Model
-from .._codec import IdRules, MockRendering, first_sse_json, sse_framing
+from ...types import Capabilities, Context, Model
+from .._codec import Counting, IdRules, MockRendering, first_sse_json, sse_framing
 from .._common import (
     SAFE_ID_RULE,
     bearer_auth,
@@ -66,6 +66,7 @@ from .._common import (
 )
 from .._mock import MockFrame, declared_tools, encode_sse
 from ..openai_chat._render import render_models
+from . import _count, spec
 from ._client import CLIENT_ITEMS
 from ._decode import ResponsesDecoder
 from ._encode import (
@@ -130,6 +131,10 @@ class OpenAIResponsesAPI:
         render_models=render_models,
     )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
+    counting = Counting(_count.count_request, _count.parse_count)
+
+    def capabilities(self, model: Model) -> Capabilities:
+        return spec.CAPABILITIES
 
     def path(self, model_id: str) -> str:
         return self.endpoint

@@ -14,7 +14,10 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Final, NamedTuple
 
+from ...types import Capabilities
+
 __all__ = [
+    "CAPABILITIES",
     "COMPLETED_EVENT",
     "CUT_SHORT",
     "FAILED_EVENT",
@@ -22,7 +25,6 @@ __all__ = [
     "INCOMPLETE_REASONS",
     "INCOMPLETE_STOPS",
     "ITEM_ID_PREFIXES",
-    "LATE_CALL_SIGNATURES",
     "NO_REASON",
     "RESPONSE_ID_PREFIX",
     "TERMINAL_EVENTS",
@@ -81,8 +83,11 @@ ITEM_ID_PREFIXES: Mapping[str, str] = MappingProxyType(
     {"message": "msg", "function_call": "fc", "reasoning": "rs"}
 )
 
-# --------------------------------------------------------------------------- signatures
+# --------------------------------------------------------------------------- capabilities
 
-#: A function call's item id (its signature) comes with the call's first event
-#: (``response.output_item.added``), never after it.
-LATE_CALL_SIGNATURES: Final = False
+#: What the Responses API gives a model: ``text.format`` with a ``json_schema``, a
+#: ``tool_choice`` naming one function, and a function call's item id (its signature)
+#: with the call's first event (``response.output_item.added``), never after it.
+CAPABILITIES = Capabilities(
+    structured_output="schema", forced_tool_choice=True, late_call_signatures=False
+)

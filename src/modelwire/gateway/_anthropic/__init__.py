@@ -60,6 +60,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..._apis.anthropic_messages.spec import ID_PREFIX
 from ...types import AssistantMessage
 from .._frontend import GatewayRequest, RequestError
 from ._errors import error_response
@@ -74,6 +75,7 @@ class AnthropicFrontend:
 
     api = API_NAME
     paths = ("/v1/messages", "/messages")
+    id_prefix = ID_PREFIX
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         """The request; :class:`RequestError` (400) naming the field at fault."""

@@ -44,6 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..._apis.openai_chat.spec import ID_PREFIX
 from ...types import AssistantMessage
 from .._frontend import Frontend, GatewayRequest, RequestError
 from ._carry import API
@@ -59,6 +60,7 @@ class ChatFrontend:
 
     api: str = API
     paths: tuple[str, ...] = ("/v1/chat/completions", "/chat/completions")
+    id_prefix: str = ID_PREFIX
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         return _parse(body, headers)

@@ -56,7 +56,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..._apis.openai_responses.spec import Stop
+from ..._apis.openai_responses.spec import RESPONSE_ID_PREFIX, Stop
 from ...types import AssistantMessage
 from .._frontend import GatewayRequest, RequestError, StreamRenderer
 from ._errors import error as _error
@@ -72,6 +72,7 @@ class ResponsesFrontend:
 
     api = API
     paths = ("/v1/responses", "/responses")
+    id_prefix = RESPONSE_ID_PREFIX
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         return _parse(body, headers)

@@ -15,15 +15,12 @@ from the Responses spec (:mod:`modelwire._apis.openai_responses.spec`).
 
 from __future__ import annotations
 
-import functools
-import importlib
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
 
-from ..._apis import api_module, find_api
 from ..._apis._common import block_as_text, raw_or_json_arguments
 from ..._apis.openai_responses.spec import (
     INCOMPLETE_REASONS,
@@ -53,7 +50,6 @@ __all__ = [
     "call_item",
     "incomplete_reason",
     "is_generated",
-    "late_call_signatures",
     "new_id",
     "reasoning_id",
     "reasoning_item",
@@ -79,23 +75,6 @@ def is_generated(item_id: str) -> bool:
     """Whether an item id is one the gateway made up (it carries no signature)."""
     head, sep, _ = item_id.partition(_MARK)
     return bool(sep) and head in ITEM_ID_PREFIXES.values()
-
-
-@functools.cache
-def late_call_signatures(api: str) -> bool:
-    """Whether backend API ``api`` may give a call's signature only as the call ends,
-    as its own ``spec`` module says (``LATE_CALL_SIGNATURES``); an API without one
-    gives it with the call's start."""
-    if find_api(api) is None:
-        return False
-    name = f"{api_module(api)}.spec"
-    try:
-        spec = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is None or not name.startswith(exc.name):
-            raise  # the spec exists but fails to import: a bug to see
-        return False  # a user-registered API, or one whose module has no spec
-    return bool(getattr(spec, "LATE_CALL_SIGNATURES", False))
 
 
 def incomplete_reason(message: AssistantMessage, stop: Stop) -> str | None:

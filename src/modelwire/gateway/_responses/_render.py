@@ -18,8 +18,8 @@ A reasoning item from a Responses backend is sent when it ends: its id is known 
 then (modelwire keeps the whole item, ``encrypted_content`` included, as the
 signature), and the SDK refuses an item whose id changes between ``added`` and
 ``done``. Thinking from any other backend streams live. A function call from a
-backend whose spec says its call signatures come late (``LATE_CALL_SIGNATURES``) is
-sent when it ends too, for the same reason: its item id carries that signature.
+backend whose profile says its call signatures come late
+(``Capabilities.late_call_signatures``, ``GatewayRequest.backend``) is sent when it ends too, for the same reason: its item id carries that signature.
 
 Items follow one another, as OpenAI sends them, also when the backend's blocks
 overlap (Chat Completions and Ollama end every block at the finish): a text or
@@ -33,6 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..._apis._common import raw_or_json_arguments
+from ..._apis._profile import origin_profile
 from ..._apis.openai_responses.spec import TERMINAL_EVENTS, Stop
 from ..._client._output._plan import OUTPUT_TOOL
 from ...events import (
@@ -64,7 +65,6 @@ from ._items import (
     call_item,
     encode,
     incomplete_reason,
-    late_call_signatures,
     new_id,
     now,
     reasoning_id,
@@ -130,8 +130,8 @@ def _mid(kind: int, index: int, item_id: str) -> bytes:
 class ResponsesRenderer:
     """One streamed answer's events → Responses SSE bytes."""
 
-    __slots__ = ("_answer", "_closed", "_created", "_done", "_items", "_open", "_output",
-                 "_request", "_rid", "_seq")  # fmt: skip
+    __slots__ = ("_answer", "_closed", "_created", "_done", "_items", "_late_sigs", "_open",
+                 "_output", "_request", "_rid", "_seq")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._request = request
@@ -145,6 +145,7 @@ class ResponsesRenderer:
         self._output: dict[int, Any] = {}  # output index → finished item
         self._items = 0  # output indexes given so far
         self._done = False
+        self._late_sigs: bool | None = None  # whether call signatures may come late
         # Structured output asked for as a forced tool call (``output_mode="tool"``, for a
         # backend without a native field): that call is the answer's text to the client,
         # which declared no such tool (modelwire's final message turns it into text too).
@@ -242,6 +243,15 @@ class ResponsesRenderer:
         self._open[ci] = item
         return item
 
+    def _late_signatures(self, partial: AssistantMessage) -> bool:
+        """Whether the backend may give a call's signature only as the call ends: the
+        routed backend's profile, else (not routed) that of the model answering."""
+        if self._late_sigs is None:
+            backend = self._request.backend
+            caps = backend if backend is not None else origin_profile(partial)
+            self._late_sigs = bool(caps.late_call_signatures)
+        return self._late_sigs
+
     def _close_open(self, partial: AssistantMessage) -> bytes:
         """Finish the text and reasoning items still open with what they hold (a new
         block starts); the rest of their blocks, if any, comes as new items."""
@@ -306,7 +316,7 @@ class ResponsesRenderer:
             item = self._new(_TEXT, ci, new_id("message", self._rid, n))
             return out + self._text_head(item)
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
-        if not block.signature and late_call_signatures(partial.api):
+        if not block.signature and self._late_signatures(partial):
             # Its signature comes as it ends, and the item's id must hold it from the
             # start (clients key a call's deltas by item id): the call is sent whole.
             item.buffer = []
