@@ -32,32 +32,27 @@ the standard library (``asyncio`` streams), not httpx.
 from __future__ import annotations
 
 import asyncio
-import socket
-import threading
-import time
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from .._call import Authorize, Close, Drain, Emit, Failure, Head, Intent, Read, ReadError, Send
+from .._call import Close, Drain, Emit, Intent, Send
 from .._providers._status import MAX_RETRY_AFTER, status_error
 from .._providers._status import origin as origin  # re-exported (tests, callers)
 from .._redact import redact
-from ..errors import StreamError
 from ._auth import authorize_async, authorize_sync
 from ._base import (
     aiohttp_installed,
     check_client,
     client_kind,
     httptools_installed,
-    phases,
-    read_failure,
-    send_failure,
     ssl_context,
 )
 from ._httpx_async import HttpxAsyncTransport
+from ._httpx_sync import HttpxSyncTransport
 from ._json import post_json_async, post_json_sync
+from ._steps import AsyncTransport, SyncTransport, async_steps, sync_steps
 
 if TYPE_CHECKING:
     from .._call import Call
@@ -68,6 +63,7 @@ __all__ = [
     "AsyncDriver",
     "AsyncTransport",
     "SyncDriver",
+    "SyncTransport",
     "aiohttp_installed",
     "async_transport",
     "authorize_async",
@@ -86,17 +82,6 @@ __all__ = [
 
 
 # --------------------------------------------------------------------------- async
-
-
-class AsyncTransport(Protocol):
-    """The waiting half of :class:`AsyncDriver`: one response at a time. Each method
-    performs one intent of the :class:`~modelwire._call.Call` and returns its result."""
-
-    async def send(self, i: Send) -> Head | Failure: ...
-    async def read_error(self, i: ReadError) -> bytes: ...
-    async def read(self, i: Read) -> bytes | Failure | None: ...
-    async def drain(self, i: Drain) -> None: ...
-    async def close(self) -> None: ...
 
 
 def async_transport(client: object, transport: str = "auto") -> AsyncTransport:
@@ -133,12 +118,13 @@ class AsyncDriver:
     :meth:`finish` drains the rest of the body (bounded) and closes.
     """
 
-    __slots__ = ("_call", "_intent", "_interrupted", "_pending", "_t", "_waiting", "closed",
-                 "final")  # fmt: skip
+    __slots__ = ("_call", "_intent", "_interrupted", "_pending", "_steps", "_t", "_waiting",
+                 "closed", "final")  # fmt: skip
 
     def __init__(self, call: Call, client: object = None, transport: str = "auto") -> None:
         self._call = call
         self._t = async_transport(client, transport)
+        self._steps = async_steps(self._t)
         self._intent: Intent | None = None  # the last one performed (None: not started)
         self._pending: Intent | None = None  # the next one, when next() stopped before it
         self._waiting: asyncio.Task[Any] | None = None  # the task waiting in next()
@@ -157,7 +143,7 @@ class AsyncDriver:
         """The next batch of events; ``None`` once the call is over. ``until_answered``:
         ``[]`` as soon as a response head is accepted (``Call.answered``), before its
         body is read (the next call reads it)."""
-        call, t = self._call, self._t
+        call = self._call
         intent = self._intent
         if self.closed:
             return None
@@ -167,35 +153,20 @@ class AsyncDriver:
             intent = call.first() if intent is None else call.send(None)  # after an Emit
         self._intent = intent
         self._waiting = asyncio.current_task()
+        steps = self._steps
         try:
             while True:
-                if isinstance(intent, Read):
-                    intent = call.send(await t.read(intent))
-                elif isinstance(intent, Emit):
+                kind = type(intent)
+                if kind is Emit:
                     self._intent = intent
-                    return intent.events
-                elif isinstance(intent, Close):
+                    return intent.events  # type: ignore[union-attr]
+                if kind is Close:
                     await self._close()
                     return None
-                elif isinstance(intent, Drain):
-                    await t.drain(intent)
-                    intent = call.send(None)
-                elif isinstance(intent, Authorize):
-                    try:
-                        got: object = await authorize_async(intent.request)
-                    except StreamError as exc:
-                        got = Failure(exc)
-                    intent = call.send(got)
-                elif isinstance(intent, Send):
-                    intent = call.send(await t.send(intent))
-                    if until_answered and call.answered:
-                        self._intent = self._pending = intent
-                        return []
-                elif isinstance(intent, ReadError):
-                    intent = call.send(await t.read_error(intent))
-                else:
-                    await asyncio.sleep(intent.seconds)
-                    intent = call.send(None)
+                intent = call.send(await steps[kind](intent))
+                if kind is Send and until_answered and call.answered:
+                    self._intent = self._pending = intent
+                    return []
         except asyncio.CancelledError:
             task, self._waiting = self._waiting, None
             ours = self._interrupted
@@ -279,35 +250,25 @@ class AsyncDriver:
 
 
 class SyncDriver:
-    """Run a :class:`~modelwire._call.Call` in the calling thread over ``httpx.Client``
-    (no event loop): :meth:`events` yields its batches of events.
-
-    A blocked read cannot be cancelled as a task can, so the total deadline, the
-    drain bound and :meth:`abort` all end a read by shutting the socket down from a
-    timer or another thread (see :meth:`abort`).
-    """
+    """Run a :class:`~modelwire._call.Call` in the calling thread over a blocking
+    transport (``httpx.Client``, no event loop): :meth:`events` yields its batches of
+    events — the twin of :class:`AsyncDriver`, performing the same intents by the same
+    table (:data:`~modelwire._http._steps.STEPS`), blocking instead of awaiting."""
 
     def __init__(self, call: Call, client: httpx.Client | None) -> None:
         self._call = call
-        self._client = client
-        self._own: httpx.Client | None = None
-        self._response: httpx.Response | None = None
-        self._it: Iterator[bytes] | None = None  # see HttpxAsyncTransport
-        self._secrets: tuple[str, ...] = ()
-        self._timer: threading.Timer | None = None
-        self._closed = False
-        self._lock = threading.Lock()
+        self._t = HttpxSyncTransport(client)
+        self._steps = sync_steps(self._t)
 
     def events(self) -> Iterator[list[Event]]:
-        call = self._call
+        call, steps = self._call, self._steps
         intent = call.first()
         try:
             while True:
-                if isinstance(intent, Read):
-                    intent = call.send(self._read(intent))
-                elif isinstance(intent, Emit):
+                kind = type(intent)
+                if kind is Emit:
                     try:
-                        yield intent.events
+                        yield intent.events  # type: ignore[union-attr]
                     except GeneratorExit:
                         # The consumer closes this generator as soon as it takes the
                         # terminal event (the call goes on: drain, close) or when it
@@ -315,165 +276,31 @@ class SyncDriver:
                         self._finish(call.send(None) if call.ended else call.abort())
                         raise
                     intent = call.send(None)
-                elif isinstance(intent, Close):
-                    self._close()
+                elif kind is Close:
+                    self._t.close()
                     return
-                elif isinstance(intent, Drain):
-                    self._drain(intent)
-                    intent = call.send(None)
-                elif isinstance(intent, Authorize):
-                    try:
-                        got: object = authorize_sync(intent.request)
-                    except StreamError as exc:
-                        got = Failure(exc)
-                    intent = call.send(got)
-                elif isinstance(intent, Send):
-                    intent = call.send(self._send(intent))
-                elif isinstance(intent, ReadError):
-                    intent = call.send(self._read_error(intent))
                 else:
-                    time.sleep(intent.seconds)
-                    intent = call.send(None)
+                    intent = call.send(steps[kind](intent))
         except BaseException:
-            self._close()
+            self._t.close()
             raise
 
     def _finish(self, intent: Intent) -> None:
         # Nobody takes events any more: only drain and close are left to do.
         while not isinstance(intent, Close):
             if isinstance(intent, Drain):
-                self._drain(intent)
+                self._t.drain(intent)
                 intent = self._call.send(None)
             elif isinstance(intent, Emit):
                 intent = self._call.send(None)
             else:
                 intent = self._call.abort()
-        self._close()
-
-    def _send(self, i: Send) -> Head | Failure:
-        # A blocking send cannot be wrapped in a deadline as a task can: each of its
-        # phases (connect, write, waiting for the headers) has a timeout cut to what
-        # is left of the total (``Send.connect``/``idle``).
-        if self._response is not None:
-            with self._lock:  # another attempt: the previous response is done with
-                response, self._response = self._response, None
-            response.close()
-        client = self._client
-        if client is None:
-            client = self._client = self._own = httpx.Client(
-                timeout=phases(i), verify=ssl_context()
-            )
-        r = i.request
-        self._secrets = r.secrets
-        req = client.build_request(
-            "POST", r.url, headers=r.headers, content=r.body, timeout=phases(i)
-        )
-        try:
-            response = client.send(req, stream=True)
-        except httpx.HTTPError as exc:
-            return send_failure(exc, r)
-        with self._lock:
-            self._response, self._it = response, None
-        return Head(response.status_code, response.headers)
-
-    def _read_error(self, i: ReadError) -> bytes:
-        response = self._response
-        assert response is not None
-        end = None if i.remaining is None else time.monotonic() + i.remaining
-        buf = bytearray()
-        try:
-            for chunk in response.iter_bytes():
-                buf += chunk
-                if len(buf) >= i.limit or (end is not None and time.monotonic() >= end):
-                    break
-        except httpx.HTTPError:
-            pass
-        finally:
-            with self._lock:
-                self._response = None
-            response.close()
-        return bytes(buf[: i.limit])
-
-    def _iter(self) -> Iterator[bytes]:
-        if self._it is None:
-            assert self._response is not None
-            self._it = self._response.iter_bytes()
-        return self._it
-
-    def _read(self, i: Read) -> bytes | Failure | None:
-        it = self._it
-        if it is None:
-            it = self._iter()
-            if i.remaining is not None:
-                self._arm(i.remaining)  # the total deadline, once for the whole body
-        try:
-            return next(it)
-        except StopIteration:
-            return None
-        except httpx.HTTPError as exc:
-            return read_failure(exc, self._secrets)
-
-    def _drain(self, i: Drain) -> None:
-        # A server that stalls is cut off after ``i.seconds``.
-        self._arm(i.seconds)
-        n = 0
-        try:
-            for chunk in self._iter():
-                n += len(chunk)
-                if n > i.max_bytes:
-                    break
-        except (httpx.HTTPError, RuntimeError):
-            pass
-        finally:
-            self._disarm()
-
-    def _arm(self, seconds: float) -> None:
-        self._disarm()
-        timer = threading.Timer(max(seconds, 0.0), self.abort)
-        timer.daemon = True
-        self._timer = timer
-        timer.start()
-
-    def _disarm(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._t.close()
 
     def abort(self) -> None:
-        """Unblock a read in progress, from any thread (``SyncAssistantMessageStream.abort``).
-
-        Closing an httpx response from another thread neither is thread-safe nor
-        wakes a thread blocked in ``recv``; shutting the socket down does both
-        jobs: the read returns at once and the reading thread closes the
-        response itself. httpx exposes the socket through the response's
-        ``network_stream`` extension (httpx docs, "Extensions").
-        """
-        with self._lock:
-            response = self._response
-            if self._closed or response is None:
-                return  # the connection may already serve another request
-            stream = response.extensions.get("network_stream")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if sock is None:
-                response.close()
-                return
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-
-    def _close(self) -> None:
-        self._disarm()
-        with self._lock:
-            self._closed = True
-            response, self._response = self._response, None
-        own, self._own = self._own, None
-        try:
-            if response is not None:
-                response.close()
-        finally:
-            if own is not None:
-                own.close()
+        """Unblock a read in progress, from any thread (``SyncAssistantMessageStream.abort``):
+        the transport shuts its socket down (:meth:`HttpxSyncTransport.abort`)."""
+        self._t.abort()
 
 
 def pooled_async_client(max_connections: int, transport: str = "httpx") -> Any:
