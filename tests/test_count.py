@@ -30,8 +30,11 @@ class Seen:
 class CountServer:
     """Answers every POST with ``answer`` (status, JSON) and records the request."""
 
-    def __init__(self, status: int, answer: Any) -> None:
+    def __init__(
+        self, status: int, answer: Any, before: list[tuple[int, Any, dict[str, str]]] | None = None
+    ) -> None:
         self.seen: list[Seen] = []
+        self.before = list(before or ())  # answered first, in order (status, body, headers)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,8 +45,11 @@ class CountServer:
                 n = int(self.headers.get("content-length", "0"))
                 rec.body = json.loads(self.rfile.read(n))
                 owner.seen.append(rec)
-                data = answer if isinstance(answer, bytes) else json.dumps(answer).encode()
-                self.send_response(status)
+                code, body, extra = owner.before.pop(0) if owner.before else (status, answer, {})
+                data = body if isinstance(body, bytes) else json.dumps(body).encode()
+                self.send_response(code)
+                for k, v in extra.items():
+                    self.send_header(k, v)
                 self.send_header("content-type", "application/json")
                 self.send_header("content-length", str(len(data)))
                 self.end_headers()
@@ -207,7 +213,63 @@ async def test_a_failed_count_raises_the_typed_error(
         await mw.count_tokens(model("anthropic-messages", srv.origin, "/v1"), CTX, api_key="k")
     bad = count_server(200, {"input_tokens": "many"})
     with pytest.raises(MalformedChunkError, match="input_tokens must be a non-negative integer"):
-        mw.count_tokens_sync(model("anthropic-messages", bad.origin, "/v1"), CTX, api_key="k")
+        # A key of one letter would be redacted out of every word of the message.
+        mw.count_tokens_sync(model("anthropic-messages", bad.origin, "/v1"), CTX, api_key="sk-c")
+
+
+# --------------------------------------------------------------------------- a count is a call
+
+
+@pytest.mark.parametrize("transport", ["httpx", "httptools", "auto"])
+async def test_a_count_is_retried_as_a_call_is_on_every_transport(transport: Any) -> None:
+    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "busy"}}
+    with CountServer(
+        200, {"input_tokens": 31}, before=[(529, overloaded, {"retry-after": "0"})]
+    ) as srv:
+        got = await mw.count_tokens(
+            model("anthropic-messages", srv.origin, "/v1"), CTX, api_key="sk-c", transport=transport
+        )
+    assert (got.input_tokens, got.estimated) == (31, False)
+    assert [r.path for r in srv.seen] == ["/v1/messages/count_tokens"] * 2
+
+
+def test_a_count_is_retried_sync_and_stops_at_max_retries() -> None:
+    busy = (503, {"error": {"message": "busy"}}, {"retry-after": "0"})
+    with CountServer(200, {"totalTokens": 9}, before=[busy]) as srv:
+        m = model("google-generative-ai", srv.origin, "/v1beta")
+        assert mw.count_tokens_sync(m, CTX, api_key="sk-c").input_tokens == 9
+    with CountServer(200, {"totalTokens": 9}, before=[busy, busy]) as srv:
+        with pytest.raises(mw.errors.OverloadedError):
+            mw.count_tokens_sync(m_at(srv), CTX, api_key="sk-c", max_retries=1)
+        assert len(srv.seen) == 2
+
+
+def m_at(srv: CountServer) -> mw.Model:
+    return model("google-generative-ai", srv.origin, "/v1beta")
+
+
+def test_a_count_that_never_answers_ends_at_its_deadline() -> None:
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()  # accepts (in the backlog) and never answers
+    try:
+        port = listener.getsockname()[1]
+        m = model("anthropic-messages", f"http://127.0.0.1:{port}", "/v1")
+        with pytest.raises(mw.errors.RequestTimeoutError):
+            mw.count_tokens_sync(m, CTX, api_key="sk-c", timeout=0.3, max_retries=0)
+    finally:
+        listener.close()
+
+
+async def test_a_counts_error_never_shows_the_key() -> None:
+    key = "sk-count-secret-123"
+    quoted = {"type": "error", "error": {"type": "authentication_error",
+                                         "message": f"invalid x-api-key {key}"}}  # fmt: skip
+    with CountServer(401, quoted) as srv, pytest.raises(mw.errors.AuthenticationError) as info:
+        await mw.count_tokens(model("anthropic-messages", srv.origin, "/v1"), CTX, api_key=key)
+    assert key not in str(info.value) and "invalid x-api-key" in str(info.value)
 
 
 # --------------------------------------------------------------------------- max_tokens="auto"

@@ -36,11 +36,14 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import ContextOverflowError
+from ..events import DoneEvent, ErrorEvent
 
 if TYPE_CHECKING:
     from .._apis import CountFacet
+    from .._call import Call
     from .._wire.request import HTTPRequest
-    from ..types import Context, Model
+    from ..events import Event
+    from ..types import AssistantMessage, Context, Model
     from ._options import StreamOptions
 
 __all__ = [
@@ -182,16 +185,30 @@ def _estimated(context: Context) -> TokenCount:
     return TokenCount(input_tokens=estimate_tokens(context), estimated=True, source="estimate")
 
 
-def _answer(
-    m: Model, counter: CountFacet, got: tuple[int, Any, bytes], secrets: tuple[str, ...]
-) -> int:
-    from .._providers._status import status_error
+def _count_call(m: Model, counter: CountFacet, request: HTTPRequest, resolved: Any) -> Call:
+    """The count as a :class:`~modelwire._call.Call`: the same authorize, send, retry,
+    deadline, status and redaction steps as a model call; its whole JSON answer is read
+    by the API's counting facet into the final message's ``usage.input``."""
+    from .._call import Call
+    from .._wire.pipeline import Pipeline
+    from .._wire.whole import WholeAnswer
 
-    status, headers, body = got
-    if status >= 300:
-        raise status_error(status, body, headers, secrets)
-    count: int = counter.parse_count(body)
-    return count
+    answer = WholeAnswer(m.api, counter.parse_count)
+
+    def new_pipeline() -> Pipeline:
+        return Pipeline(answer, model=m, secrets=request.secrets)
+
+    return Call(
+        new_pipeline(), request, timeout=resolved.timeout, max_retries=resolved.max_retries,
+        new_pipeline=new_pipeline, model=m,
+    )  # fmt: skip
+
+
+def _counted(m: Model, final: AssistantMessage | None) -> TokenCount:
+    """The count in the call's final message; its typed error when the call failed."""
+    assert final is not None  # a Call always ends with a terminal event
+    final.raise_for_error()
+    return TokenCount(input_tokens=final.usage.input, estimated=False, source=m.api)
 
 
 async def count_tokens(
@@ -201,11 +218,17 @@ async def count_tokens(
     m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
     if request is None:
         return _estimated(ctx)
-    from .._http import post_json_async
+    import modelwire._http as http
 
-    got = await post_json_async(request, resolved.timeout, options.get("http_client"))
-    n = _answer(m, counter, got, request.secrets)
-    return TokenCount(input_tokens=n, estimated=False, source=m.api)
+    call = _count_call(m, counter, request, resolved)
+    driver = http.AsyncDriver(call, options.get("http_client"), resolved.transport)
+    final = None
+    try:
+        while (batch := await driver.next()) is not None:
+            final = _terminal(batch, final)
+    finally:
+        await driver.aclose()
+    return _counted(m, final)
 
 
 def count_tokens_sync(
@@ -215,8 +238,17 @@ def count_tokens_sync(
     m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
     if request is None:
         return _estimated(ctx)
-    from .._http import post_json_sync
+    import modelwire._http as http
 
-    got = post_json_sync(request, resolved.timeout, options.get("http_client"))
-    n = _answer(m, counter, got, request.secrets)
-    return TokenCount(input_tokens=n, estimated=False, source=m.api)
+    call = _count_call(m, counter, request, resolved)
+    final = None
+    for batch in http.SyncDriver(call, options.get("http_client")).events():
+        final = _terminal(batch, final)
+    return _counted(m, final)
+
+
+def _terminal(batch: list[Event], final: AssistantMessage | None) -> AssistantMessage | None:
+    last = batch[-1] if batch else None
+    if isinstance(last, DoneEvent | ErrorEvent):
+        return last.message
+    return final

@@ -51,7 +51,6 @@ from ._base import (
 )
 from ._httpx_async import HttpxAsyncTransport
 from ._httpx_sync import HttpxSyncTransport
-from ._json import post_json_async, post_json_sync
 from ._steps import AsyncTransport, SyncTransport, async_steps, sync_steps
 
 if TYPE_CHECKING:
@@ -73,8 +72,6 @@ __all__ = [
     "close_async_client",
     "httptools_installed",
     "pooled_async_client",
-    "post_json_async",
-    "post_json_sync",
     "redact",
     "ssl_context",
     "status_error",

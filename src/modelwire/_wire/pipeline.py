@@ -125,7 +125,9 @@ class Pipeline:
         self._sniff_fn: Sniff = sniff or _no_sniff
         self._sniffing = sniff is not None
         self._head = bytearray()
-        self._decode: Callable[[Frame], list[Delta]] = self._first_decode
+        self._decode: Callable[[Frame], list[Delta]] = (
+            self._first_decode if sniff is not None else self.decoder.decode
+        )
         # A decoder may take a read's frames in one call (``decode_batch(frames, out)``,
         # appending what ``decode`` would give for each, in order; a frame that fails
         # adds nothing): the per-frame call and list disappear from the hot loop.
