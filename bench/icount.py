@@ -79,7 +79,7 @@ def _workload(name: str) -> Callable[[], object]:
 
     import modelwire as mw
     from modelwire._apis import get_api
-    from modelwire._apis.openai_chat._decode import _chunk_decoder
+    from modelwire._apis.openai_chat.decode import _chunk_decoder
     from modelwire._wire.assemble import Assembler
     from modelwire._wire.sse import SSEFraming
 

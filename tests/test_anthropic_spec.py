@@ -10,11 +10,13 @@ from typing import Literal
 
 import pytest
 
+import modelwire._apis.anthropic_messages.render as gateway_render
 from modelwire._apis._mock import ScriptedReply
-from modelwire._apis.anthropic_messages import _decode, _render, spec
+from modelwire._apis.anthropic_messages import decode as _decode
+from modelwire._apis.anthropic_messages import mock as _render
+from modelwire._apis.anthropic_messages import spec
 from modelwire._wire.deltas import Finish
 from modelwire.errors import ErrorInfo
-from modelwire.gateway._anthropic import _render as gateway_render
 from modelwire.types import AssistantMessage, TextContent, Usage
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "modelwire"
@@ -110,9 +112,9 @@ _MAPPINGS = (
 
 
 def test_no_other_copy_of_the_stop_reason_tables() -> None:
+    own = SRC / "_apis" / "anthropic_messages"
     files = [*sorted((SRC / "gateway").rglob("*.py")),
-             SRC / "_apis" / "anthropic_messages" / "_render.py",
-             SRC / "_apis" / "anthropic_messages" / "_decode.py"]  # fmt: skip
+             *(own / name for name in ("mock.py", "decode.py", "render.py", "parse.py"))]  # fmt: skip
     copies = [f"{path.relative_to(SRC)}: {m.group()}"
               for path in files for pattern in _MAPPINGS
               for m in pattern.finditer(path.read_text(encoding="utf-8"))]  # fmt: skip

@@ -29,11 +29,11 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire import errors
+from modelwire._apis._server.origin import CLIENT_PROVIDER, adopt, unseal
 from modelwire._apis.anthropic_messages import API
 from modelwire._client._options import resolve_options
 from modelwire.gateway._anthropic import FRONTEND
 from modelwire.gateway._frontend import GatewayRequest, RequestError
-from modelwire.gateway._origin import CLIENT_PROVIDER, adopt, unseal
 from modelwire.testing import APIS, render, tool_call
 
 API_NAME = "anthropic-messages"

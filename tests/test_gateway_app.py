@@ -185,8 +185,8 @@ def test_a_front_end_fault_is_a_500_in_the_apis_shape(backend: MockServer) -> No
 
 
 def test_adopted_attributes_the_clients_turns_to_the_backend_of_their_api() -> None:
+    from modelwire._apis._server.origin import CLIENT_PROVIDER
     from modelwire.gateway._backend import adopted
-    from modelwire.gateway._origin import CLIENT_PROVIDER
     from modelwire.types import AssistantMessage, Context, TextContent, UserMessage
 
     turn = AssistantMessage(content=(TextContent(text="hi"),), api="anthropic-messages",

@@ -22,13 +22,13 @@ from openai.types.chat import (
 
 import modelwire as mw
 from modelwire._apis._common import server_call_as_text
-from modelwire._apis.openai_chat._encode import build_body
+from modelwire._apis._server.origin import CLIENT_PROVIDER, SEAL_PREFIX
+from modelwire._apis.openai_chat.encode import build_body
 from modelwire._wire.request import OutputRequest, RequestOptions
 from modelwire.errors import STREAM_ERROR_KINDS, error_class_for_kind
 from modelwire.events import Event, RestartEvent
 from modelwire.gateway._chat import FRONTEND
 from modelwire.gateway._frontend import GatewayRequest, RequestError
-from modelwire.gateway._origin import CLIENT_PROVIDER, SEAL_PREFIX
 from modelwire.testing import APIS, render
 from modelwire.types import (
     AssistantMessage,

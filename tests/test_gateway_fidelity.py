@@ -20,8 +20,8 @@ from openai.types import CompletionUsage, chat, responses
 
 import modelwire as mw
 from modelwire._apis._common import block_as_text
+from modelwire._apis.openai_chat.render import message_body
 from modelwire.gateway import GatewayServer, hash_key
-from modelwire.gateway._chat._render import message_body
 from modelwire.gateway._frontend import GatewayRequest
 from modelwire.testing import APIS, MockServer, Reply, render
 from modelwire.types import Context, ErrorInfo

@@ -30,6 +30,7 @@ from hypothesis import strategies as st
 from openai.types.responses import Response, ResponseStreamEvent
 
 import modelwire as mw
+from modelwire._apis._server.origin import CLIENT_PROVIDER, adopt, unseal
 from modelwire._apis.openai_responses import API as ENCODER
 from modelwire._apis.openai_responses._server import citation
 from modelwire._client._options import resolve_options
@@ -45,7 +46,6 @@ from modelwire.errors import (
 )
 from modelwire.events import Event
 from modelwire.gateway._frontend import GatewayRequest, RequestError
-from modelwire.gateway._origin import CLIENT_PROVIDER, adopt, unseal
 from modelwire.gateway._responses import FRONTEND
 from modelwire.testing import render
 from modelwire.types import (

@@ -15,9 +15,9 @@ import anthropic
 import pytest
 
 import modelwire as mw
+from modelwire._apis._server.origin import unseal
 from modelwire.gateway import GatewayServer, hash_key
 from modelwire.gateway._anthropic import FRONTEND
-from modelwire.gateway._origin import unseal
 from modelwire.testing import APIS, MockServer, RecordedRequest, render
 
 KEY = "sk-gw-anthropic-test-0123456789"

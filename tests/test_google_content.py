@@ -20,7 +20,7 @@ import modelwire as mw
 from eventlist import final, same_at_every_split
 from modelwire._apis import get_api
 from modelwire._apis._mock import ScriptedReply
-from modelwire._apis.google_generative_ai._render import render_complete
+from modelwire._apis.google_generative_ai.mock import render_complete
 from modelwire._client._options import resolve_options
 from modelwire.events import BlockEvent, CitationEvent
 from modelwire.testing import MockServer, Reply

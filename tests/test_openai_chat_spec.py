@@ -8,11 +8,12 @@ from types import MappingProxyType
 
 import pytest
 
-from modelwire._apis.openai_chat import _decode, spec
-from modelwire._apis.openai_chat import _render as mock_render
+import modelwire._apis.openai_chat.render as gateway_render
+from modelwire._apis.openai_chat import decode as _decode
+from modelwire._apis.openai_chat import mock as mock_render
+from modelwire._apis.openai_chat import spec
 from modelwire._apis.openai_chat._compat import ChatCompat
-from modelwire._apis.openai_chat._decode import ChatDecoder
-from modelwire.gateway._chat import _render as gateway_render
+from modelwire._apis.openai_chat.decode import ChatDecoder
 
 _RENDERERS = (mock_render, gateway_render)
 

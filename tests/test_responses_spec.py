@@ -18,15 +18,16 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._apis.openai_responses import _decode, spec
-from modelwire._apis.openai_responses import _render as mock_render
+import modelwire._apis.openai_responses.render as gw_render
+from modelwire._apis.openai_responses import _output_items as gw_items
+from modelwire._apis.openai_responses import decode as _decode
+from modelwire._apis.openai_responses import mock as mock_render
+from modelwire._apis.openai_responses import spec
 from modelwire._wire.deltas import Finish
 from modelwire._wire.sse import Frame
 from modelwire.errors import ContentFilterError
 from modelwire.events import DoneEvent, ErrorEvent, StartEvent
 from modelwire.gateway._responses import FRONTEND
-from modelwire.gateway._responses import _items as gw_items
-from modelwire.gateway._responses import _render as gw_render
 from modelwire.testing import render
 from modelwire.types import AssistantMessage, TextContent, Usage
 
@@ -167,9 +168,17 @@ def test_gateway_ids_use_the_specs_prefixes() -> None:
 # --------------------------------------------------------------------------- the source
 
 
+# The server side of the API (parse and render, in its package) and the gateway's
+# front end that serves them.
+_SERVER = ("parse.py", "_parse_input.py", "_parse_checks.py", "_output_items.py", "render.py",
+           "_error_shape.py")  # fmt: skip
+
+
 def _gateway_sources() -> dict[str, str]:
-    return {p.name: p.read_text(encoding="utf-8")
-            for p in sorted((SRC / "gateway" / "_responses").glob("*.py"))}  # fmt: skip
+    own = {name: (SRC / "_apis" / "openai_responses" / name).read_text(encoding="utf-8")
+           for name in _SERVER}  # fmt: skip
+    front = (SRC / "gateway" / "_responses" / "__init__.py").read_text(encoding="utf-8")
+    return {**own, "__init__.py": front}
 
 
 def test_the_gateway_front_end_names_no_gemini_fact() -> None:
@@ -192,14 +201,14 @@ def _source(*parts: str) -> str:
 
 def test_the_readers_do_not_spell_the_specs_tables() -> None:
     gateway = _gateway_sources()
-    mock = _source("_apis", "openai_responses", "_render.py")
-    decoder = _source("_apis", "openai_responses", "_decode.py")
-    # (``_items.py`` and ``_parse.py`` name the request's ``max_output_tokens`` field, and
-    # ``_errors.py`` maps error kinds to error bodies: other facts, not read here.)
-    ending = {"mock _render.py": mock, "_decode.py": decoder,
-              "_render.py": gateway["_render.py"], "__init__.py": gateway["__init__.py"]}  # fmt: skip
-    ids = {"mock _render.py": mock, "_items.py": gateway["_items.py"],
-           "_render.py": gateway["_render.py"]}  # fmt: skip
+    mock = _source("_apis", "openai_responses", "mock.py")
+    decoder = _source("_apis", "openai_responses", "decode.py")
+    # (``_output_items.py`` and ``parse.py`` name the request's ``max_output_tokens``
+    # field, and ``_error_shape.py`` maps error kinds to error bodies: other facts.)
+    ending = {"mock.py": mock, "decode.py": decoder,
+              "render.py": gateway["render.py"], "__init__.py": gateway["__init__.py"]}  # fmt: skip
+    ids = {"mock.py": mock, "_output_items.py": gateway["_output_items.py"],
+           "render.py": gateway["render.py"]}  # fmt: skip
     found = {f"{name}: ending": _ENDING.findall(text) for name, text in ending.items()}
     found |= {f"{name}: ids": _IDS.findall(text) for name, text in ids.items()}
     assert {name: hits for name, hits in found.items() if hits} == {}

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from modelwire._apis.anthropic_messages._decode import AnthropicDecoder
-from modelwire._apis.bedrock_converse._decode import BedrockDecoder
-from modelwire._apis.google_generative_ai._decode import GoogleDecoder
-from modelwire._apis.openai_chat._decode import ChatDecoder
+from modelwire._apis.anthropic_messages.decode import AnthropicDecoder
+from modelwire._apis.bedrock_converse.decode import BedrockDecoder
+from modelwire._apis.google_generative_ai.decode import GoogleDecoder
+from modelwire._apis.openai_chat.decode import ChatDecoder
 from modelwire._client._replay import pipeline_for
 from modelwire._wire.sse import SSEFraming
 from modelwire._wire.sse._frames import Frame, Run, frames_of, join

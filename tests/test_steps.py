@@ -26,7 +26,7 @@ def test_every_intent_but_the_turns_ends_has_one_step() -> None:
 
 def test_both_bindings_perform_the_same_intents() -> None:
     a = _steps.async_steps(HttpxAsyncTransport(None, http.ssl_context))
-    s = _steps.sync_steps(HttpxSyncTransport(None))
+    s = _steps.sync_steps(HttpxSyncTransport(None, http.ssl_context))
     assert a.keys() == s.keys() == {kind for kind, _ in _steps.STEPS}
     for kind, name in _steps.STEPS:
         assert a[kind].__name__ == s[kind].__name__ == name

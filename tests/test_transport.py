@@ -74,8 +74,8 @@ def test_only_the_http_modules_import_aiohttp_httptools_and_httpx() -> None:
         "httpx": {
             "modelwire._http",
             "modelwire._http._base",
-            "modelwire._http._json",
             "modelwire._http._httpx_async",
+            "modelwire._http._httpx_sync",
         },
     }
 

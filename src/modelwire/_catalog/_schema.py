@@ -154,7 +154,7 @@ class ProviderEntry(
     """Tool-call id rules per wire API, where the provider is stricter than the API."""
     capabilities: dict[str, Capabilities] | None = None
     """What the provider's servers support per wire API, where it differs from the
-    API's own default (``{"openai-chat": {"structured_output": "json"}}``)."""
+    API's own default (``{api: {"structured_output": "json"}}``)."""
     overflow: tuple[str, ...] = ()
     """Regular expressions (case-insensitive) of the provider's own wording for a
     prompt that does not fit; generic wordings live in :mod:`modelwire._providers._classify`."""

@@ -254,7 +254,7 @@ class SyncDriver:
 
     def __init__(self, call: Call, client: httpx.Client | None) -> None:
         self._call = call
-        self._t = HttpxSyncTransport(client)
+        self._t = HttpxSyncTransport(client, ssl_context)
         self._steps = sync_steps(self._t)
 
     def events(self) -> Iterator[list[Event]]:

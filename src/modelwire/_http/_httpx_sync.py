@@ -12,11 +12,16 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import httpx
 
 from .._call import Drain, Failure, Head, Read, ReadError, Send
-from ._base import phases, read_failure, send_failure, ssl_context
+from ._base import phases, read_failure, send_failure
+
+if TYPE_CHECKING:
+    import ssl
+    from collections.abc import Callable
 
 __all__ = ["HttpxSyncTransport"]
 
@@ -24,8 +29,9 @@ __all__ = ["HttpxSyncTransport"]
 class HttpxSyncTransport:
     """:class:`~modelwire._http.SyncTransport` over ``httpx.Client``."""
 
-    def __init__(self, client: httpx.Client | None) -> None:
+    def __init__(self, client: httpx.Client | None, ssl: Callable[[], ssl.SSLContext]) -> None:
         self._client = client
+        self._ssl = ssl  # the shared TLS context, for a client of its own
         self._own: httpx.Client | None = None
         self._response: httpx.Response | None = None
         self._it: Iterator[bytes] | None = None  # see HttpxAsyncTransport
@@ -45,7 +51,7 @@ class HttpxSyncTransport:
         client = self._client
         if client is None:
             client = self._client = self._own = httpx.Client(
-                timeout=phases(i), verify=ssl_context()
+                timeout=phases(i), verify=self._ssl()
             )
         r = i.request
         self._secrets = r.secrets

@@ -22,6 +22,7 @@ from ..types import check_json
 __all__ = [
     "DEFAULT_TIMEOUT",
     "OUTPUT_MODES",
+    "OUTPUT_TOOL",
     "REASONING_LEVELS",
     "RESERVED_BODY_KEYS",
     "TRANSPORTS",
@@ -40,6 +41,11 @@ __all__ = [
 
 OutputMode: TypeAlias = Literal["native", "tool", "prompted"]
 OUTPUT_MODES: tuple[str, ...] = ("native", "tool", "prompted")
+
+
+#: The synthetic tool of the ``tool`` output mode (the name pydantic-ai uses too): the
+#: answer arrives as its arguments, and a server renders it back as text.
+OUTPUT_TOOL = "final_result"
 
 
 class OutputRequest(msgspec.Struct, frozen=True, kw_only=True):

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
+from .._apis._server.request import GatewayRequest, RequestError
 from .._client import stream
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
 from ..types import AssistantMessage, Model
@@ -56,13 +57,7 @@ from ._asgi import (
 )
 from ._backend import adopted, backend_capabilities, backend_keys
 from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
-from ._frontend import (
-    FRONTEND_MODULES,
-    Frontend,
-    GatewayRequest,
-    RequestError,
-    default_frontends,
-)
+from ._frontend import FRONTEND_MODULES, Frontend, default_frontends
 from ._keys import authenticate, presented_key
 from ._observe import Exchange, Tracing
 from ._store import LimitStore, StoreUnavailable, open_store

@@ -12,7 +12,7 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from typing import Any
 
-from ._frontend import RequestError
+from .._apis._server.request import RequestError
 from ._observe import Exchange
 
 __all__ = [

@@ -7,13 +7,13 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from .._apis._server.origin import adopt
+from .._apis._server.request import GatewayRequest, RequestError
 from .._call._fallback import Fallback
 from .._client._options import resolve_api_key
 from ..errors import ConfigurationError, MissingAPIKeyError
 from ..types import Capabilities, Context, Model
 from ._config import ModelRoute
-from ._frontend import GatewayRequest, RequestError
-from ._origin import adopt
 
 __all__ = ["adopted", "backend_capabilities", "backend_keys", "key_for"]
 

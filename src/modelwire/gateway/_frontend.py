@@ -20,12 +20,10 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
-import msgspec
-
-from ..events import Event
-from ..types import AssistantMessage, Capabilities, Context
+from .._apis._server.request import GatewayRequest, RequestError, StreamRenderer
+from ..types import AssistantMessage
 
 __all__ = [
     "FRONTEND_MODULES",
@@ -38,62 +36,6 @@ __all__ = [
 
 #: The front-end modules the gateway serves when present (each exports ``FRONTEND``).
 FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
-
-
-class RequestError(Exception):
-    """A client request the gateway refuses, before any backend is called.
-
-    ``status`` is the HTTP status, ``kind`` a modelwire error kind
-    (``invalid_request``, ``authentication``, ``permission``, ``not_found``,
-    ``rate_limit``, ...), ``param`` the field path when one field is at fault. The
-    front-end's :meth:`Frontend.error` renders it in its API's error shape."""
-
-    def __init__(
-        self, message: str, *, status: int = 400, kind: str = "invalid_request",
-        param: str | None = None,
-    ) -> None:  # fmt: skip
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.kind = kind
-        self.param = param
-
-
-class GatewayRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """A client's request, decoded: what to ask which model, and how to answer."""
-
-    model: str
-    """The model name the client asked for (a key of the gateway's ``[models]``)."""
-    context: Context
-    """The conversation, with assistant turns carrying the api/provider/model that
-    produced them (so :func:`modelwire.handoff` replays signatures only where valid)."""
-    options: Mapping[str, Any]
-    """``modelwire.stream`` options (``temperature``, ``max_tokens``, ``tool_choice``,
-    ``parallel_tool_calls``, ``reasoning``, ``output``, ...)."""
-    stream: bool
-    """Whether the client asked for a streamed answer."""
-    passthrough: Mapping[str, Any] = msgspec.field(default_factory=dict)
-    """Fields modelwire does not model, by top-level name: sent as ``extra_body`` to a
-    backend of the same API, refused (400 naming the first) for any other."""
-    include_usage: bool = True
-    """Chat Completions: ``stream_options.include_usage`` (a final usage chunk)."""
-    echo: Mapping[str, Any] = msgspec.field(default_factory=dict)
-    """Request fields the API echoes in its response object (Responses ``metadata``,
-    ``instructions``, ...)."""
-    backend: Capabilities | None = None
-    """What the backend this request is routed to supports (set by the gateway once
-    routed; for a fallback, a capability any of its models has): the renderers read
-    it, e.g. whether call signatures may come only as a call ends. ``None`` (not
-    routed): the profile of the model that wrote the answer."""
-
-
-class StreamRenderer(Protocol):
-    """Turns one stream's events into the client API's bytes, as they come."""
-
-    def feed(self, event: Event) -> bytes:
-        """The bytes this event becomes (often ``b""``). A ``done`` event writes the
-        API's last events; an ``error`` event writes the API's in-stream error."""
-        ...
 
 
 class Frontend(Protocol):

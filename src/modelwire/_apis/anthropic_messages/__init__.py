@@ -66,10 +66,11 @@ from .._common import (
 )
 from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
 from . import _count, spec
-from ._decode import AnthropicDecoder, recognizes
 from ._output import add_output
-from ._render import error_body, render, render_complete, render_models, tool_results
 from ._whole import API_NAME
+from .decode import AnthropicDecoder, recognizes
+from .mock import error_body, render_complete, render_models, tool_results
+from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -487,7 +488,7 @@ class AnthropicMessagesAPI:
     endpoint = "/messages"
     mock = MockRendering(
         in_band_error=_in_band_error,
-        render=render,
+        render=render_script,
         tool_results=tool_results,
         encode_frames=partial(encode_sse, named=True),
         request_model=_request_model,

@@ -74,8 +74,9 @@ from .._common import (
 )
 from .._mock import MockFrame, arguments_object, declared_tools
 from . import _count, spec
-from ._decode import BedrockDecoder
-from ._render import encode_frames, error_body, render, render_complete, tool_results
+from .decode import BedrockDecoder
+from .mock import encode_frames, error_body, render_complete, tool_results
+from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -477,7 +478,7 @@ class BedrockConverseAPI:
     name = "bedrock-converse"
     mock = MockRendering(
         in_band_error=_in_band_error,
-        render=render,
+        render=render_script,
         tool_results=tool_results,
         encode_frames=encode_frames,
         request_model=_request_model,

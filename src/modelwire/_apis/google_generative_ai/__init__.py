@@ -72,10 +72,11 @@ from .._common import (
 )
 from .._mock import MockFrame, declared_tools, encode_sse
 from . import _count, spec
-from ._decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
 from ._output import add_output
-from ._render import error_body, render, render_complete, render_models, tool_results
 from ._schema import gemini_schema
+from .decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
+from .mock import error_body, render_complete, render_models, tool_results
+from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -402,7 +403,7 @@ class GoogleAPI:
     name = "google-generative-ai"
     mock = MockRendering(
         in_band_error=_in_band_error,
-        render=render,
+        render=render_script,
         tool_results=tool_results,
         encode_frames=_encode_frames,
         request_model=_request_model,

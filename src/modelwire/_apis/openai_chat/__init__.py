@@ -18,10 +18,11 @@ from .._common import bearer_auth, check_context_values, http_request
 from .._mock import MockFrame, role_tool_results
 from . import spec
 from ._compat import ChatCompat, detect_compat
-from ._decode import ChatDecoder, recognizes
-from ._encode import RESERVED, build_body, encode_messages
 from ._leaky import LeakyChatDecoder
-from ._render import adapt, render, render_complete, render_models, tool_id_rule
+from .decode import ChatDecoder, recognizes
+from .encode import RESERVED, build_body, encode_messages
+from .mock import adapt, render_complete, render_models, tool_id_rule
+from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -42,7 +43,7 @@ class OpenAIChatAPI:
     name = "openai-chat"
     endpoint = "/chat/completions"
     mock = MockRendering(
-        in_band_error=_in_band_error, render=render, tool_results=role_tool_results,
+        in_band_error=_in_band_error, render=render_script, tool_results=role_tool_results,
         render_complete=render_complete, adapt=adapt, models_path="/models",
         render_models=render_models,
     )  # fmt: skip

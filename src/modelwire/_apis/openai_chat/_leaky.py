@@ -13,7 +13,7 @@ from ..._wire.deltas import Delta, EndOfStream, Finish, TextDelta, ToolCallDelta
 from ..._wire.sse import Frame
 from .._leaked import LeakedCall, LeakedText
 from ._compat import ChatCompat
-from ._decode import ChatDecoder
+from .decode import ChatDecoder
 
 __all__ = ["LeakyChatDecoder"]
 

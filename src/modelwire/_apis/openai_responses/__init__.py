@@ -65,20 +65,14 @@ from .._common import (
     http_request,
 )
 from .._mock import MockFrame, declared_tools, encode_sse
-from ..openai_chat._render import render_models
+from ..openai_chat.mock import render_models
 from . import _count, spec
 from ._client import CLIENT_ITEMS
-from ._decode import ResponsesDecoder
-from ._encode import (
-    RESERVED,
-    ResponsesCompat,
-    _tool,
-    _tool_choice,
-    detect_compat,
-    encode_input,
-)
 from ._output import add_output
-from ._render import render, render_complete, tool_results
+from .decode import ResponsesDecoder
+from .encode import RESERVED, ResponsesCompat, _tool, _tool_choice, detect_compat, encode_input
+from .mock import render as render_script
+from .mock import render_complete, tool_results
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -117,7 +111,7 @@ class OpenAIResponsesAPI:
     mock = MockRendering(
         in_band_error=_in_band_error,
         in_band_kind="server",
-        render=render,
+        render=render_script,
         tool_results=tool_results,
         encode_frames=partial(encode_sse, named=True),
         render_complete=render_complete,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from ..._wire.request import OUTPUT_MODES, OutputMode, OutputRequest
+from ..._wire.request import OUTPUT_MODES, OUTPUT_TOOL, OutputMode, OutputRequest
 from ...errors import ConfigurationError, OutputInvalidError
 from ._schema import Invalid, OutputType, output_type, strict_schema
 
@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 
 __all__ = ["OUTPUT_TOOL", "OutputPlan", "partial_value", "plan_output"]
 
-#: The synthetic tool of the ``tool`` mode (the name pydantic-ai uses too).
-OUTPUT_TOOL = "final_result"
 _TOOL_DESCRIPTION = "Give the final answer: call this tool once, with the answer as its arguments."
 _PROMPT = (
     "Answer with one JSON value that matches this JSON Schema, and nothing else "

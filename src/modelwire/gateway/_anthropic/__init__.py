@@ -60,12 +60,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..._apis._server.request import GatewayRequest, RequestError
+from ..._apis.anthropic_messages._error_shape import error_response
+from ..._apis.anthropic_messages.parse import API_NAME, parse
+from ..._apis.anthropic_messages.render import Renderer, message_body
 from ..._apis.anthropic_messages.spec import ID_PREFIX
 from ...types import AssistantMessage
-from .._frontend import GatewayRequest, RequestError
-from ._errors import error_response
-from ._parse import API_NAME, parse
-from ._render import Renderer, message_body
 
 __all__ = ["FRONTEND", "AnthropicFrontend"]
 

@@ -44,13 +44,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
+from ..._apis._server.request import GatewayRequest, RequestError
+from ..._apis.openai_chat._carry import API
+from ..._apis.openai_chat._error_shape import error as _error
+from ..._apis.openai_chat.parse import parse as _parse
+from ..._apis.openai_chat.render import ChatRenderer, message_body
 from ..._apis.openai_chat.spec import ID_PREFIX
 from ...types import AssistantMessage
-from .._frontend import Frontend, GatewayRequest, RequestError
-from ._carry import API
-from ._errors import error as _error
-from ._parse import parse as _parse
-from ._render import ChatRenderer, message_body
+from .._frontend import Frontend
 
 __all__ = ["FRONTEND", "ChatFrontend", "ChatRenderer"]
 

@@ -48,7 +48,7 @@ Normalisation on parse: a user message of one text part reads as a plain string;
 Signatures: an assistant item from a Responses backend keeps the provider's ids and
 reasoning item as they are; from another API the thinking signature is sealed in the
 reasoning item's ``encrypted_content``, a text or call signature (a thought
-signature) in the item's ``id`` (:mod:`modelwire.gateway._origin`), and unsealing
+signature) in the item's ``id`` (:mod:`modelwire._apis._server.origin`), and unsealing
 gives back the origin, so the next request replays them to the model that made them.
 """
 
@@ -56,13 +56,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from ..._apis._server.request import GatewayRequest, RequestError, StreamRenderer
+from ..._apis.openai_responses._error_shape import error as _error
+from ..._apis.openai_responses._output_items import (
+    API,
+    encode,
+    incomplete_reason,
+    message_output,
+    now,
+    response_object,
+)
+from ..._apis.openai_responses.parse import parse as _parse
+from ..._apis.openai_responses.render import ResponsesRenderer
 from ..._apis.openai_responses.spec import RESPONSE_ID_PREFIX, Stop
 from ...types import AssistantMessage
-from .._frontend import GatewayRequest, RequestError, StreamRenderer
-from ._errors import error as _error
-from ._items import API, encode, incomplete_reason, message_output, now, response_object
-from ._parse import parse as _parse
-from ._render import ResponsesRenderer
 
 __all__ = ["FRONTEND", "ResponsesFrontend", "ResponsesRenderer"]
 

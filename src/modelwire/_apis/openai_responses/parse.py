@@ -18,15 +18,15 @@ from typing import Annotated, Any
 import msgspec
 
 from ...types import Context, ToolDefinition
-from .._fields import Tokens, body_fields
-from .._fields import schema as _schema
-from .._frontend import GatewayRequest
-from ._checks import as_list as _list
-from ._checks import as_object as _obj
-from ._checks import decode as _decode
-from ._checks import fail as _fail
-from ._checks import string as _str
-from ._input import conversation as _conversation
+from .._server.fields import Tokens, body_fields
+from .._server.fields import schema as _schema
+from .._server.request import GatewayRequest
+from ._parse_checks import as_list as _list
+from ._parse_checks import as_object as _obj
+from ._parse_checks import decode as _decode
+from ._parse_checks import fail as _fail
+from ._parse_checks import string as _str
+from ._parse_input import conversation as _conversation
 
 __all__ = ["parse"]
 

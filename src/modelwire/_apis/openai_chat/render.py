@@ -19,15 +19,6 @@ from typing import Any
 
 import msgspec
 
-from ..._apis._common import block_as_text, citations_as_text, raw_or_json_arguments
-from ..._apis.openai_chat.spec import (
-    CHUNK_OBJECT,
-    COMPLETION_OBJECT,
-    DONE,
-    FILTERED_FINISH,
-    FINISH_OF,
-    OWN_FINISH_REASONS,
-)
 from ...errors import AbortedError, error_class_for_kind
 from ...events import (
     BlockEvent,
@@ -57,9 +48,18 @@ from ...types import (
     ToolCall,
     Usage,
 )
-from .._frontend import GatewayRequest
+from .._common import block_as_text, citations_as_text, raw_or_json_arguments
+from .._server.request import GatewayRequest
 from ._carry import API, call_extra, needs_seal, thinking_entry
-from ._errors import error_object
+from ._error_shape import error_object
+from .spec import (
+    CHUNK_OBJECT,
+    COMPLETION_OBJECT,
+    DONE,
+    FILTERED_FINISH,
+    FINISH_OF,
+    OWN_FINISH_REASONS,
+)
 
 __all__ = ["ChatRenderer", "finish_reason", "message_body", "usage_object"]
 

@@ -3,7 +3,7 @@
 The inverse of :func:`modelwire._apis.openai_responses.encode_input` (API reference,
 "Input item list"): consecutive output items — ``reasoning``, assistant ``message``,
 ``function_call``, provider-run tool items — are one assistant turn; a sealed value
-(:mod:`modelwire.gateway._origin`) in a reasoning item's ``encrypted_content`` or an
+(:mod:`modelwire._apis._server.origin`) in a reasoning item's ``encrypted_content`` or an
 item's ``id`` gives the turn its origin (api, provider, model) and the block its own
 signature back. A reasoning item that is not sealed is kept whole, as the client sent
 it, as the signature: what a Responses backend replays byte for byte.
@@ -33,13 +33,13 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import arguments as _arguments
-from .._origin import CLIENT_PROVIDER, Origin, unseal
-from ._checks import as_list as _list
-from ._checks import as_object as _obj
-from ._checks import fail as _fail
-from ._checks import string as _str
-from ._items import API, is_generated
+from .._server.fields import arguments as _arguments
+from .._server.origin import CLIENT_PROVIDER, Origin, unseal
+from ._output_items import API, is_generated
+from ._parse_checks import as_list as _list
+from ._parse_checks import as_object as _obj
+from ._parse_checks import fail as _fail
+from ._parse_checks import string as _str
 
 __all__ = ["conversation"]
 
@@ -128,7 +128,7 @@ def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Messa
         elif kind in _SERVER_ITEM_TYPES:
             # A provider-run item the gateway streamed from a Responses backend: its
             # blocks, as modelwire's decoder makes them (replayed as received).
-            from ..._apis.openai_responses._server import item_blocks
+            from ._server import item_blocks
 
             try:
                 blocks = item_blocks(bytes(raw), kind, "input item")
@@ -236,7 +236,7 @@ def _text_item(item: dict[str, Any], path: str) -> tuple[TextContent, Origin | N
 
 
 def _citation(note: dict[str, Any]) -> Citation:
-    from ..._apis.openai_responses._server import citation
+    from ._server import citation
 
     return citation(note, _encode(note).decode())
 

@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 
 from ...errors import ErrorInfo, StreamError
-from .._frontend import RequestError
+from .._server.request import RequestError
 
 __all__ = ["error", "failure"]
 

@@ -17,8 +17,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .._apis._common import _path_message
-from ._frontend import RequestError
+from .._common import _path_message
+from .request import RequestError
 
 __all__ = ["Tokens", "arguments", "body_fields", "decode", "fail", "invalid", "join", "schema"]
 

@@ -32,10 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..._apis._common import raw_or_json_arguments
-from ..._apis._profile import origin_profile
-from ..._apis.openai_responses.spec import TERMINAL_EVENTS, Stop
-from ..._client._output._plan import OUTPUT_TOOL
+from ..._wire.request import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
     CitationEvent,
@@ -55,9 +52,11 @@ from ...events import (
     ToolCallStartEvent,
 )
 from ...types import AssistantMessage, TextContent, ThinkingContent, ToolCall
-from .._frontend import GatewayRequest
-from ._errors import failure
-from ._items import (
+from .._common import raw_or_json_arguments
+from .._profile import origin_profile
+from .._server.request import GatewayRequest
+from ._error_shape import failure
+from ._output_items import (
     API,
     annotation,
     block_item,
@@ -73,6 +72,7 @@ from ._items import (
     text_id,
     text_item,
 )
+from .spec import TERMINAL_EVENTS, Stop
 
 __all__ = ["ResponsesRenderer"]
 

@@ -8,7 +8,7 @@ item id from ``ToolCall.signature``, a reasoning item as received). A block from
 other API gets a gateway id, ``<prefix>_mwgw_<response>_<n>`` (read back as "no
 signature"), or — when it carries a signature of its own (a thought signature on a
 call or text) — the sealed origin as its id
-(:func:`modelwire.gateway._origin.seal`); its thinking's signature goes, sealed, in
+(:func:`modelwire._apis._server.origin.seal`); its thinking's signature goes, sealed, in
 the reasoning item's ``encrypted_content``. Id prefixes and the ending's status come
 from the Responses spec (:mod:`modelwire._apis.openai_responses.spec`).
 """
@@ -21,14 +21,6 @@ from typing import Any
 
 import msgspec
 
-from ..._apis._common import block_as_text, raw_or_json_arguments
-from ..._apis.openai_responses.spec import (
-    INCOMPLETE_REASONS,
-    ITEM_ID_PREFIXES,
-    NO_REASON,
-    RESPONSE_ID_PREFIX,
-    Stop,
-)
 from ...types import (
     AssistantMessage,
     Citation,
@@ -40,8 +32,10 @@ from ...types import (
     ToolCall,
     Usage,
 )
-from .._frontend import GatewayRequest
-from .._origin import Origin, seal
+from .._common import block_as_text, raw_or_json_arguments
+from .._server.origin import Origin, seal
+from .._server.request import GatewayRequest
+from .spec import INCOMPLETE_REASONS, ITEM_ID_PREFIXES, NO_REASON, RESPONSE_ID_PREFIX, Stop
 
 __all__ = [
     "API",

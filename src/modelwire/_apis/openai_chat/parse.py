@@ -1,5 +1,5 @@
 """A Chat Completions request body → :class:`GatewayRequest` (the inverse of
-``modelwire._apis.openai_chat._encode``).
+``modelwire._apis.openai_chat.encode``).
 
 Reference: https://platform.openai.com/docs/api-reference/chat/create. The field
 table (translated, passed through, refused, ignored) is in the package docstring.
@@ -30,11 +30,11 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import Tokens, arguments, body_fields, decode, schema
-from .._frontend import GatewayRequest, RequestError
-from .._origin import CLIENT_PROVIDER, Origin, unseal
+from .._server.fields import Tokens, arguments, body_fields, decode, schema
+from .._server.origin import CLIENT_PROVIDER, Origin, unseal
+from .._server.request import GatewayRequest, RequestError
 from ._carry import API, FORMAT
-from ._request import (
+from ._request_body import (
     Assistant,
     AudioPart,
     Detail,
@@ -51,9 +51,7 @@ from ._request import (
     ToolMessage,
     User,
 )
-from ._request import (
-    Message as WireMessage,
-)
+from ._request_body import Message as WireMessage
 
 __all__ = ["parse"]
 

@@ -29,15 +29,8 @@ from ..._wire.deltas import (
     UsageUpdate,
 )
 from ..._wire.sse import Frame
-from ...errors import (
-    MalformedChunkError,
-    TruncatedStreamError,
-)
-from .._common import (
-    decode_json,
-    dumps,
-    in_band_error,
-)
+from ...errors import MalformedChunkError, TruncatedStreamError
+from .._common import decode_json, dumps, in_band_error
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
 from ._errors import error_from_code as _error_from_code
 from ._items import _CLIENT, _IGNORED, _PART_SEP, _TEXT, _THINKING, _TOOL, _ItemState

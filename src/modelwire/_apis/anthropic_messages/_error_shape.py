@@ -12,7 +12,7 @@ import math
 import msgspec
 
 from ...errors import StreamError
-from .._frontend import RequestError
+from .._server.request import RequestError
 
 __all__ = ["error_response", "error_type", "in_stream_error"]
 

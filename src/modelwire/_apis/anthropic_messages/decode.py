@@ -28,10 +28,7 @@ from ..._wire.deltas import (
 )
 from ..._wire.sse import Frame
 from ..._wire.sse._frames import Run, frames_of, run_values
-from ...errors import (
-    MalformedChunkError,
-    TruncatedStreamError,
-)
+from ...errors import MalformedChunkError, TruncatedStreamError
 from .._codec import first_sse_json
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 from ._whole import WHOLE, Whole, citation, whole_kind

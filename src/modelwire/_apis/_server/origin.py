@@ -28,7 +28,7 @@ import binascii
 
 import msgspec
 
-from ..types import AssistantMessage, Context, Model
+from ...types import AssistantMessage, Context, Model
 
 __all__ = ["CLIENT_PROVIDER", "SEAL_PREFIX", "Origin", "adopt", "seal", "unseal"]
 

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 
 from ...errors import StreamError
-from .._frontend import RequestError
+from .._server.request import RequestError
 
 __all__ = ["error", "error_object"]
 

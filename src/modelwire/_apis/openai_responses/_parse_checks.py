@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from .._fields import decode, fail
+from .._server.fields import decode, fail
 
 __all__ = ["as_list", "as_object", "decode", "fail", "kind", "string"]
 

@@ -27,9 +27,7 @@ from typing import Any
 
 import msgspec
 
-from ..._apis._common import block_as_text
-from ..._apis.anthropic_messages.spec import REFUSAL, STOP_OF, STOP_REASONS
-from ..._client._output._plan import OUTPUT_TOOL
+from ..._wire.request import OUTPUT_TOOL
 from ...events import (
     BlockEvent,
     CitationEvent,
@@ -60,10 +58,12 @@ from ...types import (
     ToolCall,
     Usage,
 )
-from .._frontend import GatewayRequest
-from .._origin import Origin, seal
-from ._errors import in_stream_error
-from ._parse import API_NAME
+from .._common import block_as_text
+from .._server.origin import Origin, seal
+from .._server.request import GatewayRequest
+from ._error_shape import in_stream_error
+from .parse import API_NAME
+from .spec import REFUSAL, STOP_OF, STOP_REASONS
 
 __all__ = ["Renderer", "message_body", "stop_reason"]
 

@@ -24,13 +24,7 @@ from ...types import (
 from .._common import as_tool_call
 from .._mock import MockFrame, ScriptedReply, arguments_text, prefixed, split_text, text_of
 from ._server import SERVER_ITEMS
-from .spec import (
-    INCOMPLETE_REASONS,
-    ITEM_ID_PREFIXES,
-    RESPONSE_ID_PREFIX,
-    TERMINAL_EVENTS,
-    Stop,
-)
+from .spec import INCOMPLETE_REASONS, ITEM_ID_PREFIXES, RESPONSE_ID_PREFIX, TERMINAL_EVENTS, Stop
 
 __all__ = ["render", "render_complete", "tool_results"]
 

@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal, TypeVar
 
 import msgspec
 
-from ..._apis.anthropic_messages._whole import SERVER_CALLS, citation, whole_kind
 from ...errors import ConfigurationError, MalformedChunkError
 from ...types import (
     AssistantContent,
@@ -36,9 +35,10 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._fields import Tokens, body_fields, decode, schema
-from .._frontend import GatewayRequest, RequestError
-from .._origin import CLIENT_PROVIDER, Origin, unseal
+from .._server.fields import Tokens, body_fields, decode, schema
+from .._server.origin import CLIENT_PROVIDER, Origin, unseal
+from .._server.request import GatewayRequest, RequestError
+from ._whole import SERVER_CALLS, citation, whole_kind
 
 __all__ = ["API_NAME", "parse"]
 

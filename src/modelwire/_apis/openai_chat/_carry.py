@@ -3,7 +3,7 @@
 Chat Completions has no field for a thinking signature. A turn that came from a
 backend of another API (an Anthropic thinking signature, a Responses reasoning
 item, a Gemini thought signature) carries each thinking block's origin sealed
-(:func:`modelwire.gateway._origin.seal`) in a ``reasoning_details`` entry — the
+(:func:`modelwire._apis._server.origin.seal`) in a ``reasoning_details`` entry — the
 field OpenRouter defined for reasoning a client must send back unchanged
 (https://openrouter.ai/docs/use-cases/reasoning-tokens, "Preserving reasoning
 blocks") — of type ``reasoning.encrypted`` with ``format`` :data:`FORMAT`, so no
@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...types import AssistantMessage, ThinkingContent, ToolCall
-from .._origin import Origin, seal
+from .._server.origin import Origin, seal
 
 __all__ = ["API", "FORMAT", "call_extra", "needs_seal", "thinking_entry"]
 
