@@ -153,6 +153,14 @@ def check_request(api: str, body: dict[str, Any]) -> None:
         calls = [c["function"]["name"] for m in msgs for c in m.get("tool_calls", [])]
         assert calls == ["read"]
         assert [m for m in msgs if m["role"] == "tool"]
+    elif api == "cohere-chat":
+        msgs = body["messages"]
+        assert {m["role"] for m in msgs} <= {"system", "user", "assistant", "tool"}
+        calls = [c["id"] for m in msgs if m["role"] == "assistant" for c in m.get("tool_calls", [])]
+        results = [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
+        assert calls and results == calls
+        parts = [p for m in msgs if isinstance(m.get("content"), list) for p in m["content"]]
+        assert not any(p.get("type") == "thinking" for p in parts)  # another model's
     else:  # pragma: no cover - a new API needs its shape written here
         raise AssertionError(f"no request shape for {api}")
 

@@ -43,8 +43,9 @@ from modelwire._wire.sse import SSEDecoder
 from modelwire.testing import MockServer, Reply, api_for_path, render
 
 SRC = Path(mw.__file__).parent
-BUILTIN = ("anthropic-messages", "bedrock-converse", "google-generative-ai", "ollama-chat",
-           "openai-chat", "openai-responses")  # fmt: skip
+# The API modules on disk (``-`` for ``_``), listed without asking the registry.
+BUILTIN = tuple(sorted(p.stem.replace("_", "-") for p in (SRC / "_apis").iterdir()
+                       if not p.name.startswith("_") and (p.suffix == ".py" or p.is_dir())))  # fmt: skip
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
 
@@ -383,16 +384,19 @@ def test_a_path_conflict_is_refused_naming_both_apis(clean_registry: None) -> No
 
 def test_the_mock_routes_by_the_exact_path_not_a_suffix(clean_registry: None) -> None:
     # A short endpoint ("/chat", as Cohere's v2 API has) must not take Ollama's "/api/chat".
+    assert mock_routes()["cohere-chat"] == "/v2/chat"
+
     class Short(OllamaChatAPI):
         name = "short-chat"
         endpoint = "/chat"
-        mock = replace(OllamaChatAPI.mock, version_segment="/v2")
+        mock = replace(OllamaChatAPI.mock, version_segment="/v3")
 
     register_wire_api(Short())
     routes = mock_routes()
-    assert routes["short-chat"] == "/v2/chat" and routes["ollama-chat"] == "/api/chat"
+    assert routes["short-chat"] == "/v3/chat" and routes["ollama-chat"] == "/api/chat"
     assert api_for_path("/api/chat") == "ollama-chat"
-    assert api_for_path("/v2/chat?x=1") == "short-chat"
+    assert api_for_path("/v3/chat?x=1") == "short-chat"
+    assert api_for_path("/v2/chat") == "cohere-chat"
     assert api_for_path("/v1/chat/completions") == "openai-chat"
     # The model id fills exactly one path segment of a templated route.
     assert api_for_path("/v1beta/models/gemini-x:streamGenerateContent") == "google-generative-ai"
@@ -410,38 +414,42 @@ ADDING = SRC.parents[1] / "docs" / "adding-a-wire-api.md"
 def documented_module(tmp_path: Path) -> Path:
     """The complete API module of docs/adding-a-wire-api.md, exactly as printed."""
     text = ADDING.read_text(encoding="utf-8")
-    match = re.search(r"^```python\n(# cohere_v2\.py\n.*?)^```\n", text, re.M | re.S)
-    assert match, "docs/adding-a-wire-api.md shows the cohere_v2.py module"
+    match = re.search(r"^```python\n(# toy_chat\.py\n.*?)^```\n", text, re.M | re.S)
+    assert match, "docs/adding-a-wire-api.md shows the toy_chat.py module"
     body = match.group(1)
     # Extenders are sent to modelwire.ext only: no private module in the example.
     assert "modelwire._" not in body and "from modelwire.ext import" in body
-    path = tmp_path / "cohere_v2.py"
+    path = tmp_path / "toy_chat.py"
     path.write_text(body, encoding="utf-8")
     return path
 
 
 @pytest.fixture
-def cohere(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None) -> Iterator[Any]:
+def documented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None
+) -> Iterator[Any]:
     documented_module(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))
     import importlib
 
-    module = importlib.import_module("cohere_v2")
+    module = importlib.import_module("toy_chat")
     from modelwire.ext import register_wire_api as register
 
     register(module.API)
     yield module
-    sys.modules.pop("cohere_v2", None)
+    sys.modules.pop("toy_chat", None)
 
 
-def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
+def test_the_documented_api_runs_end_to_end(documented: Any) -> None:
     import modelwire.ext as ext
     from eventlist import same_at_every_split
 
-    name = "cohere-v2"
-    assert get_api(name) is cohere.API and name in api_names()
-    assert isinstance(cohere.API, ext.WireCodec) and isinstance(cohere.API.mock, ext.MockFacet)
-    assert mock_routes()[name] == "/v2/chat" and api_for_path("/v2/chat") == name
+    name = "toy-chat"
+    assert get_api(name) is documented.API and name in api_names()
+    assert isinstance(documented.API, ext.WireCodec) and isinstance(
+        documented.API.mock, ext.MockFacet
+    )
+    assert mock_routes()[name] == "/v1/toy/chat" and api_for_path("/v1/toy/chat") == name
     assert api_for_path("/api/chat") == "ollama-chat"  # the short path takes nothing else's
     # The mock server answers it, on its exact path, with a tool call and then text.
     script: list[str | mw.ToolCall] = [
@@ -453,7 +461,7 @@ def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
     tools_ctx = mw.Context(messages=CTX.messages, tools=[read])
     with MockServer([script, "It says hi."]) as srv:
         model = srv.model(name, "command-x")
-        assert model.base_url == srv.origin + "/v2"
+        assert model.base_url == srv.origin + "/v1"
         first = mw.complete_sync(model, tools_ctx)
         assert first.stop_reason == "tool_use" and first.tool_calls[0].arguments == {"path": "a"}
         result = mw.ToolResultMessage(tool_call_id="c1", tool_name="read",
@@ -462,7 +470,7 @@ def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
         second = mw.complete_sync(model, ctx)
     assert first.text == "Reading." and second.text == "It says hi." and second.api == name
     rec = srv.requests[1]
-    assert rec.path == "/v2/chat" and rec.api == name and rec.model == "command-x"
+    assert rec.path == "/v1/toy/chat" and rec.api == name and rec.model == "command-x"
     from modelwire._cli.demo import tool_result_text
 
     assert tool_result_text(name, rec.json()) == "hi"  # the mock facet's tool_results
@@ -472,7 +480,7 @@ def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
     assert message.text == "Reading." and message.tool_calls[0].name == "read"
     same_at_every_split(name, body)
     # Truncation and a field path, from the decoder.
-    cut = mw.replay(name, body[: body.rindex(b'data: {"type":"message-end"')]).message
+    cut = mw.replay(name, body[: body.rindex(b'data: {"type":"toy-message-end"')]).message
     assert cut.error is not None and cut.error.kind == "truncated_stream"
     bad = body.replace(b'"text":"Rea"', b'"text":5')
     err = mw.replay(name, bad).message.error
@@ -488,10 +496,10 @@ def test_the_documented_api_runs_end_to_end(cohere: Any) -> None:
         assert f"looks like {source} output, not {wrong}" in err.message
 
 
-def test_the_registry_derived_suites_pick_up_a_new_api(cohere: Any) -> None:
+def test_the_registry_derived_suites_pick_up_a_new_api(documented: Any) -> None:
     import test_wrong_api
 
-    name = "cohere-v2"
+    name = "toy-chat"
     assert name in test_wrong_api.rendered()
     pairs = test_wrong_api.pairs()
     assert (name, "openai-chat") in pairs and ("bedrock-converse", name) in pairs
