@@ -634,3 +634,85 @@ def test_a_driver_failure_after_a_first_reads_first_piece_keeps_the_whole_read(e
     assert terminal.message.text == "".join(texts)
     err = terminal.message.error
     assert err is not None and err.kind == "stream_interrupted" and KEY not in err.message
+
+
+# --------------------------------------------------------------------------- phases
+
+
+def phases(call: Call, answer: Callable[[Intent], Any], *, abort_at: int | None = None,
+           drain: Any = None) -> tuple[list[str], list[Event]]:  # fmt: skip
+    """Drive ``call`` to Close: its phase after every intent (repeats folded), and the
+    events. ``abort_at``: abort while the n-th Read waits; ``drain``: Drain's answer."""
+    seen: list[str] = []
+    events: list[Event] = []
+    reads = 0
+    intent = call.first()
+    while True:
+        if not seen or seen[-1] != call.phase:
+            seen.append(call.phase)
+        if isinstance(intent, Emit):
+            events += intent.events
+        if isinstance(intent, Close):
+            return seen, events
+        if isinstance(intent, Read):
+            reads += 1
+            if reads == abort_at:
+                intent = call.abort()
+                continue
+        intent = call.send(drain if isinstance(intent, Drain) else answer(intent))
+
+
+def test_a_normal_call_goes_through_its_phases_in_order() -> None:
+    clock = Clock()
+    call = new_call(clock)
+    s = Script(clock, [Head(200, SSE)], [chunk("Hel"), chunk("lo"), FINISH, b"rest"])
+    seen, events = phases(call, s.answer)
+    assert seen == ["start", "authorize", "send", "read", "drain", "closed"]
+    assert final(events).text == "Hello" and call.ended
+
+
+def test_a_retry_after_a_503_waits_then_sends_again_without_authorizing_again() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(503, {}), Head(200, SSE)], [FINISH], error_body=b"busy")
+    seen, events = phases(new_call(clock), s.answer)
+    assert seen == ["start", "authorize", "send", "read_error", "wait", "send", "read",
+                    "drain", "closed"]  # fmt: skip
+    assert final(events).stop_reason == "stop"
+
+
+def test_an_in_band_retry_is_decided_from_the_read_phase_and_starts_over() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE), Head(200, SSE)], [overloaded_frame(), chunk("Hi"), FINISH])
+    seen, events = phases(retrying_call(clock), s.answer)
+    assert seen == ["start", "authorize", "send", "read", "wait", "authorize", "send", "read",
+                    "drain", "closed"]  # fmt: skip
+    assert final(events).text == "Hi"
+
+
+def test_an_abort_mid_body_goes_from_read_to_closed() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hel"), chunk("lo")])
+    call = new_call(clock)
+    seen, events = phases(call, s.answer, abort_at=2)
+    assert seen == ["start", "authorize", "send", "read", "closed"]
+    assert final(events).stop_reason == "aborted" and final(events).text == "Hel"
+    assert isinstance(call.abort(), Close) and call.phase == "closed"  # stays closed
+
+
+def test_a_failure_during_drain_closes_and_leaves_the_delivered_answer_alone() -> None:
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi") + FINISH + b": trailing\n\n"])
+    seen, events = phases(new_call(clock), s.answer,
+                          drain=Failure(StreamInterruptedError("reset while draining")))  # fmt: skip
+    assert seen == ["start", "authorize", "send", "read", "drain", "closed"]
+    assert [e.type for e in events][-1] == "done" and final(events).stop_reason == "stop"
+    # An abort while draining (a cancelled driver) closes without a second terminal.
+    clock = Clock()
+    s = Script(clock, [Head(200, SSE)], [chunk("Hi") + FINISH + b": trailing\n\n"])
+    call = new_call(clock)
+    intent = call.first()
+    while not isinstance(intent, Drain):
+        intent = call.send(s.answer(intent))
+    draining = call.phase
+    assert isinstance(call.abort(), Close)
+    assert (draining, call.phase) == ("drain", "closed")

@@ -467,11 +467,57 @@ def read_ollama(body: bytes) -> Reading:
     return r
 
 
+_COHERE_FINISH = {"COMPLETE": "stop", "STOP_SEQUENCE": "stop", "TOOL_CALL": "tool_use",
+                  "MAX_TOKENS": "length", "ERROR": "error", "TIMEOUT": "error",
+                  "ERROR_TOXIC": "error", "ERROR_LIMIT": "error"}  # fmt: skip
+
+
+def read_cohere(body: bytes) -> Reading:
+    r = Reading()
+    calls: dict[int, dict[str, Any]] = {}
+    for i, (end, _name, data) in enumerate(sse_events(body)):
+        r.ends.append(end)
+        if data == "[DONE]":
+            continue
+        ev = json.loads(data)
+        t = ev.get("type")
+        msg = (ev.get("delta") or {}).get("message") or {}
+        if t == "tool-plan-delta":
+            r.text += msg.get("tool_plan") or ""  # said before the calls: the answer's text
+        elif t == "content-delta":
+            r.text += (msg.get("content") or {}).get("text") or ""
+        elif t == "tool-call-start":
+            tc = msg["tool_calls"]
+            calls[ev["index"]] = {"id": tc["id"], "name": tc["function"]["name"],
+                                  "json": tc["function"].get("arguments") or ""}  # fmt: skip
+        elif t == "tool-call-delta":
+            calls[ev["index"]]["json"] += msg["tool_calls"]["function"]["arguments"]
+        elif t == "tool-call-end":
+            calls[ev["index"]]["stopped"] = True
+        elif t == "message-end":
+            d = ev["delta"]
+            u = d.get("usage") or {}
+            units = u.get("billed_units") or u.get("tokens") or {}
+            if units:
+                r.usage = (units.get("input_tokens") or 0, units.get("output_tokens") or 0)
+            r.finish = _COHERE_FINISH.get(d.get("finish_reason") or "", "other")
+            r.terminal = i
+            break
+    for c in calls.values():
+        done, value = _args(c["json"])
+        if done and c.get("stopped"):
+            r.calls.append((c["id"], c["name"], value))
+        else:
+            r.partial_calls.append(c["name"])
+    return r
+
+
 #: The independent reading of each built-in API's wire format. A new API needs one: its
 #: recordings are replayed either way, but without a reader nothing says what they hold.
 READERS: dict[str, Callable[[bytes], Reading]] = {
     "anthropic-messages": read_anthropic,
     "bedrock-converse": read_bedrock,
+    "cohere-chat": read_cohere,
     "google-generative-ai": read_google,
     "ollama-chat": read_ollama,
     "openai-chat": read_openai_chat,
@@ -534,28 +580,37 @@ def test_the_bedrock_recordings_are_what_their_specs_build() -> None:
         )
 
 
+def _bytewise(path: Path, body: bytes) -> list[bytes]:
+    """The body byte by byte; a big one in chunks of 1 to 7 bytes."""
+    if len(body) <= BYTEWISE_MAX:
+        return [body[i : i + 1] for i in range(len(body))]
+    rng, chunks, i = random.Random(path.name), [], 0
+    while i < len(body):
+        step = rng.randint(1, 7)
+        chunks.append(body[i : i + step])
+        i += step
+    return chunks
+
+
+def _split_points(path: Path, api: str, body: bytes, sample: int) -> list[int]:
+    """Every offset of a small body; around every event boundary of a big one (at most
+    ``sample`` of them)."""
+    if len(body) <= EVERY_SPLIT_MAX:
+        return list(range(1, len(body)))
+    ends = READERS[api](body).ends if api in READERS else []
+    near = {e + d for e in ends for d in (-1, 0, 1)}
+    cuts = sorted(c for c in near if 0 < c < len(body))
+    if len(cuts) > sample:
+        cuts = sorted(random.Random(path.name).sample(cuts, sample))
+    return cuts
+
+
 @pytest.mark.parametrize("path", ALL, ids=_id)
 def test_one_decoding_whatever_the_splits(path: Path) -> None:
     body, api = path.read_bytes(), api_of(path)
     expected = plain(whole(path))
-    if len(body) <= BYTEWISE_MAX:
-        assert plain(mw.replay(api, [body[i : i + 1] for i in range(len(body))])) == expected
-    else:  # chunks of 1 to 7 bytes
-        rng, chunks, i = random.Random(path.name), [], 0
-        while i < len(body):
-            step = rng.randint(1, 7)
-            chunks.append(body[i : i + step])
-            i += step
-        assert plain(mw.replay(api, chunks)) == expected
-    if len(body) <= EVERY_SPLIT_MAX:
-        cuts: list[int] = list(range(1, len(body)))
-    else:
-        ends = READERS[api](body).ends if api in READERS else []
-        near = {e + d for e in ends for d in (-1, 0, 1)}
-        cuts = sorted(c for c in near if 0 < c < len(body))
-        if len(cuts) > 3 * SAMPLED_CUTS:
-            cuts = sorted(random.Random(path.name).sample(cuts, 3 * SAMPLED_CUTS))
-    for cut in cuts:
+    assert plain(mw.replay(api, _bytewise(path, body))) == expected
+    for cut in _split_points(path, api, body, 3 * SAMPLED_CUTS):
         assert plain(mw.replay(api, [body[:cut], body[cut:]])) == expected, cut
 
 
@@ -632,3 +687,84 @@ def test_a_cut_before_the_terminal_event_is_never_success(path: Path) -> None:
                 or (call.name, args) in complete
                 or any(n in (None, call.name) and a is None for _, n, a in reading.calls)
             ), f"{where}: {call.name} {call.arguments}"
+
+
+# --------------------------------------------------------------------------- the fast path
+# ``Pipeline.feed`` has a fast path (a read's frames decoded by one ``decode_batch``
+# call, or as one joined run, and assembled in one call) beside the reference path a
+# traced pipeline takes (``decode`` frame by frame, one delta assembled at a time).
+# The two must give the same events for every recording of every API, however it is
+# read.
+
+
+def _ignore(record: object) -> None:
+    """A trace observer that keeps nothing: only to put the pipeline on its reference path."""
+
+
+def _both_paths(api: str, reads: list[bytes]) -> tuple[list[Any], list[Any]]:
+    return plain(mw.replay(api, reads)), plain(mw.replay(api, reads, trace=_ignore))
+
+
+@pytest.mark.parametrize("path", ALL, ids=_id)
+def test_the_fast_path_gives_the_reference_paths_events(path: Path) -> None:
+    body, api = path.read_bytes(), api_of(path)
+    readings = [[body], _bytewise(path, body)]
+    readings += [[body[:c], body[c:]] for c in _split_points(path, api, body, SAMPLED_CUTS)]
+    for reads in readings:
+        fast, reference = _both_paths(api, reads)
+        assert fast == reference, f"{_id(path)} ({api}) read as {[len(r) for r in reads][:8]}"
+
+
+def _random_split(data: st.DataObject, paths: list[Path]) -> None:
+    path = data.draw(st.sampled_from(paths))
+    body = path.read_bytes()
+    points = sorted(data.draw(st.sets(st.integers(1, len(body) - 1), max_size=40)))
+    reads = [body[a:b] for a, b in zip([0, *points], [*points, len(body)], strict=True)]
+    fast, reference = _both_paths(api_of(path), reads)
+    assert fast == reference, (_id(path), points)
+
+
+OWN_BIG = [p for p in OWN if p.stat().st_size > EVERY_SPLIT_MAX]
+RECORDED_BIG = [p for p in RECORDED if p.stat().st_size > EVERY_SPLIT_MAX]
+
+
+@settings(max_examples=25, deadline=None)
+@given(data=st.data())
+def test_random_splits_of_our_big_recordings_take_both_paths_alike(data: st.DataObject) -> None:
+    _random_split(data, OWN_BIG)
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_random_splits_of_the_big_shared_recordings_take_both_paths_alike(
+    data: st.DataObject,
+) -> None:
+    _random_split(data, RECORDED_BIG)
+
+
+def test_the_two_paths_are_two(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The comparison means something: a read of many frames takes the fast path
+    (``Pipeline._batch``) untraced and never traced, for every API."""
+    from modelwire._wire.pipeline import Pipeline
+
+    batched: list[int] = []
+    real = Pipeline._batch
+
+    def counting(self: Pipeline, frames: Any, out: list[Any]) -> None:
+        batched.append(len(frames))
+        real(self, frames, out)
+
+    monkeypatch.setattr(Pipeline, "_batch", counting)
+    apis = sorted({api_of(p) for p in OWN})
+    assert set(builtin_api_names()) <= set(apis)
+    for api in apis:
+        path = max((p for p in OWN if api_of(p) == api), key=lambda p: p.stat().st_size)
+        body = path.read_bytes()
+        # Two reads: the first is decoded frame by frame until a payload is recognised
+        # (wrong-API detection), the second holds many frames.
+        reads = [body[: len(body) // 2], body[len(body) // 2 :]]
+        batched.clear()
+        mw.replay(api, reads, trace=_ignore)
+        assert batched == [], api
+        mw.replay(api, reads)
+        assert batched, f"{_id(path)} never took the fast path"

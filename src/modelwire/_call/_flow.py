@@ -33,6 +33,7 @@ from ._intents import (
     Failure,
     Head,
     Intent,
+    Phase,
     Read,
     ReadError,
     Send,
@@ -108,7 +109,7 @@ class Switch(msgspec.Struct, frozen=True, gc=False):
 
 class Call:
     """One call: ``first()`` gives the first intent, ``send(result)`` the next one,
-    until :class:`Close` (after which the call is over).
+    until :class:`Close` (after which the call is over); :attr:`phase` says where it is.
 
     ``aborted`` says whether the caller aborted (a failure then ends the stream as
     ``aborted``, not as the failure it caused); :meth:`abort` ends it at once.
@@ -120,10 +121,9 @@ class Call:
     failure matches ``switch``.
     """
 
-    __slots__ = ("_abort_final", "_aborted", "_after_emit", "_body", "_clock", "_closing",
-                 "_delivered", "_fed", "_first", "_gen", "_leg_circuit", "_legs", "_policy",
-                 "_rest", "_rng", "_switch", "ended", "pipeline", "request",
-                 "timeout")  # fmt: skip
+    __slots__ = ("_abort_final", "_aborted", "_after_emit", "_body", "_clock", "_delivered",
+                 "_fed", "_first", "_gen", "_leg_circuit", "_legs", "_policy", "_rest", "_rng",
+                 "_switch", "ended", "phase", "pipeline", "request", "timeout")  # fmt: skip
 
     def __init__(
         self,
@@ -155,9 +155,10 @@ class Call:
                     tokens=tokens)  # fmt: skip
         self._legs: tuple[Leg, ...] = (first, *fallback)
         self._switch = switch
+        #: Where the call is (:data:`Phase`); set at each transition, only by the flow.
+        self.phase: Phase = "start"
         #: True once the terminal event has been emitted.
         self.ended = False
-        self._closing = False
         self._aborted = False
         # Whether the current attempt delivered an event past ``start`` (content).
         self._delivered = False
@@ -249,7 +250,7 @@ class Call:
         self._take_rest_aborted()
         self._body = None  # the flow's generator takes it from its Read
         self._after_emit = False
-        if self._closing:
+        if self.phase == "closed":
             return Close()
         if self._aborted:  # already on the way out: its Emit, then Close
             return self._gen.send(None)
@@ -315,7 +316,7 @@ class Call:
             events, self._abort_final = self.pipeline.abort() or self._abort_final, []
             if events:
                 yield self._emit(events)
-        self._closing = True
+        self.phase = "closed"
         yield Close()
 
     def _legs_run(self, aborted: Callable[[], bool]) -> Generator[Intent, Any, None]:
@@ -392,6 +393,7 @@ class Call:
                         t.retry(self._policy.attempts, None, info.kind, wait)
                     # A fresh response first: an abort during the wait ends from it.
                     self._restart_attempt(leg)
+                    self.phase = "wait"
                     yield Sleep(wait)
                     continue
             if withheld is not None:
@@ -403,7 +405,7 @@ class Call:
         event after the ``200``) that came before any content; ``None``: not retried
         (content came first, not retryable, retries or deadline used up). The same
         policy as a status error decides (DESIGN §2a: retries before content only)."""
-        if self._policy.phase != "body" or self._delivered or _has_content(withheld):
+        if self.phase != "read" or self._delivered or _has_content(withheld):
             return None
         err = from_info(info)
         if not isinstance(err, ProviderError):
@@ -455,7 +457,7 @@ class Call:
     ) -> Generator[Intent, Any, list[Event] | None]:
         p = self.pipeline
         policy = self._policy
-        policy.phase = "before"
+        self.phase = "authorize"
         got = yield Authorize(self.request)
         if isinstance(got, Failure):
             return p.fail(got.error)
@@ -464,7 +466,7 @@ class Call:
         head = yield from self._open(request, leg)
         if isinstance(head, StreamError):
             return p.fail(head)
-        policy.phase = "body"
+        self.phase = "read"  # (an in-band error is retried from here only)
         rid = request_id(head.headers)
         if rid:
             p.request_id = redact(rid, p.secrets)
@@ -505,6 +507,7 @@ class Call:
         yield self._emit(events)
         # Ended before the body did: read the rest briefly (bounded) so the
         # connection can be reused.
+        self.phase = "drain"
         yield Drain(DRAIN_BYTES, DRAIN_SECONDS)
         return None
 
@@ -523,11 +526,13 @@ class Call:
                     left = policy.remaining()
                     if left is not None and wait >= left:
                         return policy.total_timeout("waiting for the rate limit")
+                    self.phase = "wait"
                     yield Sleep(wait)
                     wait = pacer.paused()
             if policy.expired():
                 return policy.total_timeout("before the response")
             connect = policy.bound(t.connect)
+            self.phase = "send"
             got = yield Send(request, connect, policy.bound(t.idle), policy.remaining())
             err: StreamError
             if isinstance(got, Failure):
@@ -548,6 +553,7 @@ class Call:
                         # Once per call, after the status line: never on the per-read path.
                         trace.response(head.status, header_items(head.headers))
                     return head
+                self.phase = "read_error"
                 body = yield ReadError(ERROR_BODY_LIMIT, policy.remaining())
                 if got.status < 300:
                     return wrong_type_error(request, got, wrong or "", body)
@@ -563,6 +569,7 @@ class Call:
                 return final
             if trace is not None:
                 trace.retry(policy.attempts, err.status, err.kind, wait)
+            self.phase = "wait"
             yield Sleep(wait)
 
 

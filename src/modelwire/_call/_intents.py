@@ -4,7 +4,7 @@ answers with: what to do next, and what happened (h11's events, for one model ca
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
@@ -25,10 +25,26 @@ __all__ = [
     "Failure",
     "Head",
     "Intent",
+    "Phase",
     "Read",
     "ReadError",
     "Send",
     "Sleep",
+]
+
+#: Where a :class:`Call` is, as ``Call.phase`` (each names what the intent it last
+#: gave waits for):
+#:
+#: ``"start"``       nothing asked yet (the ``start`` event);
+#: ``"authorize"``   the request-time credential step (:class:`Authorize`);
+#: ``"send"``        a response head (:class:`Send`);
+#: ``"read_error"``  the body of a refused head, to type its error (:class:`ReadError`);
+#: ``"wait"``        a pause before sending: backoff, ``Retry-After``, pacing (:class:`Sleep`);
+#: ``"read"``        the accepted response's body (:class:`Read`);
+#: ``"drain"``       the rest of the body after the terminal event (:class:`Drain`);
+#: ``"closed"``      nothing: :class:`Close` was given, the call is over.
+Phase: TypeAlias = Literal[
+    "start", "authorize", "send", "read_error", "wait", "read", "drain", "closed"
 ]
 
 #: After the terminal event the rest of the body is read for at most this many bytes

@@ -47,7 +47,7 @@ class RetryPolicy:
     parameters so tests can drive the policy without waiting.
     """
 
-    __slots__ = ("_clock", "_rng", "attempts", "deadline", "max_retries", "phase", "timeout")
+    __slots__ = ("_clock", "_rng", "attempts", "deadline", "max_retries", "timeout")
 
     def __init__(
         self,
@@ -65,9 +65,6 @@ class RetryPolicy:
         self.attempts = 0
         #: The ``clock`` value at which the call's total timeout expires (``None``: never).
         self.deadline = None if timeout.total is None else clock() + timeout.total
-        #: Where the current attempt is: ``"before"`` the response head, or reading its
-        #: ``"body"`` (the Call sets it; an in-band error is retried from the body only).
-        self.phase = "before"
 
     def remaining(self) -> float | None:
         """Seconds left before the total deadline (``None`` without one; never negative)."""

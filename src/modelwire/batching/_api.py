@@ -9,12 +9,11 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-import math
 import os
 import time
 from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Unpack
 
 import msgspec
 
@@ -24,6 +23,7 @@ from ..errors import ConfigurationError
 from ..types import Model
 from ._input import BatchRequest, InputProblem, problems_error, read_requests
 from ._limits import Limits, ProviderLimiter
+from ._options import BatchConfig, BatchOptions, signature
 from ._output import OutputLog, check_output, read_done
 from ._progress import Progress
 from ._runner import Budget, RunSettings, Stats, as_timeout, run_requests
@@ -165,42 +165,6 @@ class _LocalSink:
                 self.progress.update(self.stats.snapshot())
 
 
-def _positive_int(name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
-
-
-def _check_settings(
-    concurrency: int,
-    max_attempts: int,
-    max_cost: float | None,
-    ray_workers: int,
-    line_timeout: float | None,
-    run_timeout: float | None,
-) -> None:
-    """Every numeric setting finite and in range before anything is sent: NaN
-    compares false with everything, so ``nan < 0`` would let ``max_cost=nan`` pass
-    and silently remove the cap."""
-    _positive_int("concurrency", concurrency)
-    _positive_int("max_attempts", max_attempts)
-    _positive_int("ray_workers", ray_workers)
-    if max_cost is not None and (not _finite(max_cost) or max_cost < 0):
-        raise ConfigurationError(
-            f"max_cost must be a finite number of dollars >= 0 (or None for no cap), got "
-            f"{max_cost!r}"
-        )
-    for name, value in (("line_timeout", line_timeout), ("run_timeout", run_timeout)):
-        if value is not None and (not _finite(value) or value <= 0):
-            raise ConfigurationError(
-                f"{name} must be a positive finite number of seconds (or None for no "
-                f"limit), got {value!r}"
-            )
-
-
 @dataclasses.dataclass(frozen=True)
 class _Knobs:
     """Test-only settings, off the public signatures: the first backoff wait, and the
@@ -235,64 +199,35 @@ class _Plan:
 def _plan(
     input: str | os.PathLike[str] | Iterable[Any],
     output: str | os.PathLike[str],
-    *,
-    concurrency: int,
-    max_attempts: int,
-    max_cost: float | None,
-    limits: Limits | Mapping[str, Limits] | None,
-    models: Mapping[str, Model | Fallback] | None,
-    base_url: str | None,
-    api: str | None,
-    api_key: Any,
-    timeout: Any,
-    line_timeout: float | None,
-    run_timeout: float | None,
-    output_format: Literal["modelwire", "openai"],
-    skip_invalid: bool,
-    agent_root: str | os.PathLike[str] | None,
-    progress: Progress | None,
-    backend: Literal["local", "ray"],
-    ray_address: str | None,
-    ray_workers: int,
+    cfg: BatchConfig,
 ) -> _Plan:
     """Every decision of :func:`batch` and :func:`batch_async` before the first request:
-    the settings checked and every input line validated."""
+    the settings checked (:class:`BatchConfig`) and every input line validated."""
     started = time.monotonic()
     knobs = _KNOBS.get(_Knobs())
-    if backend not in ("local", "ray"):
-        raise ConfigurationError(f'backend must be "local" or "ray", got {backend!r}')
-    _check_settings(concurrency, max_attempts, max_cost, ray_workers, line_timeout, run_timeout)
-    if limits is not None and not isinstance(limits, Limits):
-        for provider, lim in limits.items():
-            if not isinstance(lim, Limits):
-                raise ConfigurationError(
-                    f"limits[{provider!r}] must be a modelwire.batching.Limits, got {lim!r}"
-                )
-    if output_format not in ("modelwire", "openai"):
-        raise ConfigurationError(
-            f'output_format must be "modelwire" or "openai", got {output_format!r}'
-        )
     out = os.fspath(output)
     inputs = (os.fspath(input),) if isinstance(input, str | os.PathLike) else ()
     # The output is checked (and an existing one read) before the input is even
     # validated: a results file that cannot be used would otherwise fail only after
     # requests were paid for.
     check_output(out, inputs)
-    read_done(out, output_format)
-    resolve = model_resolver(models, base_url=base_url, api=api)
+    read_done(out, cfg.output_format)
+    models = cfg.models
+    resolve = model_resolver(models, base_url=cfg.base_url, api=cfg.api)
     requests, invalid = load_requests(
-        input, resolve, skip_invalid=skip_invalid, api_key=api_key, timeout=timeout
+        input, resolve, skip_invalid=cfg.skip_invalid, api_key=cfg.api_key, timeout=cfg.timeout
     )
-    progress = progress or Progress()
+    progress = cfg.progress or Progress()
     if invalid:
         progress.invalid(invalid)  # before the run, so they never follow its summary
     settings = RunSettings(
-        concurrency=concurrency, max_attempts=max_attempts, backoff_base=knobs.backoff_base,
-        agent_root=os.fspath(agent_root) if agent_root is not None else None,
-        line_timeout=line_timeout, output_format=output_format,
-        run_deadline=time.time() + run_timeout if run_timeout is not None else None,
+        concurrency=cfg.concurrency, max_attempts=cfg.max_attempts,
+        backoff_base=knobs.backoff_base,
+        agent_root=os.fspath(cfg.agent_root) if cfg.agent_root is not None else None,
+        line_timeout=cfg.line_timeout, output_format=cfg.output_format,
+        run_deadline=time.time() + cfg.run_timeout if cfg.run_timeout is not None else None,
     )  # fmt: skip
-    if backend == "ray":
+    if cfg.backend == "ray":
         if models is not None and any(isinstance(m, Fallback) for m in models.values()):
             raise ConfigurationError(
                 'backend="ray" does not take a mw.Fallback in models= (its workers receive '
@@ -308,15 +243,15 @@ def _plan(
             ) from None
 
         job = functools.partial(
-            run_on_ray, requests, out, settings=settings, max_cost=max_cost,
-            limits=_limits_for(limits), address=ray_address, workers=ray_workers,
+            run_on_ray, requests, out, settings=settings, max_cost=cfg.max_cost,
+            limits=_limits_for(cfg.limits), address=cfg.ray_address, workers=cfg.ray_workers,
             progress=progress, invalid=invalid, started=started, chaos=knobs.chaos,
         )  # fmt: skip
         return _Plan(ray=job, local=None)
 
     async def local() -> BatchSummary:
-        return await _run_local(requests, invalid, out, inputs, settings, max_cost, limits,
-                                progress, started)  # fmt: skip
+        return await _run_local(requests, invalid, out, inputs, settings, cfg.max_cost,
+                                cfg.limits, progress, started)  # fmt: skip
 
     return _Plan(ray=None, local=local)
 
@@ -376,36 +311,12 @@ async def _run_local(
 async def batch_async(
     input: str | os.PathLike[str] | Iterable[Any],
     output: str | os.PathLike[str],
-    *,
-    concurrency: int = 16,
-    max_attempts: int = 4,
-    max_cost: float | None = None,
-    limits: Limits | Mapping[str, Limits] | None = None,
-    models: Mapping[str, Model | Fallback] | None = None,
-    base_url: str | None = None,
-    api: str | None = None,
-    api_key: Any = None,
-    timeout: Any = None,
-    line_timeout: float | None = None,
-    run_timeout: float | None = None,
-    output_format: Literal["modelwire", "openai"] = "modelwire",
-    skip_invalid: bool = False,
-    agent_root: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
-    backend: Literal["local", "ray"] = "local",
-    ray_address: str | None = None,
-    ray_workers: int = 2,
+    **options: Unpack[BatchOptions],
 ) -> BatchSummary:
     """The async twin of :func:`batch`: the same arguments and decisions, awaited in
     the running loop (a Ray run, which blocks on Ray's own calls, waits on a worker
     thread so the loop goes on)."""
-    plan = _plan(
-        input, output, concurrency=concurrency, max_attempts=max_attempts,
-        max_cost=max_cost, limits=limits, models=models, base_url=base_url, api=api,
-        api_key=api_key, timeout=timeout, line_timeout=line_timeout, run_timeout=run_timeout,
-        output_format=output_format, skip_invalid=skip_invalid, agent_root=agent_root,
-        progress=progress, backend=backend, ray_address=ray_address, ray_workers=ray_workers,
-    )  # fmt: skip
+    plan = _plan(input, output, BatchConfig.of("batch_async", options))
     if plan.ray is not None:
         return await asyncio.to_thread(plan.ray)
     assert plan.local is not None
@@ -415,31 +326,14 @@ async def batch_async(
 def batch(
     input: str | os.PathLike[str] | Iterable[Any],
     output: str | os.PathLike[str],
-    *,
-    concurrency: int = 16,
-    max_attempts: int = 4,
-    max_cost: float | None = None,
-    limits: Limits | Mapping[str, Limits] | None = None,
-    models: Mapping[str, Model | Fallback] | None = None,
-    base_url: str | None = None,
-    api: str | None = None,
-    api_key: Any = None,
-    timeout: Any = None,
-    line_timeout: float | None = None,
-    run_timeout: float | None = None,
-    output_format: Literal["modelwire", "openai"] = "modelwire",
-    skip_invalid: bool = False,
-    agent_root: str | os.PathLike[str] | None = None,
-    progress: Progress | None = None,
-    backend: Literal["local", "ray"] = "local",
-    ray_address: str | None = None,
-    ray_workers: int = 2,
+    **options: Unpack[BatchOptions],
 ) -> BatchSummary:
     """Run every request of ``input`` (a JSONL path, or an iterable of line
     dicts) and append one result line per ``custom_id`` to ``output``.
 
     Re-running with the same ``output`` resumes: ids already there are skipped.
-    Options: ``concurrency``, ``max_attempts``, ``max_cost`` (dollars),
+    Options (keyword-only; :class:`~modelwire.batching._options.BatchConfig` has
+    their defaults): ``concurrency``, ``max_attempts``, ``max_cost`` (dollars),
     ``limits`` (``Limits(rpm, tpm)`` for every provider, or a dict by provider),
     ``line_timeout`` (seconds one line may take, retries included) and
     ``run_timeout`` (seconds for the whole run: no line starts after it, and lines
@@ -455,24 +349,24 @@ def batch(
     would block that loop for the whole run): there, ``await
     modelwire.batching.batch_async(...)`` with the same arguments.
     """
+    cfg = BatchConfig.of("batch", options)
     if _running_loop():
         raise ConfigurationError(
             "mw.batch() was called inside a running event loop, which it would block for "
             "the whole run; there, use `await modelwire.batching.batch_async(...)` with "
             "the same arguments"
         )
-    plan = _plan(
-        input, output, concurrency=concurrency, max_attempts=max_attempts,
-        max_cost=max_cost, limits=limits, models=models, base_url=base_url, api=api,
-        api_key=api_key, timeout=timeout, line_timeout=line_timeout, run_timeout=run_timeout,
-        output_format=output_format, skip_invalid=skip_invalid, agent_root=agent_root,
-        progress=progress, backend=backend, ray_address=ray_address, ray_workers=ray_workers,
-    )  # fmt: skip
+    plan = _plan(input, output, cfg)
     if plan.ray is not None:
         # Ray wants the main thread (signal handlers); nothing here awaits.
         return plan.ray()
     assert plan.local is not None
     return asyncio.run(plan.local())
+
+
+# help() and IDEs show the options spelled out, from the one definition.
+batch.__signature__ = signature(batch)  # type: ignore[attr-defined]
+batch_async.__signature__ = signature(batch_async)  # type: ignore[attr-defined]
 
 
 def _running_loop() -> bool:
