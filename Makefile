@@ -32,17 +32,25 @@ lint: $(STAMP)
 types: $(STAMP)
 	$(BIN)/mypy
 
+# The tests' Python keeps its compiled bytecode (pytest's rewritten test modules too) in
+# .venv/pycache, even where the environment sets PYTHONDONTWRITEBYTECODE: otherwise each
+# xdist worker recompiles every test module (5 s) and each `python -m modelwire` the
+# tests spawn recompiles modelwire (a third of its start-up).
+TEST_ENV := PYTHONDONTWRITEBYTECODE= PYTHONPYCACHEPREFIX=$(CURDIR)/$(VENV)/pycache
+
 # Every core works (pytest-xdist); the suite is hermetic, so its tests share nothing.
 unit: $(STAMP)
-	$(BIN)/pytest -n auto
+	$(TEST_ENV) $(BIN)/pytest -n auto
 
 test: lint types unit
 
 # The inner loop: lint, then the tests but the slow ones (real CLIs in a terminal, Ray,
-# the SDK clients, the recorded-stream matrices), stopping at the first failure.
+# the SDK clients, the recorded-stream matrices, the mypy-on-a-snippet tests, most cases
+# of the exhaustive every-split tests: see tests/conftest.py), property tests on a fifth
+# of their examples (MODELWIRE_TESTS=quick), stopping at the first failure.
 quick: $(STAMP)
 	$(BIN)/ruff check src tests bench scripts
-	$(BIN)/pytest -n auto -x -m "not slow"
+	$(TEST_ENV) MODELWIRE_TESTS=quick $(BIN)/pytest -n auto -x -m "not slow"
 
 # The peers (openai, anthropic, httpx-sse, litellm) live only in bench/.venv.
 bench:

@@ -10,6 +10,7 @@ summary line; with ``MODELWIRE_REQUIRE_FIXTURES=1`` (CI) the missing folder fail
 from __future__ import annotations
 
 import ast
+import gc
 import inspect
 import os
 import socket
@@ -39,7 +40,17 @@ from recorded import (
 # (derandomize) so a landing is judged on the code, not on the draw. A case found
 # locally is pinned with @example.
 settings.register_profile("ci", derandomize=True, database=None)
-if os.environ.get("CI"):
+# `make quick` sets MODELWIRE_TESTS=quick: every property test still runs, on a fifth of
+# its examples (see _quick_examples; most tests name their own max_examples, which a
+# profile cannot lower). `make test` runs them at full strength.
+QUICK = os.environ.get("MODELWIRE_TESTS") == "quick"
+settings.register_profile(
+    "quick", parent=settings.get_profile("ci" if os.environ.get("CI") else "default"),
+    max_examples=20,
+)  # fmt: skip
+if QUICK:
+    settings.load_profile("quick")
+elif os.environ.get("CI"):
     settings.load_profile("ci")
 
 # The mock_server and scripted_model fixtures, enabled as the docs tell users to.
@@ -151,21 +162,35 @@ def _is_placeholder(value: object) -> bool:
     return False
 
 
+# Per test function (not per parametrized item: reading and parsing its source is most
+# of the collection's time): does its body mention a recorded name, do its decorators?
+_function_reads: dict[Any, tuple[bool, bool]] = {}
+
+
+def _function_mentions(function: Any, recorded: frozenset[str]) -> tuple[bool, bool]:
+    key = (function, recorded)
+    if key not in _function_reads:
+        try:
+            source = textwrap.dedent(inspect.getsource(function))
+        except (OSError, TypeError):
+            _function_reads[key] = (False, False)
+            return _function_reads[key]
+        (node,) = ast.parse(source).body
+        assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        decorators = set().union(*(_names(d) for d in node.decorator_list))
+        node.decorator_list = []
+        _function_reads[key] = (bool(_names(node) & recorded), bool(decorators & recorded))
+    return _function_reads[key]
+
+
 def _uses_recorded_streams(item: pytest.Function) -> bool:
     recorded = _module_recorded_names(item.module)
     if set(item.fixturenames) & recorded:
         return True
-    try:
-        source = textwrap.dedent(inspect.getsource(item.function))
-    except (OSError, TypeError):
-        return False
-    (node,) = ast.parse(source).body
-    assert isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
-    decorators = set().union(*(_names(d) for d in node.decorator_list))
-    node.decorator_list = []
-    if _names(node) & recorded:
+    body, decorators = _function_mentions(item.function, recorded)
+    if body:
         return True
-    if not decorators & recorded:
+    if not decorators:
         return False
     # Only the parameter list mentions the streams (``RECORDED + SYNTHETIC``): a
     # synthetic parameter runs; a recorded one is a real path or, without the folder,
@@ -206,12 +231,74 @@ SLOW_FILES = frozenset(
 )
 
 
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    # Under -m "not slow" (make quick) a slow file gives no test: not even imported (the
+    # SDK clients and Ray take seconds to import, in each xdist worker).
+    if collection_path.name in SLOW_FILES and config.getoption("markexpr") == "not slow":
+        return True
+    return None
+
+
+#: Single tests as slow as a slow file's (each runs mypy on a snippet, 3-8 s; ``make
+#: types`` type-checks the rest of the suite): ``slow`` wherever they live.
+SLOW_TESTS = frozenset(
+    {
+        "test_hygiene.py::test_the_options_are_typed_for_callers",
+        "test_results.py::test_the_final_message_is_typed_for_callers",
+        "test_results.py::test_tags_narrow_unions_and_constructors_take_lists_for_callers",
+    }
+)
+
+#: Exhaustive tests (every split point of every case, quadratic in the body) over many
+#: cases: ``make quick`` runs one case in N (the first, then every Nth), ``make test``
+#: all of them. The same files' random-split property tests cover the other cases.
+SAMPLED_TESTS = {
+    "test_sse_runs.py::test_runs_give_the_frame_by_frame_events_at_every_split": 6,
+    "test_eventstream_runs.py::test_runs_give_the_message_by_message_events_at_every_split": 6,
+}
+
+
+def _quick_examples(item: pytest.Function, seen: set[int]) -> None:
+    """Under ``make quick``, a property test's ``max_examples`` divided by 5 (at least 10)."""
+    test = item.obj
+    if not getattr(test, "is_hypothesis_test", False) or id(test) in seen:
+        return
+    seen.add(id(test))
+    # Where @given reads the test's settings (the @settings decorator writes it).
+    own = getattr(test, "_hypothesis_internal_use_settings", None)
+    if isinstance(own, settings):
+        fewer = max(min(own.max_examples, 10), own.max_examples // 5)
+        test._hypothesis_internal_use_settings = settings(own, max_examples=fewer)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    sampled: dict[str, int] = {}
+    seen: set[int] = set()
     for item in items:
         if isinstance(item, pytest.Function) and _uses_recorded_streams(item):
             item.add_marker(pytest.mark.recorded)
         if item.path.name in SLOW_FILES:
             item.add_marker(pytest.mark.slow)
+        function = item.originalname if isinstance(item, pytest.Function) else item.name
+        name = f"{item.path.name}::{function}"
+        if name in SLOW_TESTS:
+            item.add_marker(pytest.mark.slow)
+        if name in SAMPLED_TESTS:
+            n = sampled[name] = sampled.get(name, -1) + 1
+            if n % SAMPLED_TESTS[name]:
+                item.add_marker(pytest.mark.slow)
+        if QUICK and isinstance(item, pytest.Function):
+            _quick_examples(item, seen)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    # Everything alive now (the test modules, their parameters, the libraries they
+    # import: about 470,000 objects) lives to the end of the run: freezing it takes it
+    # out of every later collection, so a test's gc.collect() (the HTTP tests call it so
+    # an unclosed resource warns in the test that left it) costs microseconds, not
+    # 0.2 s. Objects the tests create are collected as before.
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:

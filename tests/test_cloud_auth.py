@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import datetime as dt
+import functools
 import hashlib
 import hmac
 import json
@@ -997,13 +998,18 @@ def test_import_modelwire_loads_no_cloud_sdk() -> None:
 # --------------------------------------------------------------------------- layering
 
 
+@functools.cache  # parsing the whole source takes a second: once, for every case
+def _src_graph() -> dict[str, set[str]]:
+    from test_imports import SRC, import_graph
+
+    return import_graph(SRC)
+
+
 def _reach(start: str) -> set[str]:
     """Every modelwire module importing ``start`` may load: its imports (lazy and
     TYPE_CHECKING ones too, read from the source), transitively, with the packages
     they live in (importing ``a.b.c`` runs ``a/__init__`` and ``a/b/__init__``)."""
-    from test_imports import SRC, import_graph
-
-    graph = import_graph(SRC)
+    graph = _src_graph()
     seen: set[str] = set()
     todo = [start]
     while todo:
