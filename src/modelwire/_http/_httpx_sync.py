@@ -50,9 +50,7 @@ class HttpxSyncTransport:
             response.close()
         client = self._client
         if client is None:
-            client = self._client = self._own = httpx.Client(
-                timeout=phases(i), verify=self._ssl()
-            )
+            client = self._client = self._own = httpx.Client(timeout=phases(i), verify=self._ssl())
         r = i.request
         self._secrets = r.secrets
         req = client.build_request(
