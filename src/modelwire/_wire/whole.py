@@ -102,10 +102,9 @@ class WholeAnswer:
 
 
 if TYPE_CHECKING:
-    from .framing import Framing as _Framing
     from .pipeline import Decoding, WireDecoder
 
     def _conforms(
         w: WholeBody, a: WholeAnswer, d: _Decoder
-    ) -> tuple[_Framing, Decoding, WireDecoder]:
+    ) -> tuple[Framing, Decoding, WireDecoder]:
         return w, a, d

@@ -160,9 +160,11 @@ def plan_output(model: Model, output: object, mode: object) -> OutputPlan | None
             f"output_mode must be one of {', '.join(OUTPUT_MODES)} or None, got {mode!r}"
         )
     from ..._apis._output_modes import mode_problem, output_mode
+    from ..._apis._profile import model_profile
 
-    chosen: OutputMode = mode if mode is not None else output_mode(model)  # type: ignore[assignment]
-    problem = mode_problem(model, chosen)
+    caps = model_profile(model)  # read once for both questions
+    chosen: OutputMode = mode if mode is not None else output_mode(model, caps)  # type: ignore[assignment]
+    problem = mode_problem(model, chosen, caps)
     if problem is not None:
         raise ConfigurationError(problem)
     return OutputPlan(output_type(output), chosen)
