@@ -91,9 +91,28 @@ def imports() -> list[tuple[Path, int, str, str]]:
                 targets = [
                     a.name.split(".")[1:] for a in node.names if a.name.split(".")[0] == "modelwire"
                 ]
+            elif _imports_by_name(node):
+                # ``importlib.import_module("modelwire.x")`` is an import too: a layer
+                # cannot hide an upward one behind a string.
+                name = node.args[0].value  # type: ignore[attr-defined]
+                targets = [name.split(".")[1:]]
             for target in targets:
                 found.append((path, getattr(node, "lineno", 0), _unit(here), _unit(target)))
     return found
+
+
+def _imports_by_name(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call) or not node.args:
+        return False
+    func = node.func
+    called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+    arg = node.args[0]
+    return (
+        called == "import_module"
+        and isinstance(arg, ast.Constant)
+        and isinstance(arg.value, str)
+        and arg.value.startswith("modelwire.")
+    )
 
 
 def test_every_unit_has_a_layer() -> None:

@@ -259,23 +259,3 @@ def _default_credential() -> TokenCredential:
 
 
 PROVIDER = "azure-openai"
-
-
-#: Names that moved to the provider rules (``modelwire._providers.azure_openai``),
-#: kept here for a release with a ``DeprecationWarning``.
-_MOVED = {"AzureOpenAIRules": "modelwire.ext", "azure_url": None, "PLACEHOLDER_HOST": None}
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _MOVED:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-    import warnings
-
-    home = _MOVED[name] or "modelwire._providers.azure_openai"
-    warnings.warn(
-        f"modelwire.cloud.azure.{name} is deprecated: use {home}.{name}",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    return getattr(importlib.import_module("modelwire._providers.azure_openai"), name)
