@@ -422,7 +422,8 @@ def test_the_scripted_model_streams_every_block() -> None:
 
 def test_an_item_of_another_api_cannot_be_rendered_by_the_anthropic_mock() -> None:
     item = mw.ProviderItem(api="openai-responses", provider_type="x", data='{"type":"x"}')
-    with pytest.raises(mw.ConfigurationError, match="cannot carry an item of openai-responses"):
+    with pytest.raises(mw.ConfigurationError, match=r"content\[0\]: anthropic-messages cannot "
+                       r"carry an item of openai-responses"):  # fmt: skip
         mw.testing.render([item, "t"], API_NAME)
     # Its own API's item is sent exactly as it was received.
     own = mw.ProviderItem(api=API_NAME, provider_type="container_upload",

@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 import modelwire._apis
 from eventlist import final, plain, same_at_every_split
-from modelwire._apis import api_for_path, get_api, mock_facet
+from modelwire._apis import api_for_path, get_api, get_server
 from modelwire._client._options import resolve_options
 from modelwire._providers import (
     ProviderRules,
@@ -436,8 +436,8 @@ def test_the_path_carries_the_encoded_model_id_and_the_mock_reads_it_back() -> N
     path = api.path(arn)
     assert "/" not in path[len("/model/") : -len("/converse-stream")]
     assert api_for_path(path + "?x=1") == API and api_for_path("/v1/chat/completions") != API
-    assert mock_facet(API).request_model(path, {}) == arn
-    assert mock_facet(API).request_model("/api/chat", {}) is None
+    assert get_server(API).request_model(path, {}) == arn
+    assert get_server(API).request_model("/api/chat", {}) is None
 
 
 # --------------------------------------------------------------------------- provider

@@ -14,18 +14,19 @@ from __future__ import annotations
 import json
 import re
 from typing import Any
+from urllib.parse import quote
 
+import httpx
 import msgspec
 import pytest
 
 import modelwire as mw
 from eventlist import final, same_at_every_split
 from modelwire._apis import get_api
-from modelwire._apis._mock import ScriptedReply
-from modelwire._apis.bedrock_converse.mock import render_complete
 from modelwire._client._options import resolve_options
 from modelwire.events import BlockEvent, CitationEvent
 from modelwire.testing import MockServer, Reply
+from modelwire.testing._render import render_reply
 from test_bedrock import START, body_of, delta, ev, model, tail
 
 API = "bedrock-converse"
@@ -343,18 +344,25 @@ def _unraw(value: Any) -> Any:
 
 def test_the_mock_server_scripts_server_tools_and_citations() -> None:
     scripted = final(mw.replay(API, NOVA_STREAM))
-    reply = Reply(message=mw.AssistantMessage(content=scripted.content, api="", provider="",
-                                              model="", stop_reason="stop"))  # fmt: skip
+    message = mw.AssistantMessage(content=scripted.content, api="", provider="", model="",
+                                  stop_reason="stop")  # fmt: skip
+    reply = Reply(message=message)
     ctx = mw.Context(messages=[mw.UserMessage(content="q")])
     with MockServer([reply, reply]) as server:
         m = server.model(API, NOVA)
         streamed = mw.complete_sync(m, ctx)
+        # The non-streaming /converse endpoint answers the same script with one body.
+        answer = httpx.post(f"{server.origin}/model/{quote(NOVA, safe='')}/converse",
+                            json={"messages": []})  # fmt: skip
     assert streamed.error is None and streamed.stop_reason == "stop"
     assert [_unraw(b) for b in streamed.content] == [_unraw(b) for b in scripted.content]
-    # The non-streaming /converse answer holds the same blocks, in the request's shapes.
-    whole = render_complete(
-        ScriptedReply(content=scripted.content, stop_reason="stop", usage=mw.Usage()), NOVA, "r"
-    )
+    # That body holds the same blocks, in the request's shapes.
+    assert answer.status_code == 200
+    whole = answer.json()
+    # The one renderer the mock server uses (the Converse body names no model or id).
+    complete = render_reply(message, API, model=NOVA).complete
+    assert complete is not None and json.loads(complete) == whole
+    assert whole["stopReason"] == "end_turn"
     call, result, text = whole["output"]["message"]["content"]
     assert call == {"toolUse": {"toolUseId": "tooluse_g1", "name": "nova_grounding",
                                 "input": {"query": "Seattle weather 🌧"}, "type": "server_tool_use"}}  # fmt: skip

@@ -442,11 +442,9 @@ def test_the_traced_and_the_untraced_loop_give_identical_events(name: str, size:
 
 def overloaded_frame() -> bytes:
     # OpenAI-compatible servers (Groq, vLLM) send the error as a data payload after the 200.
-    from modelwire._apis import mock_facet
+    from modelwire.testing._render import in_band_error
 
-    facet = mock_facet("openai-chat")
-    assert facet.in_band_error is not None
-    return b"".join(facet.encode_frames(facet.in_band_error("Overloaded, try again")))
+    return in_band_error("openai-chat", "Overloaded, try again")
 
 
 def retrying_call(clock: Clock, *, total: float | None = None, retries: int = 2,

@@ -24,7 +24,7 @@ import pytest
 import modelwire as mw
 from eventlist import final
 from modelwire import _catalog as catalog
-from modelwire._apis import builtin_api_names, get_api, mock_facet
+from modelwire._apis import builtin_api_names, get_api, get_server
 from modelwire._catalog._records import ENV_KEYS, key_optional
 from modelwire._client._handoffs import tool_id_rule
 from modelwire._client._options import resolve_api_key, resolve_options
@@ -94,7 +94,7 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
         assert not _loopback(entry["base_url"])
     # base_url carries the API's version segment, except where the API's base_url is the
     # server root (ollama-chat, DESIGN §2b).
-    if mock_facet(entry["api"]).version_segment:
+    if get_server(entry["api"]).version_segment:
         assert url.path not in ("", "/"), "base_url carries the API's version segment"
     else:
         assert url.path == "", "base_url is the server root"

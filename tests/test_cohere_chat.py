@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final, plain, same_at_every_split
-from modelwire._apis import get_api, mock_routes
+from modelwire._apis import get_api, server_routes
 from modelwire._apis.cohere_chat import spec
 from modelwire._client._options import resolve_options
 from modelwire._wire.request import OutputRequest
@@ -316,7 +316,7 @@ def test_the_request_url_auth_and_purity() -> None:
     assert b"co-secret" not in req.body and mw.to_json(ctx) == before
     assert json.loads(req.body) == {"model": MODEL.id, "messages": [
         {"role": "user", "content": "hi"}], "stream": True}  # fmt: skip
-    assert mock_routes()[API] == "/v2/chat"
+    assert server_routes()[API] == "/v2/chat"
 
 
 def test_thinking_and_citations_go_back_to_cohere() -> None:

@@ -1,4 +1,4 @@
-"""Custom stream functions (``mw.register_api(name, fn)``) on both paths.
+"""Custom stream functions (``register_wire_api(fn, name)``) on both paths.
 
 A sync generator function serves ``stream_sync``/``complete_sync`` directly and the
 async path from a worker thread; an async one serves the async path and is refused
@@ -21,6 +21,7 @@ from modelwire._wire.assemble import Assembler
 from modelwire._wire.deltas import BlockEnd, EndOfStream, Finish, TextDelta
 from modelwire._wire.request import RequestOptions
 from modelwire.events import Event
+from modelwire.ext import register_wire_api
 
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
@@ -47,7 +48,7 @@ def test_a_sync_function_serves_the_sync_path() -> None:
     def fn(model: mw.Model, ctx: mw.Context, options: RequestOptions) -> Iterator[Event]:
         yield from _hello(model)
 
-    mw.register_api("sync-hello", fn)
+    register_wire_api(fn, "sync-hello")
     events = list(mw.stream_sync(_model("sync-hello"), CTX))
     assert [e.type for e in events] == [
         "start", "text_start", "text_delta", "text_delta", "text_end", "done"
@@ -62,7 +63,7 @@ def test_the_sync_path_adds_start_and_stops_at_the_terminal() -> None:
         yield from events
         yield from events  # anything after the terminal event is never delivered
 
-    mw.register_api("sync-no-start", fn)
+    register_wire_api(fn, "sync-no-start")
     types = [e.type for e in mw.stream_sync(_model("sync-no-start"), CTX)]
     assert types[0] == "start" and types.count("start") == 1
     assert types[-1] == "done" and types.count("done") == 1
@@ -73,7 +74,7 @@ def test_a_failing_sync_function_keeps_its_content() -> None:
         yield from _events(model, TextDelta("t", "half"))
         raise RuntimeError("backend went away")
 
-    mw.register_api("sync-fail", fn)
+    register_wire_api(fn, "sync-fail")
     msg = mw.complete_sync(_model("sync-fail"), CTX)
     assert (msg.stop_reason, msg.text) == ("error", "half")
     assert msg.error is not None and msg.error.kind == "provider_stream"
@@ -84,7 +85,7 @@ def test_a_sync_function_without_a_terminal_fails_typed() -> None:
     def fn(model: mw.Model, ctx: mw.Context, options: RequestOptions) -> Iterator[Event]:
         yield from _events(model, TextDelta("t", "cut"))
 
-    mw.register_api("sync-open-ended", fn)
+    register_wire_api(fn, "sync-open-ended")
     events = list(mw.stream_sync(_model("sync-open-ended"), CTX))
     assert [e.type for e in events].count("error") == 1 and events[-1].type == "error"
     msg = events[-1].message
@@ -100,7 +101,7 @@ def test_abort_keeps_the_content_of_a_sync_function() -> None:
         resumed.append(1)  # pragma: no cover - the stream is aborted before this
         yield from _events(model, Finish("stop"), EndOfStream(), start=False)
 
-    mw.register_api("sync-abort", fn)
+    register_wire_api(fn, "sync-abort")
     s = mw.stream_sync(_model("sync-abort"), CTX)
     seen = []
     for e in s:
@@ -118,7 +119,7 @@ def test_an_async_function_on_the_sync_path_says_what_to_do() -> None:
         for e in _hello(model):  # pragma: no cover - never run on the sync path
             yield e
 
-    mw.register_api("async-only", fn)
+    register_wire_api(fn, "async-only")
     with pytest.raises(mw.ConfigurationError, match=r"async stream function.*mw\.stream\(\)"):
         mw.stream_sync(_model("async-only"), CTX)
     with pytest.raises(mw.ConfigurationError, match="sync generator function"):
@@ -136,7 +137,7 @@ async def test_a_sync_function_on_the_async_path_never_blocks_the_loop() -> None
         waited.append(go.wait(10))
         yield from _hello(model)
 
-    mw.register_api("sync-on-async", fn)
+    register_wire_api(fn, "sync-on-async")
     loop = asyncio.get_running_loop()
     loop.call_later(0.01, go.set)
     msg = await mw.complete(_model("sync-on-async"), CTX)
@@ -150,7 +151,7 @@ async def test_a_failing_sync_function_on_the_async_path_keeps_its_content() -> 
         yield from _events(model, TextDelta("t", "half"))
         raise RuntimeError("backend went away")
 
-    mw.register_api("sync-fail-async", fn)
+    register_wire_api(fn, "sync-fail-async")
     msg = await mw.complete(_model("sync-fail-async"), CTX)
     assert (msg.stop_reason, msg.text) == ("error", "half")
     assert msg.error is not None and "backend went away" in msg.error.message
@@ -161,7 +162,7 @@ def test_a_stream_function_yielding_junk_fails_typed() -> None:
         yield from _events(model, TextDelta("t", "ok"))
         yield {"type": "text_delta"}
 
-    mw.register_api("sync-junk", fn)
+    register_wire_api(fn, "sync-junk")
     msg = mw.complete_sync(_model("sync-junk"), CTX)
     assert (msg.stop_reason, msg.text) == ("error", "ok")
     assert msg.error is not None and "yielded dict, not a modelwire event" in msg.error.message

@@ -5,7 +5,8 @@ Blocks of ``README.md``, ``docs/testing.md``, ``docs/providers.md`` and
 ``tests/test_guide.py``), by kind:
 
 * ``python`` blocks that are pytest files (a ``# name.py`` first line, or ``def test_``)
-  run under pytest in a pytester project, exactly as printed;
+  run under pytest in a pytester project, exactly as printed; a ``# package/name.py``
+  first line puts the block in that package, so a multi-file example is one project;
 * other ``python`` blocks run one after the other in one namespace, with top-level
   ``await`` (as ``python -m asyncio`` or a notebook runs them), in a folder holding the
   files they name (``README.md``, ``call.sse``, ``recorded.sse``, ``replies.json``) and
@@ -52,7 +53,8 @@ DOCS = [README, TESTING, PROVIDERS, ADDING_AN_API]
 FENCE = re.compile(
     r"^(<!-- not run: (?P<why>.+?) -->\n)?```(?P<lang>\w*)\n(?P<body>.*?)^```\n", re.M | re.S
 )
-FILE_HEADER = re.compile(r"\A# (\w+\.py)\n")
+# ``# name.py`` or, for a module of a package, ``# package/name.py``.
+FILE_HEADER = re.compile(r"\A# ((?:\w+/)*\w+\.py)\n")
 
 
 @dataclass

@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire._apis import builtin_api_names, mock_facet
+from modelwire._apis import builtin_api_names, find_server
 from modelwire._call._breaker import default_breaker
 from modelwire.testing import MockServer, Reply, error_reply
+from modelwire.testing._render import in_band_error
 from modelwire.trace import FallbackTrace, TraceLog
 
 pytestmark = pytest.mark.anyio
 
-APIS = [a for a in builtin_api_names() if mock_facet(a) is not None]
+APIS = [a for a in builtin_api_names() if find_server(a) is not None]
 PAIRS = [(a, b) for a in APIS for b in APIS if a != b]
 TOOL = mw.ToolDefinition(name="read", description="Read a file", parameters={
     "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]})  # fmt: skip
@@ -78,9 +79,7 @@ def history(first: mw.Model) -> mw.Context:
 
 
 def in_band(api: str) -> Reply:
-    facet = mock_facet(api)
-    assert facet.in_band_error is not None
-    return Reply(body=b"".join(facet.encode_frames(facet.in_band_error("Overloaded"))))
+    return Reply(body=in_band_error(api, "Overloaded"))
 
 
 FAILURES = {

@@ -32,10 +32,9 @@ import pytest
 
 import modelwire as mw
 import modelwire._call._retry
-from modelwire._apis import builtin_api_names, mock_facet
+from modelwire._apis import builtin_api_names, get_server
 from modelwire._wire.request import Transport
-from modelwire.testing import render_frames
-from modelwire.testing._render import frame
+from modelwire.testing._render import in_band_error, render_reply
 from modelwire.trace import RetryTrace, TraceLog
 
 # Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
@@ -209,7 +208,7 @@ def serving(plans: list[Plan]) -> Iterator[RawServer]:
 
 
 def model_for(api: str, port: int, provider: str = "mock", base: str | None = None) -> mw.Model:
-    segment = mock_facet(api).version_segment  # /v1, /v1beta, or the server root
+    segment = get_server(api).version_segment  # /v1, /v1beta, or the server root
     url = f"http://127.0.0.1:{port}" + (segment if base is None else base)
     return mw.Model(id="mock-model", api=api, provider=provider, base_url=url)
 
@@ -241,11 +240,11 @@ TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
 
 def streamed(api: str, body: list[bytes], end: str = "finish") -> Plan:
     """A 200 response with the API's own media type (text/event-stream, x-ndjson)."""
-    return Plan(body=body, end=end, content_type=mock_facet(api).content_type)
+    return Plan(body=body, end=end, content_type=get_server(api).content_type)
 
 
 def frames(api: str) -> list[bytes]:
-    return frame(api, render_frames(TEXT, api, piece_chars=4))
+    return list(render_reply(TEXT, api, piece_chars=4).pieces)
 
 
 def at(api: str, piece: bytes) -> tuple[list[bytes], bytes]:
@@ -266,12 +265,10 @@ def mid_utf8(api: str) -> list[bytes]:
 
 
 def in_band(api: str) -> list[bytes]:
-    # The API's own mid-stream error event (its mock facet says how the provider
-    # sends one), after the frames up to and including "rld ".
+    # The API's own mid-stream error event (what its renderer writes for an error
+    # event), after the frames up to and including "rld ".
     before, _f = at(api, "你".encode())
-    facet = mock_facet(api)
-    assert facet.in_band_error is not None, f"{api} has no in-band error to inject"
-    return [*before, *facet.encode_frames(facet.in_band_error(f"Overloaded for {KEY}"))]
+    return [*before, in_band_error(api, f"Overloaded for {KEY}")]
 
 
 def error_json(status: int, headers: dict[str, str] | None = None) -> Plan:
@@ -548,7 +545,7 @@ def test_fault_matrix(
     if case.kind is None:
         assert (terminal.type, message.stop_reason, message.error) == ("done", "stop", None)
     else:
-        kind = mock_facet(api).in_band_kind if name == "in_band_error" else case.kind
+        kind = get_server(api).in_band_kind if name == "in_band_error" else case.kind
         assert message.error is not None, message
         assert (terminal.type, message.error.kind) == ("error", kind), message.error
         assert message.stop_reason == ("aborted" if kind == "aborted" else "error")
@@ -615,7 +612,7 @@ def test_a_dropped_stream_closes_its_connection_promptly(api: str, mode: str) ->
 def test_connect_error_names_the_origin_only(api: str, mode: str) -> None:
     with socket.create_server(("127.0.0.1", 0)) as probe:
         port = probe.getsockname()[1]  # closed on exit: connecting is refused
-    segment = mock_facet(api).version_segment  # /v1, /v1beta, or the server root
+    segment = get_server(api).version_segment  # /v1, /v1beta, or the server root
     # userinfo is sent as Basic auth, so it goes without a key in Authorization.
     for userinfo, key in (("user:hunter2pw@", None), ("", KEY)):
         model = mw.Model(id="m", api=api, provider="mock",

@@ -791,10 +791,13 @@ def test_citations_of_another_api_are_built_as_this_apis_locations() -> None:
     back = mw.replay(API_NAME, wire).message
     (text,) = back.content
     assert isinstance(text, mw.TextContent) and text.text == "A cited answer."
-    # An empty title reads as none; cited_text is a string here ("" for none).
-    assert [(c.kind, c.url, c.title, c.cited_text or None) for c in text.citations] == [
-        (c.kind, c.url, c.title or None, c.cited_text) for c in got
+    # A file citation is a location in a document here; an empty title is none;
+    # cited_text is a string here ("" for none).
+    kind = {"url": "url", "file": "document", "document": "document"}
+    assert [(c.kind, c.url, c.title or None, c.cited_text or None) for c in text.citations] == [
+        (kind[c.kind], c.url, c.title or None, c.cited_text) for c in got
     ]
+    assert [c.kind for c in got] == ["url", "file"]  # Responses cites a document as a file
     sdk = sdk_message(wire)
     assert [c.type for c in sdk.content[0].citations] == [
         "web_search_result_location" if c.url is not None else "char_location" for c in got

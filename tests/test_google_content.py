@@ -13,17 +13,17 @@ import json
 import re
 from typing import Any
 
+import httpx
 import msgspec
 import pytest
 
 import modelwire as mw
 from eventlist import final, same_at_every_split
 from modelwire._apis import get_api
-from modelwire._apis._mock import ScriptedReply
-from modelwire._apis.google_generative_ai.mock import render_complete
 from modelwire._client._options import resolve_options
 from modelwire.events import BlockEvent, CitationEvent
-from modelwire.testing import MockServer, Reply
+from modelwire.testing import MockServer, Reply, render_frames
+from modelwire.testing._render import render_reply
 from test_google import API_NAME, body_of, model
 
 SIG = "Q29kZVNpZw=="
@@ -299,13 +299,21 @@ def test_the_mock_server_scripts_code_searches_and_citations() -> None:
                           input={"queries": ["where is paris"]}, provider_type="groundingMetadata"),
     ]  # fmt: skip
     message = mw.AssistantMessage(content=script, api="", provider="", model="", stop_reason="stop")
-    with MockServer([Reply(message=message, piece_chars=5)]) as server:
+    reply = Reply(message=message, piece_chars=5)
+    with MockServer([reply, reply]) as server:
         m = server.model(API_NAME, "gemini-3-flash-preview")
         got = mw.complete_sync(m, mw.Context(messages=[mw.UserMessage(content="q")]))
+        # The non-streaming :generateContent method answers the same script with one body.
+        answer = httpx.post(f"{server.origin}/v1beta/models/gemini-3:generateContent",
+                            json={"contents": []})  # fmt: skip
     assert got.error is None and got.stop_reason == "stop"
     assert [_meaning(b) for b in got.content] == [_meaning(b) for b in script]
-    whole = render_complete(ScriptedReply(content=tuple(script), stop_reason="stop",
-                                          usage=mw.Usage()), "gemini-3", "r")  # fmt: skip
+    assert answer.status_code == 200
+    whole = answer.json()
+    # The one renderer the mock server uses (the server numbers its responses).
+    complete = render_reply(message, API_NAME, model="gemini-3",
+                            response_id=whole["responseId"]).complete  # fmt: skip
+    assert complete is not None and json.loads(complete) == whole
     cand = whole["candidates"][0]
     assert cand["content"]["parts"][:2] == [{"executableCode": CODE},
                                             {"codeExecutionResult": RESULT}]  # fmt: skip
@@ -313,9 +321,22 @@ def test_the_mock_server_scripts_code_searches_and_citations() -> None:
     assert cand["groundingMetadata"]["groundingSupports"][0]["segment"]["startIndex"] == 15
 
 
-def test_the_mock_refuses_a_provider_tool_gemini_does_not_have() -> None:
+def test_the_mock_server_renders_a_provider_tool_gemini_lacks_as_the_handoff_text() -> None:
+    # As the gateway does: the call reads as text, streamed and whole alike.
     search = mw.ServerToolCall(id="srvtoolu_1", name="web_search", input={"query": "q"},
                                provider_type="server_tool_use")  # fmt: skip
-    reply = ScriptedReply(content=(search,), stop_reason="stop", usage=mw.Usage())
-    with pytest.raises(mw.ConfigurationError, match="cannot carry a server_tool_use block"):
-        render_complete(reply, "gemini-3", "r")
+    said = {"text": '[web_search was run by the provider with {"query":"q"}]'}
+    message = mw.AssistantMessage(content=[search], api="", provider="", model="",
+                                  stop_reason="stop")  # fmt: skip
+    complete = render_reply(message, API_NAME, model="gemini-3").complete
+    assert complete is not None
+    assert json.loads(complete)["candidates"][0]["content"]["parts"] == [said]
+    streamed = [part for _, chunk in render_frames(message, API_NAME)
+                for part in chunk["candidates"][0]["content"]["parts"] if part != {"text": ""}]  # fmt: skip
+    assert streamed == [said]
+    (text,) = final(mw.replay(API_NAME, render_reply(message, API_NAME).pieces)).content
+    assert isinstance(text, mw.TextContent) and text.text == said["text"]
+    # Another API's opaque item has no text to read as: a script that holds one is refused.
+    item = mw.ProviderItem(api="openai-responses", provider_type="compaction", data='{"x":1}')
+    with pytest.raises(mw.ConfigurationError, match="cannot carry an item of openai-responses"):
+        render_reply([item], API_NAME)

@@ -14,6 +14,7 @@ import modelwire as mw
 from modelwire._apis import api_names, get_api
 from modelwire._apis._common import check_input
 from modelwire._client._options import resolve_options
+from modelwire.ext import register_wire_api
 from modelwire.testing import MockServer
 
 BUILT_IN = [
@@ -118,7 +119,7 @@ def test_a_custom_stream_function_gets_only_what_its_model_accepts() -> None:
         seen.append(ctx)
         return iter(())
 
-    mw.register_api("input-checked-custom", fn)
+    register_wire_api(fn, "input-checked-custom")
     model = mw.Model(
         id="c-1", api="input-checked-custom", provider="local", base_url="http://127.0.0.1:9"
     )

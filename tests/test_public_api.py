@@ -135,9 +135,11 @@ def test_ext_all_is_curated_complete_and_private_free() -> None:
     }
     assert public == set(ext.__all__)
     # What an extender needs, by kind: the codec and its facets, frames, deltas,
-    # field-path JSON decoding, mock rendering, registration.
-    needed = {"WireCodec", "WireDecoder", "MockFacet", "HandoffFacet", "MockRendering",
-              "IdRules", "Frame", "Framing", "TextDelta", "ToolCallDelta", "Finish",
-              "EndOfStream", "decode_json", "decoder_for", "ScriptedReply", "split_text",
-              "encode_sse", "register_wire_api", "http_request"}  # fmt: skip
+    # field-path JSON decoding, the server side (events → bytes), registration.
+    needed = {"WireCodec", "WireDecoder", "HandoffFacet", "IdRules", "Frame", "Framing",
+              "TextDelta", "ToolCallDelta", "Finish", "EndOfStream", "decode_json",
+              "decoder_for", "WireServer", "StreamRenderer", "GatewayRequest",
+              "register_wire_api", "http_request"}  # fmt: skip
     assert needed <= set(ext.__all__)
+    # The mock machinery is not a codec's: no mock facet, no script rendering here.
+    assert not {"MockFacet", "MockRendering", "MockFrame", "ScriptedReply"} & set(ext.__all__)

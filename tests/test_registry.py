@@ -30,9 +30,11 @@ from modelwire._apis import (
     builtin_api_names,
     custom_stream,
     find_api,
+    find_server,
     get_api,
-    mock_routes,
+    get_server,
     register_wire_api,
+    server_routes,
 )
 from modelwire._apis.ollama_chat import OllamaChatAPI
 from modelwire._client._options import resolve_options
@@ -47,6 +49,7 @@ SRC = Path(mw.__file__).parent
 BUILTIN = tuple(sorted(p.stem.replace("_", "-") for p in (SRC / "_apis").iterdir()
                        if not p.name.startswith("_") and (p.suffix == ".py" or p.is_dir())))  # fmt: skip
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
+OLLAMA = get_server("ollama-chat")
 
 
 @pytest.fixture
@@ -54,6 +57,7 @@ def clean_registry(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Registrations made by a test are forgotten after it."""
     monkeypatch.setattr(apis, "_registry", dict(apis._registry))
     monkeypatch.setattr(apis, "_streams", dict(apis._streams))
+    monkeypatch.setattr(apis, "_servers", dict(apis._servers))
     monkeypatch.setattr(providers, "_providers", dict(providers._providers))
     yield
 
@@ -78,7 +82,7 @@ def test_listing_names_imports_no_api_module() -> None:
         "assert 'ollama-chat' in builtin_api_names()\n"
         "build_parser()\n"
         "loaded = [m for m in sys.modules if m.startswith('modelwire._apis.')\n"
-        "          and not m.rpartition('.')[2].startswith('_')]  # helpers, not APIs\n"
+        "          and not m.split('.')[2].startswith('_')]  # helpers, not APIs\n"
         "assert loaded == [], loaded\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
@@ -114,6 +118,7 @@ def test_cli_choices_and_catalog_validation_come_from_the_registry() -> None:
 NEW_API = '''
 """A test API: Ollama's NDJSON format under another name and path."""
 from modelwire._apis.ollama_chat import OllamaChatAPI
+from modelwire._apis.ollama_chat.render import SERVER
 
 
 class EchoAPI(OllamaChatAPI):
@@ -168,7 +173,7 @@ def test_register_api_neither_mutates_the_object_nor_keeps_a_second_registry(
         endpoint = "/my/chat"  # its own path: the mock server must tell them apart
 
     obj = MyOllama()
-    mw.register_api("my-ollama", obj)
+    register_wire_api(obj, "my-ollama", server=get_server("ollama-chat"))
     assert obj.name == "ollama-chat"  # not renamed
     assert get_api("my-ollama") is obj and custom_stream("my-ollama") is None
     assert "my-ollama" in api_names()
@@ -181,7 +186,7 @@ def test_register_api_neither_mutates_the_object_nor_keeps_a_second_registry(
         yield  # pragma: no cover
 
     # The same name, now a stream function: one registry, the later wins.
-    mw.register_api("my-ollama", fn)
+    register_wire_api(fn, "my-ollama")
     assert find_api("my-ollama") is None and custom_stream("my-ollama") is fn
     import modelwire._client as client
     import modelwire._client._custom as custom
@@ -202,7 +207,7 @@ def test_register_wire_api_refuses_what_is_not_a_wire_api(clean_registry: None) 
     with pytest.raises(mw.ConfigurationError, match=r"not a WireAPI.*framing.*recognizes"):
         register_wire_api(Half())  # type: ignore[arg-type]
     with pytest.raises(mw.ConfigurationError, match="wire API object or a stream function"):
-        mw.register_api("half", 42)
+        register_wire_api(42, "half")  # type: ignore[arg-type]
     with pytest.raises(mw.ConfigurationError, match="api name"):
         register_wire_api(OllamaChatAPI(), "Bad Name")
 
@@ -309,7 +314,7 @@ def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(
     async def fn(model: mw.Model, context: mw.Context, options: Any) -> Any:
         yield  # pragma: no cover
 
-    mw.register_api("a-stream-function", fn)  # has no endpoint: it must not break the list
+    register_wire_api(fn, "a-stream-function")  # has no endpoint: it must not break the list
     with MockServer([Reply(message="never sent")]) as srv:
         r = httpx.post(srv.origin + "/v1/embeddings", json={})
     assert r.status_code == 404
@@ -317,38 +322,35 @@ def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(
     assert "/api/chat" in text and "/chat/completions" in text
 
 
-def test_registration_checks_each_facet_the_codec_claims(clean_registry: None) -> None:
-    class HalfMock:
+def test_registration_checks_the_server_and_each_facet_the_codec_claims(
+    clean_registry: None,
+) -> None:
+    class HalfServer:  # routing facts without a renderer: not a server
         content_type = "text/event-stream"
         version_segment = "/v1"
 
-    class NoMock(OllamaChatAPI):
-        name = "no-mock"
-        endpoint = "/no/mock"
-        mock = None  # type: ignore[assignment]  # no mock facet: still a complete API
+    class NoServer(OllamaChatAPI):
+        name = "no-server"
+        endpoint = "/no/server"
 
-    class BadMock(NoMock):
-        name = "bad-mock"
-        mock = HalfMock()  # type: ignore[assignment]
-
-    class BadHandoff(NoMock):
+    class BadHandoff(NoServer):
         name = "bad-handoff"
         handoff = object()  # type: ignore[assignment]
 
-    with pytest.raises(mw.ConfigurationError, match=r"BadMock\.mock is not a mock facet: "
-                       r"it lacks extra_paths, render, encode_frames, request_model, "
-                       r"tool_results"):  # fmt: skip
-        register_wire_api(BadMock())  # type: ignore[arg-type]
+    with pytest.raises(mw.ConfigurationError, match=r"the server of wire API 'no-server' must "
+                       r"be a modelwire\.ext\.WireServer, got HalfServer"):  # fmt: skip
+        register_wire_api(NoServer(), server=HalfServer())  # type: ignore[arg-type]
+    assert find_api("no-server") is None  # nothing half-registered
     with pytest.raises(
         mw.ConfigurationError, match=r"handoff is not a handoff facet.*tool_id_rule"
     ):
         register_wire_api(BadHandoff())  # type: ignore[arg-type]
-    register_wire_api(NoMock())
-    assert get_api("no-mock").mock is None
-    with pytest.raises(mw.ConfigurationError, match="no mock facet"):
-        render("hi", "no-mock")
-    with pytest.raises(mw.ConfigurationError, match="unknown api 'no-mock'; the MockServer speaks"):
-        MockServer([]).model("no-mock")
+    register_wire_api(NoServer())  # a client-only API: still a complete API
+    assert get_api("no-server").name == "no-server" and find_server("no-server") is None
+    with pytest.raises(mw.ConfigurationError, match="'no-server' has no server side"):
+        render("hi", "no-server")
+    with pytest.raises(mw.ConfigurationError, match=r"'no-server'.*has no server side"):
+        MockServer([]).model("no-server")
 
 
 def test_a_codec_whose_path_fails_is_refused_at_registration(clean_registry: None) -> None:
@@ -374,25 +376,23 @@ def test_a_path_conflict_is_refused_naming_both_apis(clean_registry: None) -> No
     # The same path under another version segment is another route: no conflict.
     class Versioned(OllamaChatAPI):
         name = "versioned-chat"
-        mock = replace(OllamaChatAPI.mock, version_segment="/v9")
 
-    register_wire_api(Versioned())
-    assert mock_routes()["versioned-chat"] == "/v9/api/chat"
+    register_wire_api(Versioned(), server=replace(OLLAMA, version_segment="/v9"))
+    assert server_routes()["versioned-chat"] == "/v9/api/chat"
     assert api_for_path("/v9/api/chat") == "versioned-chat"
     assert api_for_path("/api/chat") == "ollama-chat"
 
 
-def test_the_mock_routes_by_the_exact_path_not_a_suffix(clean_registry: None) -> None:
+def test_the_server_routes_by_the_exact_path_not_a_suffix(clean_registry: None) -> None:
     # A short endpoint ("/chat", as Cohere's v2 API has) must not take Ollama's "/api/chat".
-    assert mock_routes()["cohere-chat"] == "/v2/chat"
+    assert server_routes()["cohere-chat"] == "/v2/chat"
 
     class Short(OllamaChatAPI):
         name = "short-chat"
         endpoint = "/chat"
-        mock = replace(OllamaChatAPI.mock, version_segment="/v3")
 
-    register_wire_api(Short())
-    routes = mock_routes()
+    register_wire_api(Short(), server=replace(OLLAMA, version_segment="/v3"))
+    routes = server_routes()
     assert routes["short-chat"] == "/v3/chat" and routes["ollama-chat"] == "/api/chat"
     assert api_for_path("/api/chat") == "ollama-chat"
     assert api_for_path("/v3/chat?x=1") == "short-chat"
@@ -409,48 +409,56 @@ def test_the_mock_routes_by_the_exact_path_not_a_suffix(clean_registry: None) ->
 # --------------------------------------------------------------------------- the documented API
 
 ADDING = SRC.parents[1] / "docs" / "adding-a-wire-api.md"
+# Cohere v2 streams (tests/data/cohere-chat/SOURCES.md): what the example must read.
+COHERE_RECORDED = SRC.parents[1] / "tests" / "data" / "cohere-chat"
+PACKAGE_FILE = re.compile(r"^```python\n(# (cohere_mini/\w+\.py)\n.*?)^```\n", re.M | re.S)
 
 
 def documented_module(tmp_path: Path) -> Path:
-    """The complete API module of docs/adding-a-wire-api.md, exactly as printed."""
+    """The package of docs/adding-a-wire-api.md, each of its files exactly as printed."""
     text = ADDING.read_text(encoding="utf-8")
-    match = re.search(r"^```python\n(# toy_chat\.py\n.*?)^```\n", text, re.M | re.S)
-    assert match, "docs/adding-a-wire-api.md shows the toy_chat.py module"
-    body = match.group(1)
-    # Extenders are sent to modelwire.ext only: no private module in the example.
-    assert "modelwire._" not in body and "from modelwire.ext import" in body
-    path = tmp_path / "toy_chat.py"
-    path.write_text(body, encoding="utf-8")
-    return path
+    files = {m.group(2): m.group(1) for m in PACKAGE_FILE.finditer(text)}
+    expected = ("__init__", "decode", "encode", "render", "spec")
+    assert sorted(files) == [f"cohere_mini/{n}.py" for n in expected], sorted(files)
+    for name, body in files.items():
+        # Extenders are sent to modelwire.ext only: no private module in the example.
+        assert "modelwire._" not in body, name
+        path = tmp_path / name
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(body, encoding="utf-8")
+    assert "from modelwire.ext import" in files["cohere_mini/__init__.py"]
+    return tmp_path / "cohere_mini"
 
 
 @pytest.fixture
 def documented(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_registry: None
 ) -> Iterator[Any]:
-    documented_module(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
     import importlib
 
-    module = importlib.import_module("toy_chat")
     from modelwire.ext import register_wire_api as register
 
-    register(module.API)
-    yield module
-    sys.modules.pop("toy_chat", None)
+    monkeypatch.setattr(apis, "_servers", dict(apis._servers))
+    documented_module(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    package = importlib.import_module("cohere_mini")
+    register(package.API, server=package.SERVER)
+    yield package
+    for name in [m for m in sys.modules if m.partition(".")[0] == "cohere_mini"]:
+        del sys.modules[name]
 
 
 def test_the_documented_api_runs_end_to_end(documented: Any) -> None:
     import modelwire.ext as ext
     from eventlist import same_at_every_split
+    from modelwire._apis import find_server, recognizing
 
-    name = "toy-chat"
+    name = "cohere-mini"
     assert get_api(name) is documented.API and name in api_names()
-    assert isinstance(documented.API, ext.WireCodec) and isinstance(
-        documented.API.mock, ext.MockFacet
-    )
-    assert mock_routes()[name] == "/v1/toy/chat" and api_for_path("/v1/toy/chat") == name
-    assert api_for_path("/api/chat") == "ollama-chat"  # the short path takes nothing else's
+    assert isinstance(documented.API, ext.WireCodec) and not hasattr(documented.API, "mock")
+    assert find_server(name) is documented.SERVER
+    assert server_routes()[name] == "/mini/v2/chat" and api_for_path("/mini/v2/chat") == name
+    assert api_for_path("/v2/chat") == "cohere-chat"  # the built-in keeps its own route
     # The mock server answers it, on its exact path, with a tool call and then text.
     script: list[str | mw.ToolCall] = [
         "Reading.",
@@ -460,8 +468,8 @@ def test_the_documented_api_runs_end_to_end(documented: Any) -> None:
         "type": "object", "properties": {"path": {"type": "string"}}})  # fmt: skip
     tools_ctx = mw.Context(messages=CTX.messages, tools=[read])
     with MockServer([script, "It says hi."]) as srv:
-        model = srv.model(name, "command-x")
-        assert model.base_url == srv.origin + "/v1"
+        model = srv.model(name, "command-a-03-2025")
+        assert model.base_url == srv.origin + "/mini/v2"
         first = mw.complete_sync(model, tools_ctx)
         assert first.stop_reason == "tool_use" and first.tool_calls[0].arguments == {"path": "a"}
         result = mw.ToolResultMessage(tool_call_id="c1", tool_name="read",
@@ -470,42 +478,115 @@ def test_the_documented_api_runs_end_to_end(documented: Any) -> None:
         second = mw.complete_sync(model, ctx)
     assert first.text == "Reading." and second.text == "It says hi." and second.api == name
     rec = srv.requests[1]
-    assert rec.path == "/v1/toy/chat" and rec.api == name and rec.model == "command-x"
+    assert rec.path == "/mini/v2/chat" and rec.api == name and rec.model == "command-a-03-2025"
+    # The request is Cohere's: the text before the call went back as its tool plan.
+    turn = rec.json()["messages"][1]
+    assert turn["tool_plan"] == "Reading." and turn["tool_calls"][0]["id"] == "c1"
     from modelwire._cli.demo import tool_result_text
 
-    assert tool_result_text(name, rec.json()) == "hi"  # the mock facet's tool_results
+    assert tool_result_text(name, rec.json()) == "hi"  # the server side's tool_results
     # Replay whole, byte by byte and at every split.
     body = render(script, name, piece_chars=3)
+    assert body.startswith(b"event: message-start\ndata: {") and body.endswith(b"data: [DONE]\n\n")
     message = mw.replay(name, body).message
     assert message.text == "Reading." and message.tool_calls[0].name == "read"
     same_at_every_split(name, body)
+    # Cohere's bytes: the built-in cohere-chat reads them alike.
+    full = mw.replay("cohere-chat", body).message
+    assert (full.content, full.stop_reason) == (message.content, message.stop_reason)
     # Truncation and a field path, from the decoder.
-    cut = mw.replay(name, body[: body.rindex(b'data: {"type":"toy-message-end"')]).message
+    cut = mw.replay(name, body[: body.rindex(b"event: message-end")]).message
     assert cut.error is not None and cut.error.kind == "truncated_stream"
     bad = body.replace(b'"text":"Rea"', b'"text":5')
     err = mw.replay(name, bad).message.error
     assert err is not None and "delta.message.content.text must be a string" in err.message
-    # Wrong-API detection, both ways.
-    for wrong, source, raw in (
-        ("openai-chat", name, body),
-        (name, "openai-chat", render(script, "openai-chat")),
-        (name, "ollama-chat", render(script, "ollama-chat")),
-    ):
-        err = mw.replay(wrong, raw).message.error
-        assert err is not None and err.kind == "malformed_chunk", (wrong, source, err)
-        assert f"looks like {source} output, not {wrong}" in err.message
+    # Wrong-API detection. Another API's body replayed as cohere-mini names that API.
+    for source in ("openai-chat", "anthropic-messages", "ollama-chat"):
+        err = mw.replay(name, render(script, source)).message.error
+        assert err is not None and err.kind == "malformed_chunk", (source, err)
+        assert f"looks like {source} output, not {name}" in err.message
+    # Its body under another API: cohere-chat recognizes Cohere's bytes too, built-ins
+    # first; detection names an API only when exactly one other recognizes the body, so
+    # the stream fails and whatever it names is one of the two.
+    assert recognizing(body) == ["cohere-chat", name]
+    for wrong in ("openai-chat", "openai-responses", "anthropic-messages"):
+        end = mw.replay(wrong, body)[-1]
+        assert end.type == "error" and end.message.error is not None, wrong
+        named = set(re.findall(r"looks like ([\w.-]+) output", end.message.error.message))
+        assert named <= {"cohere-chat", name}, (wrong, end.message.error)
+
+
+def test_the_documented_api_reads_cohere_recordings_as_cohere_chat_does(documented: Any) -> None:
+    """Every recorded Cohere stream gives cohere-mini what it gives the built-in
+    cohere-chat: the text (the tool plan included), the tool calls, how it ended and
+    the usage; thinking and citations, which the example skips, aside."""
+    from eventlist import plain
+
+    paths = sorted(COHERE_RECORDED.glob("*.sse"))
+    assert {"text.sse", "tool-plan-parallel-calls.sse", "truncated.sse"} <= {p.name for p in paths}
+    for path in paths:
+        raw = path.read_bytes()
+        events = mw.replay("cohere-mini", raw)
+        mini, full = events.message, mw.replay("cohere-chat", raw).message
+        where = path.name
+        assert mini.text == full.text and mini.stop_reason == full.stop_reason, where
+        assert [(c.id, c.name, c.arguments) for c in mini.tool_calls] == [
+            (c.id, c.name, c.arguments) for c in full.tool_calls
+        ], where
+        assert (mini.usage.input, mini.usage.output) == (full.usage.input, full.usage.output)
+        assert mini.response_id == full.response_id, where
+        if full.error is not None:  # a failed generation, a cut body: an error in both
+            assert mini.error is not None and mini.error.kind == full.error.kind, where
+        bytewise = mw.replay("cohere-mini", [raw[i : i + 1] for i in range(len(raw))])
+        assert plain(bytewise) == plain(events), where
+    cut = mw.replay("cohere-mini", (COHERE_RECORDED / "truncated.sse").read_bytes()).message
+    assert cut.stop_reason == "error" and cut.error is not None
+    assert cut.error.kind == "truncated_stream"
 
 
 def test_the_registry_derived_suites_pick_up_a_new_api(documented: Any) -> None:
     import test_wrong_api
 
-    name = "toy-chat"
-    assert name in test_wrong_api.rendered()
+    name = "cohere-mini"
+    bodies = test_wrong_api.rendered()
+    assert name in bodies
     pairs = test_wrong_api.pairs()
     assert (name, "openai-chat") in pairs and ("bedrock-converse", name) in pairs
-    test_wrong_api.test_every_pair_of_registered_apis_names_the_right_one()
-    test_wrong_api.test_each_stream_decodes_with_its_own_api()
+    # Every pair as test_wrong_api checks it, but for Cohere's bytes: cohere-chat and
+    # cohere-mini read each other's bodies, and both recognize them (see the test above).
+    cohere = {"cohere-chat", name}
+    for source, api in pairs:
+        events = mw.replay(api, bodies[source])
+        if source in cohere and api in cohere:
+            assert events[-1].type == "done", (source, api)
+        elif source in cohere:  # a failure, that suggests no API but a Cohere one
+            err = events.message.error
+            assert events[-1].type == "error" and err is not None, (source, api)
+            assert set(re.findall(r"looks like ([\w.-]+) output", err.message)) <= cohere, (
+                source,
+                api,
+            )
+        else:
+            test_wrong_api.check_wrong(events, source, api)
+    import test_testing
+
+    test_testing.test_every_registered_api_renders_and_replays(name)
     import test_trace
 
     assert name in test_trace.traced_registered_apis()
     test_trace.test_every_registered_api_traces_one_record_per_frame()
+
+
+def test_register_api_is_a_deprecated_alias_of_register_wire_api(clean_registry: None) -> None:
+    async def fn(model: mw.Model, context: mw.Context, options: Any) -> Any:
+        yield  # pragma: no cover
+
+    with pytest.warns(DeprecationWarning, match=r"modelwire\.ext\.register_wire_api\(api, name\)"):
+        mw.register_api("old-spelling", fn)
+    assert custom_stream("old-spelling") is fn and find_api("old-spelling") is None
+    with pytest.warns(DeprecationWarning), pytest.raises(mw.ConfigurationError, match="object or"):
+        mw.register_api("half", 42)
+    # One function behind both spellings: the public one is the extension module's.
+    import modelwire.ext as ext
+
+    assert ext.register_wire_api is register_wire_api

@@ -1,9 +1,9 @@
 """Each wire API's facts live in its ``spec`` module, and every reader reads them there.
 
-* OpenAI Responses: the decoder, the mock renderer and the gateway's Responses
-  front-end use the very table objects of :mod:`modelwire._apis.openai_responses.spec`
-  (how a stream ends, its id prefixes), and the stop mapping goes round trip through
-  all three.
+* OpenAI Responses: the decoder and the server-side renderer (what the gateway's
+  Responses front-end and the mock server both send) use the very table objects of
+  :mod:`modelwire._apis.openai_responses.spec` (how a stream ends, its id prefixes),
+  and the stop mapping goes round trip through both.
 * Gemini: that a call's signature may come late is Gemini's fact, in its own spec;
   the gateway asks the backend API's spec and names no API.
 """
@@ -21,15 +21,14 @@ import modelwire as mw
 import modelwire._apis.openai_responses.render as gw_render
 from modelwire._apis.openai_responses import _output_items as gw_items
 from modelwire._apis.openai_responses import decode as _decode
-from modelwire._apis.openai_responses import mock as mock_render
 from modelwire._apis.openai_responses import spec
 from modelwire._wire.deltas import Finish
 from modelwire._wire.sse import Frame
 from modelwire.errors import ContentFilterError
 from modelwire.events import DoneEvent, ErrorEvent, StartEvent
 from modelwire.gateway._responses import FRONTEND
-from modelwire.testing import render
-from modelwire.types import AssistantMessage, TextContent, Usage
+from modelwire.testing import render, render_frames, tool_call
+from modelwire.types import AssistantMessage, TextContent, ThinkingContent, Usage
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "modelwire"
 API = "openai-responses"
@@ -42,12 +41,13 @@ def test_every_reader_uses_the_specs_own_tables() -> None:
     # Read from each module's namespace: the very object it imported from the spec.
     assert vars(_decode)["INCOMPLETE_STOPS"] is spec.INCOMPLETE_STOPS
     assert vars(_decode)["CUT_SHORT"] is spec.CUT_SHORT
-    assert vars(mock_render)["INCOMPLETE_REASONS"] is spec.INCOMPLETE_REASONS
-    assert vars(mock_render)["TERMINAL_EVENTS"] is spec.TERMINAL_EVENTS
-    assert vars(mock_render)["ITEM_ID_PREFIXES"] is spec.ITEM_ID_PREFIXES
     assert vars(gw_items)["INCOMPLETE_REASONS"] is spec.INCOMPLETE_REASONS
     assert vars(gw_items)["ITEM_ID_PREFIXES"] is spec.ITEM_ID_PREFIXES
+    assert vars(gw_items)["RESPONSE_ID_PREFIX"] is spec.RESPONSE_ID_PREFIX
     assert vars(gw_render)["TERMINAL_EVENTS"] is spec.TERMINAL_EVENTS
+    assert vars(gw_render)["RESPONSE_ID_PREFIX"] is spec.RESPONSE_ID_PREFIX
+    # The mock server renders with the same server side, under the same id prefix.
+    assert gw_render.SERVER.id_prefix is spec.RESPONSE_ID_PREFIX
     # The decoder ends a stream on each of the spec's terminal events.
     handlers = _decode.ResponsesDecoder()._handlers
     assert set(spec.TERMINAL_EVENTS.values()) <= set(handlers)
@@ -158,6 +158,27 @@ def test_mock_renders_the_stop_the_decoder_reads_back() -> None:
             assert spec.INCOMPLETE_STOPS[why] == spec.Stop(stop_reason)
 
 
+def test_the_mock_server_sends_only_events_and_ids_of_the_api() -> None:
+    script = AssistantMessage(content=[ThinkingContent(thinking="hmm"), TextContent(text="hi"),
+                                       tool_call("read", {"path": "a"})],
+                              api=API, provider="mock", model="m", stop_reason="tool_use")  # fmt: skip
+    frames = render_frames(script, API)
+    names = [name or "" for name, _ in frames]  # every event is named
+    assert all(name.startswith("response.") for name in names), names
+    assert all(isinstance(p, dict) and p["type"] == name for name, p in frames)
+    # One terminal event, last; the decoder handles every event that carries content.
+    assert [n for n in names if n in spec.TERMINAL_EVENTS.values()] == [names[-1]]
+    assert names[-1] == spec.TERMINAL_EVENTS["completed"]
+    handled = set(_decode.ResponsesDecoder()._handlers)
+    assert {n for n in names if n.endswith(".delta") or "output_item" in n} <= handled
+    responses = [p["response"] for _, p in frames if "response" in p]
+    assert responses and all(r["id"].startswith(spec.RESPONSE_ID_PREFIX) for r in responses)
+    items = [p["item"] for name, p in frames if name == "response.output_item.done"]
+    assert [i["type"] for i in items] == ["reasoning", "message", "function_call"]
+    for item in items:
+        assert item["id"].startswith(spec.ITEM_ID_PREFIXES[item["type"]] + "_"), item
+
+
 def test_gateway_ids_use_the_specs_prefixes() -> None:
     for item_type, head in spec.ITEM_ID_PREFIXES.items():
         made = gw_items.new_id(item_type, spec.RESPONSE_ID_PREFIX + "x", 3)
@@ -201,14 +222,13 @@ def _source(*parts: str) -> str:
 
 def test_the_readers_do_not_spell_the_specs_tables() -> None:
     gateway = _gateway_sources()
-    mock = _source("_apis", "openai_responses", "mock.py")
     decoder = _source("_apis", "openai_responses", "decode.py")
     # (``_output_items.py`` and ``parse.py`` name the request's ``max_output_tokens``
     # field, and ``_error_shape.py`` maps error kinds to error bodies: other facts.)
-    ending = {"mock.py": mock, "decode.py": decoder,
-              "render.py": gateway["render.py"], "__init__.py": gateway["__init__.py"]}  # fmt: skip
-    ids = {"mock.py": mock, "_output_items.py": gateway["_output_items.py"],
-           "render.py": gateway["render.py"]}  # fmt: skip
+    ending = {"decode.py": decoder, "render.py": gateway["render.py"],
+              "__init__.py": gateway["__init__.py"]}  # fmt: skip
+    ids = {"_output_items.py": gateway["_output_items.py"], "render.py": gateway["render.py"],
+           "__init__.py": gateway["__init__.py"]}  # fmt: skip
     found = {f"{name}: ending": _ENDING.findall(text) for name, text in ending.items()}
     found |= {f"{name}: ids": _IDS.findall(text) for name, text in ids.items()}
     assert {name: hits for name, hits in found.items() if hits} == {}

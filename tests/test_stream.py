@@ -16,6 +16,7 @@ from modelwire._wire.assemble import Assembler
 from modelwire._wire.deltas import EndOfStream, Finish, TextDelta
 from modelwire._wire.request import RequestOptions
 from modelwire.events import Event
+from modelwire.ext import register_wire_api
 
 CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
 
@@ -154,7 +155,7 @@ async def test_register_custom_stream_function() -> None:
         for e in out:
             yield e
 
-    mw.register_api("custom-test", fn)
+    register_wire_api(fn, "custom-test")
     msg = await mw.complete(_model("custom-test"), CTX)
     assert msg.text == "hello"
     events = [e async for e in mw.stream(_model("custom-test"), CTX)]
@@ -270,7 +271,7 @@ async def test_abort_keeps_the_content_of_a_custom_stream_function() -> None:
             yield e
         await asyncio.sleep(60)
 
-    mw.register_api("custom-abort", fn)
+    register_wire_api(fn, "custom-abort")
     seen, msg = await _abort_after_text(_model("custom-abort"))
     assert seen[-1] == "error"
     assert (msg.stop_reason, msg.text) == ("aborted", "kept so far")
@@ -289,7 +290,7 @@ async def test_a_failing_custom_stream_function_keeps_its_content() -> None:
             yield e
         raise RuntimeError("backend went away")
 
-    mw.register_api("custom-fail", fn)
+    register_wire_api(fn, "custom-fail")
     msg = await mw.complete(_model("custom-fail"), CTX)
     assert (msg.stop_reason, msg.text) == ("error", "half")
     assert msg.error is not None and msg.error.kind == "provider_stream"
@@ -324,7 +325,7 @@ async def test_abort_before_iterating_sends_nothing_and_yields_only_the_terminal
         calls.append(1)
         yield  # type: ignore[misc]
 
-    mw.register_api("custom-never", fn)
+    register_wire_api(fn, "custom-never")
     s = mw.stream(_model("custom-never"), CTX)
     s.abort()
     events = [e async for e in s]

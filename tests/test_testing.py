@@ -21,8 +21,9 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 import modelwire.testing as testing
-from modelwire._apis import MODEL_SLOT, mock_routes
+from modelwire._apis import MODEL_SLOT, server_routes
 from modelwire.errors import ConfigurationError, StreamInterruptedError
+from modelwire.ext import register_wire_api
 from modelwire.testing import (
     MockServer,
     RecordedRequest,
@@ -230,10 +231,17 @@ def test_render_splits_deltas_by_piece_chars(api: str) -> None:
     assert [p for p in pieces if p] == ["abc", "def", "ghi", "j"]
 
 
+@pytest.mark.parametrize("api", testing.APIS)
+def test_a_failed_message_renders_its_content_then_the_apis_own_error(api: str) -> None:
+    failed = mw.AssistantMessage(content=[mw.TextContent(text="part of it")], api="",
+                                 provider="", model="", stop_reason="error")  # fmt: skip
+    done = mw.replay(api, render(failed, api, piece_chars=4))[-1]
+    assert done.type == "error", api  # never read as success
+    assert done.message.text == "part of it" and done.message.error is not None
+    assert "the scripted reply failed" in done.message.error.message
+
+
 def test_render_refuses_what_a_stream_cannot_say() -> None:
-    failed = mw.AssistantMessage(content=[], api="", provider="", model="", stop_reason="error")
-    with pytest.raises(ConfigurationError, match="stop_reason 'error'"):
-        render(failed, "openai-chat")
     with pytest.raises(ConfigurationError, match="cannot render for api"):
         render("hi", "no-such-api")
     with pytest.raises(ConfigurationError, match=r"script\[1\]"):
@@ -333,7 +341,7 @@ def test_mock_server_speaks_each_api(api: str) -> None:
     rec = srv.requests[0]
     assert rec.method == "POST" and rec.api == api and rec.model == "model-x"
     # The exact path the mock server routes to the API, asked of the registry.
-    assert rec.path.split("?")[0] == mock_routes()[api].replace(MODEL_SLOT, "model-x")
+    assert rec.path.split("?")[0] == server_routes()[api].replace(MODEL_SLOT, "model-x")
     assert "读取 README.md" in rec.body.decode()
     # the second request carries the first answer's tool calls back
     assert "README.md" in srv.requests[1].body.decode()
@@ -623,8 +631,8 @@ async def test_text_generator_failures_are_typed_and_keep_content() -> None:
         yield "x"
         raise mw.errors.RequestTimeoutError("idle timeout")
 
-    mw.register_api("test-broken", text_api(broken))
-    mw.register_api("test-timeout", text_api(timed_out))
+    register_wire_api(text_api(broken), "test-broken")
+    register_wire_api(text_api(timed_out), "test-timeout")
     base: dict[str, Any] = dict(provider="custom", base_url="http://x.invalid")
     m1 = await mw.complete(mw.Model(id="b", api="test-broken", **base), CTX)
     assert m1.text == "half " and m1.error is not None

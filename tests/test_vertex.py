@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 import modelwire as mw
 import test_faults
 from modelwire import _providers as providers
-from modelwire._apis import get_api, mock_facet
+from modelwire._apis import get_api, get_server
 from modelwire._client._options import resolve_options
 from modelwire._providers import (
     ProviderRules,
@@ -303,7 +303,7 @@ def test_the_agent_runs_tools_over_vertex(provider: str, tmp_path: Path) -> None
         second = server.requests[1]
     assert run.final.text == "It says vertex notes."
     assert [m.role for m in run.messages] == ["user", "assistant", "tool_result", "assistant"]
-    [result] = mock_facet(PROVIDERS[provider]).tool_results(second.json())
+    [result] = get_server(PROVIDERS[provider]).tool_results(second.json())
     assert result.endswith("vertex notes")
     if provider == "vertex-anthropic":
         assert "model" not in second.json()

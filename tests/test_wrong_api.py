@@ -15,7 +15,7 @@ import pytest
 
 import modelwire as mw
 from eventlist import final
-from modelwire._apis import DEFAULT_API, api_names, builtin_api_names, find_api, recognizing
+from modelwire._apis import DEFAULT_API, api_names, builtin_api_names, recognizing
 from modelwire._client._replay import replay
 from modelwire.testing import render
 from recorded import PLACEHOLDER, recorded_streams
@@ -45,9 +45,11 @@ SCRIPT: list[str | mw.ToolCall] = [
 
 
 def rendered() -> dict[str, bytes]:
-    """A body of every registered API that offers a mock facet, rendered by the API."""
-    codecs = [(n, find_api(n)) for n in api_names()]  # stream functions have no codec
-    return {n: render(SCRIPT, n, piece_chars=5) for n, c in codecs if c and c.mock}
+    """A body of every registered API with a server side, rendered by the API."""
+    from modelwire._apis import find_server
+
+    # Stream functions have no codec, a codec registered without server= no renderer.
+    return {n: render(SCRIPT, n, piece_chars=5) for n in api_names() if find_server(n)}
 
 
 def pairs() -> list[tuple[str, str]]:

@@ -2,14 +2,16 @@
 
 A wire API is a small codec (:class:`WireCodec`: name, endpoint path, request
 encoding, framing, decoder factory, ``recognizes``, and ``capabilities(model)``: what a
-model of the API supports, as :class:`Capabilities`) plus optional facets
-(:class:`MockFacet` for the mock server, :class:`HandoffFacet` for tool-call id
-rules, :class:`CountFacet` for a token-counting endpoint), registered with
-:func:`register_wire_api`. Its decoder turns each
-:class:`Frame` (an event type and the payload bytes, whatever the framing) into the
-normalized deltas below, decoding payloads with :func:`decode_json` (typed, with
-field paths in its errors). The mock-rendering helpers build a scripted reply's
-events. docs/adding-a-wire-api.md walks through a complete API built from these
+model of the API supports, as :class:`Capabilities`) with optional client facets
+(:class:`HandoffFacet` for tool-call id rules, :class:`CountFacet` for a
+token-counting endpoint), and — to be served by the mock server or a gateway — its
+server side, a :class:`WireServer`: a :class:`StreamRenderer` that turns modelwire's
+events into the API's bytes, the non-streamed body, and the API's routing facts. Both
+are registered with one call, :func:`register_wire_api` (which also takes a stream
+function that produces events itself). The decoder turns each :class:`Frame` (an
+event type and the payload bytes, whatever the framing) into the normalized deltas
+below, decoding payloads with :func:`decode_json` (typed, with field paths in its
+errors). docs/adding-a-wire-api.md walks through a complete API built from these
 names only.
 
 A *provider* reuses any wire API with its own URL, auth, body and request-time
@@ -29,8 +31,6 @@ from ._apis._codec import (
     HandoffFacet,
     IdRule,
     IdRules,
-    MockFacet,
-    MockRendering,
     WireCodec,
     WireDecoder,
     first_line_json,
@@ -48,18 +48,19 @@ from ._apis._common import (
     http_request,
     in_band_error,
 )
-from ._apis._mock import (
-    MockFrame,
-    ScriptedReply,
+from ._apis._server.reply import (
+    ErrorReply,
     arguments_object,
     arguments_text,
     compact_json,
-    encode_sse,
+    declared_tools,
     model_in_body,
+    openai_error,
     role_tool_results,
-    split_text,
     text_of,
 )
+from ._apis._server.request import GatewayRequest, StreamRenderer
+from ._apis._server.wire import WireServer
 from ._providers import ProviderRules, register_provider
 from ._providers.azure_openai import AzureOpenAIRules
 from ._wire.deltas import (
@@ -96,24 +97,23 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py 
     "Counting",
     "Delta",
     "EndOfStream",
+    "ErrorReply",
     "EventStreamDecoder",
     "Finish",
     "Frame",
     "Framing",
+    "GatewayRequest",
     "HTTPRequest",
     "HandoffFacet",
     "IdRule",
     "IdRules",
     "MODEL_SLOT",
-    "MockFacet",
-    "MockFrame",
-    "MockRendering",
     "NDJSONDecoder",
     "ProviderRules",
     "RequestOptions",
     "ResponseMeta",
     "SSEFraming",
-    "ScriptedReply",
+    "StreamRenderer",
     "TextDelta",
     "ThinkingDelta",
     "ToolCallArguments",
@@ -121,6 +121,7 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py 
     "UsageUpdate",
     "WireCodec",
     "WireDecoder",
+    "WireServer",
     "arguments_object",
     "arguments_text",
     "bearer_auth",
@@ -129,18 +130,18 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py 
     "check_reasoning",
     "check_tool_choice",
     "compact_json",
+    "declared_tools",
     "decode_json",
     "decoder_for",
-    "encode_sse",
     "first_line_json",
     "first_sse_json",
     "http_request",
     "in_band_error",
     "model_in_body",
+    "openai_error",
     "register_provider",
     "register_wire_api",
     "role_tool_results",
-    "split_text",
     "sse_framing",
     "text_of",
 ]

@@ -4,21 +4,22 @@ A wire API owns **every** fact of one provider format. Its required part is a sm
 codec (:class:`WireCodec`, :mod:`modelwire._apis._codec`): the name, the endpoint
 for a model, request building (auth header included), the response framing (SSE,
 NDJSON, binary event stream), the per-response decoder and ``recognizes``, which
-wrong-API detection asks of every registered API. Optional facets, typed
-separately, serve the other audiences: ``mock`` (:class:`MockFacet`: how the mock
-server renders a scripted reply in its bytes, its media type and version segment,
-the model and tool results a request carries), ``handoff``
-(:class:`HandoffFacet`: which tool-call ids it accepts) and ``counting``
-(:class:`CountFacet`: its token-counting endpoint). What a model of the API supports
-is typed data, ``codec.capabilities(model)``, the bottom layer of the model's profile
-(:mod:`modelwire._apis._profile`). Nothing outside this
-package names a wire API: the catalog's validation, the CLI's ``--api`` choices,
-the mock server (routing by :func:`mock_routes`), the demo, handoff and the
-pipeline all ask this registry, each for the part it needs.
+wrong-API detection asks of every registered API. Optional client facets, typed
+separately: ``handoff`` (:class:`HandoffFacet`: which tool-call ids it accepts) and
+``counting`` (:class:`CountFacet`: its token-counting endpoint). What a model of the
+API supports is typed data, ``codec.capabilities(model)``, the bottom layer of the
+model's profile (:mod:`modelwire._apis._profile`).
 
-Discovery needs no central list: the module of API ``ollama-chat`` is
-``modelwire._apis.ollama_chat`` (``-`` becomes ``_``), and its ``API`` attribute is
-the :class:`WireCodec`. Names are listed from the package's modules without
+A server speaks an API through its :class:`~modelwire._apis._server.wire.WireServer`
+(:func:`find_server`): events rendered as the API's bytes and its routing facts, one
+renderer shared by the gateway and the mock server. Nothing outside this package
+names a wire API: the catalog's validation, the CLI's ``--api`` choices, the mock
+server (routing by :func:`server_routes`), the demo, handoff and the pipeline all ask
+this registry, each for the part it needs.
+
+Discovery needs no central list: the package of API ``ollama-chat`` is
+``modelwire._apis.ollama_chat`` (``-`` becomes ``_``); its ``API`` attribute is the
+:class:`WireCodec` and its ``SERVER`` attribute the API's server side. Names are listed from the package's modules without
 importing them, and a module is imported on first use, so ``import modelwire``
 stays cheap. Modules whose name starts with ``_`` are shared helpers, not APIs.
 User APIs are added at run time with :func:`register_wire_api`.
@@ -36,6 +37,7 @@ import inspect
 import pkgutil
 import re
 from collections.abc import AsyncIterator, Callable, Iterator
+from types import ModuleType
 from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConfigurationError
@@ -44,7 +46,6 @@ from ._codec import (
     Counting,
     HandoffFacet,
     IdRule,
-    MockFacet,
     WireCodec,
     WireDecoder,
     check_codec,
@@ -52,6 +53,7 @@ from ._codec import (
 
 if TYPE_CHECKING:
     from ..events import Event
+    from ._server.wire import WireServer
 
 __all__ = [
     "DEFAULT_API",
@@ -60,7 +62,6 @@ __all__ = [
     "Counting",
     "HandoffFacet",
     "IdRule",
-    "MockFacet",
     "StreamFunction",
     "WireAPI",
     "WireCodec",
@@ -72,12 +73,13 @@ __all__ = [
     "custom_stream",
     "custom_stream_sync",
     "find_api",
+    "find_server",
     "get_api",
-    "mock_facet",
-    "mock_routes",
+    "get_server",
     "recognizing",
     "register_stream_function",
     "register_wire_api",
+    "server_routes",
 ]
 
 #: The API a bare ``--base-url`` or a ``MockServer.model()`` speaks when none is named:
@@ -98,6 +100,7 @@ StreamFunction: TypeAlias = Callable[..., "AsyncIterator[Event] | Iterator[Event
 _NAME = re.compile(r"[a-z0-9]+(?:[-.][a-z0-9]+)*")
 # One registry, two kinds of entry: a name is either a WireAPI or a stream function.
 _registry: dict[str, WireAPI] = {}
+_servers: dict[str, WireServer | None] = {}  # a registered API's server side, if any
 _streams: dict[str, StreamFunction] = {}
 _sync_streams: dict[str, StreamFunction] = {}  # the function the sync path runs, if any
 
@@ -161,13 +164,43 @@ def get_api(name: str) -> WireAPI:
     return api
 
 
-def mock_facet(name: str) -> MockFacet:
-    """The mock facet of wire API ``name``; ``ConfigurationError`` if the API is
-    unknown or offers none."""
-    mock = get_api(name).mock
-    if mock is None:
-        raise ConfigurationError(f"wire API {name!r} has no mock facet (its codec's mock is None)")
-    return mock
+def find_server(name: str) -> WireServer | None:
+    """The server side of wire API ``name`` (``None``: unknown, or it has none). A
+    built-in API package's is ``SERVER`` in its ``render`` module, imported on first
+    use so a client never loads it; a one-module API defines ``SERVER`` beside ``API``."""
+    if find_api(name) is None:
+        return None
+    if name not in _servers:  # a built-in API: registered ones are filled at registration
+        owner: ModuleType | None = importlib.import_module(api_module(name))
+        if hasattr(owner, "__path__"):
+            render = f"{api_module(name)}.render"
+            owner = importlib.import_module(render) if importlib.util.find_spec(render) else None
+        _servers[name] = _check_server(getattr(owner, "SERVER", None), name)
+    return _servers[name]
+
+
+def get_server(name: str) -> WireServer:
+    """The server side of wire API ``name``; ``ConfigurationError`` if the API is
+    unknown or has none."""
+    get_api(name)  # an unknown name is told as such
+    server = find_server(name)
+    if server is None:
+        raise ConfigurationError(
+            f"wire API {name!r} has no server side: register it with "
+            "register_wire_api(codec, server=WireServer(...)) to serve or mock it"
+        )
+    return server
+
+
+def _check_server(server: object, name: str) -> WireServer | None:
+    from ._server.wire import WireServer  # a client never loads the server side
+
+    if server is None or isinstance(server, WireServer):
+        return server
+    raise ConfigurationError(
+        f"the server of wire API {name!r} must be a modelwire.ext.WireServer, "
+        f"got {type(server).__name__}"
+    )
 
 
 def _check_name(name: object) -> str:
@@ -178,23 +211,48 @@ def _check_name(name: object) -> str:
     return name
 
 
-def register_wire_api(api: WireCodec, name: str | None = None) -> None:
-    """Register ``api`` (a :class:`WireCodec`) under ``name`` (default ``api.name``).
+def register_wire_api(
+    api: WireCodec | StreamFunction,
+    name: str | None = None,
+    *,
+    server: WireServer | None = None,
+    sync: StreamFunction | None = None,
+) -> None:
+    """Register a wire API, or a custom API that produces events itself.
+
+    ``api`` is a :class:`WireCodec` (registered under ``name``, default ``api.name``),
+    with ``server`` its server side when the mock server or the gateway should speak it;
+    or a stream function ``(model, context, options)`` producing events — ``async def``
+    or ``def`` — registered under ``name`` (required), ``sync`` being a sync twin the
+    sync path runs instead.
 
     The codec and each facet it claims are checked (a ``ConfigurationError`` names
     every missing member), and so is its path: an API whose exact path (version
-    segment included) is another API's cannot be told apart by the mock server, so
-    that is a ``ConfigurationError`` naming both. The object is not changed; a later
+    segment included) is another API's cannot be told apart by a server, so that is a
+    ``ConfigurationError`` naming both. The object is not changed; a later
     registration of the same name wins."""
+    if not isinstance(api, WireCodec) and callable(api):  # a stream function
+        if server is not None:
+            raise ConfigurationError("server= is for a wire codec, not a stream function")
+        if name is None:
+            raise ConfigurationError("a stream function is registered under a name: "
+                                     "register_wire_api(fn, 'my-api')")  # fmt: skip
+        register_stream_function(name, api, sync=sync)
+        return
+    if sync is not None:
+        raise ConfigurationError("sync= is for a stream function, not a wire codec")
+    if not hasattr(api, "build_request"):
+        raise ConfigurationError(
+            f"register_wire_api needs a wire API object or a stream function, got {api!r}"
+        )
     codec = check_codec(api)
     key = _check_name(codec.name if name is None else name)
+    checked = _check_server(server, key)
     try:
-        route = _route(codec)
+        route = _route(codec, checked)
     except Exception as exc:
-        raise ConfigurationError(
-            f"wire API {key!r}: path() or its mock facet's version_segment failed ({exc!r})"
-        ) from exc
-    for other, template in mock_routes().items():
+        raise ConfigurationError(f"wire API {key!r}: path() failed ({exc!r})") from exc
+    for other, template in server_routes().items():
         if template == route and other != key:
             raise ConfigurationError(
                 f"wire API {key!r} has the path {route!r}, which is already wire API "
@@ -203,17 +261,17 @@ def register_wire_api(api: WireCodec, name: str | None = None) -> None:
     _streams.pop(key, None)
     _sync_streams.pop(key, None)
     _registry[key] = codec
+    _servers[key] = checked
 
 
-#: What stands for the model id in a route (:func:`mock_routes`).
+#: What stands for the model id in a route (:func:`server_routes`).
 MODEL_SLOT = "{model}"
 # Asked of ``path()`` in its place: unreserved characters only, so no quoting changes it.
 _SLOT_ID = "modelwire-model-slot"
 
 
-def _route(codec: WireCodec) -> str:
-    mock = codec.mock
-    segment = mock.version_segment if mock is not None else ""
+def _route(codec: WireCodec, server: WireServer | None) -> str:
+    segment = server.version_segment if server is not None else ""
     return (segment + _endpoint(codec)).rstrip("/")
 
 
@@ -221,7 +279,7 @@ def _endpoint(codec: WireCodec) -> str:
     return codec.path(_SLOT_ID).split("?", 1)[0].replace(_SLOT_ID, MODEL_SLOT)
 
 
-def mock_routes() -> dict[str, str]:
+def server_routes() -> dict[str, str]:
     """Every wire API's exact path, by API name: its version segment, then its
     endpoint for model :data:`MODEL_SLOT` (query string dropped), e.g.
     ``/v1beta/models/{model}:streamGenerateContent`` (every built-in module is
@@ -229,7 +287,7 @@ def mock_routes() -> dict[str, str]:
     # Built on each call (a few APIs, no I/O): nothing to go stale when tests swap
     # the registry.
     codecs = [(n, find_api(n)) for n in api_names()]
-    return {n: _route(c) for n, c in codecs if c is not None}
+    return {n: _route(c, find_server(n)) for n, c in codecs if c is not None}
 
 
 def _slot_match(template: str, path: str) -> bool:
@@ -250,7 +308,7 @@ def api_for_path(path: str) -> str | None:
     version segment, ends it at a segment boundary — the longest such endpoint, so
     ``/api/chat`` is never taken for a shorter ``/chat``."""
     target = path.split("?", 1)[0].rstrip("/")
-    routes = mock_routes()
+    routes = server_routes()
     for api, template in routes.items():
         if _slot_match(template, target):
             return api
@@ -259,7 +317,8 @@ def api_for_path(path: str) -> str | None:
         codec = find_api(api)
         if codec is None:
             continue
-        endpoints = [_endpoint(codec), *(codec.mock.extra_paths if codec.mock else ())]
+        server = find_server(api)
+        endpoints = [_endpoint(codec), *(server.extra_paths if server else ())]
         for endpoint in endpoints:
             endpoint = endpoint.split("?", 1)[0].rstrip("/")
             if _ends_with(target, endpoint) and (best is None or len(endpoint) > best[0]):
@@ -295,7 +354,8 @@ def recognizing(payload: bytes, *, besides: str | None = None) -> list[str]:
 def register_stream_function(
     name: str, fn: StreamFunction, *, sync: StreamFunction | None = None
 ) -> None:
-    """Register a custom API that produces events itself (``mw.register_api``).
+    """Register a custom API that produces events itself (:func:`register_wire_api`
+    with a function).
 
     ``sync`` is a sync generator function the sync path runs instead of ``fn`` (for
     an API written twice, such as ``ScriptedModel``'s); without it, ``fn`` serves the

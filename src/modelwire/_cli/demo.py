@@ -51,12 +51,11 @@ _TOTAL = re.compile(r"lines \d+-\d+ of (\d+)")
 
 def tool_result_text(api: str | None, body: Any) -> str | None:
     """The text of the last tool result in a request body of ``api``
-    (the mock facet's ``tool_results``: each API knows where its body carries them)."""
-    from .._apis import find_api
+    (``WireServer.tool_results``: each API knows where its body carries them)."""
+    from .._apis import find_server
 
-    wire = find_api(api) if api is not None else None
-    mock = wire.mock if wire is not None else None
-    found = mock.tool_results(body) if mock is not None else []
+    server = find_server(api) if api is not None else None
+    found = server.tool_results(body) if server is not None else []
     return found[-1] if found else None
 
 

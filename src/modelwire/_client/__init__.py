@@ -1,4 +1,4 @@
-"""Entry points: ``stream``, ``complete``, their sync twins, and ``register_api``.
+"""Entry points: ``stream``, ``complete``, their sync twins, and ``register_api`` (deprecated).
 
 The client wires the layers and nothing else (DESIGN §1): a wire API builds the
 request (validated before any I/O), one sans-IO :class:`~modelwire._call.Call`
@@ -9,14 +9,13 @@ and a driver from ``modelwire._http`` does its waiting: ``stream`` and
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Unpack
 
 from .._apis import (
-    WireAPI,
     custom_stream,
     get_api,
-    register_stream_function,
     register_wire_api,
 )
 from .._apis._common import check_input
@@ -66,23 +65,16 @@ _S = TypeVar("_S", AssistantMessageStream, SyncAssistantMessageStream)
 
 
 def register_api(name: str, stream_fn: Any) -> None:
-    """Register a custom API under ``name`` (then usable as ``Model(api=name)``).
-
-    ``stream_fn`` is either a wire API object (``build_request``/``new_decoder``,
-    see ``modelwire._apis``) or a generator function ``(model, context, options)``
-    producing events itself — ``async def`` (``AsyncIterator[Event]``) or ``def``
-    (``Iterator[Event]``); ``modelwire._client._custom`` says which path serves which, and
-    ``modelwire.testing`` has helpers that build those events from text.
-    """
+    """Deprecated spelling of :func:`modelwire.ext.register_wire_api` ``(stream_fn, name)``:
+    registers a wire API object or a stream function under ``name``."""
+    warnings.warn(
+        "mw.register_api(name, api) is deprecated: use modelwire.ext.register_wire_api(api, name)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
     if not isinstance(name, str) or not name:
         raise ConfigurationError("register_api needs a non-empty name")
-    # One registry (modelwire._apis) holds both kinds; the object is not changed.
-    if isinstance(stream_fn, WireAPI):
-        register_wire_api(stream_fn, name)
-        return
-    if not callable(stream_fn):
-        raise ConfigurationError("register_api needs a wire API object or a stream function")
-    register_stream_function(name, stream_fn)
+    register_wire_api(stream_fn, name)
 
 
 def _inputs(

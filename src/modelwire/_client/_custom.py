@@ -1,4 +1,4 @@
-"""Custom stream functions: APIs registered with ``mw.register_api(name, fn)`` that
+"""Custom stream functions: APIs registered with ``register_wire_api(fn, name)`` that
 produce events themselves, on both the async and the sync path.
 
 A stream function is ``fn(model, context, options)`` returning either an async

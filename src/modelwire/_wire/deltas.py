@@ -8,7 +8,7 @@ first appearance and owns everything else: events, snapshots, tool-call rules,
 finish semantics. Decoders report failures by raising a
 :class:`~modelwire.errors.StreamError` subclass.
 
-Custom APIs registered with ``mw.register_api`` may produce these too.
+Custom APIs registered with ``modelwire.ext.register_wire_api`` may produce these too.
 """
 
 from __future__ import annotations

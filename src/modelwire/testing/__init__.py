@@ -14,7 +14,7 @@
   (:func:`example_for`), then a text answer.
 * :func:`render` — a script as the exact SSE body a provider would send.
 * :func:`text_api` / :func:`register_text_api` — the simplest custom provider
-  (an async generator of text) as a stream function for ``mw.register_api``.
+  (an async generator of text) as a stream function for ``register_wire_api``.
 * :func:`load_script` — MockServer replies from a JSON script file (the format
   of ``modelwire mock-server --script``).
 * pytest: ``pytest_plugins = ["modelwire.testing.pytest_plugin"]`` gives the
@@ -24,7 +24,8 @@
 from __future__ import annotations
 
 from ._auto import example_for
-from ._render import APIS, api_for_path, render, render_frames, tool_call
+from ._normal import tool_call
+from ._render import APIS, api_for_path, render, render_frames
 from ._script import load_script, parse_script
 from ._scripted import (
     ScriptedModel,

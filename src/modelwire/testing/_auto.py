@@ -29,7 +29,7 @@ import jsonschema
 
 from ..errors import ConfigurationError
 from ..types import Context, ToolCall, ToolResultMessage, UserMessage
-from ._render import Script, tool_call
+from ._normal import Script, tool_call
 
 __all__ = ["auto_for_context", "auto_for_request", "auto_script", "example_for"]
 
@@ -233,15 +233,13 @@ def auto_for_context(context: Context) -> Script:
 
 def auto_for_request(api: str | None, body: object) -> Script:
     """The automatic reply to a request body of wire API ``api`` (:class:`MockServer`):
-    the tools it declares and the tool results it carries, read by the API's mock facet
-    (``request_tools``, ``tool_results``)."""
-    from .._apis import find_api
+    the tools it declares and the tool results it carries, read by the API's server
+    side (``WireServer.request_tools``, ``tool_results``)."""
+    from .._apis import find_server
 
-    codec = find_api(api) if api is not None else None
-    if codec is None or codec.mock is None:
+    server = find_server(api) if api is not None else None
+    if server is None:
         return "success (no tool calls)"
-    found = codec.mock.tool_results(body)
-    declared = codec.mock.request_tools
-    tools = declared(body) if declared is not None else []
-    prefix = codec.mock.tool_id_prefix
-    return auto_script(tools, found or None, id_prefix=prefix)
+    found = server.tool_results(body)
+    tools = server.request_tools(body)
+    return auto_script(tools, found or None, id_prefix=server.tool_id_prefix)

@@ -1,74 +1,54 @@
-"""Render a scripted assistant reply as the exact bytes a wire API streams.
+"""Render a script as the exact bytes a wire API streams: script → events → the API's renderer.
 
-A *script* is what a test says the model should answer: a string (text), a
-:class:`~modelwire.types.ToolCall`, a content block (provider-run tool calls and
-results, and opaque items, for the APIs that carry them; text with its citations), a
-sequence of those, or a whole :class:`~modelwire.types.AssistantMessage` (its
-``stop_reason``, ``provider_stop_reason`` and ``usage`` are rendered too). :func:`render` turns it into the response body the
-provider would send, in that API's framing (SSE events, NDJSON lines…). The
-bytes of each API are owned by the API itself (the ``render`` and ``encode_frames``
-of its mock facet, :class:`modelwire.ext.MockFacet`); this module only normalizes
-the script and asks the registry, so a new wire API is rendered with no edit here.
+A script (:mod:`modelwire.testing._normal`) becomes the events a client would see —
+the same deltas and the same shared assembler as :class:`ScriptedModel` — and those
+events are fed to the API's server-side renderer (``WireServer.renderer``, the
+``render`` module of the API's package), the one the gateway uses too. So the mock
+server's bytes and the gateway's are one code path, and a new wire API is rendered
+with no edit here.
 
-Text and tool-call arguments are cut into pieces of ``piece_chars``
-characters, one wire event each, so a client sees them arrive as deltas. The
-result decodes back through ``mw.replay(api, body)`` to the same content.
+Text and tool-call arguments are cut into pieces of ``piece_chars`` characters, one
+wire event each, so a client sees them arrive as deltas. The result decodes back
+through ``mw.replay(api, body)`` to the same content.
 """
 
 from __future__ import annotations
 
-import builtins
 import itertools
-from collections.abc import Iterable, Sequence
-from typing import Any, Literal, TypeAlias
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, TypeAlias
 
 import msgspec
 
-from .._apis import MockFacet, api_names, find_api
 from .._apis import api_for_path as api_for_path
-from .._apis._mock import MockFrame as Frame
-from .._apis._mock import ScriptedReply, arguments_text, compact_json, split_text
+from .._apis import api_names, find_api, find_server, get_api
+from .._apis._server.reply import THINKING_SIGNATURE, prefixed
+from .._apis._server.request import GatewayRequest
+from .._apis._server.wire import WireServer
+from .._wire.framing import Framing
 from ..errors import ConfigurationError
-from ..types import (
-    AssistantContent,
-    AssistantMessage,
-    ProviderItem,
-    ServerToolCall,
-    ServerToolResult,
-    TextContent,
-    ThinkingContent,
-    ToolCall,
-    Usage,
-)
+from ..events import DoneEvent
+from ..types import AssistantMessage, Context, ErrorInfo, Model, ProviderItem, ThinkingContent
+from ._normal import Script, ScriptedReply, normalize, tool_call, with_id_prefix
+from ._scripted import events_from_deltas, reply_deltas, split_failure
 
 __all__ = [
     "Frame",
+    "Rendered",
     "Script",
-    "ScriptedReply",
     "api_for_path",
-    "arguments_text",
-    "frame",
-    "normalize",
+    "in_band_error",
     "render",
     "render_frames",
-    "split_text",
+    "render_reply",
     "tool_call",
+    "unframed",
 ]
 
-Block: TypeAlias = (
-    str
-    | TextContent
-    | ThinkingContent
-    | ToolCall
-    | ServerToolCall
-    | ServerToolResult
-    | ProviderItem
-)
-_BLOCKS = (TextContent, ThinkingContent, ToolCall, ServerToolCall, ServerToolResult, ProviderItem)
-#: Anything :func:`render` accepts as a model reply.
-Script: TypeAlias = AssistantMessage | Block | Sequence[Block]
-
-_ids = itertools.count(1)
+#: ``(event name or None, payload)``: one rendered event, unframed. The payload is the
+#: decoded JSON value, or the text when it is not JSON (OpenAI Chat's ``[DONE]``).
+Frame: TypeAlias = tuple[str | None, Any]
 
 
 def __getattr__(name: str) -> Any:
@@ -78,103 +58,107 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _dumps(value: Any) -> str:
-    return compact_json(value)
+def server_of(api: object) -> WireServer:
+    """The server side of ``api``; ``ConfigurationError`` if unknown or it has none."""
+    if not isinstance(api, str) or find_api(api) is None:
+        raise ConfigurationError(f"cannot render for api {api!r}; known: {', '.join(api_names())}")
+    server = find_server(api)
+    if server is None:
+        raise ConfigurationError(
+            f"wire API {api!r} has no server side (register_wire_api(..., server=...)): "
+            "it cannot be rendered"
+        )
+    return server
 
 
-def tool_call(
-    name: str, arguments: dict[str, Any] | None = None, *, id: str | None = None
-) -> ToolCall:
-    """A :class:`ToolCall` for a script; ``id`` defaults to a process-unique ``call_<n>``
-    (an agent answers calls by id, so ids must not repeat within a conversation),
-    sent with the prefix of the API that renders it (``toolu_<n>`` for Anthropic, as
-    the provider's own ids look: :func:`for_api`); an ``id`` given is sent as given."""
-    args = dict(arguments or {})
-    call = ToolCall(
-        id=id or f"{_DEFAULT_PREFIX}{next(_ids)}", name=name, arguments=args,
-        raw_arguments=_dumps(args),
-    )  # fmt: skip
-    if not id:
-        # Known by identity, not by its text: a script may give the same id itself.
-        _made_up[builtins.id(call)] = call
-    return call
+class Rendered(msgspec.Struct, frozen=True, kw_only=True):
+    """A script rendered for one API: the stream's bytes event by event, and the one
+    JSON object a request without a stream gets."""
+
+    pieces: tuple[bytes, ...]
+    """The stream, one wire event per piece, in order."""
+    complete: bytes | None
+    """The non-streamed response body (``None``: the script fails, so a request
+    without a stream gets an HTTP error instead)."""
 
 
-_DEFAULT_PREFIX = "call_"
-# The calls ``tool_call`` made an id for (kept alive, so an identity is never reused).
-_made_up: dict[int, ToolCall] = {}
-
-
-def _is_made_up(block: object) -> bool:
-    return _made_up.get(builtins.id(block)) is block
-
-
-def for_api(reply: ScriptedReply, mock: MockFacet) -> ScriptedReply:
-    """``reply`` with every tool-call id :func:`tool_call` made up carrying ``mock``'s
-    provider prefix (``MockRendering.tool_id_prefix``) instead of ``call_``."""
-    prefix = mock.tool_id_prefix
-    if prefix == _DEFAULT_PREFIX or not any(_is_made_up(b) for b in reply.content):
+def _signed(reply: ScriptedReply) -> ScriptedReply:
+    if not any(isinstance(b, ThinkingContent) and not b.signature and not b.redacted
+               for b in reply.content):  # fmt: skip
         return reply
     content = tuple(
-        msgspec.structs.replace(b, id=prefix + b.id.removeprefix(_DEFAULT_PREFIX))
-        if isinstance(b, ToolCall) and _is_made_up(b)
+        msgspec.structs.replace(b, signature=THINKING_SIGNATURE)
+        if isinstance(b, ThinkingContent) and not b.signature and not b.redacted
         else b
         for b in reply.content
     )
     return msgspec.structs.replace(reply, content=content)
 
 
-def normalize(script: Script) -> ScriptedReply:
-    """Bring any accepted script to :class:`ScriptedReply`.
+def render_reply(
+    script: Script,
+    api: str,
+    *,
+    model: str = "mock-model",
+    response_id: str | None = None,
+    piece_chars: int = 8,
+    include_usage: bool = True,
+) -> Rendered:
+    """``script`` as ``api``'s server renders it: events fed to ``WireServer.renderer``.
 
-    ``ConfigurationError`` for what a successful stream cannot say: a message
-    whose ``stop_reason`` is ``error``/``aborted`` (script failures with
-    ``Reply(status=…)``, ``cut_after`` or a raw ``body`` instead), or an
-    unknown block type.
-    """
-    provider_stop = None
-    if isinstance(script, AssistantMessage):
-        if script.stop_reason in ("error", "aborted"):
+    A failed ``AssistantMessage`` (``stop_reason="error"``, its ``error``) streams its
+    content and then the API's in-stream error of that kind."""
+    server = server_of(api)
+    script, failure = split_failure(script)
+    reply = _signed(with_id_prefix(normalize(script), server.tool_id_prefix))
+    for n, block in enumerate(reply.content):
+        # A server passes on another API's opaque item as nothing: in a script that is a
+        # mistake to say, not content to lose.
+        if isinstance(block, ProviderItem) and block.api != api:
             raise ConfigurationError(
-                f"cannot render a message with stop_reason {script.stop_reason!r} as a "
-                "successful stream; script failures with Reply(status=...), cut_after, "
-                "stall_after or a raw body"
+                f"script content[{n}]: {api} cannot carry an item of {block.api} "
+                f"({block.provider_type}); script it for {block.api} or leave it out"
             )
-        blocks: tuple[AssistantContent, ...] = script.content
-        usage = script.usage
-        response_id = script.response_id
-        explicit = script.stop_reason
-        provider_stop = script.provider_stop_reason
-    else:
-        items: Iterable[Any] = (script,) if isinstance(script, (str, *_BLOCKS)) else script
-        out: list[AssistantContent] = []
-        for i, item in enumerate(items):
-            if isinstance(item, str):
-                out.append(TextContent(text=item))
-            elif isinstance(item, _BLOCKS):
-                out.append(item)
-            else:
-                raise ConfigurationError(
-                    f"script[{i}] must be a str, TextContent, ThinkingContent, ToolCall, "
-                    f"ServerToolCall, ServerToolResult or ProviderItem, got {type(item).__name__}"
-                )
-        blocks, usage, response_id, explicit = tuple(out), Usage(), None, None
-    # A provider-run tool call is not the caller's to answer: it never makes tool_use.
-    has_calls = any(isinstance(b, ToolCall) for b in blocks)
-    stop: Literal["stop", "length", "tool_use"] = (
-        "length" if explicit == "length" else "tool_use" if has_calls else "stop"
-    )
-    return ScriptedReply(content=blocks, stop_reason=stop, usage=usage, response_id=response_id,
-                         provider_stop_reason=provider_stop)  # fmt: skip
+    rid = response_id or reply.response_id or ""
+    if server.id_prefix is not None:
+        rid = prefixed(server.id_prefix, rid or "mock")
+    origin = Model(id=model, api=api, provider="mock", base_url="http://mock.invalid")
+    # An answer of ``api`` itself, so the renderer may say the API's own stop reasons.
+    deltas = reply_deltas(reply, piece_chars=piece_chars, failure=failure)
+    events = events_from_deltas(deltas, origin)
+    request = GatewayRequest(model=model, context=Context(), options={}, stream=True,
+                             include_usage=include_usage)  # fmt: skip
+    renderer = server.renderer(request, rid)
+    codec = get_api(api)
+    pieces = tuple(e for out in (renderer.feed(e) for e in events) if out
+                   for e in _one_by_one(codec.framing, out))  # fmt: skip
+    done = events[-1]
+    complete = (server.message_body(request, done.message, rid)
+                if isinstance(done, DoneEvent) else None)  # fmt: skip
+    return Rendered(pieces=pieces, complete=complete)
 
 
-def _wire(api: str) -> MockFacet:
-    wire = find_api(api) if isinstance(api, str) else None
-    if wire is None:
-        raise ConfigurationError(f"cannot render for api {api!r}; known: {', '.join(api_names())}")
-    if wire.mock is None:
-        raise ConfigurationError(f"wire API {api!r} has no mock facet: it cannot be rendered")
-    return wire.mock
+def _one_by_one(framing: Callable[[int], Framing], out: bytes) -> list[bytes]:
+    """``out`` (whole events) cut after each event, so each is flushed on its own, as a
+    provider does: the cuts are where the API's own framing completes a frame."""
+    reader = framing(_NO_LIMIT)
+    if len(reader.feed(out)) <= 1:
+        return [out]
+    reader, cuts = framing(_NO_LIMIT), [0]
+    for i in range(len(out)):
+        if reader.feed(out[i : i + 1]):
+            cuts.append(i + 1)
+    if cuts[-1] != len(out):
+        cuts.append(len(out))
+    return [out[a:b] for a, b in itertools.pairwise(cuts)]
+
+
+def in_band_error(api: str, message: str, kind: str = "overloaded") -> bytes:
+    """The one wire event with which ``api`` reports an error of ``kind`` mid-stream
+    (what its renderer writes for an ``error`` event)."""
+    failed = AssistantMessage(content=(), api=api, provider="mock", model="mock-model",
+                              stop_reason="error", error=ErrorInfo(kind=kind, message=message))  # fmt: skip
+    return render_reply(failed, api).pieces[-1]
 
 
 def render_frames(
@@ -185,19 +169,30 @@ def render_frames(
     response_id: str | None = None,
     piece_chars: int = 8,
 ) -> list[Frame]:
-    """The events (name, payload) for ``script`` in ``api``'s format, unframed."""
-    wire = _wire(api)
-    reply = for_api(normalize(script), wire)
-    split_text("", piece_chars)  # a bad piece size is refused even for an empty script
-    rid = response_id or reply.response_id or ""  # "": the API's own mock id
-    frames: list[Frame] = wire.render(reply, model, rid, piece_chars)
-    return frames
+    """The events (name, payload) of ``script`` in ``api``'s format, unframed: the
+    rendered bytes read back with the API's own framing."""
+    pieces = render_reply(
+        script, api, model=model, response_id=response_id, piece_chars=piece_chars
+    ).pieces
+    return unframed(api, pieces)
 
 
-def frame(api: str, frames: Sequence[Frame]) -> list[bytes]:
-    """Each event framed as ``api`` frames it on the wire (``MockFacet.encode_frames``)."""
-    out: list[bytes] = _wire(api).encode_frames(frames)
-    return out
+def unframed(api: str, pieces: Sequence[bytes]) -> list[Frame]:
+    """``(event name or None, payload)`` of each event of a body ``api`` rendered,
+    read back with the API's own framing (``None`` for the default ``message`` type)."""
+    framing = get_api(api).framing(_NO_LIMIT)
+    frames = [f for p in pieces for f in framing.feed(p)] + framing.end()
+    return [(None if f.event == "message" else f.event, _payload(f.data)) for f in frames]
+
+
+_NO_LIMIT = 1 << 30  # our own bytes: no event is too big
+
+
+def _payload(data: bytes) -> Any:
+    try:
+        return json.loads(data)
+    except ValueError:
+        return data.decode()
 
 
 def render(
@@ -209,7 +204,8 @@ def render(
     piece_chars: int = 8,
 ) -> bytes:
     """The complete response body ``api`` would stream for ``script``."""
-    frames = render_frames(
-        script, api, model=model, response_id=response_id, piece_chars=piece_chars
+    return b"".join(
+        render_reply(
+            script, api, model=model, response_id=response_id, piece_chars=piece_chars
+        ).pieces
     )
-    return b"".join(frame(api, frames))

@@ -1,7 +1,7 @@
 """Which wire API, and which of its endpoints, a request to the mock server is for.
 
-The answer comes from each API's mock facet (:class:`modelwire.ext.MockFacet`): its
-streaming endpoint (:func:`modelwire._apis.mock_routes`), its non-streaming endpoints
+The answer comes from each API's server side (:class:`modelwire.ext.WireServer`): its
+streaming endpoint (:func:`modelwire._apis.server_routes`), its non-streaming endpoints
 (``complete_paths``), its model listing (``models_path``) and the body's ``stream``
 flag (``streams``). A path no API serves is ``None`` — the server answers it 404
 without consuming a scripted reply, so a client's probe or a wrong base URL never
@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Literal, NamedTuple
 
-from .._apis import MODEL_SLOT, api_names, find_api, mock_routes
-from .._apis._codec import MockFacet
+from .._apis import MODEL_SLOT, api_names, find_server, server_routes
+from .._apis._server.wire import WireServer
 
 __all__ = ["Route", "route", "served_paths"]
 
@@ -34,12 +34,12 @@ class Route(NamedTuple):
     ``models``: the model listing (no reply consumed)."""
 
 
-def _facets() -> list[tuple[str, MockFacet]]:
+def _facets() -> list[tuple[str, WireServer]]:
     out = []
     for name in api_names():
-        codec = find_api(name)
-        if codec is not None and codec.mock is not None:
-            out.append((name, codec.mock))
+        server = find_server(name)
+        if server is not None:
+            out.append((name, server))
     return out
 
 
@@ -56,9 +56,9 @@ def _clean(template: str) -> str:
     return template.split("?", 1)[0].rstrip("/")
 
 
-def _endpoints(api: str, mock: MockFacet) -> list[tuple[str, bool]]:
+def _endpoints(api: str, mock: WireServer) -> list[tuple[str, bool]]:
     """``(endpoint after the version segment, is a non-streaming one)``."""
-    route = mock_routes().get(api, "")
+    route = server_routes().get(api, "")
     segment = mock.version_segment
     stream = route[len(segment) :] if route.startswith(segment) else route
     out = [(stream, False), *((_clean(p), False) for p in mock.extra_paths)]
@@ -66,9 +66,7 @@ def _endpoints(api: str, mock: MockFacet) -> list[tuple[str, bool]]:
     return [(e, c) for e, c in out if e]
 
 
-def _answer(api: str, mock: MockFacet, complete: bool, path: str, body: object) -> Route:
-    if mock.render_complete is None:
-        return Route(api, "stream")
+def _answer(api: str, mock: WireServer, complete: bool, path: str, body: object) -> Route:
     if complete:
         return Route(api, "complete")
     streams = mock.streams
@@ -126,7 +124,7 @@ def route(method: str, path: str, headers: Mapping[str, str], body: object) -> R
         for endpoint, complete in _endpoints(api, mock):
             if _match(mock.version_segment + endpoint, target):
                 return _answer(api, mock, complete, path, body)
-    best: tuple[int, str, MockFacet, bool] | None = None
+    best: tuple[int, str, WireServer, bool] | None = None
     for api, mock in facets:
         for endpoint, complete in _endpoints(api, mock):
             start = _suffix(endpoint, target)

@@ -61,7 +61,7 @@ from ..types import (
     ThinkingContent,
     Usage,
 )
-from ._render import tool_call
+from ._normal import tool_call
 from ._server import Reply
 
 __all__ = ["load_script", "parse_script"]

@@ -1,7 +1,7 @@
 """Streams from scripted replies with no HTTP at all, and custom-API adapters.
 
 :class:`ScriptedModel` is the offline twin of :class:`MockServer`: its
-``model`` uses the ``scripted`` api (registered with ``mw.register_api`` on
+``model`` uses the ``scripted`` api (registered with ``register_wire_api`` on
 first use), and every call to ``mw.stream``/``mw.complete``, their sync twins or
 an agent takes the next scripted reply. The reply is turned into normalized deltas
 (:mod:`modelwire._wire.deltas`) and run through the same shared
@@ -10,7 +10,7 @@ snapshots, the tool-call rules and the completion policy by ``tool_choice``
 are exactly those of a real provider — only the wire format is skipped.
 
 :func:`text_api` adapts the simplest custom provider — an async generator of
-text pieces — into a stream function for ``mw.register_api``.
+text pieces — into a stream function for ``modelwire.ext.register_wire_api``.
 """
 
 from __future__ import annotations
@@ -23,10 +23,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator
 from typing import Any, TypeAlias
 
 from .._apis._common import as_tool_call
+from .._apis._server.reply import arguments_text
 from .._wire.assemble import Assembler
 from .._wire.deltas import (
     BlockComplete,
     BlockEnd,
+    BlockSignature,
     BlockStart,
     CitationDelta,
     Delta,
@@ -52,7 +54,7 @@ from ..types import (
     TextContent,
     ThinkingContent,
 )
-from ._render import Script, arguments_text, normalize, split_text
+from ._normal import Script, ScriptedReply, normalize, split_text
 
 __all__ = [
     "SCRIPTED_API",
@@ -62,13 +64,15 @@ __all__ = [
     "deltas_for",
     "events_from_deltas",
     "register_text_api",
+    "reply_deltas",
+    "split_failure",
     "text_api",
 ]
 
 #: The api name of every :class:`ScriptedModel`.
 SCRIPTED_API = "scripted"
 
-#: What ``mw.register_api`` accepts besides a wire API object: an async generator
+#: What ``register_wire_api`` accepts besides a wire API object: an async generator
 #: function, or a sync one (which ``mw.stream_sync`` runs directly).
 StreamFunction: TypeAlias = Callable[
     [Model, Context, RequestOptions], AsyncIterator[Event] | Iterator[Event]
@@ -90,16 +94,33 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
     carrying its ``error.kind`` and ``error.message``, so the stream ends with
     that typed error after the content (a scripted provider failure).
     """
-    failure = None
-    if isinstance(script, AssistantMessage) and script.stop_reason == "error":
-        failure = script.error or ErrorInfo(
-            kind=ProviderStreamError.kind, message="the scripted reply failed"
-        )
-        script = AssistantMessage(
-            content=script.content, api=script.api, provider=script.provider,
-            model=script.model, usage=script.usage, stop_reason="stop",
-        )  # fmt: skip
-    reply = normalize(script)
+    script, failure = split_failure(script)
+    return reply_deltas(normalize(script), piece_chars=piece_chars, failure=failure)
+
+
+def split_failure(script: Script) -> tuple[Script, ErrorInfo | None]:
+    """A failed message (``stop_reason="error"``) as its content, and the error the
+    stream ends with after that content; any other script as it is, and ``None``."""
+    if not (isinstance(script, AssistantMessage) and script.stop_reason == "error"):
+        return script, None
+    failure = script.error or ErrorInfo(
+        kind=ProviderStreamError.kind, message="the scripted reply failed"
+    )
+    content = AssistantMessage(
+        content=script.content, api=script.api, provider=script.provider,
+        model=script.model, usage=script.usage, stop_reason="stop",
+        response_id=script.response_id,
+    )  # fmt: skip
+    return content, failure
+
+
+def reply_deltas(
+    reply: ScriptedReply, *, piece_chars: int = 8, failure: ErrorInfo | None = None
+) -> list[Delta]:
+    """The deltas of a reply in normal form: each block in pieces of ``piece_chars``
+    characters, then usage and the finish (``failure``: the stream fails after the
+    content with that error)."""
+    split_text("", piece_chars)  # a bad piece size is refused even for an empty reply
     out: list[Delta] = []
     for i, block in enumerate(reply.content):
         if isinstance(block, TextContent):
@@ -123,6 +144,8 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
             text = arguments_text(block)
             out.append(ToolCallDelta(key, block.id, block.name, ""))
             out += [ToolCallDelta(key, None, None, p) for p in split_text(text, piece_chars)]
+            if block.signature:  # Gemini's thought signature on a call, kept with it
+                out.append(BlockSignature(key, block.signature))
             if reply.stop_reason == "length":
                 # Left open: the assembler closes it at the end without trusting
                 # its arguments, as for a provider cut off mid-call (rule 3).
@@ -133,7 +156,7 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
     if failure is not None:
         out.append(Finish("error", "error", failure.kind, failure.message))
     else:
-        out.append(Finish(reply.stop_reason, reply.provider_stop_reason or reply.stop_reason))
+        out.append(Finish(reply.stop_reason, reply.provider_stop_reason))
     out.append(EndOfStream())
     return out
 
@@ -322,7 +345,7 @@ def text_api(fn: TextGenerator) -> StreamFunction:
     response with ``stop``. A ``StreamError`` the generator raises ends the
     stream with that error; any other exception with ``provider_stream``
     (content received so far is kept). Register it with
-    ``mw.register_api(name, text_api(fn))`` or :func:`register_text_api`.
+    ``register_wire_api(text_api(fn), name)`` or :func:`register_text_api`.
     """
 
     async def stream_fn(
@@ -359,8 +382,8 @@ def text_api(fn: TextGenerator) -> StreamFunction:
 
 
 def register_text_api(name: str, fn: TextGenerator) -> None:
-    """``mw.register_api(name, text_api(fn))``: then ``Model(api=name, ...)`` streams
+    """``register_wire_api(text_api(fn), name)``: then ``Model(api=name, ...)`` streams
     whatever ``fn`` yields."""
-    from .._client import register_api
+    from .._apis import register_wire_api
 
-    register_api(name, text_api(fn))
+    register_wire_api(text_api(fn), name)

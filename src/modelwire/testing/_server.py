@@ -7,7 +7,7 @@ the next reply; every request is recorded for assertions.
 A reply is raw bytes, a :class:`Reply` (status, headers, body and faults), or a
 *script* — text, a ``ToolCall``, content blocks or an ``AssistantMessage`` —
 that the server renders in the wire format of the API the request path names.
-Routing is by the exact path, version segment included, from each API's mock facet
+Routing is by the exact path, version segment included, from each API's server side
 (``/v1/chat/completions``, ``/api/chat``,
 ``/v1beta/models/{model}:streamGenerateContent``…; :mod:`modelwire.testing._routing`):
 a request that does not ask for a stream (``"stream": false``, Gemini's
@@ -33,12 +33,14 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from .._apis import DEFAULT_API, MockFacet, api_names, find_api
-from .._apis._mock import MockError, compact_json, model_in_body, openai_error
+from .._apis import DEFAULT_API, api_names, find_api, find_server
+from .._apis._server.reply import ErrorReply, compact_json, model_in_body, openai_error
+from .._apis._server.wire import WireServer
 from ..errors import ConfigurationError
-from ..types import Context, Model, ModelCost
+from ..types import AssistantMessage, Context, Model, ModelCost
 from ._auto import auto_for_context, auto_for_request
-from ._render import Script, for_api, frame, normalize, render_frames
+from ._normal import Script, normalize
+from ._render import render_reply, unframed
 from ._routing import Route, route, served_paths
 
 __all__ = [
@@ -56,10 +58,9 @@ __all__ = [
 _DEFAULT_CONTENT_TYPE = "text/event-stream"
 
 
-def _mock(api: str | None) -> MockFacet | None:
-    """The mock facet of wire API ``api`` (``None``: unknown, or it offers none)."""
-    wire = find_api(api) if api is not None else None
-    return wire.mock if wire is not None else None
+def _mock(api: str | None) -> WireServer | None:
+    """The server side of wire API ``api`` (``None``: unknown, or it has none)."""
+    return find_server(api) if api is not None else None
 
 
 class Reply(msgspec.Struct, kw_only=True):
@@ -163,16 +164,15 @@ class RecordedRequest(msgspec.Struct):
     @property
     def model(self) -> str | None:
         """The model id the client asked for, as the request's API carries it (the
-        body's ``model`` field, or a path segment: ``MockFacet.request_model``)."""
+        body's ``model`` field, or a path segment: ``WireServer.request_model``)."""
         try:
             body = self.json()
         except ValueError:
             body = None
-        api = self.api
-        wire = find_api(api) if api is not None else None
-        if wire is None or wire.mock is None:
+        server = _mock(self.api)
+        if server is None:
             return model_in_body(self.path, body)
-        return wire.mock.request_model(self.path, body)
+        return server.request_model(self.path, body)
 
 
 #: A callable deciding the reply when a request arrives.
@@ -192,7 +192,7 @@ def error_reply(
     """An HTTP error as the request's API sends it: OpenAI's ``{"error": {"message",
     "type", …}}``, Anthropic's ``{"type": "error", "error": {…}}`` with ``request-id``,
     Google's ``{"error": {"code", "message", "status"}}``, Ollama's ``{"error": "…"}``,
-    Bedrock's ``{"message"}`` with ``x-amzn-ErrorType`` (each facet's ``error_body``).
+    Bedrock's ``{"message"}`` with ``x-amzn-ErrorType`` (each API's ``WireServer.error_body``).
     ``type`` is the provider's error type (default: the one it uses for ``status``);
     ``headers`` are added (``retry-after``…)."""
     return Reply(status=status, error=message, error_type=type, content_type="application/json",
@@ -211,10 +211,14 @@ def auto_reply(source: Context | RecordedRequest) -> Script:
     raise ConfigurationError(f"auto_reply takes a Context or a RecordedRequest, not {source!r}")
 
 
-def _error(mock: MockFacet | None, status: int, message: str, kind: str | None) -> MockError:
+def _error(mock: WireServer | None, status: int, message: str, kind: str | None) -> ErrorReply:
     make = mock.error_body if mock is not None else openai_error
-    found: MockError = make(status, message, kind)
-    return found
+    return make(status, message, kind)
+
+
+def _failure_text(script: Any) -> str:
+    error = script.error if isinstance(script, AssistantMessage) else None
+    return error.message if error is not None else "the scripted reply failed"
 
 
 def _coerce(item: Any) -> Reply | Responder:
@@ -389,7 +393,7 @@ class MockServer:
             if found is None:
                 return self._not_found(rec)
             mock = _mock(found.api)
-            # Routed as a listing only when the facet renders one (``_routing``).
+            # Routed as a listing only when the API renders one (``_routing``).
             assert mock is not None and mock.render_models is not None
             ids = list(dict.fromkeys(self.models)) or ["mock-model"]
             body = compact_json(mock.render_models(ids))
@@ -432,45 +436,46 @@ class MockServer:
                     return msgspec.structs.replace(item, content_type=mock.content_type)
                 return item
             if mock is None:
-                raise ConfigurationError(f"wire API {found.api!r} has no mock facet")
+                raise ConfigurationError(f"wire API {found.api!r} has no server side")
             model = rec.model or "mock-model"
-            rid = f"mock-{len(self.requests)}"
+            body = rec._body()
+            rendered = render_reply(
+                item.message, found.api, model=model,
+                response_id=normalize(item.message).response_id or f"mock-{len(self.requests)}",
+                piece_chars=item.piece_chars, include_usage=mock.include_usage(body),
+            )  # fmt: skip
             if found.kind == "complete":
-                # Routed as "complete" only when the facet renders one (``_routing``).
-                complete = mock.render_complete
-                assert complete is not None
-                reply = for_api(normalize(item.message), mock)
-                obj = complete(reply, model, reply.response_id or rid)
+                if rendered.complete is None:  # a failing script: the API's HTTP error
+                    error = _error(mock, 500, _failure_text(item.message), None)
+                    return Reply(status=500, body=compact_json(error.body).encode(),
+                                 headers={**error.headers, **item.headers},
+                                 content_type="application/json")  # fmt: skip
                 ctype = item.content_type
                 if ctype == _DEFAULT_CONTENT_TYPE:
                     ctype = "application/json"
                 return msgspec.structs.replace(
-                    item, body=compact_json(obj).encode(), message=None, content_type=ctype
+                    item, body=rendered.complete, message=None, content_type=ctype
                 )
-            rendered = render_frames(
-                item.message, found.api, model=model, response_id=rid,
-                piece_chars=item.piece_chars,
-            )  # fmt: skip
-            rendered = mock.adapt(rendered, rec._body())
             sse_query = mock.sse_query
             query = rec.path.partition("?")[2].split("&")
             if sse_query is not None and sse_query not in query:
                 # Gemini without alt=sse: the same responses as one JSON array.
-                array = [p for _, p in rendered if not isinstance(p, str)]
+                array = [
+                    p for _, p in unframed(found.api, rendered.pieces) if not isinstance(p, str)
+                ]
                 return msgspec.structs.replace(
                     item, body=compact_json(array).encode(), message=None,
                     content_type="application/json",
                 )  # fmt: skip
-            frames = frame(found.api, rendered)
-            body = b"".join(frames)
+            pieces = rendered.pieces
             split = item.chunk_size is None and item.split_points is None and item.seed is None
-            points = tuple(itertools.accumulate(len(f) for f in frames)) if split else None
+            points = tuple(itertools.accumulate(len(f) for f in pieces)) if split else None
             # The API's media type, unless the script chose one (Reply.content_type).
             ctype = item.content_type
             if ctype == _DEFAULT_CONTENT_TYPE:
                 ctype = mock.content_type
             return msgspec.structs.replace(
-                item, body=body, message=None, content_type=ctype,
+                item, body=b"".join(pieces), message=None, content_type=ctype,
                 split_points=points if split else item.split_points,
             )  # fmt: skip
         except Exception as exc:  # a bad script must reach the test as an HTTP error
@@ -488,15 +493,15 @@ class MockServer:
         **fields: Any,
     ) -> Model:
         """A :class:`~modelwire.types.Model` reaching this server through ``api``
-        (its base URL ends in the API's own version segment, ``MockFacet.version_segment``:
+        (its base URL ends in the API's own version segment, ``WireServer.version_segment``:
         ``/v1``, ``/v1beta``, or none for a server root). The provider ``mock`` has no
         API-key variable, so no key is needed."""
         mock = _mock(api)
         if mock is None:
             speaks = [n for n in api_names() if _mock(n) is not None]
-            raise ConfigurationError(
-                f"unknown api {api!r}; the MockServer speaks {', '.join(speaks)}"
-            )
+            said = f"unknown api {api!r}" if find_api(api) is None else (
+                f"wire API {api!r} has no server side")  # fmt: skip
+            raise ConfigurationError(f"{said}; the MockServer speaks {', '.join(speaks)}")
         self.models.append(id)
         return Model(
             id=id, api=api, provider=provider, base_url=self.origin + mock.version_segment,

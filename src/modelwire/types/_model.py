@@ -42,7 +42,7 @@ class Model(_Value, frozen=True):
     """The model id sent to the provider."""
     api: str
     """The wire API: a name in ``modelwire._apis`` (``modelwire._apis.api_names()``) or
-    one given to ``register_api``."""
+    one given to ``register_wire_api``."""
     provider: str
     """Provider name (``openai``, ``deepseek``, ``local``…): picks the env var and compat."""
     base_url: str

@@ -27,7 +27,6 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from functools import partial
 from typing import TYPE_CHECKING, Any, Literal
 
 import msgspec
@@ -51,7 +50,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._codec import Counting, IdRules, MockRendering, sse_framing
+from .._codec import Counting, IdRules, sse_framing
 from .._common import (
     SAFE_ID_RULE,
     as_image,
@@ -64,13 +63,10 @@ from .._common import (
     merge_compat,
     same_model,
 )
-from .._mock import MockFrame, declared_tools, encode_sse, model_in_body
 from . import _count, spec
 from ._output import add_output
 from ._whole import API_NAME
 from .decode import AnthropicDecoder, recognizes
-from .mock import error_body, render_complete, render_models, tool_results
-from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -104,7 +100,6 @@ THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192
 ADAPTIVE_EFFORTS: dict[str, str] = {"minimal": "low", "low": "low", "medium": "medium",
                                     "high": "high", "xhigh": "max"}  # fmt: skip
 _MIN_BUDGET = 1024
-_RAW_PREDICT = ":streamRawPredict"
 #: Room left for the answer when ``max_tokens`` must be capped below budget + answer.
 _MIN_ANSWER = 1024
 #: Beta a ``document`` block with a ``file`` source needs (Files API docs).
@@ -466,46 +461,11 @@ def _uses_files(context: Context) -> bool:
     return False
 
 
-def _request_model(path: str, body: object) -> str | None:
-    # Claude on Vertex AI streams the same events from
-    # ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path
-    # (modelwire._providers._vertex): the mock server answers that path too.
-    target = path.split("?", 1)[0]
-    if target.endswith(_RAW_PREDICT):
-        return target.rsplit("/models/", 1)[-1][: -len(_RAW_PREDICT)] or None
-    return model_in_body(path, body)
-
-
-def _in_band_error(message: str) -> list[MockFrame]:
-    """The Messages stream's ``error`` event (docs: "Error events", ``overloaded_error``)."""
-    return [("error", {"type": "error", "error": {"type": "overloaded_error", "message": message}})]
-
-
 class AnthropicMessagesAPI:
     """The ``anthropic-messages`` wire API."""
 
     name = "anthropic-messages"
     endpoint = "/messages"
-    mock = MockRendering(
-        in_band_error=_in_band_error,
-        render=render_script,
-        tool_results=tool_results,
-        encode_frames=partial(encode_sse, named=True),
-        request_model=_request_model,
-        extra_paths=("/models/{model}" + _RAW_PREDICT,),
-        render_complete=render_complete,
-        request_tools=lambda body: declared_tools(
-            body.get("tools") if isinstance(body, dict) else None,
-            spec=None,
-            name="name",
-            schema="input_schema",
-        ),
-        error_body=error_body,
-        models_path="/models",
-        render_models=render_models,
-        models_header="anthropic-version",
-        tool_id_prefix=spec.TOOL_ID_PREFIX,
-    )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
 

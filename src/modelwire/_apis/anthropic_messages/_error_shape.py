@@ -12,9 +12,10 @@ import math
 import msgspec
 
 from ...errors import StreamError
+from .._server.reply import ErrorReply
 from .._server.request import RequestError
 
-__all__ = ["error_response", "error_type", "in_stream_error"]
+__all__ = ["error_body", "error_response", "error_type", "in_stream_error"]
 
 #: modelwire error kind → (status, Anthropic error type). Every other kind (the
 #: backend's 5xx, a broken or malformed stream, a refused connection) is the API's
@@ -77,3 +78,15 @@ def error_response(error: RequestError | BaseException) -> tuple[int, dict[str, 
 def in_stream_error(kind: str, message: str) -> bytes:
     """The stream's ``error`` event for a failure after the answer began."""
     return b"event: error\ndata: " + _body(error_type(kind), message) + b"\n\n"
+
+
+def error_body(status: int, message: str, kind: str | None = None) -> ErrorReply:
+    """An HTTP error of ``status``: ``{"type": "error", "error": {"type", "message"}}``
+    and the ``request-id`` header; ``kind`` the Anthropic error type (``None``: the one
+    the status has)."""
+    kind = kind or _STATUS_TYPES.get(status, "api_error")
+    return ErrorReply(
+        body={"type": "error", "error": {"type": kind, "message": message},
+              "request_id": "req_mock"},
+        headers={"request-id": "req_mock"},
+    )  # fmt: skip

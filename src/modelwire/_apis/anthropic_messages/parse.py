@@ -37,10 +37,39 @@ from ...types import (
 )
 from .._server.fields import Tokens, body_fields, decode, schema
 from .._server.origin import CLIENT_PROVIDER, Origin, unseal
+from .._server.reply import declared_tools, model_in_body, text_of
 from .._server.request import GatewayRequest, RequestError
 from ._whole import SERVER_CALLS, citation, whole_kind
+from .spec import RAW_PREDICT
 
-__all__ = ["API_NAME", "parse"]
+__all__ = ["API_NAME", "parse", "request_model", "request_tools", "tool_results"]
+
+
+def request_model(path: str, body: object) -> str | None:
+    """The model a request names: in the body, or in a Vertex AI path
+    (``…/models/{id}:streamRawPredict``)."""
+    target = path.split("?", 1)[0]
+    if target.endswith(RAW_PREDICT):
+        return target.rsplit("/models/", 1)[-1][: -len(RAW_PREDICT)] or None
+    return model_in_body(path, body)
+
+
+def tool_results(body: object) -> list[str]:
+    """The ``content`` of every ``tool_result`` block of the messages."""
+    found: list[str] = []
+    for m in body.get("messages", []) if isinstance(body, dict) else []:
+        content = m.get("content") if isinstance(m, dict) else None
+        for part in content if isinstance(content, list) else []:
+            if isinstance(part, dict) and part.get("type") == "tool_result":
+                found.append(text_of(part.get("content")))
+    return found
+
+
+def request_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
+    """``(name, input_schema)`` of each tool the request declares."""
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return declared_tools(tools, spec=None, name="name", schema="input_schema")
+
 
 API_NAME = "anthropic-messages"
 T = TypeVar("T")

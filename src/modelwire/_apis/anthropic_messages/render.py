@@ -23,6 +23,7 @@ open waits, with its events, until that call ends (a call's input cannot be spli
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import msgspec
@@ -61,11 +62,12 @@ from ...types import (
 from .._common import block_as_text
 from .._server.origin import Origin, seal
 from .._server.request import GatewayRequest
-from ._error_shape import in_stream_error
-from .parse import API_NAME
-from .spec import REFUSAL, STOP_OF, STOP_REASONS
+from .._server.wire import WireServer
+from ._error_shape import error_body, in_stream_error
+from .parse import API_NAME, request_model, request_tools, tool_results
+from .spec import ID_PREFIX, RAW_PREDICT, REFUSAL, STOP_OF, STOP_REASONS, TOOL_ID_PREFIX
 
-__all__ = ["Renderer", "message_body", "stop_reason"]
+__all__ = ["SERVER", "Renderer", "message_body", "render_models", "stop_reason"]
 
 _enc = msgspec.json.encode
 
@@ -479,3 +481,25 @@ def message_body(request: GatewayRequest, message: AssistantMessage, response_id
         + _enc(stop_reason(message)) + b',"stop_sequence":null,"usage":'
         + _usage(message.usage) + b"}"
     )  # fmt: skip
+
+
+def render_models(ids: Sequence[str]) -> dict[str, Any]:
+    """``GET /v1/models`` as Anthropic lists them (https://docs.anthropic.com/en/api/models-list)."""
+    data = [{"type": "model", "id": i, "display_name": i,
+             "created_at": "2025-01-01T00:00:00Z"} for i in ids]  # fmt: skip
+    return {
+        "data": data,
+        "has_more": False,
+        "first_id": ids[0] if ids else None,
+        "last_id": ids[-1] if ids else None,
+    }
+
+
+#: How a server speaks Messages (the gateway's front end and the mock server).
+SERVER = WireServer(
+    renderer=Renderer, message_body=message_body, tool_results=tool_results,
+    id_prefix=ID_PREFIX, request_model=request_model,
+    extra_paths=("/models/{model}" + RAW_PREDICT,), request_tools=request_tools,
+    error_body=error_body, models_path="/models", render_models=render_models,
+    models_header="anthropic-version", tool_id_prefix=TOOL_ID_PREFIX,
+)  # fmt: skip

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
 __all__ = [
     "EVENTS",
     "ID_PREFIX",
+    "RAW_PREDICT",
     "REFUSAL",
     "STOP_OF",
     "STOP_REASONS",
@@ -31,6 +32,9 @@ __all__ = [
 ID_PREFIX: Final = "msg_"
 #: Tool-use block ids (``toolu_…``).
 TOOL_ID_PREFIX: Final = "toolu_"
+#: Claude on Vertex AI streams the same events from
+#: ``…/publishers/anthropic/models/{id}:streamRawPredict``, the model in the path.
+RAW_PREDICT: Final = ":streamRawPredict"
 
 # Structured outputs ("Structured outputs" docs) are a first-party feature of Claude
 # Sonnet 4.5, Opus 4.1 and later: not the 3.x and 4.0 models, and not Claude served

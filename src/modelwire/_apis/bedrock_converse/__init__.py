@@ -35,7 +35,6 @@ import re
 import zlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
 
 import msgspec
 
@@ -59,7 +58,7 @@ from ...types import (
     ToolResultMessage,
     UserMessage,
 )
-from .._codec import Counting, IdRules, MockRendering
+from .._codec import Counting, IdRules
 from .._common import (
     SAFE_ID_RULE,
     bearer_auth,
@@ -72,11 +71,9 @@ from .._common import (
     raw_object,
     same_model,
 )
-from .._mock import MockFrame, arguments_object, declared_tools
+from .._server.reply import arguments_object
 from . import _count, spec
 from .decode import BedrockDecoder
-from .mock import encode_frames, error_body, render_complete, tool_results
-from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -440,18 +437,6 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
 # --------------------------------------------------------------------------- the API
 
 
-_SUFFIX = "/converse-stream"
-_CONTENT_TYPE = "application/vnd.amazon.eventstream"
-
-
-def _request_model(path: str, body: object) -> str | None:
-    p = path.split("?", 1)[0].rstrip("/")
-    suffix = next((s for s in (_SUFFIX, "/converse") if p.endswith(s)), None)
-    if suffix is None or "/model/" not in p:
-        return None
-    return unquote(p[p.rindex("/model/") + len("/model/") : -len(suffix)]) or None
-
-
 def recognizes(payload: bytes) -> bool:
     """An AWS event stream: the first 12 bytes are a message prelude (total length,
     headers length, CRC32 of the two) whose checksum holds — no text body passes."""
@@ -466,36 +451,10 @@ def recognizes(payload: bytes) -> bool:
     )
 
 
-def _in_band_error(message: str) -> list[MockFrame]:
-    """An event-stream exception message (``:message-type: exception``), as ConverseStream
-    reports ``serviceUnavailableException``."""
-    return [("exception:serviceUnavailableException", {"message": message})]
-
-
 class BedrockConverseAPI:
     """The ``bedrock-converse`` wire API."""
 
     name = "bedrock-converse"
-    mock = MockRendering(
-        in_band_error=_in_band_error,
-        render=render_script,
-        tool_results=tool_results,
-        encode_frames=encode_frames,
-        request_model=_request_model,
-        content_type=_CONTENT_TYPE,
-        version_segment="",  # base_url is the runtime endpoint
-        render_complete=render_complete,
-        request_tools=lambda body: declared_tools(
-            (body.get("toolConfig") or {}).get("tools") if isinstance(body, dict) else None,
-            spec="toolSpec",
-            name="name",
-            schema="inputSchema.json",
-        ),
-        streams=lambda path, body: True,  # the endpoint, not the body, says it
-        complete_paths=("/model/{model}/converse",),
-        error_body=error_body,
-        tool_id_prefix=spec.TOOL_ID_PREFIX,
-    )
     # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
@@ -506,7 +465,7 @@ class BedrockConverseAPI:
     def path(self, model_id: str) -> str:
         # The id may hold ':' and '/' (versions, inference-profile ARNs): the API
         # reference says to URL-encode it, so it stays one segment.
-        return f"/model/{path_segment(model_id, 'the Bedrock model id (Model.id)')}{_SUFFIX}"
+        return f"/model/{path_segment(model_id, 'the Bedrock model id (Model.id)')}{spec.STREAM_SUFFIX}"
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         check_context_values(context)
@@ -515,7 +474,7 @@ class BedrockConverseAPI:
             options,
             url=model.url_root + self.path(model.id),
             body=build_body(model, context, options),
-            defaults={"Content-Type": "application/json", "Accept": _CONTENT_TYPE},
+            defaults={"Content-Type": "application/json", "Accept": spec.CONTENT_TYPE},
             # A Bedrock API key (or a gateway's token) is a bearer token; SigV4 is added
             # by the amazon-bedrock provider's authorizer when there is no key.
             auth=bearer_auth,

@@ -16,24 +16,28 @@ object, replayed with the turn); ``billed_units`` is the usage.
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING
 
 from ..._wire.request import HTTPRequest, RequestOptions
 from ...types import Capabilities, Context, Model
-from .._codec import IdRules, MockRendering, sse_framing
+from .._codec import IdRules, sse_framing
 from .._common import SAFE_ID_RULE, bearer_auth, check_context_values, http_request
-from .._mock import encode_sse, role_tool_results
 from .decode import CohereDecoder, recognizes
 from .encode import RESERVED, build_body, encode_messages
-from .mock import error_body, in_band_error, render, render_complete
-from .spec import API_NAME, CAPABILITIES, ENDPOINT, TOOL_ID_PREFIX, VERSION_SEGMENT
+from .spec import API_NAME, CAPABILITIES, ENDPOINT
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
     from .._codec import WireCodec
 
-__all__ = ["API", "RESERVED", "CohereChatAPI", "CohereDecoder", "build_body", "encode_messages"]
+__all__ = [
+    "API",
+    "RESERVED",
+    "CohereChatAPI",
+    "CohereDecoder",
+    "build_body",
+    "encode_messages",
+]
 
 
 class CohereChatAPI:
@@ -41,18 +45,6 @@ class CohereChatAPI:
 
     name = API_NAME
     endpoint = ENDPOINT
-    mock = MockRendering(
-        render=render,
-        tool_results=role_tool_results,
-        encode_frames=partial(encode_sse, named=True),
-        version_segment=VERSION_SEGMENT,
-        in_band_error=in_band_error,
-        # message-end's error is a bare text: no type or code says "overloaded".
-        in_band_kind="provider_stream",
-        render_complete=render_complete,
-        error_body=error_body,
-        tool_id_prefix=TOOL_ID_PREFIX,
-    )
     # Cohere's ids are ``<tool name>_<12 characters>``; which others it takes is not
     # documented, so another API's ids are rewritten to letters, digits, _ and -.
     handoff = IdRules(lambda model: SAFE_ID_RULE)

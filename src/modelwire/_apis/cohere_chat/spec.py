@@ -23,6 +23,7 @@ __all__ = [
     "CONTENT_KINDS",
     "DONE",
     "ENDPOINT",
+    "ERROR_FINISH",
     "ERROR_STATUSES",
     "EVENTS",
     "FAILED_FINISH_REASONS",
@@ -30,6 +31,7 @@ __all__ = [
     "FINISH_REASONS",
     "ID_PREFIX",
     "INPUT_KINDS",
+    "MOCK_ID",
     "THINKING_BUDGETS",
     "TOOL_CHOICE",
     "TOOL_ID_PREFIX",
@@ -64,6 +66,8 @@ DONE: Final = "[DONE]"
 #: random characters>`` (``subtract_d41p5xnhmncp``). The mock's made-up ids.
 ID_PREFIX: Final = ""
 TOOL_ID_PREFIX: Final = "call_"
+#: The response id the mock sends when a script fixes none (a UUID, as Cohere's are).
+MOCK_ID: Final = "7d4e1c52-0b6a-4c2e-9f0e-3a1b2c3d4e5f"
 
 #: ``content-start`` content types → the modelwire block each streams into.
 CONTENT_KINDS: Final[Mapping[str, Literal["text", "thinking"]]] = MappingProxyType({
@@ -88,6 +92,9 @@ FAILED_FINISH_REASONS: Final[Mapping[str, tuple[str, str]]] = MappingProxyType({
     "ERROR_TOXIC": ("content_filter", "Cohere's safety filter stopped the response"),
     "ERROR_LIMIT": ("context_overflow", "the conversation exceeds the model's context limit"),
 })  # fmt: skip
+#: The finish reason of a generation that failed after the ``200`` (``message-end``
+#: with ``delta.error``, the error's text): what a server writes for an error event.
+ERROR_FINISH: Final = "ERROR"
 
 #: modelwire stop reason → the ``finish_reason`` Cohere sends (the mock's).
 FINISH_OF: Final[Mapping[str, str]] = MappingProxyType({

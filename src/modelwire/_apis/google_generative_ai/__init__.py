@@ -30,9 +30,8 @@ as ``?key=`` in the URL, so it cannot leak through logs of URLs (DESIGN §3 rule
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote
 
 import msgspec
 
@@ -58,7 +57,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._codec import Counting, MockRendering, sse_framing
+from .._codec import Counting, sse_framing
 from .._common import (
     as_tool_call,
     block_as_text,
@@ -70,13 +69,10 @@ from .._common import (
     raw_object,
     same_model,
 )
-from .._mock import MockFrame, declared_tools, encode_sse
 from . import _count, spec
 from ._output import add_output
 from ._schema import gemini_schema
 from .decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
-from .mock import error_body, render_complete, render_models, tool_results
-from .mock import render as render_script
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -371,53 +367,10 @@ def model_resource(model_id: str) -> str:
 _COLLECTIONS = ("models", "tunedModels")
 
 
-def _request_model(path: str, body: object) -> str | None:
-    # The model id is a path segment: ``/models/{id}:streamGenerateContent``.
-    tail = path.split("?", 1)[0].rsplit("/models/", 1)[-1]
-    return unquote(tail.split(":", 1)[0]) or None
-
-
-def _request_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
-    # tools[].functionDeclarations[]: name, parameters (or parametersJsonSchema).
-    found: list[tuple[str, dict[str, Any]]] = []
-    for tool in body.get("tools", []) if isinstance(body, dict) else []:
-        decls = tool.get("functionDeclarations") if isinstance(tool, dict) else None
-        for name, schema in declared_tools(decls, spec=None, name="name", schema="parameters"):
-            found.append((name, schema))
-    return found
-
-
-def _encode_frames(frames: Sequence[MockFrame]) -> list[bytes]:
-    # Gemini ends each event with CRLF CRLF.
-    return encode_sse(frames, sep="\r\n\r\n")
-
-
-def _in_band_error(message: str) -> list[MockFrame]:
-    """A Google RPC status object in a ``data:`` event (``UNAVAILABLE``, HTTP 503)."""
-    return [(None, {"error": {"code": 503, "message": message, "status": "UNAVAILABLE"}})]
-
-
 class GoogleAPI:
     """The ``google-generative-ai`` wire API."""
 
     name = "google-generative-ai"
-    mock = MockRendering(
-        in_band_error=_in_band_error,
-        render=render_script,
-        tool_results=tool_results,
-        encode_frames=_encode_frames,
-        request_model=_request_model,
-        version_segment="/v1beta",
-        render_complete=render_complete,
-        request_tools=_request_tools,
-        streams=lambda path, body: True,  # the method, not the body, says it
-        complete_paths=("/models/{model}:generateContent",),
-        error_body=error_body,
-        models_path="/models",
-        render_models=render_models,
-        models_header="x-goog-api-key",
-        sse_query="alt=sse",
-    )
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
     counting = Counting(_count.count_request, _count.parse_count)
 

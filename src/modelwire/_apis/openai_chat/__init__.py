@@ -13,16 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 from ..._wire.request import HTTPRequest, RequestOptions
 from ...types import Capabilities, Context, Model
-from .._codec import IdRules, MockRendering, sse_framing
+from .._codec import IdRules, sse_framing
 from .._common import bearer_auth, check_context_values, http_request
-from .._mock import MockFrame, role_tool_results
 from . import spec
 from ._compat import ChatCompat, detect_compat
 from ._leaky import LeakyChatDecoder
 from .decode import ChatDecoder, recognizes
-from .encode import RESERVED, build_body, encode_messages
-from .mock import adapt, render_complete, render_models, tool_id_rule
-from .mock import render as render_script
+from .encode import RESERVED, build_body, encode_messages, tool_id_rule
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -32,21 +29,11 @@ __all__ = ["API", "RESERVED", "ChatCompat", "ChatDecoder", "OpenAIChatAPI", "det
            "encode_messages"]  # fmt: skip
 
 
-def _in_band_error(message: str) -> list[MockFrame]:
-    """An error object in a ``data:`` event, as OpenAI-compatible servers send one mid-stream."""
-    return [(None, {"error": {"message": message, "type": "overloaded_error"}})]
-
-
 class OpenAIChatAPI:
     """The ``openai-chat`` wire API."""
 
     name = "openai-chat"
     endpoint = "/chat/completions"
-    mock = MockRendering(
-        in_band_error=_in_band_error, render=render_script, tool_results=role_tool_results,
-        render_complete=render_complete, adapt=adapt, models_path="/models",
-        render_models=render_models,
-    )  # fmt: skip
     handoff = IdRules(tool_id_rule)
     counting = None  # Chat Completions has no token-counting endpoint
 

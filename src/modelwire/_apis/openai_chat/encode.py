@@ -5,8 +5,10 @@ Reference: https://platform.openai.com/docs/api-reference/chat/create
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
+from ..._catalog._records import tool_id_override
 from ..._wire.request import RequestOptions, check_extra_body
 from ...errors import ConfigurationError
 from ...types import (
@@ -25,6 +27,7 @@ from ...types import (
     UserContent,
     UserMessage,
 )
+from .._codec import IdRule
 from .._common import (
     block_as_text,
     check_reasoning,
@@ -37,7 +40,21 @@ from ._compat import ChatCompat, detect_compat
 from ._input import audio_format, data_url, filename
 from ._output import add_output
 
-__all__ = ["RESERVED", "build_body", "encode_messages"]
+__all__ = ["CHAT_ID_RULE", "RESERVED", "build_body", "encode_messages", "tool_id_rule"]
+
+#: OpenAI refuses ``tool_calls[].id`` longer than 40 characters.
+CHAT_ID_RULE = IdRule(re.compile(r".{1,40}", re.S), None, 40)
+
+
+def tool_id_rule(model: Model) -> IdRule:
+    """The tool-call ids a model accepts back: OpenAI's rule, unless the provider record
+    is stricter (Mistral's compatible API wants exactly 9 letters and digits:
+    ``tool_ids`` in its record)."""
+    own = tool_id_override(model, "openai-chat")
+    if own is None:
+        return CHAT_ID_RULE
+    bad = re.compile(own.bad) if own.bad is not None else None
+    return IdRule(re.compile(own.valid), bad, own.max_len, exact=own.exact)
 
 
 # --------------------------------------------------------------------------- outbound

@@ -14,7 +14,7 @@ changes (a delta's text), so an event costs one string encode and a join.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -49,7 +49,9 @@ from ...types import (
     Usage,
 )
 from .._common import block_as_text, citations_as_text, raw_or_json_arguments
+from .._server.reply import role_tool_results
 from .._server.request import GatewayRequest
+from .._server.wire import WireServer
 from ._carry import API, call_extra, needs_seal, thinking_entry
 from ._error_shape import error_object
 from .spec import (
@@ -58,10 +60,12 @@ from .spec import (
     DONE,
     FILTERED_FINISH,
     FINISH_OF,
+    ID_PREFIX,
     OWN_FINISH_REASONS,
 )
 
-__all__ = ["ChatRenderer", "finish_reason", "message_body", "usage_object"]
+__all__ = ["SERVER", "ChatRenderer", "finish_reason", "message_body", "render_models",
+           "usage_object"]  # fmt: skip
 
 _encode = msgspec.json.Encoder().encode
 # Pre-encoded pieces of every chunk and of the stream's end.
@@ -425,3 +429,28 @@ _HANDLERS: dict[type, Callable[[ChatRenderer, Any], bytes]] = {
     DoneEvent: ChatRenderer._on_done,
     ErrorEvent: ChatRenderer._on_error,
 }
+
+
+def render_models(ids: Sequence[str]) -> dict[str, Any]:
+    """``GET /v1/models`` (https://platform.openai.com/docs/api-reference/models/list)."""
+    return {
+        "object": "list",
+        "data": [
+            {"id": i, "object": "model", "created": 0, "owned_by": "modelwire-mock"} for i in ids
+        ],
+    }
+
+
+def _include_usage(body: object) -> bool:
+    """The usage-only chunk is sent only when the request asked for it with
+    ``stream_options.include_usage`` (chat-streaming reference: "stream_options")."""
+    options = body.get("stream_options") if isinstance(body, dict) else None
+    return isinstance(options, dict) and options.get("include_usage") is True
+
+
+#: How a server speaks Chat Completions (the gateway's front end and the mock server).
+SERVER = WireServer(
+    renderer=ChatRenderer, message_body=message_body, tool_results=role_tool_results,
+    id_prefix=ID_PREFIX, include_usage=_include_usage, models_path="/models",
+    render_models=render_models,
+)  # fmt: skip

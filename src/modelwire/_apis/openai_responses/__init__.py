@@ -50,12 +50,11 @@ Compat flags (``Model(compat={...})``, unknown keys refused) are the fields of
 
 from __future__ import annotations
 
-from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..._wire.request import HTTPRequest, RequestOptions, check_extra_body
 from ...types import Capabilities, Context, Model
-from .._codec import Counting, IdRules, MockRendering, first_sse_json, sse_framing
+from .._codec import Counting, IdRules, first_sse_json, sse_framing
 from .._common import (
     SAFE_ID_RULE,
     bearer_auth,
@@ -64,15 +63,11 @@ from .._common import (
     check_tool_choice,
     http_request,
 )
-from .._mock import MockFrame, declared_tools, encode_sse
-from ..openai_chat.mock import render_models
 from . import _count, spec
 from ._client import CLIENT_ITEMS
 from ._output import add_output
 from .decode import ResponsesDecoder
 from .encode import RESERVED, ResponsesCompat, _tool, _tool_choice, detect_compat, encode_input
-from .mock import render as render_script
-from .mock import render_complete, tool_results
 
 if TYPE_CHECKING:
     from ..._wire.framing import Framing
@@ -97,33 +92,11 @@ def recognizes(payload: bytes) -> bool:
     return isinstance(t, str) and t.startswith("response.")
 
 
-def _in_band_error(message: str) -> list[MockFrame]:
-    """The Responses ``error`` stream event (API reference, "Streaming events": ``error``); its
-    ``server_error`` code says server, not overloaded."""
-    return [("error", {"type": "error", "code": "server_error", "message": message, "param": None})]
-
-
 class OpenAIResponsesAPI:
     """The ``openai-responses`` wire API."""
 
     name = "openai-responses"
     endpoint = "/responses"
-    mock = MockRendering(
-        in_band_error=_in_band_error,
-        in_band_kind="server",
-        render=render_script,
-        tool_results=tool_results,
-        encode_frames=partial(encode_sse, named=True),
-        render_complete=render_complete,
-        request_tools=lambda body: declared_tools(
-            body.get("tools") if isinstance(body, dict) else None,
-            spec=None,
-            name="name",
-            schema="parameters",
-        ),
-        models_path="/models",
-        render_models=render_models,
-    )
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
 

@@ -35,6 +35,7 @@ from ...types import (
 from .._common import block_as_text, raw_or_json_arguments
 from .._server.origin import Origin, seal
 from .._server.request import GatewayRequest
+from ._server import server_item
 from .spec import INCOMPLETE_REASONS, ITEM_ID_PREFIXES, NO_REASON, RESPONSE_ID_PREFIX, Stop
 
 __all__ = [
@@ -165,14 +166,17 @@ def _stored_reasoning(signature: str) -> dict[str, Any] | None:
 
 def reasoning_item(block: ThinkingContent, message: AssistantMessage, item_id: str) -> Any:
     """The finished reasoning item: the one the Responses backend sent, as received;
-    else one holding the thinking as its summary and the sealed signature as its
-    ``encrypted_content``."""
+    else one holding the thinking as its summary and, as its ``encrypted_content``,
+    this API's bare signature or another API's signature sealed."""
     sig = block.signature
-    if message.api == API and sig and _stored_reasoning(sig) is not None:
+    same = message.api == API
+    if same and sig and _stored_reasoning(sig) is not None:
         return msgspec.Raw(sig.encode())
     summary = [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
     item: dict[str, Any] = {"id": item_id, "type": "reasoning", "summary": summary}
-    if sig or block.redacted:
+    if same and sig:  # this API's own opaque reasoning, given as a bare signature
+        item["encrypted_content"] = sig
+    elif sig or block.redacted:
         item["encrypted_content"] = seal(origin_of(message, sig, block.redacted))
     return item
 
@@ -211,18 +215,43 @@ def block_item(
     message: AssistantMessage,
     response_id: str,
     n: int,
+    result: ServerToolResult | None = None,
 ) -> Any:
-    """A provider-run tool or opaque item: native (as received) from a Responses
-    backend; from another API the handoff's text (``block_as_text``) in a message
-    item; ``None`` when it has no item (a result its call's item carries, another
-    API's opaque item)."""
+    """A provider-run tool or opaque item: native from a Responses backend — as
+    received, or built from a call given as blocks (``result``: its result, which goes
+    in the same item); from another API the handoff's text (``block_as_text``) in a
+    message item; ``None`` when it has no item (a result its call's item carries,
+    another API's opaque item)."""
     if message.api == API:
+        if isinstance(block, ServerToolCall) and built_call(block):
+            return server_item(block, result)
         raw = block.data if isinstance(block, ProviderItem) else block.raw
-        return msgspec.Raw(raw.encode()) if raw else None
+        if raw:
+            return msgspec.Raw(raw.encode())
+        if isinstance(block, ServerToolResult) and any(
+            isinstance(b, ServerToolCall) and b.id == block.tool_call_id and b.raw
+            for b in message.content
+        ):
+            return None  # the call's item as received carries it
     text = block_as_text(block)
     if text is None:
         return None
     return text_item(new_id("message", response_id, n), None, text, (), "completed")
+
+
+def built_call(block: object) -> bool:
+    """Whether ``block`` is a provider-run call given as blocks (no item as received):
+    its item is built, with its result when that follows."""
+    return isinstance(block, ServerToolCall) and not block.raw
+
+
+def paired_result(block: object, following: object) -> ServerToolResult | None:
+    """``following`` when it is the result, given as a block, of ``block``, a call
+    given as blocks: both are one output item."""
+    if (built_call(block) and isinstance(following, ServerToolResult) and not following.raw
+            and following.tool_call_id == block.id):  # type: ignore[attr-defined]  # fmt: skip
+        return following
+    return None
 
 
 # --------------------------------------------------------------------------- response
@@ -280,7 +309,11 @@ def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
     """The output items of a finished message (the non-streamed body)."""
     same = message.api == API
     out: list[Any] = []
-    for block in message.content:
+    content = message.content
+    paired: set[int] = set()
+    for i, block in enumerate(content):
+        if i in paired:
+            continue
         n = len(out)
         if isinstance(block, TextContent):
             item_id, phase = text_id(block, message, response_id, n)
@@ -291,7 +324,26 @@ def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
         elif isinstance(block, ToolCall):
             out.append(call_item(block, call_id_of(block, message, response_id, n), "completed"))
         else:
-            item = block_item(block, message, response_id, n)
+            result = paired_result(block, content[i + 1]) if i + 1 < len(content) else None
+            if result is not None and same:
+                paired.add(i + 1)
+            item = block_item(block, message, response_id, n, result if same else None)
             if item is not None:
                 out.append(item)
     return out
+
+
+def message_body(request: GatewayRequest, message: AssistantMessage, response_id: str) -> bytes:
+    """The ``response`` object of a finished message (a request without a stream)."""
+    output = message_output(message, response_id)
+    # As the stream says it: an error the spec gives an incomplete reason (a content
+    # filter's stop) first, then the stop itself.
+    why = None
+    if message.error is not None:
+        why = incomplete_reason(message, Stop("error", message.error.kind))
+    if why is None:
+        why = incomplete_reason(message, Stop(message.stop_reason))
+    status = "completed" if why is None else "incomplete"
+    obj = response_object(request, response_id, now(), status, output, message.usage,
+                          incomplete=why)  # fmt: skip
+    return encode(obj)

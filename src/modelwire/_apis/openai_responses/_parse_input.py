@@ -262,7 +262,7 @@ def _reasoning_item(
             origin,
         )
     item_id = _str(item, "id", path, required=False)
-    if item_id is not None and is_generated(item_id):
+    if item_id is not None and is_generated(item_id) and "encrypted_content" not in item:
         # A reasoning item the gateway made for a backend's thinking without a
         # signature: its text only.
         return ThinkingContent(thinking=thinking), None

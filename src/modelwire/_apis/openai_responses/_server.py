@@ -26,7 +26,7 @@ import msgspec
 from ...errors import MalformedChunkError
 from ...types import Citation, ProviderItem, ServerToolCall, ServerToolResult
 
-__all__ = ["API", "SERVER_ITEMS", "citation", "item_blocks", "raw_citation"]
+__all__ = ["API", "SERVER_ITEMS", "citation", "item_blocks", "raw_citation", "server_item"]
 
 API = "openai-responses"
 
@@ -139,6 +139,29 @@ def item_blocks(
         name=name,
     )
     return [call, result]
+
+
+def server_item(call: ServerToolCall, result: ServerToolResult | None) -> dict[str, Any]:
+    """The output item of a provider-run tool given as blocks (no ``raw`` of its own),
+    as :func:`item_blocks` reads it back: the call's input where the item keeps it,
+    ``result`` in the item's result field."""
+    item: dict[str, Any] = {"id": call.id, "type": call.provider_type, "status": "completed"}
+    if call.provider_type == "mcp_call":
+        item.update(name=call.name, arguments=msgspec.json.encode(call.input).decode())
+    elif call.provider_type == "web_search_call":
+        item["action"] = dict(call.input)
+    else:
+        item.update(call.input)
+    field = SERVER_ITEMS.get(call.provider_type, ("", None))[1]
+    if result is not None and field is not None:
+        if result.is_error:
+            item["status"] = "failed"
+        *path, last = field.split(".")
+        holder = item
+        for part in path:
+            holder = holder.setdefault(part, {})
+        holder[last] = result.result
+    return item
 
 
 def citation(annotation: dict[str, Any], raw: str) -> Citation:

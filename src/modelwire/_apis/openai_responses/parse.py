@@ -20,6 +20,7 @@ import msgspec
 from ...types import Context, ToolDefinition
 from .._server.fields import Tokens, body_fields
 from .._server.fields import schema as _schema
+from .._server.reply import text_of
 from .._server.request import GatewayRequest
 from ._parse_checks import as_list as _list
 from ._parse_checks import as_object as _obj
@@ -28,7 +29,16 @@ from ._parse_checks import fail as _fail
 from ._parse_checks import string as _str
 from ._parse_input import conversation as _conversation
 
-__all__ = ["parse"]
+__all__ = ["parse", "tool_results"]
+
+
+def tool_results(body: object) -> list[str]:
+    """The ``output`` of every ``function_call_output`` input item."""
+    if not isinstance(body, dict):
+        return []
+    return [text_of(i.get("output")) for i in body.get("input", [])
+            if isinstance(i, dict) and i.get("type") == "function_call_output"]  # fmt: skip
+
 
 _input = msgspec.json.Decoder(str | list[msgspec.Raw])
 _any = msgspec.json.Decoder()

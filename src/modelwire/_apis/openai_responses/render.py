@@ -51,30 +51,37 @@ from ...events import (
     ToolCallEndEvent,
     ToolCallStartEvent,
 )
-from ...types import AssistantMessage, TextContent, ThinkingContent, ToolCall
+from ...types import AssistantMessage, ServerToolResult, TextContent, ThinkingContent, ToolCall
 from .._common import raw_or_json_arguments
 from .._profile import origin_profile
+from .._server.reply import declared_tools
 from .._server.request import GatewayRequest
+from .._server.wire import WireServer
+from ..openai_chat.render import render_models
 from ._error_shape import failure
 from ._output_items import (
     API,
     annotation,
     block_item,
+    built_call,
     call_id_of,
     call_item,
     encode,
     incomplete_reason,
+    message_body,
     new_id,
     now,
+    paired_result,
     reasoning_id,
     reasoning_item,
     response_object,
     text_id,
     text_item,
 )
-from .spec import TERMINAL_EVENTS, Stop
+from .parse import tool_results
+from .spec import RESPONSE_ID_PREFIX, TERMINAL_EVENTS, Stop
 
-__all__ = ["ResponsesRenderer"]
+__all__ = ["SERVER", "ResponsesRenderer", "message_body"]
 
 _TEXT, _THINKING, _CALL = 0, 1, 2
 
@@ -130,8 +137,8 @@ def _mid(kind: int, index: int, item_id: str) -> bytes:
 class ResponsesRenderer:
     """One streamed answer's events → Responses SSE bytes."""
 
-    __slots__ = ("_answer", "_closed", "_created", "_done", "_items", "_late_sigs", "_open",
-                 "_output", "_request", "_rid", "_seq")  # fmt: skip
+    __slots__ = ("_answer", "_closed", "_created", "_done", "_held", "_items", "_late_sigs",
+                 "_open", "_output", "_request", "_rid", "_seq")  # fmt: skip
 
     def __init__(self, request: GatewayRequest, response_id: str) -> None:
         self._request = request
@@ -145,6 +152,9 @@ class ResponsesRenderer:
         self._output: dict[int, Any] = {}  # output index → finished item
         self._items = 0  # output indexes given so far
         self._done = False
+        # A provider-run call given as blocks (no item as received), held until the next
+        # event says whether its result follows: both go in one item.
+        self._held: BlockEvent | None = None
         self._late_sigs: bool | None = None  # whether call signatures may come late
         # Structured output asked for as a forced tool call (``output_mode="tool"``, for a
         # backend without a native field): that call is the answer's text to the client,
@@ -180,6 +190,8 @@ class ResponsesRenderer:
     def feed(self, event: Event) -> bytes:
         if self._done:
             return b""
+        if self._held is not None and not isinstance(event, BlockEvent):
+            return self._block(None) + self.feed(event)
         if isinstance(event, TextDeltaEvent):
             item = self._open.get(event.content_index)
             if item is None:
@@ -486,8 +498,23 @@ class ResponsesRenderer:
              "annotation_index": n, "annotation": note},
         )  # fmt: skip
 
-    def _block(self, event: BlockEvent) -> bytes:
-        done = block_item(event.content, event.partial, self._rid, self._items)
+    def _block(self, event: BlockEvent | None) -> bytes:
+        held, self._held = self._held, None
+        out = b""
+        if held is not None:  # the held call's item, with its result if that is this block
+            result = paired_result(held.content, event.content if event else None)
+            out = self._item(held, result)
+            if result is not None:
+                return out
+        if event is None:
+            return out
+        if event.partial.api == API and built_call(event.content):
+            self._held = event
+            return out
+        return out + self._item(event, None)
+
+    def _item(self, event: BlockEvent, result: ServerToolResult | None) -> bytes:
+        done = block_item(event.content, event.partial, self._rid, self._items, result)
         if done is None:
             return b""
         out = self._close_open(event.partial) if self._open else b""
@@ -546,3 +573,16 @@ class ResponsesRenderer:
         self._closed.clear()
         self._output.clear()
         return b"".join(out)
+
+
+def _request_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
+    tools = body.get("tools") if isinstance(body, dict) else None
+    return declared_tools(tools, spec=None, name="name", schema="parameters")
+
+
+#: How a server speaks Responses (the gateway's front end and the mock server).
+SERVER = WireServer(
+    renderer=ResponsesRenderer, message_body=message_body, tool_results=tool_results,
+    id_prefix=RESPONSE_ID_PREFIX, request_tools=_request_tools,
+    models_path="/models", render_models=render_models,  # OpenAI's one listing
+)  # fmt: skip

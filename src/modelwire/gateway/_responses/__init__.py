@@ -58,17 +58,10 @@ from collections.abc import Mapping
 
 from ..._apis._server.request import GatewayRequest, RequestError, StreamRenderer
 from ..._apis.openai_responses._error_shape import error as _error
-from ..._apis.openai_responses._output_items import (
-    API,
-    encode,
-    incomplete_reason,
-    message_output,
-    now,
-    response_object,
-)
+from ..._apis.openai_responses._output_items import API
 from ..._apis.openai_responses.parse import parse as _parse
-from ..._apis.openai_responses.render import ResponsesRenderer
-from ..._apis.openai_responses.spec import RESPONSE_ID_PREFIX, Stop
+from ..._apis.openai_responses.render import ResponsesRenderer, message_body
+from ..._apis.openai_responses.spec import RESPONSE_ID_PREFIX
 from ...types import AssistantMessage
 
 __all__ = ["FRONTEND", "ResponsesFrontend", "ResponsesRenderer"]
@@ -90,19 +83,7 @@ class ResponsesFrontend:
     def message(
         self, request: GatewayRequest, message: AssistantMessage, response_id: str
     ) -> bytes:
-        output = message_output(message, response_id)
-        # As the stream says it: an error the spec gives an incomplete reason (a content
-        # filter's stop) first, then the stop itself.
-        why = None
-        if message.error is not None:
-            why = incomplete_reason(message, Stop("error", message.error.kind))
-        if why is None:
-            why = incomplete_reason(message, Stop(message.stop_reason))
-        status = "completed" if why is None else "incomplete"
-        obj = response_object(
-            request, response_id, now(), status, output, message.usage, incomplete=why
-        )
-        return encode(obj)
+        return message_body(request, message, response_id)
 
     def error(self, error: RequestError | BaseException) -> tuple[int, dict[str, str], bytes]:
         return _error(error)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._wire.request import OutputRequest
+from ..._wire.request import OutputRequest
 
 __all__ = ["add_output"]
 
