@@ -6,6 +6,8 @@ the replay test "is this the same model?". The error classifier's helpers
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Annotated, Any, TypeVar
@@ -25,6 +27,7 @@ from ..types import (
     AssistantMessage,
     Citation,
     Context,
+    DocumentContent,
     ImageContent,
     Model,
     ServerToolCall,
@@ -533,3 +536,27 @@ def read_count(body: bytes, field: str, endpoint: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise MalformedChunkError(f"{endpoint}: {field} must be a non-negative integer")
     return value
+
+
+#: Media types whose bytes are text, besides ``text/*``.
+TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-yaml",
+                        "application/yaml", "application/csv"})  # fmt: skip
+
+
+def document_text(block: DocumentContent, where: str, api: str, why: str) -> str:
+    """A text document's bytes as text, for an API that takes documents only as text
+    (``why``: what that API takes, said in the error for any other document)."""
+    mime = block.mime_type.lower().split(";", 1)[0].strip()
+    if block.data is None or not (mime.startswith("text/") or mime in TEXT_TYPES):
+        raise ConfigurationError(
+            f"{where} is a {block.mime_type} document"
+            f"{'' if block.data is not None else ' given by url/file_id'}, which {api} "
+            f"cannot take ({why}): send a text document's bytes (data=, a text/* type) "
+            "or its text as TextContent"
+        )
+    try:
+        return base64.b64decode(block.data, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        raise ConfigurationError(
+            f"{where}.data must be base64 of UTF-8 text to be sent to {api}"
+        ) from None

@@ -18,8 +18,6 @@ arguments as text) and the ``citations`` received; a tool result is ``{"role":
 
 from __future__ import annotations
 
-import base64
-import binascii
 from typing import Any
 
 import msgspec
@@ -46,6 +44,7 @@ from .._common import (
     check_reasoning,
     check_tool_choice,
     citations_as_text,
+    document_text,
     raw_or_json_arguments,
 )
 from .spec import API_NAME, THINKING_BUDGETS, TOOL_CHOICE
@@ -57,9 +56,6 @@ __all__ = ["RESERVED", "build_body", "encode_messages"]
 #: ``thinking`` to disable reasoning…).
 RESERVED = frozenset({"model", "messages", "stream", "max_tokens", "tools", "tool_choice",
                       "response_format"})  # fmt: skip
-#: Media types whose bytes are text, besides ``text/*``: sent as a document's text.
-_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/yaml",
-                         "application/x-yaml", "application/csv"})  # fmt: skip
 
 
 class _Documents:
@@ -69,20 +65,7 @@ class _Documents:
         self.items: list[dict[str, Any]] = []
 
     def add(self, block: DocumentContent, where: str) -> None:
-        mime = block.mime_type.lower().split(";", 1)[0].strip()
-        if block.data is None or not (mime.startswith("text/") or mime in _TEXT_TYPES):
-            raise ConfigurationError(
-                f"{where} is a {block.mime_type} document"
-                f"{'' if block.data is not None else ' given by url/file_id'}, which Cohere's "
-                "chat cannot take (its documents are text): send a text document's bytes "
-                "(data=, a text/* type) or its text as TextContent"
-            )
-        try:
-            text = base64.b64decode(block.data, validate=True).decode("utf-8")
-        except (binascii.Error, UnicodeDecodeError):
-            raise ConfigurationError(
-                f"{where}.data must be base64 of UTF-8 text to be sent to Cohere"
-            ) from None
+        text = document_text(block, where, "Cohere's chat", "its documents are text")
         data: dict[str, Any] = {"title": block.title} if block.title else {}
         data["text"] = text
         # Ids are what a citation names (Citation.document): stable, by position.

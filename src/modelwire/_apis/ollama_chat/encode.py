@@ -19,8 +19,6 @@ blocks become text the model can read, and opaque provider items are not sent.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections.abc import Sequence
 from typing import Any
 
@@ -40,7 +38,7 @@ from ...types import (
     ToolCall,
     UserMessage,
 )
-from .._common import block_as_text, check_reasoning, check_tool_choice
+from .._common import block_as_text, check_reasoning, check_tool_choice, document_text
 from .._server.reply import arguments_object
 from ._output import add_output
 from .spec import RESERVED, RESERVED_OPTIONS
@@ -52,26 +50,8 @@ def _images(blocks: Sequence[object]) -> list[str]:
     return [b.data for b in blocks if isinstance(b, ImageContent)]
 
 
-#: Media types whose bytes are text, besides ``text/*``.
-_TEXT_TYPES = frozenset({"application/json", "application/xml", "application/x-yaml",
-                         "application/yaml", "application/csv"})  # fmt: skip
-
-
 def _document_text(block: DocumentContent, where: str) -> str:
-    mime = block.mime_type.lower().split(";", 1)[0].strip()
-    if block.data is None or not (mime.startswith("text/") or mime in _TEXT_TYPES):
-        raise ConfigurationError(
-            f"{where} is a {block.mime_type} document"
-            f"{'' if block.data is not None else ' given by url/file_id'}, which Ollama's "
-            "chat cannot take (text and images only): send a text document's bytes "
-            "(data=, a text/* type) or its text as TextContent"
-        )
-    try:
-        text = base64.b64decode(block.data, validate=True).decode("utf-8")
-    except (binascii.Error, UnicodeDecodeError):
-        raise ConfigurationError(
-            f"{where}.data must be base64 of UTF-8 text to be sent to Ollama as text"
-        ) from None
+    text = document_text(block, where, "Ollama's chat", "text and images only")
     return f"{block.title}\n{text}" if block.title else text
 
 
