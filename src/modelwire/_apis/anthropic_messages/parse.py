@@ -1,6 +1,6 @@
 """An Anthropic Messages request body → a :class:`GatewayRequest`.
 
-The inverse of :mod:`modelwire._apis.anthropic_messages` (``build_body``): the
+The inverse of :mod:`.encode` (``build_body``): the
 fields of ``POST /v1/messages`` (https://docs.anthropic.com/en/api/messages) are
 decoded with typed msgspec structs, one block at a time, so a wrong value is named
 by its path (``messages[2].content[0].text must be a string``). The field table is

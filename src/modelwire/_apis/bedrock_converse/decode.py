@@ -44,6 +44,7 @@ separately (as Anthropic does), so it maps to ``Usage.input`` directly.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any
 
 import msgspec
@@ -69,7 +70,7 @@ from ...types import Citation, ServerToolCall, ServerToolResult
 from .._common import Count, decode_json, decoder_for, dumps, in_band_error
 from .spec import FAILED_STOPS, STOP_REASONS
 
-__all__ = ["EXCEPTION_STATUS", "BedrockDecoder", "exception_error"]
+__all__ = ["EXCEPTION_STATUS", "BedrockDecoder", "exception_error", "recognizes"]
 
 
 class _ToolUseStart(msgspec.Struct, gc=False):
@@ -467,3 +468,17 @@ def _citation_of(raw: msgspec.Raw) -> Citation:
                         start=span.start, end=span.end, raw=raw_text)  # fmt: skip
     return Citation(kind="other", title=c.title, cited_text=text, document=c.source,
                     raw=raw_text)  # fmt: skip
+
+
+def recognizes(payload: bytes) -> bool:
+    """An AWS event stream: the first 12 bytes are a message prelude (total length,
+    headers length, CRC32 of the two) whose checksum holds — no text body passes."""
+    if len(payload) < 12:
+        return False
+    total = int.from_bytes(payload[:4], "big")
+    headers = int.from_bytes(payload[4:8], "big")
+    return (
+        total >= 16
+        and headers <= total - 16
+        and zlib.crc32(payload[:8]) == int.from_bytes(payload[8:12], "big")
+    )
