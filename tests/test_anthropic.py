@@ -141,7 +141,7 @@ def sdk_reference(payloads: list[dict[str, Any]]) -> tuple[Any, dict[int, bytes]
             return snapshot, bufs, p["error"]
         if p["type"] == "ping":
             continue
-        snapshot = accumulate_event(event=p, current_snapshot=snapshot, json_bufs=bufs)  # type: ignore[arg-type]
+        snapshot = accumulate_event(event=p, current_snapshot=snapshot, json_bufs=bufs)
     return snapshot, bufs, None
 
 

@@ -626,8 +626,8 @@ def test_render_degrades_another_apis_server_blocks_to_text() -> None:
                               stop_reason="stop")  # fmt: skip
     whole = Message.model_validate_json(FRONTEND.message(gateway_request(), msg, "msg_1"))
     assert [b.type for b in whole.content] == ["text", "text", "text"]
-    assert "web_search was run by the provider" in whole.content[0].text  # type: ignore[union-attr]
-    assert "web_search result" in whole.content[1].text  # type: ignore[union-attr]
+    assert "web_search was run by the provider" in whole.content[0].text
+    assert "web_search result" in whole.content[1].text
 
 
 def test_a_refusal_is_rendered_as_the_refusal_stop_reason() -> None:
