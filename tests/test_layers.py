@@ -26,7 +26,6 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "_url",
                 "_schema_refs",
                 "_json_schema",
-                "_readcut",
                 "_version",
             }
         ),

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol, TypeAlias
 
 import msgspec
 
-from .._readcut import ReadCut, ReadPosition
 from .._redact import StreamRedactor, is_credential_header, redact, redact_url
 from ..types import AssistantMessage, Context
+from .sse._readcut import ReadCut, ReadPosition
 
 if TYPE_CHECKING:
     from ..errors import StreamError
