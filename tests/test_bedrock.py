@@ -40,16 +40,11 @@ from modelwire._wire.framing.eventstream import encode_event, encode_exception
 from modelwire._wire.request import HTTPRequest, RequestOptions
 from modelwire.testing import MockServer, RecordedRequest, Reply, tool_call
 from modelwire.trace import TraceLog
+from rawserver import KEY, TEXT, Plan, at, serving, streamed
 from test_faults import (
-    KEY,
-    TEXT,
-    Plan,
     assert_no_key,
-    at,
     fast_backoff,  # noqa: F401 - a fixture used by the matrix run below
     run,
-    serving,
-    streamed,
 )
 
 API = "bedrock-converse"

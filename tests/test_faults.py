@@ -9,8 +9,15 @@ trace record, not in any log line at DEBUG of any logger.
 
 The server is a small raw socket server (not ``MockServer``) because the matrix needs
 byte-level control (a cut inside a UTF-8 character, a stall mid-event) and must see
-when the client closes each connection. The bodies come from
-:func:`modelwire.testing.render_frames`, so every API streams the same text.
+when the client closes each connection. The bodies are the bytes providers send, not
+what modelwire's own renderer writes: per API, a recorded text answer from
+``tests/data`` (``tests/wire_recordings.py`` names which), sent one piece per wire event
+(SSE event, NDJSON line, AWS event-stream message) at the recording's own event
+boundaries; the faults cut it at those boundaries or inside an event. The in-band error
+is the API's own mid-stream error event, taken from an error recording of that API
+with the key written into its message. The content each case must keep is read from
+the bytes sent with the independent readers of ``tests/test_recorded_fidelity.py``
+(``json.loads`` of each payload), not with modelwire.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,8 +41,9 @@ import modelwire as mw
 import modelwire._call._retry
 from modelwire._apis import builtin_api_names, get_server
 from modelwire._wire.request import Transport
-from modelwire.testing._render import in_band_error, render_reply
 from modelwire.trace import RetryTrace, TraceLog
+from rawserver import CTX, KEY, Plan, error_json, model_for, serving, streamed
+from wire_recordings import ANSWERS, ERRORS, answer, error_events, reading, text_events, utf8_cut
 
 # Every wire API modelwire ships, from the registry (so ollama-chat is covered too).
 APIS = builtin_api_names()
@@ -48,169 +56,7 @@ TRANSPORT: dict[str, Transport] = {
     "async-aiohttp": "aiohttp",
     "async-httptools": "httptools",
 }
-KEY = "sk-FAULTMATRIX-7c1d3f9a2b5e"
-CTX = mw.Context(messages=[mw.UserMessage(content="hi")])
-# piece_chars=4 streams it as "Hell", "o wö", "rld ", "你好": cuts below land between
-# or inside those pieces, so the content each fault must keep is known exactly.
-TEXT = "Hello wörld 你好"
 BACKOFF_BASE = 0.02  # the normal backoff, made short (see ``fast_backoff``)
-
-
-# --------------------------------------------------------------------------- server
-
-
-@dataclass
-class Plan:
-    """One response: status line, headers, body pieces (each sent as one chunk),
-    then ``end``: ``finish`` (the chunked body completes, keep-alive), ``cut``
-    (the connection is shut down mid-body) or ``stall`` (nothing more is sent until
-    the client hangs up; before that, the ``late`` pieces, one write each)."""
-
-    status: int = 200
-    body: list[bytes] = field(default_factory=list)
-    content_type: str = "text/event-stream"
-    headers: dict[str, str] = field(default_factory=dict)
-    end: str = "finish"
-    late: list[bytes] = field(default_factory=list)  # a stall's pieces after the first write
-
-
-class RawServer:
-    """HTTP/1.1 on loopback, one thread per connection; records every request and
-    whether the client closed each connection."""
-
-    def __init__(self, plans: list[Plan]) -> None:
-        self.plans = plans
-        self.requests: list[bytes] = []
-        self.targets: list[str] = []  # the request targets (path and query)
-        self.agents: list[str] = []  # the User-Agent of each request
-        self.heads: list[bytes] = []  # each request's line and headers
-        self.connections: list[threading.Event] = []
-        self._lock = threading.Lock()
-        self._sock = socket.create_server(("127.0.0.1", 0))
-        self.port = self._sock.getsockname()[1]
-        self._stop = threading.Event()
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def close(self) -> None:
-        self._stop.set()
-        self._sock.close()
-
-    def _accept(self) -> None:
-        while not self._stop.is_set():
-            try:
-                conn, _ = self._sock.accept()
-            except OSError:
-                return
-            closed = threading.Event()
-            with self._lock:
-                self.connections.append(closed)
-            threading.Thread(target=self._serve, args=(conn, closed), daemon=True).start()
-
-    def _next_plan(self, body: bytes) -> Plan:
-        with self._lock:
-            self.requests.append(body)
-            return self.plans.pop(0) if len(self.plans) > 1 else self.plans[0]
-
-    @staticmethod
-    def read_request(conn: socket.socket, buf: bytes) -> tuple[bytes, bytes, bytes] | None:
-        """The next request on ``conn`` (``buf``: bytes already read): its head, its
-        body, and what was read past it; ``None`` once the client closed."""
-        while b"\r\n\r\n" not in buf:
-            data = conn.recv(65536)
-            if not data:
-                return None  # the client closed the connection
-            buf += data
-        head, buf = buf.split(b"\r\n\r\n", 1)
-        length = 0
-        for line in head.split(b"\r\n")[1:]:
-            name, _, value = line.partition(b":")
-            if name.strip().lower() == b"content-length":
-                length = int(value)
-        while len(buf) < length:
-            data = conn.recv(65536)
-            if not data:
-                return None
-            buf += data
-        return head, buf[:length], buf[length:]
-
-    def _serve(self, conn: socket.socket, closed: threading.Event) -> None:
-        buf = b""
-        try:
-            while True:
-                got = self.read_request(conn, buf)
-                if got is None:
-                    return
-                head, body, buf = got
-                self.heads.append(head)
-                for line in head.split(b"\r\n")[1:]:
-                    name, _, value = line.partition(b":")
-                    if name.strip().lower() == b"user-agent":
-                        self.agents.append(value.strip().decode())
-                self.targets.append(head.split(b" ", 2)[1].decode())
-                plan = self._next_plan(body)
-                if plan.status == 0:  # hang up without a response (a transport error)
-                    conn.shutdown(socket.SHUT_RDWR)
-                    return
-                lines = [f"HTTP/1.1 {plan.status} X", f"Content-Type: {plan.content_type}",
-                         "Transfer-Encoding: chunked"]  # fmt: skip
-                lines += [f"{k}: {v}" for k, v in plan.headers.items()]
-                head_bytes = ("\r\n".join(lines) + "\r\n\r\n").encode()
-                chunks = [b"%x\r\n%s\r\n" % (len(p), p) for p in plan.body]
-                if plan.end == "stall":
-                    # One write with the head: the content is in the client's socket buffer
-                    # when it sees the status, so a stall case's deadline (idle or total)
-                    # can only fire after that content was read, however loaded the machine.
-                    conn.sendall(head_bytes + b"".join(chunks))
-                    for piece in plan.late:  # each a socket read of its own, later
-                        time.sleep(0.05)
-                        conn.sendall(b"%x\r\n%s\r\n" % (len(piece), piece))
-                else:
-                    conn.sendall(head_bytes)
-                    for chunk in chunks:
-                        conn.sendall(chunk)
-                        time.sleep(0.002)  # one read per piece, as a provider flushes them
-                if plan.end == "finish":
-                    conn.sendall(b"0\r\n\r\n")
-                    continue
-                if plan.end == "cut":
-                    conn.shutdown(socket.SHUT_RDWR)
-                    return
-                conn.settimeout(30)  # stall: wait for the client to hang up
-                while conn.recv(65536):
-                    pass
-                return
-        except OSError:
-            return
-        finally:
-            conn.close()
-            closed.set()
-
-    def all_closed(self) -> bool:
-        with self._lock:
-            return all(c.is_set() for c in self.connections)
-
-    def wait_closed(self, seconds: float = 3.0) -> bool:
-        end = time.monotonic() + seconds
-        while time.monotonic() < end:
-            if self.all_closed():
-                return True
-            time.sleep(0.005)
-        return self.all_closed()
-
-
-@contextlib.contextmanager
-def serving(plans: list[Plan]) -> Iterator[RawServer]:
-    server = RawServer(plans)
-    try:
-        yield server
-    finally:
-        server.close()
-
-
-def model_for(api: str, port: int, provider: str = "mock", base: str | None = None) -> mw.Model:
-    segment = get_server(api).version_segment  # /v1, /v1beta, or the server root
-    url = f"http://127.0.0.1:{port}" + (segment if base is None else base)
-    return mw.Model(id="mock-model", api=api, provider=provider, base_url=url)
 
 
 # A provider that reuses an API runs the matrix through its own provider rules (URL,
@@ -238,53 +84,63 @@ TARGETS = [pytest.param("mock", a, None, id=a) for a in APIS] + [
 # --------------------------------------------------------------------------- bodies
 
 
-def streamed(api: str, body: list[bytes], end: str = "finish") -> Plan:
-    """A 200 response with the API's own media type (text/event-stream, x-ndjson)."""
-    return Plan(body=body, end=end, content_type=get_server(api).content_type)
+def pivot(api: str) -> int:
+    """The answer's second text event: a cut inside it, or a stall before it, keeps the
+    first text event's content; the in-band error comes right after it."""
+    return text_events(api)[1]
 
 
-def frames(api: str) -> list[bytes]:
-    return list(render_reply(TEXT, api, piece_chars=4).pieces)
-
-
-def at(api: str, piece: bytes) -> tuple[list[bytes], bytes]:
-    """The frames before the first one carrying ``piece``, and that frame."""
-    fr = frames(api)
-    i = next(i for i, f in enumerate(fr) if piece in f)
-    return fr[:i], fr[i]
+def kept(api: str, pieces: list[bytes]) -> str:
+    """The text the whole events among ``pieces`` hold, read without modelwire."""
+    return reading(api, pieces).text
 
 
 def mid_event(api: str) -> list[bytes]:
-    before, f = at(api, b'rld "')
-    return [*before, f[: f.index(b"rld")]]  # inside the JSON of the "rld " delta
+    events, p = answer(api), pivot(api)
+    return [*events[:p], events[p][: len(events[p]) // 2]]  # inside the second text event
 
 
 def mid_utf8(api: str) -> list[bytes]:
-    before, f = at(api, "你".encode())
-    return [*before, f[: f.index("你".encode()) + 1]]  # 1 of the 3 bytes of 你
+    events = answer(api)
+    i, at = utf8_cut(api)
+    return [*events[:i], events[i][:at]]  # 1 byte of a multi-byte character
 
 
 def in_band(api: str) -> list[bytes]:
-    # The API's own mid-stream error event (what its renderer writes for an error
-    # event), after the frames up to and including "rld ".
-    before, _f = at(api, "你".encode())
-    return [*before, in_band_error(api, f"Overloaded for {KEY}")]
+    # The API's own mid-stream error event (as recorded, echoing the key), after the
+    # answer's events up to and including its second text event.
+    return [*answer(api)[: pivot(api) + 1], *error_events(api, KEY)]
 
 
-def error_json(status: int, headers: dict[str, str] | None = None) -> Plan:
-    # Providers echo (part of) a bad key; the client must redact it everywhere.
-    body = json.dumps({"error": {"message": f"status {status} for key {KEY}", "type": "x"}})
-    return Plan(status=status, body=[body.encode()], content_type="application/json",
-                headers=headers or {})  # fmt: skip
+def stalled(api: str) -> list[bytes]:
+    """The answer's events before its second text event; then nothing more is sent."""
+    return answer(api)[: pivot(api)]
 
 
-def ok(api: str) -> Plan:
-    return streamed(api, frames(api))
+def cancel_after(api: str) -> str:
+    """The text delta the cancel case waits for: the first text event's, the last sent
+    before the stall."""
+    events, first = answer(api), text_events(api)[0]
+    return kept(api, events[: first + 1])[len(kept(api, events[:first])) :]
 
 
-def stall_after_two(api: str) -> Plan:
-    before, _ = at(api, b'rld "')
-    return streamed(api, before, end="stall")
+def answered(api: str) -> Plan:
+    """The API's recorded answer, whole."""
+    return streamed(api, answer(api))
+
+
+def stall(api: str) -> Plan:
+    """The recorded answer up to its second text event, then a stall."""
+    return streamed(api, stalled(api), end="stall")
+
+
+# The content each case keeps, per API.
+def whole(api: str) -> str:
+    return kept(api, answer(api))
+
+
+def nothing(api: str) -> str:
+    return ""
 
 
 # --------------------------------------------------------------------------- cases
@@ -293,8 +149,8 @@ def stall_after_two(api: str) -> Plan:
 @dataclass
 class Case:
     plans: Callable[[str], list[Plan]]
-    kind: str | None  # the error kind; None: done(stop)
-    text: str  # the content the final message keeps
+    kind: str | None  # the error kind; None: done(stop); IN_BAND: the API's own (ERRORS)
+    text: Callable[[str], str]  # the content the final message keeps, per API
     requests: int
     driver: str = "plain"
     opts: dict[str, Any] = field(default_factory=dict)
@@ -311,39 +167,47 @@ def backoff(r: RetryTrace) -> bool:
 
 
 def r429(value: str, header: str = "retry-after") -> Callable[[str], list[Plan]]:
-    return lambda api: [error_json(429, {header: value}), ok(api)]
+    return lambda api: [error_json(429, {header: value}), answered(api)]
 
 
 RETRY_429: list[tuple[int, int | None, str]] = [(1, 429, "rate_limit")]
+# The kind and message of the API's own mid-stream error (``wire_recordings.ERRORS``).
+IN_BAND = "in-band"
 
 CASES: dict[str, Case] = {
-    "ok": Case(lambda api: [ok(api)], None, TEXT, 1),
+    "ok": Case(lambda api: [answered(api)], None, whole, 1),
     "cut_mid_event": Case(
-        lambda api: [streamed(api, mid_event(api), end="cut")], "stream_interrupted", "Hello wö", 1
+        lambda api: [streamed(api, mid_event(api), end="cut")],
+        "stream_interrupted",
+        lambda api: kept(api, mid_event(api)[:-1]),
+        1,
     ),
     "cut_mid_utf8": Case(
         lambda api: [streamed(api, mid_utf8(api), end="cut")],
         "stream_interrupted",
-        "Hello wörld ",
+        lambda api: kept(api, mid_utf8(api)[:-1]),
         1,
     ),
     "body_ends_mid_event": Case(
-        lambda api: [streamed(api, mid_event(api))], "truncated_stream", "Hello wö", 1
+        lambda api: [streamed(api, mid_event(api))],
+        "truncated_stream",
+        lambda api: kept(api, mid_event(api)[:-1]),
+        1,
     ),
     # A Retry-After does not make a client error retryable, whatever its form.
-    "401": Case(lambda api: [error_json(401, {"retry-after": "0"})], "authentication", "", 1),
+    "401": Case(lambda api: [error_json(401, {"retry-after": "0"})], "authentication", nothing, 1),
     "403": Case(
         lambda api: [error_json(403, {"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"})],
         "permission",
-        "",
+        nothing,
         1,
     ),
-    "404": Case(lambda api: [error_json(404, {"retry-after": "nan"})], "not_found", "", 1),
-    "429_seconds": Case(r429("0"), None, TEXT, 2, retries=RETRY_429, wait=lambda r: r.wait == 0),
+    "404": Case(lambda api: [error_json(404, {"retry-after": "nan"})], "not_found", nothing, 1),
+    "429_seconds": Case(r429("0"), None, whole, 2, retries=RETRY_429, wait=lambda r: r.wait == 0),
     "429_http_date": Case(
         r429("Wed, 21 Oct 2015 07:28:00 GMT"),
         None,
-        TEXT,
+        whole,
         2,
         retries=RETRY_429,
         wait=lambda r: r.wait == 0,
@@ -351,27 +215,27 @@ CASES: dict[str, Case] = {
     "429_retry_after_ms": Case(
         r429("30", "retry-after-ms"),
         None,
-        TEXT,
+        whole,
         2,
         retries=RETRY_429,
         wait=lambda r: abs(r.wait - 0.03) < 1e-9,
     ),
-    "429_nan": Case(r429("nan"), None, TEXT, 2, retries=RETRY_429, wait=backoff),
-    "429_inf": Case(r429("inf"), None, TEXT, 2, retries=RETRY_429, wait=backoff),
-    "429_negative": Case(r429("-1"), None, TEXT, 2, retries=RETRY_429, wait=backoff),
-    "429_garbage": Case(r429("soon-ish"), None, TEXT, 2, retries=RETRY_429, wait=backoff),
+    "429_nan": Case(r429("nan"), None, whole, 2, retries=RETRY_429, wait=backoff),
+    "429_inf": Case(r429("inf"), None, whole, 2, retries=RETRY_429, wait=backoff),
+    "429_negative": Case(r429("-1"), None, whole, 2, retries=RETRY_429, wait=backoff),
+    "429_garbage": Case(r429("soon-ish"), None, whole, 2, retries=RETRY_429, wait=backoff),
     "429_ms_nan_falls_back_to_seconds": Case(
-        lambda api: [error_json(429, {"retry-after-ms": "nan", "retry-after": "0"}), ok(api)],
+        lambda api: [error_json(429, {"retry-after-ms": "nan", "retry-after": "0"}), answered(api)],
         None,
-        TEXT,
+        whole,
         2,
         retries=RETRY_429,
         wait=lambda r: r.wait == 0,
     ),
     "429_beyond_the_cap": Case(
-        lambda api: [error_json(429, {"retry-after": "120"}), ok(api)],
+        lambda api: [error_json(429, {"retry-after": "120"}), answered(api)],
         "rate_limit",
-        "",
+        nothing,
         1,
         says="longer than modelwire waits",
         retry_after=120.0,
@@ -379,49 +243,48 @@ CASES: dict[str, Case] = {
     "429_retries_used_up": Case(
         lambda api: [error_json(429, {"retry-after": "0"})],
         "rate_limit",
-        "",
+        nothing,
         2,
         opts={"max_retries": 1},
         retries=RETRY_429,
     ),
     "429_longer_than_the_deadline": Case(
-        lambda api: [error_json(429, {"retry-after": "3"}), ok(api)],
+        lambda api: [error_json(429, {"retry-after": "3"}), answered(api)],
         "rate_limit",
-        "",
+        nothing,
         1,
         opts={"timeout": mw.Timeout(total=0.5)},
         says="not retried: the total timeout",
         retry_after=3.0,
     ),
     "5xx_then_ok": Case(
-        lambda api: [error_json(500), error_json(529), ok(api)],
+        lambda api: [error_json(500), error_json(529), answered(api)],
         None,
-        TEXT,
+        whole,
         3,
         retries=[(1, 500, "server"), (2, 529, "overloaded")],
         wait=backoff,
     ),
     "5xx_not_retried_with_max_retries_0": Case(
-        lambda api: [error_json(502), ok(api)], "server", "", 1, opts={"max_retries": 0}
+        lambda api: [error_json(502), answered(api)], "server", nothing, 1, opts={"max_retries": 0}
     ),
     "in_band_error": Case(
         lambda api: [streamed(api, in_band(api))],
-        "overloaded",
-        "Hello wörld ",
+        IN_BAND,
+        lambda api: kept(api, in_band(api)),
         1,
-        says="Overloaded for",
     ),
     "idle_stall": Case(
-        lambda api: [stall_after_two(api)],
+        lambda api: [stall(api)],
         "timeout",
-        "Hello wö",
+        lambda api: kept(api, stalled(api)),
         1,
         opts={"timeout": mw.Timeout(idle=0.3)},
     ),
     "total_deadline_mid_body": Case(
-        lambda api: [stall_after_two(api)],
+        lambda api: [stall(api)],
         "timeout",
-        "Hello wö",
+        lambda api: kept(api, stalled(api)),
         1,
         opts={"timeout": mw.Timeout(total=1.0)},
     ),
@@ -433,19 +296,25 @@ CASES: dict[str, Case] = {
             )
         ],
         "provider_stream",
-        "",
+        nothing,
         1,
         says="'text/html; charset=utf-8'",
     ),
-    "cancel": Case(lambda api: [stall_after_two(api)], "aborted", "Hello wö", 1, driver="cancel"),
-    "abort_before_iterating": Case(lambda api: [ok(api)], "aborted", "", 0, driver="abort_first"),
+    "cancel": Case(
+        lambda api: [stall(api)], "aborted", lambda api: kept(api, stalled(api)), 1, driver="cancel"
+    ),
+    "abort_before_iterating": Case(
+        lambda api: [answered(api)], "aborted", nothing, 0, driver="abort_first"
+    ),
 }
 
 
 # --------------------------------------------------------------------------- drivers
 
 
-async def _async_run(model: mw.Model, driver: str, opts: dict[str, Any]) -> tuple[list[Any], Any]:
+async def _async_run(
+    model: mw.Model, driver: str, delta: str, opts: dict[str, Any]
+) -> tuple[list[Any], Any]:
     s = mw.stream(model, CTX, **opts)
     events: list[Any] = []
     if driver == "abort_first":
@@ -454,10 +323,13 @@ async def _async_run(model: mw.Model, driver: str, opts: dict[str, Any]) -> tupl
         seen = asyncio.Event()
 
         async def consume() -> None:
-            async for ev in s:
-                events.append(ev)
-                if ev.type == "text_delta" and ev.delta == "o wö":
-                    seen.set()
+            try:
+                async for ev in s:
+                    events.append(ev)
+                    if ev.type == "text_delta" and ev.delta == delta:
+                        seen.set()
+            finally:
+                seen.set()  # the delta never came: the checks fail, nothing hangs
 
         task = asyncio.create_task(consume())
         await seen.wait()
@@ -469,24 +341,30 @@ async def _async_run(model: mw.Model, driver: str, opts: dict[str, Any]) -> tupl
     return events, await s.result()
 
 
-def _sync_run(model: mw.Model, driver: str, opts: dict[str, Any]) -> tuple[list[Any], Any]:
+def _sync_run(
+    model: mw.Model, driver: str, delta: str, opts: dict[str, Any]
+) -> tuple[list[Any], Any]:
     s = mw.stream_sync(model, CTX, **opts)
     events: list[Any] = []
     if driver == "abort_first":
         s.abort()
     for ev in s:
         events.append(ev)
-        if driver == "cancel" and ev.type == "text_delta" and ev.delta == "o wö":
+        if driver == "cancel" and ev.type == "text_delta" and ev.delta == delta:
             # From another thread, while this one blocks reading the stalled body.
             threading.Timer(0.05, s.abort).start()
     return events, s.result()
 
 
-def run(mode: str, model: mw.Model, driver: str, **opts: Any) -> tuple[list[Any], Any]:
+def run(
+    mode: str, model: mw.Model, driver: str, *, delta: str = "", **opts: Any
+) -> tuple[list[Any], Any]:
+    """One call in ``mode``; the ``cancel`` driver cancels (or aborts) once it has seen
+    the text delta ``delta``."""
     if mode.startswith("async-"):
         opts["transport"] = TRANSPORT[mode]
-        return asyncio.run(_async_run(model, driver, opts))
-    return _sync_run(model, driver, opts)
+        return asyncio.run(_async_run(model, driver, delta, opts))
+    return _sync_run(model, driver, delta, opts)
 
 
 @pytest.fixture
@@ -503,6 +381,13 @@ def assert_no_key(*texts: str) -> None:
 
 
 # --------------------------------------------------------------------------- matrix
+
+
+def test_every_api_streams_a_recorded_answer_and_error() -> None:
+    """A new built-in API needs a recorded answer and a recorded mid-stream error under
+    tests/data (``wire_recordings.ANSWERS`` and ``ERRORS``) before the matrix can run it."""
+    assert sorted(ANSWERS) == sorted(APIS), "add the API's text answer to ANSWERS"
+    assert sorted(ERRORS) == sorted(APIS), "add the API's mid-stream error to ERRORS"
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -523,7 +408,9 @@ def test_fault_matrix(
     with serving(case.plans(api)) as server:
         t0 = time.monotonic()
         model = model_for(api, server.port, provider, base)
-        events, message = run(mode, model, case.driver, api_key=KEY, trace=log, **case.opts)
+        delta = cancel_after(api)  # what the cancel driver waits for
+        events, message = run(mode, model, case.driver, delta=delta, api_key=KEY, trace=log,
+                              **case.opts)  # fmt: skip
         elapsed = time.monotonic() - t0
         closed = server.wait_closed()
         n_requests = len(server.requests)
@@ -545,15 +432,16 @@ def test_fault_matrix(
     if case.kind is None:
         assert (terminal.type, message.stop_reason, message.error) == ("done", "stop", None)
     else:
-        kind = get_server(api).in_band_kind if name == "in_band_error" else case.kind
+        own = ERRORS[api]  # the API's own mid-stream error, as recorded
+        kind, says = (own.kind, own.message) if case.kind == IN_BAND else (case.kind, case.says)
         assert message.error is not None, message
         assert (terminal.type, message.error.kind) == ("error", kind), message.error
         assert message.stop_reason == ("aborted" if kind == "aborted" else "error")
-        assert case.says in message.error.message
+        assert says in message.error.message
         if case.retry_after is not None:
             assert message.error.retry_after == case.retry_after
     # The content kept, the requests the server saw, every socket closed.
-    assert message.text == case.text
+    assert message.text == case.text(api)
     assert n_requests == case.requests
     assert closed, "a connection was left open"
     # Retries: one trace record each, with the wait taken; no wait outlasts its budget.
@@ -575,7 +463,7 @@ def test_a_dropped_stream_closes_its_connection_promptly(api: str, mode: str) ->
     """``break`` out of the loop and drop the stream: the connection closes at once
     (reference counting alone, no GC), not at the idle timeout (30 s here)."""
     opts: dict[str, Any] = {"api_key": KEY, "timeout": mw.Timeout(idle=30)}
-    with serving([stall_after_two(api)]) as server:
+    with serving([stall(api)]) as server:
         model = model_for(api, server.port)
         gc.disable()
         try:
@@ -641,7 +529,7 @@ def test_sync_and_async_take_the_same_decisions(
             error_json(500, {"retry-after-ms": "20"}),
             error_json(503),
             error_json(401),
-            ok(api),
+            answered(api),
         ]
 
     seen = {}

@@ -22,7 +22,7 @@ import pytest
 from gateway_fake import FRONTEND
 from modelwire.gateway import GatewayRequest, GatewayServer, MemoryStore, app, hash_key, load_config
 from modelwire.testing import MockServer, Reply, error_reply, parse_script
-from test_faults import RawServer
+from rawserver import RawServer
 
 KEY = "sk-gw-test-0123456789"
 OTHER = "sk-gw-other-9876543210"

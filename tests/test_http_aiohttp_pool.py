@@ -17,7 +17,7 @@ import pytest
 
 import modelwire as mw
 from modelwire._http import _aiohttp as pool
-from test_faults import CTX, TEXT, Plan, frames, model_for, ok, serving, stall_after_two
+from rawserver import CTX, TEXT, Plan, frames, model_for, ok, serving, stall_after_two
 
 API = "openai-chat"
 

@@ -12,7 +12,7 @@ import pytest
 
 import modelwire as mw
 from modelwire._http._deadline import ReadDeadline
-from test_faults import CTX, KEY, at, model_for, serving, stall_after_two, streamed
+from rawserver import CTX, KEY, at, model_for, serving, stall_after_two, streamed
 
 API = "openai-chat"
 TRANSPORTS = ("httpx", "aiohttp", "httptools")

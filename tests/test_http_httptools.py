@@ -30,17 +30,7 @@ from modelwire._http import _httptools as hh
 from modelwire._http._httptools import _pool, _wire
 from modelwire._wire.request import HTTPRequest
 from modelwire.errors import ConnectError
-from test_faults import (
-    CTX,
-    KEY,
-    TEXT,
-    RawServer,
-    frames,
-    model_for,
-    ok,
-    serving,
-    stall_after_two,
-)
+from rawserver import CTX, KEY, TEXT, RawServer, frames, model_for, ok, serving, stall_after_two
 from test_transport import TLSServer, _cert
 
 API = "openai-chat"

@@ -21,7 +21,7 @@ import modelwire._http as http
 from modelwire._call import Failure, Head, Read
 from modelwire._http import _httptools as hh
 from modelwire._http._httptools import _wire
-from test_faults import TEXT
+from rawserver import TEXT
 from test_http_httptools import (
     OPEN_SSE,
     SSE,

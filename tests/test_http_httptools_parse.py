@@ -20,7 +20,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from modelwire._http._httptools import _wire
-from test_faults import frames
+from rawserver import frames
 
 SSE = b"".join(frames("openai-chat"))
 NO_LOOP = cast("asyncio.AbstractEventLoop", None)  # parsing waits for nothing

@@ -19,7 +19,7 @@ import pytest
 import modelwire as mw
 from modelwire._wire.request import Transport
 from modelwire.testing import MockServer, Reply, register_text_api, render
-from test_faults import RawServer
+from rawserver import RawServer
 
 TRANSPORTS: tuple[Transport, ...] = ("httpx", "aiohttp", "httptools")
 KEY = "sk-answered-test"

@@ -16,7 +16,7 @@ import pytest
 
 import modelwire as mw
 from modelwire.trace import RetryTrace
-from test_faults import CTX, KEY, TEXT, error_json, model_for, ok, serving, stall_after_two
+from rawserver import CTX, KEY, TEXT, error_json, model_for, ok, serving, stall_after_two
 
 API = "openai-chat"
 TRANSPORTS = ("httpx", "aiohttp", "httptools")

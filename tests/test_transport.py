@@ -32,7 +32,7 @@ import modelwire as mw
 import modelwire._http as http
 from modelwire._wire.request import Transport
 from modelwire.trace import RetryTrace, TraceLog
-from test_faults import CTX, TEXT, Plan, RawServer, frames, model_for, ok, serving
+from rawserver import CTX, TEXT, Plan, RawServer, frames, model_for, ok, serving
 
 SRC = Path(mw.__file__).parent
 MODES = ("httpx", "aiohttp", "httptools", "sync")

@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import modelwire as mw
+import rawserver
 import test_faults
 from modelwire import _providers as providers
 from modelwire._apis import get_api, get_server
@@ -564,18 +565,18 @@ def test_vertex_sync_and_async_take_the_same_decisions(
 def test_the_matrix_reaches_the_vertex_paths(monkeypatch: pytest.MonkeyPatch) -> None:
     """The reused matrix really goes through the rules (not the API's default URL)."""
     seen: list[bytes] = []
-    real = test_faults.RawServer._next_plan
+    real = rawserver.RawServer._next_plan
 
-    def spy(self: test_faults.RawServer, body: bytes) -> test_faults.Plan:
+    def spy(self: rawserver.RawServer, body: bytes) -> rawserver.Plan:
         seen.append(body)
         return real(self, body)
 
-    monkeypatch.setattr(test_faults.RawServer, "_next_plan", spy)
+    monkeypatch.setattr(rawserver.RawServer, "_next_plan", spy)
     monkeypatch.setattr(test_faults, "model_for", _vertex_model_for("vertex-anthropic"))
-    with test_faults.serving([test_faults.ok("anthropic-messages")]) as server:
+    with rawserver.serving([rawserver.ok("anthropic-messages")]) as server:
         model = test_faults.model_for("anthropic-messages", server.port)
-        message = mw.complete_sync(model, CTX, api_key=test_faults.KEY)
-    assert message.text == test_faults.TEXT
+        message = mw.complete_sync(model, CTX, api_key=rawserver.KEY)
+    assert message.text == rawserver.TEXT
     body = json.loads(seen[0])
     assert body["anthropic_version"] == "vertex-2023-10-16" and "model" not in body
 
