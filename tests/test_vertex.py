@@ -572,9 +572,8 @@ def test_the_matrix_reaches_the_vertex_paths(monkeypatch: pytest.MonkeyPatch) ->
         return real(self, body)
 
     monkeypatch.setattr(rawserver.RawServer, "_next_plan", spy)
-    monkeypatch.setattr(test_faults, "model_for", _vertex_model_for("vertex-anthropic"))
     with rawserver.serving([rawserver.ok("anthropic-messages")]) as server:
-        model = test_faults.model_for("anthropic-messages", server.port)
+        model = _vertex_model_for("vertex-anthropic")("anthropic-messages", server.port)
         message = mw.complete_sync(model, CTX, api_key=rawserver.KEY)
     assert message.text == rawserver.TEXT
     body = json.loads(seen[0])
