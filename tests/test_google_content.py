@@ -99,7 +99,11 @@ def test_code_and_grounding_become_blocks_and_citations() -> None:
         "Atlas",
         "gs://b/doc.pdf",
     )
-    assert web.raw is not None and json.loads(web.raw) == SUPPORT and doc.raw == web.raw
+    # raw: the support and the chunk it names, each as received.
+    assert web.raw is not None and doc.raw is not None
+    chunks: list[Any] = GROUNDING["groundingChunks"]  # type: ignore[assignment]
+    assert json.loads(web.raw) == {"groundingSupport": SUPPORT, "groundingChunk": chunks[0]}
+    assert json.loads(doc.raw) == {"groundingSupport": SUPPORT, "groundingChunk": chunks[1]}
     assert (url.kind, url.url) == ("url", "https://c.example/")
     assert isinstance(search, mw.ServerToolCall)
     assert (search.name, search.input, search.provider_type) == (
@@ -159,9 +163,12 @@ def test_a_citation_with_no_open_text_is_kept_on_a_text_block_of_its_own() -> No
     [
         ({"content": {"parts": [{"executableCode": {"code": 5}}]}},
          r"candidates\[0\]\.content\.parts\[0\]\.executableCode\.code must be a string"),
-        ({"groundingMetadata": {"groundingChunks": [],
+        ({"finishReason": "STOP",
+          "groundingMetadata": {"groundingChunks": [],
                                 "groundingSupports": [{"groundingChunkIndices": [2]}]}},
          r"groundingSupports\[0\]\.groundingChunkIndices\[0\] is 2, but groundingChunks has 0"),
+        ({"groundingMetadata": {"groundingChunks": [{"web": {"uri": 5}}]}},
+         r"groundingMetadata\.groundingChunks\[0\]\.web\.uri must be a string"),
         ({"groundingMetadata": {"groundingSupports": [{"segment": {"startIndex": -1}}]}},
          r"groundingSupports\[0\]\.segment\.startIndex must be an integer >= 0"),
         ({"urlContextMetadata": {"urlMetadata": [{"retrievedUrl": 1}]}},

@@ -18,6 +18,7 @@ import msgspec
 from .types import (
     AssistantMessage,
     Citation,
+    ImageContent,
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
@@ -179,11 +180,12 @@ class ToolCallEndEvent(_Event, frozen=True):
 class BlockEvent(_Event, frozen=True):
     """A block that arrives whole appeared at ``content_index``: a tool the provider
     ran (``ServerToolCall``; never an action for the caller), its result
-    (``ServerToolResult``), or an opaque ``ProviderItem``."""
+    (``ServerToolResult``), an opaque ``ProviderItem``, or an image the model
+    generated (``ImageContent``)."""
 
     type: ClassVar[Literal["block"]] = "block"
     content_index: int
-    content: ServerToolCall | ServerToolResult | ProviderItem
+    content: ServerToolCall | ServerToolResult | ProviderItem | ImageContent
 
 
 class CitationEvent(_Event, frozen=True):

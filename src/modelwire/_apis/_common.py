@@ -390,6 +390,19 @@ def as_tool_call(block: object, where: str) -> ToolCall:
     raise ConfigurationError(f"{where} cannot carry {_article(kind)} {kind} block")
 
 
+def refuse_assistant_images(msg: AssistantMessage, where: str, api: str) -> None:
+    """An image a model generated, in an assistant message of an API that has no form
+    for one there: refused naming the field, never dropped (``mw.handoff`` turns
+    another API's image into a note the next model can read)."""
+    for j, b in enumerate(msg.content):
+        if isinstance(b, ImageContent):
+            raise ConfigurationError(
+                f"{where}.content[{j}] is an image the model generated ({b.mime_type}): "
+                f"{_article(api)} {api} request cannot carry an image in an assistant "
+                "message; pass the context through mw.handoff(context, model) first"
+            )
+
+
 def as_image(block: object, where: str) -> ImageContent:
     """``block`` where only an image can be (after text): a document or audio block
     the API cannot carry is refused with a typed error, never replaced or dropped."""
@@ -495,16 +508,23 @@ def server_result_as_text(result: ServerToolResult) -> str:
 
 
 def block_as_text(block: object) -> str | None:
-    """How a provider-run tool call or result from another API is shown to a model
-    that cannot take it back (the handoff degradation, one wording for every API): a
-    line of text the next model can read. An opaque
+    """How a provider-run tool call or result from another API, or an image a model
+    generated, is shown to a model that cannot take it back (the handoff degradation,
+    one wording for every API): a line of text the next model can read. An opaque
     :class:`~modelwire.types.ProviderItem` has no portable meaning and is dropped
     (``None``)."""
     if isinstance(block, ServerToolCall):
         return server_call_as_text(block)
     if isinstance(block, ServerToolResult):
         return server_result_as_text(block)
+    if isinstance(block, ImageContent):
+        return image_as_text(block)
     return None
+
+
+def image_as_text(block: ImageContent) -> str:
+    """A generated image for a model whose API has no assistant image: a note of it."""
+    return f"[an image ({block.mime_type}) was generated]"
 
 
 def with_sources(text: str, citations: tuple[Citation, ...]) -> str:

@@ -46,6 +46,9 @@ The rules (docs/providers.md, "Handoff between models"):
    (``[1] Title <url>: "cited text"``); a :class:`~modelwire.types.ProviderItem` is
    dropped, and :func:`handoff_notes` says so (the trace's ``context`` record lists
    the notes in its ``handoff`` field).
+10. **An image the model generated** goes back to its own API (its ``signature`` only
+   to the same model); to another API, whose assistant turns carry no image, it becomes
+   the text ``[an image (image/png) was generated]`` and :func:`handoff_notes` says so.
 """
 
 from __future__ import annotations
@@ -60,6 +63,7 @@ from .._apis._common import (
     as_tool_call,
     check_input,
     citations_as_text,
+    image_as_text,
     remove_lone_surrogates,
     same_model,
     server_call_as_text,
@@ -69,6 +73,7 @@ from ..types import (
     AssistantContent,
     AssistantMessage,
     Context,
+    ImageContent,
     Message,
     Model,
     ProviderItem,
@@ -278,6 +283,11 @@ def handoff_notes(context: Context, model: Model) -> list[str]:
                     f"messages[{i}].content[{j}]: a {b.provider_type} item of {b.api} is not "
                     f"sent to {model.api} (opaque to other APIs)"
                 )
+            elif isinstance(b, ImageContent) and msg.api != model.api:
+                notes.append(
+                    f"messages[{i}].content[{j}]: an image {msg.api} generated is sent to "
+                    f"{model.api} as a note, not as the image"
+                )
     return notes
 
 
@@ -307,6 +317,13 @@ def _assistant(msg: AssistantMessage, model: Model, ids: ToolIdMap) -> Assistant
             if b.api == model.api:
                 out.append(b)
             # else: dropped (handoff_notes says so in the trace)
+        elif isinstance(b, ImageContent):
+            if not same_api:
+                out.append(TextContent(text=image_as_text(b)))
+            elif same or b.signature is None:
+                out.append(b)
+            else:
+                out.append(_replace(b, signature=None))  # signed for another model only
         else:
             b = as_tool_call(b, "a handoff")
             out.append(_tool_call(b, ids.get(b.id), keep_signature=same))

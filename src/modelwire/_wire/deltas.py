@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 import msgspec
 
 if TYPE_CHECKING:
-    from ..types import Citation, ProviderItem, ServerToolCall, ServerToolResult
+    from ..types import Citation, ImageContent, ProviderItem, ServerToolCall, ServerToolResult
 
 __all__ = [
     "BlockComplete",
@@ -108,11 +108,11 @@ class BlockEnd(_Delta, frozen=True):
 
 class BlockComplete(_Delta, frozen=True):
     """A whole block that needs no streaming: a provider-run tool call or its result,
-    or an opaque provider item. It takes its content index at ``key`` (first
-    appearance, like every block) and is final at once."""
+    an opaque provider item, or an image the model generated. It takes its content
+    index at ``key`` (first appearance, like every block) and is final at once."""
 
     key: Hashable
-    block: ServerToolCall | ServerToolResult | ProviderItem
+    block: ServerToolCall | ServerToolResult | ProviderItem | ImageContent
 
 
 class CitationDelta(_Delta, frozen=True):

@@ -46,6 +46,7 @@ from ..types import (
     AssistantMessage,
     Context,
     ErrorInfo,
+    ImageContent,
     Model,
     ModelCost,
     ProviderItem,
@@ -129,7 +130,7 @@ def reply_deltas(
             # Citations first, as Anthropic streams them ahead of the text they support.
             out += [CitationDelta(key, c) for c in block.citations]
             out += [TextDelta(key, p) for p in split_text(block.text, piece_chars)]
-        elif isinstance(block, ServerToolCall | ServerToolResult | ProviderItem):
+        elif isinstance(block, ServerToolCall | ServerToolResult | ProviderItem | ImageContent):
             out.append(BlockComplete(("block", i), block))  # whole: nothing to stream
             continue
         elif isinstance(block, ThinkingContent):

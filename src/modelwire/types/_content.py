@@ -97,7 +97,8 @@ class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=
 
 
 class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False):
-    """An image given as base64 data."""
+    """An image given as base64 data: input, or an image the model generated (in an
+    assistant message)."""
 
     type: ClassVar[Literal["image"]] = "image"
     """The tag (``image``)."""
@@ -106,6 +107,9 @@ class ImageContent(_Value, frozen=True, tag_field="type", tag="image", gc=False)
     """Base64-encoded bytes of the image."""
     mime_type: str
     """e.g. ``image/png``."""
+    signature: str | None = None
+    """Opaque provider data tied to a generated image (e.g. a Gemini
+    ``thoughtSignature``); replayed only to the same model."""
 
     def __post_init__(self) -> None:
         _require_str("ImageContent", "mime_type", self.mime_type, non_empty=True)
@@ -268,9 +272,15 @@ class ProviderItem(_Value, frozen=True, tag_field="type", tag="provider_item", g
 UserContent: TypeAlias = TextContent | ImageContent | DocumentContent | AudioContent
 """What a user message or a tool result may hold."""
 AssistantContent: TypeAlias = (
-    TextContent | ThinkingContent | ToolCall | ServerToolCall | ServerToolResult | ProviderItem
+    TextContent
+    | ThinkingContent
+    | ToolCall
+    | ServerToolCall
+    | ServerToolResult
+    | ProviderItem
+    | ImageContent
 )
-"""What an assistant message may hold."""
+"""What an assistant message may hold (an image: one the model generated)."""
 USER_BLOCKS: tuple[type, ...] = (TextContent, ImageContent, DocumentContent, AudioContent)
 ASSISTANT_BLOCKS: tuple[type, ...] = (
     TextContent,
@@ -279,4 +289,5 @@ ASSISTANT_BLOCKS: tuple[type, ...] = (
     ServerToolCall,
     ServerToolResult,
     ProviderItem,
+    ImageContent,
 )

@@ -48,6 +48,7 @@ from .._common import (
     check_tool_choice,
     citations_as_text,
     merge_compat,
+    refuse_assistant_images,
     same_model,
 )
 from ._output import add_output
@@ -324,12 +325,14 @@ def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict
         else:
             messages.append({"role": role, "content": blocks})
 
-    for msg in context.messages:
+    for i, msg in enumerate(context.messages):
         if isinstance(msg, UserMessage):
             add("user", _user_blocks(msg.content))
         elif isinstance(msg, ToolResultMessage):
             add("user", [_tool_result(msg)])
         elif msg.stop_reason not in ("error", "aborted"):
+            # An assistant turn holds text, thinking and tool blocks, never an image.
+            refuse_assistant_images(msg, f"messages[{i}]", "anthropic-messages")
             add("assistant", _assistant_blocks(model, msg))
     for m in messages:
         # "tool_result blocks must come first" in their user message (tool-use docs);

@@ -51,6 +51,7 @@ from ...types import (
     AssistantContent,
     AssistantMessage,
     Citation,
+    ImageContent,
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
@@ -131,8 +132,13 @@ def _citation(c: Citation, native: bool) -> bytes:
                  "start_char_index": c.start or 0, "end_char_index": c.end or 0})  # fmt: skip
 
 
-def _native_block(block: ServerToolCall | ServerToolResult | ProviderItem) -> bytes | None:
-    """A provider-run block of this API as its JSON (as received when there is one)."""
+def _native_block(
+    block: ServerToolCall | ServerToolResult | ProviderItem | ImageContent,
+) -> bytes | None:
+    """A provider-run block of this API as its JSON (as received when there is one);
+    ``None`` for an image, which an assistant turn cannot hold (it reads as text)."""
+    if isinstance(block, ImageContent):
+        return None
     if isinstance(block, ProviderItem):
         return block.data.encode() if block.api == API_NAME else None
     if block.raw is not None:

@@ -52,6 +52,7 @@ from .._common import (
     check_tool_choice,
     merge_compat,
     raw_object,
+    refuse_assistant_images,
     same_model,
 )
 from .._server.reply import arguments_object
@@ -288,6 +289,8 @@ def encode_messages(context: Context, model: Model, cache: bool = False) -> list
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
+            # Bedrock's Converse docs give image blocks for the user's turn only.
+            refuse_assistant_images(msg, where, "bedrock-converse")
             add("assistant", _assistant_blocks(msg, model, where))
         else:
             content = _result_blocks(msg, where, names)

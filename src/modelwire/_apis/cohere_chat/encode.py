@@ -46,6 +46,7 @@ from .._common import (
     citations_as_text,
     document_text,
     raw_or_json_arguments,
+    refuse_assistant_images,
 )
 from .spec import API_NAME, THINKING_BUDGETS, TOOL_CHOICE
 
@@ -179,6 +180,7 @@ def encode_messages(context: Context) -> tuple[list[dict[str, Any]], list[dict[s
         elif msg.stop_reason in ("error", "aborted"):
             continue  # a failed turn is not replayed (handoff rules)
         else:
+            refuse_assistant_images(msg, where, "cohere-chat")
             item = _assistant(msg)
         if item is not None:
             out.append(item)

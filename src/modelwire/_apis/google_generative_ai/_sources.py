@@ -15,9 +15,23 @@ and the API reference (``Candidate.citationMetadata``, ``Segment``).
   ``thoughtSignature``), which is what is replayed.
 * Each chunk a grounding support names is a citation of the support's ``segment``,
   whose offsets count UTF-8 bytes of the response's text (thought text excluded) —
-  kept as received; ``raw`` is the support. The search (``webSearchQueries``) is a
-  ``google_search`` ServerToolCall whose ``raw`` is the whole metadata: response-only
-  data, which Gemini takes no part for, so it is not replayed.
+  kept as received; ``raw`` is ``{"groundingSupport": …, "groundingChunk": …}``, both
+  as received. A ``web`` or ``maps`` chunk gives the url and title and the segment's
+  text is the cited text; a ``retrievedContext`` chunk (file search, RAG: ``uri``,
+  ``title``, ``text``, ``fileSearchStore``, ``customMetadata``, ``ragChunk``…, see
+  https://ai.google.dev/api/generate-content#RetrievedContext) cites its own passage
+  (``text``), its store or document as ``document``, and keeps the rest (custom
+  metadata, page numbers) in ``raw``, which :class:`~modelwire.types.Citation` has no
+  field for. The search (``webSearchQueries``) is a ``google_search`` ServerToolCall
+  whose ``raw`` is the whole metadata: response-only data, which Gemini takes no part
+  for, so it is not replayed.
+* When streaming, each response's ``groundingChunks`` holds only the chunks not sent
+  before, and ``groundingChunkIndices`` count "across all responses"; "it is the
+  client's responsibility to accumulate the grounding chunks from all responses (while
+  maintaining the same order)" (``GroundingSupport``,
+  https://ai.google.dev/api/generate-content#GroundingSupport). So chunks accumulate
+  over the stream; a support naming a chunk not received yet waits for it, and one
+  still unresolved when the stream ends is a malformed chunk naming its field.
 * ``urlContextMetadata.urlMetadata`` and ``citationMetadata.citationSources`` entries
   are citations too (``raw``: the entry).
 
@@ -72,20 +86,45 @@ class _Support(msgspec.Struct, gc=False):
 class _Source(msgspec.Struct, gc=False):
     uri: str | None = None
     title: str | None = None
+
+
+class _RagChunk(msgspec.Struct, gc=False):
     text: str | None = None
-    documentName: str | None = None
+
+
+class _Retrieved(msgspec.Struct, gc=False):
+    """RetrievedContext: a file-search (Gemini API) or RAG / Vertex AI Search chunk.
+    Fields not read here (``customMetadata``, ``pageNumber``, ``mediaId``…) stay in
+    the citation's ``raw``."""
+
+    uri: str | None = None
+    title: str | None = None
+    text: str | None = None  # the passage retrieved ("Text of the chunk")
+    fileSearchStore: str | None = None
+    documentName: str | None = None  # Vertex AI Search
+    ragChunk: _RagChunk | None = None  # Vertex RAG Engine
 
 
 class _GroundingChunk(msgspec.Struct, gc=False):
     web: _Source | None = None
-    retrievedContext: _Source | None = None
+    retrievedContext: _Retrieved | None = None
     maps: _Source | None = None
 
 
 class _Grounding(msgspec.Struct, gc=False):
     webSearchQueries: list[str] | None = None
-    groundingChunks: list[_GroundingChunk] = msgspec.field(default_factory=list)
+    groundingChunks: list[msgspec.Raw] = msgspec.field(default_factory=list)
     groundingSupports: list[msgspec.Raw] = msgspec.field(default_factory=list)
+
+
+class _Pending(msgspec.Struct, gc=False):
+    """A support index naming a grounding chunk not received yet."""
+
+    support: _Support
+    raw: msgspec.Raw
+    at: str  # the support's field path, ending in "."
+    n: int  # the position of ``index`` in ``groundingChunkIndices``
+    index: int
 
 
 class _UrlEntry(msgspec.Struct, gc=False):
@@ -114,6 +153,7 @@ _code_result_decoder = decoder_for(_CodeResult)
 _any_decoder = decoder_for(Any)
 _object_decoder = decoder_for(dict[str, Any])
 _grounding_decoder = decoder_for(_Grounding)
+_grounding_chunk_decoder = decoder_for(_GroundingChunk)
 _support_decoder = decoder_for(_Support)
 _url_context_decoder = decoder_for(_UrlContext)
 _url_entry_decoder = decoder_for(_UrlEntry)
@@ -126,11 +166,14 @@ _CODE_OK = frozenset({"OUTCOME_OK"})
 class SourceReader:
     """Per-response state: the last code's id and what was reported already."""
 
-    __slots__ = ("_code_id", "_seen")
+    __slots__ = ("_chunks", "_code_id", "_pending", "_seen")
 
     def __init__(self) -> None:
         self._code_id: str | None = None
         self._seen: set[bytes] = set()
+        # Every grounding chunk of the stream so far, in order, with its JSON text.
+        self._chunks: list[tuple[_GroundingChunk, bytes]] = []
+        self._pending: list[_Pending] = []
 
     def code(
         self,
@@ -187,13 +230,25 @@ class SourceReader:
         response's text it starts at (``None``: not tied to a span)."""
         out: list[tuple[int | None, Citation]] = []
         if grounding:
-            g = decode_json(grounding, _grounding_decoder, prefix=f"{where}.groundingMetadata.")
+            at = f"{where}.groundingMetadata."
+            g = decode_json(grounding, _grounding_decoder, prefix=at)
+            for k, raw in enumerate(g.groundingChunks):
+                chunk = decode_json(raw, _grounding_chunk_decoder,
+                                    prefix=f"{at}groundingChunks[{k}].")  # fmt: skip
+                self._chunks.append((chunk, bytes(raw)))
+            if self._pending and g.groundingChunks:
+                # Supports of earlier responses waiting for these chunks, in order.
+                waiting, self._pending = self._pending, []
+                for p in waiting:
+                    self._cite(p.support, p.raw, p.at, p.n, p.index, out)
             for k, raw in enumerate(g.groundingSupports):
-                at = f"{where}.groundingMetadata.groundingSupports[{k}]."
-                support = decode_json(raw, _support_decoder, prefix=at)
-                seg = support.segment
-                for c in self._support(support, g.groundingChunks, raw, at):
-                    out.append((seg.startIndex if seg is not None else None, c))
+                sat = f"{at}groundingSupports[{k}]."
+                support = decode_json(raw, _support_decoder, prefix=sat)
+                indices = support.groundingChunkIndices
+                if not indices:
+                    self._cite(support, raw, sat, 0, None, out)
+                for n, idx in enumerate(indices):
+                    self._cite(support, raw, sat, n, idx, out)
         if url_context:
             u = decode_json(url_context, _url_context_decoder,
                             prefix=f"{where}.urlContextMetadata.")  # fmt: skip
@@ -222,39 +277,62 @@ class SourceReader:
         self._seen.add(mark)
         return True
 
-    def _support(
-        self, support: _Support, chunks: list[_GroundingChunk], raw: msgspec.Raw, at: str
-    ) -> list[Citation]:
+    def unresolved(self) -> None:
+        """At the end of the stream: a support index no grounding chunk of the whole
+        stream answers is a malformed chunk, named by its field."""
+        if self._pending:
+            p = self._pending[0]
+            raise MalformedChunkError(
+                f"malformed chunk: {p.at}groundingChunkIndices[{p.n}] is {p.index}, but "
+                f"groundingChunks has {len(self._chunks)} entries over the whole stream"
+            )
+
+    def _cite(
+        self,
+        support: _Support,
+        raw: msgspec.Raw,
+        at: str,
+        n: int,
+        idx: int | None,
+        out: list[tuple[int | None, Citation]],
+    ) -> None:
+        """The citation of chunk ``idx`` of ``support`` (``None``: the support names no
+        chunk), once; one whose chunk has not arrived yet waits for it."""
+        if idx is not None and idx >= len(self._chunks):
+            self._pending.append(_Pending(support, raw, at, n, idx))
+            return
+        if not self._fresh(b"s%d:" % (-1 if idx is None else idx) + bytes(raw)):
+            return
         seg = support.segment
         text = seg.text if seg is not None else None
         start = seg.startIndex if seg is not None else None
         end = seg.endIndex if seg is not None else None
-        raw_text = bytes(raw).decode()
-        out: list[Citation] = []
-        indices: list[int | None] = [*support.groundingChunkIndices] or [None]
-        for n, idx in enumerate(indices):
-            if not self._fresh(b"s%d:" % (-1 if idx is None else idx) + bytes(raw)):
-                continue
-            if idx is None:
-                out.append(Citation(kind="other", cited_text=text, start=start, end=end,
-                                    raw=raw_text))  # fmt: skip
-                continue
-            if idx >= len(chunks):
-                raise MalformedChunkError(
-                    f"malformed chunk: {at}groundingChunkIndices[{n}] is {idx}, but "
-                    f"groundingChunks has {len(chunks)} entries"
-                )
-            chunk = chunks[idx]
+        wrapper: dict[str, Any] = {"groundingSupport": raw}
+        c: Citation
+        if idx is None:
+            c = Citation(kind="other", cited_text=text, start=start, end=end,
+                         raw=dumps(wrapper).decode())  # fmt: skip
+        else:
+            chunk, chunk_raw = self._chunks[idx]
+            wrapper["groundingChunk"] = msgspec.Raw(chunk_raw)
+            raw_text = dumps(wrapper).decode()
             src = chunk.web or chunk.maps
+            rc = chunk.retrievedContext
             if src is not None:
-                out.append(Citation(kind="url", url=src.uri, title=src.title, cited_text=text,
-                                    start=start, end=end, raw=raw_text))  # fmt: skip
-            elif chunk.retrievedContext is not None:
-                rc = chunk.retrievedContext
-                out.append(Citation(kind="document", url=rc.uri, title=rc.title,
-                                    cited_text=text, document=rc.documentName or rc.uri,
-                                    start=start, end=end, raw=raw_text))  # fmt: skip
+                c = Citation(kind="url", url=src.uri, title=src.title, cited_text=text,
+                             start=start, end=end, raw=raw_text)  # fmt: skip
+            elif rc is not None:
+                # The passage the answer rests on is the chunk's own text; a store's
+                # file is a provider-stored file, like OpenAI's file citations.
+                passage = rc.text if rc.text is not None else (
+                    rc.ragChunk.text if rc.ragChunk is not None else None)  # fmt: skip
+                c = Citation(
+                    kind="file" if rc.fileSearchStore else "document", url=rc.uri,
+                    title=rc.title, cited_text=passage if passage is not None else text,
+                    document=rc.documentName or rc.fileSearchStore or rc.uri,
+                    start=start, end=end, raw=raw_text,
+                )  # fmt: skip
             else:
-                out.append(Citation(kind="other", cited_text=text, start=start, end=end,
-                                    raw=raw_text))  # fmt: skip
-        return out
+                c = Citation(kind="other", cited_text=text, start=start, end=end,
+                             raw=raw_text)  # fmt: skip
+        out.append((start, c))

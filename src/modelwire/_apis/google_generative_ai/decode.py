@@ -11,7 +11,9 @@ Typed schemas cover the fields used only: unknown fields (``safetyRatings``,
 ``trafficType``…) are ignored, so new ones never break a stream.
 
 Provider-run code, grounding and citations are read by ``_sources``; streamed
-function-call arguments are assembled by ``_streamed``.
+function-call arguments are assembled by ``_streamed``; an image the model generated
+(an ``inlineData`` part, https://ai.google.dev/gemini-api/docs/image-generation) is an
+:class:`~modelwire.types.ImageContent` block in place among the text.
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Hashable
-from typing import Annotated
 
 import msgspec
 
@@ -48,10 +49,13 @@ from ...errors import (
     StreamError,
     TruncatedStreamError,
 )
+from ...types import ImageContent
 from .._codec import first_sse_json
 from .._common import decode_json, decoder_for, in_band_error
+from ._response import Blob, Body, Candidate, Chunk, Error, FunctionCall, Part, Usage
 from ._sources import SourceReader
-from ._streamed import PartialArg, StreamedCall
+from ._streamed import StreamedCall
+from .spec import FILTERED_FINISH_REASONS, STATUS_OF_RPC
 
 __all__ = ["SYNTHETIC_ID_PREFIX", "GoogleDecoder", "recognizes"]
 
@@ -59,103 +63,20 @@ __all__ = ["SYNTHETIC_ID_PREFIX", "GoogleDecoder", "recognizes"]
 #: ids are never sent back to Gemini (only provider-given ids are).
 SYNTHETIC_ID_PREFIX = "gcall_"
 
-_Count = Annotated[int, msgspec.Meta(ge=0)]
-
-
-class _FunctionCall(msgspec.Struct, gc=False):
-    id: str | None = None
-    name: str | None = None
-    args: msgspec.Raw = msgspec.Raw()  # kept verbatim: it becomes raw_arguments
-    partialArgs: list[PartialArg] | None = None
-    willContinue: bool | None = None
-
-
-class _Part(msgspec.Struct, gc=False):
-    text: str | None = None
-    thought: bool | None = None
-    thoughtSignature: str | None = None
-    functionCall: _FunctionCall | None = None
-    # Provider-run code and its result: kept verbatim (they are replayed).
-    executableCode: msgspec.Raw = msgspec.Raw()
-    codeExecutionResult: msgspec.Raw = msgspec.Raw()
-    # Part kinds modelwire does not surface; only their presence matters.
-    inlineData: msgspec.Raw = msgspec.Raw()
-    fileData: msgspec.Raw = msgspec.Raw()
-    functionResponse: msgspec.Raw = msgspec.Raw()
-    toolCall: msgspec.Raw = msgspec.Raw()
-    toolResponse: msgspec.Raw = msgspec.Raw()
-
-
-class _Content(msgspec.Struct, gc=False):
-    parts: list[_Part] = msgspec.field(default_factory=list)
-
-
-class _Candidate(msgspec.Struct, gc=False):
-    content: _Content | None = None
-    finishReason: str | None = None
-    finishMessage: str | None = None
-    index: int = 0
-    # Read only when present (the last chunk, mostly): kept raw until then.
-    groundingMetadata: msgspec.Raw = msgspec.Raw()
-    urlContextMetadata: msgspec.Raw = msgspec.Raw()
-    citationMetadata: msgspec.Raw = msgspec.Raw()
-
-
-class _PromptFeedback(msgspec.Struct, gc=False):
-    blockReason: str | None = None
-
-
-class _Usage(msgspec.Struct, gc=False):
-    promptTokenCount: _Count | None = None
-    cachedContentTokenCount: _Count | None = None
-    candidatesTokenCount: _Count | None = None
-    thoughtsTokenCount: _Count | None = None
-    toolUsePromptTokenCount: _Count | None = None
-
-
-class _Error(msgspec.Struct, gc=False):
-    code: int | None = None
-    message: str | None = None
-    status: str | None = None
-
-
-class _Body(msgspec.Struct, gc=False):
-    """A chunk without ``responseId`` and ``modelVersion``: what is read once the response
-    id is known (every chunk repeats both; they are not read again, so they are ignored
-    like any unknown field instead of decoded per chunk)."""
-
-    candidates: list[_Candidate] | None = None
-    promptFeedback: _PromptFeedback | None = None
-    usageMetadata: _Usage | None = None
-    error: _Error | None = None
-
-
-class _Chunk(_Body, gc=False):
-    responseId: str | None = None
-    modelVersion: str | None = None
-
-
-_chunk_decoder = decoder_for(_Chunk)
-_body_decoder = decoder_for(_Body)
+_chunk_decoder = decoder_for(Chunk)
+_body_decoder = decoder_for(Body)
+_blob_decoder = decoder_for(Blob)
 _decode_chunk = _chunk_decoder.decode
 _decode_body = _body_decoder.decode
 _body_lines = _body_decoder.decode_lines
 
-# FinishReason values that mean "stopped by a safety/recitation filter".
-_FILTERED = frozenset({"SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
-                       "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION"})  # fmt: skip
-# google.rpc.Code names → HTTP status, for error objects that carry only ``status``.
-_RPC_STATUS = {"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400,
-               "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403, "NOT_FOUND": 404,
-               "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503,
-               "DEADLINE_EXCEEDED": 504}  # fmt: skip
 _ID_SAFE = re.compile(r"[^A-Za-z0-9_-]")
 
 
-def _in_band(err: _Error) -> StreamError:
+def _in_band(err: Error) -> StreamError:
     """``{"error": {code, message, status}}`` inside a 200 stream → a typed error."""
     code = err.code if err.code is not None and 400 <= err.code < 600 else None
-    status = code or _RPC_STATUS.get(err.status or "")
+    status = code or STATUS_OF_RPC.get(err.status or "")
     exc = in_band_error(err.message or "", type_=err.status, status=status)
     if type(exc) is ProviderStreamError and status in (400, 413, 422):
         return InvalidRequestError(exc.message, status=status)
@@ -168,14 +89,14 @@ def _finish(reason: str, message: str | None) -> Finish:
         return Finish("stop", reason)
     if reason == "MAX_TOKENS":
         return Finish("length", reason)
-    if reason in _FILTERED:
+    if reason in FILTERED_FINISH_REASONS:
         text = f"Gemini stopped the response (finishReason {reason}){detail}"
         return Finish("error", reason, "content_filter", text)
     text = f"Gemini ended the response with finishReason {reason}{detail}"
     return Finish("error", reason, "provider_stream", text)
 
 
-def _usage(u: _Usage) -> UsageUpdate | None:
+def _usage(u: Usage) -> UsageUpdate | None:
     prompt, cached = u.promptTokenCount, u.cachedContentTokenCount
     cand, thoughts, tool_use = (
         u.candidatesTokenCount,
@@ -205,11 +126,12 @@ class GoogleDecoder:
     """
 
     __slots__ = ("_calls", "_cur", "_cur_signed", "_finish", "_id_base", "_ids",
-                 "_n_blocks", "_n_server", "_n_synth", "_response_id",
+                 "_n_blocks", "_n_images", "_n_server", "_n_synth", "_response_id",
                  "_sources", "_starts", "_stream", "_texts", "_usage")  # fmt: skip
 
     def __init__(self) -> None:
         self._n_server = 0  # provider-run blocks so far: their keys ("server", n)
+        self._n_images = 0  # generated images so far: their keys ("image", n)
         self._texts: list[str] = []  # the answer's text pieces (grounding offsets count them)
         self._starts: list[tuple[int, Hashable]] = []  # each text block's first piece
         self._sources = SourceReader()
@@ -225,7 +147,7 @@ class GoogleDecoder:
         self._stream: StreamedCall | None = None
         # The last usageMetadata and its delta: every chunk repeats the snapshot, and an
         # equal one maps to the same delta (built once).
-        self._usage: tuple[_Usage, UsageUpdate | None] | None = None
+        self._usage: tuple[Usage, UsageUpdate | None] | None = None
 
     def decode(self, frame: Frame) -> list[Delta]:
         data = frame.data
@@ -241,7 +163,7 @@ class GoogleDecoder:
         if chunk.error is not None:
             raise _in_band(chunk.error)
         out: list[Delta] = []
-        if not known and isinstance(chunk, _Chunk) and chunk.responseId:
+        if not known and isinstance(chunk, Chunk) and chunk.responseId:
             self._response_id = chunk.responseId
             out.append(ResponseMeta(response_id=chunk.responseId, model=chunk.modelVersion))
         candidates = chunk.candidates
@@ -302,7 +224,7 @@ class GoogleDecoder:
                     out += self.decode(frame)
             return
         decode, append, texts = self.decode, out.append, self._texts
-        chunks: list[_Body] | tuple[_Body] | None
+        chunks: list[Body] | tuple[Body] | None
         for frame in frames:
             parts: list[Frame] | None = None
             if frame.__class__ is Run:
@@ -372,11 +294,12 @@ class GoogleDecoder:
             raise TruncatedStreamError(
                 "the Gemini stream ended without a finishReason (the response may be incomplete)"
             )
+        self._sources.unresolved()  # a grounding index no chunk of the stream answers
         return [EndOfStream()]
 
     # ------------------------------------------------------------------ parts
 
-    def _part(self, part: _Part, i: int, out: list[Delta]) -> None:
+    def _part(self, part: Part, i: int, out: list[Delta]) -> None:
         # ``i``: the part's index, for the field path of an error (built only then).
         if part.text is not None and part.functionCall is None:
             self._text(part.text, part.thought is True, part.thoughtSignature, out)
@@ -387,6 +310,9 @@ class GoogleDecoder:
         elif part.executableCode or part.codeExecutionResult:
             self._end_block(out)
             self._code(part, f"candidates[0].content.parts[{i}]", out)
+        elif part.inlineData and part.thought is not True:
+            self._end_block(out)
+            self._image(part, f"candidates[0].content.parts[{i}]", out)
         elif (part.inlineData or part.fileData
               or part.functionResponse or part.toolCall or part.toolResponse):  # fmt: skip
             self._end_block(out)  # not surfaced; it separates the text around it
@@ -428,6 +354,20 @@ class GoogleDecoder:
             out.append(BlockEnd(self._cur[0]))
             self._cur = None
 
+    def _image(self, part: Part, where: str, out: list[Delta]) -> None:
+        # An image the model generated (image-generation models with
+        # ``responseModalities: ["TEXT", "IMAGE"]``,
+        # https://ai.google.dev/gemini-api/docs/image-generation): a whole block, in
+        # place among the text, its thoughtSignature kept for replay. Interim "thought"
+        # images (``thought: true``) are the model's drafts and are not surfaced.
+        blob = decode_json(part.inlineData, _blob_decoder, prefix=f"{where}.inlineData.")
+        if not blob.mimeType:
+            raise MalformedChunkError(f"malformed chunk: {where}.inlineData.mimeType is empty")
+        image = ImageContent(data=blob.data, mime_type=blob.mimeType,
+                             signature=part.thoughtSignature or None)  # fmt: skip
+        out.append(BlockComplete(("image", self._n_images), image))
+        self._n_images += 1
+
     # ------------------------------------------------------------------ provider-run tools
 
     def _server_key(self) -> Hashable:
@@ -435,12 +375,12 @@ class GoogleDecoder:
         self._n_server += 1
         return key
 
-    def _code(self, part: _Part, where: str, out: list[Delta]) -> None:
+    def _code(self, part: Part, where: str, out: list[Delta]) -> None:
         block = self._sources.code(part.executableCode, part.codeExecutionResult,
                                    part.thoughtSignature, where, f"gcode_{self._n_server}")  # fmt: skip
         out.append(BlockComplete(self._server_key(), block))
 
-    def _metadata(self, cand: _Candidate, out: list[Delta]) -> None:
+    def _metadata(self, cand: Candidate, out: list[Delta]) -> None:
         if cand.groundingMetadata:
             call = self._sources.search(cand.groundingMetadata, "candidates[0]",
                                         f"google_search_{self._n_server}")  # fmt: skip
@@ -486,7 +426,7 @@ class GoogleDecoder:
     # ------------------------------------------------------------------ function calls
 
     def _function_call(
-        self, fc: _FunctionCall, signature: str | None, where: str, out: list[Delta]
+        self, fc: FunctionCall, signature: str | None, where: str, out: list[Delta]
     ) -> None:
         if fc.name is not None and fc.willContinue is True:
             # A streamed call starts: name now, partialArgs in later parts.
@@ -523,7 +463,7 @@ class GoogleDecoder:
         key = self._start_call(fc, signature, self._args_text(fc, where), out)
         out.append(BlockEnd(key))
 
-    def _args_text(self, fc: _FunctionCall, where: str) -> str:
+    def _args_text(self, fc: FunctionCall, where: str) -> str:
         if not fc.args:
             return "{}"
         text = bytes(fc.args).decode()
@@ -537,7 +477,7 @@ class GoogleDecoder:
         return text
 
     def _start_call(
-        self, fc: _FunctionCall, signature: str | None, args: str, out: list[Delta]
+        self, fc: FunctionCall, signature: str | None, args: str, out: list[Delta]
     ) -> Hashable:
         key = ("call", self._calls)
         self._calls += 1
@@ -560,7 +500,7 @@ class GoogleDecoder:
             if call_id not in self._ids:
                 return call_id
 
-    def _stream_args(self, fc: _FunctionCall, where: str, out: list[Delta]) -> None:
+    def _stream_args(self, fc: FunctionCall, where: str, out: list[Delta]) -> None:
         stream = self._stream
         assert stream is not None
         args = fc.partialArgs or []

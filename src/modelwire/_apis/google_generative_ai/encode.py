@@ -14,7 +14,8 @@ https://ai.google.dev/gemini-api/docs/audio and https://ai.google.dev/gemini-api
 a URL).
 
 Replay: the code Gemini ran and its result go back as the parts it sent (``raw``; their
-``thoughtSignature`` only to the same model). Grounding (the ``google_search`` block,
+``thoughtSignature`` only to the same model), and an image the model generated as its
+``inlineData`` part. Grounding (the ``google_search`` block,
 citations) is response metadata that Gemini takes no part for: the text goes back, the
 metadata does not. Another API's provider-run tool blocks become text the model can read;
 another API's opaque items are not sent. Tool schemas are reduced by :mod:`._schema`.
@@ -226,6 +227,11 @@ def _model_parts(
             if text:
                 parts.append({"text": text})
             continue
+        elif isinstance(b, ImageContent):
+            # An image the model generated goes back as the part it came in
+            # (https://ai.google.dev/gemini-api/docs/image-generation: multi-turn
+            # editing replays the model's image parts with their thoughtSignature).
+            part = {"inlineData": {"mimeType": b.mime_type, "data": b.data}}
         else:
             b = as_tool_call(b, "a google-generative-ai request")
             call: dict[str, Any] = {"name": b.name, "args": _args_object(b)}

@@ -9,7 +9,9 @@ the whole usage on the last one), https://ai.google.dev/gemini-api/docs/thought-
 own with empty text), https://ai.google.dev/gemini-api/docs/function-calling (a call
 arrives whole in one ``functionCall`` part), https://ai.google.dev/gemini-api/docs/code-execution
 and https://ai.google.dev/gemini-api/docs/google-search (``executableCode`` /
-``codeExecutionResult`` parts; searches and citations as ``groundingMetadata``).
+``codeExecutionResult`` parts; searches and citations as ``groundingMetadata``) and
+https://ai.google.dev/gemini-api/docs/image-generation (a generated image is an
+``inlineData`` part: ``mimeType`` and base64 ``data``).
 
 Gemini numbers nothing: a chunk is its parts, so text and thoughts stream as they come,
 one chunk per delta. A block's signature is known for sure only at its end, so it goes
@@ -43,6 +45,8 @@ from ...events import (
 from ...types import (
     AssistantContent,
     AssistantMessage,
+    Citation,
+    ImageContent,
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
@@ -140,10 +144,18 @@ def _call_part(call: ToolCall) -> dict[str, Any]:
     return part
 
 
-def _block_part(block: ServerToolCall | ServerToolResult | ProviderItem) -> dict[str, Any] | None:
-    """The part of a provider-run block: code Gemini ran as it sent it (``raw``), else
-    built from the block; ``None`` for a search (metadata) and another API's opaque
-    item. Another API's provider-run tools read as text, as ``mw.handoff`` shows them."""
+def _block_part(
+    block: ServerToolCall | ServerToolResult | ProviderItem | ImageContent,
+) -> dict[str, Any] | None:
+    """The part of a whole block: an image the model generated as ``inlineData`` (with
+    its ``thoughtSignature``); code Gemini ran as it sent it (``raw``), else built from
+    the block; ``None`` for a search (metadata) and another API's opaque item. Another
+    API's provider-run tools read as text, as ``mw.handoff`` shows them."""
+    if isinstance(block, ImageContent):
+        image: dict[str, Any] = {"inlineData": {"mimeType": block.mime_type, "data": block.data}}
+        if block.signature:
+            image["thoughtSignature"] = block.signature
+        return image
     if isinstance(block, ProviderItem):
         return _object(block.data) if block.api == API_NAME else None
     if block.provider_type == GROUNDING:
@@ -170,6 +182,14 @@ def _answer_text(block: AssistantContent) -> str:
     return text if isinstance(text, str) else ""
 
 
+def _kept(c: Citation) -> tuple[Any, Any]:
+    """The grounding chunk and segment a Gemini citation's ``raw`` holds (``None``
+    where it holds none)."""
+    kept = _object(c.raw) or {}
+    support = kept.get("groundingSupport")
+    return kept.get("groundingChunk"), support.get("segment") if isinstance(support, dict) else None
+
+
 def _grounding(content: tuple[AssistantContent, ...], native: bool) -> dict[str, Any] | None:
     """``groundingMetadata`` for the searches and citations: a web chunk per citation and
     a support whose segment is its span — a Gemini backend's own offsets (UTF-8 bytes
@@ -184,11 +204,17 @@ def _grounding(content: tuple[AssistantContent, ...], native: bool) -> dict[str,
             queries += [str(q) for q in found] if isinstance(found, list) else []
         size = len(_answer_text(block).encode())
         for c in block.citations if isinstance(block, TextContent) else ():
-            chunks.append({"web": {"uri": c.url or "", "title": c.title or ""}})
+            # Gemini's own citation keeps the chunk and segment it came with (``raw``):
+            # a file-search chunk stays one, with its passage, store and metadata.
+            chunk, seg = _kept(c) if native else (None, None)
+            chunks.append(chunk if isinstance(chunk, dict)
+                          else {"web": {"uri": c.url or "", "title": c.title or ""}})  # fmt: skip
             start = c.start if native and c.start is not None else offset
             end = c.end if native and c.end is not None else offset + size
             segment: dict[str, Any] = {"startIndex": start, "endIndex": end}
-            if c.cited_text is not None:
+            if isinstance(seg, dict):
+                segment = seg
+            elif c.cited_text is not None:
                 segment["text"] = c.cited_text
             supports.append({"segment": segment, "groundingChunkIndices": [len(chunks) - 1]})
         offset += size

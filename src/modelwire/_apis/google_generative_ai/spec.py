@@ -29,6 +29,7 @@ __all__ = [
     "MOCK_ID",
     "ROLE",
     "RPC_STATUS_OF",
+    "STATUS_OF_RPC",
     "STREAM_ERROR_CODE",
     "STREAM_ERROR_STATUS",
     "capabilities",
@@ -103,4 +104,10 @@ RPC_STATUS_OF: Mapping[int, str] = MappingProxyType({
     400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
     404: "NOT_FOUND", 409: "ABORTED", 429: "RESOURCE_EXHAUSTED", 499: "CANCELLED",
     500: "INTERNAL", 501: "UNIMPLEMENTED", 503: "UNAVAILABLE", 504: "DEADLINE_EXCEEDED",
+})  # fmt: skip
+#: A ``google.rpc.Status`` name → the HTTP status, for an error object that carries only
+#: ``status``: the table above read the other way, with the names that share a status.
+STATUS_OF_RPC: Mapping[str, int] = MappingProxyType({
+    **{name: status for status, name in RPC_STATUS_OF.items()},
+    "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400,
 })  # fmt: skip

@@ -38,7 +38,13 @@ from ...types import (
     ToolCall,
     UserMessage,
 )
-from .._common import block_as_text, check_reasoning, check_tool_choice, document_text
+from .._common import (
+    block_as_text,
+    check_reasoning,
+    check_tool_choice,
+    document_text,
+    refuse_assistant_images,
+)
 from .._server.reply import arguments_object
 from ._output import add_output
 from .spec import RESERVED, RESERVED_OPTIONS
@@ -123,6 +129,7 @@ def encode_messages(context: Context) -> list[dict[str, Any]]:
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
+            refuse_assistant_images(msg, f"messages[{i}]", "ollama-chat")
             turn = _assistant(msg)
             if turn is not None:
                 out.append(turn)

@@ -33,6 +33,7 @@ from .._common import (
     check_reasoning,
     check_tool_choice,
     raw_or_json_arguments,
+    refuse_assistant_images,
     same_model,
     with_sources,
 )
@@ -211,6 +212,8 @@ def encode_messages(
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
+            # An assistant message's content is text and refusals only.
+            refuse_assistant_images(msg, f"messages[{i}]", "openai-chat")
             item = _assistant(msg, compat, model)
             if item is not None:
                 messages.append(item)

@@ -41,6 +41,7 @@ from ...events import (
 from ...types import (
     AssistantMessage,
     Citation,
+    ImageContent,
     ServerToolCall,
     ServerToolResult,
     TextContent,
@@ -168,7 +169,8 @@ def message_body(request: GatewayRequest, message: AssistantMessage, response_id
             if extra_content is not None:
                 call["extra_content"] = extra_content
             calls.append(call)
-        elif isinstance(b, ServerToolCall | ServerToolResult):
+        elif isinstance(b, ServerToolCall | ServerToolResult | ImageContent):
+            # A generated image has no Chat form: it reads as the streamed note does.
             text = _server_text(b)
             texts.append(text)
             chars += len(text)
