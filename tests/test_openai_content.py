@@ -140,7 +140,9 @@ def test_provider_run_items_become_blocks_in_place_at_every_split() -> None:
     # Nothing was for the client to run: the response ends as the provider said.
     assert (msg.stop_reason, msg.error, msg.tool_calls) == ("stop", None, ())
     kinds = [b.type for b in msg.content]
-    assert kinds == ["thinking"] + ["server_tool_call", "server_tool_result"] * 6 + [
+    # The image generation's result is the image itself (an ImageContent).
+    assert kinds == ["thinking"] + ["server_tool_call", "server_tool_result"] * 3 + [
+        "server_tool_call", "image"] + ["server_tool_call", "server_tool_result"] * 2 + [
         "server_tool_call", "server_tool_result", "provider_item", "text"]  # fmt: skip
     calls = [b for b in msg.content if isinstance(b, mw.ServerToolCall)]
     results = [b for b in msg.content if isinstance(b, mw.ServerToolResult)]
@@ -161,14 +163,15 @@ def test_provider_run_items_become_blocks_in_place_at_every_split() -> None:
     assert by_id["ws_1"].result == json.loads(WS)["action"]["sources"]
     assert by_id["fs_1"].result == json.loads(FS)["results"]
     assert by_id["ci_1"].result == json.loads(CI)["outputs"]
-    assert by_id["ig_1"].result == "iVBORw0K"
+    (image,) = [b for b in msg.content if isinstance(b, mw.ImageContent)]
+    assert (image.data, image.mime_type, image.signature) == ("iVBORw0K", "image/png", "ig_1")
     assert by_id["mcpl_1"].result == json.loads(ML)["tools"]
     assert by_id["mcp_1"].is_error and by_id["mcp_1"].result == {"error": "server timed out",
                                                                  "output": None}  # fmt: skip
     assert not any(r.is_error for r in results if r.tool_call_id != "mcp_1")
     # tool_search_output is its own item: a result with its raw, answering the call.
     assert (by_id["tsc_1"].raw, by_id["tsc_1"].result) == (TO, [{"type": "function", "name": "w"}])
-    assert [r.raw for r in results if r.tool_call_id != "tsc_1"] == [None] * 6
+    assert [r.raw for r in results if r.tool_call_id != "tsc_1"] == [None] * 5
     (item,) = [b for b in msg.content if isinstance(b, mw.ProviderItem)]
     assert (item.api, item.provider_type, item.data) == ("openai-responses", "compaction", CP)
     text = msg.content[-1]
@@ -293,6 +296,8 @@ def test_mock_server_scripts_each_responses_block() -> None:
             assert (a.tool_call_id, a.result, a.is_error) == (b.tool_call_id, b.result, b.is_error)
         elif isinstance(b, mw.ProviderItem):
             assert isinstance(a, mw.ProviderItem) and a.value == b.value
+        elif isinstance(b, mw.ImageContent):
+            assert isinstance(a, mw.ImageContent) and a == b
         elif isinstance(b, mw.TextContent):
             assert isinstance(a, mw.TextContent) and a.text == b.text
             assert [json.loads(c.raw or "") for c in a.citations] == [

@@ -99,6 +99,11 @@ def raw_item(payload: str) -> str:
     return payload[start:end]
 
 
+# Items whose block starts when they are added (or their first delta comes); any other
+# item is one whole block, placed where it ends.
+_STREAMED = frozenset({"message", "reasoning", "function_call"})
+
+
 def expected(raw: bytes) -> dict[str, Any]:
     """Final content, usage and outcome of a stream, from its items' done events."""
     items: dict[Any, dict[str, Any]] = {}  # insertion order = first appearance
@@ -117,6 +122,17 @@ def expected(raw: bytes) -> dict[str, Any]:
             break
         if t in ("response.completed", "response.incomplete", "response.failed"):
             outcome = (t, ev["response"])
+            # The Response object is the whole response: an item whose done event never
+            # came (or that was never announced) is there, and ends there.
+            for oi, item in enumerate(ev["response"].get("output") or []):
+                key = ids.get(item.get("id"), oi)
+                it = items.setdefault(key, {"type": item["type"], "streamed": "", "done": None,
+                                            "notes": {}})  # fmt: skip
+                if it["done"] is None:
+                    it["done"], it["raw"] = item, json.dumps(item, separators=(",", ":"),
+                                                              ensure_ascii=False)  # fmt: skip
+                    if item["type"] not in _STREAMED:
+                        items[key] = items.pop(key)
             break
         if t.startswith("response.output_item."):
             item = ev["item"]
@@ -128,6 +144,8 @@ def expected(raw: bytes) -> dict[str, Any]:
             if t.endswith(".done"):
                 it["done"] = item
                 it["raw"] = raw_item(d)
+                if item["type"] not in _STREAMED:
+                    items[key] = items.pop(key)  # a whole block: its place is where it ends
         elif t == "response.output_text.annotation.added":
             key = ev.get("output_index", ids.get(ev.get("item_id")))
             items[key]["notes"].setdefault(ev["content_index"], []).append(ev["annotation"])
@@ -136,6 +154,7 @@ def expected(raw: bytes) -> dict[str, Any]:
             if key in items:
                 items[key]["streamed"] += ev["delta"]
     content: list[tuple[Any, ...]] = []
+    search = None  # the last server tool search's id
     for it in items.values():
         done = it["done"] or {}
         if it["type"] == "message":
@@ -160,7 +179,19 @@ def expected(raw: bytes) -> dict[str, Any]:
             name = name or done["name"]
             content.append(("server_call", done["id"], name, it["type"], it["raw"]))
             holder = done.get("action") or {} if it["type"] == "web_search_call" else done
-            content.append(("server_result", done["id"], name, holder.get(field)))
+            if it["type"] == "image_generation_call" and done.get("result"):
+                # The generated image (base64 result; output_format, png by default).
+                mime = "image/" + (done.get("output_format") or "png")
+                content.append(("image", done["result"], mime, done["id"]))
+            else:
+                content.append(("server_result", done["id"], name, holder.get(field)))
+        elif it["type"] == "tool_search_call" and done.get("execution") == "server":
+            search = done["id"]
+            content.append(("server_call", search, "tool_search", it["type"], it["raw"]))
+        elif it["type"] == "tool_search_output" and done.get("execution") == "server":
+            # A null call_id answers the search just before it.
+            content.append(("search_result", done.get("call_id") or search, done["tools"],
+                            it["raw"]))  # fmt: skip
         else:
             content.append(("item", it["type"], it["raw"]))
     return {"content": content, "outcome": outcome, "response_id": response_id}
@@ -183,6 +214,12 @@ def check_message(msg: AssistantMessage, exp: dict[str, Any]) -> None:
         elif want[0] == "server_result":
             assert isinstance(block, mw.ServerToolResult)
             assert (block.tool_call_id, block.name, block.result) == want[1:]
+        elif want[0] == "image":
+            assert isinstance(block, ImageContent)
+            assert (block.data, block.mime_type, block.signature) == want[1:]
+        elif want[0] == "search_result":
+            assert isinstance(block, mw.ServerToolResult)
+            assert (block.tool_call_id, block.result, block.raw) == want[1:]
         elif want[0] == "item":
             assert isinstance(block, mw.ProviderItem)
             assert (block.provider_type, block.data) == want[1:]
@@ -251,7 +288,8 @@ def check_events(events: list[mw.Event]) -> None:
     for ci, block in enumerate(msg.content):
         if isinstance(block, ToolCall):
             assert text[ci] == block.raw_arguments or msg.stop_reason == "error"
-        elif isinstance(block, mw.ServerToolCall | mw.ServerToolResult | mw.ProviderItem):
+        elif isinstance(block, mw.ServerToolCall | mw.ServerToolResult | mw.ProviderItem
+                        | ImageContent):  # fmt: skip
             assert text[ci] == ""
         else:
             assert isinstance(block, TextContent | ThinkingContent)
@@ -477,12 +515,227 @@ def test_incomplete_max_output_tokens_is_length_and_never_trusts_arguments() -> 
     assert (msg.usage.input, msg.usage.cache_read, msg.usage.output) == (20, 100, 32)
 
 
-def test_synthetic_streams_match_their_items() -> None:
-    for name in ("refusal.sse", "items-whole-in-done.sse", "forward-compat.sse"):
-        raw = (DATA / name).read_bytes()
-        events = replay(API_NAME, raw)
-        check_events(events)
-        check_message(events[-1].message, expected(raw))  # type: ignore[union-attr]
+# Streams whose items the final message must hold, each as the independent reading
+# (``expected``) says: provider-run items, a backfilled listing, a search output without
+# a call id, a generated image.
+ITEM_STREAMS = ["refusal.sse", "items-whole-in-done.sse", "forward-compat.sse",
+                "SYNTHETIC-mcp-list-tools-backfill.sse",
+                "SYNTHETIC-tool-search-server-null-call-id.sse",
+                "SYNTHETIC-image-generation.sse"]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ITEM_STREAMS)
+def test_synthetic_streams_match_their_items(name: str) -> None:
+    raw = (DATA / name).read_bytes()
+    events = replay(API_NAME, raw)
+    check_events(events)
+    check_message(events[-1].message, expected(raw))  # type: ignore[union-attr]
+
+
+NEW_ITEM_STREAMS = [n for n in ITEM_STREAMS if n.startswith("SYNTHETIC-")]
+
+
+@pytest.mark.parametrize("name", [*NEW_ITEM_STREAMS, "SYNTHETIC-shell-call.sse"])
+def test_item_streams_whole_byte_by_byte_and_at_every_split(name: str) -> None:
+    raw = (DATA / name).read_bytes()
+    whole = norm(replay(API_NAME, raw))
+    assert norm(replay(API_NAME, [raw[i : i + 1] for i in range(len(raw))])) == whole
+    for i in range(1, len(raw)):
+        assert norm(replay(API_NAME, [raw[:i], raw[i:]])) == whole, i
+
+
+def _completed_output(raw: bytes) -> list[dict[str, Any]]:
+    (done,) = [json.loads(d) for d in payloads(raw) if '"response.completed"' in d]
+    output: list[dict[str, Any]] = done["response"]["output"]
+    return output
+
+
+def test_items_only_in_the_completed_output_are_kept() -> None:
+    # Only the second listing got output_item.done; the first was only added and a
+    # third never announced: response.output holds all three, and so does the message.
+    raw = (DATA / "SYNTHETIC-mcp-list-tools-backfill.sse").read_bytes()
+    msg = replay(API_NAME, raw)[-1].message  # type: ignore[union-attr]
+    assert msg.stop_reason == "stop", msg.error
+    calls = [b for b in msg.content if isinstance(b, mw.ServerToolCall)]
+    output = _completed_output(raw)
+    # Blocks keep the index they first got; what only the output held follows, in order.
+    assert [c.id for c in calls] == ["mcpl_s7b", "mcpl_s7a", "mcpl_s7c"]
+    assert {c.id: json.loads(c.raw or "") for c in calls} == {
+        o["id"]: o for o in output if o["type"] == "mcp_list_tools"}  # fmt: skip
+    results = {b.tool_call_id: b.result for b in msg.content if isinstance(b, mw.ServerToolResult)}
+    assert results == {o["id"]: o["tools"] for o in output if o["type"] == "mcp_list_tools"}
+    assert msg.text == "Both servers are ready — déjà vu."
+    assert [b.type for b in msg.content].count("text") == 1
+
+
+def test_a_message_only_in_the_completed_output_is_the_answer() -> None:
+    # Deltas streamed part of it; no done event: the output item finishes it.
+    item = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
+            "content": [{"type": "output_text", "text": "Hello there", "annotations": []}]}  # fmt: skip
+    events = [
+        {"type": "response.output_item.added", "output_index": 0,
+         "item": {**item, "content": [], "status": "in_progress"}},
+        {"type": "response.output_text.delta", "output_index": 0, "item_id": "msg_1",
+         "content_index": 0, "delta": "Hello"},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed",
+                                                    "output": [item]}},
+    ]  # fmt: skip
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    msg = replay(API_NAME, body)[-1].message  # type: ignore[union-attr]
+    assert msg.content == (TextContent(text="Hello there", signature="msg_1"),)
+
+
+def test_a_malformed_completed_output_item_names_its_path() -> None:
+    data = '{"type":"response.completed","response":{"id":"r","output":[{"id":"x"}]}}'
+    events = replay(API_NAME, f"data: {data}\n\n".encode())
+    assert events[-1].type == "error"
+    assert "response.output[0].type" in events[-1].message.error.message  # type: ignore[union-attr]
+
+
+def test_a_search_output_without_call_id_answers_the_search_before_it() -> None:
+    raw = (DATA / "SYNTHETIC-tool-search-server-null-call-id.sse").read_bytes()
+    msg = replay(API_NAME, raw)[-1].message  # type: ignore[union-attr]
+    call, result, text = msg.content
+    assert isinstance(call, mw.ServerToolCall) and isinstance(result, mw.ServerToolResult)
+    assert (call.id, call.name) == ("tsc_s8", "tool_search")
+    assert result.tool_call_id == "tsc_s8"  # not its own id, tso_s8
+    assert result.result == _completed_output(raw)[1]["tools"]
+    assert isinstance(text, TextContent) and text.text == "I found the orders tool."
+
+
+def test_a_generated_image_is_an_image_block() -> None:
+    raw = (DATA / "SYNTHETIC-image-generation.sse").read_bytes()
+    msg = replay(API_NAME, raw)[-1].message  # type: ignore[union-attr]
+    item = _completed_output(raw)[0]
+    call, image, text = msg.content
+    assert isinstance(call, mw.ServerToolCall) and json.loads(call.raw or "") == item
+    assert call.input == {k: item[k] for k in ("revised_prompt", "size", "quality",
+                                                "background", "output_format")}  # fmt: skip
+    assert image == ImageContent(data=item["result"], mime_type="image/webp", signature="ig_s9")
+    assert isinstance(text, TextContent)
+    assert msg.stop_reason == "stop"
+    assert mw.from_json(mw.to_json(msg), AssistantMessage) == msg
+
+
+# Each stream's turn, as the next request carries it back: stream → the user's turn,
+# the final message and (for a call) its answer.
+_ROUND_TRIPS = [*NEW_ITEM_STREAMS, "SYNTHETIC-shell-call.sse", "apply-patch-call.sse",
+                "custom-tool-call.sse"]  # fmt: skip
+_ANSWERS = {
+    "SYNTHETIC-shell-call.sse": {"type": "shell_call_output", "call_id": "call_sh_s6",
+                                 "output": [{"stdout": "ok", "stderr": "",
+                                             "outcome": {"type": "exit", "exit_code": 0}}],
+                                 "max_output_length": 4096},
+    "apply-patch-call.sse": {"type": "apply_patch_call_output", "call_id": "call_apc_s2",
+                             "status": "completed", "output": "ok"},
+    "custom-tool-call.sse": {"type": "custom_tool_call_output", "call_id": "call_ctc_s3",
+                             "output": "ok"},
+}  # fmt: skip
+
+
+def _stream_model(raw: bytes) -> Model:
+    """``MODEL`` as the model the stream names (so its items go back to it)."""
+    created = json.loads(payloads(raw)[0])["response"]["model"]
+    return msgspec.structs.replace(MODEL, id=created)
+
+
+@pytest.mark.parametrize("name", _ROUND_TRIPS)
+def test_decoded_turn_goes_back_as_the_items_it_came_as(name: str) -> None:
+    raw = (DATA / name).read_bytes()
+    model = _stream_model(raw)
+    turn = replay(API_NAME, raw, model=model)[-1].message  # type: ignore[union-attr]
+    messages: list[Any] = [UserMessage(content="go"), turn]
+    for call in turn.tool_calls:
+        messages.append(ToolResultMessage(tool_call_id=call.id, tool_name=call.name,
+                                          content="ok"))  # fmt: skip
+    items = body_of(model, Context(messages=messages))["input"][1:]
+    output = _completed_output(raw) or _items_done(raw)
+    sent = {i.get("id"): i for i in items if i.get("id")}
+    # Every output item goes back once, each field as it came (a message: its id, text
+    # and annotations; every other item exactly as received).
+    assert len(sent) == len(output)
+    for item in output:
+        got = sent[item["id"]]
+        if item["type"] == "message":
+            part = item["content"][0]
+            assert (got["type"], got["role"]) == ("message", "assistant")
+            assert got["status"] == "completed"
+            assert got["content"] == [{"type": "output_text", "text": part["text"],
+                                       "annotations": part["annotations"]}]  # fmt: skip
+        else:
+            assert got == item
+    answers = [i for i in items if "id" not in i]
+    assert answers == ([_ANSWERS[name]] if name in _ANSWERS else [])
+
+
+def _items_done(raw: bytes) -> list[dict[str, Any]]:
+    """The items of a stream whose response.completed lists none, from their done events."""
+    events = [json.loads(d) for d in payloads(raw)]
+    return [e["item"] for e in events if e["type"] == "response.output_item.done"]
+
+
+def test_a_generated_image_without_its_call_goes_back_by_id() -> None:
+    raw = (DATA / "SYNTHETIC-image-generation.sse").read_bytes()
+    model = msgspec.structs.replace(MODEL, id="gpt-5.1")
+    turn = replay(API_NAME, raw, model=model)[-1].message  # type: ignore[union-attr]
+    alone = msgspec.structs.replace(turn, content=turn.content[1:])
+    items = body_of(model, Context(messages=[UserMessage(content="go"), alone]))["input"]
+    assert items[1] == {"id": "ig_s9", "type": "image_generation_call", "status": "completed",
+                        "result": _completed_output(raw)[0]["result"], "output_format": "webp"}  # fmt: skip
+    # Another model reads that an image was made (an assistant message has no image).
+    other = msgspec.structs.replace(MODEL, id="gpt-4.1")
+    items = body_of(other, Context(messages=[UserMessage(content="go"), alone]))["input"]
+    assert items[1] == {"type": "message", "role": "assistant",
+                        "content": "[an image (image/webp) was generated]"}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", _ROUND_TRIPS)
+def test_the_mock_server_serves_each_turn(name: str) -> None:
+    # The Responses renderer sends a client call as the item it came as and an image
+    # as its image_generation_call item: read back, the turn is the same.
+    raw = (DATA / name).read_bytes()
+    turn = replay(API_NAME, raw, model=_stream_model(raw))[-1].message  # type: ignore[union-attr]
+    tools = [ToolDefinition(name=c.name, description="", parameters={"type": "object"})
+             for c in turn.tool_calls]  # fmt: skip
+    ctx = Context(messages=[UserMessage(content="go")], tools=tools)
+    with mw.testing.MockServer([turn]) as server:
+        got = mw.complete_sync(server.model(API_NAME), ctx)
+    assert got.stop_reason == turn.stop_reason, got.error
+    assert len(got.content) == len(turn.content)
+    for a, b in zip(got.content, turn.content, strict=True):
+        assert type(a) is type(b)
+        if isinstance(b, ToolCall):
+            assert isinstance(a, ToolCall)
+            assert (a.id, a.name, a.arguments) == (b.id, b.name, b.arguments)
+            assert json.loads(a.signature or "") == json.loads(b.signature or "")
+        elif isinstance(b, mw.ServerToolCall | mw.ServerToolResult):
+            assert msgspec.structs.replace(a, raw=None) == msgspec.structs.replace(b, raw=None)
+        elif isinstance(b, TextContent):
+            assert a.text == b.text  # type: ignore[union-attr]
+        else:
+            assert a == b
+
+
+def test_the_non_streamed_body_holds_the_items() -> None:
+    from modelwire._apis.openai_responses._output_items import message_output
+
+    out = []
+    for name in ("SYNTHETIC-shell-call.sse", "SYNTHETIC-image-generation.sse"):
+        turn = replay(API_NAME, (DATA / name).read_bytes())[-1].message  # type: ignore[union-attr]
+        out += [json.loads(bytes(i)) if isinstance(i, msgspec.Raw) else i
+                for i in message_output(turn, "resp_x")]  # fmt: skip
+    shell = _completed_output((DATA / "SYNTHETIC-shell-call.sse").read_bytes())[1]
+    image = _completed_output((DATA / "SYNTHETIC-image-generation.sse").read_bytes())[0]
+    assert [i["type"] for i in out] == ["reasoning", "shell_call", "image_generation_call",
+                                        "message"]  # fmt: skip
+    assert out[1] == shell and out[2] == image  # the image rides in its call's item
+    # An image another API generated: an image_generation_call item holding it.
+    gemini = AssistantMessage(content=[ImageContent(data="AAAA", mime_type="image/jpeg")],
+                              api="google-generative-ai", provider="google", model="g",
+                              stop_reason="stop")  # fmt: skip
+    (item,) = message_output(gemini, "resp_x")
+    assert item == {"id": "ig_mwgw_x_0", "type": "image_generation_call", "status": "completed",
+                    "result": "AAAA", "output_format": "jpeg"}  # fmt: skip
 
 
 def test_items_whole_in_done_event() -> None:
@@ -873,6 +1126,7 @@ def test_two_request_tool_round_trip_over_loopback() -> None:
 
 # Synthetic stream → (item type, ToolCall.name, how the item gives the arguments).
 CLIENT_STREAMS: dict[str, tuple[str, str, Callable[[Any], Any]]] = {
+    "SYNTHETIC-shell-call.sse": ("shell_call", "shell", lambda it: it["action"]),
     "local-shell-call.sse": ("local_shell_call", "local_shell", lambda it: it["action"]),
     "apply-patch-call.sse": ("apply_patch_call", "apply_patch", lambda it: it["operation"]),
     "custom-tool-call.sse": ("custom_tool_call", "apply_grammar_patch",
@@ -932,6 +1186,7 @@ def test_server_executed_tool_search_is_not_surfaced() -> None:
 
 
 _RESULTS = {
+    "SYNTHETIC-shell-call.sse": ("total 0\n", False),
     "local-shell-call.sse": ("total 0\n", False),
     "apply-patch-call.sse": ("patch rejected: context mismatch", True),
     "custom-tool-call.sse": ("applied", False),
@@ -961,6 +1216,10 @@ def test_client_item_replayed_byte_exact_and_answered_by_type(name: str) -> None
     assert items[-2] == item
     out = items[-1]
     expected_out = {
+        "SYNTHETIC-shell-call.sse": {"type": "shell_call_output", "call_id": call.id,
+                                     "output": [{"stdout": "total 0\n", "stderr": "",
+                                                 "outcome": {"type": "exit", "exit_code": 0}}],
+                                     "max_output_length": 4096},
         "local-shell-call.sse": {"type": "local_shell_call_output", "id": call.id,
                                  "output": "total 0\n"},
         "apply-patch-call.sse": {"type": "apply_patch_call_output", "call_id": call.id,
@@ -977,6 +1236,48 @@ def test_client_item_replayed_byte_exact_and_answered_by_type(name: str) -> None
     assert out == expected_out
     assert mw.to_json(ctx) == before  # pure
     assert API.build_request(MODEL, ctx, options()).body == body  # deterministic
+
+
+_CHUNKS = [{"stdout": "a\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}},
+           {"stdout": "", "stderr": "", "outcome": {"type": "timeout"}}]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("content", "is_error", "output"),
+    [
+        ("grep: notes/: No such file", True,
+         [{"stdout": "", "stderr": "grep: notes/: No such file",
+           "outcome": {"type": "exit", "exit_code": 1}}]),
+        (json.dumps(_CHUNKS), False, _CHUNKS),
+        (json.dumps({"output": _CHUNKS}), False, _CHUNKS),
+        ("[1, 2]", False, [{"stdout": "[1, 2]", "stderr": "",
+                            "outcome": {"type": "exit", "exit_code": 0}}]),
+    ],
+)  # fmt: skip
+def test_shell_call_answers(content: str, is_error: bool, output: list[Any]) -> None:
+    # shell_call_output carries one {stdout, stderr, outcome} chunk per command and the
+    # call's max_output_length (https://platform.openai.com/docs/guides/tools-shell).
+    ctx, call = _answered("SYNTHETIC-shell-call.sse")
+    result = ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=content,
+                               is_error=is_error)  # fmt: skip
+    out = body_of(MODEL, Context(messages=[*ctx.messages[:2], result]))["input"][-1]
+    assert out == {"type": "shell_call_output", "call_id": "call_sh_s6", "output": output,
+                   "max_output_length": 4096}  # fmt: skip
+
+
+def test_a_hosted_shell_call_is_not_the_clients_to_run() -> None:
+    item = {"type": "shell_call", "id": "sh_1", "call_id": "call_sh", "status": "completed",
+            "action": {"commands": ["ls"]}, "environment": {"type": "container_reference",
+                                                             "container_id": "cntr_1"}}  # fmt: skip
+    events = [
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}},
+    ]
+    body = "".join(f"data: {json.dumps(e)}\n\n" for e in events).encode()
+    msg = replay(API_NAME, body)[-1].message  # type: ignore[union-attr]
+    assert (msg.stop_reason, msg.tool_calls) == ("stop", ())
+    assert [b.type for b in msg.content] == ["provider_item"]
 
 
 def test_client_item_to_another_model_is_a_plain_function_call() -> None:

@@ -25,12 +25,15 @@ provider, API and model — ``_encode._replay_signatures``):
   plain provider id, safe to hand to any other API); ``ToolCall.signature`` — the
   ``function_call`` item id (``fc_…``), which OpenAI pairs with the reasoning item
   before it.
-* Items the client executes (``local_shell_call``, ``apply_patch_call``,
+* Items the client executes (``shell_call`` in a local environment,
+  ``local_shell_call``, ``apply_patch_call``,
   ``custom_tool_call``, ``mcp_approval_request``, ``tool_search_call`` with
   ``execution: "client"``) are ToolCalls too, named and given arguments as
   :data:`CLIENT_ITEMS` says; their ``signature`` is the whole item as received. To
   the same model the item is replayed byte for byte and the tool result becomes
-  the matching output item (``local_shell_call_output``, ``apply_patch_call_output``
+  the matching output item (``shell_call_output`` with the result's stdout, or
+  stderr and exit code 1 for an error result, ``local_shell_call_output``,
+  ``apply_patch_call_output``
   with status ``failed`` for an error result, ``custom_tool_call_output``,
   ``mcp_approval_response`` — the result says ``approve``/``deny``, true/false or
   ``{"approve": …, "reason": …}``; an error result denies —, ``tool_search_output``
@@ -39,8 +42,11 @@ provider, API and model — ``_encode._replay_signatures``):
 * Items OpenAI runs itself (web search, file search, code interpreter, image
   generation, MCP calls and tool lists, server tool search) are
   :class:`~modelwire.types.ServerToolCall` + :class:`~modelwire.types.ServerToolResult`
-  blocks, an item type not modelled a :class:`~modelwire.types.ProviderItem`; the item
-  as received is replayed byte for byte to the same model (``_server``).
+  blocks (a generated image's result an :class:`~modelwire.types.ImageContent`), an
+  item type not modelled a :class:`~modelwire.types.ProviderItem`; the item
+  as received is replayed byte for byte to the same model (``_server``). Items the
+  terminal event's ``response.output`` holds but no ``output_item.done`` ended are
+  kept too (``ResponsesDecoder._backfill``).
   ``output_text`` annotations are the text's citations, replayed the same way.
 
 Compat flags (``Model(compat={...})``, unknown keys refused) are the fields of

@@ -1,9 +1,10 @@
-"""Output items the client executes: local shell, apply_patch, custom tools, MCP
-approvals and client tool search (the Responses API reference, "Output items").
+"""Output items the client executes: shell, local shell, apply_patch, custom tools,
+MCP approvals and client tool search (the Responses API reference, "Output items").
 
 OpenAI runs built-in tools such as web search itself; these items instead ask the
 *client* to act, and the next request must carry the item back (byte for byte,
-like a reasoning item) followed by its answer — ``local_shell_call_output``,
+like a reasoning item) followed by its answer — ``shell_call_output``,
+``local_shell_call_output``,
 ``apply_patch_call_output``, ``custom_tool_call_output``, ``mcp_approval_response``
 or ``tool_search_output``. Each surfaces as a :class:`~modelwire.types.ToolCall`
 so an agent answers it like any call (the mapping is on :data:`CLIENT_ITEMS`).
@@ -38,11 +39,13 @@ class ClientItem(msgspec.Struct, gc=False):
     call_id: str | None = None
     name: str | None = None  # custom_tool_call; mcp_approval_request: the MCP tool
     input: str | None = None  # custom_tool_call: free-form text
-    action: msgspec.Raw = msgspec.Raw()  # local_shell_call: {"type": "exec", "command": [...]}
+    action: msgspec.Raw = msgspec.Raw()  # local_shell_call: {"type": "exec", "command": [...]};
+    # shell_call: {"commands": [...], "timeout_ms", "max_output_length"}
     operation: msgspec.Raw = msgspec.Raw()  # apply_patch_call: {"type": "update_file", ...}
     arguments: msgspec.Raw = msgspec.Raw()  # tool_search_call: object; mcp_approval_request: str
     server_label: str | None = None  # mcp_approval_request
     execution: str | None = None  # tool_search_call: "client" or "server"
+    environment: msgspec.Raw = msgspec.Raw()  # shell_call: {"type": "local"} or a container
 
 
 client_item = msgspec.json.Decoder(ClientItem)
@@ -51,6 +54,12 @@ client_item = msgspec.json.Decoder(ClientItem)
 #: Output items the *client* executes, by item type → the ``ToolCall.name`` they
 #: get ("" = the item's own ``name``). Each becomes a ToolCall an agent answers:
 #:
+#: * ``shell_call`` (the shell tool, successor of ``local_shell``) → ``shell``,
+#:   arguments = the ``action`` object (``commands``, ``timeout_ms``,
+#:   ``max_output_length``) — when its ``environment`` is local or not given: "your
+#:   integration executes them and returns the outputs"
+#:   (https://platform.openai.com/docs/guides/tools-shell); a hosted container's call
+#:   is OpenAI's to run;
 #: * ``local_shell_call`` → ``local_shell``, arguments = the ``action`` object;
 #: * ``apply_patch_call`` → ``apply_patch``, arguments = the ``operation`` object;
 #: * ``custom_tool_call`` → its ``name``, arguments = ``{"input": <the free-form text>}``;
@@ -63,6 +72,7 @@ client_item = msgspec.json.Decoder(ClientItem)
 #: ``response.output_item.done``; the next request replays it byte for byte and
 #: answers it with the matching output item (``_encode``).
 CLIENT_ITEMS: dict[str, str] = {
+    "shell_call": "shell",
     "local_shell_call": "local_shell",
     "apply_patch_call": "apply_patch",
     "custom_tool_call": "",
@@ -71,10 +81,28 @@ CLIENT_ITEMS: dict[str, str] = {
 }
 
 
+_LOCAL = msgspec.json.Decoder(dict[str, Any])
+
+
 def is_client(item: ClientItem) -> bool:
+    if item.type == "shell_call":
+        return _local_environment(item.environment)
     return item.type in CLIENT_ITEMS and (
         item.type != "tool_search_call" or item.execution == "client"
     )
+
+
+def _local_environment(raw: msgspec.Raw) -> bool:
+    """Whether a shell call's ``environment`` is the caller's own machine: ``local``,
+    or none given (the shell tool before hosted containers)."""
+    text = bytes(raw).strip() if raw else b""
+    if not text or text == b"null":
+        return True
+    try:
+        env = _LOCAL.decode(text)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return False
+    return env.get("type") == "local"
 
 
 def _object_text(raw: msgspec.Raw, where: str, etype: str) -> str:
@@ -109,7 +137,8 @@ def client_call(item: ClientItem, etype: str) -> tuple[str | None, str | None, s
             {"server_label": item.server_label, "name": item.name, "arguments": text}
         ).decode()
         return item.id, CLIENT_ITEMS[t], args
-    field = {"local_shell_call": "action", "apply_patch_call": "operation"}.get(t, "arguments")
+    field = {"shell_call": "action", "local_shell_call": "action",
+             "apply_patch_call": "operation"}.get(t, "arguments")  # fmt: skip
     raw_field: msgspec.Raw = getattr(item, field)
     args = _object_text(raw_field, field, etype) if raw_field else None
     return call_id, CLIENT_ITEMS[t], args
@@ -178,15 +207,55 @@ def _tools(msg: ToolResultMessage, where: str) -> list[Any]:
     return value
 
 
+def _shell_output(msg: ToolResultMessage, item: str) -> dict[str, Any]:
+    """The ``shell_call_output`` answering a shell call: the result's own list of
+    ``{stdout, stderr, outcome}`` chunks when it gives one (as JSON), else its text as
+    one command's output — stdout, or stderr with exit code 1 for an error result —
+    and the call's ``max_output_length``, which "should be passed back with the raw
+    output" (https://platform.openai.com/docs/guides/tools-shell)."""
+    text = msg.text
+    try:
+        value = msgspec.json.decode(text) if text.lstrip().startswith(("[", "{")) else None
+    except msgspec.DecodeError:
+        value = None
+    if isinstance(value, dict):
+        value = value.get("output")
+    if not (
+        isinstance(value, list)
+        and value
+        and all(isinstance(c, dict) and isinstance(c.get("outcome"), dict) for c in value)
+    ):
+        stdout, stderr = ("", text) if msg.is_error else (text, "")
+        value = [{"stdout": stdout, "stderr": stderr,
+                  "outcome": {"type": "exit", "exit_code": 1 if msg.is_error else 0}}]  # fmt: skip
+    out: dict[str, Any] = {"type": "shell_call_output", "call_id": msg.tool_call_id,
+                           "output": value}  # fmt: skip
+    try:
+        action = _LOCAL.decode(item).get("action")
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        action = None
+    limit = action.get("max_output_length") if isinstance(action, dict) else None
+    if type(limit) is int:
+        out["max_output_length"] = limit
+    return out
+
+
 def client_output(
-    msg: ToolResultMessage, kind: str, output: str | list[dict[str, Any]], where: str
+    msg: ToolResultMessage,
+    kind: str,
+    output: str | list[dict[str, Any]],
+    where: str,
+    received: str = "{}",
 ) -> dict[str, Any]:
-    """The input item answering a client-executed item of type ``kind``.
+    """The input item answering a client-executed item of type ``kind`` (``received``:
+    that item as received).
 
     ``output`` is the result as a ``function_call_output`` would carry it (a
     string, or input_text/input_image parts).
     """
     call_id = msg.tool_call_id
+    if kind == "shell_call":
+        return _shell_output(msg, received)
     if kind == "custom_tool_call":
         return {"type": "custom_tool_call_output", "call_id": call_id, "output": output}
     if kind == "local_shell_call":

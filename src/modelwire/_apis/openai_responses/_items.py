@@ -3,9 +3,12 @@ item's text carries (see the package docstring)."""
 
 from __future__ import annotations
 
+from collections.abc import Hashable
+
+from ..._wire.deltas import Delta, TextDelta, ThinkingDelta
 from .._common import dumps
 
-__all__ = ["text_signature"]
+__all__ = ["fill", "text_signature"]
 
 # The kinds of output item a delta may continue.
 _TEXT, _THINKING, _TOOL, _IGNORED, _CLIENT = 0, 1, 2, 3, 4
@@ -36,3 +39,20 @@ def text_signature(item_id: str | None, phase: str | None) -> str | None:
     if phase is None:
         return item_id
     return dumps({"id": item_id, "phase": phase}).decode()
+
+
+def fill(
+    key: Hashable,
+    st: _ItemState,
+    full: str,
+    out: list[Delta],
+    cls: type[TextDelta] | type[ThinkingDelta],
+) -> None:
+    """Append the part of the finished item's text that no delta carried."""
+    if not full:
+        return
+    streamed = "".join(st.pieces)
+    if len(full) > len(streamed) and full.startswith(streamed):
+        out.append(cls(key, full[len(streamed) :]))
+    # Otherwise the deltas already said it all, or said something else: what
+    # was streamed stands (events already sent are never taken back).

@@ -24,6 +24,7 @@ import msgspec
 from ...types import (
     AssistantMessage,
     Citation,
+    ImageContent,
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
@@ -35,7 +36,8 @@ from ...types import (
 from .._common import block_as_text, raw_or_json_arguments
 from .._server.origin import Origin, seal
 from .._server.request import GatewayRequest
-from ._server import server_item
+from ._client import client_item_type
+from ._server import image_item, server_item
 from .spec import INCOMPLETE_REASONS, ITEM_ID_PREFIXES, NO_REASON, RESPONSE_ID_PREFIX, Stop
 
 __all__ = [
@@ -43,6 +45,8 @@ __all__ = [
     "annotation",
     "block_item",
     "call_item",
+    "client_item",
+    "image_block_item",
     "incomplete_reason",
     "is_generated",
     "new_id",
@@ -195,6 +199,16 @@ def call_id_of(call: ToolCall, message: AssistantMessage, response_id: str, n: i
     return new_id("function_call", response_id, n)
 
 
+def client_item(call: ToolCall, message: AssistantMessage) -> msgspec.Raw | None:
+    """A call of a Responses backend the client executes (``shell_call``,
+    ``apply_patch_call``, ``custom_tool_call``…): its item as received, which is what
+    the call is (``_client``); ``None`` for a function call."""
+    sig = call.signature
+    if message.api != API or sig is None or client_item_type(sig) is None:
+        return None
+    return msgspec.Raw(sig.encode())
+
+
 def call_item(
     call: ToolCall, item_id: str, status: str, arguments: str | None = None
 ) -> dict[str, Any]:
@@ -210,8 +224,27 @@ def call_item(
 # --------------------------------------------------------------------------- provider blocks
 
 
+def image_block_item(
+    image: ImageContent, message: AssistantMessage, response_id: str, n: int
+) -> dict[str, Any] | None:
+    """A generated image as an ``image_generation_call`` item: ``None`` when the item
+    as received of its call (a Responses backend's, whose id the image's signature
+    names) carries it; else one holding the image, with the backend's item id, a
+    sealed origin (another API's signature) or a gateway id."""
+    sig = image.signature
+    if message.api == API and sig:
+        if any(isinstance(b, ServerToolCall) and b.id == sig and b.raw for b in message.content):
+            return None
+        item_id = sig
+    elif sig:
+        item_id = seal(origin_of(message, sig))
+    else:
+        item_id = new_id("image_generation_call", response_id, n)
+    return image_item(image, item_id)
+
+
 def block_item(
-    block: ServerToolCall | ServerToolResult | ProviderItem,
+    block: ServerToolCall | ServerToolResult | ProviderItem | ImageContent,
     message: AssistantMessage,
     response_id: str,
     n: int,
@@ -221,7 +254,10 @@ def block_item(
     received, or built from a call given as blocks (``result``: its result, which goes
     in the same item); from another API the handoff's text (``block_as_text``) in a
     message item; ``None`` when it has no item (a result its call's item carries,
-    another API's opaque item)."""
+    another API's opaque item). A generated image is an ``image_generation_call``
+    item (:func:`image_block_item`)."""
+    if isinstance(block, ImageContent):
+        return image_block_item(block, message, response_id, n)
     if message.api == API:
         if isinstance(block, ServerToolCall) and built_call(block):
             return server_item(block, result)
@@ -322,7 +358,13 @@ def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
         elif isinstance(block, ThinkingContent):
             out.append(reasoning_item(block, message, reasoning_id(block, message, response_id, n)))
         elif isinstance(block, ToolCall):
-            out.append(call_item(block, call_id_of(block, message, response_id, n), "completed"))
+            native = client_item(block, message)
+            if native is not None:
+                out.append(native)
+            else:
+                out.append(
+                    call_item(block, call_id_of(block, message, response_id, n), "completed")
+                )
         else:
             result = paired_result(block, content[i + 1]) if i + 1 < len(content) else None
             if result is not None and same:

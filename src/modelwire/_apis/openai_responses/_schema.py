@@ -54,6 +54,8 @@ class _Response(msgspec.Struct, gc=False):
     usage: _Usage | None = None
     error: _Error | None = None
     incomplete_details: _Incomplete | None = None
+    # The output items, each as its exact JSON text (the whole response, at its end).
+    output: list[msgspec.Raw] | None = None
 
 
 class _ResponseEvent(msgspec.Struct, gc=False):

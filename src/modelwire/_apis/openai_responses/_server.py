@@ -12,7 +12,10 @@ the same model, byte for byte — followed by a
 :class:`~modelwire.types.ServerToolResult` holding the result the item carries
 (``results``, ``outputs``, ``result``, ``output``, ``tools``, the search ``sources``);
 that result has no ``raw`` of its own, because the one item carries both and is
-replayed once. Any other item type modelwire does not model (``compaction``, a
+replayed once. The image an ``image_generation_call`` made is its result: an
+:class:`~modelwire.types.ImageContent` (base64 ``result``, MIME type from
+``output_format``, png by default) whose ``signature`` is the item's id, so the
+image is replayed as that same item (its call's ``raw``, or rebuilt from the id). Any other item type modelwire does not model (``compaction``, a
 type added after this was written) becomes a :class:`~modelwire.types.ProviderItem`:
 kept, never dropped, replayed as received.
 """
@@ -24,9 +27,18 @@ from typing import Any
 import msgspec
 
 from ...errors import MalformedChunkError
-from ...types import Citation, ProviderItem, ServerToolCall, ServerToolResult
+from ...types import Citation, ImageContent, ProviderItem, ServerToolCall, ServerToolResult
 
-__all__ = ["API", "SERVER_ITEMS", "citation", "item_blocks", "raw_citation", "server_item"]
+__all__ = [
+    "API",
+    "IMAGE_FORMATS",
+    "SERVER_ITEMS",
+    "citation",
+    "image_item",
+    "item_blocks",
+    "raw_citation",
+    "server_item",
+]
 
 API = "openai-responses"
 
@@ -49,6 +61,12 @@ _INPUT_FIELDS: dict[str, tuple[str, ...]] = {
     "image_generation_call": ("revised_prompt", "size", "quality", "background", "output_format"),
     "mcp_list_tools": ("server_label",),
 }
+
+
+#: ``image_generation_call.output_format`` → the image's MIME type (the image
+#: generation tool's ``output_format``: png, the default, jpeg or webp —
+#: https://platform.openai.com/docs/guides/tools-image-generation).
+IMAGE_FORMATS: dict[str, str] = {"png": "image/png", "jpeg": "image/jpeg", "webp": "image/webp"}
 
 
 def _object(raw: bytes, etype: str) -> dict[str, Any]:
@@ -81,17 +99,24 @@ def _mcp_input(item: dict[str, Any], etype: str) -> dict[str, Any]:
 
 
 def item_blocks(
-    raw: bytes, item_type: str, etype: str
-) -> list[ServerToolCall | ServerToolResult | ProviderItem]:
+    raw: bytes, item_type: str, etype: str, search_call: str | None = None
+) -> list[ServerToolCall | ServerToolResult | ProviderItem | ImageContent]:
     """The blocks of one finished output item that is neither a message, a reasoning
-    item, a function call nor a client-executed item."""
+    item, a function call nor a client-executed item (``search_call``: the id of the
+    last ``tool_search_call`` before it, which a ``tool_search_output`` without a
+    ``call_id`` answers)."""
     item = _object(raw, etype)
     text = raw.decode()
     known = SERVER_ITEMS.get(item_type)
     if item_type == "tool_search_call" and item.get("execution") != "server":
         known = None  # a client search is a ToolCall (``_client``); anything else: opaque
     if item_type == "tool_search_output" and item.get("execution") == "server":
-        call_id = _str(item, "call_id", etype) or _str(item, "id", etype, required=True)
+        # ``call_id`` is nullable: a server search's output then answers the search
+        # call just before it (the output follows its call in ``output``), as a Gemini
+        # result without an id answers the call before it — never its own item id.
+        call_id = (
+            _str(item, "call_id", etype) or search_call or _str(item, "id", etype, required=True)
+        )
         assert call_id is not None
         return [
             ServerToolResult(
@@ -131,6 +156,10 @@ def item_blocks(
     for part in result_field.split("."):
         value = value.get(part) if isinstance(value, dict) else None
     error = item.get("error")
+    if item_type == "image_generation_call" and isinstance(value, str) and value and not error:
+        fmt = _str(item, "output_format", etype) or "png"
+        mime = IMAGE_FORMATS.get(fmt, f"image/{fmt}")
+        return [call, ImageContent(data=value, mime_type=mime, signature=item_id)]
     result = ServerToolResult(
         tool_call_id=item_id,
         provider_type=item_type,
@@ -161,6 +190,19 @@ def server_item(call: ServerToolCall, result: ServerToolResult | None) -> dict[s
         for part in path:
             holder = holder.setdefault(part, {})
         holder[last] = result.result
+    return item
+
+
+def image_item(image: ImageContent, item_id: str) -> dict[str, Any]:
+    """The ``image_generation_call`` item of a generated image given without its item
+    as received: its id, the image as ``result``, its format as ``output_format``."""
+    fmt = next((f for f, m in IMAGE_FORMATS.items() if m == image.mime_type), None)
+    item: dict[str, Any] = {"id": item_id, "type": "image_generation_call",
+                            "status": "completed", "result": image.data}  # fmt: skip
+    if fmt is None and image.mime_type.startswith("image/"):
+        fmt = image.mime_type.removeprefix("image/")
+    if fmt is not None:
+        item["output_format"] = fmt
     return item
 
 

@@ -30,10 +30,13 @@ from ..._wire.deltas import (
 )
 from ..._wire.sse import Frame
 from ...errors import MalformedChunkError, TruncatedStreamError
+from ...types import ServerToolCall
 from .._common import decode_json, dumps, in_band_error
 from ._client import CLIENT_ITEMS, ClientItem, client_call, client_item, is_client
 from ._errors import error_from_code as _error_from_code
+from ._errors import event_error as _event_error
 from ._items import _CLIENT, _IGNORED, _PART_SEP, _TEXT, _THINKING, _TOOL, _ItemState
+from ._items import fill as _fill
 from ._items import text_signature as _text_signature
 from ._schema import (
     _annotation_event,
@@ -46,7 +49,6 @@ from ._schema import (
     _DeltaEvent,
     _envelope,
     _error_event,
-    _ErrorEvent,
     _input_done_event,
     _InputDoneEvent,
     _item_event,
@@ -101,10 +103,11 @@ class ResponsesDecoder:
     as function-call arguments that arrive only in ``.done`` do (LM Studio).
     """
 
-    __slots__ = ("_handlers", "_ids", "_items", "_meta", "_saw_call", "_terminal")
+    __slots__ = ("_handlers", "_ids", "_items", "_meta", "_saw_call", "_search", "_terminal")
 
     def __init__(self) -> None:
         self._items: dict[Hashable, _ItemState] = {}
+        self._search: str | None = None  # the last server tool_search_call's id
         self._ids: dict[str, Hashable] = {}
         self._meta = False
         self._saw_call = False
@@ -362,7 +365,10 @@ class ResponsesDecoder:
             ci: ClientItem = _decode(ev.item, client_item, etype, "item.")
             if is_client(ci):
                 call_id, name, args = client_call(ci, etype)
-                out = self._start(key, _CLIENT, call=_CallItem(call_id, name), item_id=head.id)
+                # Its signature is the item (the added one until the done one replaces
+                # it), so a renderer knows from the start it is no function call.
+                out = self._start(key, _CLIENT, call=_CallItem(call_id, name), item_id=head.id,
+                                  signature=bytes(ev.item).decode())  # fmt: skip
                 if args is not None and head.type == "custom_tool_call" and ci.input:
                     st = self._items[key]
                     st.pieces.append(ci.input)
@@ -396,12 +402,13 @@ class ResponsesDecoder:
         if call is not None:
             self._saw_call = True
             call_id = call.call_id or item_id
+            sig = signature if signature is not None else item_id
             if st is None:
                 self._items[key] = _ItemState(kind)
-                return [BlockStart(key, "tool_call", id=call_id, name=call.name, signature=item_id)]
+                return [BlockStart(key, "tool_call", id=call_id, name=call.name, signature=sig)]
             # Fragments came first (the assembler refuses those without id/name).
             out: list[Delta] = [ToolCallDelta(key, call_id, call.name)]
-            return [*out, BlockSignature(key, item_id)] if item_id else out
+            return [*out, BlockSignature(key, sig)] if sig else out
         if st is None:
             st = self._items[key] = _ItemState(kind)
             st.signature = signature
@@ -417,9 +424,33 @@ class ResponsesDecoder:
         raw = ev.item
         head: _ItemHead = _decode(raw, _item_head_decoder, etype, "item.")
         key = self._item_key(ev.output_index, head.id, etype)
+        return self._end_item(key, raw, head, etype, "item.")
+
+    def _backfill(self, output: list[msgspec.Raw] | None, etype: str) -> list[Delta]:
+        """End, from the terminal event's ``response.output`` (the whole response:
+        https://platform.openai.com/docs/api-reference/responses/object), each item no
+        ``output_item.done`` ended — added only (OpenAI sends the done event of only the
+        last of several ``mcp_list_tools``) or never announced — in output order, after
+        the blocks already streamed (a content index, once given, never moves)."""
+        out: list[Delta] = []
+        for i, raw in enumerate(output or ()):
+            where = f"response.output[{i}]."
+            head: _ItemHead = _decode(raw, _item_head_decoder, etype, where)
+            # The item streamed with this id, else the one at this output index.
+            key: Hashable = self._ids.get(head.id, i) if head.id is not None else i
+            st = self._items.get(key)
+            if st is not None and st.closed:
+                continue
+            out += self._end_item(key, raw, head, etype, where)
+        return out
+
+    def _end_item(
+        self, key: Hashable, raw: msgspec.Raw, head: _ItemHead, etype: str, where: str
+    ) -> list[Delta]:
+        """The deltas that end output item ``key`` with its finished form ``raw``."""
         out: list[Delta] = []
         if head.type == "message":
-            m: _TextItem = _decode(raw, _text_item, etype, "item.")
+            m: _TextItem = _decode(raw, _text_item, etype, where)
             sig = _text_signature(head.id, m.phase)
             st = self._done_state(key, _TEXT, out, signature=sig)
             full = "".join(
@@ -427,7 +458,7 @@ class ResponsesDecoder:
                 for p in m.content or ()
                 if p.type in ("output_text", "refusal")
             )
-            self._fill(key, st, full, out, TextDelta)
+            _fill(key, st, full, out, TextDelta)
             seen = st.cites or {}
             for pi, p in enumerate(m.content or ()):
                 for ann in (p.annotations or ())[seen.get(pi, 0) :]:
@@ -436,14 +467,14 @@ class ResponsesDecoder:
                 st.signature = sig
                 out.append(BlockSignature(key, sig))
         elif head.type == "reasoning":
-            r: _TextItem = _decode(raw, _text_item, etype, "item.")
+            r: _TextItem = _decode(raw, _text_item, etype, where)
             st = self._done_state(key, _THINKING, out)
             texts = [p.text for p in (*(r.summary or ()), *(r.content or ())) if p.text]
-            self._fill(key, st, _PART_SEP.join(texts), out, ThinkingDelta)
+            _fill(key, st, _PART_SEP.join(texts), out, ThinkingDelta)
             # The whole item as received: replayed byte for byte (encrypted_content).
             out.append(BlockSignature(key, bytes(raw).decode()))
         elif head.type == "function_call":
-            c: _CallItem = _decode(raw, _call_item, etype, "item.")
+            c: _CallItem = _decode(raw, _call_item, etype, where)
             st = self._done_state(key, _TOOL, out, call=c, item_id=head.id)
             if c.arguments is not None:
                 out.append(ToolCallArguments(key, c.arguments))
@@ -451,7 +482,7 @@ class ResponsesDecoder:
             prior = self._items.get(key)
             ci: ClientItem | None = None
             if head.type in CLIENT_ITEMS:
-                ci = _decode(raw, client_item, etype, "item.")
+                ci = _decode(raw, client_item, etype, where)
             if ci is None or not is_client(ci) or (prior is not None and prior.kind == _IGNORED):
                 # Run by the provider (web search, code interpreter, MCP…) or not modelled:
                 # whole blocks at the item's place, the item kept as received.
@@ -461,7 +492,9 @@ class ResponsesDecoder:
                         + ("ended twice" if prior.closed else "changed its type")
                     )
                 self._items.setdefault(key, _ItemState(_IGNORED)).closed = True
-                blocks = item_blocks(bytes(raw), head.type, etype)
+                blocks = item_blocks(bytes(raw), head.type, etype, self._search)
+                if head.type == "tool_search_call" and isinstance(blocks[0], ServerToolCall):
+                    self._search = blocks[0].id
                 return [BlockComplete(key if n == 0 else (key, n), b) for n, b in enumerate(blocks)]
             call_id, name, args = client_call(ci, etype)
             st = self._done_state(key, _CLIENT, out, call=_CallItem(call_id, name), item_id=head.id)
@@ -497,23 +530,6 @@ class ResponsesDecoder:
                 + ("ended twice" if st.closed else "changed its type")
             )
         return st
-
-    @staticmethod
-    def _fill(
-        key: Hashable,
-        st: _ItemState,
-        full: str,
-        out: list[Delta],
-        cls: type[TextDelta] | type[ThinkingDelta],
-    ) -> None:
-        """Append the part of the finished item's text that no delta carried."""
-        if not full:
-            return
-        streamed = "".join(st.pieces)
-        if len(full) > len(streamed) and full.startswith(streamed):
-            out.append(cls(key, full[len(streamed) :]))
-        # Otherwise the deltas already said it all, or said something else: what
-        # was streamed stands (events already sent are never taken back).
 
     # ------------------------------------------------------------------ response
 
@@ -552,11 +568,13 @@ class ResponsesDecoder:
 
     def _completed(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
+        out = self._backfill(resp.output, etype)
         reason: Literal["stop", "tool_use"] = "tool_use" if self._saw_call else "stop"
-        return self._terminal_deltas(resp, Finish(reason, resp.status or "completed"))
+        return out + self._terminal_deltas(resp, Finish(reason, resp.status or "completed"))
 
     def _incomplete(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
+        items = self._backfill(resp.output, etype)
         why = resp.incomplete_details.reason if resp.incomplete_details else None
         stop = INCOMPLETE_STOPS.get(why, CUT_SHORT) if why is not None else CUT_SHORT
         if stop.reason == "error":
@@ -569,7 +587,7 @@ class ResponsesDecoder:
             )
         else:
             finish = Finish("length", why or NO_REASON)
-        return self._terminal_deltas(resp, finish)
+        return items + self._terminal_deltas(resp, finish)
 
     def _failed(self, data: bytes, etype: str) -> list[Delta]:
         resp = _decode(data, _response_event, etype).response
@@ -579,12 +597,4 @@ class ResponsesDecoder:
         raise _error_from_code(err.message or "the response failed", err.code, err.type)
 
     def _error(self, data: bytes, etype: str) -> list[Delta]:
-        ev: _ErrorEvent = _decode(data, _error_event, "error event")
-        inner = ev.error
-        message = ev.message or (inner.message if inner else None) or "the server sent an error"
-        code = ev.code if ev.code is not None else (inner.code if inner else None)
-        type_ = inner.type if inner else (ev.type if ev.type != "error" else None)
-        if isinstance(code, int) and 400 <= code < 600:
-            # llama.cpp's error line: an HTTP status as the code ({"code": 500, ...}).
-            raise in_band_error(message, type_=type_, status=code)
-        raise _error_from_code(message, code, type_)
+        raise _event_error(_decode(data, _error_event, "error event"))

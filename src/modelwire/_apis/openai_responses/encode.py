@@ -41,6 +41,7 @@ from ..openai_chat._input import audio_format, data_url, filename
 from ._client import client_item_type, client_output
 from ._schema import _item_head_decoder
 from ._server import API as _API
+from ._server import image_item
 
 __all__ = ["RESERVED", "ResponsesCompat", "detect_compat", "encode_input"]
 
@@ -206,6 +207,17 @@ def _assistant_items(
                 # another API cited become text the model can read.
                 text = block.text if same else with_sources(block.text, block.citations)
                 out.append({"type": "message", "role": "assistant", "content": text})
+        elif isinstance(block, ImageContent):
+            # A generated image: its image_generation_call item (``_server``).
+            if same and not skipped_reasoning and msg.api == _API and block.signature:
+                image = _image_replay(block, block.signature, msg)
+                if image is not None:
+                    out.append(image)
+            else:
+                # Another model made it (or nothing names its item): an assistant
+                # message cannot carry an image, so the next model reads that one was made.
+                text = f"[an image ({block.mime_type}) was generated]"
+                out.append({"type": "message", "role": "assistant", "content": text})
         elif isinstance(block, ServerToolCall | ServerToolResult | ProviderItem):
             raw = block.data if isinstance(block, ProviderItem) else block.raw
             if same and not skipped_reasoning and msg.api == _API:
@@ -226,7 +238,7 @@ def _assistant_items(
                 # A client-executed item (local shell, apply_patch, custom tool…):
                 # sent back exactly as received; its result answers it by type.
                 out.append(msgspec.Raw(sig.encode()))
-                answers[block.id] = kind
+                answers[block.id] = sig
                 continue
             # Otherwise (another model, or a plain function call) a function_call,
             # which any Responses model accepts.
@@ -241,6 +253,17 @@ def _assistant_items(
             out.append(call)
 
 
+def _image_replay(
+    block: ImageContent, item_id: str, msg: AssistantMessage
+) -> dict[str, Any] | None:
+    """The item a generated image goes back as: none when its call's item as received
+    (which holds the image as ``result``) goes back; else rebuilt from its id (the
+    image's ``signature``)."""
+    if any(isinstance(b, ServerToolCall) and b.id == item_id and b.raw for b in msg.content):
+        return None
+    return image_item(block, item_id)
+
+
 def _tool_output(msg: ToolResultMessage, i: int, answers: dict[str, str]) -> dict[str, Any]:
     output: str | list[dict[str, Any]]
     if any(not isinstance(b, TextContent) for b in msg.content):
@@ -250,9 +273,10 @@ def _tool_output(msg: ToolResultMessage, i: int, answers: dict[str, str]) -> dic
         ]
     else:
         output = msg.text
-    kind = answers.get(msg.tool_call_id)
-    if kind is not None:
-        return client_output(msg, kind, output, f"messages[{i}]")
+    item = answers.get(msg.tool_call_id)
+    kind = client_item_type(item)
+    if item is not None and kind is not None:
+        return client_output(msg, kind, output, f"messages[{i}]", item)
     return {"type": "function_call_output", "call_id": msg.tool_call_id, "output": output}
 
 
@@ -265,7 +289,7 @@ def encode_input(
     """
     compat = compat or detect_compat(model)
     items: list[Any] = []
-    # call id → type of the client-executed item replayed for it, so its result
+    # call id → the client-executed item replayed for it (as received), so its result
     # becomes the matching output item (``_client.client_output``).
     answers: dict[str, str] = {}
     if context.system_prompt and compat.system_role != "instructions":

@@ -26,6 +26,11 @@ overlap (Chat Completions and Ollama end every block at the finish): a text or
 reasoning item still open when the next block starts is done with what it holds,
 and text that comes for it later continues in a new item of its own. Function calls
 stay open until they end (the SDK takes calls whose arguments interleave).
+
+A Responses backend's call that the client executes (``shell_call``,
+``apply_patch_call``, ``custom_tool_call``…) is sent when it ends, as the item it
+came as (its signature), so the client runs what it knows how to run; a generated
+image is an ``image_generation_call`` item holding it (``_output_items``).
 """
 
 from __future__ import annotations
@@ -66,6 +71,7 @@ from ._output_items import (
     built_call,
     call_id_of,
     call_item,
+    client_item,
     encode,
     incomplete_reason,
     message_body,
@@ -78,12 +84,16 @@ from ._output_items import (
     text_id,
     text_item,
 )
+from ._render_items import CALL as _CALL
+from ._render_items import CLIENT as _CLIENT
+from ._render_items import TEXT as _TEXT
+from ._render_items import THINKING as _THINKING
+from ._render_items import Item as _Item
+from ._render_items import mid as _mid
 from .parse import tool_results
 from .spec import RESPONSE_ID_PREFIX, TERMINAL_EVENTS, Stop
 
 __all__ = ["SERVER", "ResponsesRenderer", "message_body"]
-
-_TEXT, _THINKING, _CALL = 0, 1, 2
 
 
 def _head(kind: str) -> bytes:
@@ -98,40 +108,6 @@ _TEXT_TAIL = b',"logprobs":[]}\n\n'
 _TAIL = b"}\n\n"
 _EMPTY_TEXT_PART = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
 _EMPTY_SUMMARY_PART = {"type": "summary_text", "text": ""}
-
-
-class _Item:
-    """One output item being streamed."""
-
-    __slots__ = ("buffer", "cite0", "id", "index", "kind", "mid", "notes", "offset", "phase",
-                 "streamed")  # fmt: skip
-
-    def __init__(
-        self, kind: int, index: int, item_id: str, offset: int = 0, cite0: int = 0
-    ) -> None:
-        self.kind = kind
-        self.index = index
-        self.id = item_id
-        self.phase: str | None = None
-        self.offset = offset  # characters of the block before this item (a continuation)
-        self.cite0 = cite0  # the block's citations before this item
-        self.notes = 0  # annotations streamed
-        # Whether a delta was written: a block that arrives whole (a call some APIs
-        # send in one piece) still gets one, for clients that read the deltas only.
-        self.streamed = False
-        # What is held back until the block ends, when its id is known: a Responses
-        # backend's reasoning, a call whose signature comes as it ends.
-        self.buffer: list[str] | None = None
-        self.mid = _mid(kind, index, item_id)
-
-
-def _mid(kind: int, index: int, item_id: str) -> bytes:
-    ids = encode(item_id).decode()
-    if kind == _TEXT:
-        return f',"item_id":{ids},"output_index":{index},"content_index":0'.encode()
-    if kind == _THINKING:
-        return f',"item_id":{ids},"output_index":{index},"summary_index":0'.encode()
-    return f',"item_id":{ids},"output_index":{index}'.encode()
 
 
 class ResponsesRenderer:
@@ -327,8 +303,15 @@ class ResponsesRenderer:
         if self._answer and block.name == OUTPUT_TOOL:
             item = self._new(_TEXT, ci, new_id("message", self._rid, n))
             return out + self._text_head(item)
+        if client_item(block, partial) is not None:
+            # Its item, as the backend finishes it, is what the client is given.
+            item = self._new(_CLIENT, ci, "")
+            item.buffer = []
+            return out
         item = self._new(_CALL, ci, call_id_of(block, partial, self._rid, n))
-        if not block.signature and self._late_signatures(partial):
+        if not block.signature and (partial.api == API or self._late_signatures(partial)):
+            # (A Responses call without its id yet, as a scripted reply gives it, may
+            # turn out to be an item the client executes: it is sent whole too.)
             # Its signature comes as it ends, and the item's id must hold it from the
             # start (clients key a call's deltas by item id): the call is sent whole.
             item.buffer = []
@@ -455,6 +438,16 @@ class ResponsesRenderer:
         args = raw_or_json_arguments(call.raw_arguments, call.arguments)
         if item.kind == _TEXT:
             return self._text_done(item, TextContent(text=args), partial)
+        if item.kind == _CLIENT or item.buffer is not None:
+            native = client_item(call, partial)
+            if native is not None:
+                self._output[item.index] = native
+                return self._event(
+                    "response.output_item.added", {"output_index": item.index, "item": native}
+                ) + self._event(
+                    "response.output_item.done", {"output_index": item.index, "item": native}
+                )
+            item.kind = _CALL  # it ended without its item: a function call after all
         whole = b""
         if item.buffer is not None:
             item.id = call_id_of(call, partial, self._rid, item.index)

@@ -78,9 +78,9 @@ INCOMPLETE_REASONS: Mapping[Stop, str] = MappingProxyType(
 
 #: The Response object's id prefix (``resp_…``).
 RESPONSE_ID_PREFIX: Final = "resp_"
-#: An output item's id head, by item type (``msg_…``, ``fc_…``, ``rs_…``).
+#: An output item's id head, by item type (``msg_…``, ``fc_…``, ``rs_…``, ``ig_…``).
 ITEM_ID_PREFIXES: Mapping[str, str] = MappingProxyType(
-    {"message": "msg", "function_call": "fc", "reasoning": "rs"}
+    {"message": "msg", "function_call": "fc", "reasoning": "rs", "image_generation_call": "ig"}
 )
 
 # --------------------------------------------------------------------------- capabilities
