@@ -9,7 +9,7 @@ Blocks of ``README.md``, ``docs/testing.md``, ``docs/providers.md`` and
   first line puts the block in that package, so a multi-file example is one project;
 * other ``python`` blocks run one after the other in one namespace, with top-level
   ``await`` (as ``python -m asyncio`` or a notebook runs them), in a folder holding the
-  files they name (``README.md``, ``call.sse``, ``recorded.sse``, ``replies.json``) and
+  files they name (``README.md``, ``docs/examples/``, ``replies.json``) and
   with a MockServer where the README says a server listens (``127.0.0.1:8000``);
 * ``sh`` blocks: every ``modelwire …`` line runs as a subprocess, against a MockServer
   that ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL`` point at (so no key or network is
@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -42,7 +43,7 @@ from typing import Any
 import pytest
 
 import modelwire as mw
-from modelwire.testing import MockServer, Reply, load_script, render, tool_call
+from modelwire.testing import MockServer, Reply, load_script, tool_call
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
@@ -113,10 +114,8 @@ def test_every_block_is_run_or_marked_not_run() -> None:
 def _workspace(tmp_path: Path) -> Path:
     """The files the examples name, as a user would have them."""
     (tmp_path / "README.md").write_text(README.read_text(encoding="utf-8"), encoding="utf-8")
-    (tmp_path / "call.sse").write_bytes(
-        render(["Let me read it.", tool_call("read", {"path": "README.md"})], "openai-chat")
-    )
-    (tmp_path / "recorded.sse").write_bytes(render("Hello.", "anthropic-messages"))
+    # The saved response bodies the docs name, shipped in the repository.
+    shutil.copytree(ROOT / "docs" / "examples", tmp_path / "docs" / "examples")
     script = next(b for b in blocks(TESTING) if b.lang == "json")
     (tmp_path / "replies.json").write_text(script.body, encoding="utf-8")
     return tmp_path
@@ -209,9 +208,10 @@ def test_python_blocks_run_as_printed(
     captured = capsys.readouterr()
     assert "Traceback" not in captured.err
     if doc is README:  # the quick start's failure prints as its comment says
-        assert (
-            "error rate_limit HTTP 429: Rate limit reached for requests (rate_limit_exceeded)"
-            in (captured.out)
+        assert re.search(
+            r"error rate_limit HTTP 429 from POST http://\S+/v1/chat/completions: "
+            r"Rate limit reached for requests \(rate_limit_exceeded\)",
+            captured.out,
         )
 
 

@@ -8,6 +8,7 @@ import ast
 import asyncio
 import functools
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -51,7 +52,7 @@ def _defined(name: str) -> list[str]:
 
 
 def test_one_is_loopback() -> None:
-    assert _defined("is_loopback") == ["modelwire._catalog"]
+    assert _defined("is_loopback") == ["modelwire._catalog._validate"]
     assert _defined("_is_loopback") == []
     assert common.is_loopback is catalog.is_loopback
     assert catalog.is_loopback("http://127.0.0.1:8000/v1")
@@ -229,15 +230,36 @@ MODEL = mw.Model(id="m", api="openai-chat", provider="local", base_url="http://1
 CTX = mw.Context(messages=(mw.UserMessage(content="hi"),))
 
 
-@pytest.mark.parametrize("name", ["stream", "stream_sync", "complete", "complete_sync"])
-def test_an_unknown_option_is_a_type_error_naming_the_known_ones(name: str) -> None:
+@pytest.mark.parametrize(
+    "name",
+    ["stream", "stream_sync", "complete", "complete_sync", "count_tokens", "count_tokens_sync"],
+)
+def test_an_unknown_option_is_a_configuration_error_suggesting_the_closest(name: str) -> None:
     fn: Any = getattr(mw, name)
-    with pytest.raises(
-        TypeError, match=r"unexpected keyword argument\(s\) 'max_token'.*max_tokens"
-    ):
+    with pytest.raises(mw.ConfigurationError) as caught:
         result = fn(MODEL, CTX, max_token=5)
         if inspect.iscoroutine(result):
             asyncio.run(result)
+    assert isinstance(caught.value, TypeError)  # as Python's own unknown keyword is
+    assert str(caught.value).startswith(
+        f"{name}() got unexpected keyword argument(s) 'max_token' "
+        "(did you mean 'max_tokens'?); the options are: "
+    )
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"max_token": 5}, "max_token (did you mean 'max_tokens'?);"),
+        ({"system_promt": "x"}, "system_promt (did you mean 'system_prompt'?);"),
+        ({"max_token": 5, "temprature": 1, "zzz": 0},
+         "max_token, temprature, zzz (did you mean 'max_tokens' for 'max_token', "
+         "'temperature' for 'temprature'?);"),
+    ],
+)  # fmt: skip
+def test_an_unknown_agent_option_suggests_the_closest(kwargs: dict[str, Any], says: str) -> None:
+    with pytest.raises(mw.ConfigurationError, match=re.escape(f"unknown stream option(s) {says}")):
+        mw.Agent(MODEL, **kwargs)
 
 
 def test_resolve_options_refuses_an_unknown_option() -> None:

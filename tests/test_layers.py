@@ -156,3 +156,45 @@ def test_the_reader_finds_relative_and_lazy_imports() -> None:
     found = {(path.relative_to(SRC).as_posix(), src, dst) for path, _, src, dst in imports()}
     assert ("_wire/sse/__init__.py", "_wire", "errors") in found
     assert any(src == "_client" and dst == "_http" for _, src, dst in found)
+
+
+#: The registry's lookups by name (``modelwire._apis``): the client and the
+#: applications resolve an API name to its objects and hand those down.
+LOOKUPS = frozenset({"api_names", "builtin_api_names", "find_api", "get_api", "find_server",
+                     "get_server", "server_routes", "api_for_path", "recognizing", "api_module"})  # fmt: skip
+#: The layers that receive objects, never names (DESIGN §1: "the pipeline gets its codec").
+BELOW_THE_CLIENT = frozenset({"_wire", "_catalog", "cloud", "_providers", "_call", "_http"})
+
+
+def registry_lookups() -> list[str]:
+    """``file:line: name`` for every registry lookup imported below the client."""
+    found = []
+    for path in sorted(SRC.rglob("*.py")):
+        if _unit(_module(path)) not in BELOW_THE_CLIENT:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module and "_apis" in node.module:
+                found += [
+                    f"{path.relative_to(SRC.parent)}:{node.lineno}: {a.name}"
+                    for a in node.names
+                    if a.name in LOOKUPS
+                ]
+            elif isinstance(node, ast.Attribute) and node.attr in LOOKUPS:
+                found.append(f"{path.relative_to(SRC.parent)}:{node.lineno}: .{node.attr}")
+    return found
+
+
+def test_no_registry_lookup_below_the_client() -> None:
+    assert registry_lookups() == []
+
+
+def test_the_lookup_check_sees_a_lookup(tmp_path: Path, monkeypatch: object) -> None:
+    # Read over a copy of one lower module with a lookup written into it.
+    import pytest as _pytest
+
+    assert isinstance(monkeypatch, _pytest.MonkeyPatch)
+    fake = tmp_path / "modelwire"
+    (fake / "_call").mkdir(parents=True)
+    (fake / "_call" / "x.py").write_text("from .._apis import find_api\n")
+    monkeypatch.setattr(__import__(__name__), "SRC", fake)
+    assert registry_lookups() == ["modelwire/_call/x.py:1: find_api"]

@@ -12,6 +12,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 import modelwire as mw
 from eventlist import final as last_message
+from eventlist import same_at_every_split
 from modelwire._apis.openai_chat import API, RESERVED, detect_compat
 from modelwire._client._options import resolve_options
 from modelwire._wire.request import HTTPRequest
@@ -28,6 +30,7 @@ from modelwire.testing import MockServer, Reply, sse_body
 from recorded import recorded_streams
 
 FIXTURES = recorded_streams("openai-chat")
+DATA = Path(__file__).parent / "data" / "openai-chat"  # our own streams, always present
 FIXTURE_FILES = sorted(p.name for p in FIXTURES.glob("*.sse"))
 KEY = "sk-test-QX7_distinctive_9f3e"
 
@@ -666,6 +669,36 @@ def test_mistral_content_arrays() -> None:
     assert [type(b).__name__ for b in msg.content] == ["ThinkingContent", "TextContent"]
     assert isinstance(msg.content[0], mw.ThinkingContent)
     assert (msg.content[0].thinking, msg.text) == ("hmm", "Yes.")
+
+
+DATABRICKS_REASONING = DATA / "SYNTHETIC-reasoning-content-parts.sse"
+
+
+def test_databricks_reasoning_parts_are_thinking_at_every_split() -> None:
+    """Databricks' ``{"type": "reasoning", "summary": [{"type": "summary_text", …}]}``
+    content parts (https://docs.databricks.com/aws/en/machine-learning/model-serving/
+    score-reason-models) are the thinking, the ``text`` parts the answer."""
+    body = DATABRICKS_REASONING.read_bytes()
+    msg = last_message(mw.replay("openai-chat", body))
+    assert msg.content == (
+        mw.ThinkingContent(
+            thinking="The question asks why the sky looks blue. Rayleigh scattering: "
+            "短波长的蓝光散射更强, so blue light reaches the eye from every direction.",
+            signature="content",
+        ),
+        mw.TextContent(
+            text="The sky is blue because air molecules scatter short (blue) wavelengths of "
+            "sunlight far more than long (red) ones — 瑞利散射。"
+        ),
+    )
+    assert (msg.stop_reason, msg.usage.input, msg.usage.output) == ("stop", 14, 58)
+    same_at_every_split("openai-chat", body)
+
+
+def test_a_reasoning_part_with_a_mistyped_summary_names_its_path() -> None:
+    msg = final([ch({"content": [{"type": "reasoning", "summary": "hm"}]}), ch(finish="stop")])
+    kind, text = err(msg)
+    assert kind == "malformed_chunk" and "choices[0].delta.content[0].summary" in text
 
 
 def test_refusal_is_text_with_the_raw_finish_reason() -> None:

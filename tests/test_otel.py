@@ -208,3 +208,17 @@ def test_a_raising_trace_observer_does_not_silence_the_instrumentation(otel: Ote
     assert message.text == "still traced"
     (span,) = otel.finished()
     assert dict(span.attributes or {})[GA.GEN_AI_USAGE_OUTPUT_TOKENS] == message.usage.output
+
+
+@pytest.mark.parametrize("missing", ["opentelemetry", "opentelemetry.metrics"])
+def test_instrument_without_the_extra_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    # As an environment without opentelemetry-api imports it: None in sys.modules
+    # makes the import fail with ModuleNotFoundError naming the module.
+    for name in [n for n in sys.modules if n == "opentelemetry" or n.startswith("opentelemetry.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, missing, None)
+    with pytest.raises(mw.errors.ConfigurationError, match=r"pip install 'modelwire\[otel\]'"):
+        modelwire.otel.instrument()
+    assert not modelwire.otel.is_instrumented()

@@ -382,12 +382,13 @@ def test_google_error_bodies_map_to_typed_kinds(
     reply = Reply(status=status, body=json.dumps(body).encode(), content_type="application/json",
                   headers={"retry-after": "120"} if status == 429 else {})  # fmt: skip
     with MockServer([reply]) as server:
+        origin = server.origin
         message = mw.complete_sync(_on(server, provider), CTX, api_key=TOKEN)
     assert message.error is not None and message.error.kind == kind
     assert says in message.error.message and TOKEN not in message.error.message
     # The message is the provider's, not the JSON body (arrays too: _http_status._error_text).
     assert (
-        message.error.message.startswith(f"HTTP {status}: ")
+        message.error.message.startswith(f"HTTP {status} from POST {origin}/")
         and '"error"' not in message.error.message
     )
 

@@ -36,6 +36,7 @@ __all__ = [
     "MIN_FRAGMENT",
     "StreamRedactor",
     "credential_secrets",
+    "display_url",
     "error_text",
     "head",
     "is_credential_header",
@@ -136,6 +137,27 @@ def redact_url(text: str) -> str:
     if "@" not in text:
         return text
     return _USERINFO.sub(lambda m: f"{m['head']}{MARK}@", text)
+
+
+#: Query parameters whose values an error may show: the response format and API
+#: version (Gemini ``alt=sse``, Azure ``api-version``); any other value may be a
+#: credential (Gemini ``key=``, an Azure SAS ``sig=``) and is never shown.
+_SHOWN_QUERY = frozenset({"alt", "api-version", "api_version"})
+
+
+def display_url(url: str, secrets: Iterable[str] = ()) -> str:
+    """``url`` as an error message may name it: secrets and userinfo replaced by
+    ``[redacted]``, the value of every query parameter but :data:`_SHOWN_QUERY`
+    too (``?key=AIza…`` → ``?key=[redacted]``), the fragment dropped."""
+    base, mark, query = url.partition("#")[0].partition("?")
+    if mark:
+        shown = []
+        for item in query.split("&"):
+            name, eq, _ = item.partition("=")
+            keep = eq and name.lower() in _SHOWN_QUERY
+            shown.append(item if keep else f"{name}={MARK}" if eq else MARK)
+        base = f"{base}?{'&'.join(shown)}"
+    return redact_url(redact(base, secrets))
 
 
 def error_text(exc: BaseException, secrets: Iterable[str]) -> str:

@@ -47,6 +47,8 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .errors import ConfigurationError
+
 if TYPE_CHECKING:
     from .trace import TraceRecord
     from .types import Model
@@ -124,12 +126,28 @@ def instrument(
     global _active
     from ._client._observers import AGENT_OBSERVERS, CALL_OBSERVERS
 
+    _require_opentelemetry()
     if capture_content is None:
         capture_content = os.environ.get(_CONTENT_ENV, "").strip().lower() == "true"
     uninstrument()
     _active = _Instruments(tracer_provider, meter_provider, bool(capture_content))
     CALL_OBSERVERS.append(_active.call)
     AGENT_OBSERVERS.append(_active.agent)
+
+
+def _require_opentelemetry() -> None:
+    # What the other extras say (aiohttp, Ray, the cloud credentials): the install line,
+    # not a bare ModuleNotFoundError; an ImportError from inside OpenTelemetry propagates.
+    try:
+        import opentelemetry.metrics
+        import opentelemetry.trace  # noqa: F401
+    except ImportError as exc:
+        if exc.name is None or exc.name.partition(".")[0] != "opentelemetry":
+            raise
+        raise ConfigurationError(
+            "modelwire.otel.instrument() needs OpenTelemetry (opentelemetry-api), which is "
+            "not installed: pip install 'modelwire[otel]'"
+        ) from None
 
 
 def uninstrument() -> None:

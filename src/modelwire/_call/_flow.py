@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .._providers._status import request_id, status_error
+from .._providers._status import request_id
 from .._redact import redact
 from .._wire.assemble._terminal import aborted_from, failed_from
 from ..errors import (
@@ -20,7 +20,7 @@ from ..errors import (
     from_info,
 )
 from ..events import DoneEvent, ErrorEvent, RestartEvent, StartEvent
-from ._head import header_items, unexpected_type, wrong_type_error
+from ._head import header_items, http_status_error, unexpected_type, wrong_type_error
 from ._intents import (
     DRAIN_BYTES,
     DRAIN_SECONDS,
@@ -68,11 +68,13 @@ class Leg:
     error before any content is retried with a fresh one); ``prefail`` is an error
     known before any I/O (a request that cannot fit the context window); ``circuit``
     the model's breaker (:mod:`modelwire._call._breaker`); ``pacer`` its provider's pacing
-    (:mod:`modelwire._call._limits`), booked with ``tokens`` estimated prompt tokens.
+    (:mod:`modelwire._call._limits`), booked with ``tokens`` estimated prompt tokens;
+    ``not_found_hint`` says, on a 404 only, what the caller knows of where the request
+    should have gone (a missing version segment, the other endpoint a server may serve).
     """
 
-    __slots__ = ("circuit", "max_retries", "model", "new_pipeline", "pacer", "prefail",
-                 "request", "timeout", "tokens")  # fmt: skip
+    __slots__ = ("circuit", "max_retries", "model", "new_pipeline", "not_found_hint", "pacer",
+                 "prefail", "request", "timeout", "tokens")  # fmt: skip
 
     def __init__(
         self,
@@ -86,8 +88,10 @@ class Leg:
         circuit: Circuit | None = None,
         pacer: Pacer | None = None,
         tokens: int = 0,
+        not_found_hint: Callable[[], str | None] | None = None,
     ) -> None:
         self.request = request
+        self.not_found_hint = not_found_hint
         self.timeout = timeout
         self.max_retries = max_retries
         self.new_pipeline = new_pipeline
@@ -116,9 +120,9 @@ class Call:
     ``clock`` (monotonic seconds) and ``rng`` go to the
     :class:`~modelwire._call._retry.RetryPolicy`.
 
-    ``new_pipeline``, ``circuit``, ``pacer``, ``tokens`` and ``model`` describe the
-    first leg (see :class:`Leg`); ``fallback`` adds the legs tried after it when a
-    failure matches ``switch``.
+    ``new_pipeline``, ``circuit``, ``pacer``, ``tokens``, ``model`` and ``not_found_hint``
+    describe the first leg (see :class:`Leg`); ``fallback`` adds the legs tried after it
+    when a failure matches ``switch``.
     """
 
     __slots__ = ("_abort_final", "_aborted", "_after_emit", "_body", "_clock", "_delivered",
@@ -143,6 +147,7 @@ class Call:
         tokens: int = 0,
         fallback: Sequence[Leg] = (),
         switch: Switch | None = None,
+        not_found_hint: Callable[[], str | None] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.request = request
@@ -152,7 +157,7 @@ class Call:
         self._policy = RetryPolicy(timeout, max_retries, clock=clock, rng=rng)
         first = Leg(request, timeout=timeout, max_retries=max_retries, new_pipeline=new_pipeline,
                     model=model, prefail=prefail, circuit=circuit, pacer=pacer,
-                    tokens=tokens)  # fmt: skip
+                    tokens=tokens, not_found_hint=not_found_hint)  # fmt: skip
         self._legs: tuple[Leg, ...] = (first, *fallback)
         self._switch = switch
         #: Where the call is (:data:`Phase`); set at each transition, only by the flow.
@@ -557,7 +562,8 @@ class Call:
                 body = yield ReadError(ERROR_BODY_LIMIT, policy.remaining())
                 if got.status < 300:
                     return wrong_type_error(request, got, wrong or "", body)
-                err = status_error(got.status, body, got.headers, request.secrets)
+                hint = leg.not_found_hint() if got.status == 404 and leg.not_found_hint else None
+                err = http_status_error(request, got, body, hint)
                 if err.retry_after is not None and leg.model is not None:
                     # One call's Retry-After pauses every paced call to this provider.
                     from ._limits import pause_provider

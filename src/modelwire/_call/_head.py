@@ -7,15 +7,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
-from .._providers._status import origin
+from .._providers._status import origin, status_error
 from .._redact import head, redact
-from ..errors import ProviderStreamError
+from ..errors import ProviderError, ProviderStreamError
 
 if TYPE_CHECKING:
     from .._wire.request import HTTPRequest
     from ._intents import Head
 
-__all__ = ["header_items", "unexpected_type", "wrong_type_error"]
+__all__ = ["header_items", "http_status_error", "unexpected_type", "wrong_type_error"]
+
+#: Every wire API request is a POST (the request values carry no method).
+METHOD = "POST"
 
 #: How much of a non-event-stream 200 body its error quotes.
 _EXCERPT_CHARS = 200
@@ -59,3 +62,15 @@ def wrong_type_error(
         f"{excerpt or '(empty)'!r}"
     )
     return ProviderStreamError(redact(message, request.secrets), status=head_.status)
+
+
+def http_status_error(
+    request: HTTPRequest, head_: Head, body: bytes, hint: str | None = None
+) -> ProviderError:
+    """The typed error for a response's error status: the provider's message (an HTML
+    page summarized), the request's method and URL, and ``hint`` (what the caller
+    knows about a 404: :class:`~modelwire._call._flow.Leg`'s ``not_found_hint``)."""
+    return status_error(
+        head_.status, body, head_.headers, request.secrets, method=METHOD, url=request.url,
+        hint=hint,
+    )  # fmt: skip

@@ -8,9 +8,10 @@ once, DESIGN §2).
 
 from __future__ import annotations
 
+import difflib
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from .._catalog._records import ENV_KEYS
@@ -31,7 +32,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentOptions",
     "StreamOptions",
+    "UnknownOptionError",
     "check_option_names",
+    "did_you_mean",
     "resolve_api_key",
     "resolve_checked",
     "resolve_options",
@@ -50,7 +53,9 @@ class AgentOptions(TypedDict, total=False):
     temperature: float | None
     """Sampling temperature, a finite number >= 0."""
     max_tokens: int | Literal["auto"] | None
-    """Output token limit (default: the model's ``max_tokens``); ``"auto"``: what the
+    """Output token limit (default: the model's ``max_tokens``: the catalog's output
+    limit, 4096 for an id the catalog does not know, ``mw.Model``'s 16384 unless set;
+    ``None`` sends none); ``"auto"``: what the
     model's context window leaves after the prompt (a local estimate,
     :func:`modelwire.count_tokens`), and a prompt that cannot fit ends the call with
     ``context_overflow`` before any I/O."""
@@ -122,15 +127,36 @@ class StreamOptions(AgentOptions, total=False):
     provider's environment variable."""
 
 
-def check_option_names(options: Mapping[str, object], where: str) -> None:
-    """Refuse a keyword that is not a stream option, as Python refuses an unknown
-    keyword (``TypeError``), naming the known ones."""
-    unknown = sorted(set(options) - StreamOptions.__optional_keys__)
+class UnknownOptionError(ConfigurationError, TypeError):
+    """A keyword that is no option: a caller mistake (``ConfigurationError``), and a
+    ``TypeError`` as Python's own unknown keyword argument is."""
+
+
+def did_you_mean(unknown: Iterable[str], known: Iterable[str]) -> str:
+    """`` (did you mean 'max_tokens'?)`` for the closest known name to each unknown
+    one that has one (difflib, as the CLI suggests a flag), else ``""``."""
+    names, wrong = sorted(known), list(unknown)
+    close = []
+    for name in wrong:
+        match = difflib.get_close_matches(name, names, n=1, cutoff=0.6)
+        if match:
+            close.append(repr(match[0]) if len(wrong) == 1 else f"{match[0]!r} for {name!r}")
+    return f" (did you mean {', '.join(close)}?)" if close else ""
+
+
+def check_option_names(
+    options: Mapping[str, object], where: str, known: Iterable[str] = ()
+) -> None:
+    """Refuse a keyword that is not a stream option (:class:`UnknownOptionError`),
+    naming the closest option and the known ones; ``known`` adds the names the
+    entry point takes besides the options."""
+    names = StreamOptions.__optional_keys__ | set(known)
+    unknown = sorted(set(options) - names)
     if unknown:
-        known = ", ".join(sorted(StreamOptions.__optional_keys__))
-        raise TypeError(
-            f"{where}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
-            f"the options are: {known}"
+        raise UnknownOptionError(
+            f"{where}() got unexpected keyword argument(s) {', '.join(map(repr, unknown))}"
+            f"{did_you_mean(unknown, names)}; the options are: "
+            f"{', '.join(sorted(StreamOptions.__optional_keys__))}"
         )
 
 

@@ -10,7 +10,9 @@ which class, and whether to retry, is :mod:`modelwire._providers._classify`'s de
 from __future__ import annotations
 
 import email.utils
+import html
 import math
+import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -18,7 +20,7 @@ from urllib.parse import urlsplit
 
 import msgspec
 
-from .._redact import head, redact, redact_bytes
+from .._redact import display_url, head, redact, redact_bytes
 from ..errors import ContentFilterError, ProviderError, RateLimitError
 from ._classify import content_filter_error, is_retryable, status_class
 
@@ -121,13 +123,41 @@ def _first_text(*values: object) -> str | None:
     return next((str(v) for v in values if isinstance(v, str) and v), None)
 
 
-def _error_text(body: bytes, parsed: _ErrorBody | None) -> tuple[str, str | None, str | None]:
+_HTML_START = re.compile(rb"\s*(<!--.*?-->\s*)*<(!doctype\s+html|html)[\s>]", re.I | re.S)
+_HTML_NAME = re.compile(r"<title[^>]*>(.*?)</title\s*>|<h[1-6][^>]*>(.*?)</h[1-6]\s*>", re.I | re.S)
+# Script and style bodies and comments go whole; then every tag.
+_HTML_TAG = re.compile(r"<(script|style)\b[^>]*>.*?</\1\s*>|<!--.*?-->|<[^>]*>", re.I | re.S)
+#: How much of an HTML page's title (or of its text, when it has none) an error shows.
+_HTML_CHARS = 200
+
+
+def _is_html(body: bytes, headers: Mapping[str, str]) -> bool:
+    kind = (_header(headers, "content-type") or "").split(";", 1)[0].strip().lower()
+    return kind in ("text/html", "application/xhtml+xml") or bool(_HTML_START.match(body))
+
+
+def _html_summary(text: str) -> str:
+    """What an HTML error page (a proxy's, a web server's, a wrong base URL's) says,
+    without its markup: its ``<title>``, else its first heading, else its text."""
+    found = _HTML_NAME.search(text)
+    inner = next(g for g in found.groups() if g is not None) if found is not None else text
+    plain = " ".join(html.unescape(_HTML_TAG.sub(" ", inner)).split())
+    if not plain and found is not None:
+        plain = " ".join(html.unescape(_HTML_TAG.sub(" ", text)).split())
+    return f"{head(plain, _HTML_CHARS) or '(an empty page)'} (an HTML page)"
+
+
+def _error_text(
+    body: bytes, parsed: _ErrorBody | None, headers: Mapping[str, str] | None = None
+) -> tuple[str, str | None, str | None]:
     """The provider's error message, its type and its code from an error body (OpenAI,
     Anthropic and Gemini all nest ``{"error": {"message", "type"|"status", "code"}}``).
     The code is the most specific of ``code``, ``type`` and ``status`` that is text
-    (Gemini's ``code`` is the HTTP status, a number)."""
+    (Gemini's ``code`` is the HTTP status, a number). An HTML page is summarized."""
     text = body.decode("utf-8", "replace").strip()
     if parsed is None:
+        if _is_html(body, headers or {}):
+            return _html_summary(text), None, None
         return (head(text, 500) or "(empty body)"), None, None
     err = parsed.error
     if isinstance(err, dict):
@@ -178,18 +208,28 @@ def request_id(headers: Mapping[str, str], body: _ErrorBody | None = None) -> st
 
 
 def status_error(
-    status: int, body: bytes, headers: Mapping[str, str], secrets: tuple[str, ...]
+    status: int,
+    body: bytes,
+    headers: Mapping[str, str],
+    secrets: tuple[str, ...],
+    *,
+    method: str = "POST",
+    url: str | None = None,
+    hint: str | None = None,
 ) -> ProviderError:
     """The typed error for an HTTP error status, message taken from the body.
 
     ``headers`` is any mapping of the response headers (``httpx.Headers`` or a
     plain dict), read in any case: ``Retry-After`` / ``retry-after-ms`` and the
-    request id (:data:`REQUEST_ID_HEADERS`)."""
+    request id (:data:`REQUEST_ID_HEADERS`). Given the request's ``url``, the
+    message names ``method`` and the URL (:func:`~modelwire._redact.display_url`:
+    no secret, userinfo or query value); ``hint`` is appended as it is."""
     body = redact_bytes(body, secrets)  # before any cut (modelwire._redact)
     parsed = _parse(body)
-    message, typ, code = _error_text(body, parsed)
+    message, typ, code = _error_text(body, parsed, headers)
     message = redact(message, secrets)
-    detail = f"HTTP {status}: {message}" + (f" ({typ})" if typ else "")
+    where = f" from {method} {display_url(url, secrets)}" if url else ""
+    detail = f"HTTP {status}{where}: {message}" + (f" ({typ})" if typ else "")
     filtered = content_filter_error(parsed.error) if parsed is not None else None
     text = body.decode("utf-8", "replace")
     cls = status_class(status, message, typ, text, filtered=filtered is not None)
@@ -198,6 +238,8 @@ def status_error(
         detail += " — the account is out of quota; retrying will not help"
     elif cls is ContentFilterError and filtered:
         detail += f" — {filtered}"
+    if hint:
+        detail += f" — {redact(hint, secrets)}"
     rid = request_id(headers, parsed)
     return cls(
         detail,

@@ -28,6 +28,7 @@ counted by ``max_turns``.
 
 from __future__ import annotations
 
+import inspect
 from collections import deque
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from typing import Any, Literal, Unpack
@@ -234,14 +235,17 @@ class Agent(ToolRunner, Controls):
 
     @staticmethod
     def _check_options(opts: dict[str, Any]) -> dict[str, Any]:
-        from .._client._options import resolve_options
+        from .._client._options import UnknownOptionError, did_you_mean, resolve_options
 
         if "api_key" in opts:
             raise ConfigurationError("pass api_key= to Agent directly, not in options")
         unknown = sorted(set(opts) - STREAM_OPTIONS)
         if unknown:
-            raise ConfigurationError(
-                f"unknown stream option(s) {', '.join(unknown)}; "
+            # A misspelt Agent argument (system_promt=) lands here too: suggest those.
+            own = set(inspect.signature(Agent.__init__).parameters) - {"self", "stream_options"}
+            raise UnknownOptionError(
+                f"unknown stream option(s) {', '.join(unknown)}"
+                f"{did_you_mean(unknown, STREAM_OPTIONS | own)}; "
                 f"known: {', '.join(sorted(STREAM_OPTIONS))}"
             )
         # Validate now (provider "" has no env var, so no key is looked up here).

@@ -51,10 +51,12 @@ class _ToolCallPart(msgspec.Struct, gc=False):
 
 
 class _ContentPart(msgspec.Struct, gc=False):
-    # Mistral sends content as a list of typed parts, thinking nested as parts.
+    # Mistral sends content as a list of typed parts, thinking nested as parts;
+    # Databricks' reasoning part nests ``summary_text`` parts in ``summary``.
     type: str = ""
     text: str | None = None
     thinking: list[_ContentPart] | str | None = None
+    summary: list[_ContentPart] | None = None
 
 
 class _ReasoningDetail(msgspec.Struct, gc=False):
@@ -473,6 +475,7 @@ class ChatDecoder:
         content = d.content
         if isinstance(content, list):
             text_parts: list[str] = []
+            summary: list[str] = []
             for part in content:
                 if part.type == "thinking":
                     if not thinking:
@@ -482,8 +485,17 @@ class ChatDecoder:
                             thinking = t
                         elif t:
                             thinking = "".join(p.text or "" for p in t)
+                elif part.type == "reasoning":
+                    # Databricks (https://docs.databricks.com/aws/en/machine-learning/
+                    # model-serving/score-reason-models): {"type": "reasoning", "summary":
+                    # [{"type": "summary_text", "text": …, "signature": …}]}; the
+                    # summary text is the thinking, never the answer.
+                    summary.extend(p.text for p in part.summary or () if
+                                   p.type == "summary_text" and p.text)  # fmt: skip
                 elif part.text:
                     text_parts.append(part.text)
+            if summary and not thinking:
+                field, thinking = "content", "".join(summary)
             content = "".join(text_parts)
         if thinking:
             out.append(ThinkingDelta(_THINKING, thinking))
