@@ -370,6 +370,93 @@ def test_local_providers_take_any_model_id(provider: str) -> None:
         mw.get_model(provider, "my-own-model:7b")
 
 
+# --------------------------------------------------------------------------- one resolution rule
+
+#: (spec, variable or None for base_url=, api expected, path expected). An id the catalog
+#: does not list, at an address: its provider's default API (DESIGN §2d).
+_UNLISTED = [
+    ("openai/smollm2", "OPENAI_BASE_URL", "openai-chat", "/v1/chat/completions"),
+    ("openai/smollm2", None, "openai-chat", "/v1/chat/completions"),
+    ("local/smollm2", "OPENAI_BASE_URL", "openai-chat", "/v1/chat/completions"),
+    ("local/smollm2", None, "openai-chat", "/v1/chat/completions"),
+    ("deepseek/my-fine-tune", None, "openai-chat", "/v1/chat/completions"),
+    ("anthropic/claude-next", "ANTHROPIC_BASE_URL", "anthropic-messages", "/v1/messages"),
+]
+
+
+@pytest.mark.parametrize(("spec", "var", "api", "path"), _UNLISTED)
+def test_an_unlisted_id_at_an_address_is_a_model_of_the_providers_api(
+    spec: str, var: str | None, api: str, path: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with MockServer(["hi"]) as srv:
+        base = srv.model(api).base_url
+        if var is not None:
+            # The Anthropic SDK's variable is the server root (it appends /v1).
+            monkeypatch.setenv(var, base.removesuffix("/v1") if var.startswith("ANTH") else base)
+        where = {} if var is not None else {"base_url": base}
+        model = catalog.as_model(spec, **where)
+        msg = mw.complete_sync(spec, "hello", api_key="sk-test", **where)  # type: ignore[arg-type]
+        agent = mw.Agent(spec, api_key="sk-test", **where)  # type: ignore[arg-type]
+    assert msg.stop_reason == "stop", msg.error
+    assert (model.api, model.base_url, model.id) == (api, base, spec.partition("/")[2])
+    assert model.max_tokens == catalog.UNLISTED_MAX_TOKENS and agent.model == model
+    assert srv.requests[0].path == path
+    assert srv.requests[0].json()["model"] == spec.partition("/")[2]
+
+
+def test_the_default_api_of_an_unlisted_id() -> None:
+    # OpenAI's own host serves Responses, the API of most of its models; any other
+    # server gets Chat Completions, the one compatible servers serve.
+    assert catalog.default_api("openai", "https://api.openai.com/v1") == "openai-responses"
+    assert catalog.default_api("openai", "http://127.0.0.1:8080/v1") == "openai-chat"
+    assert catalog.default_api("azure-openai", "https://me.openai.azure.com/openai/v1") == (
+        "openai-chat"
+    )
+    assert catalog.default_api("google", "http://127.0.0.1:1/v1beta") == "google-generative-ai"
+    assert catalog.default_api("ollama", "http://127.0.0.1:1") == "ollama-chat"
+    assert catalog.default_api("acme", "http://127.0.0.1:1/v1") == "openai-chat"
+    m = catalog.resolve_model("openai/new-model", "https://api.openai.com/v1")
+    assert (m.api, m.provider) == ("openai-responses", "openai")
+    # A catalog entry keeps its API and limits; api= (the CLI's --api) replaces the API.
+    listed = catalog.resolve_model("openai/gpt-5-mini", "http://127.0.0.1:1/v1")
+    assert (listed.api, listed.max_tokens) == ("openai-responses", 128_000)
+    assert catalog.resolve_model("local/x", "http://127.0.0.1:1/v1", api="ollama-chat").api == (
+        "ollama-chat"
+    )
+
+
+def test_without_an_address_an_unlisted_id_says_what_to_set() -> None:
+    with pytest.raises(ConfigurationError, match=r"base_url='http://127\.0\.0\.1:8000/v1'.*"
+                       r"set OPENAI_BASE_URL"):  # fmt: skip
+        mw.complete_sync("local/smollm2", "hi")
+    with pytest.raises(ConfigurationError, match=r"local/smollm2.*OPENAI_BASE_URL"):
+        mw.Agent("local/smollm2")
+    with pytest.raises(ConfigurationError, match=r"unknown model 'smollm2'.*base_url= or "
+                       r"OPENAI_BASE_URL"):  # fmt: skip
+        mw.complete_sync("openai/smollm2", "hi", api_key="sk-test")
+    with pytest.raises(ConfigurationError, match="give it as provider/model"):
+        catalog.resolve_model("smollm2", "http://127.0.0.1:1/v1")
+
+
+@pytest.mark.parametrize(
+    ("api", "other"),
+    [("openai-responses", "/v1/chat/completions: use api='openai-chat'"),
+     ("openai-chat", "/v1/responses: use api='openai-responses'")],
+)  # fmt: skip
+def test_a_404_from_a_compatible_server_names_the_other_endpoint(api: str, other: str) -> None:
+    with MockServer([Reply(status=404, error="Not Found")]) as srv:
+        model = catalog.resolve_model("openai/smollm2", srv.model(api).base_url, api=api)
+        msg = mw.complete_sync(model, "hi", api_key="sk-test", max_retries=0)
+    assert msg.error is not None and msg.error.kind == "not_found"
+    assert f"this server may serve only {other}" in msg.error.message
+    assert srv.requests[0].path == ("/v1/responses" if api == "openai-responses" else
+                                    "/v1/chat/completions")  # fmt: skip
+    # OpenAI's own host serves both, a hosted provider's endpoints are known: a 404
+    # there is about the model, not the endpoint.
+    assert catalog.other_apis(mw.get_model("openai", "gpt-5-mini")) == ()
+    assert catalog.other_apis(mw.get_model("groq", "openai/gpt-oss-120b")) == ()
+
+
 # --------------------------------------------------------------------------- costs
 
 

@@ -58,6 +58,32 @@ def test_sdk_base_url_variables_are_read_without_base_url(
     assert srv.requests[0].path.startswith(path)
 
 
+@pytest.mark.parametrize("spec", ["openai/smollm2", "local/smollm2", "openai/gpt-4.1-mini",
+                                  "openai/gpt-5-mini"])  # fmt: skip
+def test_the_cli_and_the_library_resolve_a_model_string_alike(
+    spec: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One rule (DESIGN §2d): an id the catalog does not list at OPENAI_BASE_URL is a
+    # Chat Completions model, as local/<id> is; a catalog entry keeps its own API.
+    with MockServer(["same"], repeat_last=True) as srv:
+        env = {"OPENAI_BASE_URL": srv.model().base_url, "OPENAI_API_KEY": "sk-test"}
+        by_cli = cli("chat", "-m", spec, "hi", env=env)
+        for var, value in env.items():
+            monkeypatch.setenv(var, value)
+        by_library = mw.complete_sync(spec, "hi")
+    assert by_cli.returncode == 0 and by_cli.stdout == "same\n", by_cli.stderr
+    assert by_library.text == "same"
+    (one, two) = srv.requests
+    path = "/v1/responses" if spec.endswith("gpt-5-mini") else "/v1/chat/completions"
+    assert one.path == two.path == path
+    assert one.json() == two.json() and one.json()["model"] == spec.partition("/")[2]
+
+
+def test_local_without_an_address_says_what_to_set() -> None:
+    proc = cli("chat", "-m", "local/smollm2", "hi")
+    assert_one_line_error(proc, "configuration", "--base-url", "OPENAI_BASE_URL")
+
+
 def test_a_bad_base_url_variable_is_one_clear_error() -> None:
     proc = cli("chat", "-m", "openai/gpt-4.1-mini", "hi",
                env={"OPENAI_BASE_URL": "localhost:8000", "OPENAI_API_KEY": "k"})  # fmt: skip

@@ -312,3 +312,33 @@ def test_auto_is_the_only_word_max_tokens_takes() -> None:
     with pytest.raises(mw.ConfigurationError, match='positive integer or "auto"'):
         mw.stream(mw.get_model("openai", "gpt-4.1-mini"), CTX, api_key="k",
                   max_tokens="max")  # type: ignore[arg-type]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the default output cap
+
+#: Where each API's body carries the output limit (its request reference).
+CAP_FIELD: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "openai-chat": lambda b: b.get("max_completion_tokens", b.get("max_tokens")),
+    "openai-responses": lambda b: b.get("max_output_tokens"),
+    "google-generative-ai": lambda b: b.get("generationConfig", {}).get("maxOutputTokens"),
+    "ollama-chat": lambda b: b.get("options", {}).get("num_predict"),
+    "cohere-chat": lambda b: b.get("max_tokens"),
+}
+
+
+@pytest.mark.parametrize("api", sorted(CAP_FIELD))
+def test_without_max_tokens_the_models_limit_is_sent_and_none_sends_none(api: str) -> None:
+    with MockServer(["ok"], repeat_last=True) as srv:
+        m = srv.model(api, max_tokens=321)
+        mw.complete_sync(m, CTX)
+        mw.complete_sync(m, CTX, max_tokens=None)
+        mw.complete_sync(m, CTX, max_tokens=7)
+        # A catalog model: its output limit; an id the catalog does not list, resolved
+        # from a string: the documented default.
+        base = srv.model("openai-chat").base_url
+        mw.complete_sync("openai/gpt-4.1-mini", CTX, base_url=base, api_key="sk-test")
+        mw.complete_sync("local/smollm2", CTX, base_url=base)
+    sent = [CAP_FIELD[str(r.api)](r.json()) for r in srv.requests]
+    assert [r.api for r in srv.requests] == [api, api, api, "openai-chat", "openai-chat"]
+    listed = mw.get_model("openai", "gpt-4.1-mini").max_tokens
+    assert sent == [321, None, 7, listed, 4096] and listed > 4096

@@ -7,7 +7,7 @@ offline.
 
 Public surface (``mw.models``, ``mw.get_model`` and the helpers below):
 
-* :func:`models` / :func:`get_model` / :func:`resolve_model` — catalog entries as
+* :func:`models` / :func:`get_model` / :func:`resolve_model` (the one resolution rule) — catalog entries as
   :class:`~modelwire.types.Model` values (``"provider/model"`` strings for the CLI);
 * :func:`providers` / :func:`env_vars` — provider names and their API-key variables
   (from the provider records, :mod:`modelwire._catalog._records`);
@@ -21,9 +21,7 @@ to ``mw.stream``/``mw.replay`` gets priced messages.
 
 from __future__ import annotations
 
-import ipaddress
 import os
-import re
 import threading
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -34,203 +32,34 @@ from .._redact import redact_url
 from .._wire.request import REASONING_LEVELS
 from ..errors import ConfigurationError
 from ..types import Model, ModelCost
-from ..types._model import INPUT_KINDS as MODEL_INPUT_KINDS
-from ._schema import CatalogFile, ModelEntry, PriceEntry, ProviderEntry, _decoder, read_packaged
+from ._schema import CatalogFile, ModelEntry, ProviderEntry, read_packaged
 from ._schema import TemplateEntry as TemplateEntry  # re-exported: a public name of this module
+from ._validate import INPUT_KINDS, dump_catalog, is_loopback, validate_catalog
 
 __all__ = [
     "BASE_URL_ENV",
     "INPUT_KINDS",
+    "LOCAL",
+    "UNLISTED_MAX_TOKENS",
     "CatalogFile",
     "ModelEntry",
     "ProviderEntry",
     "as_model",
     "clamp_reasoning",
+    "default_api",
     "dump_catalog",
+    "env_base_url",
     "env_vars",
     "get_model",
     "is_loopback",
     "load_catalog",
     "models",
+    "other_apis",
     "providers",
     "reasoning_levels",
     "resolve_model",
     "validate_catalog",
 ]
-
-#: Input kinds a model may accept: the ones ``Model.input`` knows.
-INPUT_KINDS: frozenset[str] = MODEL_INPUT_KINDS
-
-
-# --------------------------------------------------------------------------- validation
-
-
-def is_loopback(url: str) -> bool:
-    """Whether ``url`` points at this machine (127.0.0.0/8, ::1, localhost): the one
-    test, used by the catalog's URL rules and the CLI's paid-API guard."""
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _check_url(url: str, where: str, *, local: bool) -> None:
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if parts.scheme == "https" and host and not local:
-        return
-    if parts.scheme == "http" and is_loopback(url):
-        return
-    want = "http on a loopback address" if local else "https (or http on a loopback address)"
-    raise ConfigurationError(f"{where} must be {want}, got {redact_url(url)!r}")
-
-
-def _check_positive(value: int, where: str) -> None:
-    if isinstance(value, bool) or value <= 0:
-        raise ConfigurationError(f"{where} must be a positive integer, got {value!r}")
-
-
-def _pattern(text: str, where: str) -> None:
-    import re
-
-    try:
-        re.compile(text)
-    except re.error as exc:
-        raise ConfigurationError(f"{where} is not a valid regular expression: {exc}") from None
-
-
-def _check_record(p: ProviderEntry, where: str, apis: frozenset[str]) -> None:
-    """The provider-record fields a schema cannot check: known APIs, patterns that
-    compile, known error kinds."""
-    from ..errors import STREAM_ERROR_KINDS
-
-    for field in ("compat", "reasoning_compat", "tool_ids", "capabilities"):
-        for api in getattr(p, field) or {}:
-            if api not in apis:
-                raise ConfigurationError(f"{where}.{field}: {api!r} is not a known API")
-    for api, rule in (p.tool_ids or {}).items():
-        _pattern(rule.valid, f"{where}.tool_ids[{api!r}].valid")
-        if rule.bad is not None:
-            _pattern(rule.bad, f"{where}.tool_ids[{api!r}].bad")
-        _check_positive(rule.max_len, f"{where}.tool_ids[{api!r}].max_len")
-    for i, text in enumerate(p.overflow):
-        _pattern(text, f"{where}.overflow[{i}]")
-    for i, q in enumerate(p.status_quirks):
-        _pattern(q.match, f"{where}.status_quirks[{i}].match")
-        if q.kind not in STREAM_ERROR_KINDS:
-            raise ConfigurationError(f"{where}.status_quirks[{i}].kind {q.kind!r} is unknown")
-        if not 400 <= q.status <= 599:
-            raise ConfigurationError(f"{where}.status_quirks[{i}].status must be 4xx or 5xx")
-
-
-def _check_entry(m: ModelEntry, p: ProviderEntry, where: str, apis: frozenset[str]) -> None:
-    if not m.id or m.id != m.id.strip():
-        raise ConfigurationError(f"{where}.id must be a non-empty string without outer spaces")
-    if not m.name:
-        raise ConfigurationError(f"{where}.name must be a non-empty string")
-    if m.api not in apis:
-        raise ConfigurationError(f"{where}.api {m.api!r} is not one of {', '.join(sorted(apis))}")
-    _check_url(m.base_url, f"{where}.base_url", local=p.local)
-    if m.base_url.endswith("/"):
-        raise ConfigurationError(f"{where}.base_url must not end with '/'")
-    _check_positive(m.context_window, f"{where}.context_window")
-    _check_positive(m.max_tokens, f"{where}.max_tokens")
-    if m.max_tokens > m.context_window:
-        raise ConfigurationError(f"{where}.max_tokens exceeds its context_window")
-    kinds = set(m.input)
-    if "text" not in kinds or not kinds <= INPUT_KINDS or len(kinds) != len(m.input):
-        raise ConfigurationError(
-            f"{where}.input must list text and optionally {', '.join(sorted(INPUT_KINDS - {'text'}))} "
-            f"once each, got {list(m.input)}"
-        )
-    for field in PriceEntry.__struct_fields__:
-        price = getattr(m.cost, field)
-        if price < 0 or price != price or price == float("inf"):
-            raise ConfigurationError(f"{where}.cost.{field} must be a finite number >= 0")
-    if m.cost.input <= 0 and not p.local:
-        raise ConfigurationError(f"{where}.cost.input must be positive for a hosted model")
-    if m.cost.output <= 0 and not p.local:
-        raise ConfigurationError(f"{where}.cost.output must be positive for a hosted model")
-    levels = m.reasoning_levels
-    if levels is not None:
-        if not m.reasoning:
-            raise ConfigurationError(f"{where}.reasoning_levels given but reasoning is false")
-        order = [lv for lv in REASONING_LEVELS if lv in levels]
-        if order != list(levels):
-            raise ConfigurationError(
-                f"{where}.reasoning_levels must be distinct levels of "
-                f"{', '.join(REASONING_LEVELS)} in that order, got {list(levels)}"
-            )
-
-
-def validate_catalog(data: bytes | str) -> CatalogFile:
-    """Decode and check the catalog data; ``ConfigurationError`` names the bad path.
-
-    Beyond types: known ``api`` (one of the file's ``apis``); ``https`` base URLs (``http`` only on loopback, and
-    loopback only for local providers); positive token limits; non-negative
-    prices; known input kinds and reasoning levels; unique provider names and
-    aliases and model ids per provider; provider records whose APIs are known and
-    whose patterns compile (:func:`_check_record`).
-    """
-    try:
-        cat = _decoder.decode(data)
-    except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"invalid model catalog: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise ConfigurationError(f"invalid model catalog JSON: {exc}") from None
-    if cat.version != 1:
-        raise ConfigurationError(f"unsupported model catalog version {cat.version}")
-    apis = frozenset(cat.apis)
-    for i, api in enumerate(cat.apis):
-        if not re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)+", api):
-            raise ConfigurationError(f"apis[{i}] {api!r} is not a wire API name")
-    seen: set[str] = set()
-    for i, p in enumerate(cat.providers):
-        where = f"providers[{i}] ({p.id})"
-        for name in (p.id, *p.aliases):
-            if not name or name in seen:
-                raise ConfigurationError(f"{where}: {name!r} must be a unique non-empty name")
-            seen.add(name)
-        _check_record(p, where, apis)
-        if p.local and p.env:
-            raise ConfigurationError(f"{where} is local and must not need a key")
-        if not p.local and not p.env and p.models:
-            raise ConfigurationError(f"{where} is hosted and must name its key variable")
-        if p.local != (p.template is not None):
-            raise ConfigurationError(f"{where}: a template is required for, and only for, local")
-        if p.template is not None:
-            t = p.template
-            if t.api not in apis:
-                raise ConfigurationError(f"{where}.template.api {t.api!r} is unknown")
-            _check_url(t.base_url, f"{where}.template.base_url", local=True)
-            _check_positive(t.context_window, f"{where}.template.context_window")
-            _check_positive(t.max_tokens, f"{where}.template.max_tokens")
-        if not p.models and (p.local or p.env or p.key_optional):
-            raise ConfigurationError(
-                f"{where}.models must not be empty (only a hosted provider known by its "
-                "server's quirks alone lists no models and no key variable)"
-            )
-        ids: set[str] = set()
-        for j, m in enumerate(p.models):
-            mwhere = f"{where}.models[{j}] ({m.id})"
-            if m.id in ids:
-                raise ConfigurationError(f"{mwhere}: duplicate model id for provider {p.id!r}")
-            ids.add(m.id)
-            _check_entry(m, p, mwhere, apis)
-    return cat
-
-
-_dump_encoder = msgspec.json.Encoder(order="deterministic")  # dict keys sorted
-
-
-def dump_catalog(cat: CatalogFile) -> bytes:
-    """The canonical text of the data file: keys in schema order (free-form dicts
-    such as ``compat`` sorted), two-space indentation, defaults omitted, a final
-    newline (what ``scripts/regenerate_catalog.py`` writes)."""
-    return msgspec.json.format(_dump_encoder.encode(cat), indent=2) + b"\n"
 
 
 # --------------------------------------------------------------------------- loading
@@ -341,30 +170,6 @@ def models(provider: str | None = None) -> list[Model]:
     return list(index.models[_provider(provider).id])
 
 
-#: The base-URL variables the official SDKs read, and the version segment their value
-#: lacks: OPENAI_BASE_URL includes ``/v1`` (openai-python); ANTHROPIC_BASE_URL is the
-#: server root (anthropic-sdk-python appends ``/v1/messages``); GOOGLE_GEMINI_BASE_URL
-#: too (google-genai appends the API version). DESIGN §2b.
-BASE_URL_ENV: dict[str, tuple[str, str]] = {
-    "openai": ("OPENAI_BASE_URL", ""),
-    "anthropic": ("ANTHROPIC_BASE_URL", "/v1"),
-    "google": ("GOOGLE_GEMINI_BASE_URL", "/v1beta"),
-}
-
-
-def _env_base_url(m: Model) -> Model:
-    """``m`` at the address its provider's base-URL variable names, if one is set."""
-    var, version = BASE_URL_ENV.get(m.provider, ("", ""))
-    url = os.environ.get(var, "").strip().rstrip("/") if var else ""
-    if not url:
-        return m
-    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
-        raise ConfigurationError(f"{var} must be an http(s) URL, got {redact_url(url)!r}")
-    if version and not url.endswith(version):
-        url += version
-    return msgspec.structs.replace(m, base_url=url)
-
-
 def get_model(provider: str, model_id: str) -> Model:
     """The catalog entry for ``provider`` and ``model_id``.
 
@@ -393,62 +198,208 @@ def get_model(provider: str, model_id: str) -> Model:
     raise ConfigurationError("; ".join(parts))
 
 
-def resolve_model(spec: str) -> Model:
-    """A model from a ``"provider/model"`` string (what the CLI takes).
+def env_vars(provider: str) -> tuple[str, ...]:
+    """The API-key variables read for ``provider`` (first set wins); ``()`` for local
+    servers and unknown providers, which send no auth header without a key."""
+    from ._records import env_keys
+
+    return env_keys().get(provider, ())
+
+
+# --------------------------------------------------------------------------- resolution
+
+#: The base-URL variables the official SDKs read, and the version segment their value
+#: lacks: OPENAI_BASE_URL includes ``/v1`` (openai-python); ANTHROPIC_BASE_URL is the
+#: server root (anthropic-sdk-python appends ``/v1/messages``); GOOGLE_GEMINI_BASE_URL
+#: too (google-genai appends the API version). DESIGN §2b. ``local/<id>`` is a model of
+#: the compatible API (Chat Completions), so it reads that SDK's variable.
+BASE_URL_ENV: dict[str, tuple[str, str]] = {
+    "openai": ("OPENAI_BASE_URL", ""),
+    "local": ("OPENAI_BASE_URL", ""),
+    "anthropic": ("ANTHROPIC_BASE_URL", "/v1"),
+    "google": ("GOOGLE_GEMINI_BASE_URL", "/v1beta"),
+}
+
+#: The provider of ``local/<id>``: any server, reached through the catalog's
+#: ``compatible_api``.
+LOCAL = "local"
+
+#: The output cap (``Model.max_tokens``, sent when the call gives no ``max_tokens``) of
+#: a model the catalog does not list, resolved from a ``"provider/id"`` string: enough
+#: for an answer, and a bound on a small model that loops.
+UNLISTED_MAX_TOKENS = 4096
+
+
+def env_base_url(provider: str) -> tuple[str | None, str]:
+    """The address ``provider``'s base-URL variable names (:data:`BASE_URL_ENV`, its
+    version segment added), and the variable; ``(None, var)`` when it is not set."""
+    var, version = BASE_URL_ENV.get(provider, ("", ""))
+    url = os.environ.get(var, "").strip().rstrip("/") if var else ""
+    if not url:
+        return None, var
+    if urlsplit(url).scheme not in ("http", "https") or not urlsplit(url).hostname:
+        raise ConfigurationError(f"{var} must be an http(s) URL, got {redact_url(url)!r}")
+    if version and not url.endswith(version):
+        url += version
+    return url, var
+
+
+def _env_base_url(m: Model) -> Model:
+    """``m`` at the address its provider's base-URL variable names, if one is set."""
+    url, _ = env_base_url(m.provider)
+    return m if url is None else msgspec.structs.replace(m, base_url=url)
+
+
+def default_api(provider: str, base_url: str) -> str:
+    """The wire API of an id the catalog does not list for ``provider``, at ``base_url``.
+
+    A local provider's template API; else the one API its catalog models speak. A
+    provider with two (OpenAI, Azure OpenAI: Responses and Chat Completions) gets the
+    API most of its models use at its own host (``api.openai.com``: Responses) and Chat
+    Completions anywhere else, the endpoint compatible servers serve
+    (https://platform.openai.com/docs/api-reference/chat). An unknown provider: Chat
+    Completions."""
+    index = _load()
+    compatible = index.file.compatible_api
+    p = index.providers.get(provider)
+    if p is None:
+        return compatible
+    if p.template is not None:
+        return p.template.api
+    apis = [m.api for m in p.models]
+    if not apis:
+        return compatible
+    own = {urlsplit(m.base_url).hostname for m in p.models}
+    if len(set(apis)) > 1 and compatible in apis and urlsplit(base_url).hostname not in own:
+        return compatible
+    return max(dict.fromkeys(apis), key=apis.count)
+
+
+def other_apis(model: Model) -> tuple[str, ...]:
+    """For a 404 from ``model``'s endpoint: the other APIs its server may serve instead.
+
+    Only for a server of the user's own (its provider's models speak more than one API
+    and ``model`` is away from their hosts, as ``openai/<id>`` at a vLLM or llama.cpp
+    address; or ``local/<id>``, a local provider, one the catalog does not know): the
+    provider's other APIs, and the compatible API. ``()`` for a hosted provider at its
+    own address, whose endpoints are known."""
+    index = _load()
+    p = index.providers.get(model.provider)
+    apis = dict.fromkeys(m.api for m in p.models) if p is not None else {}
+    own = {urlsplit(m.base_url).hostname for m in p.models} if p is not None else set()
+    if (
+        p is not None
+        and not p.local
+        and (len(apis) < 2 or urlsplit(model.base_url).hostname in own)
+    ):
+        return ()
+    others = [*apis, index.file.compatible_api]
+    return tuple(a for a in dict.fromkeys(others) if a != model.api)
+
+
+def _checked_url(base_url: object) -> str:
+    if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
+        raise ConfigurationError(
+            f"base_url must be an http(s):// URL, got {redact_url(str(base_url))!r}"
+        )
+    return base_url.rstrip("/")
+
+
+def resolve_model(spec: str, base_url: str | None = None, *, api: str | None = None) -> Model:
+    """A model from a ``"provider/model"`` string: the one rule of the library (``mw.stream``,
+    ``mw.Agent``, ``mw.batch``) and the CLI (``-m``) alike.
 
     The provider is the part before the first ``/`` (model ids may contain ``/``,
-    e.g. ``openrouter/anthropic/claude-sonnet-4.5``); aliases such as
-    ``dashscope`` or ``gemini`` are accepted. A bare model id resolves when exactly
-    one provider lists it. For a local provider (ollama, vllm, lmstudio) an id the
-    catalog does not list gets the provider's template: served models vary.
+    e.g. ``openrouter/anthropic/claude-sonnet-4.5``); aliases such as ``dashscope`` or
+    ``gemini`` are accepted. A bare model id resolves when exactly one provider lists it.
+    The address is ``base_url``, else the provider's base-URL variable
+    (:data:`BASE_URL_ENV`: ``OPENAI_BASE_URL``…), else the catalog's.
+
+    * A catalog entry keeps its API, limits and prices; only the address changes.
+    * A local provider (ollama, vllm, lmstudio) takes any id, with its template.
+    * Any other id the catalog does not list, given with an address, is a model of the
+      provider's default API (:func:`default_api`: Chat Completions at an address
+      that is not OpenAI's own); ``local/<id>`` is a model of the compatible API and
+      needs an address. Without one the error lists close matches.
+
+    ``api`` replaces the wire API (the CLI's ``--api``). An unlisted id's output cap
+    is :data:`UNLISTED_MAX_TOKENS`.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ConfigurationError('a model is given as "provider/model", e.g. "openai/gpt-4.1-mini"')
     spec = spec.strip()
+    if base_url is not None:
+        base_url = _checked_url(base_url)
     index = _load()
     head, sep, tail = spec.partition("/")
     provider = index.aliases.get(head.lower(), head.lower())
+    if sep and not tail:
+        raise ConfigurationError(f"{spec!r} names no model after the provider")
+    found: Model | None = None
+    url, var = (base_url, "base_url=") if base_url is not None or not sep else (
+        env_base_url(provider))  # fmt: skip
     if sep and provider in index.providers:
-        if not tail:
-            raise ConfigurationError(f"{spec!r} names no model after the provider")
         p = index.providers[provider]
         found = index.by_key.get((p.id, tail))
-        if found is not None:
-            return _env_base_url(found)
-        if p.local and p.template is not None:
+        if found is None and p.local and p.template is not None:
             t = p.template
-            return Model(id=tail, api=t.api, provider=p.id, base_url=t.base_url, name=tail,
-                         context_window=t.context_window, max_tokens=t.max_tokens)  # fmt: skip
-        return get_model(p.id, tail)  # raises with close matches
-    matches = [m for (_, mid), m in index.by_key.items() if mid == spec]
-    if len(matches) == 1:
-        return _env_base_url(matches[0])
-    if matches:
-        names = ", ".join(f"{m.provider}/{m.id}" for m in matches)
-        raise ConfigurationError(f"{spec!r} is listed by several providers; pick one of {names}")
-    every = [f"{p}/{mid}" for (p, mid) in index.by_key]
-    close = _close(spec, every)
-    hint = f"; did you mean {', '.join(close)}?" if close else ""
-    raise ConfigurationError(
-        f"unknown model {spec!r}: give it as provider/model{hint} "
-        f"(providers: {', '.join(index.providers)})"
-    )
+            found = Model(id=tail, api=t.api, provider=p.id, base_url=url or t.base_url, name=tail,
+                          context_window=t.context_window, max_tokens=t.max_tokens)  # fmt: skip
+        elif found is None and url is None:
+            try:
+                get_model(p.id, tail)  # raises with close matches
+            except ConfigurationError as exc:
+                where = f"base_url= or {var}" if var else "base_url="
+                raise ConfigurationError(
+                    f"{exc}; an id the catalog does not list needs its server's address ({where})"
+                ) from None
+        elif found is None:
+            found = Model(id=tail, api=default_api(p.id, url or ""), provider=p.id,
+                          base_url=url or "", name=tail, max_tokens=UNLISTED_MAX_TOKENS)  # fmt: skip
+    elif sep and provider == LOCAL:
+        if url is None:
+            raise ConfigurationError(
+                f"{spec!r} is a model of a server of your own (OpenAI Chat Completions): give "
+                "its address with base_url='http://127.0.0.1:8000/v1' (CLI: --base-url) or "
+                f"set {var}"
+            )
+        found = Model(id=tail, api=index.file.compatible_api, provider=LOCAL, base_url=url, name=tail,
+                      max_tokens=UNLISTED_MAX_TOKENS)  # fmt: skip
+    else:
+        matches = [m for (_, mid), m in index.by_key.items() if mid == spec]
+        if len(matches) > 1:
+            names = ", ".join(f"{m.provider}/{m.id}" for m in matches)
+            raise ConfigurationError(
+                f"{spec!r} is listed by several providers; pick one of {names}"
+            )
+        if not matches and sep and url is not None:
+            # A provider of the user's own: any server, through the compatible API.
+            return Model(id=tail, api=api or index.file.compatible_api, provider=head, base_url=url,
+                         name=tail, max_tokens=UNLISTED_MAX_TOKENS)  # fmt: skip
+        if not matches:
+            every = [f"{p}/{mid}" for (p, mid) in index.by_key]
+            close = _close(spec, every)
+            hint = f"; did you mean {', '.join(close)}?" if close else ""
+            raise ConfigurationError(
+                f"unknown model {spec!r}: give it as provider/model{hint} "
+                f"(providers: {', '.join(index.providers)})"
+            )
+        found = matches[0]
+        url = url if url is not None else env_base_url(found.provider)[0]
+    assert found is not None
+    if url is not None and found.base_url != url:
+        found = msgspec.structs.replace(found, base_url=url)
+    if api is not None and api != found.api:
+        found = msgspec.structs.replace(found, api=api)
+    return found
 
 
 def as_model(model: object, base_url: str | None = None, where: str = "model") -> Model:
     """``model`` as a :class:`Model`: a ``Model`` as it is, or a ``"provider/model-id"``
-    string looked up like :func:`resolve_model`; ``base_url`` replaces its address.
-
-    An id the catalog does not list becomes a ``Model`` of the provider's wire API
-    when ``base_url`` is given (a fine-tune, a new model, a gateway); without it the
-    error lists close matches. ``where`` names the value in the error for any other type.
-    """
+    string resolved by :func:`resolve_model`; ``base_url`` replaces its address.
+    ``where`` names the value in the error for any other type."""
     if base_url is not None:
-        if not isinstance(base_url, str) or urlsplit(base_url).scheme not in ("http", "https"):
-            raise ConfigurationError(
-                f"base_url must be an http(s):// URL, got {redact_url(str(base_url))!r}"
-            )
-        base_url = base_url.rstrip("/")
+        base_url = _checked_url(base_url)
     if isinstance(model, Model):
         return model if base_url is None else msgspec.structs.replace(model, base_url=base_url)
     if not isinstance(model, str):
@@ -456,25 +407,7 @@ def as_model(model: object, base_url: str | None = None, where: str = "model") -
             f'{where} must be a modelwire.Model or a "provider/model-id" string, '
             f"got {type(model).__name__}"
         )
-    try:
-        found = resolve_model(model)
-    except ConfigurationError:
-        head, sep, tail = model.strip().partition("/")
-        index = _load()
-        p = index.providers.get(index.aliases.get(head.lower(), head.lower()))
-        if base_url is None or not sep or not tail or p is None:
-            raise
-        api = p.template.api if p.template is not None else p.models[0].api
-        return Model(id=tail, api=api, provider=p.id, base_url=base_url, name=tail)
-    return found if base_url is None else msgspec.structs.replace(found, base_url=base_url)
-
-
-def env_vars(provider: str) -> tuple[str, ...]:
-    """The API-key variables read for ``provider`` (first set wins); ``()`` for local
-    servers and unknown providers, which send no auth header without a key."""
-    from ._records import env_keys
-
-    return env_keys().get(provider, ())
+    return resolve_model(model, base_url)
 
 
 # --------------------------------------------------------------------------- reasoning

@@ -184,6 +184,10 @@ class CatalogFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fiel
     apis: tuple[str, ...]
     """The wire APIs an entry may name: the API packages of ``modelwire._apis`` (the
     catalog is below them and lists them as data; a test keeps the two in step)."""
+    compatible_api: str
+    """The API every OpenAI-compatible server answers (vLLM, llama.cpp, Ollama's ``/v1``,
+    LiteLLM): the API of ``local/<id>``, and of an id the catalog does not list at an
+    address that is not its provider's own (DESIGN §2d)."""
     providers: tuple[ProviderEntry, ...]
     """Every provider, in display order."""
 

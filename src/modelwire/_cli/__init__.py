@@ -102,7 +102,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", "--model", metavar="PROVIDER/MODEL",
-                   help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url (default: "
+                   help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url or $OPENAI_BASE_URL (default: "
                    "$MODELWIRE_MODEL, else model = ... in ~/.config/modelwire/config.toml)")  # fmt: skip
     p.add_argument("--key", help="API key (default: the provider's environment variable)")
     p.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
@@ -112,7 +112,8 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    "http://127.0.0.1:8000/v1 (instead of the catalog entry; default: "
                    "$OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL, else base_url = ... "
                    "in config.toml); any model id is accepted there")  # fmt: skip
-    p.add_argument("--api", choices=APIS, help=f"wire API for --base-url (default {DEFAULT_API})")
+    p.add_argument("--api", choices=APIS, help="wire API for --base-url (default: the provider's; "
+                   f"{DEFAULT_API} for local/ and off OpenAI's own host)")  # fmt: skip
     p.add_argument("--system", help="system prompt")
     p.add_argument("--max-tokens", type=int, help="output token limit")
     p.add_argument("--temperature", type=float)

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .._apis import DEFAULT_API
 from .._catalog import is_loopback
 
 if TYPE_CHECKING:
@@ -224,17 +223,19 @@ def read_prompt(parts: list[str], *, stdin_is_prompt: bool) -> str:
 
 def _base_url(args: argparse.Namespace, provider: str) -> tuple[str | None, str]:
     """The address to use instead of the catalog's, and where it came from:
-    ``--base-url``, the provider's SDK variable (``OPENAI_BASE_URL``…), or
-    ``base_url`` in the config file."""
+    ``--base-url``, the provider's SDK variable (``OPENAI_BASE_URL``…, also read for
+    ``local/<id>``), or ``base_url`` in the config file."""
     from .. import _catalog as catalog
+    from ..errors import ConfigurationError
 
     if args.base_url:
         return args.base_url, "--base-url"
-    var, version = catalog.BASE_URL_ENV.get(_canonical(provider), ("", ""))
-    url = os.environ.get(var, "").strip().rstrip("/") if var else ""
+    try:
+        url, var = catalog.env_base_url(_canonical(provider))
+    except ConfigurationError as exc:
+        raise CLIError("configuration", str(exc)) from None
     if url:
-        _check_url(url, var)
-        return (url if not version or url.endswith(version) else url + version), var
+        return url, var
     configured = config_value("base_url", str, 'a URL like "http://127.0.0.1:8000/v1"')
     if configured:
         _check_url(configured, f"base_url in {config_dir() / 'config.toml'}")
@@ -254,22 +255,16 @@ def _check_url(url: str, source: str) -> None:
 
 
 def resolve_model(args: argparse.Namespace) -> Model:
-    """The model for ``-m provider/model`` (+ ``--base-url``/``--api``).
-
-    Without an address of its own the catalog resolves the name (aliases and
-    local templates included). With one (``--base-url``, the SDK variables
-    ``OPENAI_BASE_URL``…, or ``base_url`` in ``config.toml``), a catalog entry keeps
-    its limits and prices and only changes address (and API); any other id becomes a
-    plain ``Model`` at that address, as the official SDKs send any id. The provider's
-    API key is checked before anything is sent, so a missing key is reported naming
-    its variable.
+    """The model for ``-m provider/model`` (+ ``--base-url``/``--api``), by the library's
+    one rule (:func:`modelwire._catalog.resolve_model`): with an address of its own
+    (``--base-url``, the SDK variables ``OPENAI_BASE_URL``…, or ``base_url`` in
+    ``config.toml``) a catalog entry keeps its limits and prices and only changes
+    address, and any other id is a model of the provider's default API; ``local/<id>``
+    is a model of the compatible API (Chat Completions). The provider's API key is
+    checked before anything is sent, so a missing key is reported naming its variable.
     """
-    import msgspec
-
     from .. import _catalog as catalog
     from .._client._options import resolve_api_key
-    from ..errors import ConfigurationError
-    from ..types import Model
 
     spec = (args.model or default_model() or "").strip()
     if not spec:
@@ -280,24 +275,9 @@ def resolve_model(args: argparse.Namespace) -> Model:
         )
     provider, sep, model_id = spec.partition("/")
     base_url, source = _base_url(args, provider) if sep else (args.base_url, "--base-url")
-    model: Model | None = None
-    if base_url:
-        if not sep or not provider or not model_id:
-            raise CLIError("usage", f"-m takes PROVIDER/MODEL with {source}, got {spec!r}")
-        try:
-            model = catalog.resolve_model(spec)
-        except ConfigurationError:
-            model = None  # not in the catalog: any server, any id
-        if model is not None:
-            model = msgspec.structs.replace(model, base_url=base_url,
-                                            api=args.api or model.api)  # fmt: skip
-        else:
-            model = Model(id=model_id, api=args.api or _provider_api(provider), provider=provider,
-                          base_url=base_url)  # fmt: skip
-    else:
-        model = catalog.resolve_model(spec)
-        if args.api and args.api != model.api:
-            model = msgspec.structs.replace(model, api=args.api)
+    if base_url and (not sep or not provider or not model_id):
+        raise CLIError("usage", f"-m takes PROVIDER/MODEL with {source}, got {spec!r}")
+    model = catalog.resolve_model(spec, base_url or None, api=args.api)
     model = _reasoning(args, model)
     resolve_api_key(model.provider, args.key)  # MissingAPIKeyError names the variable
     return model
@@ -309,21 +289,6 @@ def _canonical(provider: str) -> str:
 
     aliases: dict[str, str] = catalog._load().aliases
     return aliases.get(provider.lower(), provider.lower())
-
-
-def _provider_api(provider: str) -> str:
-    """The wire API for an id the catalog does not list (``--api`` overrides it)."""
-    from .. import _catalog as catalog
-    from ..errors import ConfigurationError
-
-    try:
-        found = list(catalog.models(_canonical(provider)))
-    except ConfigurationError:  # a provider of the user's own
-        return DEFAULT_API
-    apis = [m.api for m in found]
-    # Chat Completions where the provider speaks it: what servers behind a custom
-    # OPENAI_BASE_URL (vLLM, LiteLLM, a gateway) all answer; else the provider's own.
-    return DEFAULT_API if DEFAULT_API in apis or not apis else apis[0]
 
 
 def _reasoning(args: argparse.Namespace, model: Model) -> Model:

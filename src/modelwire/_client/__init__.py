@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Unpack
 
 from .._apis import (
@@ -31,6 +32,7 @@ from ..events import Event
 from ..types import AssistantMessage, Context, Model, UserMessage
 from ._count import TokenCount
 from ._handoffs import handoff, handoff_notes
+from ._not_found import not_found_hint
 from ._observers import CALL_OBSERVERS
 from ._options import StreamOptions, check_option_names, resolve_checked
 from ._streams import (
@@ -110,6 +112,17 @@ def _output_plan(model: Model, opts: StreamOptions) -> OutputPlan | None:
     return plan_output(model, opts.get("output"), opts.get("output_mode"))
 
 
+def _default_cap(model: Model, opts: StreamOptions, options: RequestOptions) -> RequestOptions:
+    """Without a ``max_tokens`` option the model's own is sent (the catalog's output
+    limit; :data:`modelwire._catalog.UNLISTED_MAX_TOKENS` for an id it does not list),
+    so a model that loops stops; ``max_tokens=None`` sends no limit."""
+    if "max_tokens" in opts:
+        return options
+    import msgspec
+
+    return msgspec.structs.replace(options, max_tokens=model.max_tokens)
+
+
 def _prepare(
     model: Model, context: Context, opts: StreamOptions
 ) -> tuple[RequestOptions, HTTPRequest | None, StreamError | None, Context, OutputPlan | None]:
@@ -132,11 +145,11 @@ def _prepare(
         check_input(model, context)
     if custom:
         # A custom stream function does its own auth: no env-var lookup.
-        options = resolve_checked("", opts)
+        options = _default_cap(model, opts, resolve_checked("", opts))
         if plan is not None:
             context, options = plan.apply(context, options)
         return options, None, None, context, plan
-    options = resolve_checked(model.provider, opts)
+    options = _default_cap(model, opts, resolve_checked(model.provider, opts))
     if options.reasoning is not None:
         import msgspec
 
@@ -244,9 +257,11 @@ def _leg(plan: Plan, target: Target, new: Callable[[], Pipeline]) -> Leg:
             # The usual 4 bytes per token of the request body; settled with the usage.
             tokens = max(1, len(target.request.body) // 4)
     circuit = plan.breaker.circuit(model.provider, model.id) if plan.breaker else None
-    return Leg(target.request, timeout=options.timeout, max_retries=options.max_retries,
+    request = target.request
+    return Leg(request, timeout=options.timeout, max_retries=options.max_retries,
                new_pipeline=new, model=model, prefail=target.prefail, circuit=circuit,
-               pacer=pacer, tokens=tokens)  # fmt: skip
+               pacer=pacer, tokens=tokens,
+               not_found_hint=partial(not_found_hint, model, request.url, request.secrets))  # fmt: skip
 
 
 def _call(
@@ -265,6 +280,7 @@ def _call(
         max_retries=first.max_retries, aborted=aborted, new_pipeline=first.new_pipeline,
         model=first.model, prefail=first.prefail, circuit=first.circuit, pacer=first.pacer,
         tokens=first.tokens, fallback=legs[1:], switch=plan.switch,
+        not_found_hint=first.not_found_hint,
     )  # fmt: skip
 
 
@@ -386,7 +402,10 @@ def stream(
     validated value, and invalid output ends the stream with ``output_invalid``;
     ``output_mode`` (``"native"``, ``"tool"`` or ``"prompted"``) overrides how it is
     asked for (:mod:`modelwire._client._output`). ``model`` may be a ``"provider/model-id"``
-    string and ``context`` a prompt string; ``base_url`` replaces the model's.
+    string (resolved by :func:`modelwire._catalog.resolve_model`: an id the catalog does
+    not know, at ``base_url`` or ``OPENAI_BASE_URL``…, is a model of its provider's
+    default API; ``"local/<id>"`` one of the compatible API, Chat Completions) and
+    ``context`` a prompt string; ``base_url`` replaces the model's.
     """
     prepared, first, trace, http_client, completion_policy = _begin(
         "stream", model, context, options
@@ -414,6 +433,7 @@ async def complete(
 ) -> AssistantMessage:
     """Stream to the end and return the final message (never raises for stream
     failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
+    check_option_names(options, "complete")
     s = stream(model, context, **options)
     return await s.result()
 
@@ -449,6 +469,7 @@ def complete_sync(
     model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Synchronous :func:`complete`."""
+    check_option_names(options, "complete_sync")
     return stream_sync(model, context, **options).result()
 
 
@@ -466,6 +487,7 @@ async def count_tokens(
     the typed error (``RateLimitError``, ``ConnectError``…)."""
     from ._count import count_tokens as count
 
+    check_option_names(options, "count_tokens")
     return await count(_prepare, *_count_inputs(model, context, options), options)
 
 
@@ -475,6 +497,7 @@ def count_tokens_sync(
     """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions)."""
     from ._count import count_tokens_sync as count
 
+    check_option_names(options, "count_tokens_sync")
     return count(_prepare, *_count_inputs(model, context, options), options)
 
 

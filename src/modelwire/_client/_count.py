@@ -172,7 +172,7 @@ Prepare = Callable[..., tuple[Any, ...]]
 def _plan(
     prepare: Prepare, model: Model, context: Context, options: StreamOptions
 ) -> tuple[Model, Context, HTTPRequest | None, Any, Any]:
-    opts = {k: v for k, v in options.items() if k != "max_tokens"}
+    opts = {**options, "max_tokens": None}  # a count sends no output limit
     from ._handoffs import handoff
 
     resolved, request = prepare(model, context, opts)[:2]

@@ -17,7 +17,6 @@ from typing import Any, Unpack
 
 import msgspec
 
-from .._apis import DEFAULT_API
 from .._call._fallback import Fallback
 from ..errors import ConfigurationError
 from ..types import Model
@@ -38,9 +37,11 @@ def model_resolver(
     base_url: str | None = None,
     api: str | None = None,
 ) -> Callable[[str], Model | Fallback]:
-    """``"provider/id"`` -> Model: ``models`` first, then the catalog. With
-    ``base_url`` every model goes there (a catalog entry keeps its prices and
-    limits; an unknown name becomes a plain Model speaking ``api``)."""
+    """``"provider/id"`` -> Model: ``models`` first, then the library's one rule
+    (:func:`modelwire._catalog.resolve_model`). With ``base_url`` every model goes
+    there (a catalog entry keeps its prices and limits; an unknown id is a model of
+    its provider's default API, ``local/<id>`` of the compatible API, Chat
+    Completions); ``api`` replaces the wire API."""
     from .._catalog import resolve_model
 
     cache: dict[str, Model | Fallback] = {}
@@ -52,17 +53,11 @@ def model_resolver(
         model: Model | Fallback
         if models is not None and name in models:
             model = models[name]
-        elif base_url is not None:
-            provider, sep, mid = name.partition("/")
-            if not sep or not provider or not mid:
-                raise ConfigurationError(f'model must be "provider/id", got {name!r}')
-            try:
-                model = resolve_model(name)
-                model = msgspec.structs.replace(model, base_url=base_url, api=api or model.api)
-            except ConfigurationError:
-                model = Model(id=mid, api=api or DEFAULT_API, provider=provider, base_url=base_url)  # fmt: skip
         else:
-            model = resolve_model(name)
+            provider, sep, mid = name.partition("/")
+            if base_url is not None and (not sep or not provider or not mid):
+                raise ConfigurationError(f'model must be "provider/id", got {name!r}')
+            model = resolve_model(name, base_url, api=api)
         cache[name] = model
         return model
 

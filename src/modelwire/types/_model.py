@@ -60,7 +60,7 @@ class Model(_Value, frozen=True):
     context_window: int = 128_000
     """Maximum prompt + output tokens."""
     max_tokens: int = 16_384
-    """Default and maximum output tokens."""
+    """Default and maximum output tokens: sent when a call passes no ``max_tokens``."""
     headers: dict[str, str] | None = None
     """Extra HTTP headers for every request."""
     compat: dict[str, Any] | None = None
