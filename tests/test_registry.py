@@ -590,3 +590,30 @@ def test_register_api_is_a_deprecated_alias_of_register_wire_api(clean_registry:
     import modelwire.ext as ext
 
     assert ext.register_wire_api is register_wire_api
+
+
+#: The modules every wire-API package has (DESIGN §2d): the tables, the request, the
+#: stream, the server side.
+SKELETON = ("spec", "encode", "decode", "render")
+
+
+@pytest.mark.parametrize("api", builtin_api_names())
+def test_every_api_package_has_the_skeleton(api: str) -> None:
+    package = SRC / "_apis" / apis.api_module(api).rpartition(".")[2]
+    missing = [m for m in SKELETON if not (package / f"{m}.py").is_file()]
+    assert missing == [], f"{package.name} lacks {', '.join(m + '.py' for m in missing)}"
+
+
+def test_parse_is_where_the_gateway_serves_the_api() -> None:
+    """An API package has parse.py exactly when a gateway front end reads its requests,
+    and the front end reads them with that module."""
+    with_parse = {
+        p.parent.name
+        for p in (SRC / "_apis").glob("*/parse.py")
+        if not p.parent.name.startswith("_")
+    }
+    used = set()
+    for front in _FRONTENDS:
+        text = (SRC / front / "__init__.py").read_text(encoding="utf-8")
+        used |= set(re.findall(r"from \.\.\._apis\.(\w+)\.parse import", text))
+    assert with_parse == used and len(used) == len(_FRONTENDS)
