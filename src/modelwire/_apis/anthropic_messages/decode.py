@@ -76,6 +76,13 @@ class _Block(msgspec.Struct, gc=False):
     # A text block may start with its citations (``[]`` while streaming, whole in
     # message_start content); each is kept exactly as received.
     citations: list[msgspec.Raw] | None = None
+    # Programmatic tool calling: the code execution that made a client tool call
+    # (empty: absent), kept as received as the call's signature to go back with it.
+    caller: msgspec.Raw = msgspec.Raw()
+
+
+class _Caller(msgspec.Struct, gc=False):
+    type: str | None = None
 
 
 class _Delta(msgspec.Struct, gc=False):
@@ -128,6 +135,7 @@ class _RawStart(msgspec.Struct, gc=False):
 
 
 _head_decoder = decoder_for(_Head)
+_caller_decoder = decoder_for(_Caller)
 _block_decoder = decoder_for(_Block)
 _event_decoder = decoder_for(_Event)
 _decode_event = _event_decoder.decode
@@ -143,6 +151,19 @@ _BLOCK_KINDS = {"text": "text", "thinking": "thinking", "redacted_thinking": "th
 _DELTA_KINDS = {"text_delta": "text", "thinking_delta": "thinking",
                 "signature_delta": "thinking", "input_json_delta": "tool",
                 "citations_delta": "text", "compaction_delta": "item"}  # fmt: skip
+
+
+def _caller(raw: msgspec.Raw) -> str | None:
+    """A tool call's ``caller`` as received, when code execution made the call; a
+    direct call (``{"type": "direct"}``, the default when absent) keeps none, as does
+    a shape this version does not know (ignored, like any unknown field)."""
+    if not raw:
+        return None
+    try:
+        kind = _caller_decoder.decode(bytes(raw)).type
+    except (msgspec.ValidationError, msgspec.DecodeError):
+        return None
+    return None if kind == "direct" else bytes(raw).decode()
 
 
 def _usage(u: _Usage) -> UsageUpdate:
@@ -390,7 +411,8 @@ class AnthropicDecoder:
             )
         if block.input:
             self._pending_input[i] = dumps(block.input).decode()
-        return [BlockStart(i, "tool_call", id=block.id, name=block.name)]
+        caller = _caller(block.caller)
+        return [BlockStart(i, "tool_call", id=block.id, name=block.name, signature=caller)]
 
     def _open_whole(
         self, i: int, block_type: str, raw: bytes, where: str, what: str = "chunk"

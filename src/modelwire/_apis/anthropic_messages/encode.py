@@ -48,6 +48,7 @@ from .._common import (
     check_tool_choice,
     citations_as_text,
     merge_compat,
+    raw_object,
     refuse_assistant_images,
     same_model,
 )
@@ -300,9 +301,18 @@ def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[Any]:
                 blocks.append(server)
         else:
             b = as_tool_call(b, "an anthropic-messages request")
-            blocks.append(
-                {"type": "tool_use", "id": _tool_id(b.id), "name": b.name, "input": _tool_input(b)}
-            )
+            use: dict[str, Any] = {
+                "type": "tool_use",
+                "id": _tool_id(b.id),
+                "name": b.name,
+                "input": _tool_input(b),
+            }
+            if same_api and b.signature is not None:
+                # A call made by code execution names it in ``caller``, which goes back
+                # with the call as received ("Programmatic tool calling",
+                # https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/programmatic-tool-calling).
+                use["caller"] = raw_object(b.signature, "a tool call's signature (its caller)")
+            blocks.append(use)
     return blocks
 
 
