@@ -485,7 +485,8 @@ def test_tls_is_verified_with_the_shared_context(
         monkeypatch.setattr(http, "ssl_context", lambda: trusting)
         message = asyncio.run(mw.complete(model, CTX, transport="httptools"))
         assert (message.text, message.error) == (TEXT, None)
-        assert len(server.requests) == 1 and server.handshakes[-1] == "ok"
+        # The refused handshake may be recorded after this one (its own thread): count.
+        assert len(server.requests) == 1 and server.handshakes.count("ok") == 1
         assert server.wait_closed()
     finally:
         server.close()
