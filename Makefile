@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: demo test quick lint types unit bench bench-fallback bench-gateway clean
+.PHONY: demo test quick lint types unit bench bench-fallback bench-gateway clients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -70,6 +70,12 @@ bench-fallback: $(STAMP)
 # backend itself and against the LiteLLM proxy when bench/.venv-litellm holds it.
 bench-gateway: $(STAMP)
 	$(BIN)/python bench/bench_gateway.py
+
+# Claude Code and Codex CLI (installed with npm into build/clients, so it needs the
+# network) each drive one tool-use turn through `modelwire serve` to a MockServer
+# backend; not part of `make test`. Without npm it says so and does nothing.
+clients: $(STAMP)
+	$(BIN)/python scripts/drive_clients.py
 
 clean:
 	rm -rf $(VENV) bench/.venv build dist

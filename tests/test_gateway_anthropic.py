@@ -395,7 +395,7 @@ BAD = [
     (base(model=3), "model must be a string"),
     (base(stream="yes"), "stream must be a boolean"),
     (base(temperature="hot"), "temperature must be a number"),
-    (base(messages=[{"role": "system", "content": "x"}]), "messages[0].role"),
+    (base(messages=[{"role": "system", "content": "x"}]), "messages holds only system messages"),
     (base(messages=[{"role": "user"}]), "messages[0].content is missing"),
     (base(messages=[{"role": "user", "content": 5}]), "messages[0].content must be"),
     (user({"type": "text", "text": 5}), "messages[0].content[0].text must be a string"),

@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import tomllib
 from collections.abc import Iterator, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -912,3 +913,53 @@ def test_one_write_to_the_client_per_backend_read() -> None:
         e["delta"] for e in got if isinstance(e, dict) and e["type"] == "text_delta"
     ) == ("".join(f"w{i} " for i in range(50)))
     assert got[-1] == "[DONE]"
+
+
+def test_the_start_up_summary_names_backends_and_key_names_never_secrets(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from modelwire._cli.serve import summary
+
+    monkeypatch.setenv("SUMMARY_BACKEND_KEY", "sk-summary-secret-value-123")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    cfg = load_config({
+        "models": {
+            "smart": {"api": "anthropic-messages", "id": "claude-x", "api_key_env": "SUMMARY_BACKEND_KEY",
+                      "base_url": "https://user:pw-secret@api.example.test/v1?key=q-secret",
+                      "timeout": {"idle": 30}},
+            "cheap": {"provider": "openai", "id": "gpt-4.1-mini"},
+            "both": {"fallback": ["smart", "cheap"]},
+        },
+        "keys": {"team-a": {"key_sha256": hash_key(KEY), "models": ["smart"],
+                            "requests_per_minute": 60, "budget_usd": 5}},
+        "gateway": {"redis": "redis://:redis-secret@cache.test:6379/0", "log": "gw.db",
+                    "timeout": {"total": 600}},
+    })  # fmt: skip
+    lines = summary(cfg)
+    assert lines == [
+        "model smart: anthropic-messages claude-x at https://[redacted]@api.example.test/v1"
+        "?key=[redacted], key $SUMMARY_BACKEND_KEY, timeout connect 10 s, idle 30 s, total 600 s",
+        "model cheap: openai-chat gpt-4.1-mini at https://api.openai.com/v1, key $OPENAI_API_KEY "
+        "(not set)",
+        "model both: fallback smart → cheap",
+        "key team-a: smart (60 requests/min, 5 USD budget)",
+        "limits and budgets: Redis at redis://[redacted]@cache.test:6379/0",
+        "backend timeout: connect 10 s, idle 300 s, total 600 s",
+        "request log: gw.db; traces: off",
+    ]
+    text = "\n".join(lines)
+    for secret in ("sk-summary", "pw-secret", "q-secret", "redis-secret", hash_key(KEY)):
+        assert secret not in text
+
+
+def test_new_key_name_prints_the_key_once_and_its_keys_table(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, "-m", "modelwire", "serve", "--new-key", "team b"],
+                         capture_output=True, text=True, env=_cli_env(), timeout=60, check=True)  # fmt: skip
+    key = out.stderr.split()[-1]
+    assert key.startswith("mwgw-") and key not in out.stdout
+    table = tomllib.loads(out.stdout)
+    assert table == {"keys": {"team b": {"key_sha256": hash_key(key), "models": ["*"]}}}
+    path = tmp_path / "gateway.toml"
+    path.write_text('[models.m]\napi = "openai-chat"\nid = "m"\nbase_url = "http://127.0.0.1:1/v1"\n'
+                    + out.stdout)  # fmt: skip
+    assert load_config(path).keys["team b"].key_sha256 == hash_key(key)

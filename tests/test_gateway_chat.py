@@ -232,14 +232,6 @@ BAD: list[tuple[Any, str | None, str]] = [
     (
         {
             "model": "m",
-            "messages": [{"role": "user", "content": "x"}, {"role": "system", "content": "late"}],
-        },
-        "messages[1].role",
-        "move it to the start",
-    ),
-    (
-        {
-            "model": "m",
             "messages": [
                 {
                     "role": "assistant",

@@ -162,7 +162,30 @@ ERRORS = [
     (with_("gateway/workers", 4), "gateway.workers is not a setting"),
     (with_("gateway/max_body_bytes", 0), "gateway.max_body_bytes must be an integer from 1"),
     (with_("gateway/log", str(ROOT)), "gateway.log is the directory"),
+    (with_("gateway/timeout", 30), "gateway.timeout must be a table, got an integer"),
+    (with_("gateway/timeout", {"read": 5}), "gateway.timeout.read is not a setting; the settings are: connect, idle, total"),
+    (with_("gateway/timeout", {"idle": 0}), "gateway.timeout.idle must be a finite, positive number of seconds, got 0"),
+    (with_("gateway/timeout", {"total": -1}), "gateway.timeout.total must be a finite, positive number of seconds, got -1"),
+    (with_("gateway/timeout", {"idle": float("inf")}), "gateway.timeout.idle must be a finite, positive number of seconds, got inf"),
+    (with_("gateway/timeout", {"idle": float("nan")}), "gateway.timeout.idle must be a finite, positive number of seconds, got nan"),
+    (with_("gateway/timeout", {"connect": True}), "gateway.timeout.connect must be a finite, positive number of seconds, got True"),
+    (with_("models/smart/timeout", {"idle": "60"}), "models.smart.timeout.idle must be a finite, positive number of seconds, got '60'"),
+    (with_("models/either/timeout", {"total": 0}), "models.either.timeout.total must be a finite, positive number of seconds, got 0"),
 ]  # fmt: skip
+
+
+def test_backend_timeouts_per_model_over_the_gateway_default() -> None:
+    """Each setting a model leaves out is the ``[gateway]`` one; a model without a
+    table takes the ``[gateway]`` one whole (modelwire's default without either)."""
+    assert load_config(BASE).gateway.timeout == mw.Timeout()
+    data = with_("gateway/timeout", {"connect": 5, "total": 600})
+    data["models"]["smart"]["timeout"] = {"idle": 30}
+    data["models"]["either"]["timeout"] = {"total": 90.5}
+    cfg = load_config(data)
+    assert cfg.gateway.timeout == mw.Timeout(connect=5, idle=300, total=600)
+    assert cfg.models["smart"].timeout == mw.Timeout(connect=5, idle=30, total=600)
+    assert cfg.models["either"].timeout == mw.Timeout(connect=5, idle=300, total=90.5)
+    assert cfg.models["fast"].timeout is None
 
 
 @pytest.mark.parametrize(("data", "message"), ERRORS, ids=[m[:48] for _, m in ERRORS])
@@ -230,9 +253,10 @@ def test_docs_toml_blocks_load() -> None:
 
 
 def test_docs_shell_commands_run(tmp_path: Path) -> None:
-    """Every line of the ``sh`` blocks, through the shell, in a folder holding the
-    documented ``gateway.toml`` — but ``serve --config`` without ``--check``, which
-    serves until stopped (``test_gateway_app`` runs it); the digests printed agree."""
+    """Every line of the ``sh`` blocks, through the shell, in order, in a folder holding
+    the quick start's ``gateway.toml`` — but ``serve --config`` without ``--check``,
+    which serves until stopped (:func:`test_the_quick_start_serves_as_printed` runs
+    it); the digests printed agree."""
     (tmp_path / "gateway.toml").write_text(_blocks("toml")[0])
     python = shlex.quote(sys.executable)
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
@@ -246,13 +270,85 @@ def test_docs_shell_commands_run(tmp_path: Path) -> None:
             out = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
                                  cwd=tmp_path, env=env, timeout=120)  # fmt: skip
             assert out.returncode == 0, (line, out.stderr)
-            assert "Traceback" not in out.stderr and out.stdout.strip(), line
+            # Redirected to a file: what the line printed is there.
+            assert "Traceback" not in out.stderr and (out.stdout.strip() or ">>" in line), line
             outputs[line] = out.stdout
     hashed = [v.strip() for k, v in outputs.items() if "mwgw-example-key" in k]
     assert hashed == [hash_key("mwgw-example-key")] * 2
     checked = next(v for k, v in outputs.items() if "--check" in k)
-    assert "model resilient: fallback smart → cheap" in checked
-    assert "key team-a: resilient, smart" in checked
+    assert (
+        "model smart: anthropic-messages claude-sonnet-4-5 at https://api.anthropic.com/v1, "
+        "key $ANTHROPIC_API_KEY" in checked
+    )
+    assert "key team-a: *" in checked
+    # The key --new-key printed (on stderr) is not in the config, only its digest.
+    config = load_config(tmp_path / "gateway.toml")
+    assert (
+        list(config.keys) == ["team-a"] and "mwgw-" not in (tmp_path / "gateway.toml").read_text()
+    )
+
+
+def test_the_configuration_example_key_is_the_documented_one() -> None:
+    """The full example's ``key_sha256`` is the digest of the key the Keys section
+    hashes, not a made-up string."""
+    full = next(tomllib.loads(b) for b in _blocks("toml") if "keys" in tomllib.loads(b))
+    assert full["keys"]["team-a"]["key_sha256"] == hash_key("mwgw-example-key")
+    assert load_config(full).gateway.timeout == mw.Timeout(connect=10, idle=300, total=900)
+
+
+def test_the_quick_start_serves_as_printed(tmp_path: Path) -> None:
+    """The quick start followed line by line: the key ``--new-key`` shows is the one
+    the served gateway takes (the serve line gets a free ``--port``: 8000 may be busy),
+    and ``serve`` first prints where it listens and what it serves."""
+    import signal
+    import socket
+
+    import httpx
+
+    (tmp_path / "gateway.toml").write_text(_blocks("toml")[0])
+    new_key_line, check_line, serve_line = _blocks("sh")[0].splitlines()
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    env.pop("ANTHROPIC_API_KEY", None)
+    python = shlex.quote(sys.executable)
+
+    def shell(line: str) -> str:
+        return re.sub(r"^modelwire ", f"{python} -m modelwire ", line)
+
+    made = subprocess.run(["bash", "-c", shell(new_key_line)], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=120, check=True)  # fmt: skip
+    key = made.stderr.split()[-1]
+    assert key.startswith("mwgw-") and made.stdout == ""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(["bash", "-c", f"exec {shell(serve_line)} --port {port}"],
+                            cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        assert first.startswith(f"modelwire gateway: http://127.0.0.1:{port} "), first
+        lines = [proc.stdout.readline() for _ in range(2)]
+        assert lines[0].startswith("model smart: anthropic-messages claude-sonnet-4-5")
+        assert "key $ANTHROPIC_API_KEY (not set)" in lines[0]
+        assert lines[1] == "key team-a: *\n"
+        for _ in range(600):
+            try:
+                r = httpx.get(f"http://127.0.0.1:{port}/v1/models",
+                              headers={"authorization": f"Bearer {key}"}, timeout=5)  # fmt: skip
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, proc.communicate()
+                import time
+
+                time.sleep(0.1)
+        assert r.status_code == 200 and [m["id"] for m in r.json()["data"]] == ["smart"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 0, err
+    assert key not in out + err and "Traceback" not in err
+    assert "--check" in check_line
 
 
 def test_docs_python_blocks_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -593,8 +593,9 @@ def test_a_client_leaving_cancels_the_backend_leaks_no_task_and_is_logged(
     assert statuses in ([], [499], [200]), statuses
     with sqlite3.connect(tmp_path / "gw.db") as conn:
         rows = conn.execute("SELECT status, key_name FROM gateway_requests").fetchall()
-    # Logged as the client's leaving (nginx's 499), whatever was sent before.
-    assert rows == [(499, "a" if when != "before the body" and when != "mid-body" else None)]
+    # Logged as the client's leaving (nginx's 499), whatever was sent before; the key
+    # is authenticated from the headers, before the body is read.
+    assert rows == [(499, "a")]
 
 
 # --------------------------------------------------------------------------- secrets
@@ -787,3 +788,169 @@ def test_a_content_length_shorter_than_the_body_over_real_http(
         assert json.loads(first)["type"] == "error"
     else:
         assert json.loads(first)["error"]["type"] == "invalid_request_error"
+
+
+# --------------------------------------------------------------------------- echoed secrets
+
+#: The keys of two configured models: a backend may echo either (the gateway knows both).
+ECHO_KEY = "sk-echo-backend-1f2e3d4c5b6a"
+SIBLING_KEY = "sk-echo-sibling-9a8b7c6d5e4f"
+URL_PASSWORD = "pw-in-url-4d5e6f7a8b"
+
+
+def _echo_error(api: str) -> dict[str, Any]:
+    """An error object whose every field echoes both provider keys."""
+    both = f"{ECHO_KEY} {SIBLING_KEY} {URL_PASSWORD}"
+    if api == "anthropic-messages":
+        return {"type": "error", "request_id": both,
+                "error": {"type": f"t {both}", "message": f"bad key {both}"}}  # fmt: skip
+    return {"error": {"message": f"bad key {both}", "type": f"t {both}", "param": f"p {both}",
+                      "code": f"c {both}", "request_id": both}, "request_id": both}  # fmt: skip
+
+
+def _echo_reply(api: str, where: str) -> Any:
+    from modelwire.testing import Reply
+
+    body = json.dumps(_echo_error(api)).encode()
+    if where == "http":
+        rid = f"{ECHO_KEY} {SIBLING_KEY} {URL_PASSWORD}"
+        return Reply(status=400, body=body, content_type="application/json",
+                     headers={"x-request-id": rid, "request-id": rid})  # fmt: skip
+    event = b"event: error\n" if api == "anthropic-messages" else b""
+    return Reply(body=event + b"data: " + body + b"\n\n")
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "anthropic-messages"])
+@pytest.mark.parametrize("where", ["in-band", "http"])
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_backend_echoing_keys_in_every_error_field_leaks_them_nowhere(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture, tmp_path: Path,
+    api: str, where: str, stream: bool,
+) -> None:  # fmt: skip
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    monkeypatch.setenv("ECHO_PROVIDER_KEY", ECHO_KEY)
+    monkeypatch.setenv("ECHO_SIBLING_KEY", SIBLING_KEY)
+    spans = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    with MockServer([_echo_reply(api, where)], repeat_last=True) as server:
+        host_port = server.origin.split("://", 1)[1]
+        # A password in a URL is a secret too: the request log keeps the URL without
+        # it (an OpenAI backend sends its key in Authorization, which leaves no room
+        # for userinfo: its password is the other model's).
+        userinfo = f"http://gw:{URL_PASSWORD}@{host_port}"
+        origin = userinfo if api == "anthropic-messages" else server.origin
+        cfg = {
+            "models": {
+                "smart": {"api": api, "id": "m", "base_url": origin + "/v1",
+                          "api_key_env": "ECHO_PROVIDER_KEY"},
+                "sibling": {"api": "openai-chat", "id": "m", "base_url": f"https://u:{URL_PASSWORD}@sibling.test/v1",
+                            "api_key_env": "ECHO_SIBLING_KEY"},
+            },
+            "keys": {"a": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+            "gateway": {"log": str(tmp_path / "gw.db"), "otel": True},
+        }  # fmt: skip
+        gw = app(cfg, tracer_provider=provider)
+        answers = run(gw, *(call(gw, PATHS[fe], json.dumps(good(fe, stream=stream)).encode())
+                            for fe in FRONTENDS))  # fmt: skip
+    shown = "\n".join(f"{a.status} {a.headers} {a.body.decode()}" for a in answers)
+    assert all(a.status >= 400 or stream for a in answers), shown
+    assert shown.count("bad key [redacted]") == len(FRONTENDS), shown  # the error came back
+    # Nothing of the backend's address reaches a client (the log names it, for the operator).
+    assert host_port not in shown and "127.0.0.1" not in shown, shown
+    if where == "http":
+        assert "HTTP 400 from the backend of model 'smart'" in shown
+        assert host_port in caplog.text
+    stored: list[str] = []
+    with sqlite3.connect(tmp_path / "gw.db") as conn:
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'"):
+            stored.extend(repr(row) for row in conn.execute(f"SELECT * FROM {table}"))
+    assert any("bad key [redacted]" in row for row in stored)
+    for s in spans.get_finished_spans():
+        stored.append(repr(dict(s.attributes or {})) + repr(s.status.description))
+        stored.extend(repr(e.attributes) for e in s.events)
+    text = "\n".join([shown, *stored, caplog.text])
+    for secret in (ECHO_KEY, SIBLING_KEY, URL_PASSWORD):
+        for i in range(len(secret) - 8):  # not even a piece of one
+            assert secret[i : i + 9] not in text, [
+                t for t in [shown, *stored] if secret[i : i + 9] in t
+            ]
+
+
+class _Silent:
+    """A loopback server that accepts connections and reads requests, never answering."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.mark.parametrize("fe", FRONTENDS)
+@pytest.mark.parametrize(("backend_kind", "timeout"), [
+    ("never answers", {"idle": 0.2}), ("never answers", {"total": 0.2}),
+    ("stalls mid-stream", {"idle": 0.2}),
+])  # fmt: skip
+def test_a_backend_that_never_answers_ends_at_the_configured_timeout(
+    fe: str, backend_kind: str, timeout: dict[str, float]
+) -> None:
+    backend: Any = _Silent() if backend_kind == "never answers" else StallingBackend()
+    stream = backend_kind == "stalls mid-stream"
+    cfg = {
+        "models": {"smart": {"api": "openai-chat", "id": "m", "base_url": backend.base_url,
+                             "timeout": timeout}},
+        "keys": {"a": {"key_sha256": hash_key(KEY), "models": ["*"]}},
+        # Left to this default (300 s idle), the request would hang past the guard.
+        "gateway": {"timeout": {"idle": 600}},
+    }  # fmt: skip
+    try:
+        gw = app(cfg)
+        (answer,) = run(gw, call(gw, PATHS[fe], json.dumps(good(fe, stream=stream)).encode()))
+    finally:
+        backend.close()
+    if stream:  # the head was sent: the API's in-stream error, no normal end
+        assert answer.status == 200
+        assert b"timeout" in answer.body and b"[DONE]" not in answer.body
+        assert b"message_stop" not in answer.body and b"response.completed" not in answer.body
+    else:
+        assert answer.status == 504, answer
+        assert "timeout" in answer.message()
+    assert "127.0.0.1" not in repr(answer)
+
+
+def test_a_backend_url_in_a_refusal_before_any_call_is_not_shown(
+    backend: MockServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A base_url with a password for a backend whose key goes in Authorization: the
+    # library refuses before any I/O, naming the URL; the client gets the model's name.
+    monkeypatch.setenv("HOSTILE_URL_KEY", ECHO_KEY)
+    cfg = config(backend.origin.replace("http://", f"http://gw:{URL_PASSWORD}@") + "/v1")
+    cfg["models"]["smart"]["api_key_env"] = "HOSTILE_URL_KEY"
+    gw = app(cfg)
+    answers = run(gw, *(call(gw, PATHS[fe], json.dumps(good(fe)).encode()) for fe in FRONTENDS))
+    for a in answers:
+        assert a.status == 400 and "carries a user name and password" in a.message(), a
+        assert "the base_url of smart/m (the backend of model 'smart')" in a.message()
+        assert "127.0.0.1" not in repr(a) and URL_PASSWORD not in repr(a)

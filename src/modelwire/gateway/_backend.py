@@ -1,21 +1,38 @@
 """What the gateway sends to a backend, besides the request: the key read now from
-the model's environment variable, and the client's own turns attributed to it."""
+the model's environment variable, and the client's own turns attributed to it; and
+what it may show of a backend's failure (:class:`Scrub`: no secret, no backend URL)."""
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
+
+import msgspec
 
 from .._apis._server.origin import adopt
 from .._apis._server.request import GatewayRequest, RequestError
 from .._call._fallback import Fallback
 from .._client._options import resolve_api_key
-from ..errors import ConfigurationError, MissingAPIKeyError
-from ..types import Capabilities, Context, Model
+from .._redact import credential_secrets, redact, redact_url, split_userinfo
+from .._wire.request import Timeout
+from ..errors import ConfigurationError, ErrorInfo, MissingAPIKeyError
+from ..events import ErrorEvent
+from ..types import AssistantMessage, Capabilities, Context, Model
 from ._config import ModelRoute
 
-__all__ = ["adopted", "backend_capabilities", "backend_keys", "key_for"]
+__all__ = [
+    "Scrub",
+    "adopted",
+    "backend_capabilities",
+    "backend_hosts",
+    "backend_keys",
+    "backend_options",
+    "backend_secrets",
+    "key_for",
+    "reasoning_rule",
+]
 
 
 def backend_keys(route: ModelRoute, models: Mapping[str, ModelRoute]) -> Any:
@@ -101,3 +118,192 @@ def backend_capabilities(route: ModelRoute) -> Capabilities:
     models = t.models if isinstance(t, Fallback) else (t,)
     late = any(model_profile(m).late_call_signatures for m in models)
     return Capabilities(late_call_signatures=late)
+
+
+def reasoning_rule(route: ModelRoute, models: Mapping[str, ModelRoute]) -> str | None:
+    """What a request asking for reasoning gets from ``route``: ``None`` (its model
+    reasons: sent), ``"drop"`` or ``"refuse"`` (its ``unsupported_reasoning``). A
+    fallback's models without reasoning decide for it (one refusing: refused), as
+    ``modelwire.stream`` takes one reasoning option for all of them."""
+    routes = [models[m] for m in route.members] if route.members else [route]
+    lacking = [r for r in routes if isinstance(r.target, Model) and not r.target.reasoning]
+    if not lacking:
+        return None
+    return "refuse" if any(r.unsupported_reasoning == "refuse" for r in lacking) else "drop"
+
+
+# --------------------------------------------------------------------------- what a client sees
+
+#: Credentials the gateway's environment may hold besides each provider's API-key
+#: variables: the AWS chain Bedrock signs with
+#: (https://docs.aws.amazon.com/cli/latest/userguide/cli-configure-envvars.html).
+_CREDENTIAL_VARS = ("AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_BEARER_TOKEN_BEDROCK")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s'\"<>`]+")
+_FROM = re.compile(r"\bfrom (?:GET|POST|PUT|PATCH|DELETE|HEAD) (?=[A-Za-z][A-Za-z0-9+.-]*://)")
+_TRAILING = ".,:;)]}"
+
+
+def backend_secrets(models: Mapping[str, ModelRoute]) -> tuple[str, ...]:
+    """Every backend secret the gateway knows, read now: each model's key variable
+    (``api_key_env``, else its provider's), the AWS credentials in the environment,
+    and the userinfo and query values of each ``base_url``."""
+    from .._catalog._records import ENV_KEYS
+
+    found: list[str] = [os.environ.get(v, "") for v in _CREDENTIAL_VARS]
+    for route in models.values():
+        if not isinstance(route.target, Model):
+            continue  # a fallback's models are routes of their own
+        model = route.target
+        names = (route.api_key_env,) if route.api_key_env else ENV_KEYS.get(model.provider) or ()
+        found.extend(os.environ.get(n, "") for n in names)
+        if model.base_url:
+            _, user, password = split_userinfo(model.base_url)
+            found.extend(s for s in (user, password) if s)
+            query = model.base_url.partition("#")[0].partition("?")[2]
+            found.extend(item.partition("=")[2] for item in query.split("&"))
+    return tuple(dict.fromkeys(s.strip() for s in found if s and s.strip()))
+
+
+def backend_hosts(models: Mapping[str, ModelRoute]) -> frozenset[str]:
+    """The host of every configured backend ``base_url``."""
+    hosts = set()
+    for route in models.values():
+        if isinstance(route.target, Model) and route.target.base_url:
+            host = _host(route.target.base_url)
+            if host:
+                hosts.add(host)
+    return frozenset(hosts)
+
+
+def _host(url: str) -> str | None:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).hostname
+    except ValueError:
+        return None
+
+
+class Scrub:
+    """A backend's failure as the gateway may show it: every string field of its
+    error (message, code, request id…: a backend may echo anything it was sent, the
+    provider key too) with every backend secret the gateway knows and the client's
+    own credentials redacted (:func:`backend_secrets`, ``modelwire._redact``) — what
+    the request log and traces get; and for the client, also without the backend's
+    URLs and hosts (the model name it asked for instead). Secrets are read only when a
+    failure needs them."""
+
+    __slots__ = ("_client", "_models", "model")
+
+    def __init__(
+        self, models: Mapping[str, ModelRoute], model: str, headers: Mapping[str, str]
+    ) -> None:
+        self._models = models
+        self.model = model
+        self._client = headers
+
+    def secrets(self) -> tuple[str, ...]:
+        return (*backend_secrets(self._models), *credential_secrets(self._client))
+
+    def logged(self, info: ErrorInfo) -> ErrorInfo:
+        """``info`` with every secret out of every string field."""
+        keys = self.secrets()
+        return _map_strings(info, lambda s: redact_url(redact(s, keys)))
+
+    def answered(self, info: ErrorInfo) -> ErrorInfo:
+        """:meth:`logged`, and no backend URL or host."""
+        return _map_strings(info, self._shown())
+
+    def text(self, text: str) -> str:
+        """A text about the backend as the client may see it (as :meth:`answered`)."""
+        return self._shown()(text)
+
+    def _shown(self) -> Callable[[str], str]:
+        keys = self.secrets()
+        hosts = set(backend_hosts(self._models))
+        where = f"the backend of model {self.model!r}"
+
+        def shown(text: str) -> str:
+            text = redact_url(redact(text, keys))
+            text = _FROM.sub("from ", text)
+
+            def url(m: re.Match[str]) -> str:
+                found = m.group(0)
+                kept = found.rstrip(_TRAILING)
+                host = _host(kept)
+                if host:
+                    hosts.add(host)
+                return where + found[len(kept) :]
+
+            text = _URL.sub(url, text)
+            for host in sorted(hosts, key=len, reverse=True):
+                text = re.sub(rf"(?<![\w.-]){re.escape(host)}(?![\w-])", "[backend]", text)
+            return text
+
+        return shown
+
+    def message(self, message: AssistantMessage) -> AssistantMessage:
+        """``message`` with its error as the client may see it (:meth:`answered`)."""
+        if message.error is None:
+            return message
+        return msgspec.structs.replace(message, error=self.answered(message.error))
+
+    def event(self, event: ErrorEvent) -> ErrorEvent:
+        """An error event as the client may see it."""
+        return msgspec.structs.replace(event, message=self.message(event.message))
+
+
+def _map_strings(info: ErrorInfo, fix: Callable[[str], str]) -> ErrorInfo:
+    # Every string field, so one the library adds later is covered too.
+    changed = {
+        f: fix(v)
+        for f in info.__struct_fields__
+        if f != "kind" and isinstance(v := getattr(info, f), str)
+    }
+    return msgspec.structs.replace(info, **changed)
+
+
+def backend_options(
+    route: ModelRoute, req: GatewayRequest, client_api: str, models: Mapping[str, ModelRoute],
+    default_timeout: Timeout | None, http_client: Callable[[], Any],
+) -> dict[str, Any]:  # fmt: skip
+    """The library options of a request to ``route``'s backend: the client's options,
+    the reasoning rule of a model without reasoning, fields passed through only to a
+    backend of the client's own API (``client_api``), the backend key, the shared HTTP
+    client and the backend timeout (the model's, else the gateway's default)."""
+
+    options: dict[str, Any] = dict(req.options)
+    if options.get("reasoning") is not None:
+        rule = reasoning_rule(route, models)
+        if rule == "drop":
+            del options["reasoning"]
+        elif rule == "refuse":
+            field = req.reasoning_field or "reasoning"
+            raise RequestError(
+                f"{field}: the model {route.name!r} does not reason (its configuration "
+                "says reasoning = false); leave the field out", param=field,
+            )  # fmt: skip
+    if all(api == client_api for api in route.apis):
+        if req.inert:
+            options["extra_body"] = {**(options.get("extra_body") or {}), **req.inert}
+        if req.forward_headers:
+            options["headers"] = {**(options.get("headers") or {}), **req.forward_headers}
+    if req.passthrough:
+        field = next(iter(req.passthrough))
+        if any(api != client_api for api in route.apis):
+            raise RequestError(
+                f"{field} is not a field modelwire translates; it is passed through "
+                f"only to a backend of the client's API ({client_api}), and the model "
+                f"{route.name!r} is served by {', '.join(sorted(set(route.apis)))}",
+                param=field,
+            )  # fmt: skip
+        extra = dict(options.get("extra_body") or {})
+        extra.update(req.passthrough)
+        options["extra_body"] = extra
+    key = backend_keys(route, models)
+    if key is not None:
+        options["api_key"] = key
+    if "http_client" not in options:
+        options["http_client"] = http_client()
+    options["timeout"] = route.timeout or default_timeout
+    return options

@@ -17,11 +17,13 @@ The tables (``docs/gateway.md`` is the reference)::
                     cost = {input, output, cache_read, cache_write}   $ per million tokens
     [keys.NAME]     key_sha256, models = ["NAME", …] or ["*"],
                     requests_per_minute, tokens_per_minute, budget_usd
-    [gateway]       host, port, redis, log, otel, max_body_bytes, max_connections
+    [gateway]       host, port, redis, log, otel, max_body_bytes, max_connections,
+                    timeout = {connect, idle, total} (also per model)
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -34,6 +36,7 @@ import msgspec
 
 from .._call._fallback import Fallback
 from .._redact import redact_url
+from .._wire.request import Timeout
 from ..errors import ConfigurationError
 from ..types import Model
 
@@ -58,6 +61,13 @@ class ModelRoute(msgspec.Struct, frozen=True, kw_only=True):
     reads its own)."""
     members: tuple[str, ...] = ()
     """For a fallback: the configured names of its models, in order."""
+    timeout: Timeout | None = None
+    """Its backend calls' timeouts (``None``: the ``[gateway]`` table's)."""
+    unsupported_reasoning: str = "drop"
+    """What a request asking for reasoning (Anthropic ``thinking``, Chat
+    ``reasoning_effort``, Responses ``reasoning.effort``) gets when the model has none
+    (``reasoning = false``): ``"drop"`` answers without it, ``"refuse"`` is a 400
+    naming the field."""
 
     @property
     def apis(self) -> tuple[str, ...]:
@@ -109,13 +119,16 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
     """Larger request bodies are refused with 413 (Anthropic's own limit is 32 MB)."""
     max_connections: int = 100
     """Connections the gateway keeps open to backends."""
+    timeout: Timeout = msgspec.field(default_factory=Timeout)
+    """The backend calls' timeouts of every model that sets none (modelwire's
+    default: connect 10 s, idle 300 s, no total)."""
 
     def __repr__(self) -> str:
         redis = None if self.redis is None else redact_url(self.redis)
         return (
             f"GatewaySettings(host={self.host!r}, port={self.port!r}, redis={redis!r}, "
             f"log={self.log!r}, otel={self.otel!r}, max_body_bytes={self.max_body_bytes!r}, "
-            f"max_connections={self.max_connections!r})"
+            f"max_connections={self.max_connections!r}, timeout={self.timeout!r})"
         )
 
 
@@ -190,12 +203,27 @@ def _str(value: object, path: str) -> str:
     return value
 
 
+def _finite(value: object) -> float | None:
+    """``value`` as a finite float; ``None`` for NaN, infinity (TOML ``inf``, or
+    ``1e400``, which TOML reads as infinity), a number too large for a float, or no
+    number at all: a price or limit that is not a finite number would turn a budget
+    off (``inf``) or make every comparison false (``nan``)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    try:
+        f = float(value)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
 def _positive(value: object, path: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    f = _finite(value)
+    if f is None and isinstance(value, int | float) and not isinstance(value, bool):
+        raise _fail(f"{path} must be a finite number (leave it out for no limit), got {value!r}")
+    if f is None or not f > 0:
         raise _fail(f"{path} must be a positive number, got {value!r}")
-    if value == float("inf"):
-        raise _fail(f"{path} must be finite (leave it out for no limit)")
-    return float(value)
+    return f
 
 
 def _int(value: object, path: str, low: int, high: int) -> int:
@@ -214,10 +242,13 @@ def _names(value: object, path: str) -> tuple[str, ...]:
 
 _MODEL_FORMS = ("api", "provider", "fallback")
 _MODEL_KEYS = ("api", "provider", "fallback", "id", "base_url", "api_key_env", "cost", "name",
-               "reasoning", "input", "context_window", "max_tokens", "compat")  # fmt: skip
+               "reasoning", "input", "context_window", "max_tokens", "compat",
+               "unsupported_reasoning", "timeout")  # fmt: skip
 _COST_KEYS = ("input", "output", "cache_read", "cache_write")
 _KEY_KEYS = ("key_sha256", "models", "requests_per_minute", "tokens_per_minute", "budget_usd")
-_GATEWAY_KEYS = ("host", "port", "redis", "log", "otel", "max_body_bytes", "max_connections")
+_GATEWAY_KEYS = ("host", "port", "redis", "log", "otel", "max_body_bytes", "max_connections",
+                 "timeout")  # fmt: skip
+_TIMEOUT_KEYS = ("connect", "idle", "total")
 
 
 def _config(data: Mapping[str, Any]) -> GatewayConfig:
@@ -239,7 +270,7 @@ def _config(data: Mapping[str, Any]) -> GatewayConfig:
             given = f" (it gives {' and '.join(forms)})" if forms else ""
             raise _fail(f"{path} needs exactly one of api, provider or fallback{given}")
         if forms[0] == "fallback":
-            extra = [k for k in t if k != "fallback"]
+            extra = [k for k in t if k not in ("fallback", "timeout")]
             if extra:
                 raise _fail(
                     f"{path}.{extra[0]} is not a setting of a fallback; set it on the "
@@ -262,6 +293,10 @@ def _config(data: Mapping[str, Any]) -> GatewayConfig:
     ordered = {n: routes[n] for n in models_t}
     keys = _keys(top.get("keys"), ordered)
     gateway = _gateway(top.get("gateway", {}))
+    for name, entry in models_t.items():
+        if "timeout" in entry:  # each setting left out is the [gateway] table's
+            timeout = _timeout(entry["timeout"], f"models.{name}.timeout", gateway.timeout)
+            ordered[name] = msgspec.structs.replace(ordered[name], timeout=timeout)
     return GatewayConfig(models=MappingProxyType(ordered), keys=MappingProxyType(keys),
                          gateway=gateway)  # fmt: skip
 
@@ -302,9 +337,12 @@ def _model(name: str, t: Mapping[str, Any], path: str) -> ModelRoute:
         _known(cost_t, _COST_KEYS, f"{path}.cost")
         prices = {}
         for k, v in cost_t.items():
-            if isinstance(v, bool) or not isinstance(v, int | float) or v < 0 or v != v:
-                raise _fail(f"{path}.cost.{k} must be a non-negative number ($ per million tokens)")
-            prices[k] = float(v)
+            price = _finite(v)
+            if price is None and isinstance(v, int | float) and not isinstance(v, bool):
+                raise _fail(f"{path}.cost.{k} must be a finite number ($ per million tokens), got {v!r}")  # fmt: skip
+            if price is None or price < 0:
+                raise _fail(f"{path}.cost.{k} must be a non-negative number ($ per million tokens), got {v!r}")  # fmt: skip
+            prices[k] = price
         fields["cost"] = msgspec.structs.replace(model.cost, **prices)
     if "name" in t:
         fields["name"] = _str(t["name"], f"{path}.name")
@@ -329,7 +367,11 @@ def _model(name: str, t: Mapping[str, Any], path: str) -> ModelRoute:
         fields["compat"] = dict(_table(t["compat"], f"{path}.compat"))
     if fields:
         model = msgspec.structs.replace(model, **fields)
-    return ModelRoute(name=name, target=model, api_key_env=env)
+    unsupported = t.get("unsupported_reasoning", "drop")
+    if unsupported not in ("drop", "refuse"):
+        raise _fail(f"{path}.unsupported_reasoning must be drop or refuse, got {unsupported!r}")
+    return ModelRoute(name=name, target=model, api_key_env=env,
+                      unsupported_reasoning=unsupported)  # fmt: skip
 
 
 def _keys(value: object, models: Mapping[str, ModelRoute]) -> dict[str, KeyConfig]:
@@ -407,4 +449,20 @@ def _gateway(value: object) -> GatewaySettings:
         fields["max_connections"] = _int(
             t["max_connections"], "gateway.max_connections", 1, 100_000
         )
+    if "timeout" in t:
+        fields["timeout"] = _timeout(t["timeout"], "gateway.timeout", Timeout())
     return GatewaySettings(**fields)
+
+
+def _timeout(value: object, path: str, base: Timeout) -> Timeout:
+    """A ``{connect, idle, total}`` table of seconds, each finite and positive (a
+    backend that accepts and never answers must end); one left out is ``base``'s."""
+    t = _table(value, path)
+    _known(t, _TIMEOUT_KEYS, path)
+    given = {}
+    for k, v in t.items():
+        seconds = float(v) if isinstance(v, int | float) and not isinstance(v, bool) else None
+        if seconds is None or not 0 < seconds < float("inf"):  # NaN fails too
+            raise _fail(f"{path}.{k} must be a finite, positive number of seconds, got {v!r}")
+        given[k] = seconds
+    return msgspec.structs.replace(base, **given)

@@ -13,11 +13,12 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
+from .._apis._server.request import RequestError
 from ._config import KeyConfig
 
-__all__ = ["authenticate", "hash_key", "new_key", "presented_key"]
+__all__ = ["CREDENTIAL_HEADERS", "authenticate", "hash_key", "key_for", "new_key", "presented_key"]
 
 
 def hash_key(key: str) -> str:
@@ -66,3 +67,41 @@ def authenticate(keys: Mapping[str, KeyConfig], presented: str) -> KeyConfig | N
         if hmac.compare_digest(digest, key.key_sha256.encode("ascii")):
             found = key
     return found
+
+
+#: The headers a gateway key may come in (``presented_key``).
+CREDENTIAL_HEADERS = frozenset({b"authorization", b"x-api-key"})
+
+
+def key_for(
+    keys: Mapping[str, KeyConfig], raw_headers: Iterable[tuple[bytes, bytes]],
+    headers: Mapping[str, str],
+) -> KeyConfig:  # fmt: skip
+    """The gateway key a request presents, from its headers alone (before any body
+    byte is read): ``raw_headers`` as received (to see a header sent twice),
+    ``headers`` the same as a mapping. A missing, repeated or unknown key is a
+    :class:`RequestError` (401; 400 for a repeated header)."""
+
+    # A credential header twice: RFC 9110 §5.3 allows a field line twice only for
+    # a list-valued field, which neither is; the dict of headers would keep the
+    # last, so a wrong key followed by a right one would get in.
+    names = [k.lower() for k, _ in raw_headers if k.lower() in CREDENTIAL_HEADERS]
+    if len(names) > len(set(names)):
+        twice = next(n for n in names if names.count(n) > 1).decode("latin-1")
+        raise RequestError(
+            f"the request carries the {twice!r} header more than once: send the "
+            "gateway key once", status=400,
+        )  # fmt: skip
+    try:
+        presented = presented_key(headers)
+    except ValueError as exc:
+        raise RequestError(str(exc), status=401, kind="authentication") from None
+    if presented is None:
+        raise RequestError(
+            "no gateway key: send it as 'Authorization: Bearer KEY' or 'x-api-key: KEY'",
+            status=401, kind="authentication",
+        )  # fmt: skip
+    key = authenticate(keys, presented)
+    if key is None:
+        raise RequestError("the gateway key is not valid", status=401, kind="authentication")
+    return key

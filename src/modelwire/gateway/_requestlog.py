@@ -21,6 +21,8 @@ from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import msgspec
+
 from .._client._log import CallLog, connect, new_conversation_id
 
 if TYPE_CHECKING:
@@ -74,10 +76,15 @@ class RequestLog:
 
         latency = (time.perf_counter() - ex.t0) * 1000
         row = None
-        m = ex.message
+        m = ex.logged()  # no secret, whatever the backend echoed
         if m is not None and ex.target is not None and ex.context is not None:
+            target = ex.target
+            if target.base_url:  # its userinfo and query values may be credentials
+                from .._redact import display_url
+
+                target = msgspec.structs.replace(target, base_url=display_url(target.base_url))
             row = self._calls.append(
-                conversation_id=new_conversation_id(), model=ex.target, context=ex.context,
+                conversation_id=new_conversation_id(), model=target, context=ex.context,
                 message=m, started=ex.started, duration_ms=latency,
             )  # fmt: skip
         first = None if ex.first_token is None else (ex.first_token - ex.t0) * 1000

@@ -4,10 +4,20 @@
 Both run uvicorn (https://www.uvicorn.org/), imported only here, when serving: the
 ``gateway`` extra (``pip install 'modelwire[gateway]'``) is needed to serve, not to
 import :mod:`modelwire.gateway` or build its ASGI app.
+
+uvicorn's httptools protocol reads a request head of any size (llhttp has no limit
+and the head is kept whole until it ends), so the gateway serves with a subclass
+(:func:`_protocol`) that bounds it (431, RFC 6585 §5; a request line: 414, RFC 9112
+§3) and bounds what it reads of a body it answered without (a 401 sent before the
+body: :data:`._asgi.DRAIN_BYTES`). Without httptools, uvicorn's h11 protocol bounds
+the head itself (``h11_max_incomplete_event_size``; a 400 past it).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import json
 import os
 import socket
 import threading
@@ -17,6 +27,7 @@ from typing import Any
 
 from ..errors import ConfigurationError
 from ._app import Gateway, app
+from ._asgi import DRAIN_BYTES, MAX_FIELD_LINE, MAX_HEAD
 from ._config import GatewayConfig
 
 __all__ = ["GatewayServer", "serve"]
@@ -30,6 +41,157 @@ def _uvicorn() -> Any:
     except ImportError:
         raise ConfigurationError(_EXTRA) from None
     return uvicorn
+
+
+#: Seconds a refused connection is read (and discarded) before it is closed, so the
+#: client reads the refusal rather than a reset (RFC 9112 §9.6, "lingering close").
+LINGER_SECONDS = 2.0
+
+
+def _options() -> dict[str, Any]:
+    """uvicorn settings both ways of serving share."""
+    try:
+        import httptools  # noqa: F401
+    except ImportError:
+        http: Any = "h11"
+    else:
+        http = _protocol()
+    return {"http": http, "h11_max_incomplete_event_size": MAX_HEAD, "lifespan": "on",
+            "access_log": False, "server_header": False, "proxy_headers": False}  # fmt: skip
+
+
+class _HeadTooLarge(Exception):
+    """Raised from a parser callback: stops httptools at the head past its limit."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@functools.cache
+def _protocol() -> type[asyncio.Protocol]:
+    """uvicorn's httptools protocol with the head and the discarded body bounded."""
+    import httptools
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class GatewayHttpProtocol(HttpToolsProtocol):
+        # The current request's head: its field lines as the parser gives them
+        # (_fields), and the bytes read while it had not ended (_head) — a callback sees
+        # a field line only once it ends, and httptools holds an unfinished one whole.
+        _in_head = False
+        _fields = 0
+        _head = 0
+        _heads = 0  # requests begun on this connection
+        _discarded = 0
+        _refused = False
+        _refusal: _HeadTooLarge | None = None
+        _linger: asyncio.TimerHandle | None = None
+
+        def data_received(self, data: bytes) -> None:
+            # uvicorn's, with the head counted and refused past its limit.
+            if self._refused:  # lingering: read and drop, up to a bound
+                self._discarded += len(data)
+                if self._discarded > DRAIN_BYTES:
+                    self.transport.close()
+                return
+            heads = self._heads
+            self._unset_keepalive_if_required()
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserUpgrade:
+                if self._should_upgrade():
+                    self.handle_websocket_upgrade()
+                else:
+                    self._unsupported_upgrade_warning()
+            except httptools.HttpParserError:
+                if self._refusal is not None:  # raised by a callback below
+                    self._refuse(self._refusal.status, self._refusal.message)
+                else:
+                    self.logger.warning("Invalid HTTP request received.")
+                    self.send_400_response("Invalid HTTP request received.")
+                return
+            if self._in_head and not self._refused and heads == self._heads:
+                # Still in the head begun before this read: all of it is head.
+                self._head += len(data)
+                if self._head > MAX_HEAD:
+                    self._refuse(431, f"the request's headers are longer than the "
+                                 f"gateway's limit of {MAX_HEAD} bytes")  # fmt: skip
+
+        def _stop(self, status: int, message: str) -> None:
+            self._refusal = _HeadTooLarge(status, message)
+            raise self._refusal
+
+        def on_message_begin(self) -> None:
+            self._in_head = True
+            self._fields = self._head = 0
+            self._heads += 1
+            self._discarded = 0
+            super().on_message_begin()
+
+        def on_url(self, url: bytes) -> None:
+            super().on_url(url)
+            if len(self.url) > MAX_HEAD:
+                self._stop(414, f"the request's target is longer than the gateway's limit "
+                           f"of {MAX_HEAD} bytes")  # fmt: skip
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            size = len(name) + len(value) + 4
+            if size > MAX_FIELD_LINE:
+                self._stop(431, f"the request's {name.decode('latin-1')!r} header is "
+                           f"longer than the gateway's limit of {MAX_FIELD_LINE} bytes")  # fmt: skip
+            self._fields += size
+            if self._fields + len(self.url) > MAX_HEAD:
+                self._stop(431, f"the request's headers are longer than the gateway's "
+                           f"limit of {MAX_HEAD} bytes")  # fmt: skip
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            self._in_head = False
+            super().on_headers_complete()
+
+        def on_body(self, body: bytes) -> None:
+            cycle = self.cycle
+            if cycle is not None and cycle.response_complete:
+                # Answered before its body (a 401, a 413): dropped, up to a bound.
+                self._discarded += len(body)
+                if self._discarded > DRAIN_BYTES:
+                    self.transport.close()
+                return
+            super().on_body(body)
+
+        def _refuse(self, status: int, message: str) -> None:
+            self._refused = True
+            cycle = self.cycle
+            if cycle is not None and not cycle.response_complete:
+                # A pipelined head while the answer before it is still going out: no
+                # answer can come before that one ends, so read no more and close
+                # once it has.
+                cycle.keep_alive = False
+                self.flow.pause_reading()
+                return
+            reason = {414: b"URI Too Long", 431: b"Request Header Fields Too Large"}[status]
+            body = json.dumps({"error": {"message": message, "type": "invalid_request_error",
+                                         "param": None, "code": None}}).encode()  # fmt: skip
+            self.transport.write(
+                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\n"
+                b"content-length: %d\r\nconnection: close\r\n\r\n%s"
+                % (status, reason, len(body), body)
+            )
+            if self.transport.can_write_eof():
+                self.transport.write_eof()
+            self._linger = self.loop.call_later(LINGER_SECONDS, self.transport.close)
+
+        def eof_received(self) -> None:
+            if self._refused:
+                self.transport.close()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._linger is not None:
+                self._linger.cancel()
+            super().connection_lost(exc)
+
+    return GatewayHttpProtocol
 
 
 def _app(config: Gateway | GatewayConfig | Mapping[str, Any] | str | os.PathLike[str],
@@ -50,11 +212,8 @@ def serve(
     settings = gw.config.gateway
     # The gateway reads no client address or scheme: uvicorn's X-Forwarded-* middleware
     # (proxy_headers) would only add a step to every request.
-    uvicorn.run(
-        gw, host=host or settings.host, port=settings.port if port is None else port,
-        lifespan="on", access_log=False, log_level="info", server_header=False,
-        proxy_headers=False,
-    )  # fmt: skip
+    uvicorn.run(gw, host=host or settings.host, port=settings.port if port is None else port,
+                log_level="info", **_options())  # fmt: skip
 
 
 class GatewayServer:
@@ -102,8 +261,7 @@ class GatewayServer:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, 0))
         self._socket = sock
-        config = uvicorn.Config(self.app, lifespan="on", access_log=False, log_level="warning",
-                                server_header=False, proxy_headers=False)  # fmt: skip
+        config = uvicorn.Config(self.app, log_level="warning", **_options())
         server = self._server = uvicorn.Server(config)
         # uvicorn installs signal handlers only in the main thread; this one is not.
         started = threading.Event()

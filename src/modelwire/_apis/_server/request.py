@@ -56,6 +56,19 @@ class GatewayRequest(msgspec.Struct, frozen=True, kw_only=True):
     passthrough: Mapping[str, Any] = msgspec.field(default_factory=dict)
     """Fields modelwire does not model, by top-level name: sent as ``extra_body`` to a
     backend of the same API, refused (400 naming the first) for any other."""
+    inert: Mapping[str, Any] = msgspec.field(default_factory=dict)
+    """Fields modelwire does not model that change no answer (Anthropic's
+    ``context_management`` clearing nothing): sent as ``extra_body`` to a backend of
+    the same API, left out for any other."""
+    forward_headers: Mapping[str, str] = msgspec.field(default_factory=dict)
+    """Request headers sent on to a backend of the same API only (Anthropic's
+    ``anthropic-beta``: the betas of the fields passed through)."""
+    reasoning_field: str | None = None
+    """The request field that asked for ``options["reasoning"]`` (``thinking``,
+    ``reasoning_effort``, ``reasoning.effort``): named when the backend refuses it."""
+    namespaces: Mapping[str, str] = msgspec.field(default_factory=dict)
+    """Responses: the namespace of each tool flattened out of a ``namespace`` tool, by
+    its name (its calls are rendered with that ``namespace``)."""
     include_usage: bool = True
     """Chat Completions: ``stream_options.include_usage`` (a final usage chunk)."""
     echo: Mapping[str, Any] = msgspec.field(default_factory=dict)

@@ -62,6 +62,8 @@ def error_response(error: RequestError | BaseException) -> tuple[int, dict[str, 
         type_ = _KINDS[error.kind][1] if error.kind in _KINDS else _STATUS_TYPES.get(
             status, "api_error"
         )  # fmt: skip
+        if status == 413:
+            type_ = "request_too_large"  # its own type, whatever the kind (errors doc)
         message = error.message
     elif isinstance(error, StreamError):
         status, type_ = _KINDS.get(error.kind, _SERVER)

@@ -10,8 +10,9 @@ in the package docstring and ``docs/gateway-anthropic.md``.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Mapping
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
@@ -35,10 +36,32 @@ from ...types import (
     UserContent,
     UserMessage,
 )
-from .._server.fields import Tokens, body_fields, decode, schema
+from .._server.fields import body_fields, decode, schema
 from .._server.origin import CLIENT_PROVIDER, Origin, unseal
 from .._server.reply import declared_tools, model_in_body, text_of
 from .._server.request import GatewayRequest, RequestError
+from ._request import (
+    Document,
+    Head,
+    Image,
+    OutputConfig,
+    Redacted,
+    Request,
+    ServerCall,
+    ServerResult,
+    Source,
+    SystemBlock,
+    Text,
+    Thinking,
+    ThinkingBlock,
+    Tool,
+    ToolChoice,
+    ToolResult,
+    ToolUse,
+)
+from ._request import (
+    Message as RequestMessage,
+)
 from ._whole import SERVER_CALLS, citation, whole_kind
 from .spec import RAW_PREDICT
 
@@ -74,133 +97,11 @@ def request_tools(body: object) -> list[tuple[str, dict[str, Any]]]:
 API_NAME = "anthropic-messages"
 T = TypeVar("T")
 
-# --------------------------------------------------------------------------- schemas
-# Unknown fields inside these objects are ignored (forward compatible); a top-level
-# field that is not here goes to ``passthrough``.
-
-
-class _SystemBlock(msgspec.Struct, gc=False):
-    type: Literal["text"]
-    text: str
-    cache_control: Any = None
-
-
-class _ToolChoice(msgspec.Struct, gc=False):
-    type: Literal["auto", "any", "tool", "none"]
-    name: str | None = None
-    disable_parallel_tool_use: bool | None = None
-
-
-class _Thinking(msgspec.Struct, gc=False):
-    type: Literal["enabled", "disabled", "adaptive"]
-    budget_tokens: Annotated[int, msgspec.Meta(ge=0)] | None = None
-
-
-class _Format(msgspec.Struct, gc=False):
-    type: Literal["json_schema"]
-    schema: dict[str, Any]
-
-
-class _OutputConfig(msgspec.Struct, gc=False):
-    effort: Literal["low", "medium", "high", "xhigh", "max"] | None = None
-    format: _Format | None = None
-
-
-class _Message(msgspec.Struct, gc=False):
-    role: Literal["user", "assistant"]
-    content: str | list[msgspec.Raw]
-
-
-class _Request(msgspec.Struct, gc=False):
-    model: str
-    messages: list[_Message]
-    max_tokens: Tokens
-    system: str | list[_SystemBlock] | None = None
-    stream: bool = False
-    temperature: float | None = None
-    tools: list[msgspec.Raw] | None = None
-    tool_choice: _ToolChoice | None = None
-    thinking: _Thinking | None = None
-    output_config: _OutputConfig | None = None
-    output_format: _Format | None = None  # the structured-outputs beta's spelling
-    metadata: dict[str, Any] | None = None
-
-
-class _Head(msgspec.Struct, gc=False):
-    type: str
-    cache_control: Any = None
-
-
-class _Tool(msgspec.Struct, gc=False):
-    name: str
-    input_schema: dict[str, Any]
-    description: str = ""
-    type: str | None = None
-    cache_control: Any = None
-
-
-class _Text(msgspec.Struct, gc=False):
-    text: str
-    citations: list[msgspec.Raw] | None = None
-
-
-class _Source(msgspec.Struct, gc=False):
-    type: str
-    media_type: str | None = None
-    data: str | None = None
-    url: str | None = None
-    file_id: str | None = None
-
-
-class _Image(msgspec.Struct, gc=False):
-    source: _Source
-
-
-class _Document(msgspec.Struct, gc=False):
-    source: _Source
-    title: str | None = None
-    context: str | None = None
-    citations: dict[str, Any] | None = None
-
-
-class _ToolResult(msgspec.Struct, gc=False):
-    tool_use_id: str
-    content: str | list[msgspec.Raw] = ""
-    is_error: bool = False
-
-
-class _ThinkingBlock(msgspec.Struct, gc=False):
-    thinking: str
-    signature: str
-
-
-class _Redacted(msgspec.Struct, gc=False):
-    data: str
-
-
-class _ToolUse(msgspec.Struct, gc=False):
-    id: str
-    name: str
-    input: msgspec.Raw
-
-
-class _ServerCall(msgspec.Struct, gc=False):
-    id: str
-    name: str
-    input: dict[str, Any] = {}
-
-
-class _ServerResult(msgspec.Struct, gc=False):
-    tool_use_id: str
-    content: Any = None
-    is_error: bool | None = None
-
-
-_KNOWN = frozenset(_Request.__struct_fields__)
+_KNOWN = frozenset(Request.__struct_fields__)
 # ``metadata.user_id`` only tags requests for abuse detection: harmless to drop.
-_IGNORED = frozenset({"metadata"})
-_CHOICES = {"role": "user or assistant"}
-_request = msgspec.json.Decoder(_Request)
+_IGNORED = frozenset({"metadata", "context_management"})
+_CHOICES = {"role": "user, assistant or system"}
+_request = msgspec.json.Decoder(Request)
 _decoders: dict[type[Any], msgspec.json.Decoder[Any]] = {}
 _any = msgspec.json.Decoder()
 
@@ -233,10 +134,11 @@ def _typed(raw: msgspec.Raw | bytes, tp: type[T], where: str) -> T:
 def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     """The request, or :class:`RequestError` (400) naming the field at fault.
 
-    ``headers`` are not read: ``anthropic-version`` has one value and
-    ``anthropic-beta`` flags are set by modelwire's encoder for what it sends."""
+    ``anthropic-version`` has one value; ``anthropic-beta`` is sent on to an Anthropic
+    backend only (the fields passed through to it may need their betas, as
+    ``context_management`` does), joined with those modelwire's encoder sets."""
     fields = body_fields(body)
-    req = _typed(body, _Request, "")
+    req = _typed(body, Request, "")
     passthrough = {
         k: _any.decode(v) for k, v in fields.items() if k not in _KNOWN and k not in _IGNORED
     }
@@ -247,9 +149,17 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     tools, tools_cached = _tools(req.tools or ())
     parser = _Conversation(req.model)
     messages = parser.messages(req.messages)
+    if not messages:
+        raise _bad("messages holds only system messages: send at least one user turn", "messages")
     cache = parser.cache or tools_cached or _system_cached(req.system)
+    inert: dict[str, Any] = {}
+    if "context_management" in fields:
+        value = _any.decode(fields["context_management"])
+        if value is not None:
+            (inert if _clears_nothing(value) else passthrough)["context_management"] = value
+    prompt = "\n\n".join(p for p in (_system(req.system), *parser.system) if p) or None
     try:
-        context = Context(system_prompt=_system(req.system), messages=messages, tools=tools)
+        context = Context(system_prompt=prompt, messages=messages, tools=tools)
     except ConfigurationError as exc:  # pragma: no cover - every field was checked above
         raise _bad(str(exc)) from None
     options: dict[str, Any] = {"max_tokens": req.max_tokens, "cache": cache}
@@ -259,24 +169,51 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     reasoning = _reasoning(req.thinking, req.output_config)
     if reasoning is not None:
         options["reasoning"] = reasoning
+    asked = "thinking" if req.thinking is not None else "output_config.effort"
     fmt = req.output_config.format if req.output_config is not None else None
     fmt = fmt or req.output_format
     if fmt is not None:
         options["output"] = fmt.schema
     return GatewayRequest(
         model=req.model, context=context, options=options, stream=req.stream,
-        passthrough=passthrough,
+        passthrough=passthrough, inert=inert, forward_headers=_betas(headers),
+        reasoning_field=asked if reasoning is not None else None,
     )  # fmt: skip
 
 
-def _system(system: str | list[_SystemBlock] | None) -> str | None:
+def _system(system: str | list[SystemBlock] | None) -> str | None:
     if system is None or isinstance(system, str):
         return system or None
     # Several blocks (prompt-caching breakpoints) become one prompt.
     return "\n".join(b.text for b in system) or None
 
 
-def _system_cached(system: str | list[_SystemBlock] | None) -> bool:
+def _betas(headers: Mapping[str, str]) -> dict[str, str]:
+    """The client's ``anthropic-beta`` header, when it is a list of beta names."""
+    value = headers.get("anthropic-beta")
+    if not value or not _BETAS.fullmatch(value):
+        return {}  # none, or not names: not sent on (Anthropic would refuse it anyway)
+    return {"anthropic-beta": value}
+
+
+_BETAS = re.compile(r"[A-Za-z0-9._-]+(?:\s*,\s*[A-Za-z0-9._-]+)*")
+
+
+def _clears_nothing(value: Any) -> bool:
+    """Whether ``context_management`` changes no answer: every edit is
+    ``clear_thinking_20251015`` keeping all thinking turns (what Claude Code sends by
+    default). https://docs.anthropic.com/en/docs/build-with-claude/context-editing"""
+    edits = value.get("edits") if isinstance(value, dict) else None
+    if not isinstance(edits, list) or set(value) - {"edits"}:
+        return False
+    return all(
+        isinstance(e, dict) and e.get("type") == "clear_thinking_20251015"
+        and e.get("keep") == "all" and set(e) <= {"type", "keep"}
+        for e in edits
+    )  # fmt: skip
+
+
+def _system_cached(system: str | list[SystemBlock] | None) -> bool:
     return isinstance(system, list) and any(b.cache_control is not None for b in system)
 
 
@@ -296,7 +233,7 @@ def _tools(
             cached = cached or known[1]
             continue
         where = f"tools[{i}]"
-        tool = _typed(raw, _Tool, where)
+        tool = _typed(raw, Tool, where)
         if tool.type not in (None, "custom"):
             raise _bad(
                 f"{where}.type {tool.type!r} is an Anthropic server tool; the gateway "
@@ -319,7 +256,7 @@ def _tools(
 
 
 def _tool_choice(
-    choice: _ToolChoice | None, tools: tuple[ToolDefinition, ...] | None
+    choice: ToolChoice | None, tools: tuple[ToolDefinition, ...] | None
 ) -> dict[str, Any]:
     if choice is None:
         return {}
@@ -337,7 +274,7 @@ def _tool_choice(
     return out
 
 
-def _reasoning(thinking: _Thinking | None, config: _OutputConfig | None) -> str | None:
+def _reasoning(thinking: Thinking | None, config: OutputConfig | None) -> str | None:
     effort = config.effort if config is not None else None
     if thinking is None or thinking.type == "disabled":
         # Effort without thinking still asks for that much reasoning.
@@ -356,25 +293,48 @@ def _reasoning(thinking: _Thinking | None, config: _OutputConfig | None) -> str 
 class _Conversation:
     """Messages, with the tool names that ``tool_result`` blocks answer."""
 
-    __slots__ = ("cache", "model", "names")
+    __slots__ = ("cache", "model", "names", "system")
 
     def __init__(self, model: str) -> None:
         self.model = model
         self.names: dict[str, str] = {}  # tool_use id → tool name
         self.cache = False  # a cache_control breakpoint was set on some block
+        self.system: list[str] = []  # the text of system messages among the turns
 
-    def messages(self, messages: list[_Message]) -> list[Message]:
+    def messages(self, messages: list[RequestMessage]) -> list[Message]:
         out: list[Message] = []
         for i, m in enumerate(messages):
             where = f"messages[{i}].content"
-            if m.role == "assistant":
+            if m.role == "system":
+                # A mid-conversation system message (Claude Code sends them; the
+                # mid-conversation-system beta). A Context has one system prompt, so
+                # its text joins it, after ``system``: instructions for the model on
+                # every backend, as each API's system prompt carries them.
+                # https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages
+                self.system.append(self._system_text(m.content, where))
+            elif m.role == "assistant":
                 out.append(self._assistant(m.content, where))
             else:
                 out.extend(self._user(m.content, where))
         return out
 
+    def _system_text(self, content: str | list[msgspec.Raw], where: str) -> str:
+        if isinstance(content, str):
+            text = content
+        else:
+            parts = []
+            for j, raw in enumerate(content):
+                at = f"{where}[{j}]"
+                if self._head(raw, at) != "text":
+                    raise _bad(f"{at}.type must be text in a system message", f"{at}.type")
+                parts.append(_typed(raw, Text, at).text)
+            text = "\n".join(parts)
+        if not text:
+            raise _bad(f"{where} must not be empty", where)
+        return text
+
     def _head(self, raw: msgspec.Raw, where: str) -> str:
-        head = _typed(raw, _Head, where)
+        head = _typed(raw, Head, where)
         if head.cache_control is not None:
             self.cache = True
         return head.type
@@ -403,11 +363,11 @@ class _Conversation:
 
     def _user_block(self, t: str, raw: msgspec.Raw, where: str) -> UserContent:
         if t == "text":
-            return TextContent(text=_typed(raw, _Text, where).text)
+            return TextContent(text=_typed(raw, Text, where).text)
         if t == "image":
-            return _image(_typed(raw, _Image, where).source, f"{where}.source")
+            return _image(_typed(raw, Image, where).source, f"{where}.source")
         if t == "document":
-            return _document(_typed(raw, _Document, where), where)
+            return _document(_typed(raw, Document, where), where)
         raise _bad(
             f"{where}.type {t!r} is not a user content block the gateway forwards "
             "(text, image, document, tool_result)",
@@ -415,7 +375,7 @@ class _Conversation:
         )
 
     def _tool_result(self, raw: msgspec.Raw, where: str) -> ToolResultMessage:
-        block = _typed(raw, _ToolResult, where)
+        block = _typed(raw, ToolResult, where)
         name = self.names.get(block.tool_use_id)
         if name is None:
             raise _bad(
@@ -450,7 +410,7 @@ class _Conversation:
             at = f"{where}[{j}]"
             t = self._head(raw, at)
             if t == "text":
-                text = _typed(raw, _Text, at)
+                text = _typed(raw, Text, at)
                 cites = [_citation(c, f"{at}.citations[{k}]")
                          for k, c in enumerate(text.citations or ())]  # fmt: skip
                 blocks.append(TextContent(text=text.text, citations=cites))
@@ -474,7 +434,7 @@ class _Conversation:
                                 stop_reason="tool_use" if calls else "stop")  # fmt: skip
 
     def _tool_use(self, raw: msgspec.Raw, where: str) -> ToolCall:
-        block = _typed(raw, _ToolUse, where)
+        block = _typed(raw, ToolUse, where)
         # The input object's exact text is kept: it is what a backend is sent back.
         text = bytes(block.input).decode("utf-8")
         try:
@@ -494,12 +454,12 @@ class _Conversation:
         text = bytes(raw).decode("utf-8")
         kind = whole_kind(t)
         if t in SERVER_CALLS:
-            call = _typed(raw, _ServerCall, where)
+            call = _typed(raw, ServerCall, where)
             self.names.setdefault(call.id, call.name)
             return ServerToolCall(id=call.id, name=call.name, input=call.input,
                                   provider_type=t, raw=text)  # fmt: skip
         if kind == "result":
-            res = _typed(raw, _ServerResult, where)
+            res = _typed(raw, ServerResult, where)
             failed = res.is_error
             if failed is None:
                 ctype = res.content.get("type") if isinstance(res.content, dict) else None
@@ -519,13 +479,13 @@ def _citation(raw: msgspec.Raw, where: str) -> Citation:
 
 def _thinking(t: str, raw: msgspec.Raw, where: str) -> tuple[ThinkingContent, Origin | None]:
     if t == "redacted_thinking":
-        data = _typed(raw, _Redacted, where).data
+        data = _typed(raw, Redacted, where).data
         origin = unseal(data)
         if origin is None:
             return ThinkingContent(thinking="", signature=data, redacted=True), None
         return ThinkingContent(thinking="", signature=origin.signature,
                                redacted=origin.redacted), origin  # fmt: skip
-    block = _typed(raw, _ThinkingBlock, where)
+    block = _typed(raw, ThinkingBlock, where)
     origin = unseal(block.signature)
     if origin is None:
         return ThinkingContent(thinking=block.thinking, signature=block.signature or None), None
@@ -533,7 +493,7 @@ def _thinking(t: str, raw: msgspec.Raw, where: str) -> tuple[ThinkingContent, Or
                            redacted=origin.redacted), origin  # fmt: skip
 
 
-def _image(source: _Source, where: str) -> ImageContent:
+def _image(source: Source, where: str) -> ImageContent:
     if source.type != "base64":
         raise _bad(
             f"{where}.type {source.type!r}: the gateway forwards images as base64 data "
@@ -546,7 +506,7 @@ def _image(source: _Source, where: str) -> ImageContent:
     return ImageContent(data=source.data, mime_type=source.media_type)
 
 
-def _document(doc: _Document, where: str) -> DocumentContent:
+def _document(doc: Document, where: str) -> DocumentContent:
     if doc.context is not None:
         raise _bad(f"{where}.context cannot be forwarded; put it in a text block",
                    f"{where}.context")  # fmt: skip

@@ -130,8 +130,10 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     options = _options(values, context, passthrough)
     stream = bool(values.get("stream", False))
     usage = stream and bool(getattr(values.get("stream_options"), "include_usage", False))
+    asked = "reasoning_effort" if "reasoning" in options else None
     return GatewayRequest(model=model, context=context, options=options, stream=stream,
-                          passthrough=passthrough, include_usage=usage)  # fmt: skip
+                          passthrough=passthrough, include_usage=usage,
+                          reasoning_field=asked)  # fmt: skip
 
 
 # --------------------------------------------------------------------------- options
@@ -232,12 +234,8 @@ def _context(
         where = f"messages[{i}]"
         cls = m.__class__
         if cls is System or cls is Developer:
-            if out:
-                raise RequestError(
-                    f"{where} is a {m.__class__.__name__.lower()} message after the conversation "
-                    "started; the gateway's conversations have one system prompt before every "
-                    "message: move it to the start", param=f"{where}.role",
-                )  # fmt: skip
+            # One later in the conversation joins the system prompt too: a Context has
+            # one (docs/gateway.md, "Agent clients").
             assert isinstance(m, System | Developer)
             system.append(m.content if isinstance(m.content, str) else _texts(m.content))
         elif cls is User:

@@ -210,15 +210,21 @@ def client_item(call: ToolCall, message: AssistantMessage) -> msgspec.Raw | None
 
 
 def call_item(
-    call: ToolCall, item_id: str, status: str, arguments: str | None = None
-) -> dict[str, Any]:
+    call: ToolCall, item_id: str, status: str, arguments: str | None = None,
+    namespaces: Mapping[str, str] | None = None,
+) -> dict[str, Any]:  # fmt: skip
     args = (
         arguments
         if arguments is not None
         else raw_or_json_arguments(call.raw_arguments, call.arguments)
     )
-    return {"id": item_id, "type": "function_call", "status": status, "arguments": args,
+    item = {"id": item_id, "type": "function_call", "status": status, "arguments": args,
             "call_id": call.id, "name": call.name}  # fmt: skip
+    if namespaces and call.name in namespaces:
+        # A tool of a ``namespace`` tool: its call names the group too (the
+        # function_call item's ``namespace``).
+        item["namespace"] = namespaces[call.name]
+    return item
 
 
 # --------------------------------------------------------------------------- provider blocks
@@ -341,7 +347,9 @@ def now() -> int:
     return int(time.time())
 
 
-def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
+def message_output(
+    message: AssistantMessage, response_id: str, namespaces: Mapping[str, str] | None = None
+) -> list[Any]:
     """The output items of a finished message (the non-streamed body)."""
     same = message.api == API
     out: list[Any] = []
@@ -362,9 +370,8 @@ def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
             if native is not None:
                 out.append(native)
             else:
-                out.append(
-                    call_item(block, call_id_of(block, message, response_id, n), "completed")
-                )
+                item_id = call_id_of(block, message, response_id, n)
+                out.append(call_item(block, item_id, "completed", namespaces=namespaces))
         else:
             result = paired_result(block, content[i + 1]) if i + 1 < len(content) else None
             if result is not None and same:
@@ -377,7 +384,7 @@ def message_output(message: AssistantMessage, response_id: str) -> list[Any]:
 
 def message_body(request: GatewayRequest, message: AssistantMessage, response_id: str) -> bytes:
     """The ``response`` object of a finished message (a request without a stream)."""
-    output = message_output(message, response_id)
+    output = message_output(message, response_id, request.namespaces)
     # As the stream says it: an error the spec gives an incomplete reason (a content
     # filter's stop) first, then the stop itself.
     why = None

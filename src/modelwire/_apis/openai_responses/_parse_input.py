@@ -69,8 +69,8 @@ class _Turn:
 
 
 def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Message], list[str]]:
-    """The messages of ``input``, and the system text of its leading
-    ``system``/``developer`` messages."""
+    """The messages of ``input``, and the text of its ``system``/``developer``
+    messages, in order."""
     if isinstance(value, str):
         if not value:
             raise _fail("input", "must not be empty: send the user's text")
@@ -97,12 +97,8 @@ def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Messa
         if kind == "message":
             role = _str(item, "role", path)
             if role in ("system", "developer"):
-                if messages or turn is not None:
-                    raise _fail(
-                        f"{path}.role",
-                        f"{role!r} after the conversation started is not supported: put "
-                        "system text in instructions or in the first input items",
-                    )
+                # One later in the conversation joins the system prompt too: a Context
+                # has one (docs/gateway.md, "Agent clients").
                 leading.append(_plain_text(item.get("content"), f"{path}.content"))
                 continue
             if role == "user":

@@ -85,6 +85,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     stream = False
     system: list[str] = []
     tools: tuple[ToolDefinition, ...] | None = None
+    namespaces: dict[str, str] = {}
     for name, raw in fields.items():
         if name in ("model", "input"):
             continue
@@ -109,13 +110,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         elif name == "parallel_tool_calls":
             options["parallel_tool_calls"] = _decode(raw, _BOOL, name)
         elif name == "tools":
-            tools, extra = _tools(_list(echo[name], name))
-            if extra is not None:
-                raise _fail(
-                    f"tools[{extra}]",
-                    "is not a function tool: the gateway translates function tools only "
-                    "(built-in tools such as web_search are not supported)",
-                )
+            tools, namespaces = _tools(_list(echo[name], name))
         elif name == "tool_choice":
             options["tool_choice"] = _tool_choice(echo[name])
         elif name == "reasoning":
@@ -144,6 +139,9 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
             _obj(echo[name], name)
         elif name in ("user", "safety_identifier"):
             _decode(raw, _STR, name)  # ignored (user is echoed)
+        elif name == "client_metadata":
+            # Codex CLI's tags of its own session, like metadata: nothing a model reads.
+            _decode(raw, _DICT, name)
         elif name == "stream_options":
             _decode(raw, _DICT, name)  # include_obfuscation: the gateway sends none
         else:
@@ -161,7 +159,8 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     )
     return GatewayRequest(
         model=model, context=context, options=options, stream=stream,
-        passthrough=passthrough, echo=echo,
+        passthrough=passthrough, echo=echo, namespaces=namespaces,
+        reasoning_field="reasoning.effort" if "reasoning" in options else None,
     )  # fmt: skip
 
 
@@ -174,24 +173,60 @@ _DICT = msgspec.json.Decoder(dict[str, Any])
 _STR_LIST = msgspec.json.Decoder(list[str])
 
 
-def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], int | None]:
-    """The function tools, and the index of the first tool of another type."""
+def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], dict[str, str]]:
+    """The function tools, those of ``namespace`` tools flattened into them, and the
+    namespace of each flattened one by its name.
+
+    A ``namespace`` tool groups function tools under a name (Codex CLI sends its MCP
+    servers' tools so); a call of one of them is a ``function_call`` item with the
+    tool's own ``name`` and the group's ``namespace``
+    (https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools).
+    A backend of any API has no groups: it gets each tool under its own name, so two
+    tools of one name are refused, and its calls go back with their namespace."""
     out: list[ToolDefinition] = []
+    namespaces: dict[str, str] = {}
+    where: dict[str, str] = {}
     for i, value in enumerate(values):
         path = f"tools[{i}]"
         tool = _obj(value, path)
-        if tool.get("type") != "function":
-            return tuple(out), i
-        name = _str(tool, "name", path)
-        assert name is not None
-        description = _str(tool, "description", path, required=False) or ""
-        params = tool.get("parameters")
-        if params is None:
-            params = {"type": "object", "properties": {}}
-        parameters = _obj(params, f"{path}.parameters")
-        _schema(parameters, f"{path}.parameters")
-        out.append(ToolDefinition(name=name, description=description, parameters=parameters))
-    return tuple(out), None
+        kind = tool.get("type")
+        if kind == "namespace":
+            group = _str(tool, "name", path)
+            assert group is not None
+            inner = _list(tool.get("tools"), f"{path}.tools")
+            for j, member in enumerate(inner):
+                at = f"{path}.tools[{j}]"
+                if _obj(member, at).get("type") != "function":
+                    raise _fail(f"{at}.type", f"{member.get('type')!r} is not supported by this "
+                                "gateway in a namespace: it translates function tools only")  # fmt: skip
+                out.append(_function(member, at, where))
+                namespaces[out[-1].name] = group
+            continue
+        if kind != "function":
+            raise _fail(
+                f"{path}.type",
+                f"{kind!r} is not supported by this gateway: it translates function tools "
+                "(and namespace groups of them) only; a tool the provider runs "
+                "(web_search, file_search…) cannot be forwarded — leave it out",
+            )
+        out.append(_function(tool, path, where))
+    return tuple(out), namespaces
+
+
+def _function(tool: dict[str, Any], path: str, where: dict[str, str]) -> ToolDefinition:
+    name = _str(tool, "name", path)
+    assert name is not None
+    if name in where:
+        raise _fail(f"{path}.name", f"{name!r} is also the name of {where[name]}: a backend "
+                    "tells tools apart by their name only")  # fmt: skip
+    where[name] = path
+    description = _str(tool, "description", path, required=False) or ""
+    params = tool.get("parameters")
+    if params is None:
+        params = {"type": "object", "properties": {}}
+    parameters = _obj(params, f"{path}.parameters")
+    _schema(parameters, f"{path}.parameters")
+    return ToolDefinition(name=name, description=description, parameters=parameters)
 
 
 def _tool_choice(value: Any) -> str | dict[str, Any]:

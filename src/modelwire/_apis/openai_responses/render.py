@@ -316,7 +316,7 @@ class ResponsesRenderer:
             # start (clients key a call's deltas by item id): the call is sent whole.
             item.buffer = []
             return out
-        added = call_item(block, item.id, "in_progress", "")
+        added = call_item(block, item.id, "in_progress", "", self._request.namespaces)
         return out + self._event(
             "response.output_item.added", {"output_index": item.index, "item": added}
         )
@@ -452,13 +452,13 @@ class ResponsesRenderer:
         if item.buffer is not None:
             item.id = call_id_of(call, partial, self._rid, item.index)
             item.mid = _mid(_CALL, item.index, item.id)
-            added = call_item(call, item.id, "in_progress", "")
+            added = call_item(call, item.id, "in_progress", "", self._request.namespaces)
             whole = self._event(
                 "response.output_item.added", {"output_index": item.index, "item": added}
             )
             whole += b"".join(self._delta(_ARGS_DELTA, item, p, _TAIL) for p in item.buffer)
             item.streamed = bool(item.buffer)
-        done = call_item(call, item.id, "completed", args)
+        done = call_item(call, item.id, "completed", args, self._request.namespaces)
         self._output[item.index] = done
         if not item.streamed and args:
             whole += self._delta(_ARGS_DELTA, item, args, _TAIL)
@@ -555,7 +555,7 @@ class ResponsesRenderer:
                 done: Any = text_item(item.id, item.phase, block.text[item.offset :], (),
                                       "incomplete")  # fmt: skip
             elif item.kind == _CALL and isinstance(block, ToolCall):
-                done = call_item(block, item.id, "incomplete")
+                done = call_item(block, item.id, "incomplete", None, self._request.namespaces)
             elif item.buffer is None:
                 done = {"id": item.id, "type": "reasoning", "summary": [], "status": "incomplete"}
             else:

@@ -13,7 +13,9 @@ Request fields (also in ``docs/gateway-anthropic.md``):
 field                                 becomes
 ====================================  ==============================================
 ``model``                             ``GatewayRequest.model`` (the routed name)
-``messages``                          ``Context.messages``: user text, images
+``messages``                          ``Context.messages`` (a ``system``
+                                      message among them joins
+                                      ``Context.system_prompt``): user text, images
                                       (base64), documents (base64, text, url,
                                       file), ``tool_result`` (text, images,
                                       documents) → ``ToolResultMessage``;
@@ -42,6 +44,10 @@ field                                 becomes
 ``cache_control`` (any block)         ``cache``: modelwire marks the system prompt
                                       and the last user block
 ``metadata``                          ignored (abuse-tracking tag only)
+``context_management``                sent unchanged to an Anthropic backend; for
+                                      others left out when it clears nothing
+                                      (``clear_thinking_20251015``, ``keep: "all"``),
+                                      else refused (400)
 anything else (``stop_sequences``,    ``passthrough``: sent unchanged to an
 ``top_k``, ``top_p``,                 Anthropic backend, refused (400) for others
 ``service_tier``, ``container``,
@@ -52,8 +58,9 @@ image url/file sources, document
 results
 ====================================  ==============================================
 
-Headers ``anthropic-version`` and ``anthropic-beta`` are not read: modelwire's
-encoder sets the betas what it sends needs.
+Header ``anthropic-version`` is not read; ``anthropic-beta`` goes on to an Anthropic
+backend only (``GatewayRequest.forward_headers``), joined with the betas modelwire's
+encoder sets.
 """
 
 from __future__ import annotations

@@ -15,11 +15,14 @@ field                    what the gateway does
 model                    the gateway model name (required)
 input                    the conversation (required): a string, or items — ``message``
                          (user text/images/files/audio; assistant text with annotations;
-                         leading system/developer text), ``reasoning``, ``function_call``
+                         system/developer text, anywhere), ``reasoning``, ``function_call``
                          (``arguments`` kept as raw text), ``function_call_output`` (text,
                          images, files), provider-run tool items
-instructions             the system prompt (joined before leading system/developer text)
-tools                    function tools → tools; any other tool type → 400
+instructions             the system prompt (joined before the system/developer text)
+tools                    function tools → tools; a ``namespace`` tool's function tools too,
+                         under their own names (``GatewayRequest.namespaces``: their calls
+                         are rendered with the ``namespace``); any other tool type
+                         (``web_search``…) → 400 naming ``tools[N].type``
 tool_choice              auto / none / required / a function → ``tool_choice``; other → 400
 parallel_tool_calls      → ``parallel_tool_calls``
 max_output_tokens        → ``max_tokens``
@@ -33,7 +36,8 @@ prompt_cache_key         → ``session_id``
 stream                   streamed (SSE) or one Response object
 store, user, metadata,   ignored (the gateway stores nothing; metadata and user are echoed)
 safety_identifier,
-stream_options
+stream_options,
+client_metadata
 background               ``true`` → 400 (answers come in the request); false ignored
 previous_response_id,    400: the gateway keeps no state — send the items themselves
 conversation
