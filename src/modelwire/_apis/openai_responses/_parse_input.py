@@ -35,6 +35,7 @@ from ...types import (
 )
 from .._server.fields import arguments as _arguments
 from .._server.origin import CLIENT_PROVIDER, Origin, unseal
+from ._items import text_signature
 from ._output_items import API, is_generated
 from ._parse_checks import as_list as _list
 from ._parse_checks import as_object as _obj
@@ -187,15 +188,6 @@ def _sealed(value: str | None) -> Origin | None:
     return unseal(value) if value else None
 
 
-def _text_signature(item_id: str | None, phase: str | None) -> str | None:
-    # The decoder's rule (``openai_responses._decode``): the id, or {"id", "phase"}.
-    if not item_id:
-        return None
-    if phase is None:
-        return item_id
-    return _encode({"id": item_id, "phase": phase}).decode()
-
-
 def _text_item(item: dict[str, Any], path: str) -> tuple[TextContent, Origin | None]:
     content = item.get("content")
     item_id = _str(item, "id", path, required=False)
@@ -227,7 +219,7 @@ def _text_item(item: dict[str, Any], path: str) -> tuple[TextContent, Origin | N
     elif item_id is None or is_generated(item_id):
         signature = None
     else:
-        signature = _text_signature(item_id, _str(item, "phase", path, required=False))
+        signature = text_signature(item_id, _str(item, "phase", path, required=False))
     return TextContent(text=text, signature=signature, citations=citations), origin
 
 
