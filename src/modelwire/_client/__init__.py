@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Unpack
 
+import msgspec
+
 from .._apis import (
     custom_stream,
     get_api,
@@ -118,8 +120,6 @@ def _default_cap(model: Model, opts: StreamOptions, options: RequestOptions) -> 
     so a model that loops stops; ``max_tokens=None`` sends no limit."""
     if "max_tokens" in opts:
         return options
-    import msgspec
-
     return msgspec.structs.replace(options, max_tokens=model.max_tokens)
 
 
@@ -151,8 +151,6 @@ def _prepare(
         return options, None, None, context, plan
     options = _default_cap(model, opts, resolve_checked(model.provider, opts))
     if options.reasoning is not None:
-        import msgspec
-
         from .._catalog import clamp_reasoning
 
         # Clamp to the levels the model has; a model without reasoning raises here.
@@ -166,8 +164,6 @@ def _prepare(
     ctx = handoff(context, model)
     prefail: StreamError | None = None
     if auto:
-        import msgspec
-
         from ._count import fit_max_tokens
 
         fitted, prefail = fit_max_tokens(model, ctx)

@@ -271,7 +271,6 @@ def backend_options(
     the reasoning rule of a model without reasoning, fields passed through only to a
     backend of the client's own API (``client_api``), the backend key, the shared HTTP
     client and the backend timeout (the model's, else the gateway's default)."""
-
     options: dict[str, Any] = dict(req.options)
     if options.get("reasoning") is not None:
         rule = reasoning_rule(route, models)

@@ -81,7 +81,6 @@ def key_for(
     byte is read): ``raw_headers`` as received (to see a header sent twice),
     ``headers`` the same as a mapping. A missing, repeated or unknown key is a
     :class:`RequestError` (401; 400 for a repeated header)."""
-
     # A credential header twice: RFC 9110 §5.3 allows a field line twice only for
     # a list-valued field, which neither is; the dict of headers would keep the
     # last, so a wrong key followed by a right one would get in.
