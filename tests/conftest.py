@@ -226,6 +226,7 @@ SLOW_FILES = frozenset(
         "test_readme_demo.py",
         "test_sdk_clients.py",
         "test_setup.py",
+        "test_site.py",
         "test_terminal.py",
     }
 )

@@ -132,7 +132,15 @@ class Excerpt(NamedTuple):
 
 
 class ModelwireError(Exception):
-    """Root of every error modelwire raises."""
+    """Root of every error modelwire raises.
+
+    ``except modelwire.errors.ModelwireError`` catches them all; ``kind`` (a class
+    attribute) is the stable string that names each class, the same as
+    ``ErrorInfo.kind`` on a failed message. ``message`` is the text, keys redacted.
+
+    Args:
+        message: What went wrong and, for a caller mistake, what to do.
+    """
 
     kind: ClassVar[str] = "modelwire"
 
@@ -145,7 +153,14 @@ class ModelwireError(Exception):
 
 
 class ConfigurationError(ModelwireError, ValueError):
-    """The caller asked for something impossible; raised before any request."""
+    """The caller asked for something impossible; raised before any request.
+
+    ``kind`` ``"configuration"``. Raised at once by the entry points, constructors
+    and validators for a caller mistake: an unknown or invalid option (the closest
+    name suggested), a value of the wrong type, input a model does not accept. The
+    message says what to change; nothing was sent, so fix the call rather than retry
+    it. Also a ``ValueError``.
+    """
 
     kind = "configuration"
 
@@ -158,7 +173,15 @@ class OutputWriteError(ModelwireError, OSError):
 
 
 class MissingAPIKeyError(ConfigurationError):
-    """No API key was given and the provider's environment variable is unset."""
+    """No API key was given and the provider's environment variable is unset.
+
+    ``kind`` ``"missing_api_key"``; raised before any request. ``env_var`` names the
+    variable to set (``None`` when the provider has none); or pass ``api_key=``.
+
+    Args:
+        message: What to set or pass.
+        env_var: The provider's key variable.
+    """
 
     kind = "missing_api_key"
 
@@ -175,6 +198,19 @@ class StreamError(ModelwireError):
     ``request_id`` the provider's error code (or type) and request id. ``retryable``
     (by default decided from the kind, status and code by ``modelwire._providers._classify``)
     says whether sending the same request again may succeed.
+
+    A stream never raises it: it arrives as ``message.error`` (an :class:`ErrorInfo`)
+    and ``message.raise_for_error()`` raises the subclass for its ``kind``; a failed
+    ``count_tokens`` raises it directly. Catch the subclasses (or
+    :class:`TransportError`, :class:`ProviderError`…) to tell failures apart.
+
+    Args:
+        message: What happened, keys redacted.
+        status: The HTTP status, when there was one.
+        retry_after: The wait in seconds the provider asked for.
+        code: The provider's error code or type.
+        request_id: The provider's request id.
+        retryable: Overrides the kind's default (``None``: the default).
     """
 
     kind = "stream"
@@ -256,48 +292,115 @@ class StreamError(ModelwireError):
 
 
 class ProviderError(StreamError):
-    """The provider answered with an error (an HTTP status or an in-band error)."""
+    """The provider answered with an error (an HTTP status or an in-band error).
+
+    The base of the provider's refusals, each subclass one kind; ``status``,
+    ``code`` and ``request_id`` are the provider's. ``kind`` ``"provider"`` only for
+    a subclass-less error, which the classifier does not produce.
+    """
 
     kind = "provider"
 
 
 class AuthenticationError(ProviderError):
+    """The provider refused the credentials: HTTP 401 or an in-band authentication
+    error.
+
+    ``kind`` ``"authentication"``, not retryable. Check the API key (and that it
+    belongs to this provider and ``base_url``).
+    """
+
     kind = "authentication"
 
 
 class PermissionDeniedError(ProviderError):
+    """The key is valid but may not do this: HTTP 403 or an in-band permission error.
+
+    ``kind`` ``"permission"``, not retryable: the account lacks access to the model
+    or the feature.
+    """
+
     kind = "permission"
 
 
 class NotFoundError(ProviderError):
+    """The provider does not know the model or the endpoint: HTTP 404.
+
+    ``kind`` ``"not_found"``, not retryable. Usually a misspelt model id or a
+    ``base_url`` without the API's version segment; the message adds a hint when
+    modelwire can tell which.
+    """
+
     kind = "not_found"
 
 
 class RateLimitError(ProviderError):
+    """Too many requests or tokens: HTTP 429 or an in-band rate-limit error.
+
+    ``kind`` ``"rate_limit"``; retried before any content (``Retry-After``
+    honoured), and it moves a ``Fallback`` on. ``retryable`` is false when the
+    provider says the quota is exhausted (``insufficient_quota``): waiting will
+    not help, paying will.
+    """
+
     transient = True
     kind = "rate_limit"
 
 
 class OverloadedError(ProviderError):
+    """The provider is overloaded: HTTP 529 or 503, or an ``overloaded`` error code.
+
+    ``kind`` ``"overloaded"``, retryable: retried before any content, and it moves
+    a ``Fallback`` on. Try again later or another model.
+    """
+
     transient = True
     kind = "overloaded"
 
 
 class ContextOverflowError(ProviderError):
+    """The prompt does not fit the model's context window.
+
+    ``kind`` ``"context_overflow"``, not retryable as it is. From a provider's 400
+    (or in-band error) that says so, or before any request for
+    ``max_tokens="auto"`` when the prompt leaves no room. It moves a ``Fallback``
+    on (to a model with a larger window); otherwise shorten the conversation.
+    """
+
     kind = "context_overflow"
 
 
 class InvalidRequestError(ProviderError):
+    """The provider rejected the request as invalid: HTTP 400, 413 or 422 (or another
+    4xx without a class of its own).
+
+    ``kind`` ``"invalid_request"``, not retryable: the same request fails again.
+    The provider's message (and ``code``) says which field; often an option or
+    content the model does not support.
+    """
+
     kind = "invalid_request"
 
 
 class ServerError(ProviderError):
+    """The provider failed: an HTTP 5xx (but 503 and 529, which are
+    :class:`OverloadedError`) or an in-band server error.
+
+    ``kind`` ``"server"``, retryable: retried before any content, and it moves a
+    ``Fallback`` on.
+    """
+
     transient = True
     kind = "server"
 
 
 class ProviderStreamError(ProviderError):
-    """An error the provider sent inside a 200 stream."""
+    """An error the provider sent inside a 200 stream.
+
+    ``kind`` ``"provider_stream"``, retryable by default: an in-band error event
+    that names no more specific class (those become :class:`RateLimitError`,
+    :class:`OverloadedError`… as their status would).
+    """
 
     transient = True
 
@@ -305,17 +408,31 @@ class ProviderStreamError(ProviderError):
 
 
 class ContentFilterError(ProviderError):
-    """The provider refused or stopped the output for safety reasons."""
+    """The provider refused or stopped the output for safety reasons.
+
+    ``kind`` ``"content_filter"``, not retryable as it is: rephrase the request.
+    The message names the filtered categories when the provider says them.
+    """
 
     kind = "content_filter"
 
 
 class TransportError(StreamError):
+    """The network failed: the base of :class:`ConnectError`,
+    :class:`RequestTimeoutError` and :class:`StreamInterruptedError`.
+
+    Catch it for "the provider could not be reached or the connection broke".
+    """
+
     kind = "transport"
 
 
 class ConnectError(TransportError):
-    """The connection was refused or the host could not be resolved."""
+    """The connection was refused or the host could not be resolved.
+
+    ``kind`` ``"connect"``, retryable: retried, and it moves a ``Fallback`` on.
+    Check ``base_url`` and that the server runs.
+    """
 
     transient = True
 
@@ -323,7 +440,12 @@ class ConnectError(TransportError):
 
 
 class RequestTimeoutError(TransportError):
-    """The connect, idle (silence between bytes) or total timeout expired."""
+    """The connect, idle (silence between bytes) or total timeout expired.
+
+    ``kind`` ``"timeout"``. Not retried within the call (its time budget is
+    spent), but it moves a ``Fallback`` on and is worth another call. Raise the
+    limits with ``timeout=mw.Timeout(connect, idle, total)``.
+    """
 
     transient = True
 
@@ -331,7 +453,11 @@ class RequestTimeoutError(TransportError):
 
 
 class StreamInterruptedError(TransportError):
-    """The connection closed before the HTTP body was complete."""
+    """The connection closed before the HTTP body was complete.
+
+    ``kind`` ``"stream_interrupted"``, retryable: sending the request again may
+    succeed.
+    """
 
     transient = True
 
@@ -339,6 +465,14 @@ class StreamInterruptedError(TransportError):
 
 
 class ProtocolError(StreamError):
+    """The bytes were wrong: the response broke the wire API's format.
+
+    The base of :class:`MalformedChunkError`, :class:`TruncatedStreamError`,
+    :class:`ToolCallProtocolError` and :class:`EventTooLargeError`. Usually a
+    server that is not what the model's ``api`` says, or a proxy that mangles the
+    stream; ``mw.replay`` and ``trace=`` show the bytes.
+    """
+
     kind = "protocol"
 
 
@@ -346,13 +480,18 @@ class MalformedChunkError(ProtocolError):
     """A payload was not valid: bad UTF-8, bad JSON, or a field of the wrong type.
 
     The message names the field path, e.g. ``choices[0].delta.content must be a string``.
+    ``kind`` ``"malformed_chunk"``, not retryable.
     """
 
     kind = "malformed_chunk"
 
 
 class TruncatedStreamError(ProtocolError):
-    """The body ended mid-event or without the API's terminal signal."""
+    """The body ended mid-event or without the API's terminal signal.
+
+    ``kind`` ``"truncated_stream"``, retryable: the answer is incomplete (a
+    dropped connection or a proxy that cut it), so send again.
+    """
 
     transient = True
 
@@ -360,26 +499,44 @@ class TruncatedStreamError(ProtocolError):
 
 
 class ToolCallProtocolError(ProtocolError):
-    """Tool-call fragments broke the protocol (DESIGN §2a, tool-call protocol)."""
+    """Tool-call fragments broke the protocol (DESIGN §2a, tool-call protocol).
+
+    ``kind`` ``"tool_call_protocol"``: e.g. a fragment before its call started, a
+    call whose name changes, a tool call although no tools were declared, or a
+    response that does not honour ``tool_choice`` (``"required"``, a forced tool)
+    or the ``completion_policy``.
+    """
 
     kind = "tool_call_protocol"
 
 
 class EventTooLargeError(ProtocolError):
-    """One SSE event exceeded ``max_event_bytes``."""
+    """One SSE event exceeded ``max_event_bytes``.
+
+    ``kind`` ``"event_too_large"``: the limit keeps a broken or hostile server from
+    filling memory with one event.
+    """
 
     kind = "event_too_large"
 
 
 class OutputInvalidError(StreamError):
     """The response ended well but its output did not validate against the
-    structured output the caller asked for (``output=``)."""
+    structured output the caller asked for (``output=``).
+
+    ``kind`` ``"output_invalid"``; the message names the failing field. An
+    ``Agent`` feeds it back to the model (``output_retries``).
+    """
 
     kind = "output_invalid"
 
 
 class AbortedError(StreamError):
-    """The caller cancelled the stream."""
+    """The caller cancelled the stream.
+
+    ``kind`` ``"aborted"``: ``abort()``, ``aclose()`` or leaving an ``async with``
+    early; the message's ``stop_reason`` is ``"aborted"``. Nothing went wrong.
+    """
 
     kind = "aborted"
 
@@ -414,7 +571,14 @@ STREAM_ERROR_KINDS: frozenset[str] = frozenset(_BY_KIND)
 
 
 def error_class_for_kind(kind: str) -> type[StreamError]:
-    """The exception class for an :class:`ErrorInfo` kind (``StreamError`` if unknown)."""
+    """The exception class for an :class:`ErrorInfo` kind (``StreamError`` if unknown).
+
+    Args:
+        kind: A ``kind`` string, e.g. ``"rate_limit"``.
+
+    Returns:
+        The :class:`StreamError` subclass, e.g. :class:`RateLimitError`.
+    """
     return _BY_KIND.get(kind, StreamError)
 
 

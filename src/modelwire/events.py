@@ -100,20 +100,38 @@ class _Event(msgspec.Struct, frozen=True, gc=False, kw_only=True, repr_omit_defa
 
 
 class StartEvent(_Event, frozen=True):
-    """The stream started; always the first event."""
+    """The stream started; always the first event.
+
+    ``partial`` is still empty. Every stream has it, also one that fails before the
+    provider answers (a refused connection, an HTTP error): ``start``, then the
+    ``error`` event.
+    """
 
     type: ClassVar[Literal["start"]] = "start"
 
 
 class TextStartEvent(_Event, frozen=True):
-    """A text block appeared at ``content_index``."""
+    """A text block appeared at ``content_index``.
+
+    Then its ``text_delta`` events, then ``text_end``.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+    """
 
     type: ClassVar[Literal["text_start"]] = "text_start"
     content_index: int
 
 
 class TextDeltaEvent(_Event, frozen=True):
-    """Text appended to the block at ``content_index``."""
+    """Text appended to the block at ``content_index``.
+
+    Print ``delta`` as it comes for a live answer; ``partial`` has the text so far.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        delta: The new text.
+    """
 
     type: ClassVar[Literal["text_delta"]] = "text_delta"
     content_index: int
@@ -121,7 +139,12 @@ class TextDeltaEvent(_Event, frozen=True):
 
 
 class TextEndEvent(_Event, frozen=True):
-    """The text block at ``content_index`` is complete."""
+    """The text block at ``content_index`` is complete.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        content: The whole block, with its citations and signature.
+    """
 
     type: ClassVar[Literal["text_end"]] = "text_end"
     content_index: int
@@ -129,14 +152,26 @@ class TextEndEvent(_Event, frozen=True):
 
 
 class ThinkingStartEvent(_Event, frozen=True):
-    """A thinking block appeared at ``content_index``."""
+    """A thinking block appeared at ``content_index``.
+
+    Only from a model that reasons and a provider that shows it (summaries or the
+    full text); then ``thinking_delta`` events, then ``thinking_end``.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+    """
 
     type: ClassVar[Literal["thinking_start"]] = "thinking_start"
     content_index: int
 
 
 class ThinkingDeltaEvent(_Event, frozen=True):
-    """Reasoning text appended to the block at ``content_index``."""
+    """Reasoning text appended to the block at ``content_index``.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        delta: The new reasoning text.
+    """
 
     type: ClassVar[Literal["thinking_delta"]] = "thinking_delta"
     content_index: int
@@ -144,7 +179,12 @@ class ThinkingDeltaEvent(_Event, frozen=True):
 
 
 class ThinkingEndEvent(_Event, frozen=True):
-    """The thinking block at ``content_index`` is complete."""
+    """The thinking block at ``content_index`` is complete.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        content: The whole block, with the signature needed to replay it.
+    """
 
     type: ClassVar[Literal["thinking_end"]] = "thinking_end"
     content_index: int
@@ -152,14 +192,28 @@ class ThinkingEndEvent(_Event, frozen=True):
 
 
 class ToolCallStartEvent(_Event, frozen=True):
-    """A tool call appeared at ``content_index``; its id and name are in ``partial``."""
+    """A tool call appeared at ``content_index``; its id and name are in ``partial``.
+
+    Then its ``tool_call_delta`` events (the arguments text) and ``tool_call_end``.
+    Show it as progress; do not act on it yet.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+    """
 
     type: ClassVar[Literal["tool_call_start"]] = "tool_call_start"
     content_index: int
 
 
 class ToolCallDeltaEvent(_Event, frozen=True):
-    """Arguments text appended to the call at ``content_index`` (not yet an action)."""
+    """Arguments text appended to the call at ``content_index`` (not yet an action).
+
+    The arguments arrive as JSON text in pieces; they are parsed at ``tool_call_end``.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        delta: The new piece of the arguments' JSON text.
+    """
 
     type: ClassVar[Literal["tool_call_delta"]] = "tool_call_delta"
     content_index: int
@@ -170,6 +224,10 @@ class ToolCallEndEvent(_Event, frozen=True):
     """The call at ``content_index`` is complete; ``tool_call.arguments`` parsed.
 
     Only a ``done(tool_use)`` that follows makes it an action.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        tool_call: The complete call: ``id``, ``name``, parsed ``arguments``.
     """
 
     type: ClassVar[Literal["tool_call_end"]] = "tool_call_end"
@@ -181,7 +239,12 @@ class BlockEvent(_Event, frozen=True):
     """A block that arrives whole appeared at ``content_index``: a tool the provider
     ran (``ServerToolCall``; never an action for the caller), its result
     (``ServerToolResult``), an opaque ``ProviderItem``, or an image the model
-    generated (``ImageContent``)."""
+    generated (``ImageContent``).
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        content: The whole block.
+    """
 
     type: ClassVar[Literal["block"]] = "block"
     content_index: int
@@ -189,7 +252,15 @@ class BlockEvent(_Event, frozen=True):
 
 
 class CitationEvent(_Event, frozen=True):
-    """A citation was added to the text block at ``content_index``."""
+    """A citation was added to the text block at ``content_index``.
+
+    Sent by providers that ground answers in sources (web search, documents); the
+    block's ``citations`` hold them all at ``text_end``.
+
+    Attributes:
+        content_index: The block's index in ``partial.content``.
+        citation: The source: its title, URL or document and the cited text.
+    """
 
     type: ClassVar[Literal["citation"]] = "citation"
     content_index: int
@@ -197,7 +268,16 @@ class CitationEvent(_Event, frozen=True):
 
 
 class DoneEvent(_Event, frozen=True):
-    """Terminal: the response ended well; ``reason`` is stop, length or tool_use."""
+    """Terminal: the response ended well; ``reason`` is stop, length or tool_use.
+
+    Always the last event of a stream that did not fail. ``length`` means
+    ``max_tokens`` cut the answer (its tool calls are not trusted); ``tool_use``
+    means the calls in ``message.tool_calls`` are now actions to execute.
+
+    Attributes:
+        reason: ``"stop"``, ``"length"`` or ``"tool_use"``.
+        message: The final message (``stop_reason`` equals ``reason``).
+    """
 
     type: ClassVar[Literal["done"]] = "done"
     reason: Literal["stop", "length", "tool_use"]
@@ -208,6 +288,11 @@ class ErrorEvent(_Event, frozen=True):
     """Terminal: the response failed (``error``) or was cancelled (``aborted``).
 
     ``message`` keeps all content received so far; ``message.error`` says why.
+
+    Attributes:
+        reason: ``"error"`` or ``"aborted"``.
+        message: The final message; ``message.raise_for_error()`` raises the typed
+            error.
     """
 
     type: ClassVar[Literal["error"]] = "error"
@@ -242,6 +327,13 @@ Event: TypeAlias = (
     | DoneEvent
     | ErrorEvent
 )
+"""Any event of a model stream: what iterating ``mw.stream`` gives.
+
+Dispatch on ``event.type`` (``"text_delta"``, ``"tool_call_end"``, ``"done"``…) or
+on the class. Every event carries the response so far as ``partial``; exactly one
+terminal event, :class:`DoneEvent` or :class:`ErrorEvent`, ends every stream and
+carries the final ``message``.
+"""
 
 
 class Replay(list[Event]):

@@ -122,7 +122,45 @@ def instrument(
     """Record spans and metrics for every model call and agent run from now on, with the
     global tracer and meter providers (or the ones given). ``capture_content``: record
     message content too (default: ``$OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``).
-    Calling it again replaces the previous settings."""
+    Calling it again replaces the previous settings.
+
+    Process-wide: every ``mw.stream``/``complete`` call and ``Agent`` run in any
+    thread is recorded (the module docs list the spans, attributes and metrics),
+    until :func:`uninstrument`.
+
+    Args:
+        tracer_provider: The OpenTelemetry ``TracerProvider`` to use (default: the
+            global one).
+        meter_provider: The ``MeterProvider`` to use (default: the global one).
+        capture_content: Also record message content, tool arguments and results;
+            ``None`` reads the environment variable above.
+
+    Raises:
+        ConfigurationError: OpenTelemetry is not installed
+            (``pip install 'modelwire[otel]'``).
+
+    Example:
+        ```python
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+        import modelwire as mw
+        import modelwire.otel
+        from modelwire.testing import MockServer
+
+        spans = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(spans))
+        modelwire.otel.instrument(tracer_provider=provider)
+        try:
+            with MockServer(["Hello!"]) as server:
+                mw.complete_sync(server.model(), "Hi")
+        finally:
+            modelwire.otel.uninstrument()
+        print([span.name for span in spans.get_finished_spans()])  # ['chat mock-model']
+        ```
+    """
     global _active
     from ._client._observers import AGENT_OBSERVERS, CALL_OBSERVERS
 
@@ -151,7 +189,12 @@ def _require_opentelemetry() -> None:
 
 
 def uninstrument() -> None:
-    """Stop recording (calls already in flight finish their spans)."""
+    """Stop recording (calls already in flight finish their spans).
+
+    Undoes :func:`instrument`; calling it when nothing is instrumented does nothing.
+    Tests that instrument should call it in a ``finally`` (or a fixture teardown),
+    since instrumentation is process-wide.
+    """
     global _active
     from ._client._observers import AGENT_OBSERVERS, CALL_OBSERVERS
 
@@ -164,7 +207,11 @@ def uninstrument() -> None:
 
 
 def is_instrumented() -> bool:
-    """Whether :func:`instrument` is in effect."""
+    """Whether :func:`instrument` is in effect.
+
+    Returns:
+        ``True`` between :func:`instrument` and :func:`uninstrument`.
+    """
     return _active is not None
 
 

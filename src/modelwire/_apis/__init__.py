@@ -230,7 +230,38 @@ def register_wire_api(
     every missing member), and so is its path: an API whose exact path (version
     segment included) is another API's cannot be told apart by a server, so that is a
     ``ConfigurationError`` naming both. The object is not changed; a later
-    registration of the same name wins."""
+    registration of the same name wins.
+
+    Args:
+        api: A :class:`WireCodec`, or a stream function
+            ``(model, context, options) -> events``.
+        name: The ``Model.api`` name: lower-case letters and digits joined by ``-``
+            or ``.`` (a codec's default: ``api.name``; required for a function).
+        server: A codec's server side (:class:`~modelwire.ext.WireServer`).
+        sync: A sync generator twin of an async stream function.
+
+    Raises:
+        ConfigurationError: A codec or facet member is missing, the name is invalid
+            or missing, the path is another API's, or ``server``/``sync`` is given for
+            the wrong kind of ``api``.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.ext import register_wire_api
+        from modelwire.testing import events_from_deltas, deltas_for
+
+
+        def canned(model, context, options):
+            # A sync stream function: the events of one fixed answer.
+            yield from events_from_deltas(deltas_for("Canned."), model, context, options)
+
+
+        register_wire_api(canned, "canned")
+        model = mw.Model(id="c", api="canned", provider="local", base_url="http://unused.invalid")
+        print(mw.complete_sync(model, "Hi").text)  # Canned.
+        ```
+    """
     if not isinstance(api, WireCodec) and callable(api):  # a stream function
         if server is not None:
             raise ConfigurationError("server= is for a wire codec, not a stream function")
@@ -264,8 +295,11 @@ def register_wire_api(
     _servers[key] = checked
 
 
-#: What stands for the model id in a route (:func:`server_routes`).
 MODEL_SLOT = "{model}"
+"""What stands for the model id in a route (:func:`server_routes`), e.g.
+``/v1beta/models/{model}:streamGenerateContent``. Write it in a
+``WireServer.complete_paths`` entry where the API puts the model in the URL; a
+route with it matches any one path segment there."""
 # Asked of ``path()`` in its place: unreserved characters only, so no quoting changes it.
 _SLOT_ID = "modelwire-model-slot"
 
@@ -306,7 +340,17 @@ def api_for_path(path: str) -> str | None:
     segment. A path no API owns exactly (a provider's own URL layout: Azure
     deployments, Vertex AI publishers) goes to the API whose endpoint, without its
     version segment, ends it at a segment boundary — the longest such endpoint, so
-    ``/api/chat`` is never taken for a shorter ``/chat``."""
+    ``/api/chat`` is never taken for a shorter ``/chat``.
+
+    How ``MockServer`` decides which API's format to answer in.
+
+    Args:
+        path: A request target (``/v1/messages``,
+            ``/v1beta/models/gemini-x:streamGenerateContent?alt=sse``).
+
+    Returns:
+        The wire API name (``"anthropic-messages"``…), or ``None``.
+    """
     target = path.split("?", 1)[0].rstrip("/")
     routes = server_routes()
     for api, template in routes.items():

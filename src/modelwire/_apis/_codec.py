@@ -62,7 +62,12 @@ __all__ = [
 
 
 class IdRule(NamedTuple):
-    """What a target API accepts as a tool-call id (used by :mod:`modelwire._client._handoffs`)."""
+    """What a target API accepts as a tool-call id (used by :mod:`modelwire._client._handoffs`).
+
+    Return one from a :class:`HandoffFacet` when the API restricts ids (a pattern, a
+    length): a conversation from another API then has its ids rewritten to fit,
+    consistently in the calls and their results.
+    """
 
     valid: re.Pattern[str]
     """Ids that match (``fullmatch``) are kept."""
@@ -76,30 +81,57 @@ class IdRule(NamedTuple):
 
 @runtime_checkable
 class HandoffFacet(Protocol):
-    """Which tool-call ids an API accepts (optional: ``WireCodec.handoff``)."""
+    """Which tool-call ids an API accepts (optional: ``WireCodec.handoff``).
+
+    Offer it when the API refuses some ids another API produces; without it every id
+    is sent as it is. :class:`IdRules` builds one from a function.
+    """
 
     def tool_id_rule(self, model: Model) -> IdRule | None:
-        """The rule for ``model`` (``None``: any id is accepted)."""
+        """The rule for ``model`` (``None``: any id is accepted).
+
+        Args:
+            model: The model the conversation is sent to.
+        """
         ...
 
 
 @runtime_checkable
 class CountFacet(Protocol):
-    """An API's token-counting endpoint (optional: ``WireCodec.counting``)."""
+    """An API's token-counting endpoint (optional: ``WireCodec.counting``).
+
+    Offer it when the API can count a prompt's tokens; ``mw.count_tokens`` then asks
+    it (with the call's retries and redaction) instead of estimating.
+    :class:`Counting` builds one from two functions.
+    """
 
     def count_request(self, request: HTTPRequest) -> HTTPRequest | None:
         """The counting request for a built stream request (``None``: this request's
-        URL has no counting endpoint, e.g. a provider's own layout)."""
+        URL has no counting endpoint, e.g. a provider's own layout).
+
+        Args:
+            request: The stream request the API built (URL, headers, body).
+        """
         ...
 
     def parse_count(self, body: bytes) -> int:
-        """The input-token count in the endpoint's answer."""
+        """The input-token count in the endpoint's answer.
+
+        Args:
+            body: The answer's JSON body.
+        """
         ...
 
 
 @runtime_checkable
 class WireCodec(Protocol):
-    """The required part of a wire API. Implementations are stateless singletons."""
+    """The required part of a wire API. Implementations are stateless singletons.
+
+    Implement every member below and register the object with
+    :func:`~modelwire.ext.register_wire_api`; then ``Model(api=name, ...)`` works with
+    ``mw.stream`` and everything on top of it. Registration names any member
+    missing. docs/adding-a-wire-api.md builds a complete one.
+    """
 
     @property
     def name(self) -> str:
@@ -118,30 +150,56 @@ class WireCodec(Protocol):
 
     def capabilities(self, model: Model) -> Capabilities:
         """What ``model`` supports as far as this API knows (fields it cannot say:
-        ``None``); the catalog and ``Model.capabilities`` are laid over it."""
+        ``None``); the catalog and ``Model.capabilities`` are laid over it.
+
+        Args:
+            model: The model asked about.
+        """
         ...
 
     def path(self, model_id: str) -> str:
-        """The endpoint appended to ``Model.base_url`` (``/chat/completions``)."""
+        """The endpoint appended to ``Model.base_url`` (``/chat/completions``).
+
+        Args:
+            model_id: The model id, for APIs that put it in the path.
+        """
         ...
 
     def build_request(self, model: Model, context: Context, options: RequestOptions) -> HTTPRequest:
         """Pure: the URL, headers and JSON body; ``ConfigurationError`` for
-        impossible options, before any I/O."""
+        impossible options, before any I/O.
+
+        Args:
+            model: The model called.
+            context: The conversation, already rewritten for the model (handoff).
+            options: The call's checked options.
+        """
         ...
 
     def framing(self, max_event_bytes: int) -> Framing:
-        """A fresh decoder of the response body into frames (:mod:`modelwire._wire.framing`)."""
+        """A fresh decoder of the response body into frames (:mod:`modelwire._wire.framing`).
+
+        Args:
+            max_event_bytes: The largest frame accepted.
+        """
         ...
 
     def new_decoder(self, model: Model | None) -> WireDecoder:
-        """A fresh per-response decoder."""
+        """A fresh per-response decoder.
+
+        Args:
+            model: The model called (``None`` in a replay without one).
+        """
         ...
 
     def recognizes(self, payload: bytes) -> bool:
         """Whether ``payload`` — the first bytes of a response body — is plainly this
         API's output. Asked of every registered API when a body decoded with another
-        ``api`` yields nothing or fails (wrong-API detection); never raises."""
+        ``api`` yields nothing or fails (wrong-API detection); never raises.
+
+        Args:
+            payload: The first bytes of a response body.
+        """
         ...
 
 
@@ -197,14 +255,31 @@ def check_codec(api: object) -> WireCodec:
 
 
 def sse_framing(max_event_bytes: int) -> Framing:
-    """A fresh Server-Sent-Events framing (:class:`~modelwire._wire.sse.SSEFraming`)."""
+    """A fresh Server-Sent-Events framing (:class:`~modelwire._wire.sse.SSEFraming`).
+
+    What ``WireCodec.framing`` returns for an API that streams ``text/event-stream``.
+
+    Args:
+        max_event_bytes: The largest event accepted; a larger one ends the stream
+            with ``event_too_large``.
+
+    Returns:
+        The framing, one per response.
+    """
     return SSEFraming(max_event_bytes=max_event_bytes)
 
 
 def first_sse_json(payload: bytes) -> object:
     """The JSON value of the first Server-Sent Event with data in ``payload`` (the
     start of a body), or ``None`` (not SSE, incomplete, not JSON): what a codec's
-    :meth:`~WireCodec.recognizes` looks at."""
+    :meth:`~WireCodec.recognizes` looks at.
+
+    Args:
+        payload: The first bytes of a response body.
+
+    Returns:
+        The parsed JSON value, or ``None``.
+    """
     quick = _first_plain_data(payload)
     if quick is not None and quick.strip() and quick != b"[DONE]":
         try:
@@ -267,7 +342,14 @@ _BLANK = (b"\n\n", b"\r\n\r\n", b"\r\r")
 
 def first_line_json(payload: bytes) -> object:
     """The JSON value on the first non-blank, complete line of ``payload`` (NDJSON),
-    or ``None``."""
+    or ``None``: the ``recognizes`` helper of an NDJSON API.
+
+    Args:
+        payload: The first bytes of a response body.
+
+    Returns:
+        The parsed JSON value, or ``None``.
+    """
     for line in payload.split(b"\n")[:-1]:
         if line.strip():
             try:
@@ -279,7 +361,13 @@ def first_line_json(payload: bytes) -> object:
 
 @dataclass(frozen=True, slots=True)
 class Counting:
-    """A :class:`CountFacet` made of two functions."""
+    """A :class:`CountFacet` made of two functions.
+
+    Attributes:
+        count_request: The counting request for a built stream request (``None``: no
+            counting endpoint for it).
+        parse_count: The input-token count in the endpoint's answer body.
+    """
 
     count_request: Callable[[HTTPRequest], HTTPRequest | None]
     parse_count: Callable[[bytes], int]
@@ -287,7 +375,11 @@ class Counting:
 
 @dataclass(frozen=True, slots=True)
 class IdRules:
-    """A :class:`HandoffFacet` made of one function ``(model) -> IdRule | None``."""
+    """A :class:`HandoffFacet` made of one function ``(model) -> IdRule | None``.
+
+    Attributes:
+        tool_id_rule: The id rule for a model of the API (``None``: any id).
+    """
 
     tool_id_rule: Callable[[Model], IdRule | None]
 

@@ -129,6 +129,32 @@ class CircuitBreaker:
     (``True`` means the process-wide one, :func:`default_breaker`) or to
     ``mw.Fallback(..., circuit_breaker=…)``. ``clock`` (monotonic seconds) is a
     parameter for tests.
+
+    While a circuit is open, calls to that model end at once with an ``overloaded``
+    error that says so, without sending: a failing provider is not hammered, and a
+    ``Fallback`` moves on to its next model without waiting for timeouts.
+
+    Args:
+        failures: Retryable failures that open a circuit.
+        window: Seconds in which they must happen.
+        cooldown: Seconds a circuit stays open.
+        clock: Monotonic seconds.
+
+    Raises:
+        ConfigurationError: A non-positive or non-finite setting.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer, error_reply
+
+        breaker = mw.CircuitBreaker(failures=2, window=60, cooldown=30)
+        with MockServer([error_reply(500, "down")], repeat_last=True) as server:
+            model = server.model()
+            for _ in range(3):
+                mw.complete_sync(model, "Hi", max_retries=0, circuit_breaker=breaker)
+            print(breaker.state(model.provider, model.id), len(server.requests))  # open 2
+        ```
     """
 
     __slots__ = ("_circuits", "_lock", "clock", "cooldown", "failures", "window")
@@ -159,7 +185,15 @@ class CircuitBreaker:
         self._lock = threading.Lock()
 
     def circuit(self, provider: str, model: str) -> Circuit:
-        """The circuit of ``provider``/``model`` (made closed on first use)."""
+        """The circuit of ``provider``/``model`` (made closed on first use).
+
+        Args:
+            provider: The model's provider.
+            model: The model id.
+
+        Returns:
+            Its circuit, shared by every call to that model.
+        """
         key = (provider, model)
         with self._lock:
             c = self._circuits.get(key)
@@ -168,7 +202,15 @@ class CircuitBreaker:
             return c
 
     def state(self, provider: str, model: str) -> CircuitState:
-        """The state of a circuit as a call would find it now."""
+        """The state of a circuit as a call would find it now.
+
+        Args:
+            provider: The model's provider.
+            model: The model id.
+
+        Returns:
+            ``"closed"``, ``"open"``, or ``"half_open"`` (the next call probes).
+        """
         c = self.circuit(provider, model)
         with c._lock:
             if c.state == "open" and self.clock() >= c.open_until:

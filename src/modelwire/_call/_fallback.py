@@ -78,6 +78,31 @@ class Fallback:
     failure ends the stream) or ``"restart"`` (a ``restart`` event, then the next model).
     ``circuit_breaker``: ``True`` for the process-wide breaker, a
     :class:`~modelwire.CircuitBreaker`, or ``None`` for none.
+
+    Usable wherever a model is (``mw.stream`` and friends, ``Agent``, ``batch``'s
+    ``models=``); the final message names the model that answered.
+
+    Args:
+        models: The models, in the order tried (at least one).
+        on: The error kinds that move on to the next model.
+        after_content: What a failure after content was delivered does.
+        circuit_breaker: The breaker that skips a model whose circuit is open.
+
+    Raises:
+        ConfigurationError: No models, a model string that cannot be resolved, a
+            custom stream function among them, an unknown error kind in ``on``, or
+            a bad ``after_content``.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer, error_reply
+
+        with MockServer([error_reply(529, "overloaded")]) as busy, MockServer(["Hi"]) as ok:
+            chain = mw.Fallback([busy.model(id="a"), ok.model(id="b")])
+            message = mw.complete_sync(chain, "Hello", max_retries=0)
+        print(message.text, message.model)  # Hi b
+        ```
     """
 
     __slots__ = ("after_content", "circuit_breaker", "models", "on")

@@ -163,6 +163,24 @@ def models(provider: str | None = None) -> list[Model]:
     """Catalog models, all or one provider's, in catalog order (a new list).
 
     An unknown provider raises ``ConfigurationError`` naming close matches.
+
+    Args:
+        provider: A provider name (``"anthropic"``, ``"openai"``…); ``None``: every
+            provider's.
+
+    Returns:
+        The models, each with its API, limits and prices.
+
+    Raises:
+        ConfigurationError: An unknown provider.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+        for model in mw.models("anthropic")[:3]:
+            print(model.id, model.context_window, model.cost.input)
+        ```
     """
     index = _load()
     if provider is None:
@@ -174,7 +192,27 @@ def get_model(provider: str, model_id: str) -> Model:
     """The catalog entry for ``provider`` and ``model_id``.
 
     Unknown names raise ``ConfigurationError`` listing close matches (and the
-    providers that do list ``model_id``, when it is filed elsewhere).
+    providers that do list ``model_id``, when it is filed elsewhere). For an id the
+    catalog does not list, build a :class:`~modelwire.Model` or pass the
+    ``"provider/model-id"`` string to a call.
+
+    Args:
+        provider: The provider name (``"anthropic"``, ``"openai"``…).
+        model_id: The model id as the provider spells it.
+
+    Returns:
+        The :class:`~modelwire.Model`: its wire API, base URL, limits and prices.
+
+    Raises:
+        ConfigurationError: An unknown provider or model id.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+        model = mw.get_model("anthropic", mw.models("anthropic")[0].id)
+        print(model.api)  # anthropic-messages
+        ```
     """
     if not isinstance(provider, str) or not isinstance(model_id, str):
         raise ConfigurationError("get_model(provider, model_id) takes two strings")

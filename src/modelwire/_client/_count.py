@@ -66,7 +66,12 @@ _PER_MESSAGE = 4
 
 
 class TokenCount(msgspec.Struct, frozen=True, kw_only=True):
-    """What :func:`count_tokens` found."""
+    """What :func:`count_tokens` found.
+
+    Use ``input_tokens`` to budget a call before sending it (``max_tokens``, or
+    whether to compact the conversation); ``estimated`` says whether the provider
+    counted it or modelwire estimated it locally.
+    """
 
     input_tokens: int
     """Prompt tokens: the system prompt, messages and tool definitions."""

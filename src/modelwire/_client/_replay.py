@@ -32,15 +32,44 @@ def replay(
     *,
     trace: TraceObserver | None = None,
 ) -> Replay:
-    """Decode a recorded response body offline: bytes → the full list of events,
-    a :class:`~modelwire.events.Replay` (a ``list``) whose ``.message`` is the final
-    message, typed.
+    """Decode a recorded response body offline: bytes → the full list of events.
 
-    ``chunks`` is an iterable of byte strings (split anywhere) or one bytes
-    object. ``message.api`` is ``api``; provider and model come from ``model``
-    when given, else ``""``. Failures end the list with an ``error`` event.
-    ``trace`` receives one record per read (chunk), SSE event, delta, event and
-    the final message (:mod:`modelwire.trace`).
+    The body goes through the same pipeline as a live call (framing, the wire API's
+    decoder, the assembler), with no network: for tests, for a body saved from a
+    provider, or to see how a bug report's bytes decode. ``message.api`` is
+    ``api``; provider and model come from ``model`` when given, else ``""``.
+    Failures (a malformed or truncated body, an in-band error, a body of another
+    API) end the list with an ``error`` event, as they end a live stream.
+
+    Args:
+        api: The wire API the body is in (``"openai-chat"``,
+            ``"anthropic-messages"``…; ``modelwire._apis.api_names()``).
+        chunks: The body: an iterable of byte strings (split anywhere, as they were
+            read) or one bytes object.
+        model: The model the body came from, for the message's provider, model and
+            cost.
+        trace: Receives one record per read (chunk), SSE event, delta, event and
+            the final message (:mod:`modelwire.trace`).
+
+    Returns:
+        A :class:`~modelwire.events.Replay`: a ``list`` of the events, whose
+        ``.message`` is the final message, typed.
+
+    Raises:
+        ConfigurationError: ``api`` is no registered wire API, a chunk is not bytes
+            (a file opened in text mode), or ``trace`` is not callable.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import render
+
+        body = render("Hello!", "openai-chat")  # the SSE body the API would send
+        events = mw.replay("openai-chat", [body[:7], body[7:]])
+        print([event.type for event in events])
+        # ['start', 'text_start', 'text_delta', 'text_end', 'done']
+        print(events.message.text)  # Hello!
+        ```
     """
     if trace is not None:
         from .._wire.trace import check_observer

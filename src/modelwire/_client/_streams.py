@@ -129,7 +129,16 @@ async def _run(producer: Producer, ch: StreamChannel) -> None:
 
 
 class AssistantMessageStream:
-    """Async iterator of :mod:`modelwire.events` for one assistant response."""
+    """Async iterator of :mod:`modelwire.events` for one assistant response.
+
+    What :func:`modelwire.stream` returns; not built directly. The request starts
+    on the first iteration: ``async for event in s`` yields ``start``, the blocks'
+    events and one terminal ``done`` or ``error`` event, and never raises for a
+    failure of the call. ``await s.result()`` consumes the rest and returns the
+    final :class:`~modelwire.AssistantMessage`. ``abort()`` (from any thread) ends
+    it with an aborted ``error`` event; ``aclose()``, or leaving ``async with s``,
+    also waits until the connection is closed, so leave early that way.
+    """
 
     def __init__(self, producer: Producer | Pulled, *, queue_size: int = 64) -> None:
         self._producer = producer
@@ -150,6 +159,7 @@ class AssistantMessageStream:
 
     @property
     def aborted(self) -> bool:
+        """Whether :meth:`abort` was called before the stream ended."""
         return self._abort_requested
 
     @property
@@ -454,7 +464,14 @@ class SyncStreamChannel:
 
 
 class SyncAssistantMessageStream:
-    """Iterator twin for ``stream_sync``; runs in the calling thread, no event loop."""
+    """Iterator twin for ``stream_sync``; runs in the calling thread, no event loop.
+
+    What :func:`modelwire.stream_sync` returns; not built directly. The same events
+    as :class:`AssistantMessageStream`, by ``for event in s``; ``result()`` consumes
+    the rest and returns the final message. ``abort()`` may be called from another
+    thread (it closes the response, unblocking a read in progress); ``close()``, or
+    leaving ``with s``, ends a stream left early.
+    """
 
     def __init__(
         self,
@@ -469,6 +486,7 @@ class SyncAssistantMessageStream:
 
     @property
     def aborted(self) -> bool:
+        """Whether :meth:`abort` was called before the stream ended."""
         return self._abort_requested.is_set()
 
     @property
@@ -554,6 +572,7 @@ class SyncAssistantMessageStream:
                 pass
 
     def close(self) -> None:
+        """Abort (if not finished) and close the response."""
         if self._terminal is None:
             self.abort()
             next(self)

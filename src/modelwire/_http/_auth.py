@@ -1,6 +1,6 @@
 """The request-time credential step (DESIGN §5), without httpx.
 
-Pure of any transport: a provider's :class:`~modelwire._client._options.RequestAuthorizer` adds
+Pure of any transport: a provider's :class:`~modelwire._wire.request.RequestAuthorizer` adds
 its headers just before the request is sent (the ``Authorize`` step of
 :class:`modelwire._call.Call`); the async and sync twins share every decision
 (:func:`_authorized`, :func:`_auth_error`) and differ only in waiting.

@@ -51,23 +51,45 @@ class ProviderRules:
     """
 
     def url(self, model: Model, api: str, default: str) -> str:
-        """The request URL; ``default`` is ``base_url`` + the API's endpoint."""
+        """The request URL; ``default`` is ``base_url`` + the API's endpoint.
+
+        Args:
+            model: The model called.
+            api: The wire API that built the request.
+            default: The URL the API built.
+        """
         return default
 
     def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
         """The headers that carry ``api_key``, replacing the API's own key header;
-        ``None`` keeps the API's (``{}`` sends the key in no header)."""
+        ``None`` keeps the API's (``{}`` sends the key in no header).
+
+        Args:
+            model: The model called.
+            api_key: The call's resolved key.
+        """
         return None
 
     def body(self, model: Model, api: str, body: Mapping[str, Any]) -> Mapping[str, Any]:
         """The JSON body reshaped for the provider (a new mapping; the API's is not
-        changed): Vertex AI's Claude takes ``anthropic_version`` and no ``model``."""
+        changed): Vertex AI's Claude takes ``anthropic_version`` and no ``model``.
+
+        Args:
+            model: The model called.
+            api: The wire API that built the body.
+            body: The body the API built.
+        """
         return body
 
     def authorizer(self, model: Model, options: RequestOptions) -> RequestAuthorizer | None:
         """Credentials added when the request is sent (SigV4 over the exact body, a
-        refreshed OAuth token), see :class:`modelwire._client._options.RequestAuthorizer`;
-        ``None``: none. A caller mistake (no credentials at all) raises here."""
+        refreshed OAuth token), see :class:`modelwire._wire.request.RequestAuthorizer`;
+        ``None``: none. A caller mistake (no credentials at all) raises here.
+
+        Args:
+            model: The model called.
+            options: The call's checked options.
+        """
         return None
 
 
@@ -81,7 +103,33 @@ _no_rules: set[str] = set()  # provider names without a built-in rules module
 
 def register_provider(name: str, rules: ProviderRules) -> None:
     """Install ``rules`` (a :class:`ProviderRules`) for every model whose
-    ``provider`` is ``name``; it wins over a built-in provider's rules."""
+    ``provider`` is ``name``; it wins over a built-in provider's rules.
+
+    Args:
+        name: The ``Model.provider`` the rules apply to.
+        rules: The rules, an instance of a ``ProviderRules`` subclass.
+
+    Raises:
+        ConfigurationError: An empty name, or ``rules`` is not a ``ProviderRules``.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.ext import ProviderRules, register_provider
+        from modelwire.testing import MockServer
+
+
+        class TenantRules(ProviderRules):
+            def auth(self, model, api_key):
+                return {"x-tenant-key": api_key}  # instead of Authorization: Bearer
+
+
+        register_provider("tenant", TenantRules())
+        with MockServer(["ok"]) as server:
+            mw.complete_sync(server.model(provider="tenant"), "Hi", api_key="k-123")
+            print(server.last_request.headers["x-tenant-key"])  # k-123
+        ```
+    """
     if not isinstance(name, str) or not name:
         raise ConfigurationError("register_provider needs a non-empty provider name")
     if not isinstance(rules, ProviderRules):

@@ -200,7 +200,22 @@ def in_band_error(
 ) -> StreamError:
     """Map an error object sent inside a stream to the most specific error class,
     carrying the provider's ``code`` (else its ``type_``), ``status`` and
-    ``request_id``, and the retry decision of :func:`is_retryable`."""
+    ``request_id``, and the retry decision of :func:`is_retryable`.
+
+    A wire API's decoder raises what it returns when the stream carries an error
+    event, so every API's in-band errors get the same kinds as HTTP errors.
+
+    Args:
+        message: The provider's error message.
+        type_: The provider's error type (``overloaded_error``…).
+        code: The provider's error code.
+        status: The HTTP-like status the error names, if any.
+        request_id: The provider's request id, if sent.
+
+    Returns:
+        The :class:`~modelwire.errors.StreamError` subclass instance (e.g.
+        ``RateLimitError``; ``ProviderStreamError`` when nothing is more specific).
+    """
     hint = f"{type_ or ''} {code or ''}".lower()
     text = message or "the provider reported an error"
     if type_ or code:

@@ -150,6 +150,10 @@ class AzureOpenAIRules(ProviderRules):
     (``"2024-10-21"``, ``"preview"``; ``None``: ``OPENAI_API_VERSION`` or the
     ``/openai/v1`` form). Register with
     ``modelwire.ext.register_provider("azure-openai", AzureOpenAIRules(...))``.
+
+    Args:
+        auth: The credentials of every request, instead of the ``api-key`` header.
+        api_version: The default API version.
     """
 
     def __init__(self, *, auth: AzureAuth | None = None, api_version: str | None = None) -> None:
@@ -160,6 +164,14 @@ class AzureOpenAIRules(ProviderRules):
         return f"AzureOpenAIRules(auth={self._auth!r}, api_version={self._api_version!r})"
 
     def url(self, model: Model, api: str, default: str) -> str:
+        """The deployment URL: the endpoint (``AZURE_OPENAI_ENDPOINT`` for the
+        placeholder host), the model id as deployment, the API version.
+
+        Args:
+            model: The model called; its ``id`` is the deployment name.
+            api: ``openai-chat`` or ``openai-responses`` (any other is refused).
+            default: The URL the API built.
+        """
         endpoint, version = _split_version(model.base_url)
         if (urlsplit(endpoint).hostname or "") == PLACEHOLDER_HOST:
             endpoint = resolve_endpoint()  # AZURE_OPENAI_ENDPOINT, or a clear error
@@ -174,11 +186,26 @@ class AzureOpenAIRules(ProviderRules):
         return azure_url(endpoint, model.id, path, version)
 
     def auth(self, model: Model, api_key: str) -> Mapping[str, str] | None:
+        """The ``api-key`` header, or none when an ``AzureAuth`` supplies credentials.
+
+        Args:
+            model: The model called.
+            api_key: The call's resolved key.
+        """
         # Azure's key header (the openai SDK's AzureOpenAI sends the same); with an
         # AzureAuth the credentials come from it alone.
         return {} if self._auth is not None else {"api-key": api_key}
 
     def authorizer(self, model: Model, options: RequestOptions) -> RequestAuthorizer | None:
+        """The ``AzureAuth`` given, or one from ``AZURE_OPENAI_AD_TOKEN``; ``None`` with a key.
+
+        Args:
+            model: The model called.
+            options: The call's checked options.
+
+        Raises:
+            MissingAPIKeyError: No key, token or ``AzureAuth``.
+        """
         if self._auth is not None:
             return self._auth
         if options.api_key:

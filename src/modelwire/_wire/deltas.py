@@ -44,14 +44,26 @@ class _Delta(msgspec.Struct, frozen=True, gc=False):
 
 
 class TextDelta(_Delta, frozen=True):
-    """Text appended to the text block ``key`` (started on first use)."""
+    """Text appended to the text block ``key`` (started on first use).
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        text: The new text.
+    """
 
     key: Hashable
     text: str
 
 
 class ThinkingDelta(_Delta, frozen=True):
-    """Reasoning text appended to the thinking block ``key`` (started on first use)."""
+    """Reasoning text appended to the thinking block ``key`` (started on first use).
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        text: The new reasoning text.
+    """
 
     key: Hashable
     text: str
@@ -62,6 +74,15 @@ class BlockStart(_Delta, frozen=True):
 
     ``kind`` is ``text``, ``thinking`` or ``tool_call``; for a tool call, ``id``
     and ``name`` may be given here.
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        kind: ``"text"``, ``"thinking"`` or ``"tool_call"``.
+        id: A tool call's id.
+        name: A tool call's name.
+        signature: The block's opaque signature, when it comes first.
+        redacted: A thinking block whose reasoning is encrypted (in ``signature``).
     """
 
     key: Hashable
@@ -73,7 +94,17 @@ class BlockStart(_Delta, frozen=True):
 
 
 class BlockSignature(_Delta, frozen=True):
-    """Set (or, with ``append``, extend) the opaque signature of block ``key``."""
+    """Set (or, with ``append``, extend) the opaque signature of block ``key``.
+
+    For the data a provider needs back to replay the block to the same model
+    (a thinking signature, a ``thoughtSignature``, an item id).
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        signature: The signature, or the piece of it.
+        append: Extend the signature already set instead of replacing it.
+    """
 
     key: Hashable
     signature: str
@@ -85,6 +116,13 @@ class ToolCallDelta(_Delta, frozen=True):
 
     A fragment carrying an id different from the call already at ``key`` starts
     a new call (Groq/Ollama reuse index 0 for every call).
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        id: The call's id, when this fragment says it.
+        name: The tool's name, when this fragment says it.
+        arguments: Arguments text to append.
     """
 
     key: Hashable
@@ -94,14 +132,30 @@ class ToolCallDelta(_Delta, frozen=True):
 
 
 class ToolCallArguments(_Delta, frozen=True):
-    """The whole arguments text of tool call ``key`` (replaces what was streamed)."""
+    """The whole arguments text of tool call ``key`` (replaces what was streamed).
+
+    For APIs that send a call's arguments whole at its end (or restate them there).
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        arguments: The complete arguments' JSON text.
+    """
 
     key: Hashable
     arguments: str
 
 
 class BlockEnd(_Delta, frozen=True):
-    """Block ``key`` is complete (a tool call's arguments may now be parsed)."""
+    """Block ``key`` is complete (a tool call's arguments may now be parsed).
+
+    Blocks still open when the response finishes are closed then; send it when the
+    API says a block ended, so its end event comes in order.
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+    """
 
     key: Hashable
 
@@ -109,7 +163,13 @@ class BlockEnd(_Delta, frozen=True):
 class BlockComplete(_Delta, frozen=True):
     """A whole block that needs no streaming: a provider-run tool call or its result,
     an opaque provider item, or an image the model generated. It takes its content
-    index at ``key`` (first appearance, like every block) and is final at once."""
+    index at ``key`` (first appearance, like every block) and is final at once.
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        block: The whole block.
+    """
 
     key: Hashable
     block: ServerToolCall | ServerToolResult | ProviderItem | ImageContent
@@ -117,7 +177,13 @@ class BlockComplete(_Delta, frozen=True):
 
 class CitationDelta(_Delta, frozen=True):
     """A citation for the text block ``key`` (started on first use: a citation may
-    arrive before the text it supports)."""
+    arrive before the text it supports).
+
+    Attributes:
+        key: The decoder's own id of the block (an index, an item id…); the
+            assembler gives each new key the next content index.
+        citation: The source.
+    """
 
     key: Hashable
     citation: Citation
@@ -128,6 +194,12 @@ class Finish(_Delta, frozen=True):
 
     With ``stop_reason="error"``, ``error_kind`` and ``error_message`` say why
     (e.g. ``content_filter``). The last ``Finish`` before ``EndOfStream`` wins.
+
+    Attributes:
+        stop_reason: ``"stop"``, ``"length"``, ``"tool_use"`` or ``"error"``.
+        provider_reason: The finish reason as the provider sent it.
+        error_kind: With ``"error"``: the error kind (``content_filter``…).
+        error_message: With ``"error"``: what the provider said.
     """
 
     stop_reason: Literal["stop", "length", "tool_use", "error"]
@@ -138,7 +210,14 @@ class Finish(_Delta, frozen=True):
 
 class UsageUpdate(_Delta, frozen=True):
     """Token counts, already normalized (``input`` excludes cached tokens,
-    ``output`` includes reasoning). ``None`` leaves a count unchanged."""
+    ``output`` includes reasoning). ``None`` leaves a count unchanged.
+
+    Attributes:
+        input: Uncached prompt tokens.
+        output: Output tokens, reasoning included.
+        cache_read: Prompt tokens read from the cache.
+        cache_write: Prompt tokens written to the cache.
+    """
 
     input: int | None = None
     output: int | None = None
@@ -147,7 +226,14 @@ class UsageUpdate(_Delta, frozen=True):
 
 
 class ResponseMeta(_Delta, frozen=True):
-    """Metadata of the response (its id, the model that answered)."""
+    """Metadata of the response (its id, the model that answered).
+
+    Becomes the message's ``response_id`` and ``response_model``.
+
+    Attributes:
+        response_id: The provider's response id.
+        model: The model the provider says answered.
+    """
 
     response_id: str | None = None
     model: str | None = None
@@ -173,3 +259,8 @@ Delta: TypeAlias = (
     | ResponseMeta
     | EndOfStream
 )
+"""Any normalized delta: what a wire API's decoder returns for each frame.
+
+A decoder turns the provider's chunks into these, keyed by its own block ids
+(``key``); the shared assembler alone turns them into the public events, so every
+API gets the same ordering, tool-call and error rules."""

@@ -56,9 +56,17 @@ class WireDecoder(Protocol):
     ``TruncatedStreamError`` when the API's terminal signal is missing.
     """
 
-    def decode(self, frame: Frame) -> list[Delta]: ...
+    def decode(self, frame: Frame) -> list[Delta]:
+        """The deltas of one frame (often none); a ``StreamError`` for bad input.
 
-    def end(self) -> list[Delta]: ...
+        Args:
+            frame: The frame: its event name and payload bytes.
+        """
+        ...
+
+    def end(self) -> list[Delta]:
+        """The body is complete: ``[EndOfStream()]``, or ``TruncatedStreamError``."""
+        ...
 
 
 class Decoding(Protocol):

@@ -276,7 +276,26 @@ class TraceObserver(Protocol):
 
 
 class TraceLog:
-    """A ready observer that keeps every record: ``records`` (in order)."""
+    """A ready observer that keeps every record: ``records`` (in order).
+
+    Pass one as ``trace=`` to see what every layer did with one call (the context
+    and request sent, the network reads, SSE events, deltas, events, the final
+    message, errors where they arose), e.g. to find where a provider's answer went
+    wrong.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer
+
+        log = mw.TraceLog()
+        with MockServer(["Hello!"]) as server:
+            mw.complete_sync(server.model(), "Hi", trace=log)
+        print(sorted({record.layer for record in log.records}))
+        # ['context', 'delta', 'event', 'message', 'read', 'request', 'response', 'sse']
+        print(log.of("event")[0].event.type)  # start
+        ```
+    """
 
     def __init__(self) -> None:
         self.records: list[TraceRecord] = []
@@ -285,7 +304,14 @@ class TraceLog:
         self.records.append(record)
 
     def of(self, layer: str) -> list[TraceRecord]:
-        """The records of one layer (``"sse"``, ``"delta"``…)."""
+        """The records of one layer (``"sse"``, ``"delta"``…).
+
+        Args:
+            layer: The layer's name, a :class:`TraceRecord` ``layer`` value.
+
+        Returns:
+            Its records, in order.
+        """
         return [r for r in self.records if r.layer == layer]
 
 

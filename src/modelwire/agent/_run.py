@@ -25,7 +25,13 @@ AgentStopReason: TypeAlias = Literal[
 
 
 class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
-    """The result of ``agent.run(prompt)`` (also carried by the ``agent_end`` event)."""
+    """The result of ``agent.run(prompt)`` (also carried by the ``agent_end`` event).
+
+    A run that failed is still a result: ``stop_reason`` says how it ended
+    (``"stop"`` when the model answered, or ``length``, ``error``, ``aborted``,
+    ``max_turns``, ``context_overflow``, ``stopped``) and ``error`` why the last
+    response failed. ``agent.continue_()`` resumes from it.
+    """
 
     messages: tuple[Message, ...]
     """The whole transcript after the run: earlier runs, then user, assistant and

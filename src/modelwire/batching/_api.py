@@ -41,7 +41,20 @@ def model_resolver(
     (:func:`modelwire._catalog.resolve_model`). With ``base_url`` every model goes
     there (a catalog entry keeps its prices and limits; an unknown id is a model of
     its provider's default API, ``local/<id>`` of the compatible API, Chat
-    Completions); ``api`` replaces the wire API."""
+    Completions); ``api`` replaces the wire API.
+
+    What :func:`batch` builds from its ``models``, ``base_url`` and ``api`` options;
+    build one for :func:`load_requests`.
+
+    Args:
+        models: ``{"provider/id": Model or Fallback}`` overriding the catalog.
+        base_url: Send every model there.
+        api: The wire API of every model.
+
+    Returns:
+        ``resolve("provider/id")``, caching each answer; it raises
+        ``ConfigurationError`` for a name it cannot resolve.
+    """
     from .._catalog import resolve_model
 
     cache: dict[str, Model | Fallback] = {}
@@ -106,7 +119,44 @@ def load_requests(
     api_key: Any = None,
     timeout: Any = None,
 ) -> tuple[list[BatchRequest], list[InputProblem]]:
-    """Parse and validate every line; raise listing every bad line unless ``skip_invalid``."""
+    """Parse and validate every line; raise listing every bad line unless ``skip_invalid``.
+
+    What :func:`batch` does before sending anything, on its own: to check a file
+    (or build the requests of a custom runner). Each line's request is built as a
+    call would build it, so bad options, a context the API cannot carry or a missing
+    key are found here.
+
+    Args:
+        source: A JSONL file path, or an iterable of line dicts.
+        resolve: ``"provider/id"`` -> model, e.g. :func:`model_resolver`.
+        skip_invalid: Return the bad lines as problems instead of raising.
+        api_key: The key for every line (default: each provider's variable).
+        timeout: The ``timeout`` option of every line that sets none.
+
+    Returns:
+        The valid requests, and the problems of the invalid lines (empty unless
+        ``skip_invalid``).
+
+    Raises:
+        ConfigurationError: Invalid lines (all listed) without ``skip_invalid``, or
+            a source that cannot be read.
+
+    Example:
+        ```python
+        from modelwire.batching import load_requests, model_resolver
+        from modelwire.testing import MockServer
+
+        lines = [
+            {"custom_id": "q1", "model": "mock/m", "prompt": "Hi"},
+            {"custom_id": "q2", "model": "mock/m"},
+        ]
+        with MockServer() as server:
+            resolve = model_resolver({"mock/m": server.model()})
+            requests, problems = load_requests(lines, resolve, skip_invalid=True)
+        print([r.custom_id for r in requests], [str(p) for p in problems])
+        # ['q1'] ['line 2: give a context (modelwire Context JSON) or a prompt string']
+        ```
+    """
     name, lines = _lines(source)
     requests, problems = read_requests(lines, resolve, _validator(api_key, timeout))
     if problems and not skip_invalid:
@@ -310,7 +360,44 @@ async def batch_async(
 ) -> BatchSummary:
     """The async twin of :func:`batch`: the same arguments and decisions, awaited in
     the running loop (a Ray run, which blocks on Ray's own calls, waits on a worker
-    thread so the loop goes on)."""
+    thread so the loop goes on).
+
+    Use it where an event loop already runs (a notebook, an async service), where
+    :func:`batch` refuses to start.
+
+    Args:
+        input: A JSONL file path, or an iterable of line dicts.
+        output: The JSONL results file, appended to.
+        **options: :func:`batch`'s options.
+
+    Returns:
+        The :class:`~modelwire.batching.BatchSummary` of this run.
+
+    Raises:
+        ConfigurationError: An invalid option, invalid input lines, or an output
+            file that is not a results file.
+        OutputWriteError: The results file could not be written.
+
+    Example:
+        ```python
+        import asyncio
+
+        from modelwire.batching import batch_async
+        from modelwire.testing import MockServer
+
+
+        async def main() -> None:
+            lines = [{"custom_id": "q1", "model": "mock/m", "prompt": "Hi"}]
+            with MockServer(["ok"]) as server:
+                summary = await batch_async(
+                    lines, "results.jsonl", models={"mock/m": server.model()}
+                )
+            print(summary.ok)  # 1
+
+
+        asyncio.run(main())
+        ```
+    """
     plan = _plan(input, output, BatchConfig.of("batch_async", options))
     if plan.ray is not None:
         return await asyncio.to_thread(plan.ray)
@@ -343,6 +430,44 @@ def batch(
     It runs its own event loop, so it refuses to start inside a running one (it
     would block that loop for the whole run): there, ``await
     modelwire.batching.batch_async(...)`` with the same arguments.
+
+    Every line is validated before anything is sent. A line that fails (after up to
+    ``max_attempts`` tries for a retryable error) gets a result line with
+    ``"ok": false`` and its error; it does not stop the run. Each result line is
+    written once, so a crash or Ctrl-C loses at most the lines in flight.
+
+    Args:
+        input: A JSONL file path, or an iterable of line dicts: modelwire's own
+            format (``custom_id``, ``model``, ``prompt`` or ``context``,
+            ``options``) or the OpenAI Batch API input format.
+        output: The JSONL results file, appended to (created if missing).
+        **options: The options above (:class:`~modelwire.batching._options.BatchOptions`).
+
+    Returns:
+        The :class:`~modelwire.batching.BatchSummary` of this run: lines written ok
+        or failed, errors by kind, lines skipped (done before, over ``max_cost``,
+        invalid, past ``run_timeout``), requests, tokens and cost.
+
+    Raises:
+        ConfigurationError: An invalid option, invalid input lines (all listed,
+            nothing sent; ``skip_invalid=True`` runs the valid ones), an output
+            file that is not a results file, or a call inside a running event
+            loop.
+        OutputWriteError: The results file could not be written (a full disk…);
+            the lines written stay, so running again resumes.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer
+
+        lines = [{"custom_id": f"q{i}", "model": "mock/m", "prompt": f"Say {i}"} for i in range(3)]
+        with MockServer(["ok"], repeat_last=True) as server:
+            models = {"mock/m": server.model()}
+            summary = mw.batch(lines, "results.jsonl", models=models)
+            again = mw.batch(lines, "results.jsonl", models=models)  # resumes: nothing left
+        print(summary.ok, summary.failed, again.skipped_done)  # 3 0 3
+        ```
     """
     cfg = BatchConfig.of("batch", options)
     if _running_loop():

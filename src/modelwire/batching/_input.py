@@ -93,15 +93,21 @@ _OPENAI_MAPPED = frozenset(
 
 
 class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """One validated line: what to send and where."""
+    """One validated line: what to send and where.
+
+    What :func:`~modelwire.batching.load_requests` returns for each valid line, in
+    either input format; the runner sends each with ``mw.stream``.
+    """
 
     custom_id: str
+    """The line's id, unique in the file; its result line carries it."""
     line: int
     """1-based line number in the input file."""
     model: Model
     """The model; in a local run also a ``mw.Fallback`` given in ``models=`` (which reads
     as its first model). Typed ``Model`` for the Ray wire format, which refuses one."""
     context: Context
+    """The conversation to send (a ``prompt`` is one user message)."""
     options: dict[str, Any]
     """Keyword options for ``mw.stream``."""
     estimated_input_tokens: int
@@ -112,10 +118,17 @@ class BatchRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class InputProblem(msgspec.Struct, frozen=True):
-    """A line that cannot run: its 1-based number and what to fix."""
+    """A line that cannot run: its 1-based number and what to fix.
+
+    Listed in the ``ConfigurationError`` of an invalid input, or, with
+    ``skip_invalid=True``, returned and counted (``BatchSummary.invalid``) while the
+    valid lines run. ``str()`` gives ``line N: message``.
+    """
 
     line: int
+    """The 1-based line number in the input."""
     message: str
+    """What is wrong with it and what to do."""
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.message}"

@@ -19,7 +19,21 @@ __all__ = ["Limits", "ProviderLimiter"]
 
 
 class Limits:
-    """Rate limits for one provider (``None`` = unlimited)."""
+    """Rate limits for one provider (``None`` = unlimited).
+
+    Pass as ``batch(..., limits=Limits(rpm, tpm))`` for every provider, or a dict by
+    provider name (``"*"`` for those not named). Every worker of a run shares one
+    pacer per provider, so the run stays under the provider's limits instead of
+    collecting 429s.
+
+    Args:
+        rpm: Requests per minute.
+        tpm: Tokens per minute (each request books its estimated prompt size,
+            corrected by the usage of its answer).
+
+    Raises:
+        ConfigurationError: A rate that is not a positive finite number.
+    """
 
     def __init__(self, rpm: float | None = None, tpm: float | None = None) -> None:
         check_rate("rpm", rpm)

@@ -21,19 +21,41 @@ __all__ = ["JsonProgress", "NoProgress", "Progress", "RichProgress", "format_sum
 class Progress:
     """What a run reports, in this order: ``invalid`` (the lines skipped with
     ``skip_invalid``, before anything is sent), ``start``, ``update`` as results
-    arrive, and ``close`` with the summary — also when the run is interrupted."""
+    arrive, and ``close`` with the summary — also when the run is interrupted.
+
+    This base reports nothing (``batch``'s default); subclass it and override the
+    methods to show a run your own way (a notebook widget, a log line).
+    """
 
     def invalid(self, problems: list[Any]) -> None:
-        pass
+        """The invalid lines skipped.
+
+        Args:
+            problems: The :class:`~modelwire.batching.InputProblem` of each.
+        """
 
     def start(self, total: int) -> None:
-        pass
+        """The run starts.
+
+        Args:
+            total: The valid requests in the input.
+        """
 
     def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
-        pass
+        """The counts so far, as results arrive.
+
+        Args:
+            snapshot: ``done``, ``errors`` by kind, ``requests_per_s``,
+                ``tokens_per_s``, ``cost``…
+            force: Report now, whatever the display's interval.
+        """
 
     def close(self, summary: dict[str, Any]) -> None:
-        pass
+        """The run ended (also when it was interrupted).
+
+        Args:
+            summary: :class:`BatchSummary`'s fields as plain data.
+        """
 
 
 NoProgress = Progress
@@ -47,7 +69,18 @@ def _interval(value: float) -> float:
 
 
 class JsonProgress(Progress):
-    """``{"type": "progress", ...}`` lines, then one ``{"type": "summary", ...}``."""
+    """``{"type": "progress", ...}`` lines, then one ``{"type": "summary", ...}``.
+
+    For a run watched by another program (``modelwire batch --json``): one JSON
+    object per line, at most one progress line per ``interval``.
+
+    Args:
+        out: Where to write (default: stderr).
+        interval: Seconds between progress lines (0: every update).
+
+    Raises:
+        ConfigurationError: ``interval`` is not a finite number >= 0.
+    """
 
     def __init__(self, out: TextIO | None = None, interval: float = 1.0) -> None:
         self.out = out or sys.stderr
@@ -59,12 +92,14 @@ class JsonProgress(Progress):
         self.out.flush()
 
     def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
+        """A ``progress`` line, at most one per ``interval`` unless ``force``."""
         now = time.monotonic()
         if force or now - self._last >= self.interval:
             self._last = now
             self._line("progress", snapshot)
 
     def close(self, summary: dict[str, Any]) -> None:
+        """The ``summary`` line."""
         self._line("summary", summary)
 
 
@@ -93,7 +128,18 @@ def format_summary(s: dict[str, Any]) -> str:
 
 
 class RichProgress(Progress):
-    """A rich live bar on a terminal (rich is the CLI extra)."""
+    """A rich live bar on a terminal (rich is the CLI extra).
+
+    Shows done/total, request and token rates, cost and errors by kind, then the
+    summary; what ``modelwire batch`` shows on a terminal.
+
+    Args:
+        interval: Seconds between redraws.
+        console: A ``rich.console.Console`` (default: one on stderr).
+
+    Raises:
+        ConfigurationError: ``interval`` is not a finite number >= 0.
+    """
 
     def __init__(self, interval: float = 0.2, console: Any = None) -> None:
         interval = _interval(interval)
@@ -113,10 +159,12 @@ class RichProgress(Progress):
         self._task: Any = None
 
     def start(self, total: int) -> None:
+        """Show the bar for ``total`` requests."""
         self.bar.start()
         self._task = self.bar.add_task("batch", total=total, rate="", extra="")
 
     def update(self, snapshot: dict[str, Any], *, force: bool = False) -> None:
+        """Redraw: done/total, rates, cost and errors by kind."""
         now = time.monotonic()
         if self._task is None or not (force or now - self._last >= self.interval):
             return
@@ -129,6 +177,7 @@ class RichProgress(Progress):
         )  # fmt: skip
 
     def close(self, summary: dict[str, Any]) -> None:
+        """Stop the bar and print the summary."""
         if self._task is not None:
             self.bar.update(self._task, completed=summary["ok"] + summary["failed"])
         self.bar.stop()

@@ -34,10 +34,17 @@ __all__ = [
     "run_requests",
 ]
 
-#: Error kinds worth another attempt by default (the classifier's,
-#: :data:`modelwire._providers._classify.RETRYABLE_KINDS`); each failure's own
-#: ``ErrorInfo.retryable`` decides (a 429 out of quota is recorded at once).
 RETRYABLE = RETRYABLE_KINDS
+"""Error kinds worth another attempt by default (the classifier's,
+:data:`modelwire._providers._classify.RETRYABLE_KINDS`: ``rate_limit``,
+``overloaded``, ``server``, ``connect``, ``timeout``…); each failure's own
+``ErrorInfo.retryable`` decides (a 429 out of quota is recorded at once).
+
+A line whose failure is retryable is tried again, up to ``max_attempts``; any
+other failure is written as its result line at once. Use it to pick, from the
+error kinds of a results file, the failures that a later run may turn into
+answers.
+"""
 #: A ``Retry-After`` longer than this ends the request instead of pausing everyone.
 MAX_PAUSE = 600.0
 #: Connections per HTTP client (see ``run_requests``).

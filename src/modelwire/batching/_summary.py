@@ -21,20 +21,30 @@ class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
     total: int
     """Valid requests in the input."""
     ok: int
+    """Lines answered and written this run."""
     failed: int
+    """Lines that failed (after their attempts) and were written with their error."""
     errors: dict[str, int]
     """Failed requests by error kind."""
     skipped_done: int
+    """Ids already in the output, skipped (a resumed run)."""
     skipped_cost: int
     """Not started because of ``max_cost`` (run again with a higher cap to go on)."""
     skipped_invalid: int
+    """Invalid lines skipped with ``skip_invalid=True`` (listed in ``invalid``)."""
     requests: int
     """HTTP requests made (attempts, retries included)."""
     input_tokens: int
+    """Prompt tokens (cached ones included) of this run's requests."""
     output_tokens: int
+    """Output tokens of this run's requests."""
     cost: float
+    """Dollars spent this run, also by lines left without a result (0 for models
+    without prices)."""
     wall_s: float
+    """Seconds the run took."""
     invalid: tuple[InputProblem, ...] = ()
+    """The invalid lines skipped, each with what to fix."""
     skipped_deadline: int = 0
     """Not started, or cut before they finished, by ``run_timeout`` (run again to go on)."""
     interrupted: bool = False

@@ -39,7 +39,12 @@ FRONTEND_MODULES = ("_chat", "_responses", "_anthropic")
 
 
 class Frontend(Protocol):
-    """One client-facing wire API."""
+    """One client-facing wire API.
+
+    The gateway serves Chat Completions, Responses and Anthropic Messages clients
+    with one each (:func:`default_frontends`); implement it and pass it in
+    ``Gateway(config, frontends=...)`` to serve another API's clients.
+    """
 
     api: str
     """The wire API it speaks, as ``Model.api`` names it."""
@@ -49,23 +54,43 @@ class Frontend(Protocol):
     """How the API's own service starts a response id (its spec's, e.g. ``msg_``)."""
 
     def parse(self, body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
-        """Decode a request body; :class:`RequestError` (400, field path) when it is wrong."""
+        """Decode a request body; :class:`RequestError` (400, field path) when it is wrong.
+
+        Args:
+            body: The raw request body.
+            headers: The request headers, names lower-cased.
+        """
         ...
 
     def renderer(self, request: GatewayRequest, response_id: str) -> StreamRenderer:
-        """A renderer for one streamed answer (``text/event-stream``)."""
+        """A renderer for one streamed answer (``text/event-stream``).
+
+        Args:
+            request: The parsed request.
+            response_id: The id the answer carries (with the API's prefix).
+        """
         ...
 
     def message(
         self, request: GatewayRequest, message: AssistantMessage, response_id: str
     ) -> bytes:
-        """The JSON body of a non-streamed answer."""
+        """The JSON body of a non-streamed answer.
+
+        Args:
+            request: The parsed request.
+            message: The backend's final message.
+            response_id: The id the answer carries.
+        """
         ...
 
     def error(self, error: RequestError | BaseException) -> tuple[int, dict[str, str], bytes]:
         """Status, extra headers (``retry-after``) and JSON body of an error, in the
         API's own shape: a :class:`RequestError`, or a
-        :class:`~modelwire.errors.StreamError` raised from a failed backend message."""
+        :class:`~modelwire.errors.StreamError` raised from a failed backend message.
+
+        Args:
+            error: The refusal or the backend's failure.
+        """
         ...
 
 

@@ -22,12 +22,27 @@ __all__ = ["CREDENTIAL_HEADERS", "authenticate", "hash_key", "key_for", "new_key
 
 
 def hash_key(key: str) -> str:
-    """The ``key_sha256`` of ``key``: the sha256 of its UTF-8 bytes, in hex."""
+    """The ``key_sha256`` of ``key``: the sha256 of its UTF-8 bytes, in hex.
+
+    What a ``[keys.NAME]`` table stores, so the configuration never holds a key.
+
+    Args:
+        key: The key a client will send.
+
+    Returns:
+        64 lower-case hex digits.
+    """
     return hashlib.sha256(key.encode("utf-8")).hexdigest()
 
 
 def new_key() -> str:
-    """A fresh random gateway key (``mwgw-`` and 43 URL-safe characters)."""
+    """A fresh random gateway key (``mwgw-`` and 43 URL-safe characters).
+
+    Give it to the client and put its :func:`hash_key` in the configuration.
+
+    Returns:
+        The key (256 random bits).
+    """
     return "mwgw-" + secrets.token_urlsafe(32)
 
 

@@ -75,26 +75,54 @@ class StoreUnavailable(Exception):
 
 
 class LimitStore(Protocol):
+    """Where the gateway books each key's requests, tokens and spend.
+
+    :class:`MemoryStore` (one process) and :class:`RedisStore` (shared by every
+    gateway process using one Redis) implement it; pass another as
+    ``Gateway(config, store=...)`` to keep the limits elsewhere. Each method is one
+    atomic step: two requests racing must not both take the last slot or the last
+    dollars (see the module docs for the rules).
+    """
+
     async def admit(
         self, key: KeyConfig, *, reserve: float = 0.0, ticket: str | None = None
     ) -> Refusal | None:
         """Book one request of ``key``; a :class:`Refusal` when a limit says no. With
         a budget and a ``ticket``: also reserve ``reserve`` dollars under it, in the
-        same step as the checks."""
+        same step as the checks.
+
+        Args:
+            key: The key the request came with.
+            reserve: The request's worst-case cost, in dollars.
+            ticket: The request's id, naming its reservation.
+        """
         ...
 
     async def settle(
         self, key: KeyConfig, tokens: int, cost: float, *, ticket: str | None = None
     ) -> None:
         """Charge a request's tokens and dollars, and release its reservation
-        (``ticket``; a failed request settles with what it used, often nothing)."""
+        (``ticket``; a failed request settles with what it used, often nothing).
+
+        Args:
+            key: The key the request came with.
+            tokens: Input plus output tokens of the answer.
+            cost: Dollars the answer cost.
+            ticket: The request's reservation.
+        """
         ...
 
     async def spent(self, key: KeyConfig) -> float:
-        """Dollars spent so far by ``key``."""
+        """Dollars spent so far by ``key``.
+
+        Args:
+            key: The key asked about.
+        """
         ...
 
-    async def close(self) -> None: ...
+    async def close(self) -> None:
+        """Release connections; the gateway calls it when it shuts down."""
+        ...
 
 
 def worst_case_cost(target: Model | Fallback, max_tokens: object = None) -> float:
@@ -177,7 +205,14 @@ class _KeyState:
 
 
 class MemoryStore:
-    """Limits and spend in this process (lost when it exits)."""
+    """Limits and spend in this process (lost when it exits).
+
+    The default store: right for one gateway process. Behind a load balancer use
+    :class:`RedisStore` (``[gateway] redis``) so every process shares the limits.
+
+    Args:
+        clock: Seconds, monotonic; tests pass their own to drive the buckets.
+    """
 
     def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
@@ -200,6 +235,7 @@ class MemoryStore:
     async def admit(
         self, key: KeyConfig, *, reserve: float = 0.0, ticket: str | None = None
     ) -> Refusal | None:
+        """:meth:`LimitStore.admit`, in one critical section."""
         with self._lock:
             return self._admit(key, _dollars(reserve), ticket)
 
@@ -234,6 +270,7 @@ class MemoryStore:
     async def settle(
         self, key: KeyConfig, tokens: int, cost: float, *, ticket: str | None = None
     ) -> None:
+        """:meth:`LimitStore.settle`, in one critical section."""
         with self._lock:
             s = self._state(key)
             if ticket is not None:
@@ -244,6 +281,7 @@ class MemoryStore:
             s.spent += _dollars(cost)
 
     async def spent(self, key: KeyConfig) -> float:
+        """:meth:`LimitStore.spent`."""
         return self._state(key).spent
 
     async def reserved(self, key: KeyConfig) -> float:
@@ -251,6 +289,7 @@ class MemoryStore:
         return sum(self._state(key).held.values())
 
     async def close(self) -> None:
+        """Nothing to release."""
         return None
 
 
@@ -338,7 +377,14 @@ class RedisStore:
     ``clock`` is wall-clock seconds (every process's clock is compared, so keep them
     synchronised, as NTP does); the client connects on first use, in the serving loop.
     ``hold_seconds``: how long a reservation outlives a process that died before
-    settling it (longer than any request runs)."""
+    settling it (longer than any request runs).
+
+    Args:
+        url: A ``redis://``, ``rediss://`` or ``unix://`` URL.
+        clock: Wall-clock seconds.
+        prefix: The namespace of every key it writes.
+        hold_seconds: How long an unsettled reservation is kept.
+    """
 
     def __init__(
         self,
@@ -389,6 +435,7 @@ class RedisStore:
     async def admit(
         self, key: KeyConfig, *, reserve: float = 0.0, ticket: str | None = None
     ) -> Refusal | None:
+        """:meth:`LimitStore.admit`, in one Lua script."""
         keys = [self._key(key, p) for p in ("requests", "tokens", "spent", "held", "held-until")]
         args = [repr(self._clock()), _num(key.requests_per_minute),
                 _num(key.tokens_per_minute), _num(key.budget_usd), "120",
@@ -405,6 +452,7 @@ class RedisStore:
     async def settle(
         self, key: KeyConfig, tokens: int, cost: float, *, ticket: str | None = None
     ) -> None:
+        """:meth:`LimitStore.settle`, in one Lua script."""
         charge = _dollars(cost)
         if (key.tokens_per_minute is None or tokens <= 0) and not charge > 0 and not ticket:
             return
@@ -425,6 +473,7 @@ class RedisStore:
             ) from exc
 
     async def spent(self, key: KeyConfig) -> float:
+        """:meth:`LimitStore.spent`."""
         value = await self._get(lambda: self._client.get(self._key(key, "spent")))
         return float(value) if value is not None else 0.0
 
@@ -435,6 +484,7 @@ class RedisStore:
         return sum(float(v) for v in values)
 
     async def close(self) -> None:
+        """Close the Redis connection."""
         client, self._client = self._client, None
         if client is not None:
             await client.aclose()

@@ -172,7 +172,30 @@ def _example(schema: Any, root: Mapping[str, Any], name: str, depth: int) -> Any
 
 def example_for(schema: Mapping[str, Any], *, tool: str = "the tool") -> Any:
     """A value valid against ``schema`` (the same one every time); ``ConfigurationError``
-    naming ``tool`` when the schema is outside the supported subset."""
+    naming ``tool`` when the schema is outside the supported subset.
+
+    The arguments the automatic reply calls each tool with; use it for a test's
+    arguments that must merely be valid.
+
+    Args:
+        schema: A JSON Schema.
+        tool: The tool's name, for the error message.
+
+    Returns:
+        A JSON value that validates against ``schema``.
+
+    Raises:
+        ConfigurationError: The schema needs more than the supported subset.
+
+    Example:
+        ```python
+        from modelwire.testing import example_for
+
+        schema = {"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"]}
+        print(example_for(schema))  # {'city': 'city'}
+        ```
+    """
     try:
         value = _example(schema, schema, "", 0)
     except ConfigurationError as exc:

@@ -86,7 +86,24 @@ def tool_call(
     (an agent answers calls by id, so ids must not repeat within a conversation),
     sent with the prefix of the API that renders it (``toolu_<n>`` for Anthropic, as
     the provider's own ids look: :func:`with_id_prefix`); an ``id`` given is sent as
-    given."""
+    given.
+
+    Args:
+        name: The tool's name.
+        arguments: The arguments object (default: ``{}``).
+        id: The call id.
+
+    Returns:
+        The :class:`ToolCall`, with ``raw_arguments`` its compact JSON.
+
+    Example:
+        ```python
+        from modelwire.testing import MockServer, tool_call
+
+        with MockServer([tool_call("read", {"path": "a.txt"}), "Done."]) as server:
+            ...  # an agent with a read tool gets the call, then the answer
+        ```
+    """
     args = dict(arguments or {})
     call = ToolCall(
         id=id or f"{_DEFAULT_PREFIX}{next(_ids)}", name=name, arguments=args,

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Sequence
-from typing import Any, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import msgspec
 
@@ -49,6 +49,12 @@ __all__ = [
 #: ``(event name or None, payload)``: one rendered event, unframed. The payload is the
 #: decoded JSON value, or the text when it is not JSON (OpenAI Chat's ``[DONE]``).
 Frame: TypeAlias = tuple[str | None, Any]
+
+
+if TYPE_CHECKING:
+    APIS: tuple[str, ...]
+    """Every wire API the MockServer speaks (the names ``Model.api`` takes),
+    read from the registry when asked, so an API registered later is in it too."""
 
 
 def __getattr__(name: str) -> Any:
@@ -170,7 +176,24 @@ def render_frames(
     piece_chars: int = 8,
 ) -> list[Frame]:
     """The events (name, payload) of ``script`` in ``api``'s format, unframed: the
-    rendered bytes read back with the API's own framing."""
+    rendered bytes read back with the API's own framing.
+
+    For tests that check what a renderer emits event by event, without parsing SSE,
+    NDJSON or AWS event-stream framing themselves.
+
+    Args:
+        script: Text, a ``ToolCall``, content blocks or an ``AssistantMessage``.
+        api: The wire API whose format to render.
+        model: The model id the events name.
+        response_id: The response id (default: the API's mock id).
+        piece_chars: Characters per text delta.
+
+    Returns:
+        The ``(event name, payload)`` pairs, in order.
+
+    Raises:
+        ConfigurationError: ``api`` is unknown or has no server side.
+    """
     pieces = render_reply(
         script, api, model=model, response_id=response_id, piece_chars=piece_chars
     ).pieces
@@ -203,7 +226,33 @@ def render(
     response_id: str | None = None,
     piece_chars: int = 8,
 ) -> bytes:
-    """The complete response body ``api`` would stream for ``script``."""
+    """The complete response body ``api`` would stream for ``script``.
+
+    The bytes a provider would send, without a server: for :func:`modelwire.replay`,
+    for a decoder's tests, or to see an API's wire format.
+
+    Args:
+        script: Text, a ``ToolCall``, content blocks or an ``AssistantMessage``.
+        api: The wire API whose format to render (``"openai-chat"``…).
+        model: The model id the body names.
+        response_id: The response id (default: the API's mock id).
+        piece_chars: Characters per text delta.
+
+    Returns:
+        The whole body.
+
+    Raises:
+        ConfigurationError: ``api`` is unknown or has no server side.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import render
+
+        body = render("Hello!", "anthropic-messages")
+        print(mw.replay("anthropic-messages", body).message.text)  # Hello!
+        ```
+    """
     return b"".join(
         render_reply(
             script, api, model=model, response_id=response_id, piece_chars=piece_chars

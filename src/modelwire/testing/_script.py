@@ -144,7 +144,40 @@ def _where(exc: msgspec.ValidationError) -> str:
 
 
 def parse_script(data: bytes | str) -> list[Reply]:
-    """Replies from a JSON script (see the module docstring for the format)."""
+    """Replies from a JSON script: the format of ``modelwire mock-server --script``.
+
+    A script is a JSON list, one reply per item, played in order: a string (a
+    streamed text reply); an object with content keys (``text``, ``thinking``,
+    ``tool_calls`` of ``{"name", "arguments", "id"?}``, or ``content`` blocks;
+    ``stop_reason``, ``usage``, ``piece_chars``); a raw ``body``; or ``status`` with
+    ``error`` for the request's API's error body. Any item may add the delivery and
+    fault fields of :class:`~modelwire.testing.Reply` (``chunk_size``, ``delay``,
+    ``cut_after``…).
+
+    Args:
+        data: The script's JSON text.
+
+    Returns:
+        The replies, for :class:`~modelwire.testing.MockServer`.
+
+    Raises:
+        ConfigurationError: The text is not JSON, or an item is not a reply; the
+            message names the item and field.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer, parse_script
+
+        replies = parse_script('''[
+          "Hello!",
+          {"text": "Let me look.", "tool_calls": [{"name": "read", "arguments": {}}]},
+          {"status": 429, "error": "slow down"}
+        ]''')
+        with MockServer(replies) as server:
+            print(mw.complete_sync(server.model(), "Hi").text)  # Hello!
+        ```
+    """
     try:
         items = _decoder.decode(data)
     except msgspec.ValidationError as exc:
@@ -155,7 +188,20 @@ def parse_script(data: bytes | str) -> list[Reply]:
 
 
 def load_script(path: str | Path) -> list[Reply]:
-    """Replies from a JSON script file."""
+    """Replies from a JSON script file (the format of :func:`parse_script`).
+
+    Keep a conversation's replies in a file next to the test, or share one with
+    ``modelwire mock-server --script``.
+
+    Args:
+        path: The script file.
+
+    Returns:
+        The replies, for :class:`~modelwire.testing.MockServer`.
+
+    Raises:
+        ConfigurationError: The file cannot be read, or is not a valid script.
+    """
     try:
         data = Path(path).read_bytes()
     except OSError as exc:

@@ -94,6 +94,19 @@ def deltas_for(script: Script, *, piece_chars: int = 8) -> list[Delta]:
     An ``AssistantMessage`` with ``stop_reason="error"`` ends with a ``Finish``
     carrying its ``error.kind`` and ``error.message``, so the stream ends with
     that typed error after the content (a scripted provider failure).
+
+    For a decoder's tests: what a wire API's decoder should produce for a body
+    :func:`~modelwire.testing.render` made from the same script.
+
+    Args:
+        script: Text, a ``ToolCall``, content blocks or an ``AssistantMessage``.
+        piece_chars: Characters per text delta.
+
+    Returns:
+        The deltas, ending with ``Finish`` and ``EndOfStream``.
+
+    Raises:
+        ConfigurationError: A script of a type that is not a reply.
     """
     script, failure = split_failure(script)
     return reply_deltas(normalize(script), piece_chars=piece_chars, failure=failure)
@@ -173,6 +186,24 @@ def events_from_deltas(
     ``context`` and ``options`` enable the completion policy (declared tools,
     ``tool_choice``) exactly as for a live stream. A protocol violation ends
     the list with an ``error`` event, never an exception.
+
+    Args:
+        deltas: Normalized deltas, e.g. from :func:`deltas_for` or a decoder.
+        model: The model the message is attributed to (api, provider, id, prices).
+        context: The request's context (its declared tools).
+        options: The request's options (its ``tool_choice``).
+
+    Returns:
+        The events, as a stream would yield them.
+
+    Example:
+        ```python
+        from modelwire.testing import ScriptedModel, deltas_for, events_from_deltas
+
+        events = events_from_deltas(deltas_for("Hi"), ScriptedModel().model)
+        print([event.type for event in events])
+        # ['start', 'text_start', 'text_delta', 'text_end', 'done']
+        ```
     """
     asm = Assembler(
         api=model.api,
@@ -215,6 +246,38 @@ class ScriptedModel:
         sm = ScriptedModel(["Hello!", "Again."])
         message = await mw.complete(sm.model, mw.Context(messages=[...]))
         again = mw.complete_sync(sm.model, mw.Context(messages=[...]))
+
+    Use it for tests of code above the wire (an agent's loop, tools, prompts) where
+    HTTP is beside the point; :class:`~modelwire.testing.MockServer` when the
+    provider's bytes matter. Pass ``sm.model`` wherever a model goes.
+
+    Args:
+        replies: The scripts or callables, one per call, in order.
+        id: The model id.
+        provider: The model's provider name (no key is looked up).
+        cost: Prices, for tests of usage cost (default: free).
+        repeat_last: Keep answering with the last reply once it is reached.
+        piece_chars: Characters per text delta.
+        delay: Seconds between events.
+        auto: Once the replies run out, answer with the automatic reply.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import ScriptedModel, tool_call
+
+
+        @mw.tool
+        def add(a: int, b: int) -> int:
+            "Add two numbers."
+            return a + b
+
+
+        sm = ScriptedModel([tool_call("add", {"a": 2, "b": 3}), "5"])
+        run = mw.Agent(sm.model, [add]).run_sync("2 + 3?")
+        print(run.text, len(sm.contexts))  # 5 2
+        print(sm.contexts[1].messages[-1].content[0].text)  # 5: the tool result it got
+        ```
     """
 
     def __init__(
@@ -249,7 +312,11 @@ class ScriptedModel:
         _models[self.model.base_url] = self
 
     def add(self, *replies: Script | Callable[[Context], Script]) -> None:
-        """Queue more replies."""
+        """Queue more replies, after those not yet played.
+
+        Args:
+            *replies: Scripts or callables ``(context) -> script``.
+        """
         with self._lock:
             self._replies.extend(replies)
 
@@ -274,7 +341,18 @@ class ScriptedModel:
         return item(context) if callable(item) else item  # type: ignore[no-any-return]
 
     def events(self, context: Context, options: RequestOptions | None = None) -> list[Event]:
-        """The events of the next reply for ``context`` (consumes it)."""
+        """The events of the next reply for ``context`` (consumes it).
+
+        What a call to ``sm.model`` streams; call it to get a reply's events without
+        a call. A missing or bad script gives a stream ending in an ``error`` event.
+
+        Args:
+            context: The context the reply answers (recorded in ``contexts``).
+            options: The call's options (``tool_choice``… for the completion rules).
+
+        Returns:
+            The events, ``start`` … one terminal event.
+        """
         try:
             script = self._next(context)
         except ConfigurationError as exc:  # the automatic reply cannot serve this schema
@@ -347,6 +425,16 @@ def text_api(fn: TextGenerator) -> StreamFunction:
     stream with that error; any other exception with ``provider_stream``
     (content received so far is kept). Register it with
     ``register_wire_api(text_api(fn), name)`` or :func:`register_text_api`.
+
+    The simplest custom provider: a local model, a rule-based stub, another
+    library's client. The stream function is async, so use ``mw.stream`` /
+    ``mw.complete`` (the sync twins refuse it).
+
+    Args:
+        fn: An async generator function ``(model, context)`` yielding text pieces.
+
+    Returns:
+        The stream function.
     """
 
     async def stream_fn(
@@ -384,7 +472,34 @@ def text_api(fn: TextGenerator) -> StreamFunction:
 
 def register_text_api(name: str, fn: TextGenerator) -> None:
     """``register_wire_api(text_api(fn), name)``: then ``Model(api=name, ...)`` streams
-    whatever ``fn`` yields."""
+    whatever ``fn`` yields.
+
+    Args:
+        name: The API name models use (``Model.api``).
+        fn: An async generator function ``(model, context)`` yielding text pieces.
+
+    Raises:
+        ConfigurationError: ``name`` is not a valid API name (see
+            :func:`~modelwire.ext.register_wire_api`).
+
+    Example:
+        ```python
+        import asyncio
+
+        import modelwire as mw
+        from modelwire.testing import register_text_api
+
+
+        async def shout(model, context):
+            for word in context.messages[-1].content.split():
+                yield word.upper() + " "
+
+
+        register_text_api("shout", shout)
+        model = mw.Model(id="shout", api="shout", provider="local", base_url="http://unused.invalid")
+        print(asyncio.run(mw.complete(model, "hello there")).text)  # HELLO THERE
+        ```
+    """
     from .._apis import register_wire_api
 
     register_wire_api(text_api(fn), name)

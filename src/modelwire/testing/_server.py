@@ -321,17 +321,37 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class MockServer:
-    """A loopback HTTP server playing ``replies`` in order (the last one repeats
-    when ``repeat_last``). Use as a context manager; ``base_url`` ends in ``/v1``,
-    and :meth:`model` builds a ``Model`` for any wire API pointing here (with its
-    own version segment). Every request is recorded in :attr:`requests`; one to a
-    path no API serves is answered 404 and consumes no reply, as does a model
-    listing (``models``: the ids it names).
+    """A loopback HTTP server playing ``replies`` in order. Use as a context manager;
+    ``base_url`` ends in ``/v1``, and :meth:`model` builds a ``Model`` for any wire API
+    pointing here (with its own version segment). Every request is recorded in
+    :attr:`requests`; one to a path no API serves is answered 404 and consumes no
+    reply, as does a model listing.
 
     Each reply is a :class:`Reply`, raw ``bytes``, a script (``str``,
     ``ToolCall``, content blocks, ``AssistantMessage``: rendered for the API
     of the request path) or a callable ``(RecordedRequest) -> reply``. When
     none is left the server answers 500 with a JSON error saying so.
+
+    Args:
+        replies: The replies, played in order, one per request.
+        repeat_last: Keep answering with the last reply once it is reached.
+        version_segment: The path segment ``base_url`` ends in.
+        host: The loopback address to listen on.
+        port: The port (``0``: a free one).
+        on_request: Called with every request and the reply chosen for it.
+        models: The model ids the listings (``GET /v1/models``…) name.
+        auto: Once the replies run out, answer with :func:`auto_reply`.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer, error_reply
+
+        with MockServer(["Hello!", error_reply(429, "slow down")]) as server:
+            print(mw.complete_sync(server.model(), "Hi").text)  # Hello!
+            print(mw.complete_sync(server.model(), "Hi", max_retries=0).error.kind)  # rate_limit
+        print(server.requests[0].json()["messages"])  # [{'role': 'user', 'content': 'Hi'}]
+        ```
     """
 
     def __init__(
@@ -495,7 +515,15 @@ class MockServer:
         """A :class:`~modelwire.types.Model` reaching this server through ``api``
         (its base URL ends in the API's own version segment, ``WireServer.version_segment``:
         ``/v1``, ``/v1beta``, or none for a server root). The provider ``mock`` has no
-        API-key variable, so no key is needed."""
+        API-key variable, so no key is needed.
+
+        Args:
+            api: The wire API to speak (default ``"openai-chat"``).
+            id: The model id sent in requests (added to the listings' ids).
+            provider: The model's provider name.
+            cost: Prices, for tests of usage cost (default: free).
+            **fields: Any other ``Model`` field (``context_window``, ``input``…).
+        """
         mock = _mock(api)
         if mock is None:
             speaks = [n for n in api_names() if _mock(n) is not None]

@@ -39,6 +39,12 @@ def version_token(st: os.stat_result) -> str:
     replacement is a new inode (rename) or at least a new ctime, which no
     unprivileged program can set back (POSIX ``stat``: ``st_ctime`` changes on
     every write and every ``utime``).
+
+    Args:
+        st: The file's ``os.stat`` result.
+
+    Returns:
+        16 hex digits; equal tokens mean the file was not changed in between.
     """
     key = f"{st.st_dev}:{st.st_ino}:{st.st_ctime_ns}:{st.st_mtime_ns}:{st.st_size}"
     return hashlib.sha256(key.encode()).hexdigest()[:16]

@@ -31,9 +31,9 @@ ToolResult: TypeAlias = "str | ToolOutput"
 #: A failure kind: one of :data:`FAILURE_HINTS` or a tool's own (any non-empty string).
 FailureKind: TypeAlias = str
 
-# What the model is told to do next, per kind. Kept short, imperative and
-# specific: the model reads this text verbatim in the tool result. Read-only: a
-# caller cannot change what every agent in the process tells its model.
+# Kept short, imperative and specific: the model reads this text verbatim in the
+# tool result. Read-only: a caller cannot change what every agent in the process
+# tells its model.
 FAILURE_HINTS: Mapping[str, str] = MappingProxyType(
     {
         "not_found": (
@@ -90,10 +90,42 @@ FAILURE_HINTS: Mapping[str, str] = MappingProxyType(
         ),
     }
 )
+"""What the model is told to do next, per failure kind (a read-only mapping).
+
+The standard kinds of a :class:`ToolFailure`: ``not_found``, ``permission_denied``,
+``invalid_arguments``, ``too_large``, ``not_text``, ``stale_version``,
+``timeout_unknown``, ``unknown_tool``, ``execution_failed``, ``blocked``,
+``duplicate_call``, ``output_limit``, ``context_overflow`` and ``aborted``.
+:func:`failure_text` appends the kind's hint to every failed result; raise
+``ToolFailure(kind, message, hint=...)`` to say something more specific, and use one
+of these kinds where it fits, so the model gets the advice that goes with it.
+"""
 
 
 def failure_text(kind: str, message: str, hint: str | None = None) -> str:
-    """The text the model sees for a failed call: the kind, what happened, what to do."""
+    """The text the model sees for a failed call: the kind, what happened, what to do.
+
+    The agent builds every failed tool result with it; call it to show the same text
+    elsewhere (a log, a custom loop).
+
+    Args:
+        kind: The failure kind (``not_found``…, or a tool's own).
+        message: What happened.
+        hint: What to do; default: the kind's :data:`FAILURE_HINTS` entry (that of
+            ``execution_failed`` for a kind it lacks).
+
+    Returns:
+        ``Error [kind]: message`` and a ``What to do:`` line.
+
+    Example:
+        ```python
+        from modelwire.tools import failure_text
+
+        print(failure_text("not_found", "no file 'a.txt'", hint="List the folder with ls."))
+        # Error [not_found]: no file 'a.txt'
+        # What to do: List the folder with ls.
+        ```
+    """
     what = hint if hint is not None else FAILURE_HINTS.get(kind, FAILURE_HINTS["execution_failed"])
     return f"Error [{kind}]: {message}\nWhat to do: {what}"
 
@@ -108,6 +140,45 @@ class ToolFailure(Exception):
     ``message`` says what happened; ``hint`` replaces the kind's default "what to
     do" line; ``details`` is structured data kept on the result message for the
     application (never sent to the model).
+
+    The agent answers the call with an error result (``is_error=True``) whose text is
+    :attr:`text`, and the run goes on: the model reads what went wrong and what to
+    do. Any other exception from a tool becomes ``execution_failed``; raise this one
+    to say something the model can act on.
+
+    Args:
+        kind: The failure kind.
+        message: What happened, for the model.
+        hint: What to do next (default: the kind's hint).
+        details: Data for the application, kept on the result message.
+
+    Raises:
+        ConfigurationError: An empty ``kind``.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+
+        @mw.tool
+        def lookup(order_id: str) -> mw.ToolOutput:
+            "The status of an order."
+            if not order_id.startswith("A-"):
+                raise mw.ToolFailure(
+                    "not_found", f"no order {order_id!r}", hint="Order ids look like A-123."
+                )
+            return mw.ToolOutput("shipped", details={"carrier": "DHL"})
+
+
+        ctx = mw.ToolContext.for_test("lookup")
+        print(lookup.execute({"order_id": "A-1"}, ctx).details)  # {'carrier': 'DHL'}
+        try:
+            lookup.execute({"order_id": "42"}, ctx)
+        except mw.ToolFailure as failure:
+            print(failure.text)
+        # Error [not_found]: no order '42'
+        # What to do: Order ids look like A-123.
+        ```
     """
 
     def __init__(
@@ -141,6 +212,14 @@ class ToolOutput(msgspec.Struct, frozen=True):
     ``content`` (a string, or text and image blocks) is sent to the model;
     ``details`` is kept on the ``ToolResultMessage`` for the application and
     never sent to the model.
+
+    Args:
+        content: What the model sees: a string, or a list of ``TextContent`` and
+            ``ImageContent`` blocks (a screenshot, a chart).
+        details: Structured data for the application.
+
+    Raises:
+        ConfigurationError: ``content`` holds another kind of block.
     """
 
     content: str | tuple[TextContent | ImageContent, ...]
@@ -184,6 +263,15 @@ class ToolContext:
     passed: a sync tool (which runs in a worker thread and cannot be interrupted)
     should check it in long loops; an async tool is cancelled with
     ``asyncio.CancelledError`` as usual.
+
+    The agent builds one per call; build one with :meth:`for_test` to call a tool's
+    ``execute`` yourself.
+
+    Args:
+        tool_call: The call being executed.
+        messages: The transcript up to the assistant message that made the call.
+        on_update: Receives what :meth:`update` reports.
+        cancel: The event that :attr:`cancelled` reads (default: a new one).
     """
 
     __slots__ = ("_cancel", "_on_update", "messages", "tool_call")
@@ -203,15 +291,25 @@ class ToolContext:
 
     @classmethod
     def for_test(cls, name: str = "tool", call_id: str = "call_test") -> ToolContext:
-        """A context for calling ``execute`` directly (tests, scripts)."""
+        """A context for calling ``execute`` directly (tests, scripts).
+
+        Args:
+            name: The tool name of the call.
+            call_id: The call id.
+
+        Returns:
+            A context with an empty transcript that is never cancelled.
+        """
         return cls(ToolCall(id=call_id, name=name, arguments={}))
 
     @property
     def tool_call_id(self) -> str:
+        """The id of the call being executed."""
         return self.tool_call.id
 
     @property
     def tool_name(self) -> str:
+        """The name of the tool called."""
         return self.tool_call.name
 
     @property
@@ -224,7 +322,14 @@ class ToolContext:
         self._cancel.set()
 
     def update(self, partial: str | ToolOutput) -> None:
-        """Report progress; shown to the application, not sent to the model."""
+        """Report progress; shown to the application, not sent to the model.
+
+        Args:
+            partial: The progress so far: text, or a ``ToolOutput``.
+
+        Raises:
+            ConfigurationError: ``partial`` is neither.
+        """
         if not isinstance(partial, str | ToolOutput):
             raise ConfigurationError("ToolContext.update takes a str or a ToolOutput")
         if self._on_update is not None:

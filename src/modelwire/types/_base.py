@@ -9,8 +9,16 @@ import msgspec
 
 from ..errors import ConfigurationError
 
-#: How a response ended. A partial snapshot has ``stop_reason=None``.
 StopReason: TypeAlias = Literal["stop", "length", "tool_use", "error", "aborted"]
+"""How a response ended (``AssistantMessage.stop_reason``); a partial snapshot has
+``None``.
+
+``"stop"``: the model finished its answer. ``"length"``: it hit ``max_tokens``
+(the text is cut; tool calls of such a response are not trusted). ``"tool_use"``:
+it called tools; execute them and send the results to continue. ``"error"``: the
+response failed, ``message.error`` says why. ``"aborted"``: the caller cancelled
+it.
+"""
 
 
 def now_ms() -> int:

@@ -41,7 +41,20 @@ class Citation(_Value, frozen=True, gc=False):
 
 
 class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
-    """Plain text output or input."""
+    """Plain text output or input.
+
+    A block of a message's ``content``: what the model wrote (with the sources it
+    cites, when the provider says them), or text the user sends next to images or
+    documents. A ``UserMessage`` of only text may use a plain string instead.
+
+    Args:
+        text: The text.
+        signature: Opaque provider data, replayed only to the same model.
+        citations: The sources cited for this text.
+
+    Raises:
+        ConfigurationError: ``text`` is not a string, or a citation is not a ``Citation``.
+    """
 
     type: ClassVar[Literal["text"]] = "text"
     """The tag (``text``)."""
@@ -78,7 +91,13 @@ class TextContent(_Value, frozen=True, tag_field="type", tag="text", gc=False):
 
 
 class ThinkingContent(_Value, frozen=True, tag_field="type", tag="thinking", gc=False):
-    """The model's reasoning, as far as the provider exposes it."""
+    """The model's reasoning, as far as the provider exposes it.
+
+    A block of an assistant message's ``content``, streamed as ``thinking_*`` events.
+    Keep it in the transcript: replayed to the same model with its ``signature``
+    (some APIs require it to continue a tool-use turn); another model gets it as
+    plain ``<thinking>`` text, and redacted reasoning is dropped (``mw.handoff``).
+    """
 
     type: ClassVar[Literal["thinking"]] = "thinking"
     """The tag (``thinking``)."""
@@ -147,7 +166,11 @@ class DocumentContent(_Value, frozen=True, tag_field="type", tag="document", gc=
 
 
 class AudioContent(_Value, frozen=True, tag_field="type", tag="audio", gc=False):
-    """Audio given as base64 data."""
+    """Audio given as base64 data.
+
+    Input for a model whose ``Model.input`` includes ``audio``; sending it to
+    another is a ``ConfigurationError`` before any request.
+    """
 
     type: ClassVar[Literal["audio"]] = "audio"
     """The tag (``audio``)."""
@@ -163,7 +186,13 @@ class AudioContent(_Value, frozen=True, tag_field="type", tag="audio", gc=False)
 
 
 class ToolCall(_Value, frozen=True, tag_field="type", tag="tool_call", gc=False):
-    """A call the model proposes; an action only once the response ended ``tool_use``."""
+    """A call the model proposes; an action only once the response ended ``tool_use``.
+
+    A block of an assistant message's ``content`` (``message.tool_calls`` lists
+    them). Execute it only when the response ended ``tool_use``, then answer with a
+    :class:`~modelwire.types.ToolResultMessage` naming its ``id``; an ``Agent`` does
+    both. ``modelwire.testing.tool_call`` builds one for a scripted reply.
+    """
 
     type: ClassVar[Literal["tool_call"]] = "tool_call"
     """The tag (``tool_call``)."""
@@ -217,7 +246,11 @@ class ServerToolCall(_Value, frozen=True, tag_field="type", tag="server_tool_cal
 
 
 class ServerToolResult(_Value, frozen=True, tag_field="type", tag="server_tool_result", gc=False):
-    """The result of a :class:`ServerToolCall`, as the provider reported it."""
+    """The result of a :class:`ServerToolCall`, as the provider reported it.
+
+    Informational, like the call: nothing for the caller to answer. Replayed as
+    received to the same API; another gets it as text (``mw.handoff``).
+    """
 
     type: ClassVar[Literal["server_tool_result"]] = "server_tool_result"
     """The tag (``server_tool_result``)."""

@@ -15,7 +15,31 @@ T = TypeVar("T")
 
 
 def to_json(value: Any) -> bytes:
-    """Serialize any protocol type (or a container of them) to JSON bytes."""
+    """Serialize any protocol type (or a container of them) to JSON bytes.
+
+    Messages, contexts, events, models, usage and the rest of :mod:`modelwire.types`
+    encode to the compact JSON that :func:`from_json` reads back, e.g. to store a
+    conversation and continue it later.
+
+    Args:
+        value: A protocol value, or a list, tuple or dict of them (plain JSON
+            values mixed in are fine).
+
+    Returns:
+        UTF-8 JSON bytes.
+
+    Raises:
+        ConfigurationError: Something in ``value`` cannot be serialized.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+        ctx = mw.Context(system_prompt="Be brief.", messages=[mw.UserMessage(content="Hi")])
+        data = mw.to_json(ctx)
+        assert mw.from_json(data, mw.Context) == ctx
+        ```
+    """
     try:
         return _encoder.encode(value)
     except (TypeError, UnicodeEncodeError, msgspec.EncodeError) as exc:
@@ -71,8 +95,30 @@ def check_json(value: Any, path: str) -> None:
 
 
 def from_json(data: bytes | str, type: type[T]) -> T:
-    """Parse and validate JSON into ``type``; a mismatch raises ``ConfigurationError``
-    naming the field path (e.g. ``Expected `str`, got `int` - at `$.messages[0].content```)."""
+    """Parse and validate JSON into ``type``: the inverse of :func:`to_json`.
+
+    Args:
+        data: JSON text or bytes.
+        type: The type to decode into: a protocol type (``mw.Context``,
+            ``mw.AssistantMessage``…) or a container of them
+            (``list[mw.Message]``).
+
+    Returns:
+        The decoded, validated value.
+
+    Raises:
+        ConfigurationError: ``data`` is not JSON, or does not match ``type``; the
+            message names the field path (e.g.
+            ``Expected `str`, got `int` - at `$.messages[0].content```).
+
+    Example:
+        ```python
+        import modelwire as mw
+
+        messages = mw.from_json(b'[{"role": "user", "content": "Hi"}]', list[mw.Message])
+        print(messages[0].content)  # Hi
+        ```
+    """
     try:
         return msgspec.json.decode(data, type=type)
     except msgspec.ValidationError as exc:

@@ -16,7 +16,21 @@ INPUT_KINDS = frozenset({"text", "image", "document", "audio"})
 
 
 class ModelCost(_Value, frozen=True):
-    """Prices in dollars per million tokens."""
+    """Prices in dollars per million tokens.
+
+    ``Model.cost``: what each response's ``usage.cost`` is computed from. The
+    catalog has them for the models it lists; give them for your own model to get
+    costs (the default prices everything at 0).
+
+    Attributes:
+        input: Uncached prompt tokens.
+        output: Output tokens (reasoning included).
+        cache_read: Prompt tokens read from the provider's cache.
+        cache_write: Prompt tokens written to the provider's cache.
+
+    Raises:
+        ConfigurationError: A price that is not a non-negative number.
+    """
 
     input: float = 0.0
     output: float = 0.0
@@ -36,6 +50,32 @@ class Model(_Value, frozen=True):
 
     ``base_url`` includes the API's version segment (``…/v1``, ``…/v1beta``); the
     adapter appends the endpoint. A trailing slash is ignored.
+
+    Build one for a model the catalog does not list (a local server, a fine-tune, a
+    gateway); for a listed one, :func:`~modelwire.get_model` or a
+    ``"provider/model-id"`` string gives it with its limits and prices. Keyword
+    arguments are the fields below; ``id``, ``api``, ``provider`` and ``base_url``
+    are required. The API key is not part of it: it comes from the call's
+    ``api_key`` or the provider's environment variable.
+
+    Raises:
+        ConfigurationError: A required field is empty, ``input`` names an unknown
+            kind, ``context_window`` or ``max_tokens`` is not a positive integer, or
+            ``base_url`` is not an ``http(s)://`` URL.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+        model = mw.Model(
+            id="llama3.2",
+            api="openai-chat",
+            provider="local",
+            base_url="http://127.0.0.1:11434/v1",
+            context_window=131_072,
+        )
+        print(model.max_tokens)  # 16384: sent when a call passes no max_tokens
+        ```
     """
 
     id: str

@@ -8,7 +8,18 @@ from ._base import _Value
 
 
 class Cost(_Value, frozen=True, gc=False):
-    """Cost of one response in dollars, by token class."""
+    """Cost of one response in dollars, by token class.
+
+    ``usage.cost``: the token counts times the model's :class:`ModelCost` prices
+    (all 0 when the model has none).
+
+    Attributes:
+        input: Dollars for uncached prompt tokens.
+        output: Dollars for output tokens.
+        cache_read: Dollars for prompt tokens read from the cache.
+        cache_write: Dollars for prompt tokens written to the cache.
+        total: The sum of the four.
+    """
 
     input: float = 0.0
     output: float = 0.0

@@ -37,17 +37,46 @@ THINKING_SIGNATURE = "bW9kZWx3aXJlLW1vY2stc2lnbmF0dXJl"
 
 
 def compact_json(value: Any) -> str:
-    """Compact and unescaped, as providers send JSON."""
+    """Compact and unescaped, as providers send JSON.
+
+    For a renderer's output, so a mock or gateway body looks byte for byte like a
+    provider's (no spaces, non-ASCII kept).
+
+    Args:
+        value: A JSON value.
+
+    Returns:
+        The JSON text.
+    """
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def arguments_text(call: ToolCall) -> str:
-    """The arguments text a provider would stream: ``raw_arguments`` when set."""
+    """The arguments text a provider would stream: ``raw_arguments`` when set.
+
+    For a renderer of an API that streams arguments as text (OpenAI, Anthropic), so
+    a replayed call keeps its exact text; else the arguments, compact.
+
+    Args:
+        call: The tool call.
+
+    Returns:
+        The arguments' JSON text.
+    """
     return call.raw_arguments if call.raw_arguments else compact_json(call.arguments)
 
 
 def arguments_object(call: ToolCall) -> dict[str, Any]:
-    """The arguments as an object, for APIs that send them whole (Gemini, Ollama)."""
+    """The arguments as an object, for APIs that send them whole (Gemini, Ollama).
+
+    ``raw_arguments`` parsed when it is a JSON object, else ``arguments``.
+
+    Args:
+        call: The tool call.
+
+    Returns:
+        The arguments, a new dict.
+    """
     if call.raw_arguments:
         try:
             value = json.loads(call.raw_arguments)
@@ -60,7 +89,14 @@ def arguments_object(call: ToolCall) -> dict[str, Any]:
 
 def text_of(value: Any) -> str:
     """The text inside a tool-result value of a request body (strings, lists of
-    parts, ``{"text"|"output"|"content"|"result": …}`` objects)."""
+    parts, ``{"text"|"output"|"content"|"result": …}`` objects).
+
+    Args:
+        value: The tool result's value, as the request body holds it.
+
+    Returns:
+        Its text (``""`` when it has none).
+    """
     if isinstance(value, str):
         return value
     if isinstance(value, list):
@@ -73,14 +109,34 @@ def text_of(value: Any) -> str:
 
 
 def model_in_body(path: str, body: object) -> str | None:
-    """The model a request asked for in its body's ``model`` field (most APIs)."""
+    """The model a request asked for in its body's ``model`` field (most APIs).
+
+    The default ``WireServer.request_model``; an API that names the model in the
+    path (Gemini, Bedrock) gives its own.
+
+    Args:
+        path: The request path (unused here).
+        body: The parsed JSON body.
+
+    Returns:
+        The model id, or ``None`` when the body names none.
+    """
     model = body.get("model") if isinstance(body, dict) else None
     return model if isinstance(model, str) else None
 
 
 def role_tool_results(body: object) -> list[str]:
     """The ``content`` of every ``role: tool`` message of a body's ``messages``
-    (OpenAI Chat Completions and Ollama carry tool results the same way)."""
+    (OpenAI Chat Completions and Ollama carry tool results the same way).
+
+    For a ``WireServer.tool_results``: what the automatic reply names.
+
+    Args:
+        body: The parsed request body.
+
+    Returns:
+        The texts, in order.
+    """
     if not isinstance(body, dict):
         return []
     return [text_of(m.get("content")) for m in body.get("messages", [])
@@ -92,12 +148,26 @@ class ErrorReply(msgspec.Struct, frozen=True, kw_only=True):
     with it (a request id, an error-type header)."""
 
     body: dict[str, Any]
+    """The JSON error body."""
     headers: dict[str, str] = msgspec.field(default_factory=dict)
+    """Headers sent with it."""
 
 
 def openai_error(status: int, message: str, kind: str | None = None) -> ErrorReply:
     """OpenAI's ``{"error": {"message", "type", "param", "code"}}``
-    (https://platform.openai.com/docs/guides/error-codes)."""
+    (https://platform.openai.com/docs/guides/error-codes).
+
+    The ``WireServer.error_body`` of OpenAI-style APIs, and the fallback of
+    ``MockServer`` for a path no API serves.
+
+    Args:
+        status: The HTTP status.
+        message: The error message.
+        kind: The error ``type`` (default: OpenAI's for ``status``).
+
+    Returns:
+        The body, with an ``x-request-id`` header.
+    """
     kind = kind or {400: "invalid_request_error", 401: "authentication_error",
             403: "permission_error", 404: "not_found_error", 429: "rate_limit_error"}.get(
         status, "server_error" if status >= 500 else "invalid_request_error")  # fmt: skip
@@ -122,7 +192,19 @@ def declared_tools(
 ) -> list[tuple[str, dict[str, Any]]]:
     """``(name, parameters schema)`` of each tool in a body's list of tool objects:
     ``spec`` is the key holding the declaration (``None``: the item itself), ``schema``
-    a dotted path to its JSON Schema (``inputSchema.json``)."""
+    a dotted path to its JSON Schema (``inputSchema.json``).
+
+    For a ``WireServer.request_tools``: the tools the automatic reply calls.
+
+    Args:
+        items: The body's list of tool objects.
+        spec: The key holding each declaration, or ``None``.
+        name: The declaration's key of the tool name.
+        schema: The dotted path of the parameters schema in the declaration.
+
+    Returns:
+        ``(name, schema)`` pairs; a missing schema is ``{"type": "object"}``.
+    """
     found: list[tuple[str, dict[str, Any]]] = []
     for item in items if isinstance(items, list) else []:
         decl = item.get(spec) if spec is not None and isinstance(item, dict) else item

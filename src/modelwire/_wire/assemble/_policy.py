@@ -11,16 +11,36 @@ from ...types import AssistantMessage
 __all__ = ["CompletionPolicy", "ToolChoice", "default_completion_policy"]
 
 ToolChoice = str | dict[str, Any] | None
-#: Decides whether a finished response is acceptable:
-#: ``policy(message, tool_choice, tools_declared) -> None | str``. ``message`` is
-#: the final message of a response that finished ``stop`` or ``tool_use`` (its tool
-#: calls complete and parsed); ``tool_choice`` is the request's (``None``,
-#: ``"auto"``, ``"required"``, ``"none"`` or ``{"name": ...}``); ``tools_declared``
-#: whether the request declared tools (``None`` when unknown). Return ``None`` to
-#: accept, or a reason: the stream then ends with an ``error`` event of kind
-#: ``tool_call_protocol`` whose message is that reason (all content kept, nothing
-#: executed). A ``length`` finish is never judged (nothing of it is trusted).
 CompletionPolicy: TypeAlias = Callable[[AssistantMessage, ToolChoice, "bool | None"], "str | None"]
+"""Decides whether a finished response is acceptable:
+``policy(message, tool_choice, tools_declared) -> None | str``.
+
+``message`` is the final message of a response that finished ``stop`` or
+``tool_use`` (its tool calls complete and parsed); ``tool_choice`` is the request's
+(``None``, ``"auto"``, ``"required"``, ``"none"`` or ``{"name": ...}``);
+``tools_declared`` whether the request declared tools (``None`` when unknown).
+Return ``None`` to accept, or a reason: the stream then ends with an ``error``
+event of kind ``tool_call_protocol`` whose message is that reason (all content
+kept, nothing executed). A ``length`` finish is never judged (nothing of it is
+trusted).
+
+Pass one as ``completion_policy=`` to ``mw.stream`` and friends (or an ``Agent``)
+to accept more, or less, than :func:`default_completion_policy`, e.g. a model
+that calls a tool with ``tool_choice="none"`` and is trusted anyway.
+
+Example:
+    ```python
+    import modelwire as mw
+
+
+    def answer_required(message, tool_choice, tools_declared):
+        # The default rules, and a response must say something.
+        reason = mw.default_completion_policy(message, tool_choice, tools_declared)
+        if reason is None and not message.text and not message.tool_calls:
+            return "the model answered with nothing"
+        return reason
+    ```
+"""
 
 
 def default_completion_policy(
@@ -32,6 +52,14 @@ def default_completion_policy(
     when it is ``"required"``; with ``{"name": n}``, a call to another tool or no
     call to ``n``. (Without a custom policy the assembler applies the same rules,
     the first two and the wrong name as soon as the call starts.)
+
+    Args:
+        message: The final message of a response that finished ``stop`` or ``tool_use``.
+        tool_choice: The request's ``tool_choice``.
+        tools_declared: Whether the request declared tools (``None``: unknown).
+
+    Returns:
+        ``None`` to accept the response, or the reason to refuse it.
     """
     calls = message.tool_calls
     if calls and tool_choice == "none":

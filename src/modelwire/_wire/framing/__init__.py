@@ -87,7 +87,11 @@ class Framing(Protocol):
         ...
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:
-        """Decode the next piece of the body; return the frames it completed."""
+        """Decode the next piece of the body; return the frames it completed.
+
+        Args:
+            data: The next bytes of the body, split anywhere.
+        """
         ...
 
     def end(self) -> list[Frame]:

@@ -464,6 +464,9 @@ class EventStreamDecoder(_MessageReader[Frame]):
     bytes). When :meth:`feed` meets an error after completing some frames it returns those
     and raises from the next call; the decoder is then poisoned, as
     :class:`~modelwire._wire.sse.SSEDecoder` is.
+
+    Args:
+        max_event_bytes: The largest message accepted, in bytes.
     """
 
     __slots__ = ()

@@ -63,6 +63,9 @@ class NDJSONDecoder(IncrementalDecoder[Frame]):
     (``feed()`` after ``end()``, or not bytes). When :meth:`feed` meets an error after
     completing some frames it returns those and raises from the next call; the decoder is
     then poisoned, as :class:`~modelwire._wire.sse.SSEDecoder` is.
+
+    Args:
+        max_event_bytes: The longest line accepted, in bytes.
     """
 
     __slots__ = ("_line_start", "_tail", "_tail_len")

@@ -101,6 +101,9 @@ class SSEDecoder(ErrorLatch):
     decoder is then poisoned: every later :meth:`feed` or :meth:`end` raises the same
     error class again. :meth:`feed` after :meth:`end` is a caller mistake and raises
     :class:`~modelwire.errors.ConfigurationError`.
+
+    Args:
+        max_event_bytes: The largest event accepted, in bytes (a positive integer).
     """
 
     __slots__ = (
@@ -190,7 +193,9 @@ class SSEDecoder(ErrorLatch):
     def feed(self, data: bytes | bytearray | memoryview) -> list[ServerSentEvent]:
         """Decode the next piece of the stream; return the events it completed, in order.
 
-        ``data`` may end anywhere: mid-line, mid-CRLF, mid-UTF-8 character, mid-BOM.
+        Args:
+            data: The next bytes of the body; they may end anywhere: mid-line,
+                mid-CRLF, mid-UTF-8 character, mid-BOM.
 
         Raises :class:`~modelwire.errors.MalformedChunkError` (invalid UTF-8),
         :class:`~modelwire.errors.EventTooLargeError` (``max_event_bytes`` exceeded), or
@@ -574,9 +579,11 @@ class SSEFraming(SSEDecoder):
         self._join = True
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[Frame]:  # type: ignore[override]
+        """:meth:`SSEDecoder.feed`, returning frames."""
         return super().feed(data)  # type: ignore[return-value]
 
     def end(self) -> list[Frame]:  # type: ignore[override]
+        """:meth:`SSEDecoder.end`, returning frames."""
         return super().end()  # type: ignore[return-value]
 
 
