@@ -3,9 +3,10 @@ Messages) and Codex CLI (OpenAI Responses) send (``tests/data/clients``, written
 the clients' documented formats: ``SOURCES.md``), driven against backends of every wire
 API served by a MockServer. A tool-use turn and the turn answering it must complete in
 the client's own API, and the backend must receive what the gateway's rules say:
-mid-conversation system text in the system prompt, ``context_management`` only for an
-Anthropic backend, namespace tools flattened (their calls rendered back with their
-``namespace``), ``client_metadata`` nowhere, a reasoning level dropped or refused by the
+mid-conversation system text in the system prompt of a backend model that does not take
+it among the turns, ``context_management`` only for an Anthropic backend, namespace tools
+flattened (their calls rendered back with their ``namespace``), ``web_search`` where the
+backend runs it, ``client_metadata`` nowhere, a reasoning level dropped or refused by the
 model's ``unsupported_reasoning``."""
 
 from __future__ import annotations
@@ -50,7 +51,10 @@ def gateway(backend: MockServer) -> Iterator[GatewayServer]:
     models: dict[str, Any] = {}
     for api in APIS:
         base = {"api": api, "id": f"mock-{api}", "base_url": backend.model(api).base_url}
-        models[api] = {**base, "reasoning": True}
+        # Codex declares web_search: passed on where the backend runs it (a Responses
+        # backend here), dropped per the model's rule elsewhere.
+        runs = {"server_tools": ["web_search"]} if api == "openai-responses" else {}
+        models[api] = {**base, **runs, "reasoning": True, "unsupported_server_tools": "drop"}
         if api == "bedrock-converse":  # a Claude model's thinking field, on Bedrock
             models[api]["compat"] = {"thinking": True}
         models[f"{api}-plain"] = base  # no reasoning: a level asked for is dropped
@@ -264,8 +268,12 @@ def test_codex_tool_use_turn_and_its_answer(
     assert b"codex_cli_rs" not in raw
     if api == "openai-responses":
         got = backend.last_request.json()
-        assert [t["name"] for t in got["tools"]][-2:] == ["search", "fetch_page"]
+        assert [t.get("name") for t in got["tools"]][-3:] == ["search", "fetch_page", None]
+        # The provider-run tool as Codex wrote it, to a backend that runs it.
+        assert got["tools"][-1] == {"type": "web_search", "external_web_access": False}
         assert got["reasoning"]["effort"] == "medium"
+    else:
+        assert b"web_search" not in raw and b"googleSearch" not in raw
 
     second = load("codex-tool-result.json")
     second["model"] = api
@@ -294,13 +302,13 @@ def test_codex_recorded_second_turn_replays_the_namespaced_call(
 @pytest.mark.parametrize(
     ("change", "param"),
     [
-        (lambda b: b["tools"].append({"type": "web_search", "external_web_access": False}),
-         "tools[5].type"),
+        (lambda b: b.update(model="openai-chat-plain"), "tools[5].type"),
+        (lambda b: b["tools"].append({"type": "web_search"}), "tools[6].type"),
         (lambda b: b["tools"][4]["tools"].append(copy.deepcopy(b["tools"][0])),
          "tools[4].tools[2].name"),
         (lambda b: b.update(model="openai-chat-strict"), "reasoning.effort"),
     ],
-    ids=["web_search", "a name twice", "reasoning refused"],
+    ids=["web_search", "web_search twice", "a name twice", "reasoning refused"],
 )  # fmt: skip
 def test_codex_requests_refused_by_name(change: Any, param: str, gateway: GatewayServer) -> None:
     body = load("codex-first-turn.json")
@@ -339,9 +347,13 @@ def test_unsupported_reasoning_is_drop_or_refuse() -> None:
     ],
     ids=["anthropic", "chat", "responses"],
 )  # fmt: skip
-def test_system_messages_later_in_the_conversation_join_the_system_prompt(
+def test_system_messages_later_in_the_conversation_keep_their_place(
     parse: Any, body: dict[str, Any]
 ) -> None:
     req = parse(json.dumps(body).encode(), {})
-    assert req.context.system_prompt == "A.\n\nB.\n\nC."
-    assert [m.role for m in req.context.messages] == ["user", "assistant", "user"]
+    assert req.context.system_prompt == "A."
+    messages = req.context.messages
+    assert [m.role for m in messages] == ["user", "system", "assistant", "user", "system"]
+    assert [messages[1].content, messages[4].content] == ["B.", "C."]
+    # A backend model that does not take them gets their text in its system prompt.
+    assert req.context.system_text == "A.\n\nB.\n\nC."

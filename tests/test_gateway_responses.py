@@ -457,9 +457,14 @@ BAD: list[tuple[Any, str, str]] = [
     ({"model": "m", "input": "x", "temperature": -1}, "temperature", "must be a number >= 0"),
     ({"model": "m", "input": "x", "stream": "yes"}, "stream", "must be a boolean"),
     (
-        {"model": "m", "input": "x", "tools": [{"type": "web_search"}]},
+        {"model": "m", "input": "x", "tools": [{"type": "file_search"}]},
         "tools[0].type",
-        "a tool the provider runs (web_search",
+        "passes on web_search and code_interpreter",
+    ),
+    (
+        {"model": "m", "input": "x", "tools": [{"type": "web_search"}, {"type": "web_search"}]},
+        "tools[1].type",
+        "declares a second web_search tool",
     ),
     ({"model": "m", "input": "x", "tools": [{"type": "function"}]}, "tools[0].name", "missing"),
     (

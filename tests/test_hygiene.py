@@ -21,7 +21,7 @@ from modelwire._cli import common
 from modelwire._client import _options as options
 from modelwire._wire import pipeline as pipeline
 from modelwire._wire import sse as sse
-from modelwire.agent import _loop
+from modelwire.agent import _calls
 
 SRC = Path(mw.__file__).parent
 
@@ -210,9 +210,9 @@ def test_stream_options_are_declared_once_and_shared() -> None:
         "parallel_tool_calls", "extra_body", "timeout", "max_retries", "http_client",
         "transport", "session_id", "cache", "trace", "completion_policy", "log", "output",
         "output_mode", "base_url", "circuit_breaker", "requests_per_minute",
-        "tokens_per_minute",
+        "tokens_per_minute", "server_tools",
     }  # fmt: skip
-    assert options.AgentOptions.__optional_keys__ == _loop.STREAM_OPTIONS
+    assert options.AgentOptions.__optional_keys__ == _calls.STREAM_OPTIONS
     for fn in (mw.stream, mw.stream_sync, mw.complete, mw.complete_sync, options.resolve_options):
         kw = inspect.signature(fn).parameters["options"]
         assert kw.kind is inspect.Parameter.VAR_KEYWORD

@@ -9,6 +9,7 @@ package at run time and using it everywhere with no other edit, and by grepping
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import subprocess
@@ -287,6 +288,21 @@ _ALLOWED: set[str] = {"_cli/serve.py"}
 _FRONTENDS = ("gateway/_chat", "gateway/_responses", "gateway/_anthropic")
 
 
+def _docstring_lines(source: str) -> set[int]:
+    """The lines of a module's docstrings: their examples may name a wire API, as a
+    user's code does; the code itself names none."""
+    lines: set[int] = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            assert isinstance(body, list)
+            first = body[0] if body else None
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                if isinstance(first.value.value, str):
+                    lines.update(range(first.lineno, (first.end_lineno or first.lineno) + 1))
+    return lines
+
+
 def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:
     names = re.compile("|".join(re.escape(n) for n in builtin_api_names()))
     found = []
@@ -297,13 +313,17 @@ def test_no_wire_api_name_in_src_outside_apis_and_the_catalog_data() -> None:
         # one module per client-facing API (each names its own); the core names none.
         if rel.startswith(("_apis/", "_providers/", *_FRONTENDS)) or rel in _ALLOWED:
             continue
-        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-            if names.search(line):
+        text = path.read_text(encoding="utf-8")
+        documented = _docstring_lines(text)
+        for n, line in enumerate(text.splitlines(), 1):
+            if names.search(line) and n not in documented:
                 found.append(f"{rel}:{n}: {line.strip()}")
     assert found == [], "\n".join(found)
     # The grep would see a name spelled out: prove it looks (a check that cannot fail
     # proves nothing).
     assert names.search('api="openai-chat"') and names.search("ollama-chat")
+    code = 'def f():\n    """Example: api="openai-chat"."""\n    return "openai-chat"\n'
+    assert _docstring_lines(code) == {2}  # the docstring is skipped, the code is not
 
 
 def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(

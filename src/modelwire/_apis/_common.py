@@ -26,16 +26,22 @@ from ..errors import ConfigurationError, Excerpt, MalformedChunkError
 from ..types import (
     AssistantMessage,
     Citation,
-    Context,
     DocumentContent,
     ImageContent,
     Model,
     ServerToolCall,
     ServerToolResult,
-    ToolCall,
-    ToolResultMessage,
-    UserMessage,
     check_json,
+)
+from ._checks import (
+    as_image,
+    as_tool_call,
+    check_context_values,
+    check_input,
+    check_reasoning,
+    check_tool_choice,
+    refuse_assistant_images,
+    server_tool_objects,
 )
 from ._codec import IdRule
 
@@ -44,6 +50,8 @@ __all__ = [
     "RESULT_CHARS",
     "SAFE_ID_RULE",
     "Count",
+    "as_image",
+    "as_tool_call",
     "bearer_auth",
     "block_as_text",
     "check_context_values",
@@ -67,19 +75,21 @@ __all__ = [
     "raw_object",
     "raw_or_json_arguments",
     "read_count",
+    "refuse_assistant_images",
     "remove_lone_surrogates",
     "same_model",
     "server_call_as_text",
     "server_result_as_text",
+    "server_tool_objects",
     "with_sources",
 ]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=msgspec.Struct)
-#: A count or index in a chunk: a non-negative integer. msgspec checks the bound
-#: while decoding, so a negative tool-call index or token count is a
-#: ``malformed_chunk`` naming its path (``usage.input_tokens must be an integer >= 0``).
 Count = Annotated[int, msgspec.Meta(ge=0)]
+"""A count or index in a chunk: a non-negative integer. msgspec checks the bound
+while decoding, so a negative tool-call index or token count is a
+``malformed_chunk`` naming its path (``usage.input_tokens must be an integer >= 0``)."""
 _encoder = msgspec.json.Encoder()
 _PATH = re.compile(r"^(.*) - at `\$(.*)`$", re.S)
 _EXPECTED = re.compile(r"^Expected `(.+?)`, got `(.+?)`$")
@@ -98,6 +108,15 @@ def dumps(value: Any) -> bytes:
 
 
 def decoder_for(tp: type[T]) -> msgspec.json.Decoder[T]:
+    """A reusable JSON decoder that validates into ``tp``, for :func:`decode_json`;
+    build one per chunk type at import time (docs/adding-a-wire-api.md shows both).
+
+    Args:
+        tp: The type payloads decode into, usually a ``msgspec.Struct``.
+
+    Returns:
+        The ``msgspec.json.Decoder``.
+    """
     return msgspec.json.Decoder(tp)
 
 
@@ -277,49 +296,7 @@ def http_request(
     )
 
 
-def check_context_values(context: Context) -> None:
-    """Tool-call arguments are encoded to text before the body is built (OpenAI
-    Chat sends them as a string), so they are checked here, by their path in the
-    context: ``messages[1].content[0].arguments.x``."""
-    for i, message in enumerate(context.messages):
-        if message.role != "assistant":
-            continue
-        for j, block in enumerate(message.content):
-            if isinstance(block, ToolCall) and not (block.raw_arguments or "").strip():
-                check_json(block.arguments, f"messages[{i}].content[{j}].arguments")
-
-
-# --------------------------------------------------------------------------- shared checks
-
-
-def check_input(model: Model, context: Context) -> None:
-    """Every block a user message or a tool result holds is of a kind ``model``
-    accepts (``Model.input``): an image, a document or audio sent to a model not
-    declared to take it is a ``ConfigurationError`` naming the model, the block's
-    path in the context and how to declare it — before any I/O, for every API, so
-    nothing is silently replaced or dropped on the way."""
-    accepted = model.input
-    for i, message in enumerate(context.messages):
-        if isinstance(message, UserMessage):
-            if isinstance(message.content, str):
-                continue
-            content = message.content
-        elif isinstance(message, ToolResultMessage):
-            content = message.content
-        else:
-            continue
-        for j, block in enumerate(content):
-            kind = block.type
-            if kind not in accepted:
-                declared = ", ".join(repr(k) for k in accepted) or "nothing"
-                wanted = ", ".join(repr(k) for k in (*accepted, kind))
-                raise ConfigurationError(
-                    f"model {model.id!r} does not accept {kind} input, but "
-                    f"messages[{i}].content[{j}] is {'an' if kind[0] in 'aeiou' else 'a'} "
-                    f"{kind} block (Model.input declares {declared}): if the model takes "
-                    f"it, declare it with Model(..., input=[{wanted}]); otherwise remove "
-                    "the block"
-                )
+# --------------------------------------------------------------------------- compat flags, ids, citations
 
 
 def merge_compat(
@@ -347,69 +324,9 @@ def merge_compat(
         raise ConfigurationError(f"invalid {api} compat: {exc}") from None
 
 
-def check_tool_choice(tc: str | dict[str, Any] | None, context: Context) -> None:
-    """Refuse, before any request, a tool choice no response could satisfy: one that
-    requires a call with no tool declared, or forces a tool that is not declared.
-    (``auto`` and ``none`` without tools mean nothing to choose from: not sent.)"""
-    if tc is None or tc in ("auto", "none"):
-        return
-    names = [t.name for t in context.tools or ()]
-    if not names:
-        raise ConfigurationError(
-            f"tool_choice={tc!r} needs tools, but the context declares no tools: "
-            "add tools to the Context or drop tool_choice"
-        )
-    if isinstance(tc, dict) and tc["name"] not in names:
-        raise ConfigurationError(
-            f"tool_choice names {tc['name']!r}, which is not a declared tool (not among the "
-            f"context's tools: {', '.join(map(repr, names))})"
-        )
-
-
-def check_reasoning(model: Model, level: str | None) -> None:
-    """A reasoning level for a model without reasoning is a caller mistake."""
-    if level is not None and not model.reasoning:
-        raise ConfigurationError(
-            f"model {model.id!r} does not support a reasoning level "
-            "(Model.reasoning is False); pass reasoning=None"
-        )
-
-
 #: Letters, digits, ``_`` and ``-``, up to 64: Anthropic ``tool_use.id`` (Messages API
 #: reference) and OpenAI Responses ``call_id`` values as OpenAI issues them.
 SAFE_ID_RULE = IdRule(re.compile(r"[A-Za-z0-9_-]{1,64}"), re.compile(r"[^A-Za-z0-9_-]"), 64)
-
-
-def as_tool_call(block: object, where: str) -> ToolCall:
-    """``block`` where only a client tool call can be: another kind of block (a
-    provider-run tool, an opaque item) is refused with a typed error, never sent as
-    a call."""
-    if isinstance(block, ToolCall):
-        return block
-    kind = getattr(block, "type", type(block).__name__)
-    raise ConfigurationError(f"{where} cannot carry {_article(kind)} {kind} block")
-
-
-def refuse_assistant_images(msg: AssistantMessage, where: str, api: str) -> None:
-    """An image a model generated, in an assistant message of an API that has no form
-    for one there: refused naming the field, never dropped (``mw.handoff`` turns
-    another API's image into a note the next model can read)."""
-    for j, b in enumerate(msg.content):
-        if isinstance(b, ImageContent):
-            raise ConfigurationError(
-                f"{where}.content[{j}] is an image the model generated ({b.mime_type}): "
-                f"{_article(api)} {api} request cannot carry an image in an assistant "
-                "message; pass the context through mw.handoff(context, model) first"
-            )
-
-
-def as_image(block: object, where: str) -> ImageContent:
-    """``block`` where only an image can be (after text): a document or audio block
-    the API cannot carry is refused with a typed error, never replaced or dropped."""
-    if isinstance(block, ImageContent):
-        return block
-    kind = getattr(block, "type", type(block).__name__)
-    raise ConfigurationError(f"{where} cannot carry {_article(kind)} {kind} block")
 
 
 def citations_as_text(citations: tuple[Citation, ...]) -> str:
@@ -530,10 +447,6 @@ def image_as_text(block: ImageContent) -> str:
 def with_sources(text: str, citations: tuple[Citation, ...]) -> str:
     """``text`` followed by its citations as numbered sources (``text`` without any)."""
     return text + citations_as_text(citations) if citations else text
-
-
-def _article(word: str) -> str:
-    return "an" if word[:1] in "aeiou" else "a"
 
 
 def json_request(request: HTTPRequest, url: str, body: dict[str, Any]) -> HTTPRequest:

@@ -28,6 +28,8 @@ _UNSAID = Capabilities(
     structured_output="none",
     token_count=False,
     late_call_signatures=False,
+    server_tools=(),
+    mid_conversation_system=False,
 )
 
 

@@ -38,6 +38,7 @@ from ..types import (
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -48,6 +49,7 @@ from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
     CLIError,
+    default_model,
     fail,
     request_options,
     resolve_model,
@@ -135,6 +137,8 @@ def _message_summary(m: Any) -> str:
     if isinstance(m, ToolResultMessage):
         state = "error" if m.is_error else "ok"
         return f"tool_result {m.tool_name} (id {m.tool_call_id}, {state}): {trim(m.text, 90)}"
+    if isinstance(m, SystemMessage):
+        return f"system: {trim(m.content, 120)}"
     if isinstance(m, AssistantMessage):
         parts = [_block_summary(b, 60) for b in m.content]
         return f"assistant ({m.stop_reason}): " + " · ".join(parts)
@@ -387,11 +391,25 @@ def _pieces(data: bytes, points: list[int]) -> list[bytes]:
     return [data[a:b] for a, b in itertools.pairwise(bounds) if b > a] or [data]
 
 
+def _is_live(args: argparse.Namespace) -> bool:
+    """A live call: ``-m``, or the default model (``$MODELWIRE_MODEL``, ``model`` in
+    config.toml) when nothing says FILE (``--api`` without ``--base-url``, an offline
+    flag, or one argument that is a file)."""
+    if args.model:
+        return True
+    offline = (
+        (args.api is not None and not args.base_url) or args.loopback
+        or any(getattr(args, f) for f in ("split", "chunk_size", "cut_after"))
+        or (len(args.source) == 1 and Path(args.source[0]).is_file())
+    )  # fmt: skip
+    return not offline and bool(args.source) and default_model() is not None
+
+
 def trace(args: argparse.Namespace) -> int:
     """``trace --api API FILE.sse`` (offline) or ``trace -m provider/model PROMPT`` (live)."""
     screen = Screen(plain=True if (args.plain or args.json) else None)
     view = TraceView(screen, as_json=args.json)
-    if args.model:
+    if _is_live(args):
         offline_only = [f for f in ("split", "chunk_size", "cut_after") if getattr(args, f)]
         if args.loopback or offline_only:
             flag = "--loopback" if args.loopback else "--" + offline_only[0].replace("_", "-")
@@ -402,7 +420,8 @@ def trace(args: argparse.Namespace) -> int:
         message = _live(args, view, prompt)
     else:
         if len(args.source) != 1:
-            raise CLIError("usage", "trace takes one FILE.sse (or -m PROVIDER/MODEL and a prompt)")
+            raise CLIError("usage", "trace takes one FILE.sse (or a prompt, with -m "
+                           "PROVIDER/MODEL, $MODELWIRE_MODEL or model in config.toml)")  # fmt: skip
         if args.api is None:
             raise CLIError("usage", "trace FILE.sse needs --api (the wire API that produced it)")
         if args.cut_after is not None and not args.loopback:

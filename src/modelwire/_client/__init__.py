@@ -14,29 +14,24 @@ from collections.abc import Callable, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Unpack
 
-import msgspec
-
 from .._apis import (
-    custom_stream,
     get_api,
     register_wire_api,
 )
-from .._apis._common import check_input
 from .._apis._sniff import wrong_api_error
 from .._call import Call, Leg
 from .._call._breaker import CircuitBreaker
-from .._call._fallback import Fallback, Plan, Target, make_plan
-from .._providers import apply_provider_rules
+from .._call._fallback import Fallback, Plan, Target
 from .._wire.pipeline import Pipeline
-from .._wire.request import RequestOptions
-from ..errors import ConfigurationError, StreamError
+from ..errors import ConfigurationError
 from ..events import Event
 from ..types import AssistantMessage, Context, Model, UserMessage
 from ._count import TokenCount
-from ._handoffs import handoff, handoff_notes
+from ._handoffs import handoff_notes
 from ._not_found import not_found_hint
 from ._observers import CALL_OBSERVERS
-from ._options import StreamOptions, check_option_names, resolve_checked
+from ._options import StreamOptions, check_option_names
+from ._prepare import Prepared, plan_call, prepare
 from ._streams import (
     AbortFlag,
     AssistantMessageStream,
@@ -48,7 +43,6 @@ from ._streams import (
 
 if TYPE_CHECKING:
     from .._wire.assemble import CompletionPolicy
-    from .._wire.request import HTTPRequest
     from .._wire.trace import TraceObserver
     from ._output._plan import OutputPlan
 
@@ -104,109 +98,6 @@ def _inputs(
             f"context must be a modelwire.Context or a prompt string, got {type(context).__name__}"
         )
     return model, context
-
-
-def _output_plan(model: Model, opts: StreamOptions) -> OutputPlan | None:
-    if opts.get("output") is None and opts.get("output_mode") is None:
-        return None
-    from ._output._plan import plan_output
-
-    return plan_output(model, opts.get("output"), opts.get("output_mode"))
-
-
-def _default_cap(model: Model, opts: StreamOptions, options: RequestOptions) -> RequestOptions:
-    """Without a ``max_tokens`` option the model's own is sent (the catalog's output
-    limit; :data:`modelwire._catalog.UNLISTED_MAX_TOKENS` for an id it does not list),
-    so a model that loops stops; ``max_tokens=None`` sends no limit."""
-    if "max_tokens" in opts:
-        return options
-    return msgspec.structs.replace(options, max_tokens=model.max_tokens)
-
-
-def _prepare(
-    model: Model, context: Context, opts: StreamOptions
-) -> tuple[RequestOptions, HTTPRequest | None, StreamError | None, Context, OutputPlan | None]:
-    """Options, request, the error the call ends with before any I/O (for
-    ``max_tokens="auto"`` that cannot fit: ``context_overflow``), the context as sent
-    (with the output plan applied) and that plan."""
-    if not isinstance(model, Model):
-        raise ConfigurationError(f"model must be a modelwire.Model, got {type(model).__name__}")
-    if not isinstance(context, Context):
-        raise ConfigurationError(
-            f"context must be a modelwire.Context, got {type(context).__name__}"
-        )
-    plan = _output_plan(model, opts)
-    # "auto" is fitted below, once the conversation is rewritten for this model.
-    auto = opts.get("max_tokens") == "auto"
-    custom = custom_stream(model.api) is not None
-    if plan is not None or custom:
-        # A block the model does not accept is refused here, never replaced
-        # (Model.input); without an output plan, handoff checks the same context.
-        check_input(model, context)
-    if custom:
-        # A custom stream function does its own auth: no env-var lookup.
-        options = _default_cap(model, opts, resolve_checked("", opts))
-        if plan is not None:
-            context, options = plan.apply(context, options)
-        return options, None, None, context, plan
-    options = _default_cap(model, opts, resolve_checked(model.provider, opts))
-    if options.reasoning is not None:
-        from .._catalog import clamp_reasoning
-
-        # Clamp to the levels the model has; a model without reasoning raises here.
-        level = clamp_reasoning(model, options.reasoning)
-        options = msgspec.structs.replace(options, reasoning=level)
-    if plan is not None:
-        # The native field's request, the answer tool forced, or the schema prompted.
-        context, options = plan.apply(context, options)
-    # Replaying to another provider/model: signatures, ids, orphaned calls (handoff
-    # rules); it refuses input the model does not take (check_input) first.
-    ctx = handoff(context, model)
-    prefail: StreamError | None = None
-    if auto:
-        from ._count import fit_max_tokens
-
-        fitted, prefail = fit_max_tokens(model, ctx)
-        options = msgspec.structs.replace(options, max_tokens=fitted)
-    request = get_api(model.api).build_request(model, ctx, options)
-    request = apply_provider_rules(model, options, request)  # URL, auth, body, secrets
-    return options, request, prefail, context, plan
-
-
-class _Prepared(NamedTuple):
-    """What a call is made of: the resilience plan (or, for a custom stream function,
-    its options), the context as sent, the output plan."""
-
-    plan: Plan | RequestOptions
-    context: Context
-    output: OutputPlan | None
-
-
-def _plan(model: Model | Fallback, context: Context, opts: StreamOptions) -> _Prepared:
-    """The call's plan; for a custom stream function its options only."""
-    if isinstance(model, Fallback):
-        targets = []
-        outputs: list[OutputPlan | None] = []
-        sent = context
-        for m in model.models:
-            options, request, prefail, ctx, output = _prepare(m, context, opts)
-            assert request is not None  # Fallback refuses custom stream functions
-            targets.append(Target(m, options, request, prefail))
-            outputs.append(output)
-            if not targets[1:]:
-                sent = ctx
-        modes = {o.mode for o in outputs if o is not None}
-        if len(modes) > 1:
-            raise ConfigurationError(
-                "output= with a Fallback asks every model the same way: its models "
-                f"default to different output modes ({', '.join(sorted(modes))}); "
-                "pass output_mode='tool' or 'prompted'"
-            )
-        return _Prepared(make_plan(targets, opts, model), sent, outputs[0])
-    options, request, prefail, ctx, output = _prepare(model, context, opts)
-    if request is None:
-        return _Prepared(options, ctx, output)
-    return _Prepared(make_plan([Target(model, options, request, prefail)], opts, None), ctx, output)
 
 
 def _pipeline_factory(
@@ -297,7 +188,7 @@ def _check_trace(trace: object) -> TraceObserver | None:
 
 
 class _Begun(NamedTuple):
-    prepared: _Prepared
+    prepared: Prepared
     first: Model
     trace: TraceObserver | None
     http_client: Any
@@ -317,7 +208,7 @@ def _begin(
     _check_policy(completion_policy)
     http_client = options.get("http_client")
     model, context = _inputs(model, context, options)
-    prepared = _plan(model, context, options)
+    prepared = plan_call(model, context, options)
     first = model.models[0] if isinstance(model, Fallback) else model
     trace = _observer(first, options, checked_trace)
     plan = prepared.plan
@@ -355,7 +246,14 @@ def _observer(
     if log is not None:
         from ._log import check_log_path, recorder
 
-        observers.append(recorder(check_log_path(log), model, options.get("session_id")))
+        output = options.get("output")
+        schema = None
+        if output is not None:
+            from ._output._schema import output_type
+
+            schema = output_type(output).schema  # the schema sent, as the log keeps it
+        observers.append(recorder(check_log_path(log), model, options.get("session_id"),
+                                  schema=schema))  # fmt: skip
     if CALL_OBSERVERS:
         observers.extend(call_observers(model))
     return fan_out(observers)
@@ -366,15 +264,20 @@ def stream(
 ) -> AssistantMessageStream:
     """Stream one response. No I/O happens until the stream is iterated.
 
-    Caller mistakes (bad options, a missing key) raise ``ConfigurationError`` /
-    ``MissingAPIKeyError`` here, at once. Everything after the request starts
-    ends the stream with an ``error`` event instead of raising.
+    It yields :mod:`modelwire.events`: ``start``, each block's start, deltas and end,
+    then one terminal ``done`` or ``error``. Caller mistakes (bad options, a missing
+    key) raise ``ConfigurationError`` / ``MissingAPIKeyError`` here, at once.
+    Everything after the request starts ends the stream with an ``error`` event
+    instead of raising (``message.raise_for_error()`` raises it, typed). Failures
+    before any content (a refused connection, 408, 409, 429, 500, 502-504 or 529, an
+    in-band overload) are retried ``max_retries`` times, honouring ``Retry-After``, within
+    ``Timeout(total=...)``; after content nothing is retried.
 
     The options (:class:`~modelwire._client._options.StreamOptions`, each documented
     there): ``api_key``, ``headers``, ``temperature``, ``max_tokens``,
     ``reasoning``, ``tool_choice``, ``parallel_tool_calls``, ``extra_body``,
     ``timeout``, ``max_retries``, ``http_client``, ``transport``, ``session_id``,
-    ``cache``, and
+    ``cache``, ``server_tools``, and
 
     ``trace``: a callable that receives one :mod:`trace record <modelwire.trace>`
     per item of every layer — context, request, response, network reads, SSE
@@ -393,6 +296,10 @@ def stream(
     provider, ``modelwire._call._limits``); ``max_tokens="auto"`` fits the output to the
     context window.
 
+    ``server_tools``: tools the provider runs itself (:class:`~modelwire.ServerTool`:
+    web search, web fetch, code execution), where the model's profile lists them; any
+    other model refuses them with ``ConfigurationError`` before the request.
+
     ``output``: the type to answer with (a pydantic model, msgspec Struct,
     dataclass, TypedDict or JSON Schema dict); the final message's ``parsed`` is the
     validated value, and invalid output ends the stream with ``output_invalid``;
@@ -402,6 +309,36 @@ def stream(
     not know, at ``base_url`` or ``OPENAI_BASE_URL``…, is a model of its provider's
     default API; ``"local/<id>"`` one of the compatible API, Chat Completions) and
     ``context`` a prompt string; ``base_url`` replaces the model's.
+
+    Args:
+        model: A :class:`~modelwire.Model`, a ``"provider/model-id"`` string or a ``Fallback``.
+        context: A :class:`~modelwire.Context`, or a prompt string (one user message).
+        **options: The options above; an unknown name suggests the closest.
+
+    Returns:
+        An :class:`~modelwire.AssistantMessageStream`: ``async for`` it, or await
+        ``result()``; ``async with`` it to close the connection when leaving early.
+
+    Raises:
+        ConfigurationError: An invalid option, model or context, before any request.
+        MissingAPIKeyError: No ``api_key`` and the provider's variable is unset.
+
+    Example:
+        ```python
+        import asyncio
+
+        import modelwire as mw
+        from modelwire.testing import MockServer
+
+
+        async def main(model: mw.Model) -> None:
+            async for event in mw.stream(model, "Say hello"):
+                print(event.type)  # start, text_start, text_delta…, text_end, done
+
+
+        with MockServer(["Hello there"]) as server:
+            asyncio.run(main(server.model()))
+        ```
     """
     prepared, first, trace, http_client, completion_policy = _begin(
         "stream", model, context, options
@@ -428,7 +365,31 @@ async def complete(
     model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
     """Stream to the end and return the final message (never raises for stream
-    failures: check ``message.stop_reason`` or call ``message.raise_for_error()``)."""
+    failures: check ``message.stop_reason`` or call ``message.raise_for_error()``).
+
+    Args:
+        model: A :class:`~modelwire.Model`, a ``"provider/model-id"`` string or a ``Fallback``.
+        context: A :class:`~modelwire.Context`, or a prompt string.
+        **options: :func:`stream`'s options.
+
+    Returns:
+        The final :class:`~modelwire.AssistantMessage` (``text``, ``tool_calls``, ``usage``…).
+
+    Raises:
+        ConfigurationError: An invalid option, model or context, before any request.
+        MissingAPIKeyError: No ``api_key`` and the provider's variable is unset.
+
+    Example:
+        ```python
+        import asyncio
+
+        import modelwire as mw
+        from modelwire.testing import MockServer
+
+        with MockServer(["Hello!"]) as server:
+            print(asyncio.run(mw.complete(server.model(), "Hi")).text)  # Hello!
+        ```
+    """
     check_option_names(options, "complete")
     s = stream(model, context, **options)
     return await s.result()
@@ -438,7 +399,30 @@ def stream_sync(
     model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> SyncAssistantMessageStream:
     """Synchronous :func:`stream` over ``httpx.Client`` (works inside a running loop);
-    the same options (:class:`~modelwire._client._options.StreamOptions`)."""
+    the same options (:class:`~modelwire._client._options.StreamOptions`), events and
+    errors. ``abort()`` may be called from another thread.
+
+    Args:
+        model: A :class:`~modelwire.Model`, a ``"provider/model-id"`` string or a ``Fallback``.
+        context: A :class:`~modelwire.Context`, or a prompt string.
+        **options: :func:`stream`'s options (``http_client``: an ``httpx.Client``).
+
+    Returns:
+        A :class:`~modelwire.SyncAssistantMessageStream`: iterate it, or call ``result()``.
+
+    Raises:
+        ConfigurationError: An invalid option, model or context, before any request.
+        MissingAPIKeyError: No ``api_key`` and the provider's variable is unset.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer
+
+        with MockServer(["Hello there"]) as server, mw.stream_sync(server.model(), "Hi") as s:
+            print([event.type for event in s][-1])  # done
+        ```
+    """
     prepared, first, trace, http_client, completion_policy = _begin(
         "stream_sync", model, context, options
     )
@@ -464,7 +448,30 @@ def stream_sync(
 def complete_sync(
     model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> AssistantMessage:
-    """Synchronous :func:`complete`."""
+    """Synchronous :func:`complete` (never raises for stream failures either).
+
+    Args:
+        model: A :class:`~modelwire.Model`, a ``"provider/model-id"`` string or a ``Fallback``.
+        context: A :class:`~modelwire.Context`, or a prompt string.
+        **options: :func:`stream`'s options.
+
+    Returns:
+        The final :class:`~modelwire.AssistantMessage`.
+
+    Raises:
+        ConfigurationError: An invalid option, model or context, before any request.
+        MissingAPIKeyError: No ``api_key`` and the provider's variable is unset.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer, error_reply
+
+        with MockServer(["Hello!", error_reply(401, "bad key")]) as server:
+            print(mw.complete_sync(server.model(), "Hi").text)  # Hello!
+            print(mw.complete_sync(server.model(), "Hi").error.kind)  # authentication
+        ```
+    """
     check_option_names(options, "complete_sync")
     return stream_sync(model, context, **options).result()
 
@@ -474,27 +481,48 @@ async def count_tokens(
 ) -> TokenCount:
     """The prompt tokens of ``context`` for ``model``: the provider's own count where
     its API has an endpoint (Anthropic, Gemini, Bedrock, OpenAI Responses), else the
-    local estimate, marked ``estimated=True`` (:mod:`modelwire._client._count` says how both work).
+    local estimate, marked ``estimated=True`` (:mod:`modelwire._client._count` says how
+    both work). Unlike :func:`complete`, a failed count raises.
 
-    ``model`` is a ``Model``, a ``"provider/model-id"`` string or a ``Fallback`` (its
-    first model); ``context`` a ``Context`` or a prompt string; the options are
-    ``stream``'s (``api_key``, ``headers``, ``timeout``, ``http_client``…). Caller
-    mistakes raise ``ConfigurationError`` before any request; a failed count raises
-    the typed error (``RateLimitError``, ``ConnectError``…)."""
+    Args:
+        model: A ``Model``, a ``"provider/model-id"`` string or a ``Fallback`` (its first).
+        context: A ``Context`` or a prompt string.
+        **options: :func:`stream`'s options (``api_key``, ``headers``, ``timeout``…).
+
+    Returns:
+        A :class:`~modelwire.TokenCount`.
+
+    Raises:
+        ConfigurationError: A caller mistake, before any request.
+        modelwire.errors.StreamError: The count failed (``RateLimitError``, ``ConnectError``…).
+    """
     from ._count import count_tokens as count
 
     check_option_names(options, "count_tokens")
-    return await count(_prepare, *_count_inputs(model, context, options), options)
+    return await count(prepare, *_count_inputs(model, context, options), options)
 
 
 def count_tokens_sync(
     model: Model | Fallback | str, context: Context | str, **options: Unpack[StreamOptions]
 ) -> TokenCount:
-    """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions)."""
+    """Synchronous :func:`count_tokens` over ``httpx.Client`` (the same decisions).
+
+    Args:
+        model: A ``Model``, a ``"provider/model-id"`` string or a ``Fallback`` (its first).
+        context: A ``Context`` or a prompt string.
+        **options: :func:`stream`'s options.
+
+    Returns:
+        A :class:`~modelwire.TokenCount`.
+
+    Raises:
+        ConfigurationError: A caller mistake, before any request.
+        modelwire.errors.StreamError: The count failed.
+    """
     from ._count import count_tokens_sync as count
 
     check_option_names(options, "count_tokens_sync")
-    return count(_prepare, *_count_inputs(model, context, options), options)
+    return count(prepare, *_count_inputs(model, context, options), options)
 
 
 def _count_inputs(

@@ -49,6 +49,11 @@ The rules (docs/providers.md, "Handoff between models"):
 10. **An image the model generated** goes back to its own API (its ``signature`` only
    to the same model); to another API, whose assistant turns carry no image, it becomes
    the text ``[an image (image/png) was generated]`` and :func:`handoff_notes` says so.
+11. **System messages among the turns** (:class:`~modelwire.types.SystemMessage`) stay
+   where they are for a model that takes them there
+   (``Capabilities.mid_conversation_system``); for any other their text is appended to
+   the system prompt, in order, each after a blank line (``Context.system_text``): the
+   instructions reach every model, their place only where the model can keep it.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ from ..types import (
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -387,8 +393,44 @@ def handoff(context: Context, model: Model) -> Context:
     Pure and idempotent: the input is not changed, equal inputs give equal
     outputs, and ``handoff(handoff(c, m), m) == handoff(c, m)``. A context that
     needs nothing is returned as it is.
+
+    Every call applies it before encoding; call it yourself to see what a model
+    will be sent. In short: the same model gets everything back byte for byte;
+    another gets thinking as ``<thinking>`` text and no signatures, tool-call ids
+    rewritten to what its API accepts, a synthetic error result for an unanswered
+    call, and no failed turns.
+
+    Args:
+        context: The conversation, possibly from other providers and models.
+        model: The model it will be sent to.
+
+    Returns:
+        The context as ``model`` is sent it.
+
+    Raises:
+        ConfigurationError: The context holds an image, document or audio block the
+            model does not declare in ``Model.input``.
+
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer
+
+        with MockServer() as server:
+            claude = server.model("anthropic-messages", "claude-test")
+            gpt = server.model("openai-chat", "gpt-test")
+        reply = mw.AssistantMessage(
+            content=[mw.ThinkingContent(thinking="2 + 2 is 4.", signature="sig"),
+                     mw.TextContent(text="4")],
+            api=claude.api, provider=claude.provider, model=claude.id, stop_reason="stop",
+        )
+        ctx = mw.Context(messages=[mw.UserMessage(content="2 + 2?"), reply])
+        print(mw.handoff(ctx, gpt).messages[1].content[0].text)  # <thinking> … </thinking>
+        assert mw.handoff(ctx, claude) is ctx  # the same model: nothing to change
+        ```
     """
     check_input(model, context)  # no input of a kind the model does not take (rule 6)
+    context = _place_system(context, model)  # rule 11
     messages = context.messages
     users = [m for m in messages if isinstance(m, UserMessage)]
     # A first turn (user messages only): no calls, no ids to map.
@@ -399,6 +441,19 @@ def handoff(context: Context, model: Model) -> Context:
         if all(a is b for a, b in zip(out, messages, strict=True)):
             return context
     return _replace(context, system_prompt=new_system, messages=tuple(out))
+
+
+def _place_system(context: Context, model: Model) -> Context:
+    """Rule 11: system messages folded into the system prompt for a model that does not
+    take them among the turns."""
+    if not any(isinstance(m, SystemMessage) for m in context.messages):
+        return context
+    from .._apis._profile import profile
+
+    if profile(find_api(model.api), model).mid_conversation_system:
+        return context
+    turns = tuple(m for m in context.messages if not isinstance(m, SystemMessage))
+    return _replace(context, system_prompt=context.system_text, messages=turns)
 
 
 def _replay(messages: tuple[Message, ...], model: Model) -> list[Message]:
@@ -433,6 +488,9 @@ def _replay(messages: tuple[Message, ...], model: Model) -> list[Message]:
         dropped = set()
         if isinstance(msg, UserMessage):
             out.append(_user(msg))
+        elif isinstance(msg, SystemMessage):
+            text = remove_lone_surrogates(msg.content)
+            out.append(msg if text is msg.content else _replace(msg, content=text))
         elif _failed(msg):
             dropped = {b.id for b in msg.content if isinstance(b, ToolCall)}
         else:

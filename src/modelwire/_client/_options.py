@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import math
 import os
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, Unpack
 
 from .._catalog._records import ENV_KEYS
@@ -28,6 +28,7 @@ from ..errors import ConfigurationError, MissingAPIKeyError
 
 if TYPE_CHECKING:
     from .._wire.assemble import CompletionPolicy
+    from ..types import ServerTool
 
 __all__ = [
     "AgentOptions",
@@ -113,6 +114,10 @@ class AgentOptions(TypedDict, total=False):
     output_mode: Literal["native", "tool", "prompted"] | None
     """How ``output`` is asked for; default from the catalog (native where the
     model has it, else a forced tool)."""
+    server_tools: Sequence[ServerTool] | None
+    """Tools the provider runs itself (:class:`modelwire.ServerTool`: web search, web
+    fetch, code execution), where the model's profile lists them
+    (``Capabilities.server_tools``); refused with ``ConfigurationError`` elsewhere."""
     base_url: str | None
     """Replaces the model's ``base_url`` (an ``http(s)://`` URL with the API's
     version segment)."""
@@ -290,6 +295,7 @@ def resolve_checked(provider: str, options: StreamOptions) -> RequestOptions:
         raise ConfigurationError("max_retries must be a non-negative integer")
     if session_id is not None and not isinstance(session_id, str):
         raise ConfigurationError("session_id must be a string")
+    server_tools = _server_tools(options.get("server_tools"))
     key = resolve_api_key(provider, api_key)
     return RequestOptions(
         api_key=key,
@@ -306,4 +312,25 @@ def resolve_checked(provider: str, options: StreamOptions) -> RequestOptions:
         cache=cache,
         http_client=http_client,
         transport=transport,
+        server_tools=server_tools,
     )
+
+
+def _server_tools(value: object) -> tuple[ServerTool, ...]:
+    from ..types import ServerTool
+
+    if value is None:
+        return ()
+    if isinstance(value, str | bytes | Mapping) or not isinstance(value, Iterable):
+        raise ConfigurationError("server_tools must be a list of mw.ServerTool")
+    tools = tuple(value)
+    for i, tool in enumerate(tools):
+        if not isinstance(tool, ServerTool):
+            raise ConfigurationError(
+                f"server_tools[{i}] must be a mw.ServerTool, got {type(tool).__name__}"
+            )
+    names = [t.name for t in tools]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    if twice:
+        raise ConfigurationError(f"server_tools names {', '.join(twice)} more than once")
+    return tools

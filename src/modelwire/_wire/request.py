@@ -17,7 +17,7 @@ import msgspec
 
 from .._redact import is_credential_header, redact, redact_url
 from ..errors import ConfigurationError
-from ..types import check_json
+from ..types import ServerTool, check_json
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -120,7 +120,7 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
 
     ``secrets`` lists values (API keys) that must never appear in an error
     message, a repr or a log line; the HTTP layer redacts them. ``authorizer``,
-    set by a provider's rules (:class:`modelwire._apis.ProviderRules`), adds
+    set by a provider's rules (:class:`modelwire._providers.ProviderRules`), adds
     credentials when the request is sent (:func:`modelwire._http.authorize_async`).
     """
 
@@ -156,7 +156,12 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
 
 
 class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
-    """Validated options of one call (see ``mw.stream`` for each)."""
+    """Validated options of one call (see ``mw.stream`` for each).
+
+    What ``WireCodec.build_request`` receives: the call's keyword options after
+    checking (the key resolved, the timeout a ``Timeout``, the reasoning level
+    clamped to the model's), so an encoder reads them without checking again.
+    """
 
     api_key: str | None = None
     headers: dict[str, str] | None = None
@@ -172,6 +177,9 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     cache: bool = True
     http_client: Any = None
     transport: Transport = "auto"
+    server_tools: tuple[ServerTool, ...] = ()
+    """Provider-run tools, checked against the model's profile by the client; the
+    encoders of the APIs that have them render each in the API's own form."""
     output: OutputRequest | None = None
     """Set by ``modelwire._client._output`` for ``output_mode="native"``: the encoder adds
     the API's structured-output field from it."""
@@ -222,7 +230,20 @@ RESERVED_BODY_KEYS = frozenset(
 
 
 def check_extra_body(extra_body: Mapping[str, Any] | None, reserved: frozenset[str]) -> None:
-    """Reject ``extra_body`` keys that would override what modelwire controls."""
+    """Reject ``extra_body`` keys that would override what modelwire controls.
+
+    Call it in ``build_request`` with the body fields the encoder sets from options
+    and the context, so a caller cannot change them behind modelwire's back.
+
+    Args:
+        extra_body: The ``extra_body`` option.
+        reserved: The body keys the encoder owns (``model``, ``messages``,
+            ``max_tokens``…).
+
+    Raises:
+        ConfigurationError: ``extra_body`` names a reserved key; the message says
+            which option to use instead.
+    """
     if not extra_body:
         return
     clash = sorted(set(extra_body) & reserved)

@@ -10,15 +10,9 @@ through, and :mod:`modelwire.agent._drive` for how each path waits.
 
 from __future__ import annotations
 
+from ._calls import DynamicModel, DynamicOptions
 from ._execute import AfterToolCall, BeforeToolCall
-from ._loop import (
-    DEFAULT_MAX_TURNS,
-    Agent,
-    DynamicModel,
-    DynamicOptions,
-    PrepareNextTurn,
-    ShouldStopAfterTurn,
-)
+from ._loop import DEFAULT_MAX_TURNS, Agent, PrepareNextTurn, ShouldStopAfterTurn
 from ._run import AgentRun, AgentStopReason
 from ._stream import AgentStream, SyncAgentStream
 from .events import (

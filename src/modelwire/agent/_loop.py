@@ -28,9 +28,8 @@ counted by ``max_turns``.
 
 from __future__ import annotations
 
-import inspect
 from collections import deque
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, Unpack
 
 from .._call._fallback import Fallback, answered_by
@@ -45,14 +44,16 @@ from ..types import (
     ErrorInfo,
     Message,
     Model,
+    SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
 )
+from ._calls import CallConfig, DynamicModel, DynamicOptions
 from ._controls import Controls
 from ._drive import check_sync, drive_async, drive_sync
 from ._execute import AfterToolCall, BeforeToolCall, failure_result
-from ._intents import Core, Intent, NextModelEvent, OpenModel, Resolve
+from ._intents import Core, NextModelEvent, OpenModel, Resolve
 from ._output import agent_model, check_retries, output_feedback
 from ._run import AgentRun, AgentStopReason, sum_usage
 from ._stream import AgentStream, SyncAgentStream
@@ -82,28 +83,21 @@ __all__ = ["DEFAULT_MAX_TURNS", "Agent"]
 
 DEFAULT_MAX_TURNS = 25
 
-# The keyword options of ``mw.stream`` the agent passes through (api_key is its
-# own argument): declared once, in ``modelwire._client._options.AgentOptions``.
-STREAM_OPTIONS = AgentOptions.__optional_keys__
-
 #: ``should_stop_after_turn(turn_end_event) -> bool`` (sync or async).
 ShouldStopAfterTurn = Callable[[TurnEndEvent], "bool | Awaitable[bool]"]
 #: ``prepare_next_turn(context) -> Context`` (sync or async).
 PrepareNextTurn = Callable[[Context], "Context | Awaitable[Context]"]
-#: A zero-argument callable returning the stream options of one call (sync or async).
-DynamicOptions = Callable[[], "Mapping[str, Any] | Awaitable[Mapping[str, Any]]"]
-#: A zero-argument callable returning the model of one call (sync or async).
-DynamicModel = Callable[[], "Model | Awaitable[Model]"]
 
 
-class Agent(ToolRunner, Controls):
+class Agent(CallConfig, ToolRunner, Controls):
     """Runs a model with tools until it answers.
 
-    ``Agent(model, tools, system_prompt=None, api_key=None, ...)``; then
-    ``await agent.run(prompt)`` returns an :class:`AgentRun` (``.messages``,
-    ``.final``, ``.stop_reason``), and ``agent.stream(prompt)`` yields the
-    :mod:`agent events <modelwire.agent.events>` as they happen. The agent keeps
-    the transcript: a second ``run`` continues the conversation.
+    ``await agent.run(prompt)`` returns an :class:`AgentRun` (``.text``, ``.final``,
+    ``.stop_reason``, ``.messages``); ``agent.stream(prompt)`` yields the
+    :mod:`agent events <modelwire.agent.events>` as they happen. The agent keeps the
+    transcript: a second ``run`` continues the conversation. A failed response or tool
+    does not raise: the run ends ``stop_reason="error"`` (``run.error`` says why), and a
+    tool's failure goes to the model as an error result.
 
     Sync twins: ``agent.run_sync(prompt)``, ``agent.stream_sync(prompt)`` (an
     iterator) and ``agent.continue_sync()`` give the same events and transcript
@@ -112,40 +106,49 @@ class Agent(ToolRunner, Controls):
     after the other in call order; an async tool, hook or dynamic callable runs on
     a private event loop when none is running in this thread, and is a
     ``ConfigurationError`` when one is (an async tool: at once) — nothing ever
-    blocks a running loop on a helper thread. A ``stream_fn`` serves both paths
-    and must return a sync stream on the sync one.
+    blocks a running loop on a helper thread.
 
-    Options: ``max_turns`` (model responses per run; then the run ends with
-    ``stop_reason="max_turns"``, tool results of the last turn included);
-    ``tool_execution`` ``"parallel"`` (calls of one response run concurrently,
-    results are appended in call order) or ``"sequential"``;
-    ``before_tool_call(call, args)`` and ``after_tool_call(call, result)`` hooks
-    (see :mod:`modelwire.agent._execute`; both fail closed); ``messages`` to start
-    from an existing transcript; ``options`` (a dict) and/or keyword arguments:
-    the options of ``mw.stream`` (``temperature``, ``max_tokens``, ``reasoning``,
-    ``tool_choice``, ``timeout``, ``max_retries``, ``http_client``,
-    ``completion_policy``…; declared once in :class:`modelwire._client._options.AgentOptions`),
-    passed on every turn; ``stream_fn`` replaces ``mw.stream`` (same signature);
-    ``output_retries``: how often invalid ``output=`` is fed back (``agent._output``).
+    Args:
+        model: A ``Model``, a ``"provider/model-id"`` string, a ``Fallback``, or a
+            zero-argument callable (sync or async) returning one, evaluated before every
+            model call (its ``base_url``, ``id`` and ``headers`` are the call's).
+        tools: The tools the model may call (``@mw.tool`` or ``mw.Tool``), unique names.
+        system_prompt: The system prompt of every turn.
+        api_key: A key, or a zero-argument callable read at each call.
+        max_turns: Model responses per run; then the run ends with
+            ``stop_reason="max_turns"``, tool results of the last turn included.
+        tool_execution: ``"parallel"`` (the calls of one response run concurrently,
+            results in call order) or ``"sequential"``.
+        before_tool_call: ``(call, args)`` hook: ``None``/``True`` allows the call,
+            ``False``, a reason or a ``ToolFailure`` blocks it (fails closed).
+        after_tool_call: ``(call, result)`` hook: a replacement result, or ``None``.
+        messages: A transcript to start from.
+        options: Stream options, a dict or a zero-argument callable (sync or async)
+            returning one, merged over the keyword options before every call.
+        stream_fn: Replaces ``mw.stream`` (same signature; a sync stream on the sync path).
+        should_stop_after_turn: ``(turn_end_event) -> bool``, asked after each turn the
+            run would go on from; ``True`` ends it with ``stop_reason="stopped"``.
+        prepare_next_turn: ``(context) -> Context``, run before every model call; its
+            result is sent (a ``context_prepared`` event) and replaces the transcript.
+        output_retries: How often invalid ``output=`` is fed back (``agent._output``).
+        **stream_options: ``mw.stream``'s options but ``api_key``, on every turn
+            (:class:`modelwire._client._options.AgentOptions`).
 
-    Dynamic configuration: ``model`` may be a zero-argument callable returning a
-    ``Model`` (its ``base_url``, ``id`` and ``headers`` are the call's), and
-    ``options`` a zero-argument callable returning a dict of stream options
-    (merged over the keyword options); either may be async and is evaluated
-    before every model call, as a callable ``api_key`` is read at every call. What
-    they return is checked like static values (``ConfigurationError``).
+    Raises:
+        ConfigurationError: Unknown options, duplicate tool names, a bad setting; a
+            hook or dynamic callable returning the wrong type raises it from the run.
+        MissingAPIKeyError: No ``api_key`` and the provider's variable is unset.
 
-    Turn hooks (sync or async): ``should_stop_after_turn(turn_end_event) -> bool``
-    is asked after each turn the run would go on from (tool calls to answer, or
-    queued messages); ``True`` ends the run with ``stop_reason="stopped"``.
-    ``prepare_next_turn(context) -> Context`` runs before every model call with
-    the context about to be sent; its result is sent instead (a
-    ``context_prepared`` event carries it), and its messages replace the
-    transcript — so a compaction of a long conversation sticks.
+    Example:
+        ```python
+        import modelwire as mw
+        from modelwire.testing import MockServer, tool_call
 
-    Caller mistakes (unknown options, a missing API key, duplicate tool names)
-    raise ``ConfigurationError`` here, at once (a hook or dynamic callable that
-    returns the wrong type raises it from the run).
+        add = mw.tool(lambda a, b: a + b, name="add", description="Add two numbers.")
+        with MockServer([tool_call("add", {"a": 2, "b": 3}), "5"]) as server:
+            run = mw.Agent(server.model(), [add]).run_sync("2 + 3?")
+        print(run.text, run.turns)  # 5 2
+        ```
     """
 
     def __init__(
@@ -225,7 +228,9 @@ class Agent(ToolRunner, Controls):
             self._stream_fn = self._stream_fn_sync = stream_fn
         self._messages: list[Message] = []
         for m in messages:
-            if not isinstance(m, UserMessage | AssistantMessage | ToolResultMessage):
+            if not isinstance(
+                m, UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
+            ):
                 raise ConfigurationError(f"messages must be messages, got {type(m).__name__}")
             self._messages.append(m)
         self._steering: deque[UserMessage] = deque()
@@ -233,79 +238,38 @@ class Agent(ToolRunner, Controls):
         self._executed: set[str] = set()
         self._state: RunState | None = None
 
-    @staticmethod
-    def _check_options(opts: dict[str, Any]) -> dict[str, Any]:
-        from .._client._options import UnknownOptionError, did_you_mean, resolve_options
-
-        if "api_key" in opts:
-            raise ConfigurationError("pass api_key= to Agent directly, not in options")
-        unknown = sorted(set(opts) - STREAM_OPTIONS)
-        if unknown:
-            # A misspelt Agent argument (system_promt=) lands here too: suggest those.
-            own = set(inspect.signature(Agent.__init__).parameters) - {"self", "stream_options"}
-            raise UnknownOptionError(
-                f"unknown stream option(s) {', '.join(unknown)}"
-                f"{did_you_mean(unknown, STREAM_OPTIONS | own)}; "
-                f"known: {', '.join(sorted(STREAM_OPTIONS))}"
-            )
-        # Validate now (provider "" has no env var, so no key is looked up here).
-        trace = opts.get("trace")
-        if trace is not None and not callable(trace):
-            raise ConfigurationError("trace must be a callable receiving trace records")
-        policy = opts.get("completion_policy")
-        if policy is not None and not callable(policy):
-            raise ConfigurationError(
-                "completion_policy must be a callable (message, tool_choice, tools_declared) "
-                "-> None | str"
-            )
-        resolve_options(
-            "", **{k: v for k, v in opts.items() if k not in ("trace", "completion_policy")}
-        )
-        return opts
-
-    def _check_key(self, model: Model | Fallback) -> None:
-        from .._apis import BUILTIN_APIS
-        from .._client._options import resolve_api_key
-
-        # A missing key is a caller mistake: say so now, not on the first turn.
-        # A callable key is read at each call, as mw.stream does.
-        for m in model.models if isinstance(model, Fallback) else (model,):
-            if m.api in BUILTIN_APIS and not callable(self.api_key):
-                resolve_api_key(m.provider, self.api_key)
-
-    def _call_config(self) -> Generator[Intent, Any, tuple[Model | Fallback, dict[str, Any]]]:
-        """The model and stream options of one call: a callable model or options is
-        evaluated here, at every call (sync or async), and checked like the static ones."""
-        model = self.model
-        if not isinstance(model, Model | Fallback):
-            model = yield Resolve(model())
-            if not isinstance(model, Model | Fallback):
-                raise ConfigurationError(
-                    f"the model callable must return a modelwire.Model, got {type(model).__name__}"
-                )
-        self._model = model
-        options = self.options
-        if self._options_fn is not None:
-            dynamic = yield Resolve(self._options_fn())
-            if not isinstance(dynamic, Mapping):
-                raise ConfigurationError(
-                    f"the options callable must return a dict, got {type(dynamic).__name__}"
-                )
-            options = self._check_options({**options, **dynamic})
-        return model, options
-
     # ------------------------------------------------------------------ public
 
     def stream(self, prompt: Prompt | None = None) -> AgentStream:
         """Run on ``prompt`` (``None``: continue the transcript, see :meth:`continue_`),
-        yielding agent events. Nothing happens until it is iterated."""
+        yielding agent events, ``agent_start`` … ``agent_end``. Nothing happens until it
+        is iterated.
+
+        Args:
+            prompt: A string, a ``UserMessage`` or a list of them, or ``None``.
+
+        Returns:
+            An ``AgentStream``: ``async for`` it, or await ``result()``.
+
+        Raises:
+            ConfigurationError: ``prompt`` is not a prompt.
+        """
         new = None if prompt is None else as_messages(prompt)
         return AgentStream(lambda: drive_async(self._events, new, self._stream_fn), self.abort)
 
     def stream_sync(self, prompt: Prompt | None = None) -> SyncAgentStream:
         """:meth:`stream` without an event loop: the same events, decisions and
-        transcript, in the calling thread (see :mod:`modelwire.agent._drive` for how
-        tools and hooks run there)."""
+        transcript, in the calling thread (see :mod:`modelwire.agent._drive`).
+
+        Args:
+            prompt: A string, a ``UserMessage`` or a list of them, or ``None``.
+
+        Returns:
+            A ``SyncAgentStream``: iterate it, or call ``result()``.
+
+        Raises:
+            ConfigurationError: An async tool while a loop runs here, or a bad ``prompt``.
+        """
         new = None if prompt is None else as_messages(prompt)
         check_sync(self.tools.values())
         return SyncAgentStream(
@@ -313,22 +277,56 @@ class Agent(ToolRunner, Controls):
         )
 
     async def run(self, prompt: Prompt) -> AgentRun:
-        """Run on ``prompt`` until the model answers (or the run stops); the run."""
+        """Run on ``prompt`` until the model answers (or the run stops); the run.
+
+        Args:
+            prompt: A string, a ``UserMessage`` or a list of them.
+
+        Returns:
+            The :class:`AgentRun`; its ``stop_reason`` says how the run ended.
+
+        Raises:
+            ConfigurationError: ``prompt`` is not a prompt.
+        """
         return await self.stream(prompt).result()
 
     def run_sync(self, prompt: Prompt) -> AgentRun:
         """:meth:`run` without an event loop (works inside a running one, as
-        ``mw.complete_sync`` does)."""
+        ``mw.complete_sync`` does).
+
+        Args:
+            prompt: A string, a ``UserMessage`` or a list of them.
+
+        Returns:
+            The :class:`AgentRun`.
+
+        Raises:
+            ConfigurationError: An async tool while a loop runs here, or a bad ``prompt``.
+        """
         return self.stream_sync(prompt).result()
 
     async def continue_(self) -> AgentRun:
         """Go on from the current transcript without a new prompt: execute the
         unanswered calls of the last ``tool_use`` response, or retry after a failed
-        response, then continue the loop."""
+        response, then continue the loop.
+
+        Returns:
+            The :class:`AgentRun`.
+
+        Raises:
+            ConfigurationError: The transcript is empty.
+        """
         return await self.stream(None).result()
 
     def continue_sync(self) -> AgentRun:
-        """:meth:`continue_` without an event loop."""
+        """:meth:`continue_` without an event loop.
+
+        Returns:
+            The :class:`AgentRun`.
+
+        Raises:
+            ConfigurationError: The transcript is empty.
+        """
         return self.stream_sync(None).result()
 
     # ------------------------------------------------------------------ loop

@@ -15,11 +15,11 @@ serve (``pip install 'modelwire[gateway]'``) and to share limits through Redis.
 from __future__ import annotations
 
 from .._apis._server.request import GatewayRequest, RequestError, StreamRenderer
-from ._app import Gateway, app
+from ._app import Gateway
 from ._config import GatewayConfig, GatewaySettings, KeyConfig, ModelRoute, load_config
 from ._frontend import Frontend
 from ._keys import hash_key, new_key
-from ._server import GatewayServer, serve
+from ._server import GatewayServer, app, serve
 from ._store import LimitStore, MemoryStore, RedisStore, Refusal
 
 __all__ = [

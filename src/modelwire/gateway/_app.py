@@ -65,7 +65,7 @@ from ._backend import (
     backend_options,
     backend_secrets,
 )
-from ._config import GatewayConfig, KeyConfig, ModelRoute, load_config
+from ._config import GatewayConfig, KeyConfig, ModelRoute
 from ._frontend import FRONTEND_MODULES, Frontend, default_frontends
 from ._keys import key_for
 from ._observe import Exchange, Tracing
@@ -74,17 +74,7 @@ from ._store import LimitStore, StoreUnavailable, open_store, worst_case_cost
 if TYPE_CHECKING:
     from ._requestlog import RequestLog
 
-__all__ = ["FRONTEND_MODULES", "Gateway", "app", "default_frontends"]
-
-
-def app(
-    config: GatewayConfig | Mapping[str, Any] | str | os.PathLike[str],
-    **options: Any,
-) -> Gateway:
-    """The gateway as an ASGI app, for uvicorn or any ASGI server. ``config``: a
-    :class:`GatewayConfig`, a dict of its tables, or a TOML file path. ``options``:
-    see :class:`Gateway`."""
-    return Gateway(load_config(config), **options)
+__all__ = ["FRONTEND_MODULES", "Gateway", "default_frontends"]
 
 
 class _LimitError(RequestError):

@@ -19,7 +19,7 @@ from .._redact import credential_secrets, redact, redact_url, split_userinfo
 from .._wire.request import Timeout
 from ..errors import ConfigurationError, ErrorInfo, MissingAPIKeyError
 from ..events import ErrorEvent
-from ..types import AssistantMessage, Capabilities, Context, Model
+from ..types import AssistantMessage, Capabilities, Context, Model, ServerTool
 from ._config import ModelRoute
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "backend_secrets",
     "key_for",
     "reasoning_rule",
+    "server_tools_for",
 ]
 
 
@@ -130,6 +131,47 @@ def reasoning_rule(route: ModelRoute, models: Mapping[str, ModelRoute]) -> str |
     if not lacking:
         return None
     return "refuse" if any(r.unsupported_reasoning == "refuse" for r in lacking) else "drop"
+
+
+#: The keys of a client's own server-tool object that only say which tool it is.
+_IDENTITY = frozenset({"type", "name"})
+
+
+def server_tools_for(
+    route: ModelRoute, req: GatewayRequest, models: Mapping[str, ModelRoute]
+) -> tuple[ServerTool, ...]:
+    """The provider-run tools a request's backend gets: each as the client wrote it to
+    a backend of the client's API, as the bare tool to a backend of another API (when
+    the client set nothing but which tool it is: a setting such as Codex's
+    ``external_web_access`` cannot be translated). A backend model that does not run a
+    tool (its profile's ``server_tools``), or cannot take its settings, gets the
+    model's ``unsupported_server_tools`` rule: a 400 naming the tool, or the tool
+    left out."""
+    from .._apis._profile import model_profile
+
+    routes = [models[m] for m in route.members] if route.members else [route]
+    targets = [(r, r.target) for r in routes if isinstance(r.target, Model)]
+    kept: list[ServerTool] = []
+    for field, tool in req.server_tools:
+        settings = sorted(set(tool.options or ()) - _IDENTITY)
+        lacking = []
+        for r, m in targets:
+            if tool.name not in (model_profile(m).server_tools or ()):
+                lacking.append((r, f"the model {r.name!r} runs no provider {tool.name} tool"))
+            elif m.api != tool.api and settings:
+                lacking.append((r, f"its settings ({', '.join(settings)}) are {tool.api} "
+                                   f"fields, and the model {r.name!r} is served by {m.api}"))  # fmt: skip
+        if not lacking:
+            same = all(m.api == tool.api for _, m in targets)
+            kept.append(tool if same else ServerTool(tool.name))
+        elif any(r.unsupported_server_tools == "refuse" for r, _ in lacking):
+            raise RequestError(
+                f"{field}: {tool.name} is a tool the provider runs, and {lacking[0][1]}; "
+                "leave the tool out, or have the gateway drop it for this model "
+                '(unsupported_server_tools = "drop" in its [models.NAME] table)',
+                param=field,
+            )  # fmt: skip
+    return tuple(kept)
 
 
 # --------------------------------------------------------------------------- what a client sees
@@ -282,6 +324,8 @@ def backend_options(
                 f"{field}: the model {route.name!r} does not reason (its configuration "
                 "says reasoning = false); leave the field out", param=field,
             )  # fmt: skip
+    if req.server_tools:
+        options["server_tools"] = server_tools_for(route, req, models)
     if all(api == client_api for api in route.apis):
         if req.inert:
             options["extra_body"] = {**(options.get("extra_body") or {}), **req.inert}

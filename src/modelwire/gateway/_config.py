@@ -38,7 +38,7 @@ from .._call._fallback import Fallback
 from .._redact import redact_url
 from .._wire.request import Timeout
 from ..errors import ConfigurationError
-from ..types import Model
+from ..types import Capabilities, Model
 
 __all__ = ["GatewayConfig", "GatewaySettings", "KeyConfig", "ModelRoute", "load_config"]
 
@@ -48,7 +48,12 @@ _INPUT_KINDS = ("audio", "document", "image", "text")
 
 
 class ModelRoute(msgspec.Struct, frozen=True, kw_only=True):
-    """One name clients may ask for, and what serves it."""
+    """One name clients may ask for, and what serves it.
+
+    Built by :func:`load_config` from a ``[models.NAME]`` table: a wire API with its
+    ``id`` and ``base_url``, a catalog entry (``provider``), or a ``fallback`` of
+    other names.
+    """
 
     name: str
     """The name in ``[models.NAME]``: what clients send as ``model``."""
@@ -68,6 +73,10 @@ class ModelRoute(msgspec.Struct, frozen=True, kw_only=True):
     ``reasoning_effort``, Responses ``reasoning.effort``) gets when the model has none
     (``reasoning = false``): ``"drop"`` answers without it, ``"refuse"`` is a 400
     naming the field."""
+    unsupported_server_tools: str = "refuse"
+    """What a request declaring a provider-run tool (web search…) gets when the backend
+    does not run it (``Capabilities.server_tools``, or its ``server_tools`` key): a
+    400 naming the tool (``"refuse"``), or an answer without the tool (``"drop"``)."""
 
     @property
     def apis(self) -> tuple[str, ...]:
@@ -77,7 +86,12 @@ class ModelRoute(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class KeyConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """One gateway key: who may call which models, how often, for how much."""
+    """One gateway key: who may call which models, how often, for how much.
+
+    Built by :func:`load_config` from a ``[keys.NAME]`` table. The key itself is
+    never stored, only its hash (:func:`hash_key`); a limit left ``None`` does not
+    apply.
+    """
 
     name: str
     """The name in ``[keys.NAME]``: what logs and traces record (never the key)."""
@@ -86,12 +100,18 @@ class KeyConfig(msgspec.Struct, frozen=True, kw_only=True):
     models: frozenset[str] | None = None
     """The model names this key may use (``None``: every one, ``models = ["*"]``)."""
     requests_per_minute: float | None = None
+    """Requests this key may start per minute."""
     tokens_per_minute: float | None = None
     """Input plus output tokens, counted from each answer's usage."""
     budget_usd: float | None = None
     """Spend limit in dollars, from each answer's ``usage.cost``."""
 
     def allows(self, model: str) -> bool:
+        """Whether this key may use the model named ``model``.
+
+        Args:
+            model: A name of the ``[models]`` table.
+        """
         return self.models is None or model in self.models
 
     def __repr__(self) -> str:
@@ -105,10 +125,16 @@ class KeyConfig(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
-    """The ``[gateway]`` table."""
+    """The ``[gateway]`` table.
+
+    Settings of the server itself (every field optional); limits and models are in
+    the other tables.
+    """
 
     host: str = "127.0.0.1"
+    """The address ``modelwire serve`` listens on."""
     port: int = 8000
+    """The port ``modelwire serve`` listens on."""
     redis: str | None = None
     """A ``redis://`` / ``rediss://`` / ``unix://`` URL: limits and budgets shared there."""
     log: str | None = None
@@ -133,18 +159,50 @@ class GatewaySettings(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class GatewayConfig(msgspec.Struct, frozen=True, kw_only=True):
-    """A checked gateway configuration (:func:`load_config`)."""
+    """A checked gateway configuration (:func:`load_config`).
+
+    What :func:`~modelwire.gateway.app`, :func:`~modelwire.gateway.serve` and
+    :class:`~modelwire.gateway.GatewayServer` run; every name, key and limit in it
+    was checked when it was loaded.
+    """
 
     models: Mapping[str, ModelRoute]
+    """The ``[models.NAME]`` tables: what clients may ask for, by name."""
     keys: Mapping[str, KeyConfig]
+    """The ``[keys.NAME]`` tables: who may call, by key name."""
     gateway: GatewaySettings = msgspec.field(default_factory=GatewaySettings)
+    """The ``[gateway]`` table."""
 
 
 def load_config(
     source: GatewayConfig | str | os.PathLike[str] | Mapping[str, Any],
 ) -> GatewayConfig:
     """The configuration in the TOML file at ``source``, or in a dict of the same
-    tables; a :class:`ConfigurationError` naming the path of the first mistake."""
+    tables; a :class:`ConfigurationError` naming the path of the first mistake.
+
+    Args:
+        source: A TOML file path, a dict of the tables (``models``, ``keys``,
+            ``gateway``), or a ``GatewayConfig`` (returned as it is).
+
+    Returns:
+        The checked :class:`GatewayConfig`.
+
+    Raises:
+        ConfigurationError: The file cannot be read or parsed, or a table is wrong;
+            the message names the path (``models.x needs exactly one of api,
+            provider or fallback``).
+
+    Example:
+        ```python
+        from modelwire.gateway import hash_key, load_config
+
+        config = load_config({
+            "models": {"smart": {"provider": "anthropic", "id": "claude-sonnet-4-5"}},
+            "keys": {"team-a": {"key_sha256": hash_key("sk-team-a"), "models": ["smart"]}},
+        })
+        print(sorted(config.models), config.gateway.port)  # ['smart'] 8000
+        ```
+    """
     if isinstance(source, GatewayConfig):
         return source
     if isinstance(source, Mapping):
@@ -243,7 +301,8 @@ def _names(value: object, path: str) -> tuple[str, ...]:
 _MODEL_FORMS = ("api", "provider", "fallback")
 _MODEL_KEYS = ("api", "provider", "fallback", "id", "base_url", "api_key_env", "cost", "name",
                "reasoning", "input", "context_window", "max_tokens", "compat",
-               "unsupported_reasoning", "timeout")  # fmt: skip
+               "unsupported_reasoning", "server_tools", "unsupported_server_tools",
+               "mid_conversation_system", "timeout")  # fmt: skip
 _COST_KEYS = ("input", "output", "cache_read", "cache_write")
 _KEY_KEYS = ("key_sha256", "models", "requests_per_minute", "tokens_per_minute", "budget_usd")
 _GATEWAY_KEYS = ("host", "port", "redis", "log", "otel", "max_body_bytes", "max_connections",
@@ -365,13 +424,39 @@ def _model(name: str, t: Mapping[str, Any], path: str) -> ModelRoute:
             fields[limit] = _int(t[limit], f"{path}.{limit}", 1, 2**31)
     if "compat" in t:
         fields["compat"] = dict(_table(t["compat"], f"{path}.compat"))
+    if "server_tools" in t or "mid_conversation_system" in t:
+        fields["capabilities"] = _capabilities(t, model, path)
     if fields:
         model = msgspec.structs.replace(model, **fields)
-    unsupported = t.get("unsupported_reasoning", "drop")
-    if unsupported not in ("drop", "refuse"):
-        raise _fail(f"{path}.unsupported_reasoning must be drop or refuse, got {unsupported!r}")
-    return ModelRoute(name=name, target=model, api_key_env=env,
-                      unsupported_reasoning=unsupported)  # fmt: skip
+    rules = {}
+    for key, default in (("unsupported_reasoning", "drop"), ("unsupported_server_tools", "refuse")):
+        rules[key] = t.get(key, default)
+        if rules[key] not in ("drop", "refuse"):
+            raise _fail(f"{path}.{key} must be drop or refuse, got {rules[key]!r}")
+    return ModelRoute(name=name, target=model, api_key_env=env, **rules)
+
+
+def _capabilities(t: Mapping[str, Any], model: Model, path: str) -> Capabilities:
+    """What the backend model supports, said over the catalog: ``server_tools = [...]``
+    (the provider-run tools it runs: a compatible server that has web search; ``[]``:
+    none) and ``mid_conversation_system`` (system messages kept among the turns)."""
+    from ..types import SERVER_TOOL_NAMES
+
+    said: dict[str, Any] = {}
+    if "server_tools" in t:
+        value, where = t["server_tools"], f"{path}.server_tools"
+        if not isinstance(value, list):
+            raise _fail(f"{where} must be an array of {', '.join(SERVER_TOOL_NAMES)}")
+        for i, v in enumerate(value):
+            if v not in SERVER_TOOL_NAMES:
+                raise _fail(f"{where}[{i}] must be one of {', '.join(SERVER_TOOL_NAMES)}, got {v!r}")  # fmt: skip
+        said["server_tools"] = tuple(value)
+    if "mid_conversation_system" in t:
+        if not isinstance(t["mid_conversation_system"], bool):
+            raise _fail(f"{path}.mid_conversation_system must be true or false")
+        said["mid_conversation_system"] = t["mid_conversation_system"]
+    caps = Capabilities(**said)
+    return caps if model.capabilities is None else caps.over(model.capabilities)
 
 
 def _keys(value: object, models: Mapping[str, ModelRoute]) -> dict[str, KeyConfig]:

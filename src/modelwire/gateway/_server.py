@@ -26,11 +26,11 @@ from types import TracebackType
 from typing import Any
 
 from ..errors import ConfigurationError
-from ._app import Gateway, app
+from ._app import Gateway
 from ._asgi import DRAIN_BYTES, MAX_FIELD_LINE, MAX_HEAD
-from ._config import GatewayConfig
+from ._config import GatewayConfig, load_config
 
-__all__ = ["GatewayServer", "serve"]
+__all__ = ["GatewayServer", "app", "serve"]
 
 _EXTRA = "the gateway needs uvicorn: pip install 'modelwire[gateway]'"
 
@@ -194,6 +194,33 @@ def _protocol() -> type[asyncio.Protocol]:
     return GatewayHttpProtocol
 
 
+def app(
+    config: GatewayConfig | Mapping[str, Any] | str | os.PathLike[str],
+    **options: Any,
+) -> Gateway:
+    """The gateway as an ASGI app, for uvicorn or any ASGI server.
+
+    Args:
+        config: A :class:`GatewayConfig`, a dict of its tables, or a TOML file path.
+        **options: :class:`Gateway`'s keyword arguments.
+
+    Returns:
+        The ASGI app.
+
+    Raises:
+        ConfigurationError: The configuration is invalid.
+
+    Example:
+        ```python
+        import uvicorn
+        from modelwire.gateway import app
+
+        uvicorn.run(app("gateway.toml"), host="127.0.0.1", port=8000)
+        ```
+    """
+    return Gateway(load_config(config), **options)
+
+
 def _app(config: Gateway | GatewayConfig | Mapping[str, Any] | str | os.PathLike[str],
          options: Mapping[str, Any]) -> Gateway:  # fmt: skip
     return config if isinstance(config, Gateway) else app(config, **options)
@@ -206,7 +233,28 @@ def serve(
     **options: Any,
 ) -> None:
     """Serve the gateway until interrupted (Ctrl-C, SIGTERM). ``host``/``port``
-    default to the config's ``[gateway]`` table (127.0.0.1:8000)."""
+    default to the config's ``[gateway]`` table (127.0.0.1:8000).
+
+    What ``modelwire serve`` runs, with uvicorn (the ``gateway`` extra).
+
+    Args:
+        config: A :class:`Gateway`, a :class:`GatewayConfig`, a dict of its tables,
+            or a TOML file path.
+        host: The address to listen on.
+        port: The port to listen on.
+        **options: :func:`~modelwire.gateway.app`'s options.
+
+    Raises:
+        ConfigurationError: The configuration is invalid, or uvicorn is not
+            installed.
+
+    Example:
+        ```python
+        from modelwire.gateway import serve
+
+        serve("gateway.toml", port=8000)  # what `modelwire serve --config gateway.toml` runs
+        ```
+    """
     uvicorn = _uvicorn()
     gw = _app(config, options)
     settings = gw.config.gateway
@@ -223,7 +271,41 @@ class GatewayServer:
             client = openai.OpenAI(base_url=gw.base_url + "/v1", api_key=KEY)
 
     ``config``: a :class:`GatewayConfig`, a dict of its tables, a TOML path or a
-    :class:`Gateway`; ``options`` go to :func:`~modelwire.gateway.app`."""
+    :class:`Gateway`; ``options`` go to :func:`~modelwire.gateway.app`.
+
+    For tests of clients against the gateway (their SDKs, their keys), with backends
+    on a :class:`~modelwire.testing.MockServer`.
+
+    Args:
+        config: The configuration, or a ready :class:`Gateway`.
+        host: The loopback address to listen on.
+        **options: :func:`~modelwire.gateway.app`'s options.
+
+    Raises:
+        ConfigurationError: The configuration is invalid (and, from :meth:`start`,
+            uvicorn is not installed).
+
+    Example:
+        ```python
+        import httpx
+
+        from modelwire.gateway import GatewayServer, hash_key
+        from modelwire.testing import MockServer
+
+        with MockServer(["Hello from the backend"]) as backend:
+            config = {
+                "models": {"smart": {"api": "openai-chat", "id": "m", "base_url": backend.base_url}},
+                "keys": {"team-a": {"key_sha256": hash_key("sk-team-a"), "models": ["smart"]}},
+            }
+            with GatewayServer(config) as gateway:
+                r = httpx.post(
+                    gateway.base_url + "/v1/chat/completions",
+                    headers={"Authorization": "Bearer sk-team-a"},
+                    json={"model": "smart", "messages": [{"role": "user", "content": "Hi"}]},
+                )
+        print(r.json()["choices"][0]["message"]["content"])  # Hello from the backend
+        ```
+    """
 
     def __init__(
         self,
@@ -241,6 +323,7 @@ class GatewayServer:
 
     @property
     def port(self) -> int:
+        """The port the running server listens on."""
         assert self._socket is not None, "the server is not started"
         return int(self._socket.getsockname()[1])
 
@@ -251,6 +334,7 @@ class GatewayServer:
         return f"http://{host}:{self.port}"
 
     def start(self) -> GatewayServer:
+        """Serve on a free port in a background thread (``with`` calls it); returns self."""
         uvicorn = _uvicorn()
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
         # proto IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say

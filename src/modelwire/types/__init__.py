@@ -37,9 +37,12 @@ from ._content import (
 )
 from ._json import check_json, from_json, to_json
 from ._messages import (
+    SERVER_TOOL_NAMES,
     AssistantMessage,
     Context,
     Message,
+    ServerTool,
+    SystemMessage,
     ToolDefinition,
     ToolResultMessage,
     UserMessage,
@@ -49,6 +52,7 @@ from ._usage import Cost, Usage
 
 __all__ = [
     "INPUT_KINDS",
+    "SERVER_TOOL_NAMES",
     "AssistantContent",
     "AssistantMessage",
     "AudioContent",
@@ -63,10 +67,12 @@ __all__ = [
     "Model",
     "ModelCost",
     "ProviderItem",
+    "ServerTool",
     "ServerToolCall",
     "ServerToolResult",
     "StopReason",
     "StructuredOutput",
+    "SystemMessage",
     "TextContent",
     "ThinkingContent",
     "ToolCall",

@@ -35,7 +35,13 @@ _STRUCTURED = ("schema", "json", "none")
 
 
 class Capabilities(_Value, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
-    """What a model supports, per capability (``None``: not said at this layer)."""
+    """What a model supports, per capability (``None``: not said at this layer).
+
+    Three layers say it, each over the one before: the wire API
+    (``WireCodec.capabilities``), the catalog's entry for the model, and
+    ``Model.capabilities``. Set the last for a model the others describe wrongly,
+    e.g. a local server that has no native structured output.
+    """
 
     structured_output: StructuredOutput | None = None
     """Native structured output (:data:`StructuredOutput`)."""
@@ -49,6 +55,12 @@ class Capabilities(_Value, frozen=True, forbid_unknown_fields=True, omit_default
     ``thoughtSignature`` on the part after the call's own)."""
     reasoning_levels: tuple[str, ...] | None = None
     """The reasoning levels the model takes (``()``: none, or it reasons on its own)."""
+    mid_conversation_system: bool | None = None
+    """Whether a :class:`~modelwire.types.SystemMessage` is sent where it stands among the
+    turns (else its text joins the system prompt)."""
+    server_tools: tuple[str, ...] | None = None
+    """The provider-run tools the model can be given (``web_search``, ``web_fetch``,
+    ``code_execution``: :class:`~modelwire.types.ServerTool`); ``()``: none."""
 
     def __post_init__(self) -> None:
         if self.structured_output is not None and self.structured_output not in _STRUCTURED:
@@ -56,7 +68,12 @@ class Capabilities(_Value, frozen=True, forbid_unknown_fields=True, omit_default
                 f"Capabilities.structured_output must be one of {', '.join(_STRUCTURED)} or "
                 f"None, got {self.structured_output!r}"
             )
-        for name in ("forced_tool_choice", "token_count", "late_call_signatures"):
+        for name in (
+            "forced_tool_choice",
+            "token_count",
+            "late_call_signatures",
+            "mid_conversation_system",
+        ):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):
                 raise ConfigurationError(f"Capabilities.{name} must be a bool or None")
@@ -67,8 +84,20 @@ class Capabilities(_Value, frozen=True, forbid_unknown_fields=True, omit_default
                     "Capabilities.reasoning_levels must be a list of level names"
                 )
             msgspec.structs.force_setattr(self, "reasoning_levels", tuple(levels))
+        tools = self.server_tools
+        if tools is not None:
+            if isinstance(tools, str) or not all(isinstance(t, str) for t in tools):
+                raise ConfigurationError("Capabilities.server_tools must be a list of tool names")
+            msgspec.structs.force_setattr(self, "server_tools", tuple(tools))
 
     def over(self, below: Capabilities) -> Capabilities:
-        """These capabilities laid over ``below``: each field this layer says wins."""
+        """These capabilities laid over ``below``: each field this layer says wins.
+
+        Args:
+            below: The layer underneath (the API's, then the catalog's).
+
+        Returns:
+            The merged capabilities (``below`` itself when this layer says nothing).
+        """
         said = {f: v for f in self.__struct_fields__ if (v := getattr(self, f)) is not None}
         return msgspec.structs.replace(below, **said) if said else below

@@ -40,7 +40,34 @@ def _tuple_content(
 
 
 class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
-    """What the user says: a string, or text, image, document and audio blocks."""
+    """What the user says: a string, or text, image, document and audio blocks.
+
+    Blocks other than text go only to a model whose ``Model.input`` declares their
+    kind; anything else is a ``ConfigurationError`` before any request.
+
+    Args:
+        content: The text, or a list of ``TextContent``, ``ImageContent``,
+            ``DocumentContent`` and ``AudioContent`` blocks.
+        timestamp: Milliseconds since the epoch (default: now).
+
+    Raises:
+        ConfigurationError: A block of a type a user message cannot hold.
+
+    Example:
+        ```python
+        import base64
+
+        import modelwire as mw
+
+        png = base64.b64encode(b"...image bytes...").decode()
+        message = mw.UserMessage(
+            content=[
+                mw.TextContent(text="What is in this picture?"),
+                mw.ImageContent(data=png, mime_type="image/png"),
+            ]
+        )
+        ```
+    """
 
     role: ClassVar[Literal["user"]] = "user"
     """The tag (``user``)."""
@@ -67,7 +94,15 @@ class UserMessage(_Value, frozen=True, tag_field="role", tag="user"):
 
 
 class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", gc=False):
-    """One response of a model, final or as a partial snapshot."""
+    """One response of a model, final or as a partial snapshot.
+
+    What ``mw.complete`` returns and every stream event carries (``partial``, then
+    the terminal event's ``message``). A failed response is still a message:
+    ``stop_reason`` ``"error"`` or ``"aborted"`` with ``error`` saying why, and the
+    content that arrived before the failure kept; :meth:`raise_for_error` turns it
+    into the typed exception. Append it to the context as it is to continue the
+    conversation: signatures and ids it carries are what the provider needs back.
+    """
 
     role: ClassVar[Literal["assistant"]] = "assistant"
     """The tag (``assistant``)."""
@@ -142,7 +177,16 @@ class AssistantMessage(_Value, frozen=True, tag_field="role", tag="assistant", g
         return tuple(b for b in self.content if isinstance(b, ServerToolCall))
 
     def raise_for_error(self) -> None:
-        """Raise the matching :mod:`modelwire.errors` exception if the message failed."""
+        """Raise the matching :mod:`modelwire.errors` exception if the message failed.
+
+        Does nothing for a message that did not fail, so a call can be written as
+        ``msg = await mw.complete(...); msg.raise_for_error()``.
+
+        Raises:
+            modelwire.errors.StreamError: The subclass for ``error.kind``
+                (``RateLimitError``, ``AbortedError``…), with the status, code,
+                request id and ``retryable`` of the failure.
+        """
         if self.error is not None:
             _raise(self.error)
 
@@ -205,7 +249,23 @@ def _raise(info: ErrorInfo) -> NoReturn:
 
 
 class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"):
-    """The result of executing one tool call, sent back to the model."""
+    """The result of executing one tool call, sent back to the model.
+
+    Answer every ``ToolCall`` of a ``tool_use`` response with one, in the next
+    request (an ``Agent`` does this for its tools).
+
+    Args:
+        tool_call_id: The ``id`` of the ``ToolCall`` this answers.
+        tool_name: The tool's name.
+        content: The result: a string (one text block), or a list of text, image,
+            document and audio blocks.
+        is_error: Whether the call failed; the content says why and what to do.
+        details: Structured data for the application; never sent to the model.
+        timestamp: Milliseconds since the epoch (default: now).
+
+    Raises:
+        ConfigurationError: An empty ``tool_call_id``, or a block of the wrong type.
+    """
 
     role: ClassVar[Literal["tool_result"]] = "tool_result"
     """The tag (``tool_result``)."""
@@ -255,11 +315,48 @@ class ToolResultMessage(_Value, frozen=True, tag_field="role", tag="tool_result"
         return "".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
-Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage
+class SystemMessage(_Value, frozen=True, tag_field="role", tag="system"):
+    """Instructions given partway through the conversation, at their place among the
+    turns (``Context.system_prompt`` holds those that come first).
+
+    A long-running agent adds one when it learns something the model must follow from
+    here on, without changing the start of the prompt (which keeps the provider's prompt
+    cache). Sent where it stands on the APIs that take system messages anywhere (Chat
+    Completions and Responses as a ``system``/``developer`` message, Ollama, Cohere),
+    and on Anthropic to a model that takes mid-conversation system messages
+    (``Capabilities.mid_conversation_system``) where their placement rules allow it;
+    elsewhere its text is appended to the system prompt (Gemini
+    ``systemInstruction``, Bedrock ``system``), in order, after a blank line.
+    """
+
+    role: ClassVar[Literal["system"]] = "system"
+    """The tag (``system``)."""
+
+    content: str
+    """The instructions."""
+    timestamp: int = msgspec.field(default_factory=now_ms)
+    """Milliseconds since the epoch."""
+
+    def __post_init__(self) -> None:
+        _require_str("SystemMessage", "content", self.content, non_empty=True)
+
+
+Message: TypeAlias = UserMessage | AssistantMessage | ToolResultMessage | SystemMessage
+"""One message of a conversation (``Context.messages``): a user's, the model's, a
+tool result, or instructions given partway; ``role`` (``"user"``, ``"assistant"``,
+``"tool_result"``, ``"system"``) tells them apart, also in JSON
+(``mw.from_json(data, list[mw.Message])``)."""
 
 
 class ToolDefinition(_Value, frozen=True):
-    """A tool the model may call."""
+    """A tool the model may call.
+
+    What ``Context.tools`` declares: the name, the description and the arguments
+    schema the model sees, without an implementation. Use it to drive tool calls
+    yourself; with an ``Agent``, :class:`~modelwire.Tool` (``@mw.tool``) gives one
+    as its ``definition``. A ``$ref`` must resolve inside the schema
+    (``ConfigurationError`` otherwise).
+    """
 
     name: str
     """Name the model uses to call it."""
@@ -279,8 +376,83 @@ class ToolDefinition(_Value, frozen=True):
         check_refs(self.parameters, f"ToolDefinition {self.name!r}")
 
 
+#: The provider-run tools modelwire can ask for by a neutral name, each rendered in the
+#: API's own form by the APIs that have it (``Capabilities.server_tools`` says which).
+SERVER_TOOL_NAMES = ("web_search", "web_fetch", "code_execution")
+
+
+class ServerTool(_Value, frozen=True):
+    """A tool the provider runs itself (web search, code execution…), given to the model
+    beside the caller's tools with the ``server_tools`` option.
+
+    Its calls and results come back in the answer as
+    :class:`~modelwire.types.ServerToolCall` and :class:`~modelwire.types.ServerToolResult`
+    blocks; nothing runs on the caller's side. A model whose profile does not list the
+    tool in ``Capabilities.server_tools`` refuses the call with a ``ConfigurationError``
+    before any request: a provider-run tool is never dropped silently.
+
+    Example:
+        ```python
+        mw.complete_sync(model, ctx, server_tools=[mw.ServerTool("web_search")])
+        ```
+    """
+
+    name: str
+    """``web_search``, ``web_fetch`` or ``code_execution`` (:data:`SERVER_TOOL_NAMES`)."""
+    options: dict[str, Any] | None = None
+    """Fields of the API's own tool definition, sent as given (Anthropic's ``max_uses``,
+    ``allowed_domains``; Responses' ``search_context_size``, ``filters``…)."""
+    api: str | None = None
+    """The wire API whose fields ``options`` are (``None``: the model's own API). A tool
+    whose options belong to another API is refused: they cannot be translated."""
+
+    def __post_init__(self) -> None:
+        _require_str("ServerTool", "name", self.name, non_empty=True)
+        if self.name not in SERVER_TOOL_NAMES:
+            raise ConfigurationError(
+                f"ServerTool.name must be one of {', '.join(SERVER_TOOL_NAMES)}, got {self.name!r}"
+            )
+        if self.options is not None and not isinstance(self.options, dict):
+            raise ConfigurationError("ServerTool.options must be a dict of the API's fields")
+        if self.api is not None:
+            _require_str("ServerTool", "api", self.api, non_empty=True)
+
+
 class Context(_Value, frozen=True):
-    """A provider-neutral conversation: system prompt, messages and tools."""
+    """A provider-neutral conversation: system prompt, messages and tools.
+
+    What every call sends: the adapters render it in each wire API's own format, so
+    one context can go to any provider, and a transcript from one model can be
+    continued with another (each call applies ``mw.handoff``, rewriting what that
+    model does not accept). It is immutable: :meth:`with_messages` returns the next
+    turn's context. A prompt string may stand in for a one-message context in
+    ``mw.complete`` and friends.
+
+    Args:
+        system_prompt: Instructions sent as the provider's system/developer prompt.
+        messages: The transcript, oldest first: ``UserMessage``,
+            ``AssistantMessage`` and ``ToolResultMessage`` (a list is fine).
+        tools: Tools the model may call (``None``: none declared).
+
+    Raises:
+        ConfigurationError: A message or tool of the wrong type.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+        weather = mw.ToolDefinition(
+            name="weather",
+            description="The current weather in a city.",
+            parameters={"type": "object", "properties": {"city": {"type": "string"}}},
+        )
+        ctx = mw.Context(
+            system_prompt="Answer in one sentence.",
+            messages=[mw.UserMessage(content="Weather in Oslo?")],
+            tools=[weather],
+        )
+        ```
+    """
 
     system_prompt: str | None = None
     """Instructions sent as the provider's system/developer prompt."""
@@ -307,7 +479,7 @@ class Context(_Value, frozen=True):
                 _tuple_content(
                     "Context",
                     self.messages,
-                    (UserMessage, AssistantMessage, ToolResultMessage),
+                    (UserMessage, AssistantMessage, ToolResultMessage, SystemMessage),
                     "messages",
                 ),
             )
@@ -321,6 +493,24 @@ class Context(_Value, frozen=True):
                     f"Context.tools[{i}] must be a ToolDefinition, got {type(tool).__name__}"
                 )
 
+    @property
+    def system_text(self) -> str | None:
+        """The system prompt with the text of every :class:`SystemMessage` appended, in
+        order, each after a blank line: what an API without system messages among the
+        turns sends as its one system prompt."""
+        parts = [m.content for m in self.messages if isinstance(m, SystemMessage)]
+        if not parts:
+            return self.system_prompt
+        return "\n\n".join([self.system_prompt, *parts] if self.system_prompt else parts)
+
     def with_messages(self, *messages: Message) -> Context:
-        """A new context with ``messages`` appended."""
+        """A new context with ``messages`` appended (this one is unchanged).
+
+        Args:
+            *messages: The messages to append, e.g. the model's reply and the tool
+                results answering its calls.
+
+        Returns:
+            The new :class:`Context`.
+        """
         return msgspec.structs.replace(self, messages=(*self.messages, *messages))

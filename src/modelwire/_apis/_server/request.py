@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ...events import Event
-from ...types import Capabilities, Context
+from ...types import Capabilities, Context, ServerTool
 
 __all__ = ["GatewayRequest", "RequestError", "StreamRenderer"]
 
@@ -41,7 +41,12 @@ class RequestError(Exception):
 
 
 class GatewayRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """A client's request, decoded: what to ask which model, and how to answer."""
+    """A client's request, decoded: what to ask which model, and how to answer.
+
+    What a gateway front-end's ``parse`` returns for a client request in its API's
+    format; the gateway calls ``mw.stream`` with it on the configured backend,
+    whatever API that backend speaks.
+    """
 
     model: str
     """The model name the client asked for (a key of the gateway's ``[models]``)."""
@@ -69,6 +74,10 @@ class GatewayRequest(msgspec.Struct, frozen=True, kw_only=True):
     namespaces: Mapping[str, str] = msgspec.field(default_factory=dict)
     """Responses: the namespace of each tool flattened out of a ``namespace`` tool, by
     its name (its calls are rendered with that ``namespace``)."""
+    server_tools: tuple[tuple[str, ServerTool], ...] = ()
+    """Provider-run tools the client declared (web search…), each with the request field
+    that declared it (``tools[4]``): the gateway passes each to a backend that runs it,
+    as the client wrote it to a backend of the client's API."""
     include_usage: bool = True
     """Chat Completions: ``stream_options.include_usage`` (a final usage chunk)."""
     echo: Mapping[str, Any] = msgspec.field(default_factory=dict)
@@ -82,9 +91,18 @@ class GatewayRequest(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class StreamRenderer(Protocol):
-    """Turns one stream's events into the client API's bytes, as they come."""
+    """Turns one stream's events into the client API's bytes, as they come.
+
+    One per response, from a ``WireServer`` (for ``MockServer``) or a gateway
+    front-end: the mock server and the gateway feed it every event of a stream and
+    send what it returns, so the client sees the API's own stream.
+    """
 
     def feed(self, event: Event) -> bytes:
         """The bytes this event becomes (often ``b""``). A ``done`` event writes the
-        API's last events; an ``error`` event writes the API's in-stream error."""
+        API's last events; an ``error`` event writes the API's in-stream error.
+
+        Args:
+            event: The next event of the stream.
+        """
         ...

@@ -112,6 +112,10 @@ class AnthropicMessagesAPI:
                 beta.append(INTERLEAVED_THINKING_BETA)
         if uses_files(context):
             beta.append(FILES_BETA)
+        for tool in body.get("tools", ()):
+            needs = spec.SERVER_TOOL_BETAS.get(tool.get("type"))
+            if needs is not None and needs not in beta:
+                beta.append(needs)
         betas = {"anthropic-beta": ",".join(beta)} if beta else {}
         bearer = compat.auth == "bearer"
         return http_request(

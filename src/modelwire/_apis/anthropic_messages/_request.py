@@ -90,6 +90,12 @@ class Head(msgspec.Struct, gc=False):
     cache_control: Any = None
 
 
+class ToolHead(msgspec.Struct, gc=False):
+    """A tool's ``type`` alone: a server tool has no ``input_schema``."""
+
+    type: str | None = None
+
+
 class Tool(msgspec.Struct, gc=False):
     name: str
     input_schema: dict[str, Any]

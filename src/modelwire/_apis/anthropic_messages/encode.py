@@ -34,6 +34,7 @@ from ...types import (
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -51,9 +52,11 @@ from .._common import (
     raw_object,
     refuse_assistant_images,
     same_model,
+    server_tool_objects,
 )
 from ._output import add_output
 from ._whole import API_NAME
+from .spec import SERVER_TOOLS
 
 __all__ = [
     "ADAPTIVE_EFFORTS",
@@ -317,7 +320,16 @@ def _assistant_blocks(model: Model, msg: AssistantMessage) -> list[Any]:
 
 
 def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict[str, Any]]:
-    """The ``messages`` array (pure: nothing in ``context`` is changed).
+    """The ``messages`` array (pure: nothing in ``context`` is changed); the text of a
+    system message that cannot stay among them is in :func:`build_body`'s ``system``."""
+    return _encode_messages(model, context, cache=cache)[0]
+
+
+def _encode_messages(
+    model: Model, context: Context, *, cache: bool
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """The ``messages`` array, and the text of the system messages that go to the
+    top-level ``system`` instead.
 
     Roles alternate: consecutive messages of one role are merged, so consecutive
     tool results become one user message of ``tool_result`` blocks (the API wants
@@ -340,10 +352,13 @@ def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict
             add("user", _user_blocks(msg.content))
         elif isinstance(msg, ToolResultMessage):
             add("user", [_tool_result(msg)])
+        elif isinstance(msg, SystemMessage):
+            add("system", [{"type": "text", "text": msg.content}])
         elif msg.stop_reason not in ("error", "aborted"):
             # An assistant turn holds text, thinking and tool blocks, never an image.
             refuse_assistant_images(msg, f"messages[{i}]", "anthropic-messages")
             add("assistant", _assistant_blocks(model, msg))
+    messages, folded = _place_system(messages)
     for m in messages:
         # "tool_result blocks must come first" in their user message (tool-use docs);
         # a user text merged in before them moves after them (stable order).
@@ -357,16 +372,47 @@ def encode_messages(model: Model, context: Context, *, cache: bool) -> list[dict
             if m["role"] == "user":
                 m["content"][-1] = {**m["content"][-1], "cache_control": {"type": "ephemeral"}}
                 break
-    return messages
+    return messages, folded
 
 
-def _system(context: Context, cache: bool) -> str | list[dict[str, Any]] | None:
-    if not context.system_prompt:
+def _place_system(messages: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """System messages (consecutive ones merged) kept where the API takes them — right
+    after a user turn or an assistant turn ending in a server tool call, and last or
+    before an assistant turn (mid-conversation system messages, "Placement rules":
+    https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages);
+    any other goes to the top-level ``system`` (its text returned), and the turns it
+    stood between are merged again."""
+    kept: list[dict[str, Any]] = []
+    folded: list[str] = []
+    for k, m in enumerate(messages):
+        if m["role"] == "system":
+            prev = kept[-1] if kept else None
+            after = prev is not None and (
+                prev["role"] == "user"
+                or (
+                    prev["role"] == "assistant" and prev["content"][-1]["type"] == "server_tool_use"
+                )
+            )
+            following = messages[k + 1]["role"] if k + 1 < len(messages) else None
+            if after and following in (None, "assistant"):
+                kept.append(m)
+            else:
+                folded.extend(b["text"] for b in m["content"])
+        elif kept and kept[-1]["role"] == m["role"]:
+            kept[-1]["content"].extend(m["content"])
+        else:
+            kept.append(m)
+    return kept, folded
+
+
+def _system(context: Context, cache: bool, folded: list[str]) -> str | list[dict[str, Any]] | None:
+    text = "\n\n".join([p for p in (context.system_prompt, *folded) if p])
+    if not text:
         return None
     if cache:
         cache_control = {"type": "ephemeral"}
-        return [{"type": "text", "text": context.system_prompt, "cache_control": cache_control}]
-    return context.system_prompt
+        return [{"type": "text", "text": text, "cache_control": cache_control}]
+    return text
 
 
 def _tool_choice(
@@ -450,15 +496,20 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     check_extra_body(options.extra_body, RESERVED)
     max_tokens, thinking = _thinking(model, options, compat)
     body: dict[str, Any] = {"model": model.id, "max_tokens": max_tokens, "stream": True}
-    system = _system(context, options.cache)
+    messages, folded = _encode_messages(model, context, cache=options.cache)
+    system = _system(context, options.cache, folded)
     if system is not None:
         body["system"] = system
-    body["messages"] = encode_messages(model, context, cache=options.cache)
+    body["messages"] = messages
     if context.tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.parameters}
             for t in context.tools
         ]
+    if options.server_tools:
+        body.setdefault("tools", []).extend(
+            server_tool_objects(options.server_tools, SERVER_TOOLS, API_NAME)
+        )
     choice = _tool_choice(context, options, bool(thinking))
     if choice is not None:
         body["tool_choice"] = choice

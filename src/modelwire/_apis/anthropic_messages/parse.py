@@ -26,8 +26,10 @@ from ...types import (
     ImageContent,
     Message,
     ProviderItem,
+    ServerTool,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -56,6 +58,7 @@ from ._request import (
     ThinkingBlock,
     Tool,
     ToolChoice,
+    ToolHead,
     ToolResult,
     ToolUse,
 )
@@ -146,10 +149,11 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         raise _bad("model must not be empty", "model")
     if not req.messages:
         raise _bad("messages must not be empty", "messages")
-    tools, tools_cached = _tools(req.tools or ())
+    server: list[tuple[str, ServerTool]] = []
+    tools, tools_cached = _tools(req.tools or (), server)
     parser = _Conversation(req.model)
     messages = parser.messages(req.messages)
-    if not messages:
+    if not any(m.role != "system" for m in messages):
         raise _bad("messages holds only system messages: send at least one user turn", "messages")
     cache = parser.cache or tools_cached or _system_cached(req.system)
     inert: dict[str, Any] = {}
@@ -157,7 +161,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         value = _any.decode(fields["context_management"])
         if value is not None:
             (inert if _clears_nothing(value) else passthrough)["context_management"] = value
-    prompt = "\n\n".join(p for p in (_system(req.system), *parser.system) if p) or None
+    prompt = _system(req.system)
     try:
         context = Context(system_prompt=prompt, messages=messages, tools=tools)
     except ConfigurationError as exc:  # pragma: no cover - every field was checked above
@@ -177,7 +181,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     return GatewayRequest(
         model=req.model, context=context, options=options, stream=req.stream,
         passthrough=passthrough, inert=inert, forward_headers=_betas(headers),
-        reasoning_field=asked if reasoning is not None else None,
+        reasoning_field=asked if reasoning is not None else None, server_tools=tuple(server),
     )  # fmt: skip
 
 
@@ -217,10 +221,18 @@ def _system_cached(system: str | list[SystemBlock] | None) -> bool:
     return isinstance(system, list) and any(b.cache_control is not None for b in system)
 
 
+#: Server tools the gateway passes on, by the prefix of their versioned type
+#: (``web_search_20250305``…), with modelwire's neutral name.
+_SERVER_TOOLS = (("web_search_", "web_search"), ("web_fetch_", "web_fetch"),
+                 ("code_execution_", "code_execution"))  # fmt: skip
+
+
 def _tools(
-    raws: list[msgspec.Raw] | tuple[()],
+    raws: list[msgspec.Raw] | tuple[()], server: list[tuple[str, ServerTool]]
 ) -> tuple[tuple[ToolDefinition, ...] | None, bool]:
-    """The tools, and whether one set a cache breakpoint."""
+    """The client tools, and whether one set a cache breakpoint; server tools (web
+    search, web fetch, code execution) go to ``server``, each kept as the client
+    wrote it."""
     if not raws:
         return None, False
     out: list[ToolDefinition] = []
@@ -233,13 +245,23 @@ def _tools(
             cached = cached or known[1]
             continue
         where = f"tools[{i}]"
+        kind = _typed(raw, ToolHead, where).type
+        if kind not in (None, "custom"):
+            name = next((n for p, n in _SERVER_TOOLS if kind.startswith(p)), None)
+            if name is None:
+                raise _bad(
+                    f"{where}.type {kind!r} is an Anthropic server tool the gateway "
+                    "does not pass on (it passes web_search, web_fetch and code_execution, "
+                    "and translates client tools)",
+                    f"{where}.type",
+                )
+            if any(t.name == name for _, t in server):
+                raise _bad(f"{where}.type declares a second {name} tool", f"{where}.type")
+            whole = _any.decode(raw)
+            cached = cached or whole.get("cache_control") is not None
+            server.append((f"{where}.type", ServerTool(name, options=whole, api=API_NAME)))
+            continue
         tool = _typed(raw, Tool, where)
-        if tool.type not in (None, "custom"):
-            raise _bad(
-                f"{where}.type {tool.type!r} is an Anthropic server tool; the gateway "
-                "forwards client tools only (name, description, input_schema)",
-                f"{where}.type",
-            )
         schema(tool.input_schema, f"{where}.input_schema")
         try:
             definition = ToolDefinition(name=tool.name, description=tool.description,
@@ -293,25 +315,23 @@ def _reasoning(thinking: Thinking | None, config: OutputConfig | None) -> str | 
 class _Conversation:
     """Messages, with the tool names that ``tool_result`` blocks answer."""
 
-    __slots__ = ("cache", "model", "names", "system")
+    __slots__ = ("cache", "model", "names")
 
     def __init__(self, model: str) -> None:
         self.model = model
         self.names: dict[str, str] = {}  # tool_use id → tool name
         self.cache = False  # a cache_control breakpoint was set on some block
-        self.system: list[str] = []  # the text of system messages among the turns
 
     def messages(self, messages: list[RequestMessage]) -> list[Message]:
         out: list[Message] = []
         for i, m in enumerate(messages):
             where = f"messages[{i}].content"
             if m.role == "system":
-                # A mid-conversation system message (Claude Code sends them; the
-                # mid-conversation-system beta). A Context has one system prompt, so
-                # its text joins it, after ``system``: instructions for the model on
-                # every backend, as each API's system prompt carries them.
+                # A mid-conversation system message (Claude Code sends them), kept in
+                # its place: a backend model that takes them gets it there, any other
+                # in its system prompt (handoff rule 11).
                 # https://platform.claude.com/docs/en/build-with-claude/mid-conversation-system-messages
-                self.system.append(self._system_text(m.content, where))
+                out.append(SystemMessage(content=self._system_text(m.content, where)))
             elif m.role == "assistant":
                 out.append(self._assistant(m.content, where))
             else:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from ...types import Capabilities
 
@@ -22,6 +22,8 @@ __all__ = [
     "ID_PREFIX",
     "RAW_PREDICT",
     "REFUSAL",
+    "SERVER_TOOLS",
+    "SERVER_TOOL_BETAS",
     "STOP_OF",
     "STOP_REASONS",
     "TOOL_ID_PREFIX",
@@ -42,6 +44,11 @@ RAW_PREDICT: Final = ":streamRawPredict"
 _BEFORE_OUTPUTS = ("claude-3", "claude-sonnet-4-0", "claude-opus-4-0",
                    "claude-sonnet-4-2", "claude-opus-4-2")  # fmt: skip
 _FIRST_PARTY = "anthropic"
+# Mid-conversation system messages: Claude Opus 4.8 on the Claude API, not on Bedrock,
+# Vertex AI or Foundry (https://platform.claude.com/docs/en/build-with-claude/
+# mid-conversation-system-messages); another model that has them says so in its
+# capabilities.
+_MID_CONVERSATION_SYSTEM = "claude-opus-4-8"
 
 
 def capabilities(model: Model) -> Capabilities:
@@ -53,6 +60,8 @@ def capabilities(model: Model) -> Capabilities:
         structured_output="schema" if native else "json",
         forced_tool_choice=True,
         late_call_signatures=False,
+        mid_conversation_system=model.provider == _FIRST_PARTY
+        and model.id.startswith(_MID_CONVERSATION_SYSTEM),
     )
 
 
@@ -94,3 +103,17 @@ STOP_OF: Final[Mapping[str, str]] = MappingProxyType({
     "length": "max_tokens",
     "tool_use": "tool_use",
 })  # fmt: skip
+
+
+#: Provider-run tools by modelwire's neutral name, as Messages tool objects (server
+#: tools: https://docs.anthropic.com/en/docs/agents-and-tools/tool-use/web-search-tool,
+#: .../web-fetch-tool, .../code-execution-tool), and the beta each one needs.
+SERVER_TOOLS: Final[dict[str, dict[str, Any]]] = {
+    "web_search": {"type": "web_search_20250305", "name": "web_search"},
+    "web_fetch": {"type": "web_fetch_20250910", "name": "web_fetch"},
+    "code_execution": {"type": "code_execution_20250825", "name": "code_execution"},
+}
+SERVER_TOOL_BETAS: Final = {
+    "web_fetch_20250910": "web-fetch-2025-09-10",
+    "code_execution_20250825": "code-execution-2025-08-25",
+}

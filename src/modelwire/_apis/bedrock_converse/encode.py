@@ -40,6 +40,7 @@ from ...types import (
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -54,8 +55,10 @@ from .._common import (
     raw_object,
     refuse_assistant_images,
     same_model,
+    server_tool_objects,
 )
 from .._server.reply import arguments_object
+from .spec import API_NAME
 
 __all__ = ["RESERVED", "THINKING_BUDGETS", "BedrockCompat", "build_body", "encode_messages"]
 
@@ -284,6 +287,8 @@ def encode_messages(context: Context, model: Model, cache: bool = False) -> list
 
     for i, msg in enumerate(context.messages):
         where = f"messages[{i}]"
+        if isinstance(msg, SystemMessage):
+            continue  # its text is in ``system`` (Context.system_text)
         if isinstance(msg, UserMessage):
             add("user", _user_blocks(msg.content, where, names))
         elif isinstance(msg, AssistantMessage):
@@ -348,13 +353,16 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     compat = _compat(model)
     extra = dict(options.extra_body or {})
     check_extra_body(extra, RESERVED)
+    server_tool_objects(options.server_tools, {}, API_NAME)  # it runs none: refused
     tc = options.tool_choice
     check_tool_choice(tc, context)
     body: dict[str, Any] = {
         "messages": encode_messages(context, model, compat.cache_points),
     }
-    if context.system_prompt:
-        body["system"] = [{"text": context.system_prompt}]
+    # One system prompt: system messages among the turns join it (Context.system_text).
+    system = context.system_text
+    if system:
+        body["system"] = [{"text": system}]
         if compat.cache_points:
             body["system"].append(dict(_CACHE_POINT))
     thinking, max_tokens = _thinking(model, compat, options.reasoning, options.max_tokens)

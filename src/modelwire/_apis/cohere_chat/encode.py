@@ -33,6 +33,7 @@ from ...types import (
     Model,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -47,6 +48,7 @@ from .._common import (
     document_text,
     raw_or_json_arguments,
     refuse_assistant_images,
+    server_tool_objects,
 )
 from .spec import API_NAME, THINKING_BUDGETS, TOOL_CHOICE
 
@@ -177,6 +179,8 @@ def encode_messages(context: Context) -> tuple[list[dict[str, Any]], list[dict[s
             item = _user(msg, where, docs)
         elif isinstance(msg, ToolResultMessage):
             item = _tool_result(msg, where, docs)
+        elif isinstance(msg, SystemMessage):
+            item = {"role": "system", "content": msg.content}
         elif msg.stop_reason in ("error", "aborted"):
             continue  # a failed turn is not replayed (handoff rules)
         else:
@@ -228,6 +232,7 @@ def _response_format(options: RequestOptions, context: Context) -> dict[str, Any
 def build_body(model: Model, context: Context, options: RequestOptions) -> dict[str, Any]:
     """The JSON body of one streamed ``/v2/chat`` request (pure)."""
     check_extra_body(options.extra_body, RESERVED)
+    server_tool_objects(options.server_tools, {}, API_NAME)  # it runs none: refused
     messages, documents = encode_messages(context)
     body: dict[str, Any] = {"model": model.id, "messages": messages, "stream": True}
     if context.tools:

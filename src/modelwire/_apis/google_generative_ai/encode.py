@@ -43,6 +43,7 @@ from ...types import (
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -62,6 +63,7 @@ from .._common import (
 from ._output import add_output
 from ._schema import gemini_schema
 from .decode import SYNTHETIC_ID_PREFIX
+from .spec import API_NAME, SERVER_TOOLS
 
 __all__ = [
     "RESERVED",
@@ -271,6 +273,8 @@ def encode_contents(context: Context, model: Model, compat: GoogleCompat) -> lis
     contents: list[dict[str, Any]] = []
     sent_ids: set[str] = set()
     for i, msg in enumerate(messages):
+        if isinstance(msg, SystemMessage):
+            continue  # its text is in systemInstruction (Context.system_text)
         if isinstance(msg, UserMessage):
             role, parts = "user", _user_parts(msg.content)
         elif isinstance(msg, AssistantMessage):
@@ -364,9 +368,21 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     if not contents:
         raise ConfigurationError("the Context has no message to send (Gemini needs one)")
     body: dict[str, Any] = {"contents": contents}
-    if context.system_prompt:
-        body["systemInstruction"] = {"parts": [{"text": context.system_prompt}]}
+    # Gemini has one system instruction: system messages among the turns join it.
+    system = context.system_text
+    if system:
+        body["systemInstruction"] = {"parts": [{"text": system}]}
     tools = _tools(context)
+    for i, tool in enumerate(options.server_tools):
+        field = SERVER_TOOLS.get(tool.name)
+        if field is None:
+            raise ConfigurationError(
+                f"server_tools[{i}]: {API_NAME} has no provider-run {tool.name} tool "
+                f"(it has {', '.join(SERVER_TOOLS)})"
+            )
+        # The options are the field's own object (``googleSearch: {timeRangeFilter…}``).
+        own = tool.options if tool.api in (None, API_NAME) else None
+        tools = [*(tools or ()), {field: dict(own or {})}]
     if tools is not None:
         body["tools"] = tools
     tool_config = _tool_config(options.tool_choice, context)

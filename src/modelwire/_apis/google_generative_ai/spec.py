@@ -29,6 +29,7 @@ __all__ = [
     "MOCK_ID",
     "ROLE",
     "RPC_STATUS_OF",
+    "SERVER_TOOLS",
     "STATUS_OF_RPC",
     "STREAM_ERROR_CODE",
     "STREAM_ERROR_STATUS",
@@ -111,3 +112,13 @@ STATUS_OF_RPC: Mapping[str, int] = MappingProxyType({
     **{name: status for status, name in RPC_STATUS_OF.items()},
     "FAILED_PRECONDITION": 400, "OUT_OF_RANGE": 400,
 })  # fmt: skip
+
+
+#: Provider-run tools by modelwire's neutral name: the ``Tool`` field that turns each on
+#: (``googleSearch``, ``urlContext``, ``codeExecution``:
+#: https://ai.google.dev/api/caching#Tool); a tool's options are that field's object.
+SERVER_TOOLS: Final = {
+    "web_search": "googleSearch",
+    "web_fetch": "urlContext",
+    "code_execution": "codeExecution",
+}

@@ -33,6 +33,7 @@ from ...types import (
     Model,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -44,10 +45,11 @@ from .._common import (
     check_tool_choice,
     document_text,
     refuse_assistant_images,
+    server_tool_objects,
 )
 from .._server.reply import arguments_object
 from ._output import add_output
-from .spec import RESERVED, RESERVED_OPTIONS
+from .spec import API_NAME, RESERVED, RESERVED_OPTIONS
 
 __all__ = ["RESERVED", "build_body", "encode_messages"]
 
@@ -126,6 +128,8 @@ def encode_messages(context: Context) -> list[dict[str, Any]]:
                 if images:
                     item["images"] = images
             out.append(item)
+        elif isinstance(msg, SystemMessage):
+            out.append({"role": "system", "content": msg.content})
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
@@ -158,6 +162,7 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     """The JSON body of one streamed ``/api/chat`` request."""
     extra = dict(options.extra_body or {})
     check_extra_body(extra, RESERVED)
+    server_tool_objects(options.server_tools, {}, API_NAME)  # it runs none: refused
     tc = options.tool_choice
     check_tool_choice(tc, context)
     if tc == "required" or isinstance(tc, dict):

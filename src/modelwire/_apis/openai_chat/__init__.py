@@ -32,7 +32,7 @@ __all__ = ["API", "RESERVED", "ChatCompat", "ChatDecoder", "OpenAIChatAPI", "det
 class OpenAIChatAPI:
     """The ``openai-chat`` wire API."""
 
-    name = "openai-chat"
+    name = spec.API_NAME
     endpoint = "/chat/completions"
     handoff = IdRules(tool_id_rule)
     counting = None  # Chat Completions has no token-counting endpoint

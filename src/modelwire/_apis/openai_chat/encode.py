@@ -20,6 +20,7 @@ from ...types import (
     Model,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -35,11 +36,13 @@ from .._common import (
     raw_or_json_arguments,
     refuse_assistant_images,
     same_model,
+    server_tool_objects,
     with_sources,
 )
 from ._compat import ChatCompat, detect_compat
 from ._input import audio_format, data_url, filename
 from ._output import add_output
+from .spec import API_NAME
 
 __all__ = ["CHAT_ID_RULE", "RESERVED", "build_body", "encode_messages", "tool_id_rule"]
 
@@ -209,6 +212,10 @@ def encode_messages(
         flush()
         if isinstance(msg, UserMessage):
             messages.append({"role": "user", "content": _user_content(msg, i)})
+        elif isinstance(msg, SystemMessage):
+            # In place (the client folded it into the system prompt for a model that
+            # does not take system messages among the turns).
+            messages.append({"role": compat.system_role, "content": msg.content})
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)
@@ -231,6 +238,7 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
     """The JSON body of one streamed Chat Completions request."""
     compat = detect_compat(model)
     check_extra_body(options.extra_body, RESERVED)
+    server_tool_objects(options.server_tools, {}, API_NAME)  # it runs none: refused
     check_tool_choice(options.tool_choice, context)
     body: dict[str, Any] = {
         "model": model.id,

@@ -22,6 +22,7 @@ from ...types import (
     DocumentContent,
     ImageContent,
     Message,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -234,10 +235,15 @@ def _context(
         where = f"messages[{i}]"
         cls = m.__class__
         if cls is System or cls is Developer:
-            # One later in the conversation joins the system prompt too: a Context has
-            # one (docs/gateway.md, "Agent clients").
+            # Those before the first turn are the system prompt; a later one stays in its
+            # place (handoff rule 11 decides what each backend model gets).
             assert isinstance(m, System | Developer)
-            system.append(m.content if isinstance(m.content, str) else _texts(m.content))
+            text = m.content if isinstance(m.content, str) else _texts(m.content)
+            if out:
+                if text:
+                    out.append(SystemMessage(content=text))
+            else:
+                system.append(text)
         elif cls is User:
             assert isinstance(m, User)
             if not m.content:  # backends refuse an empty turn (Anthropic: 400)
@@ -272,7 +278,7 @@ def _context(
         else:
             raise RequestError(f"{where} has the deprecated role 'function': send tool "
                                "messages (role 'tool', tool_call_id)", param=f"{where}.role")  # fmt: skip
-    if not out:
+    if not any(not isinstance(m, SystemMessage) for m in out):
         raise RequestError("messages holds only system or developer messages: send at least "
                            "one user message", param="messages")  # fmt: skip
     prompt = "\n\n".join(system) or None

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Literal
+from typing import Final, Literal
 
 from ...types import Capabilities
 
 __all__ = [
+    "API_NAME",
     "CAPABILITIES",
     "CHUNK_OBJECT",
     "COMPLETION_OBJECT",
@@ -24,6 +25,9 @@ __all__ = [
     "ID_PREFIX",
     "OWN_FINISH_REASONS",
 ]
+
+#: The wire API's registered name.
+API_NAME: Final = "openai-chat"
 
 #: What Chat Completions gives a model: ``response_format`` with a ``json_schema``, and
 #: ``tool_choice`` naming one function. Servers that take JSON mode only say so in the

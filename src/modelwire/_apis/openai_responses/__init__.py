@@ -68,6 +68,7 @@ from .._common import (
     check_reasoning,
     check_tool_choice,
     http_request,
+    server_tool_objects,
 )
 from . import _count, spec
 from ._client import CLIENT_ITEMS
@@ -101,7 +102,7 @@ def recognizes(payload: bytes) -> bool:
 class OpenAIResponsesAPI:
     """The ``openai-responses`` wire API."""
 
-    name = "openai-responses"
+    name = spec.API_NAME
     endpoint = "/responses"
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
@@ -136,6 +137,10 @@ class OpenAIResponsesAPI:
         check_tool_choice(options.tool_choice, context)
         if tools:
             body["tools"] = [_tool(t.name, t.description, t.parameters, compat) for t in tools]
+        if options.server_tools:
+            body.setdefault("tools", []).extend(
+                server_tool_objects(options.server_tools, spec.SERVER_TOOLS, self.name)
+            )
         choice = _tool_choice(options.tool_choice, {t.name for t in tools})
         if choice is not None:
             body["tool_choice"] = choice

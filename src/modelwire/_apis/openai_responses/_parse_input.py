@@ -26,6 +26,7 @@ from ...types import (
     DocumentContent,
     ImageContent,
     Message,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -70,8 +71,8 @@ class _Turn:
 
 
 def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Message], list[str]]:
-    """The messages of ``input``, and the text of its ``system``/``developer``
-    messages, in order."""
+    """The messages of ``input``, and the text of its ``system``/``developer`` messages
+    before the first turn, in order (a later one is a ``SystemMessage`` in its place)."""
     if isinstance(value, str):
         if not value:
             raise _fail("input", "must not be empty: send the user's text")
@@ -98,9 +99,15 @@ def conversation(value: str | list[msgspec.Raw], model: str) -> tuple[list[Messa
         if kind == "message":
             role = _str(item, "role", path)
             if role in ("system", "developer"):
-                # One later in the conversation joins the system prompt too: a Context
-                # has one (docs/gateway.md, "Agent clients").
-                leading.append(_plain_text(item.get("content"), f"{path}.content"))
+                # Before the first turn: the system prompt; later: in its place
+                # (handoff rule 11 decides what each backend model gets).
+                text = _plain_text(item.get("content"), f"{path}.content")
+                if messages or turn is not None:
+                    close()
+                    if text:
+                        messages.append(SystemMessage(content=text))
+                else:
+                    leading.append(text)
                 continue
             if role == "user":
                 close()

@@ -22,6 +22,7 @@ from ...types import (
     ProviderItem,
     ServerToolCall,
     ServerToolResult,
+    SystemMessage,
     TextContent,
     ThinkingContent,
     ToolResultMessage,
@@ -299,6 +300,10 @@ def encode_input(
     for i, msg in enumerate(context.messages):
         if isinstance(msg, UserMessage):
             items.append(_user_item(msg, i))
+        elif isinstance(msg, SystemMessage):
+            # In place, as a developer message when the leading prompt is `instructions`.
+            role = "developer" if compat.system_role == "instructions" else compat.system_role
+            items.append({"type": "message", "role": role, "content": msg.content})
         elif isinstance(msg, AssistantMessage):
             if msg.stop_reason in ("error", "aborted"):
                 continue  # a failed turn is not replayed (handoff rules)

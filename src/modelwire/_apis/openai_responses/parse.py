@@ -17,7 +17,7 @@ from typing import Annotated, Any
 
 import msgspec
 
-from ...types import Context, ToolDefinition
+from ...types import Context, ServerTool, ToolDefinition
 from .._server.fields import Tokens, body_fields
 from .._server.fields import schema as _schema
 from .._server.reply import text_of
@@ -28,6 +28,7 @@ from ._parse_checks import decode as _decode
 from ._parse_checks import fail as _fail
 from ._parse_checks import string as _str
 from ._parse_input import conversation as _conversation
+from .spec import API_NAME
 
 __all__ = ["parse", "tool_results"]
 
@@ -86,6 +87,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     system: list[str] = []
     tools: tuple[ToolDefinition, ...] | None = None
     namespaces: dict[str, str] = {}
+    server: list[tuple[str, ServerTool]] = []
     for name, raw in fields.items():
         if name in ("model", "input"):
             continue
@@ -110,7 +112,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
         elif name == "parallel_tool_calls":
             options["parallel_tool_calls"] = _decode(raw, _BOOL, name)
         elif name == "tools":
-            tools, namespaces = _tools(_list(echo[name], name))
+            tools, namespaces = _tools(_list(echo[name], name), server)
         elif name == "tool_choice":
             options["tool_choice"] = _tool_choice(echo[name])
         elif name == "reasoning":
@@ -159,7 +161,7 @@ def parse(body: bytes, headers: Mapping[str, str]) -> GatewayRequest:
     )
     return GatewayRequest(
         model=model, context=context, options=options, stream=stream,
-        passthrough=passthrough, echo=echo, namespaces=namespaces,
+        passthrough=passthrough, echo=echo, namespaces=namespaces, server_tools=tuple(server),
         reasoning_field="reasoning.effort" if "reasoning" in options else None,
     )  # fmt: skip
 
@@ -173,9 +175,20 @@ _DICT = msgspec.json.Decoder(dict[str, Any])
 _STR_LIST = msgspec.json.Decoder(list[str])
 
 
-def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], dict[str, str]]:
+#: The provider-run tool types the gateway passes on, by modelwire's neutral name.
+_SERVER_TOOLS = {
+    "web_search": "web_search",
+    "web_search_preview": "web_search",
+    "code_interpreter": "code_execution",
+}
+
+
+def _tools(
+    values: list[Any], server: list[tuple[str, ServerTool]]
+) -> tuple[tuple[ToolDefinition, ...], dict[str, str]]:
     """The function tools, those of ``namespace`` tools flattened into them, and the
-    namespace of each flattened one by its name.
+    namespace of each flattened one by its name; provider-run tools (web search, code
+    interpreter) go to ``server``, each kept as the client wrote it.
 
     A ``namespace`` tool groups function tools under a name (Codex CLI sends its MCP
     servers' tools so); a call of one of them is a ``function_call`` item with the
@@ -202,12 +215,18 @@ def _tools(values: list[Any]) -> tuple[tuple[ToolDefinition, ...], dict[str, str
                 out.append(_function(member, at, where))
                 namespaces[out[-1].name] = group
             continue
+        if kind in _SERVER_TOOLS:
+            name = _SERVER_TOOLS[kind]
+            if any(t.name == name for _, t in server):
+                raise _fail(f"{path}.type", f"declares a second {name} tool")
+            server.append((f"{path}.type", ServerTool(name, options=tool, api=API_NAME)))
+            continue
         if kind != "function":
             raise _fail(
                 f"{path}.type",
                 f"{kind!r} is not supported by this gateway: it translates function tools "
-                "(and namespace groups of them) only; a tool the provider runs "
-                "(web_search, file_search…) cannot be forwarded — leave it out",
+                "(and namespace groups of them) and passes on web_search and "
+                "code_interpreter; leave it out",
             )
         out.append(_function(tool, path, where))
     return tuple(out), namespaces

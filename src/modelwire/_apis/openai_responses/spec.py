@@ -12,11 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from ...types import Capabilities
 
 __all__ = [
+    "API_NAME",
     "CAPABILITIES",
     "COMPLETED_EVENT",
     "CUT_SHORT",
@@ -27,9 +28,13 @@ __all__ = [
     "ITEM_ID_PREFIXES",
     "NO_REASON",
     "RESPONSE_ID_PREFIX",
+    "SERVER_TOOLS",
     "TERMINAL_EVENTS",
     "Stop",
 ]
+
+#: The wire API's registered name.
+API_NAME: Final = "openai-responses"
 
 # --------------------------------------------------------------------------- the end
 
@@ -91,3 +96,12 @@ ITEM_ID_PREFIXES: Mapping[str, str] = MappingProxyType(
 CAPABILITIES = Capabilities(
     structured_output="schema", forced_tool_choice=True, late_call_signatures=False
 )
+
+
+#: Provider-run tools by modelwire's neutral name, as Responses tool objects ("Tools":
+#: https://platform.openai.com/docs/api-reference/responses/create#responses-create-tools).
+#: Which models have them is the catalog's word (``server_tools`` capabilities).
+SERVER_TOOLS: Final[Mapping[str, Mapping[str, Any]]] = {
+    "web_search": {"type": "web_search"},
+    "code_execution": {"type": "code_interpreter", "container": {"type": "auto"}},
+}
