@@ -220,3 +220,20 @@ def test_a_hand_written_schema_keeps_working() -> None:
     t = mw.Tool("echo", "Echo", {"type": "object", "properties": {"x": {"type": "string"}}},
                 lambda args, ctx: args["x"])  # fmt: skip
     assert t.function is None and t.execute({"x": "a"}, ToolContext.for_test()) == "a"
+
+
+def test_a_tool_says_whether_it_only_reads() -> None:
+    @mw.tool(read_only=True)
+    def count(text: str) -> int:
+        return len(text.split())
+
+    @mw.tool
+    def delete(path: str) -> str:
+        return path
+
+    assert count.read_only is True and delete.read_only is False
+    made = mw.Tool.from_function(delete.function, read_only=True)  # type: ignore[arg-type]
+    assert made.read_only is True
+    assert all(t.read_only for t in mw.tools.read_only("."))  # read, ls, grep
+    with pytest.raises(mw.ConfigurationError, match="read_only must be True or False"):
+        mw.Tool("t", "d", {"type": "object"}, lambda a, c: "", read_only="yes")  # type: ignore[arg-type]

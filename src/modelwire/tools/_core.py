@@ -94,13 +94,46 @@ class Tool:
     (run in a worker thread) or async, and returns a ``str`` or a
     :class:`ToolOutput`, or raises :class:`ToolFailure`. ``timeout`` (seconds)
     bounds one execution: past it the call is cancelled and answered with
-    ``timeout_unknown``.
+    ``timeout_unknown``. ``read_only`` says the tool only reads: what runs it may
+    skip asking for approval (``modelwire chat --functions`` asks before every
+    other call).
 
     Checked at construction, each a ``ConfigurationError`` at once (not a crash
     mid-run after the model was paid): the schema against the Draft 2020-12
     meta-schema; every ``$ref`` must resolve inside the schema (a dangling
     ``#/…`` pointer or a remote URL is refused, naming the tool and the
     reference); ``execute`` must accept ``(args, ctx)``.
+
+    Args:
+        name: The name the model calls it by.
+        description: What the model is told: when to use it, what the result means.
+        parameters: The JSON Schema of the arguments object, or a pydantic model
+            class.
+        execute: ``execute(args, ctx)``, sync or async, returning a ``str`` or a
+            :class:`ToolOutput`, or raising :class:`ToolFailure`.
+        timeout: Seconds one execution may take (``None``: no limit).
+        read_only: The tool only reads, changes nothing (default ``False``).
+
+    Raises:
+        ConfigurationError: One of the checks above failed.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+
+        def execute(args: dict, ctx: mw.ToolContext) -> str:
+            return args["text"].upper()
+
+
+        shout = mw.Tool(
+            "shout",
+            "Upper-case a text.",
+            {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            execute,
+        )
+        print(shout.validate({}))  # ["$: 'text' is a required property"]
+        ```
     """
 
     __slots__ = (
@@ -110,6 +143,7 @@ class Tool:
         "function",
         "name",
         "parameters",
+        "read_only",
         "timeout",
     )
 
@@ -121,6 +155,7 @@ class Tool:
         execute: Execute,
         *,
         timeout: float | None = None,
+        read_only: bool = False,
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigurationError(
@@ -135,6 +170,8 @@ class Tool:
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
         ):
             raise ConfigurationError("Tool.timeout must be a positive number of seconds or None")
+        if not isinstance(read_only, bool):
+            raise ConfigurationError("Tool.read_only must be True or False")
         schema = _schema_of(parameters)
         if schema.get("type") != "object":
             raise ConfigurationError(
@@ -150,6 +187,7 @@ class Tool:
         self.parameters: dict[str, Any] = schema
         self.execute = execute
         self.timeout = timeout
+        self.read_only = read_only
         #: The typed function a :meth:`from_function` tool calls (``None`` otherwise).
         self.function: Callable[..., Any] | None = None
         self._validator = compile_validator(schema, name)
@@ -162,17 +200,36 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        read_only: bool = False,
     ) -> Tool:
         """A tool from a typed function: the schema from its signature, hints and
         docstring; the arguments validated, then passed as typed values; sync or
         async; a ``ToolContext`` parameter injected, never shown to the model
         (:mod:`modelwire.tools._function`). ``name`` defaults to the function's,
-        ``description`` to its docstring's text above the parameter section."""
+        ``description`` to its docstring's text above the parameter section.
+
+        What :func:`~modelwire.tool` calls; use it directly for a function you
+        cannot decorate (a method, a library's function).
+
+        Args:
+            fn: The typed function.
+            name: The tool's name (default: the function's).
+            description: What the model is told (default: the docstring's summary).
+            timeout: Seconds one execution may take.
+            read_only: The function only reads, changes nothing.
+
+        Returns:
+            The tool; ``tool.function`` is ``fn``.
+
+        Raises:
+            ConfigurationError: A parameter type with no JSON Schema, a bad name or
+                timeout.
+        """
         from ._function import function_parts
 
         tool_name, summary, schema, execute = function_parts(fn, name)
         made = cls(tool_name, summary if description is None else description, schema, execute,
-                   timeout=timeout)  # fmt: skip
+                   timeout=timeout, read_only=read_only)  # fmt: skip
         made.function = fn
         return made
 
@@ -184,7 +241,17 @@ class Tool:
         )
 
     def validate(self, args: Any) -> list[str]:
-        """Every way ``args`` breaks the schema, one line per failing path (empty: valid)."""
+        """Every way ``args`` breaks the schema, one line per failing path (empty: valid).
+
+        The check the agent runs before ``execute``; the model gets these lines in an
+        ``invalid_arguments`` result.
+
+        Args:
+            args: The arguments, as the model sent them (parsed JSON).
+
+        Returns:
+            One ``$.path: problem`` line per failure.
+        """
         from .._json_schema import errors_of
 
         return errors_of(self._validator, args)
@@ -199,7 +266,11 @@ def tool(fn: Callable[..., Any], /) -> Tool: ...
 
 @typing.overload
 def tool(
-    *, name: str | None = None, description: str | None = None, timeout: float | None = None
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
+    read_only: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -210,14 +281,61 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
+    read_only: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-    """``@mw.tool`` (or ``@mw.tool(name=..., description=..., timeout=...)``): the
-    function as a :class:`Tool` (:meth:`Tool.from_function`); the function itself
-    stays reachable as ``tool.function``."""
+    """Make a typed function a :class:`Tool`: ``@mw.tool`` or ``@mw.tool(...)``.
+
+    The arguments schema comes from the signature, type hints and docstring (each
+    parameter's description from its ``Args:`` entry), the description from the
+    docstring's text above it (:meth:`Tool.from_function`). The model's arguments
+    are validated against the schema, then passed as typed values; the function
+    may be sync (run in a worker thread) or async, and a ``ToolContext``
+    parameter is injected, never shown to the model. The function itself stays
+    reachable as ``tool.function``.
+
+    Args:
+        fn: The function, when used as ``@mw.tool`` without parentheses.
+        name: The tool's name (default: the function's), matching
+            ``^[A-Za-z0-9_-]{1,64}$``.
+        description: What the model is told (default: the docstring's summary).
+        timeout: Seconds one execution may take; past it the call is cancelled and
+            answered with ``timeout_unknown``.
+        read_only: The function only reads, changes nothing (what runs it may skip
+            asking for approval).
+
+    Returns:
+        The :class:`Tool` (with ``fn``), or a decorator that makes one (without).
+
+    Raises:
+        ConfigurationError: The function cannot be a tool: a bad name or timeout,
+            or a parameter type with no JSON Schema.
+
+    Example:
+        ```python
+        import modelwire as mw
+
+
+        @mw.tool(timeout=5)
+        def weather(city: str, unit: str = "C") -> str:
+            '''The current weather in a city.
+
+            Args:
+                city: The city name.
+                unit: C or F.
+            '''
+            return f"18 {unit} in {city}"
+
+
+        print(weather.name, weather.parameters["required"])  # weather ['city']
+        print(weather.validate({"city": 3}))  # ["$.city: 3 is not of type 'string'"]
+        ```
+    """
     if fn is not None:
         return Tool.from_function(fn, name=name, description=description, timeout=timeout)
 
     def wrap(f: Callable[..., Any]) -> Tool:
-        return Tool.from_function(f, name=name, description=description, timeout=timeout)
+        return Tool.from_function(
+            f, name=name, description=description, timeout=timeout, read_only=read_only
+        )
 
     return wrap

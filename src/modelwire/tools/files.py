@@ -96,7 +96,8 @@ def _invalid(message: str, hint: str | None = None) -> ToolFailure:
 
 
 class FileTools(Sandbox):
-    """The read-only tools bound to one root; ``tools()`` returns read, ls, grep."""
+    """The read-only tools bound to one root: :func:`read_only` builds one and returns
+    its ``read``, ``ls`` and ``grep``; the same arguments (see there)."""
 
     def __init__(
         self,
@@ -503,6 +504,7 @@ def _tools(ft: FileTools) -> list[Tool]:
             "additionalProperties": False,
         },
         ft.read,
+        read_only=True,
     )
     ls = Tool(
         "ls",
@@ -519,6 +521,7 @@ def _tools(ft: FileTools) -> list[Tool]:
             "additionalProperties": False,
         },
         ft.ls,
+        read_only=True,
     )
     grep = Tool(
         "grep",
@@ -552,6 +555,7 @@ def _tools(ft: FileTools) -> list[Tool]:
             "additionalProperties": False,
         },
         ft.grep,
+        read_only=True,
     )
     return [read, ls, grep]
 
@@ -575,15 +579,19 @@ def read_only(
     extensions (``".py"``, case-insensitive): ``read`` and ``grep`` on any other
     file fail with ``permission_denied`` naming the list, and ``grep`` skips them
     while walking (``ls`` still lists every name).
+
+    Args:
+        root: The directory the tools see; nothing outside it is shown.
+        max_read_bytes: The most ``read`` returns per call.
+        max_entries: The most ``ls`` lists per call.
+        max_matches: The most ``grep`` returns per call.
+        max_grep_file_bytes: ``grep`` skips larger files.
+        grep_time_budget: Seconds one ``grep`` call may take.
+        skip_dirs: Directory names ``grep`` does not walk into.
+        file_types: The allow-list above (``None``: every file).
     """
-    ft = FileTools(
-        root,
-        max_read_bytes=max_read_bytes,
-        max_entries=max_entries,
-        max_matches=max_matches,
-        max_grep_file_bytes=max_grep_file_bytes,
-        grep_time_budget=grep_time_budget,
-        skip_dirs=skip_dirs,
-        file_types=file_types,
-    )
+    ft = FileTools(root, max_read_bytes=max_read_bytes, max_entries=max_entries,
+                   max_matches=max_matches, max_grep_file_bytes=max_grep_file_bytes,
+                   grep_time_budget=grep_time_budget, skip_dirs=skip_dirs,
+                   file_types=file_types)  # fmt: skip
     return _tools(ft)
