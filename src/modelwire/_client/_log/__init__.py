@@ -2,9 +2,14 @@
 
 Each row is one response: the prompt (the last user message), the whole
 conversation sent plus the answer, model, provider, usage, cost, duration, the
-error kind of a failed call and its conversation id. No request header and no
-option is stored, so no key or credential can reach the file (DESIGN §3 rule 6);
+error kind of a failed call, its conversation id and the JSON Schema of a
+structured call (``output=``). No request header and no other option is stored, so
+no key or credential can reach the file (DESIGN §3 rule 6);
 a key that a provider quoted back inside an answer is redacted like everywhere else.
+A fragment's text (``chat -f``) and an attachment's bytes (an image, a PDF, audio)
+are stored once, by sha256, in ``fragments`` and ``attachments``; a row's
+conversation refers to them by hash and the link tables list each row's in order,
+so a large file sent with many prompts takes its size once (:class:`Inputs`).
 
 The file uses SQLite's write-ahead log (https://sqlite.org/wal.html): readers never
 block the writer, several processes may append at once (``busy_timeout`` waits for
@@ -26,15 +31,17 @@ import os
 import sqlite3
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .._wire.trace import TraceRecord
-    from ..types import AssistantMessage, Context, Model
+    from ..._wire.trace import TraceRecord
+    from ...types import AssistantMessage, Context, Model
+
+from ._inputs import Inputs, add_inputs, expanded, fragment_blocks
+from ._schema import SCHEMA_VERSION, LogRow, connect
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -47,137 +54,24 @@ __all__ = [
     "rows_json",
 ]
 
-# Each entry moves the schema from version i to i + 1 (``PRAGMA user_version``).
-_MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    (
-        """CREATE TABLE responses (
-            id INTEGER PRIMARY KEY,
-            conversation_id TEXT NOT NULL,
-            started REAL NOT NULL,
-            duration_ms REAL,
-            api TEXT NOT NULL,
-            provider TEXT NOT NULL,
-            model TEXT NOT NULL,
-            model_json TEXT,
-            prompt TEXT NOT NULL,
-            system TEXT,
-            messages_json TEXT NOT NULL,
-            response TEXT NOT NULL,
-            stop_reason TEXT,
-            error_kind TEXT,
-            error_message TEXT,
-            response_id TEXT,
-            input_tokens INTEGER NOT NULL DEFAULT 0,
-            output_tokens INTEGER NOT NULL DEFAULT 0,
-            cache_read_tokens INTEGER NOT NULL DEFAULT 0,
-            cache_write_tokens INTEGER NOT NULL DEFAULT 0,
-            cost REAL NOT NULL DEFAULT 0
-        )""",
-        "CREATE INDEX responses_conversation ON responses (conversation_id, id)",
-        "CREATE INDEX responses_started ON responses (started)",
-        """CREATE VIRTUAL TABLE responses_fts USING fts5(
-            prompt, response, system, content='responses', content_rowid='id'
-        )""",
-        """CREATE TRIGGER responses_ai AFTER INSERT ON responses BEGIN
-            INSERT INTO responses_fts (rowid, prompt, response, system)
-            VALUES (new.id, new.prompt, new.response, coalesce(new.system, ''));
-        END""",
-        """CREATE TRIGGER responses_ad AFTER DELETE ON responses BEGIN
-            INSERT INTO responses_fts (responses_fts, rowid, prompt, response, system)
-            VALUES ('delete', old.id, old.prompt, old.response, coalesce(old.system, ''));
-        END""",
-    ),
-)
-SCHEMA_VERSION = len(_MIGRATIONS)
-
-
-def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """Open (creating and migrating) the log at ``path``."""
-    p = Path(path)
-    p.parent.mkdir(parents=True, exist_ok=True)
-    # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below).
-    conn = sqlite3.connect(p, timeout=30, isolation_level=None)
-    try:
-        conn.execute("PRAGMA busy_timeout = 30000")
-        conn.execute("PRAGMA journal_mode = WAL")
-        _migrate(conn, p)
-    except BaseException:
-        conn.close()
-        raise
-    conn.row_factory = sqlite3.Row
-    return conn
-
-
-def _migrate(conn: sqlite3.Connection, path: Path) -> None:
-    from ..errors import ConfigurationError
-
-    version = conn.execute("PRAGMA user_version").fetchone()[0]
-    if version > SCHEMA_VERSION:
-        raise ConfigurationError(
-            f"the log {path} has schema version {version}, newer than this modelwire "
-            f"understands ({SCHEMA_VERSION}): upgrade modelwire or use another log file"
-        )
-    while version < SCHEMA_VERSION:
-        # BEGIN IMMEDIATE takes the write lock first: two processes creating the file
-        # at once migrate it once (the second sees the new version and does nothing).
-        conn.execute("BEGIN IMMEDIATE")
-        try:
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version < SCHEMA_VERSION:
-                for statement in _MIGRATIONS[version]:
-                    conn.execute(statement)
-                version += 1
-                conn.execute(f"PRAGMA user_version = {version}")
-            conn.execute("COMMIT")
-        except BaseException:
-            conn.execute("ROLLBACK")
-            raise
-
 
 def new_conversation_id() -> str:
     """A fresh conversation id (a UUID's 32 hex digits; sortable enough to read)."""
     return uuid.uuid4().hex
 
 
-@dataclass(frozen=True)
-class LogRow:
-    """One logged response, as ``modelwire logs --json`` prints it."""
-
-    id: int
-    conversation_id: str
-    started: float
-    duration_ms: float | None
-    api: str
-    provider: str
-    model: str
-    prompt: str
-    system: str | None
-    response: str
-    stop_reason: str | None
-    error_kind: str | None
-    error_message: str | None
-    response_id: str | None
-    input_tokens: int
-    output_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
-    cost: float
-    messages: list[Any]
-
-    def to_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
 _COLUMNS = (
     "id, conversation_id, started, duration_ms, api, provider, model, prompt, system, "
     "response, stop_reason, error_kind, error_message, response_id, input_tokens, "
-    "output_tokens, cache_read_tokens, cache_write_tokens, cost, messages_json"
+    "output_tokens, cache_read_tokens, cache_write_tokens, cost, messages_json, schema_json"
 )
 
 
 def _row(r: sqlite3.Row) -> LogRow:
     values = dict(r)
     messages = json.loads(values.pop("messages_json"))
+    schema = values.pop("schema_json", None)
+    values["schema"] = json.loads(schema) if schema else None
     return LogRow(**values, messages=messages)
 
 
@@ -196,36 +90,48 @@ class CallLog:
         message: AssistantMessage,
         started: float,
         duration_ms: float | None,
+        fragments: Mapping[str, str | None] | None = None,
+        attachments: Mapping[str, str] | None = None,
+        schema: Mapping[str, Any] | None = None,
     ) -> int:
-        """Record one response; returns its row id."""
-        from ..types import UserMessage, to_json
+        """Record one response; returns its row id. ``fragments`` maps the text of each
+        fragment the call added to its source, ``attachments`` an attachment's sha256 to
+        its source: both are stored once by hash (see :class:`Inputs`). ``schema``: the
+        JSON Schema a structured call answered with."""
+        from ...types import UserMessage, to_json
 
+        declared = dict(fragments or {})
         prompt = ""
         for m in reversed(context.messages):
             if isinstance(m, UserMessage):
-                prompt = _text(m.content)
+                prompt = _text(m.content, skip=fragment_blocks(declared))
                 break
         conversation = json.loads(to_json(context.with_messages(message)))["messages"]
         u = message.usage
         err = message.error
-        values = (
-            conversation_id, started, duration_ms, model.api, model.provider, model.id,
-            to_json(model).decode(), prompt, context.system_prompt,
-            json.dumps(conversation, ensure_ascii=False), message.text, message.stop_reason,
-            err.kind if err else None, err.message if err else None, message.response_id,
-            u.input, u.output, u.cache_read, u.cache_write, u.cost.total,
-        )  # fmt: skip
         with closing(connect(self.path)) as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
+                inputs = Inputs(conn, declared, attachments or {}, started)
+                conversation = inputs.store(conversation)
+                values = (
+                    conversation_id, started, duration_ms, model.api, model.provider, model.id,
+                    to_json(model).decode(), prompt, context.system_prompt,
+                    json.dumps(conversation, ensure_ascii=False), message.text,
+                    message.stop_reason, err.kind if err else None,
+                    err.message if err else None, message.response_id, u.input, u.output,
+                    u.cache_read, u.cache_write, u.cost.total,
+                    None if schema is None else json.dumps(schema, ensure_ascii=False),
+                )  # fmt: skip
                 cur = conn.execute(
                     "INSERT INTO responses (conversation_id, started, duration_ms, api, "
                     "provider, model, model_json, prompt, system, messages_json, response, "
                     "stop_reason, error_kind, error_message, response_id, input_tokens, "
-                    "output_tokens, cache_read_tokens, cache_write_tokens, cost) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "output_tokens, cache_read_tokens, cache_write_tokens, cost, schema_json) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     values,
                 )
+                inputs.link(int(cur.lastrowid or 0))
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
@@ -258,6 +164,8 @@ class CallLog:
             params.append(limit)
         with closing(connect(self.path)) as conn:
             found = [_row(r) for r in conn.execute(sql, params)]
+            if found:
+                add_inputs(conn, found)
         return found[::-1]
 
     def last_conversation(self) -> str | None:
@@ -267,9 +175,19 @@ class CallLog:
             found = r.fetchone()
         return None if found is None else str(found[0])
 
+    def conversation_ids(self, prefix: str) -> list[str]:
+        """The conversation ids starting with ``prefix``, newest first."""
+        with closing(connect(self.path)) as conn:
+            found = conn.execute(
+                "SELECT conversation_id FROM responses WHERE substr(conversation_id, 1, ?) = ? "
+                "GROUP BY conversation_id ORDER BY max(id) DESC",
+                (len(prefix), prefix),
+            )
+            return [str(r[0]) for r in found]
+
     def conversation(self, conversation_id: str) -> tuple[Model, Context] | None:
         """The model and the conversation as it stood after its newest response."""
-        from ..types import Context, Model, from_json
+        from ...types import Context, Model, from_json
 
         with closing(connect(self.path)) as conn:
             r = conn.execute(
@@ -277,13 +195,12 @@ class CallLog:
                 "WHERE conversation_id = ? ORDER BY id DESC LIMIT 1",
                 (conversation_id,),
             ).fetchone()
-        if r is None:
-            return None
+            if r is None:
+                return None
+            # The fragments and attachments put back: the same messages as were sent.
+            messages = expanded(conn, json.loads(r["messages_json"]), self.path)
         model = from_json(r["model_json"], Model)
-        ctx = from_json(
-            json.dumps({"system_prompt": r["system"], "messages": json.loads(r["messages_json"])}),
-            Context,
-        )
+        ctx = from_json(json.dumps({"system_prompt": r["system"], "messages": messages}), Context)
         return model, ctx
 
     def totals(self) -> list[dict[str, Any]]:
@@ -306,11 +223,12 @@ def _fts_query(text: str) -> str:
     return " ".join('"' + w.replace('"', '""') + '"' for w in words) or '""'
 
 
-def _text(content: Any) -> str:
+def _text(content: Any, skip: frozenset[str] = frozenset()) -> str:
     if isinstance(content, str):
         return content
     parts: Sequence[Any] = content
-    return "\n".join(getattr(p, "text", "") for p in parts if getattr(p, "text", None))
+    texts = (getattr(p, "text", None) for p in parts)
+    return "\n".join(t for t in texts if t and t not in skip)
 
 
 def recorder(
@@ -319,11 +237,15 @@ def recorder(
     conversation_id: str | None = None,
     *,
     on_error: Callable[[Exception], None] | None = None,
+    fragments: Mapping[str, str | None] | None = None,
+    attachments: Mapping[str, str] | None = None,
+    schema: Mapping[str, Any] | None = None,
 ) -> Callable[[TraceRecord], None]:
     """A trace observer that appends the call's final message to the log at ``path``
     (one observer per call; ``model`` is the call's, kept whole so a conversation can
-    be continued at the same address). It reads only the context and message records."""
-    from .._wire.trace import ContextTrace, MessageTrace
+    be continued at the same address). It reads only the context and message records.
+    ``fragments``, ``attachments`` and ``schema`` go to :meth:`CallLog.append`."""
+    from ..._wire.trace import ContextTrace, MessageTrace
 
     log = CallLog(path)
     cid = conversation_id or new_conversation_id()
@@ -336,7 +258,9 @@ def recorder(
             try:
                 log.append(conversation_id=cid, model=model, context=state["context"],
                            message=record.message, started=state["t0"],
-                           duration_ms=(time.monotonic() - state["m0"]) * 1000)  # fmt: skip
+                           duration_ms=(time.monotonic() - state["m0"]) * 1000,
+                           fragments=fragments, attachments=attachments,
+                           schema=schema)  # fmt: skip
             except (sqlite3.Error, OSError) as exc:
                 if on_error is None:
                     raise
@@ -353,7 +277,7 @@ def rows_json(rows: Sequence[LogRow]) -> Iterator[str]:
 
 def check_log_path(log: object) -> Path:
     """The ``log=`` option as a path; a ``ConfigurationError`` for anything else."""
-    from ..errors import ConfigurationError
+    from ...errors import ConfigurationError
 
     if isinstance(log, bool) or not isinstance(log, str | os.PathLike):
         raise ConfigurationError(
