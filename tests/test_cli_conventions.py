@@ -121,7 +121,7 @@ def test_key_system_and_options_reach_the_request() -> None:
         proc = cli(
             "chat", *_local(srv, "anthropic-messages"), "--key", "sk-from-flag",
             "--system", "be brief", "-o", "temperature", "0.25", "-o", "max_tokens", "77",
-            "-o", "top_k", "5", "hi",
+            "-o", "extra.top_k", "5", "hi",
         )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     req = srv.requests[0]

@@ -94,6 +94,8 @@ def kind(block: Block) -> str:
         return "commands"
     if block.lang == "json":
         return "json"
+    if block.lang == "toml":
+        return "config"  # config.toml, loaded by the CLI in tests/test_cli_config.py
     if block.lang == "text":
         return "transcript" if block.body.startswith("$ ") else "diagram"
     return "unknown"
@@ -279,19 +281,41 @@ def test_the_plugin_is_opt_in(pytester: pytest.Pytester) -> None:
 # --------------------------------------------------------------------------- commands
 
 
-def _commands(doc: Path) -> list[tuple[str, list[str]]]:
+def _commands(doc: Path) -> list[tuple[str, list[tuple[str, list[str]]]]]:
+    """Each block's ``modelwire`` lines: a block is a session, run in order on a config
+    and data folder of its own (``--save`` then ``-t``; ``aliases set`` then ``-m``)."""
     out = []
     for block in blocks(doc):
         if kind(block) != "commands":
             continue
+        lines = []
         for line in block.body.splitlines():
             line = line.removeprefix("$ ")
             if line.startswith("modelwire "):
-                out.append((f"{block.where}: {line}", shlex.split(line, comments=True)))
+                lines.append((f"{block.where}: {line}", shlex.split(line, comments=True)))
+        if lines:
+            out.append((block.where, lines))
     return out
 
 
 COMMANDS = [c for doc in (README, TESTING) for c in _commands(doc)]
+
+
+def _example(schema: Any) -> Any:
+    """A value of a (CLI-made) JSON Schema: what a model asked for it would send."""
+    kind = schema.get("type")
+    if kind == "object":
+        return {k: _example(v) for k, v in schema.get("properties", {}).items()}
+    if kind == "array":
+        return [_example(schema.get("items", {}))]
+    return {"integer": 1, "number": 1.5, "boolean": True}.get(kind, "text")
+
+
+def _docs_reply(request: Any) -> str:
+    """The docs' model: a value of the schema a ``--schema`` call sends, else a greeting."""
+    body = request.json()
+    schema = (body.get("response_format") or {}).get("json_schema", {}).get("schema")
+    return json.dumps(_example(schema)) if schema else "Hello from the docs test."
 
 
 def _cli_env(server: MockServer) -> dict[str, str]:
@@ -306,27 +330,34 @@ def _cli_env(server: MockServer) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize(("where", "argv"), COMMANDS, ids=[c[0] for c in COMMANDS])
-def test_documented_commands_run(where: str, argv: list[str], tmp_path: Path) -> None:
+@pytest.mark.parametrize(("block", "lines"), COMMANDS, ids=[c[0] for c in COMMANDS])
+def test_documented_commands_run(
+    block: str, lines: list[tuple[str, list[str]]], tmp_path: Path
+) -> None:
     cwd = _workspace(tmp_path)
-    cmd = [sys.executable, "-m", "modelwire", *argv[1:]]
-    with MockServer(["Hello from the docs test."], repeat_last=True) as server:
+    with MockServer([_docs_reply], repeat_last=True) as server:
         env = _cli_env(server)
-        if argv[1] == "mock-server":
-            port = argv[argv.index("--port") + 1] if "--port" in argv else "0"
-            if not _port_free(int(port)):
-                pytest.skip(f"port {port} is busy")
-            proc = subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE)  # fmt: skip
-            assert proc.stdout is not None
-            first = proc.stdout.readline()  # listening: the server is up
-            proc.send_signal(signal.SIGINT)
-            out, err = proc.communicate(timeout=30)
-            code, out = proc.returncode, first + out
-        else:
-            done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
-                                  timeout=120)  # fmt: skip
-            code, out, err = done.returncode, done.stdout, done.stderr
+        env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), XDG_DATA_HOME=str(tmp_path / "data"))
+        for where, argv in lines:
+            _run_documented(where, argv, cwd, env)
+
+
+def _run_documented(where: str, argv: list[str], cwd: Path, env: dict[str, str]) -> None:
+    cmd = [sys.executable, "-m", "modelwire", *argv[1:]]
+    if argv[1] == "mock-server":
+        if "--port" in argv and not _port_free(int(argv[argv.index("--port") + 1])):
+            cmd[cmd.index("--port") + 1] = "0"  # busy here (another run): any free port
+        proc = subprocess.Popen(cmd, cwd=cwd, env=env, text=True, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)  # fmt: skip
+        assert proc.stdout is not None
+        first = proc.stdout.readline()  # listening: the server is up
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+        code, out = proc.returncode, first + out
+    else:
+        done = subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True,
+                              timeout=120)  # fmt: skip
+        code, out, err = done.returncode, done.stdout, done.stderr
     assert code == 0, f"{where}\n{out}\n{err}"
     assert "Traceback" not in out + err and out.strip(), f"{where}\n{out}\n{err}"
 

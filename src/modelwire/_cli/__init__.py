@@ -3,7 +3,9 @@
 ::
 
     modelwire demo                                  # the embedded default: no key, no network
-    modelwire chat -m provider/model [prompt]       # stream a chat with a real provider
+    modelwire chat -m provider/model [prompt]       # stream a chat with a real provider (alias: prompt)
+    modelwire chat --schema 'name, age int' PROMPT  # answer with validated JSON (--schema-multi: a list)
+    modelwire chat -f FILE -a IMAGE.png PROMPT      # text files before the prompt; images, PDFs, audio
     modelwire run -m provider/model --root DIR TASK # the agent with read-only file tools
     modelwire replay --api API FILE.sse [--json]    # decode a recorded stream offline
     modelwire trace --api API FILE.sse [--split N,M] # every layer of one call, linked by ids
@@ -13,15 +15,22 @@
     modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
     modelwire logs [-n N] [search WORDS] [--cid ID] # the log of every chat call (SQLite)
     modelwire serve --config gateway.toml           # an OpenAI/Anthropic-compatible gateway
+    modelwire chat 'Summarise: $input' --save NAME  # a template; then chat -t NAME [-p KEY VALUE]
+    modelwire templates [list|show|edit|path]       # the saved templates (templates/NAME.json)
+    modelwire keys set|get|list|remove|path [NAME]  # API keys in keys.json (0600), after the env
+    modelwire aliases set|list|remove|path          # -m ALIAS for a PROVIDER/MODEL (aliases.json)
+    modelwire completion bash|zsh|fish              # a shell completion script
 
 Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
 ``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
 ``ANTHROPIC_BASE_URL``, ``GOOGLE_GEMINI_BASE_URL`` are read without ``--base-url``;
-piped stdin (or ``-``) is the prompt; ``--key``, ``--system``, ``-o KEY VALUE``,
+piped stdin (or ``-``) is the prompt; ``--key``, ``--system``, ``-o KEY VALUE``
+(checked; ``-o extra.NAME VALUE`` for a body field), ``[options]`` and
+``[models."provider/model"]`` in ``config.toml`` (checked: an unknown key is an error),
 ``--no-stream``, ``-u`` (usage on stderr); every chat answer is recorded in
 ``$XDG_DATA_HOME/modelwire/logs.db`` (``--no-log``, ``log = false``), ``chat -c``
-continues the newest conversation and ``--cid ID`` any other; ``NO_COLOR`` or a
-pipe gives output without escape sequences.
+continues the newest conversation and ``--cid ID`` (or a unique prefix of it) any
+other; ``NO_COLOR`` or a pipe gives output without escape sequences.
 
 Every failure prints one line, ``modelwire: error [kind]: message``, on stderr
 and exits non-zero — never a traceback (set ``MODELWIRE_DEBUG=1`` to see one
@@ -102,12 +111,16 @@ class _Parser(argparse.ArgumentParser):
 
 def _model_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-m", "--model", metavar="PROVIDER/MODEL",
-                   help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url or $OPENAI_BASE_URL (default: "
+                   help="e.g. openai/gpt-4.1-mini, or local/qwen3 with --base-url or $OPENAI_BASE_URL, or "
+                   "an alias (see: modelwire aliases) (default: "
                    "$MODELWIRE_MODEL, else model = ... in ~/.config/modelwire/config.toml)")  # fmt: skip
-    p.add_argument("--key", help="API key (default: the provider's environment variable)")
+    p.add_argument("--key", help="API key (default: the provider's environment variable, else "
+                   "the key stored by modelwire keys set PROVIDER)")  # fmt: skip
     p.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
-                   help="a request option (temperature, max_tokens, reasoning, tool_choice, …) "
-                   "or a vendor body field; VALUE is JSON or a word; repeatable")  # fmt: skip
+                   help="a request option (temperature, max_tokens, reasoning, tool_choice, "
+                   "parallel_tool_calls, timeout, max_retries, session_id, output_mode, cache; "
+                   "checked), or extra.NAME for a field of the request body; VALUE is JSON or a "
+                   "word; repeatable")  # fmt: skip
     p.add_argument("--base-url", help="API root including the version segment, e.g. "
                    "http://127.0.0.1:8000/v1 (instead of the catalog entry; default: "
                    "$OPENAI_BASE_URL, $ANTHROPIC_BASE_URL, $GOOGLE_GEMINI_BASE_URL, else base_url = ... "
@@ -139,6 +152,7 @@ def _output_args(p: argparse.ArgumentParser, json_help: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (every command and flag)."""
     from .._version import __version__
+    from . import functions
 
     parser = _Parser(
         prog="modelwire",
@@ -166,7 +180,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="show every layer of each model call (see: modelwire trace --help)")  # fmt: skip
     _output_args(p, "one JSON line per agent event (with --trace: per trace record)")
 
-    p = sub.add_parser("chat", help="stream a chat with a real provider",
+    from . import inputs, schema, templates
+
+    p = sub.add_parser("chat", aliases=["prompt"], help="stream a chat with a real provider",
                        description="Streams one answer to PROMPT (with piped stdin before it), or "
                        "chats in a terminal when no prompt is given: line editing, history, a "
                        "paste is one message, Esc Enter for a new line, /help for commands, "
@@ -180,7 +196,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-c", "--continue", dest="cont", action="store_true",
                    help="continue the newest conversation in the log (see: modelwire logs)")  # fmt: skip
     p.add_argument("--cid", metavar="ID",
-                   help="continue conversation ID from the log (modelwire logs shows the ids)")  # fmt: skip
+                   help="continue conversation ID from the log, or the one whose id starts "
+                   "with ID (modelwire logs shows the ids)")  # fmt: skip
     p.add_argument("--no-log", action="store_true",
                    help="do not record this chat in the log (log = false in config.toml: never)")  # fmt: skip
     p.add_argument("-i", "--interactive", action="store_true",
@@ -190,7 +207,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--script", metavar="FILE",
                    help="answer from a mock: a loopback MockServer plays FILE (the mock-server "
                    "script format), declaring the tools it calls; no key, no network")  # fmt: skip
+    schema.add_arguments(p)
+    templates.add_arguments(p)
     _output_args(p, "one JSON line per event, the final message last")
+    functions.add_arguments(p)
+    inputs.add_arguments(p)
 
     p = sub.add_parser("run", help="run the agent with read-only file tools on a task",
                        description="The agent with the read-only tools (read, ls, grep) confined "
@@ -205,7 +226,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "task", nargs="*", help="what the agent should do ('-' or piped stdin is read too)"
     )
+    schema.add_arguments(p)
+    templates.add_arguments(p)
     _output_args(p, "one JSON line per agent event")
+    functions.add_arguments(p)
+    inputs.add_arguments(p)
 
     p = sub.add_parser("replay", help="decode a recorded SSE stream offline",
                        description="Decodes FILE (a response body as the provider sent it) "
@@ -251,11 +276,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--repeat-last", action="store_true", help="repeat the last reply forever")
     _output_args(p, "JSON lines: the address first, then one per request")
 
-    from . import batch, logs, serve
+    from . import batch, completion, logs, serve
 
+    completion.add_parser(sub)
     batch.add_parser(sub)
     logs.add_parser(sub)
     serve.add_parser(sub)
+    from . import aliases, keys
+
+    templates.add_parser(sub)
+    keys.add_parser(sub)
+    aliases.add_parser(sub)
 
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
@@ -271,11 +302,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import batch, commands, logs, serve
+    from . import aliases, batch, commands, keys, logs, serve, templates
 
     handlers = {
         "demo": commands.demo,
         "chat": commands.chat,
+        "prompt": commands.chat,
+        "completion": lambda args: _completion(args, parser),
         "run": commands.run,
         "replay": commands.replay,
         "trace": commands.trace,
@@ -283,9 +316,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         "models": commands.models,
         "batch": batch.run,
         "logs": logs.run,
+        "templates": templates.run,
+        "keys": keys.run,
+        "aliases": aliases.run,
         "serve": serve.run,
     }
     try:
+        if args.command in ("chat", "prompt", "run") and templates.apply(args):
+            return 0  # --save NAME: written, no model called
         return handlers[args.command](args)
     except KeyboardInterrupt:
         from .output import end_lines
@@ -315,6 +353,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         fail("internal", f"{type(exc).__name__}: {exc} (set MODELWIRE_DEBUG=1 for a traceback)")
         return EXIT_INTERNAL
+
+
+def _completion(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .completion import script
+
+    sys.stdout.write(script(parser, args.shell))
+    return 0
 
 
 def script_help() -> str:

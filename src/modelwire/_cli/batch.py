@@ -192,6 +192,10 @@ def run(args: argparse.Namespace) -> int:
 
     limits = parse_limits(args.rpm, args.tpm)
     on_ray = args.ray is not None
+    from .common import config_dir
+    from .store import export_keys
+
+    export_keys(config_dir())  # after the environment: each line's provider finds its own
     try:
         summary = batch(
             args.input, args.output, concurrency=args.concurrency,
@@ -206,8 +210,8 @@ def run(args: argparse.Namespace) -> int:
     except MissingAPIKeyError as exc:
         var = f"set {exc.env_var} in the environment or " if exc.env_var else ""
         provider = exc.message.split(":")[0].removeprefix("no API key for ")
-        raise CLIError(exc.kind, f"no API key for {provider}: {var}pass --key KEY; nothing "
-                       "was sent") from None  # fmt: skip
+        raise CLIError(exc.kind, f"no API key for {provider}: {var}pass --key KEY (or store "
+                       "it: modelwire keys set PROVIDER); nothing was sent") from None  # fmt: skip
     except KeyboardInterrupt:
         raise CLIError(
             "interrupted", f"stopped by Ctrl-C; every result written so far is in "

@@ -18,6 +18,7 @@ import msgspec
 from .._apis import DEFAULT_API
 from .common import (
     CLIError,
+    config,
     exit_for,
     fail,
     log_path,
@@ -28,6 +29,7 @@ from .common import (
     request_options,
     resolve_model,
 )
+from .exits import Interrupted
 from .output import MUTED, EventPrinter, Screen, _isatty, format_usage, json_line, to_plain
 
 if TYPE_CHECKING:
@@ -39,12 +41,6 @@ if TYPE_CHECKING:
 __all__ = ["chain", "chat", "log_failed", "settle"]
 
 
-class _Interrupted(Exception):
-    def __init__(self, message: AssistantMessage) -> None:
-        super().__init__("interrupted")
-        self.message = message
-
-
 async def _stream_answer(
     model: Model,
     ctx: Context,
@@ -53,8 +49,10 @@ async def _stream_answer(
     as_json: bool,
     *,
     show_stream: bool = True,
+    structured: bool = False,
 ) -> AssistantMessage:
-    """One answer, rendered live (or, ``show_stream=False``, once complete).
+    """One answer, rendered live (or, ``show_stream=False``, once complete; or,
+    ``structured``, only its validated value: :mod:`.schema`).
 
     Ctrl-C cancels this task (``asyncio.run`` turns SIGINT into a cancellation): the
     stream is aborted and still ends with its terminal ``error(aborted)`` event, which
@@ -66,6 +64,8 @@ async def _stream_answer(
     s = stream(model, ctx, **opts)
 
     def show(ev: Any) -> None:
+        if structured:
+            return  # the value alone, once validated
         if as_json:
             # --no-stream --json: the terminal event and the message, nothing before.
             if show_stream or ev.type in ("done", "error"):
@@ -86,7 +86,13 @@ async def _stream_answer(
     finally:
         printer.screen.stop_spinner()
     message = await s.result()
-    if as_json:
+    if structured:
+        printer.message_done(message, show=False)
+        if message.stop_reason not in ("error", "aborted"):
+            from .schema import print_value
+
+            print_value(message.parsed, one_line=as_json or not _isatty(sys.stdout))
+    elif as_json:
         if not aborted:
             json_line(msgspec.to_builtins(message))
         printer.message_done(message, show=False)
@@ -96,7 +102,7 @@ async def _stream_answer(
         printer.message_done(message)
     if aborted:
         printer.screen.newline()
-        raise _Interrupted(message)
+        raise Interrupted(message)
     return message
 
 
@@ -162,6 +168,9 @@ def chat(args: argparse.Namespace) -> int:
     with MockServer(replies) as server:
         spec = (args.model or "mock/mock-model").partition("/")
         model = server.model(args.api or DEFAULT_API, spec[2] or spec[0])
+        from .settings import apply_config
+
+        apply_config(args, model, config())
         ctx = Context(system_prompt=args.system, tools=_script_tools(replies))
         return _chat(args, (model, ctx))
 
@@ -178,6 +187,10 @@ def _continued(args: argparse.Namespace) -> tuple[str, Model, Context]:
         if cid is None:
             raise CLIError("not_found", f"no conversation to continue: the log {path} is "
                            "empty (chat once without -c first)")  # fmt: skip
+    if args.cid is not None and path.exists():
+        from .logs import resolve_cid
+
+        cid = resolve_cid(log, args.cid)
     found = log.conversation(cid) if path.exists() else None
     if found is None:
         raise CLIError("not_found", f"no conversation {cid!r} in the log {path} (see: "
@@ -187,17 +200,26 @@ def _continued(args: argparse.Namespace) -> tuple[str, Model, Context]:
         ctx = msgspec.structs.replace(ctx, system_prompt=args.system)
     if args.model is None and args.base_url is None:
         from .._client._options import resolve_api_key
+        from .common import config_dir
+        from .store import export_keys
 
+        export_keys(config_dir())  # after the environment, as resolve_model does
         resolve_api_key(saved_model.provider, args.key)
+        from .settings import apply_config
+
+        apply_config(args, saved_model, config())  # after the system check: the saved one stays
         return cid, saved_model, ctx
     return cid, resolve_model(args), ctx
 
 
 def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> int:
     from .._client._log import new_conversation_id
-    from ..types import Context, UserMessage
+    from ..types import Context
+    from .functions import toolset
+    from .schema import schema_of
 
-    ctx = Context(system_prompt=args.system)
+    schema = schema_of(args)
+    tools = toolset(args)  # --functions / -T: each turn runs the agent with them
     cid = new_conversation_id()
     if scripted is not None:
         model, ctx = scripted
@@ -205,36 +227,49 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
         cid, model, ctx = _continued(args)
     else:
         model = resolve_model(args)
+        ctx = Context(system_prompt=args.system)  # config.toml's, unless --system
+    from .inputs import read_inputs
+
+    interactive = args.interactive or (not args.prompt and _isatty(sys.stdin))
+    inputs = read_inputs(args, args.prompt, repl=interactive)  # -f / -a / --at
+    model = inputs.fit(model, ctx)
     opts = note_retries(request_options(args))
+    if schema is not None:
+        opts["output"] = schema
     # A scripted server is gone once chat ends: nothing to log or continue.
     logging = scripted is None and logging_enabled(args)
     screen = Screen(plain=True if (args.plain or args.json) else None)
     notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
     printer = EventPrinter(screen)
-    interactive = args.interactive or (not args.prompt and _isatty(sys.stdin))
-    prompt = "" if interactive else read_prompt(args.prompt, stdin_is_prompt=not _isatty(sys.stdin))
-    state = {"model": model}
+    stdin_is_prompt = not _isatty(sys.stdin) and not inputs.stdin_used
+    prompt = "" if interactive else read_prompt(args.prompt, stdin_is_prompt=stdin_is_prompt)
+    # The REPL's first message carries the fragments and attachments too.
+    state: dict[str, Any] = {"model": model, "message": inputs.message}
 
     def answer(ctx: Context) -> AssistantMessage:
         call_opts = dict(opts)
         if logging:
             from .._client._log import recorder
 
-            call_opts["trace"] = chain(
-                opts.get("trace"),
-                recorder(log_path(), state["model"], cid, on_error=log_failed),
+            record = recorder(log_path(), state["model"], cid, on_error=log_failed,
+                              schema=schema, **inputs.log_args())  # fmt: skip
+            call_opts["trace"] = chain(opts.get("trace"), record)
+        if tools is not None:
+            return tools.answer(
+                state["model"], settle(ctx), call_opts, printer, args, structured=schema is not None
             )
         return asyncio.run(_stream_answer(state["model"], settle(ctx), call_opts, printer,
-                                          args.json, show_stream=not args.no_stream))  # fmt: skip
+                                          args.json, show_stream=not args.no_stream,
+                                          structured=schema is not None))  # fmt: skip
 
     if not interactive:
-        if not prompt:
+        if not prompt and not inputs:
             raise CLIError("usage", "no prompt: give it as an argument or on stdin ('-'), or "
                            "run chat in a terminal (or with -i) to chat line by line")  # fmt: skip
-        ctx = ctx.with_messages(UserMessage(content=prompt))
+        ctx = ctx.with_messages(inputs.message(prompt))
         try:
             message = answer(ctx)
-        except _Interrupted:
+        except Interrupted:
             raise KeyboardInterrupt from None
         if args.usage:
             notes.line(format_usage(printer.usage), MUTED)
@@ -242,7 +277,7 @@ def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> i
         return exit_for(message)
     from .repl import run_repl
 
-    return run_repl(args, ctx, state, answer, printer, notes, _Interrupted)
+    return run_repl(args, ctx, state, answer, printer, notes, Interrupted)
 
 
 def chain(first: Any, second: Any) -> Any:

@@ -92,27 +92,48 @@ def run(args: argparse.Namespace) -> int:
     if not root.is_dir():
         raise CLIError("configuration", f"--root {args.root!r} is not a directory")
     screen = _screen(args)
-    task = read_prompt(args.task, stdin_is_prompt=not _isatty(sys.stdin))
-    if not task:
+    from .schema import schema_of
+
+    schema = schema_of(args)
+    if schema is not None:  # stdout is the value alone; the run shows on stderr
+        screen = Screen(plain=True if args.plain else None, out=sys.stderr)
+    from .inputs import read_inputs
+
+    inputs = read_inputs(args, args.task)  # -f / -a / --at
+    model = inputs.fit(model)
+    task = read_prompt(args.task, stdin_is_prompt=not _isatty(sys.stdin) and not inputs.stdin_used)
+    if not task and not inputs:
         raise CLIError("usage", "no task: give it as arguments or on stdin ('-')")
     from ..agent import Agent
-    from ..tools import read_only
+    from .functions import toolset
 
+    tools = toolset(args, keep_builtins=True)  # read, ls, grep and any --functions
+    assert tools is not None
     # The live paid mode retries nothing unless asked (--max-retries): a repeated
     # paid call is the caller's decision.
     opts = note_retries({"max_retries": 0, **request_options(args)})
+    if schema is not None:
+        opts["output"] = schema
     if logging_enabled(args):
         from .._client._log import recorder
         from .chat import chain, log_failed
 
         # One observer for the run: its model calls are made one after another, each
         # recorded as a row of one conversation.
-        opts["trace"] = chain(opts["trace"], recorder(log_path(), model, on_error=log_failed))
-    agent = Agent(model, tools=read_only(root=root), system_prompt=args.system, **opts)
+        opts["trace"] = chain(opts["trace"], recorder(log_path(), model, on_error=log_failed,
+                                                      schema=schema, **inputs.log_args()))  # fmt: skip
+    key = opts.pop("api_key", None)  # the Agent takes the key itself, not as an option
+    agent = Agent(model, tools=tools.tools, system_prompt=args.system, api_key=key,
+                  before_tool_call=tools.before, **opts)  # fmt: skip
     printer = EventPrinter(screen)
     if not args.json:
         screen.line(f"you › {task}", USER)
-    asyncio.run(run_agent(agent, task, printer, args.json))
+    as_json = args.json and schema is None
+    asyncio.run(run_agent(tools.observe(agent), inputs.message(task), printer, as_json))
+    if schema is not None and printer.final is not None and _exit_for(printer.final) == 0:
+        from .schema import print_value
+
+        print_value(printer.final.parsed, one_line=args.json or not _isatty(sys.stdout))
     if args.usage:
         notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
         notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)

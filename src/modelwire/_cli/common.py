@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._catalog import is_loopback
+from .exits import EXIT_CONFIG, EXIT_FAILED, EXIT_INTERNAL, EXIT_INTERRUPTED, CLIError
+from .settings import (
+    apply_config,
+    check_config,
+    model_config,
+    parse_option,
+)
 
 if TYPE_CHECKING:
     import argparse
@@ -41,27 +47,6 @@ __all__ = [
     "silence_stdout",
 ]
 
-#: Options ``-o KEY VALUE`` sets directly; any other key goes into ``extra_body``.
-DIRECT_OPTIONS = frozenset({
-    "temperature", "max_tokens", "reasoning", "tool_choice", "parallel_tool_calls",
-    "timeout", "max_retries", "session_id",
-})  # fmt: skip
-
-EXIT_FAILED = 1
-EXIT_CONFIG = 2
-EXIT_INTERNAL = 70
-EXIT_INTERRUPTED = 130
-
-
-class CLIError(Exception):
-    """A failure the CLI reports in one line: ``kind``, ``message``, exit ``code``."""
-
-    def __init__(self, kind: str, message: str, code: int = EXIT_CONFIG) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
-        self.code = code
-
 
 # The library's advice names its own API; a CLI user is told the flag instead.
 _CLI_WORDS: tuple[tuple[str, str], ...] = (
@@ -69,6 +54,9 @@ _CLI_WORDS: tuple[tuple[str, str], ...] = (
      r"replay it with --api \1 (or chat with --api \1)"),
     (r"\(Model\.reasoning is False\); pass reasoning=None",
      "(not a reasoning model): leave --reasoning out, or add --reasoning-model if it reasons"),
+    (r"no API key for provider '([\w.-]+)': set (.+?) or pass api_key=\.\.\.",
+     r"no API key for provider '\1': set \2 in the environment, pass --key, or store it "
+     r"with: modelwire keys set \1"),
     (r" or pass api_key=\.\.\.", " in the environment, or pass --key"),
     (r"pass base_url=", "pass --base-url "),
 )  # fmt: skip
@@ -166,11 +154,13 @@ def config() -> dict[str, Any]:
 
     path = config_dir() / "config.toml"
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        table = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CLIError("configuration", f"cannot read {path}: {exc}") from None
+    check_config(table, path)
+    return table
 
 
 def config_value(name: str, kind: type, example: str) -> Any:
@@ -265,8 +255,9 @@ def resolve_model(args: argparse.Namespace) -> Model:
     """
     from .. import _catalog as catalog
     from .._client._options import resolve_api_key
+    from .store import export_keys, resolve_alias
 
-    spec = (args.model or default_model() or "").strip()
+    spec = resolve_alias((args.model or default_model() or "").strip(), config_dir())
     if not spec:
         raise CLIError(
             "usage",
@@ -279,7 +270,9 @@ def resolve_model(args: argparse.Namespace) -> Model:
         raise CLIError("usage", f"-m takes PROVIDER/MODEL with {source}, got {spec!r}")
     model = catalog.resolve_model(spec, base_url or None, api=args.api)
     model = _reasoning(args, model)
+    export_keys(config_dir())  # --key, then the environment, then keys.json
     resolve_api_key(model.provider, args.key)  # MissingAPIKeyError names the variable
+    apply_config(args, model, config())
     return model
 
 
@@ -296,11 +289,15 @@ def _reasoning(args: argparse.Namespace, model: Model) -> Model:
     user says it does (``--reasoning-model``, or ``reasoning_model = true``)."""
     import msgspec
 
-    wanted = getattr(args, "reasoning", None) or _option(args, "reasoning")
+    wanted = (
+        getattr(args, "reasoning", None) or _option(args, "reasoning")
+        or (model_config(args, model, config()).get("options") or {}).get("reasoning")
+        or (config().get("options") or {}).get("reasoning")
+    )  # fmt: skip
     if wanted is None or model.reasoning:
         return model
-    says = getattr(args, "reasoning_model", False) or config_value(
-        "reasoning_model", bool, "true or false")  # fmt: skip
+    says = getattr(args, "reasoning_model", False) or model_config(args, model, config()).get(
+        "reasoning_model", config_value("reasoning_model", bool, "true or false"))  # fmt: skip
     if says:
         return msgspec.structs.replace(model, reasoning=True)
     raise CLIError(
@@ -335,16 +332,12 @@ def request_options(args: argparse.Namespace) -> dict[str, Any]:
         opts["max_retries"] = args.max_retries
     if args.key:
         opts["api_key"] = args.key
-    extra: dict[str, Any] = {}
+    # config.toml first, then the flags above, then -o: the command line wins.
+    merged: dict[str, Any] = {**(getattr(args, "config_options", None) or {}), **opts}
     for key, raw in args.option or ():
-        try:
-            value: Any = json.loads(raw)
-        except ValueError:
-            value = raw  # a bare word: -o reasoning high
-        if key in DIRECT_OPTIONS:
-            opts[key] = value
-        else:
-            extra[key] = value
+        merged[key] = parse_option(key, raw)
+    opts = {k: v for k, v in merged.items() if not k.startswith("extra.")}
+    extra = {k.removeprefix("extra."): v for k, v in merged.items() if k.startswith("extra.")}
     if extra:
         opts["extra_body"] = extra
     return opts

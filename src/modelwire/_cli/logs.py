@@ -11,7 +11,9 @@ from .output import MUTED, Screen, json_line, one_line
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["add_parser", "run"]
+    from .._client._log import CallLog
+
+__all__ = ["add_parser", "resolve_cid", "run"]
 
 
 def add_parser(sub: Any) -> None:
@@ -29,12 +31,27 @@ def add_parser(sub: Any) -> None:
                    "contain all of them (full-text)")  # fmt: skip
     p.add_argument("-n", "--count", type=int, default=3, metavar="N",
                    help="the newest N rows (default 3; 0 for all)")  # fmt: skip
-    p.add_argument("--cid", metavar="ID", help="only this conversation")
+    p.add_argument("--cid", metavar="ID", help="only this conversation (a unique prefix of its id "
+                   "will do)")  # fmt: skip
     p.add_argument("--totals", action="store_true",
                    help="calls, tokens and cost per model and day (UTC)")  # fmt: skip
     p.add_argument("--path", action="store_true", help="print where the log file is")
     p.add_argument("--json", action="store_true", help="one JSON object per line")
     p.add_argument("--plain", action="store_true", help="plain text even on a terminal")
+
+
+def resolve_cid(log: CallLog, prefix: str) -> str:
+    """The one conversation id in ``log`` starting with ``prefix`` (as git takes a
+    commit's); an error listing the candidates when there are several, or none."""
+    found = log.conversation_ids(prefix.strip()) if prefix.strip() else []
+    if len(found) == 1:
+        return found[0]
+    if not found:
+        raise CLIError("not_found", f"no conversation {prefix!r} in the log {log.path} (see: "
+                       "modelwire logs)")  # fmt: skip
+    shown = ", ".join(found[:10]) + (f" and {len(found) - 10} more" if len(found) > 10 else "")
+    raise CLIError("usage", f"--cid {prefix!r} matches {len(found)} conversations: {shown}; "
+                   "give more of the id")  # fmt: skip
 
 
 def run(args: argparse.Namespace) -> int:
@@ -70,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
                            f"{t['output_tokens']:,}", f"{t['cache_read_tokens']:,}",
                            f"{t['cost']:.4f}"] for t in totals])  # fmt: skip
         return 0
-    rows = log.rows(limit=args.count or None, search=search, conversation_id=args.cid)
+    cid = resolve_cid(log, args.cid) if args.cid else None
+    rows = log.rows(limit=args.count or None, search=search, conversation_id=cid)
     if args.json:
         for line in rows_json(rows):
             print(line)
@@ -86,6 +104,9 @@ def run(args: argparse.Namespace) -> int:
         screen.line(f"── {when} · {r.provider}/{r.model} · conversation {r.conversation_id}",
                     "bold")  # fmt: skip
         screen.line(f"you › {one_line(r.prompt, 300)}")
+        inputs = [f.get("source") or f["sha256"][:12] for f in (*r.fragments, *r.attachments)]
+        if inputs:  # chat -f / -a: where each came from (--json: their sha256)
+            screen.line(f"   + {one_line(', '.join(inputs), 300)}", MUTED)
         if r.response:
             screen.line(one_line(r.response, 600))
         tokens = f"{r.input_tokens} in, {r.output_tokens} out"

@@ -349,7 +349,7 @@ def _result_text(result: Any) -> str:
     return "" if result is None else str(result)
 
 
-async def run_agent(agent: Any, task: str, printer: EventPrinter, as_json: bool) -> None:
+async def run_agent(agent: Any, task: Any, printer: EventPrinter, as_json: bool) -> None:
     """Stream an agent run, rendering or printing JSON lines (``run`` and ``demo``)."""
     try:
         async for ev in agent.stream(task):

@@ -120,8 +120,6 @@ def run_repl(
     interrupted: type[Exception],
 ) -> int:
     """The conversation loop; returns the exit code."""
-    from ..types import UserMessage
-
     terminal = _isatty(sys.stdin) and _isatty(sys.stdout)
     model = state["model"]
     if not args.json:
@@ -145,7 +143,7 @@ def run_repl(
                 if done:
                     break
                 continue
-            ctx = ctx.with_messages(UserMessage(content=text.strip("\n")))
+            ctx = ctx.with_messages(state["message"](text.strip("\n")))  # inputs.Inputs.message
             try:
                 last = answer(ctx)
             except interrupted as exc:
@@ -202,7 +200,9 @@ def _switch_model(spec: str, current: Any) -> Any:
     """``/model PROVIDER/MODEL``: a catalog model, or the same address with another id."""
     from .. import _catalog as catalog
     from ..errors import ConfigurationError
+    from .store import resolve_alias
 
+    spec = resolve_alias(spec, config_dir())
     try:
         return catalog.resolve_model(spec)
     except ConfigurationError:

@@ -1,0 +1,309 @@
+"""``modelwire completion bash|zsh|fish``: a completion script read off the parser.
+
+The scripts are generated from :func:`modelwire._cli.build_parser` when asked for, so
+every command, alias, flag and choice the installed version has is in them (no
+dependency, and nothing to keep in step by hand). Values complete where they are
+known: choices (``--api``, ``--reasoning``, the shell), ``-o`` keys, files for file
+arguments and directories for ``--root``; anything else is left to the shell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["SHELLS", "add_parser", "script"]
+
+SHELLS = ("bash", "zsh", "fish")
+_INSTALL = {
+    "bash": "eval \"$(modelwire completion bash)\" in ~/.bashrc",
+    "zsh": "eval \"$(modelwire completion zsh)\" in ~/.zshrc after compinit, or save it as "
+           "_modelwire in a directory of $fpath",
+    "fish": "modelwire completion fish > ~/.config/fish/completions/modelwire.fish",
+}  # fmt: skip
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser(
+        "completion", help="print a shell completion script (bash, zsh or fish)",
+        description="Prints a completion script for SHELL, generated from this version's "
+        "commands and flags: every command and alias, each command's flags, and the choices "
+        "a flag takes.",
+        epilog="Install: " + " · ".join(f"{s}: {how}" for s, how in _INSTALL.items()),
+    )  # fmt: skip
+    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+
+
+# --------------------------------------------------------------------------- the parser, read
+
+
+@dataclass
+class _Option:
+    names: list[str]
+    help: str
+    takes: int  # how many values it takes (0: a switch)
+    words: list[str] = field(default_factory=list)  # the values to offer
+    files: str = ""  # "file" / "dir": complete paths
+    repeat: bool = False
+
+
+@dataclass
+class _Command:
+    names: list[str]
+    help: str
+    options: list[_Option]
+    positional_words: list[str]  # the choices of a positional (completion's shell)
+
+
+def _short(text: str | None) -> str:
+    """A flag's help as one short clause (descriptions in a completion menu)."""
+    text = " ".join((text or "").split())
+    text = re.split(r" \(|; |: |\. ", text, maxsplit=1)[0]
+    text = re.sub(r"[\[\]'\"`$\\:]", "", text)
+    return text if len(text) <= 70 else text[:67].rstrip() + "..."
+
+
+def _option(action: argparse.Action) -> _Option:
+    from .settings import OPTION_NAMES
+
+    nargs = action.nargs
+    takes = 0 if nargs == 0 else nargs if isinstance(nargs, int) else 1
+    opt = _Option(list(action.option_strings), _short(action.help), takes,
+                  repeat=isinstance(action, argparse._AppendAction))  # fmt: skip
+    metavar = action.metavar if isinstance(action.metavar, str) else ""
+    if action.choices is not None:
+        opt.words = [str(c) for c in action.choices]
+    elif action.dest == "option":
+        opt.words = [*sorted(OPTION_NAMES), "extra."]
+    elif action.dest == "root":
+        opt.files = "dir"
+    elif "FILE" in metavar or "PATH" in metavar or action.dest in ("script", "config", "output"):
+        opt.files = "file"
+    return opt
+
+
+def _commands(parser: argparse.ArgumentParser) -> list[_Command]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    helps = {a.dest: a.help or "" for a in sub._choices_actions}
+    names: dict[int, list[str]] = {}
+    parsers: dict[int, argparse.ArgumentParser] = {}
+    for name, p in sub.choices.items():
+        names.setdefault(id(p), []).append(name)
+        parsers[id(p)] = p
+    out = []
+    for key, p in parsers.items():
+        options = [_option(a) for a in p._actions if a.option_strings]
+        words = [str(c) for a in p._actions if not a.option_strings and a.choices
+                 for c in a.choices]  # fmt: skip
+        first = names[key][0]
+        out.append(_Command(names[key], _short(helps.get(first)), options, words))
+    return out
+
+
+def _top_flags(parser: argparse.ArgumentParser) -> list[str]:
+    return [s for a in parser._actions if a.option_strings and not
+            isinstance(a, argparse._SubParsersAction) for s in a.option_strings]  # fmt: skip
+
+
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of ``parser`` for ``shell``."""
+    prog = parser.prog
+    commands = _commands(parser)
+    if shell == "bash":
+        return _bash(prog, commands, _top_flags(parser))
+    if shell == "zsh":
+        return _zsh(prog, commands)
+    return _fish(prog, commands)
+
+
+def _ident(name: str) -> str:
+    return re.sub(r"\W", "_", name)
+
+
+# --------------------------------------------------------------------------- bash
+
+
+def _bash(prog: str, commands: list[_Command], top: list[str]) -> str:
+    fn = f"_{_ident(prog)}"
+    lines = [
+        f"# bash completion for {prog} (generated by: {prog} completion bash)",
+        f"{fn}() {{",
+        "    local cur prev prev2 cmd i",
+        "    COMPREPLY=()",
+        '    cur="${COMP_WORDS[COMP_CWORD]}"',
+        '    prev="${COMP_WORDS[COMP_CWORD-1]}"',
+        '    prev2=""',
+        '    (( COMP_CWORD > 1 )) && prev2="${COMP_WORDS[COMP_CWORD-2]}"',
+        '    cmd=""',
+        "    for ((i = 1; i < COMP_CWORD; i++)); do",
+        '        case "${COMP_WORDS[i]}" in',
+        "            -*) ;;",
+        '            *) cmd="${COMP_WORDS[i]}"; break ;;',
+        "        esac",
+        "    done",
+        '    case "$cmd" in',
+        '        "")',
+        f'            COMPREPLY=($(compgen -W "{" ".join(n for c in commands for n in c.names)} '
+        f'{" ".join(top)}" -- "$cur"))',
+        "            return 0 ;;",
+    ]
+    for c in commands:
+        lines.append(f"        {'|'.join(c.names)})")
+        pairs = [o for o in c.options if o.takes == 2]
+        if pairs:  # the second value of -o KEY VALUE: nothing to offer
+            lines.append('            case "$prev2" in')
+            lines += [f"                {'|'.join(o.names)}) return 0 ;;" for o in pairs]
+            lines.append("            esac")
+        lines.append('            case "$prev" in')
+        for o in c.options:
+            if not o.takes:
+                continue
+            pattern = "|".join(o.names)
+            if o.words:
+                words = " ".join(o.words)
+                lines.append(f'                {pattern}) COMPREPLY=($(compgen -W "{words}" -- '
+                             '"$cur")); [[ ${COMPREPLY[0]} == *. ]] && compopt -o nospace 2>/dev/null; '
+                             "return 0 ;;")  # fmt: skip
+            elif o.files:
+                flag = "-d" if o.files == "dir" else "-f"
+                lines.append(f'                {pattern}) COMPREPLY=($(compgen {flag} -- "$cur")); '
+                             "return 0 ;;")  # fmt: skip
+            else:
+                lines.append(f"                {pattern}) return 0 ;;")
+        lines.append("            esac")
+        flags = " ".join(n for o in c.options for n in o.names)
+        lines.append('            if [[ "$cur" == -* ]]; then')
+        lines.append(f'                COMPREPLY=($(compgen -W "{flags}" -- "$cur"))')
+        if c.positional_words:
+            lines.append("            else")
+            lines.append(f'                COMPREPLY=($(compgen -W "{" ".join(c.positional_words)}" '
+                         '-- "$cur"))')  # fmt: skip
+        lines.append("            fi")
+        lines.append("            return 0 ;;")
+    lines += [
+        "    esac",
+        "}",
+        # -o default: file names where the script offers nothing (prompts, FILE.sse).
+        f"complete -o default -F {fn} {prog}",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- zsh
+
+
+def _zsh_option(o: _Option) -> str:
+    names = o.names
+    # "(-m --model)": given once, either spelling; "*": repeatable (-o).
+    prefix = "'*'" if o.repeat else f"'({' '.join(names)})'" if len(names) > 1 else ""
+    spelled = f"{{{','.join(names)}}}" if len(names) > 1 else names[0]
+    head = f"{prefix}{spelled}'[{o.help}]'"
+    if not o.takes:
+        return head
+    if o.words:
+        action = f"({' '.join(o.words)})"
+    elif o.files:
+        action = "_files -/" if o.files == "dir" else "_files"
+    else:
+        action = " "
+    values = "".join(f":value {i + 1}:{action if i == 0 else ' '}" for i in range(o.takes))
+    return head + f"'{values}'"
+
+
+def _zsh(prog: str, commands: list[_Command]) -> str:
+    fn = f"_{_ident(prog)}"
+    described = " ".join(f"'{n}:{c.help}'" for c in commands for n in c.names)
+    lines = [
+        f"#compdef {prog}",
+        f"# zsh completion for {prog} (generated by: {prog} completion zsh)",
+        "",
+        f"{fn}() {{",
+        "    local context state state_descr line",
+        "    typeset -A opt_args",
+        "    _arguments -C \\",
+        "        '(- :)--version[show the version]' \\",
+        "        '(- :)'{-h,--help}'[show help]' \\",
+        "        ':command:->command' \\",
+        "        '*::argument:->argument'",
+        "    case $state in",
+        "        command)",
+        f"            local -a commands=({described})",
+        f"            _describe -t commands '{prog} command' commands ;;",
+        "        argument)",
+        "            case $words[1] in",
+    ]
+    for c in commands:
+        lines.append(f"                {'|'.join(c.names)}) {fn}_{_ident(c.names[0])} ;;")
+    lines += ["            esac ;;", "    esac", "}", ""]
+    for c in commands:
+        specs = [_zsh_option(o) for o in c.options]
+        if c.positional_words:
+            specs.append(f"':argument:({' '.join(c.positional_words)})'")
+        else:
+            specs.append("'*:argument:_files'")
+        lines.append(f"{fn}_{_ident(c.names[0])}() {{")
+        lines.append("    _arguments -s -S \\")
+        lines += [f"        {s} \\" for s in specs[:-1]]
+        lines.append(f"        {specs[-1]}")
+        lines.append("}")
+        lines.append("")
+    lines += [
+        # Autoloaded from $fpath: complete now; sourced (eval "$(…)"): register.
+        "if [[ $zsh_eval_context[-1] == loadautofunc ]]; then",
+        f'    {fn} "$@"',
+        "else",
+        f"    compdef {fn} {prog}",
+        "fi",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+# --------------------------------------------------------------------------- fish
+
+
+def _fish_quote(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _fish(prog: str, commands: list[_Command]) -> str:
+    names = " ".join(n for c in commands for n in c.names)
+    lines = [
+        f"# fish completion for {prog} (generated by: {prog} completion fish)",
+        f"complete -c {prog} -f -n 'not __fish_seen_subcommand_from {names}'",
+    ]
+    for c in commands:
+        for n in c.names:
+            lines.append(f"complete -c {prog} -n 'not __fish_seen_subcommand_from {names}' "
+                         f"-a {n} -d {_fish_quote(c.help)}")  # fmt: skip
+    for c in commands:
+        cond = f"-n '__fish_seen_subcommand_from {' '.join(c.names)}'"
+        if c.positional_words:
+            lines.append(
+                f"complete -c {prog} {cond} -x -a {_fish_quote(' '.join(c.positional_words))}"
+            )
+        for o in c.options:
+            parts = [f"complete -c {prog} {cond}"]
+            for n in o.names:
+                if n.startswith("--"):
+                    parts.append(f"-l {n[2:]}")
+                elif len(n) == 2:
+                    parts.append(f"-s {n[1]}")
+                else:
+                    parts.append(f"-o {n[1:]}")
+            if o.takes:
+                if o.words:
+                    parts.append(f"-x -a {_fish_quote(' '.join(o.words))}")
+                elif o.files == "dir":
+                    parts.append("-x -a '(__fish_complete_directories)'")
+                elif o.files:
+                    parts.append("-r -F")
+                else:
+                    parts.append("-x")
+            parts.append(f"-d {_fish_quote(o.help)}")
+            lines.append(" ".join(parts))
+    lines.append("")
+    return "\n".join(lines)
