@@ -95,10 +95,19 @@ zpty -w z 'compadd () { if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then builtin
 zpty -w z 'print -r -- "<rea""dy>"'
 zpty -r z line '*<ready>*'
 zpty -w -n z "$2"$'\t'
-zpty -w z $'\C-u print -r -- "<do""ne>"'
 out=""
-integer tries=0
-while (( tries++ < 2400 )); do  # up to 2 minutes: a loaded machine is slow
+integer tries=0 idle=0
+# The first candidate (up to 2 minutes: a loaded machine is slow), then the rest, which
+# the same loop prints at once; only then the line is cleared and the end marked.
+while (( tries++ < 2400 )); do
+  if zpty -r -t z line 2>/dev/null; then out+="$line"; else sleep 0.05; fi
+  [[ $out == *'</hit>'* ]] && break
+done
+while (( idle++ < 10 )); do
+  if zpty -r -t z line 2>/dev/null; then out+="$line"; idle=0; else sleep 0.05; fi
+done
+zpty -w z $'\C-u print -r -- "<do""ne>"'
+while (( tries++ < 4800 )); do
   if zpty -r -t z line 2>/dev/null; then out+="$line"; else sleep 0.05; fi
   [[ $out == *'<done>'* ]] && break
 done
