@@ -65,8 +65,8 @@ def test_both_bindings_perform_the_same_intents() -> None:
 
 @pytest.mark.parametrize(
     "fn",
-    [_drive.drive_async, _drive.drive_sync, _performers.run_steps_async,
-     _performers.run_steps_sync],
+    [_drive.drive_async, _drive.drive_sync, _drive._drive_async, _drive._drive_sync,
+     _performers.run_steps_async, _performers.run_steps_sync],
 )  # fmt: skip
 def test_no_loop_names_the_intents_it_performs(fn: Callable[..., Any]) -> None:
     tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
@@ -87,4 +87,4 @@ def test_the_two_drivers_differ_only_in_waiting_and_cleanup() -> None:
         text = ast.unparse(ast.Module(body=try_.body, type_ignores=[]))
         return text.replace("await ", "")
 
-    assert loop(_drive.drive_async) == loop(_drive.drive_sync)
+    assert loop(_drive._drive_async) == loop(_drive._drive_sync)

@@ -13,6 +13,7 @@ class below. Third-party exceptions are mapped in one place per library: httpx's
     ├── ConfigurationError (also ValueError)     kind "configuration"
     │   └── MissingAPIKeyError                   kind "missing_api_key"
     ├── OutputWriteError (also OSError)          kind "output_write"  (a batch's results)
+    ├── ToolServerError                          kind "tool_server"   (an MCP server)
     └── StreamError                              (ends a stream; carried as ErrorInfo)
         ├── ProviderError                        (the provider said no)
         │   ├── AuthenticationError              "authentication"    401
@@ -76,6 +77,7 @@ __all__ = [
     "StreamError",
     "StreamInterruptedError",
     "ToolCallProtocolError",
+    "ToolServerError",
     "TransportError",
     "TruncatedStreamError",
     "error_class_for_kind",
@@ -170,6 +172,16 @@ class OutputWriteError(ModelwireError, OSError):
     limit…); the lines written before it stay, so running again resumes."""
 
     kind = "output_write"
+
+
+class ToolServerError(ModelwireError):
+    """A tool server (an MCP server) could not be started, reached or listed: the
+    command failed, the URL did not answer, the handshake or the tool listing broke.
+    Raised when the server is opened (by ``async with``, or by the agent at the start
+    of a run); a server that fails during a call answers that call with an error
+    result instead, and the run goes on."""
+
+    kind = "tool_server"
 
 
 class MissingAPIKeyError(ConfigurationError):

@@ -34,12 +34,13 @@ like a cancelled task's on the async path.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Callable, Iterable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from .._client._observers import AGENT_OBSERVERS, agent_observers
 from ..errors import ConfigurationError
 from ..tools import Tool
+from ..tools._toolset import Toolset
 from ..types import UserMessage
 from ._execute import is_async_tool
 from ._intents import Core
@@ -67,9 +68,29 @@ def check_sync(tools: Iterable[Tool]) -> None:
 
 
 async def drive_async(
+    core: CoreFn,
+    new: list[UserMessage] | None,
+    stream_fn: Callable[..., Any],
+    toolsets: Sequence[Toolset] = (),
+) -> AsyncGenerator[AgentEvent, None]:
+    """The async driver: ``Agent.stream``'s events. Opens the toolsets that are not
+    open before the run, and closes those it opened after it."""
+    opened: list[Toolset] = []
+    try:
+        for ts in toolsets:
+            if not ts.is_open:
+                await ts.open()
+                opened.append(ts)
+        async for ev in _drive_async(core, new, stream_fn):
+            yield ev
+    finally:
+        for ts in reversed(opened):
+            await ts.close()
+
+
+async def _drive_async(
     core: CoreFn, new: list[UserMessage] | None, stream_fn: Callable[..., Any]
 ) -> AsyncGenerator[AgentEvent, None]:
-    """The async driver: ``Agent.stream``'s events."""
     st = RunState(asyncio.get_running_loop())
     steps = async_steps(AsyncPerformer(st, stream_fn))
     gen = core(new, st)
@@ -104,9 +125,28 @@ async def drive_async(
 
 
 def drive_sync(
+    core: CoreFn,
+    new: list[UserMessage] | None,
+    stream_fn: Callable[..., Any],
+    toolsets: Sequence[Toolset] = (),
+) -> Iterator[AgentEvent]:
+    """The sync driver: ``Agent.stream_sync``'s events, in the calling thread; the
+    toolsets as in :func:`drive_async`."""
+    opened: list[Toolset] = []
+    try:
+        for ts in toolsets:
+            if not ts.is_open:
+                ts.open_sync()
+                opened.append(ts)
+        yield from _drive_sync(core, new, stream_fn)
+    finally:
+        for ts in reversed(opened):
+            ts.close_sync()
+
+
+def _drive_sync(
     core: CoreFn, new: list[UserMessage] | None, stream_fn: Callable[..., Any]
 ) -> Iterator[AgentEvent]:
-    """The sync driver: ``Agent.stream_sync``'s events, in the calling thread."""
     st = RunState()
     steps = sync_steps(SyncPerformer(st, stream_fn))
     gen = core(new, st)

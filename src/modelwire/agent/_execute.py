@@ -3,7 +3,8 @@
 1. the tool exists (``unknown_tool``);
 2. the arguments are a JSON object valid against the tool's JSON Schema,
    Draft 2020-12 (``invalid_arguments``, listing each failing path);
-3. ``before_tool_call`` allows it (``blocked``);
+3. ``before_tool_call`` allows it (``blocked``); a tool made with ``approval=True``
+   needs the hook: with none, each of its calls is ``blocked``;
 4. the tool's own semantic checks pass (a :class:`ToolFailure` it raises, with
    its own kind: ``not_found``, ``too_large``…);
 5. execution succeeds (``execution_failed``; ``timeout_unknown`` past the tool's
@@ -145,6 +146,17 @@ def prepare(
                 f"the arguments of this {call.name} call do not match its parameter "
                 f"schema:\n{listing}",
                 details={"errors": problems},
+            ),
+        )
+    if tool.approval and before is None:
+        return Prepared(
+            call,
+            tool,
+            args,
+            failure=ToolFailure(
+                "blocked",
+                f"the {call.name} tool needs the application's approval for each call and "
+                "this agent has no before_tool_call hook to ask; nothing was executed",
             ),
         )
     if before is not None:

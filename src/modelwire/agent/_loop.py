@@ -38,6 +38,7 @@ from .._providers._classify import is_silent_overflow
 from ..errors import ConfigurationError
 from ..events import DoneEvent, ErrorEvent
 from ..tools import Tool
+from ..tools._toolset import Toolset, merge_tools
 from ..types import (
     AssistantMessage,
     Context,
@@ -112,7 +113,9 @@ class Agent(CallConfig, ToolRunner, Controls):
         model: A ``Model``, a ``"provider/model-id"`` string, a ``Fallback``, or a
             zero-argument callable (sync or async) returning one, evaluated before every
             model call (its ``base_url``, ``id`` and ``headers`` are the call's).
-        tools: The tools the model may call (``@mw.tool`` or ``mw.Tool``), unique names.
+        tools: The tools the model may call (``@mw.tool`` or ``mw.Tool``), unique names,
+            and tool servers (``modelwire.mcp``): one the caller has not opened is
+            opened at the start of each run and closed at its end.
         system_prompt: The system prompt of every turn.
         api_key: A key, or a zero-argument callable read at each call.
         max_turns: Model responses per run; then the run ends with
@@ -154,7 +157,7 @@ class Agent(CallConfig, ToolRunner, Controls):
     def __init__(
         self,
         model: Model | Fallback | str | DynamicModel,
-        tools: Iterable[Tool] = (),
+        tools: Iterable[Tool | Toolset] = (),
         *,
         system_prompt: str | None = None,
         api_key: str | Callable[[], str] | None = None,
@@ -176,13 +179,24 @@ class Agent(CallConfig, ToolRunner, Controls):
         self._model: Model | Fallback | None = (
             model if isinstance(model, Model | Fallback) else None
         )
+        #: The run's tools by name: the agent's own, then (from the start of a run on)
+        #: those of its tool servers.
         self.tools: dict[str, Tool] = {}
+        self._toolsets: list[Toolset] = []
         for tool in tools:
+            if isinstance(tool, Toolset):
+                if tool in self._toolsets:
+                    raise ConfigurationError(f"{tool.label} is given twice")
+                self._toolsets.append(tool)
+                continue
             if not isinstance(tool, Tool):
-                raise ConfigurationError(f"tools must be modelwire.Tool, got {type(tool).__name__}")
+                raise ConfigurationError(
+                    f"tools must be modelwire.Tool or MCP servers, got {type(tool).__name__}"
+                )
             if tool.name in self.tools:
                 raise ConfigurationError(f"two tools are named {tool.name!r}")
             self.tools[tool.name] = tool
+        self._own_tools = dict(self.tools)
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ConfigurationError("system_prompt must be a string or None")
         self.system_prompt = system_prompt
@@ -255,7 +269,9 @@ class Agent(CallConfig, ToolRunner, Controls):
             ConfigurationError: ``prompt`` is not a prompt.
         """
         new = None if prompt is None else as_messages(prompt)
-        return AgentStream(lambda: drive_async(self._events, new, self._stream_fn), self.abort)
+        return AgentStream(
+            lambda: drive_async(self._events, new, self._stream_fn, self._toolsets), self.abort
+        )
 
     def stream_sync(self, prompt: Prompt | None = None) -> SyncAgentStream:
         """:meth:`stream` without an event loop: the same events, decisions and
@@ -273,7 +289,8 @@ class Agent(CallConfig, ToolRunner, Controls):
         new = None if prompt is None else as_messages(prompt)
         check_sync(self.tools.values())
         return SyncAgentStream(
-            lambda: drive_sync(self._events, new, self._stream_fn_sync), self.abort
+            lambda: drive_sync(self._events, new, self._stream_fn_sync, self._toolsets),
+            self.abort,
         )
 
     async def run(self, prompt: Prompt) -> AgentRun:
@@ -360,6 +377,8 @@ class Agent(CallConfig, ToolRunner, Controls):
                 "this agent is already running; use steer()/follow_up(), or abort() it first"
             )
         pending = self._resume_calls() if new_prompt is None else []
+        if self._toolsets:  # the driver opened them: their tools join the run's
+            self.tools = merge_tools(self._own_tools, self._toolsets)
         self._state = st
         new: list[Message] = []
         turn_state: list[Turn] = []

@@ -96,7 +96,11 @@ class Tool:
     bounds one execution: past it the call is cancelled and answered with
     ``timeout_unknown``. ``read_only`` says the tool only reads: what runs it may
     skip asking for approval (``modelwire chat --functions`` asks before every
-    other call).
+    other call). ``approval`` says each call needs the application's approval: an
+    agent runs it only when its ``before_tool_call`` hook allows it, and blocks it
+    when the agent has no hook. ``defer`` keeps the tool's definition out of the
+    requests until the model finds it with the agent's ``search_tools`` tool (or the
+    provider's own tool search).
 
     Checked at construction, each a ``ConfigurationError`` at once (not a crash
     mid-run after the model was paid): the schema against the Draft 2020-12
@@ -113,6 +117,8 @@ class Tool:
             :class:`ToolOutput`, or raising :class:`ToolFailure`.
         timeout: Seconds one execution may take (``None``: no limit).
         read_only: The tool only reads, changes nothing (default ``False``).
+        approval: Each call needs ``before_tool_call``'s approval (default ``False``).
+        defer: Sent to the model only once it searched for it (default ``False``).
 
     Raises:
         ConfigurationError: One of the checks above failed.
@@ -138,6 +144,8 @@ class Tool:
 
     __slots__ = (
         "_validator",
+        "approval",
+        "defer",
         "description",
         "execute",
         "function",
@@ -156,6 +164,8 @@ class Tool:
         *,
         timeout: float | None = None,
         read_only: bool = False,
+        approval: bool = False,
+        defer: bool = False,
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigurationError(
@@ -170,8 +180,9 @@ class Tool:
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
         ):
             raise ConfigurationError("Tool.timeout must be a positive number of seconds or None")
-        if not isinstance(read_only, bool):
-            raise ConfigurationError("Tool.read_only must be True or False")
+        for flag, value in (("read_only", read_only), ("approval", approval), ("defer", defer)):
+            if not isinstance(value, bool):
+                raise ConfigurationError(f"Tool.{flag} must be True or False")
         schema = _schema_of(parameters)
         if schema.get("type") != "object":
             raise ConfigurationError(
@@ -188,6 +199,8 @@ class Tool:
         self.execute = execute
         self.timeout = timeout
         self.read_only = read_only
+        self.approval = approval
+        self.defer = defer
         #: The typed function a :meth:`from_function` tool calls (``None`` otherwise).
         self.function: Callable[..., Any] | None = None
         self._validator = compile_validator(schema, name)
@@ -201,6 +214,8 @@ class Tool:
         description: str | None = None,
         timeout: float | None = None,
         read_only: bool = False,
+        approval: bool = False,
+        defer: bool = False,
     ) -> Tool:
         """A tool from a typed function: the schema from its signature, hints and
         docstring; the arguments validated, then passed as typed values; sync or
@@ -217,6 +232,8 @@ class Tool:
             description: What the model is told (default: the docstring's summary).
             timeout: Seconds one execution may take.
             read_only: The function only reads, changes nothing.
+            approval: Each call needs ``before_tool_call``'s approval.
+            defer: Sent to the model only once it searched for it.
 
         Returns:
             The tool; ``tool.function`` is ``fn``.
@@ -229,7 +246,8 @@ class Tool:
 
         tool_name, summary, schema, execute = function_parts(fn, name)
         made = cls(tool_name, summary if description is None else description, schema, execute,
-                   timeout=timeout, read_only=read_only)  # fmt: skip
+                   timeout=timeout, read_only=read_only, approval=approval,
+                   defer=defer)  # fmt: skip
         made.function = fn
         return made
 
@@ -271,6 +289,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     read_only: bool = False,
+    approval: bool = False,
+    defer: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -282,6 +302,8 @@ def tool(
     description: str | None = None,
     timeout: float | None = None,
     read_only: bool = False,
+    approval: bool = False,
+    defer: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a typed function a :class:`Tool`: ``@mw.tool`` or ``@mw.tool(...)``.
 
@@ -302,6 +324,10 @@ def tool(
             answered with ``timeout_unknown``.
         read_only: The function only reads, changes nothing (what runs it may skip
             asking for approval).
+        approval: Each call needs the agent's ``before_tool_call`` approval; with no
+            hook the call is blocked.
+        defer: Keep the definition out of requests until the model finds it with
+            ``search_tools`` (many tools, few used).
 
     Returns:
         The :class:`Tool` (with ``fn``), or a decorator that makes one (without).
@@ -335,7 +361,8 @@ def tool(
 
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool.from_function(
-            f, name=name, description=description, timeout=timeout, read_only=read_only
-        )
+            f, name=name, description=description, timeout=timeout, read_only=read_only,
+            approval=approval, defer=defer,
+        )  # fmt: skip
 
     return wrap

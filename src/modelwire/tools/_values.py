@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import msgspec
 
 from ..errors import ConfigurationError
-from ..types import ImageContent, TextContent, ToolCall
+from ..types import AudioContent, DocumentContent, ImageContent, TextContent, ToolCall
+from ..types._content import UserContent
 
 if TYPE_CHECKING:
     from ..types import Message
@@ -83,6 +84,10 @@ FAILURE_HINTS: Mapping[str, str] = MappingProxyType(
         "context_overflow": (
             "Nothing was executed. The conversation no longer fits the model's context "
             "window: the application must shorten it before continuing."
+        ),
+        "tool_unavailable": (
+            "The server behind this tool stopped or did not answer; whether the call ran is "
+            "unknown. Do not retry it now: continue without this tool and tell the user."
         ),
         "aborted": (
             "The user stopped the run before this call finished; whether it had any effect "
@@ -209,20 +214,22 @@ class ToolFailure(Exception):
 class ToolOutput(msgspec.Struct, frozen=True):
     """What a tool returns when it has more than a string to say.
 
-    ``content`` (a string, or text and image blocks) is sent to the model;
+    ``content`` (a string, or text, image, document and audio blocks) is sent to
+    the model;
     ``details`` is kept on the ``ToolResultMessage`` for the application and
     never sent to the model.
 
     Args:
-        content: What the model sees: a string, or a list of ``TextContent`` and
-            ``ImageContent`` blocks (a screenshot, a chart).
+        content: What the model sees: a string, or a list of ``TextContent``,
+            ``ImageContent`` (a screenshot, a chart), ``DocumentContent`` and
+            ``AudioContent`` blocks.
         details: Structured data for the application.
 
     Raises:
         ConfigurationError: ``content`` holds another kind of block.
     """
 
-    content: str | tuple[TextContent | ImageContent, ...]
+    content: str | tuple[UserContent, ...]
     """Sent to the model."""
     details: Any = None
     """Structured data for the application (e.g. a file's version token)."""
@@ -230,7 +237,7 @@ class ToolOutput(msgspec.Struct, frozen=True):
     if TYPE_CHECKING:
         # The constructor takes a list of blocks too (turned into a tuple).
         def __init__(
-            self, content: str | Sequence[TextContent | ImageContent], details: Any = None
+            self, content: str | Sequence[UserContent], details: Any = None
         ) -> None: ...
 
     def __post_init__(self) -> None:
@@ -238,10 +245,12 @@ class ToolOutput(msgspec.Struct, frozen=True):
         if isinstance(content, str):
             return
         if not isinstance(content, list | tuple) or not all(
-            isinstance(b, TextContent | ImageContent) for b in content
+            isinstance(b, TextContent | ImageContent | DocumentContent | AudioContent)
+            for b in content
         ):
             raise ConfigurationError(
-                "ToolOutput.content must be a str or a sequence of TextContent/ImageContent"
+                "ToolOutput.content must be a str or a sequence of TextContent, "
+                "ImageContent, DocumentContent or AudioContent"
             )
         msgspec.structs.force_setattr(self, "content", tuple(content))
 
