@@ -31,7 +31,8 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -98,8 +99,9 @@ def stdio(
     def connect(errlog: Any) -> Any:
         import sys
 
-        from mcp import StdioServerParameters
         from mcp.client.stdio import stdio_client
+
+        from mcp import StdioServerParameters
 
         params = StdioServerParameters(command=command, args=argv, env=extra, cwd=where)
         return stdio_client(params, errlog=errlog or sys.stderr)
@@ -150,12 +152,22 @@ def http(
         raise ConfigurationError("headers must map strings to strings")
     sent = dict(headers or {})
 
-    def connect(_errlog: Any) -> Any:
+    @contextlib.asynccontextmanager
+    async def transport() -> AsyncIterator[Any]:
         import httpx2
         from mcp.client.streamable_http import streamable_http_client
 
-        client = httpx2.AsyncClient(headers=sent, timeout=httpx2.Timeout(30.0, read=300.0))
-        return streamable_http_client(url, http_client=client)
+        # The SDK's timeouts (30 s, 300 s to read: a server may hold a stream open);
+        # the SDK does not close a client it was given, so this does.
+        timeout = httpx2.Timeout(30.0, read=300.0)
+        async with (
+            httpx2.AsyncClient(headers=sent, timeout=timeout) as client,
+            streamable_http_client(url, http_client=client) as streams,
+        ):
+            yield streams
+
+    def connect(_errlog: Any) -> Any:
+        return transport()
 
     # The label is what errors and logs show: the URL without userinfo, query or fragment.
     from urllib.parse import urlsplit

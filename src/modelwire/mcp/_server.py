@@ -197,17 +197,20 @@ class MCPServer(Toolset):
                 self._tools = await self._list(client)
                 ready.set_result(None)
                 await self._stop.wait()
-        except BaseException as exc:
+        except BaseException as caught:
+            exc = _innermost(caught)
             why = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
             if not ready.done():
                 ready.set_exception(
-                    ToolServerError(f"could not open the MCP server {self.label}: {why}")
+                    exc
+                    if isinstance(exc, ConfigurationError)
+                    else ToolServerError(f"could not open {self.label}: {why}")
                 )
             else:
-                log.warning("the MCP server %s stopped: %s", self.label, why)
-            self._dead = f"the MCP server {self.label} stopped ({why})"
+                log.warning("%s stopped: %s", self.label, why)
+            self._dead = f"{self.label} stopped ({why})"
         finally:
-            self._dead = self._dead or f"the MCP server {self.label} was closed"
+            self._dead = self._dead or f"{self.label} was closed"
             self._client = None
             for task in list(self._calls):
                 task.cancel()
@@ -295,7 +298,7 @@ class MCPServer(Toolset):
             return exc
         if isinstance(exc, TimeoutError | concurrent.futures.TimeoutError):
             return ToolServerError(
-                f"the MCP server {self.label} did not finish its handshake and tool listing "
+                f"{self.label} did not finish its handshake and tool listing "
                 f"within {self.connect_timeout:g} s (connect_timeout=)"
             )
         return exc
@@ -350,9 +353,7 @@ class MCPServer(Toolset):
     def _call_sync(self, name: str, args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
         loop = self._loop
         if self._thread is None or loop is None or self._dead is not None:
-            raise ToolFailure(
-                "tool_unavailable", self._dead or f"the MCP server {self.label} is not open"
-            )
+            raise ToolFailure("tool_unavailable", self._dead or f"{self.label} is not open")
         try:
             future = asyncio.run_coroutine_threadsafe(self._call(name, args), loop)
         except RuntimeError:  # the loop ended between the check and the call
@@ -370,7 +371,7 @@ class MCPServer(Toolset):
             except concurrent.futures.CancelledError:
                 raise ToolFailure(
                     "tool_unavailable",
-                    (self._dead or f"the MCP server {self.label} stopped")
+                    (self._dead or f"{self.label} stopped")
                     + f" before the {name} call was answered; whether it ran is unknown",
                 ) from None
             except ToolFailure:
@@ -378,8 +379,8 @@ class MCPServer(Toolset):
             except Exception as exc:
                 raise ToolFailure(
                     "tool_unavailable",
-                    f"the MCP server {self.label} did not answer the {name} call: "
-                    f"{type(exc).__name__}: {exc}",
+                    f"{self.label} did not answer the {name} call ({type(exc).__name__}: "
+                    f"{exc}); whether it ran is unknown",
                 ) from None
         return output_of(result, name)
 
@@ -425,3 +426,11 @@ class MCPServer(Toolset):
         out = tool.execute(args, ToolContext.for_test())
         assert isinstance(out, ToolOutput)
         return out
+
+
+def _innermost(exc: BaseException) -> BaseException:
+    """The first leaf of the exception groups the SDK's task groups raise: the
+    group's own message ("unhandled errors in a TaskGroup") says nothing."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc

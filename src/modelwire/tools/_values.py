@@ -236,9 +236,7 @@ class ToolOutput(msgspec.Struct, frozen=True):
 
     if TYPE_CHECKING:
         # The constructor takes a list of blocks too (turned into a tuple).
-        def __init__(
-            self, content: str | Sequence[UserContent], details: Any = None
-        ) -> None: ...
+        def __init__(self, content: str | Sequence[UserContent], details: Any = None) -> None: ...
 
     def __post_init__(self) -> None:
         content = self.content
