@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: demo test quick lint types unit docs bench bench-fallback bench-gateway clients clean
+.PHONY: demo test quick lint types unit docs bench bench-fallback bench-deferred bench-gateway clients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -72,6 +72,10 @@ bench:
 # The overhead of a mw.Fallback whose first model succeeds (modelwire only, no peers).
 bench-fallback: $(STAMP)
 	$(BIN)/python bench/bench_fallback.py
+
+# The bytes of an agent's first request with 200 tools, sent vs deferred (modelwire only).
+bench-deferred: $(STAMP)
+	$(BIN)/python bench/bench_deferred.py
 
 # The latency the gateway (modelwire serve) adds to a streamed answer, against the
 # backend itself and against the LiteLLM proxy when bench/.venv-litellm holds it.

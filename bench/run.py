@@ -8,7 +8,7 @@ rounds and reports medians, the ratio being the median of the per-round ratios.
 
     python bench/run.py                  # everything, then the goals table
     python bench/run.py replay peers     # some sections: import sse replay apis peers args
-                                         # concurrency live batch
+                                         # concurrency live batch deferred
     python bench/run.py --quick          # smaller sizes and fewer rounds (a smoke run)
 
 The peers (OpenAI and Anthropic SDKs, httpx-sse, LiteLLM) come from
@@ -696,6 +696,12 @@ def bench_batch() -> None:
     subprocess.run([sys.executable, str(HERE / "bench_batch.py"), *args], check=False)
 
 
+def bench_deferred() -> None:
+    """The first request of an agent with 200 tools, sent vs deferred (bench/bench_deferred.py)."""
+    sys.stdout.flush()
+    subprocess.run([sys.executable, str(HERE / "bench_deferred.py")], check=False)
+
+
 # --------------------------------------------------------------------------- main
 
 SECTIONS: dict[str, Callable[[], None]] = {
@@ -708,6 +714,7 @@ SECTIONS: dict[str, Callable[[], None]] = {
     "concurrency": bench_concurrency,
     "live": bench_live,
     "batch": bench_batch,
+    "deferred": bench_deferred,
 }
 
 

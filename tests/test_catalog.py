@@ -118,7 +118,7 @@ def test_every_entry_is_valid(provider: dict[str, Any], entry: dict[str, Any]) -
         assert levels == [lv for lv in REASONING_LEVELS if lv in levels]
     assert set(entry) <= {
         "id", "name", "api", "base_url", "reasoning", "input", "context_window", "max_tokens",
-        "cost", "reasoning_levels", "compat", "headers", "notes",
+        "cost", "reasoning_levels", "compat", "capabilities", "headers", "notes",
     }  # fmt: skip
 
 

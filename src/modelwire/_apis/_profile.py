@@ -4,10 +4,11 @@ Three layers, the later winning field by field (:class:`~modelwire.types.Capabil
 the wire API's default for the model (``codec.capabilities(model)``), the catalog
 (its provider's entry for the API, then the listed model's), then
 ``Model.capabilities``. What no layer says gets the conservative answer below —
-no native structured output, no forced tool choice, no late signatures — except what
-a codec states by having it: a counting facet means a token-count endpoint. Only
-``forced_tool_choice`` may stay ``None`` (unknown): an API that produces events itself
-may honour ``tool_choice``, so a forced tool is allowed when asked for, never the default.
+no native structured output, no forced tool choice, no late signatures, no tool search
+— except what a codec states by having it: a counting facet means a token-count
+endpoint. Only ``forced_tool_choice`` may stay ``None`` (unknown): an API that produces
+events itself may honour ``tool_choice``, so a forced tool is allowed when asked for,
+never the default.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ _UNSAID = Capabilities(
     late_call_signatures=False,
     server_tools=(),
     mid_conversation_system=False,
+    tool_search=False,
 )
 
 

@@ -47,11 +47,13 @@ from ..types import (
     Model,
     SystemMessage,
     ToolCall,
+    ToolDefinition,
     ToolResultMessage,
     UserMessage,
 )
 from ._calls import CallConfig, DynamicModel, DynamicOptions
 from ._controls import Controls
+from ._deferred import check_reserved, provider_searches, request_tools, search_tool
 from ._drive import check_sync, drive_async, drive_sync
 from ._execute import AfterToolCall, BeforeToolCall, failure_result
 from ._intents import Core, NextModelEvent, OpenModel, Resolve
@@ -115,7 +117,9 @@ class Agent(CallConfig, ToolRunner, Controls):
             model call (its ``base_url``, ``id`` and ``headers`` are the call's).
         tools: The tools the model may call (``@mw.tool`` or ``mw.Tool``), unique names,
             and tool servers (``modelwire.mcp``): one the caller has not opened is
-            opened at the start of each run and closed at its end.
+            opened at the start of each run and closed at its end. A tool made with
+            ``defer=True`` is sent only once the model found it, with the provider's
+            tool search or the agent's own ``search_tools`` (:mod:`._deferred`).
         system_prompt: The system prompt of every turn.
         api_key: A key, or a zero-argument callable read at each call.
         max_turns: Model responses per run; then the run ends with
@@ -138,8 +142,9 @@ class Agent(CallConfig, ToolRunner, Controls):
             (:class:`modelwire._client._options.AgentOptions`).
 
     Raises:
-        ConfigurationError: Unknown options, duplicate tool names, a bad setting; a
-            hook or dynamic callable returning the wrong type raises it from the run.
+        ConfigurationError: Unknown options, duplicate tool names, a tool named
+            ``search_tools`` beside deferred ones, a bad setting; a hook or dynamic
+            callable returning the wrong type raises it from the run.
         MissingAPIKeyError: No ``api_key`` and the provider's variable is unset.
 
     Example:
@@ -196,7 +201,10 @@ class Agent(CallConfig, ToolRunner, Controls):
             if tool.name in self.tools:
                 raise ConfigurationError(f"two tools are named {tool.name!r}")
             self.tools[tool.name] = tool
+        check_reserved(self.tools)
         self._own_tools = dict(self.tools)
+        #: The run's ``search_tools`` when a tool is deferred (``agent._deferred``).
+        self._search: Tool | None = None
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ConfigurationError("system_prompt must be a string or None")
         self.system_prompt = system_prompt
@@ -379,6 +387,9 @@ class Agent(CallConfig, ToolRunner, Controls):
         pending = self._resume_calls() if new_prompt is None else []
         if self._toolsets:  # the driver opened them: their tools join the run's
             self.tools = merge_tools(self._own_tools, self._toolsets)
+            check_reserved(self.tools)
+        deferred = {name: t for name, t in self.tools.items() if t.defer}
+        self._search = search_tool(deferred) if deferred else None
         self._state = st
         new: list[Message] = []
         turn_state: list[Turn] = []
@@ -528,16 +539,25 @@ class Agent(CallConfig, ToolRunner, Controls):
             usage=sum_usage(new),
         )
 
+    def _definitions(self, model: Model | Fallback) -> tuple[ToolDefinition, ...]:
+        """The tool definitions of one request (deferred tools: ``agent._deferred``)."""
+        if self._search is None:
+            return tuple(t.definition for t in self.tools.values())
+        provider = provider_searches(model)
+        return request_tools(self.tools, self._messages, self._search, provider)
+
     def _respond(
         self, st: RunState, turn: int, new: list[Message], final: list[AssistantMessage]
     ) -> Core:
         """One model response: wraps each model event once; appends the message. A
         stream left open (the run closed or failed meanwhile) stays in ``st.stream``
         for the driver to close."""
+        # The model first: with deferred tools, which definitions go depends on it.
+        model, options = yield from self._call_config()
         context = Context(
             system_prompt=self.system_prompt,
             messages=tuple(self._messages),
-            tools=tuple(t.definition for t in self.tools.values()) or None,
+            tools=self._definitions(model) or None,
         )
         if self.prepare_next_turn is not None:
             prepared = yield Resolve(self.prepare_next_turn(context))
@@ -552,7 +572,6 @@ class Agent(CallConfig, ToolRunner, Controls):
                 self._messages[:] = prepared.messages
             context = prepared
             yield ContextPreparedEvent(turn=turn, context=context, replaced=replaced)
-        model, options = yield from self._call_config()
         s = yield OpenModel(model, context, {"api_key": self.api_key, **options})
         st.stream = s
         if st.aborted:

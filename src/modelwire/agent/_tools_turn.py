@@ -59,6 +59,14 @@ class ToolRunner:
     after_tool_call: AfterToolCall | None
     _messages: list[Message]
     _executed: set[str]
+    _search: Tool | None
+
+    def _callable(self) -> dict[str, Tool]:
+        """The tools a call may name: the run's, and its ``search_tools`` when a tool
+        is deferred (a deferred tool is callable before the model loaded it)."""
+        if self._search is None:
+            return self.tools
+        return {**self.tools, self._search.name: self._search}
 
     def _record(self, message: Message, new: list[Message]) -> list[AgentEvent]:
         self._messages.append(message)
@@ -72,6 +80,7 @@ class ToolRunner:
         (:class:`Spawn`) and — sequential — waited for before the next is
         judged, or — parallel — all are waited for at the end."""
         transcript = tuple(self._messages)
+        tools = self._callable()
         kinds: list[str | None] = [None] * len(turn.calls)
         sequential = self.tool_execution == "sequential"
 
@@ -96,7 +105,7 @@ class ToolRunner:
             if st.aborted:
                 prep = Prepared(call, failure=not_started(call))
             else:
-                prep = yield from prepare(call, self.tools, answered, self.before_tool_call)
+                prep = yield from prepare(call, tools, answered, self.before_tool_call)
                 if st.aborted and prep.failure is None:  # aborted during before_tool_call
                     prep = Prepared(call, failure=not_started(call))
             if prep.failure is not None:

@@ -61,6 +61,12 @@ class Capabilities(_Value, frozen=True, forbid_unknown_fields=True, omit_default
     server_tools: tuple[str, ...] | None = None
     """The provider-run tools the model can be given (``web_search``, ``web_fetch``,
     ``code_execution``: :class:`~modelwire.types.ServerTool`); ``()``: none."""
+    tool_search: bool | None = None
+    """Whether the provider searches the model's deferred tools itself: tools sent with
+    ``ToolDefinition.defer_loading`` stay out of the model's context until its search
+    finds them (Anthropic's tool search tool, OpenAI Responses' ``tool_search``). An
+    ``Agent`` with deferred tools then sends them all, marked, instead of adding its own
+    ``search_tools``."""
 
     def __post_init__(self) -> None:
         if self.structured_output is not None and self.structured_output not in _STRUCTURED:
@@ -73,6 +79,7 @@ class Capabilities(_Value, frozen=True, forbid_unknown_fields=True, omit_default
             "token_count",
             "late_call_signatures",
             "mid_conversation_system",
+            "tool_search",
         ):
             value = getattr(self, name)
             if value is not None and not isinstance(value, bool):

@@ -348,7 +348,7 @@ tool result, or instructions given partway; ``role`` (``"user"``, ``"assistant"`
 (``mw.from_json(data, list[mw.Message])``)."""
 
 
-class ToolDefinition(_Value, frozen=True):
+class ToolDefinition(_Value, frozen=True, omit_defaults=True):
     """A tool the model may call.
 
     What ``Context.tools`` declares: the name, the description and the arguments
@@ -364,11 +364,19 @@ class ToolDefinition(_Value, frozen=True):
     """When to use it and what it returns, written for the model."""
     parameters: dict[str, Any]
     """JSON Schema (Draft 2020-12) of the arguments object."""
+    defer_loading: bool = False
+    """For the provider's own tool search (``Capabilities.tool_search``): the tool stays
+    out of the model's context until the search finds it (OpenAI Responses still shows
+    its name and description). Anthropic Messages then also gets its tool search tool,
+    Responses its ``tool_search``; an API without one sends the tool as any other. An
+    ``Agent`` sets it only for a model whose profile says ``tool_search``."""
 
     def __post_init__(self) -> None:
         _require_str("ToolDefinition", "name", self.name, non_empty=True)
         if not isinstance(self.parameters, dict):
             raise ConfigurationError("ToolDefinition.parameters must be a JSON Schema dict")
+        if not isinstance(self.defer_loading, bool):
+            raise ConfigurationError("ToolDefinition.defer_loading must be True or False")
         # Every $ref must resolve inside the schema (no fetching): a pure walk that
         # needs neither jsonschema nor the tools package.
         from .._schema_refs import check_refs

@@ -7,7 +7,8 @@ extended and adaptive thinking, ``/en/docs/build-with-claude/extended-thinking``
 ``/en/docs/build-with-claude/adaptive-thinking`` and
 ``/en/docs/build-with-claude/effort``; prompt caching,
 ``/en/docs/build-with-claude/prompt-caching``; the tool-use, PDF-support, citations
-and Files API docs for ``tool_use``/``tool_result`` and ``document`` blocks.
+and Files API docs for ``tool_use``/``tool_result`` and ``document`` blocks; the tool
+search tool, ``/en/agents-and-tools/tool-use/tool-search-tool``, for ``defer_loading``.
 
 Compat flags (``Model(compat={...})``, :class:`AnthropicCompat`) cover servers and
 models that differ: the thinking mode, effort and budget tables, the
@@ -38,6 +39,7 @@ from ...types import (
     TextContent,
     ThinkingContent,
     ToolCall,
+    ToolDefinition,
     ToolResultMessage,
     UserContent,
     UserMessage,
@@ -62,6 +64,7 @@ __all__ = [
     "ADAPTIVE_EFFORTS",
     "RESERVED",
     "THINKING_BUDGETS",
+    "TOOL_SEARCH",
     "AnthropicCompat",
     "build_body",
     "detect_compat",
@@ -482,6 +485,26 @@ def _thinking(
     return max_tokens, {"thinking": {"type": "enabled", "budget_tokens": budget}}
 
 
+#: The server-side tool search Claude runs over the tools sent with ``defer_loading``
+#: (tool search tool docs,
+#: https://platform.claude.com/docs/en/agents-and-tools/tool-use/tool-search-tool):
+#: the regex variant, where the model writes a Python ``re.search`` pattern. A request
+#: with a deferred tool and no search tool is refused, and the search tool itself is
+#: never deferred, so at least one tool stays loaded, as the API requires.
+TOOL_SEARCH: dict[str, Any] = {"type": "tool_search_tool_regex_20251119",
+                               "name": "tool_search_tool_regex"}  # fmt: skip
+
+
+def _tool(t: ToolDefinition) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": t.name, "description": t.description,
+                            "input_schema": t.parameters}  # fmt: skip
+    if t.defer_loading:
+        # Kept out of the model's context until its tool search returns a
+        # ``tool_reference`` to it; the API then expands the definition in place.
+        tool["defer_loading"] = True
+    return tool
+
+
 def uses_files(context: Context) -> bool:
     for msg in context.messages:
         if isinstance(msg, UserMessage | ToolResultMessage) and not isinstance(msg.content, str):
@@ -502,14 +525,13 @@ def build_body(model: Model, context: Context, options: RequestOptions) -> dict[
         body["system"] = system
     body["messages"] = messages
     if context.tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.parameters}
-            for t in context.tools
-        ]
+        body["tools"] = [_tool(t) for t in context.tools]
     if options.server_tools:
         body.setdefault("tools", []).extend(
             server_tool_objects(options.server_tools, SERVER_TOOLS, API_NAME)
         )
+    if any(t.defer_loading for t in context.tools or ()):
+        body["tools"].append(dict(TOOL_SEARCH))
     choice = _tool_choice(context, options, bool(thinking))
     if choice is not None:
         body["tool_choice"] = choice

@@ -136,11 +136,17 @@ class OpenAIResponsesAPI:
         tools = context.tools or ()
         check_tool_choice(options.tool_choice, context)
         if tools:
-            body["tools"] = [_tool(t.name, t.description, t.parameters, compat) for t in tools]
+            body["tools"] = [_tool(t.name, t.description, t.parameters, compat,
+                                   defer=t.defer_loading) for t in tools]  # fmt: skip
         if options.server_tools:
             body.setdefault("tools", []).extend(
                 server_tool_objects(options.server_tools, spec.SERVER_TOOLS, self.name)
             )
+        if any(t.defer_loading for t in tools):
+            # Deferred functions are found by the hosted tool_search, which goes in the
+            # same tools array ("Tool search" guide,
+            # https://developers.openai.com/api/docs/guides/tools-tool-search).
+            body["tools"].append({"type": "tool_search"})
         choice = _tool_choice(options.tool_choice, {t.name for t in tools})
         if choice is not None:
             body["tool_choice"] = choice

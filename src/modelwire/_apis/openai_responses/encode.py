@@ -327,7 +327,14 @@ def _tool_choice(tc: str | dict[str, Any] | None, names: set[str]) -> Any:
     return tc
 
 
-def _tool(name: str, description: str, parameters: dict[str, Any], compat: ResponsesCompat) -> Any:
+def _tool(
+    name: str,
+    description: str,
+    parameters: dict[str, Any],
+    compat: ResponsesCompat,
+    *,
+    defer: bool = False,
+) -> Any:
     # Responses tools are flat: no nested "function" object as in Chat Completions.
     tool: dict[str, Any] = {
         "type": "function",
@@ -337,4 +344,8 @@ def _tool(name: str, description: str, parameters: dict[str, Any], compat: Respo
     }
     if compat.strict_tools is not None:
         tool["strict"] = compat.strict_tools
+    if defer:
+        # Searchable by tool_search: the model sees the name and description, the
+        # parameters once its search loads the function ("Tool search" guide).
+        tool["defer_loading"] = True
     return tool
