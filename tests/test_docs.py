@@ -320,7 +320,11 @@ def _docs_reply(request: Any) -> str:
 
 def _cli_env(server: MockServer) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # A reader's shell has modelwire's environment on PATH (that is where its
+    # `modelwire` command is), so `python` in a documented --mcp command is that one.
+    path = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     env.update(
+        PATH=path,
         OPENAI_BASE_URL=server.model("openai-chat").base_url,
         ANTHROPIC_BASE_URL=server.origin,
         OPENAI_API_KEY="sk-doc-test",

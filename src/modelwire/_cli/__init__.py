@@ -20,6 +20,7 @@
     modelwire keys set|get|list|remove|path [NAME]  # API keys in keys.json (0600), after the env
     modelwire aliases set|list|remove|path          # -m ALIAS for a PROVIDER/MODEL (aliases.json)
     modelwire completion bash|zsh|fish              # a shell completion script
+    modelwire mcp tools SERVER [--json]             # an MCP server's tools (chat/run --mcp SERVER)
 
 Conventions from the SDKs and ``llm``: ``-m`` defaults to ``$MODELWIRE_MODEL`` or
 ``model = "…"`` in ``$XDG_CONFIG_HOME/modelwire/config.toml``; ``OPENAI_BASE_URL``,
@@ -282,11 +283,12 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_parser(sub)
     logs.add_parser(sub)
     serve.add_parser(sub)
-    from . import aliases, keys
+    from . import aliases, keys, mcp
 
     templates.add_parser(sub)
     keys.add_parser(sub)
     aliases.add_parser(sub)
+    mcp.add_parser(sub)
 
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
@@ -302,7 +304,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import aliases, batch, commands, keys, logs, serve, templates
+    from . import aliases, batch, commands, keys, logs, mcp, serve, templates
 
     handlers = {
         "demo": commands.demo,
@@ -319,6 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "templates": templates.run,
         "keys": keys.run,
         "aliases": aliases.run,
+        "mcp": mcp.run,
         "serve": serve.run,
     }
     try:

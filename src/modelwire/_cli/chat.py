@@ -37,6 +37,7 @@ if TYPE_CHECKING:
 
     from ..testing import Reply
     from ..types import AssistantMessage, Context, Message, Model, ToolDefinition
+    from .functions import Toolset
 
 __all__ = ["chain", "chat", "log_failed", "settle"]
 
@@ -213,13 +214,27 @@ def _continued(args: argparse.Namespace) -> tuple[str, Model, Context]:
 
 
 def _chat(args: argparse.Namespace, scripted: tuple[Model, Context] | None) -> int:
-    from .._client._log import new_conversation_id
-    from ..types import Context
     from .functions import toolset
     from .schema import schema_of
 
     schema = schema_of(args)
-    tools = toolset(args)  # --functions / -T: each turn runs the agent with them
+    tools = toolset(args)  # --functions / -T / --mcp: each turn runs the agent with them
+    try:
+        return _converse(args, scripted, schema, tools)
+    finally:
+        if tools is not None:
+            tools.close()  # the --mcp servers, kept for every turn until now
+
+
+def _converse(
+    args: argparse.Namespace,
+    scripted: tuple[Model, Context] | None,
+    schema: dict[str, Any] | None,
+    tools: Toolset | None,
+) -> int:
+    from .._client._log import new_conversation_id
+    from ..types import Context
+
     cid = new_conversation_id()
     if scripted is not None:
         model, ctx = scripted

@@ -49,7 +49,9 @@ if TYPE_CHECKING:
     import argparse
 
     from ..testing import RecordedRequest, Reply
-    from ..types import AssistantMessage, ToolCall
+    from ..types import AssistantMessage, Model, ToolCall
+    from .functions import Toolset
+    from .inputs import Inputs
 
 __all__ = ["chat", "demo", "mock_server", "models", "replay", "run", "trace"]
 
@@ -104,11 +106,27 @@ def run(args: argparse.Namespace) -> int:
     task = read_prompt(args.task, stdin_is_prompt=not _isatty(sys.stdin) and not inputs.stdin_used)
     if not task and not inputs:
         raise CLIError("usage", "no task: give it as arguments or on stdin ('-')")
-    from ..agent import Agent
     from .functions import toolset
 
-    tools = toolset(args, keep_builtins=True)  # read, ls, grep and any --functions
+    tools = toolset(args, keep_builtins=True)  # read, ls, grep, any --functions and --mcp
     assert tools is not None
+    try:
+        return _run_agent(args, model, tools, schema, inputs, task, screen)
+    finally:
+        tools.close()  # the --mcp servers
+
+
+def _run_agent(
+    args: argparse.Namespace,
+    model: Model,
+    tools: Toolset,
+    schema: dict[str, Any] | None,
+    inputs: Inputs,
+    task: str,
+    screen: Screen,
+) -> int:
+    from ..agent import Agent
+
     # The live paid mode retries nothing unless asked (--max-retries): a repeated
     # paid call is the caller's decision.
     opts = note_retries({"max_retries": 0, **request_options(args)})

@@ -8,12 +8,13 @@ file, ``_private`` ones and lambdas are left out; a top-level ``@mw.tool`` defin
 in the file is taken as it is.
 
 ``-T NAME`` selects tools: the built-in read-only file tools ``read``, ``ls``,
-``grep`` (rooted at ``--root``) and the functions by name. ``run`` always has the
-built-in tools; ``chat`` has only what ``-T`` names, or every function of the files
-when ``-T`` is not given.
+``grep`` (rooted at ``--root``), the functions and the tools of the ``--mcp``
+servers (:mod:`.mcp`) by name. ``run`` always has the built-in tools; ``chat`` has
+only what ``-T`` names, or every function and server tool when ``-T`` is not given.
 
 The built-in tools only read. A function may change things, so each call of one
-needs the user's approval unless it is made with ``@mw.tool(read_only=True)``:
+needs the user's approval unless it is made with ``@mw.tool(read_only=True)``; so
+does a server's tool unless the server marks it ``readOnlyHint``:
 on a terminal the CLI asks ``Run NAME(args)? [y/N]``; without one the call is
 refused (the model is told, stderr says to pass ``--ta``), unless ``--ta``
 approves every call. ``--td`` prints each call and its result on stderr.
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
 
     from ..tools import Tool
     from ..types import AssistantMessage, Context, Message, Model, ToolCall
+    from .mcp import Servers
     from .output import EventPrinter
 
 __all__ = ["BUILTIN", "Toolset", "add_arguments", "load_functions", "toolset"]
@@ -54,9 +56,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a Python file (or code) whose public typed functions become tools "
                    "the model may call; each call needs approval unless the function is "
                    "decorated @mw.tool(read_only=True); repeatable")  # fmt: skip
+    from . import mcp
+
+    mcp.add_arguments(p)
     p.add_argument("-T", "--tool", dest="tool_names", action="append", metavar="NAME",
-                   help=f"a tool to offer: {', '.join(BUILTIN)} (read-only, rooted at --root) "
-                   "or a function from --functions (then only the named ones); repeatable")  # fmt: skip
+                   help=f"a tool to offer: {', '.join(BUILTIN)} (read-only, rooted at --root), "
+                   "a function from --functions or a tool of an --mcp server (then only the "
+                   "named ones); repeatable")  # fmt: skip
     p.add_argument("--td", "--tools-debug", dest="tool_debug", action="store_true",
                    help="print each tool call and its result on stderr")  # fmt: skip
     p.add_argument("--ta", "--approve-tools", dest="approve_tools", action="store_true",
@@ -154,14 +160,15 @@ def _check_hints(fn: Any, where: str) -> None:
 def toolset(args: argparse.Namespace, *, keep_builtins: bool = False) -> Toolset | None:
     """The tools the flags select (``None``: no tool flags and no built-in tools).
 
-    ``keep_builtins`` (``run``): read, ls and grep are always there."""
-    import difflib
-
+    ``keep_builtins`` (``run``): read, ls and grep are always there. The ``--mcp``
+    servers are started here, once every other flag was checked, so that ``-T`` can
+    name their tools; the caller stops them with :meth:`Toolset.close`."""
     functions: list[Tool] = []
     for i, spec in enumerate(getattr(args, "functions", None) or ()):
         functions.extend(load_functions(spec, i))
     named: list[str] = list(getattr(args, "tool_names", None) or ())
-    if not functions and not named and not keep_builtins:
+    specs: list[str] = list(getattr(args, "mcp", None) or ())
+    if not functions and not named and not specs and not keep_builtins:
         return None
     by_name: dict[str, Tool] = {}
     for tool in functions:
@@ -171,28 +178,65 @@ def toolset(args: argparse.Namespace, *, keep_builtins: bool = False) -> Toolset
         if tool.name in by_name:
             raise CLIError("usage", f"--functions: two functions are named {tool.name}")
         by_name[tool.name] = tool
-    known = [*BUILTIN, *by_name]
+    builtins = keep_builtins or any(n in BUILTIN for n in named)
+    root = getattr(args, "root", ".")
+    if builtins and not Path(root).is_dir():
+        raise CLIError("configuration", f"--root {root!r} is not a directory")
+    servers = None
+    if specs:
+        from .mcp import open_servers
+
+        servers = open_servers(specs)
+    try:
+        served = [(t, s.label) for s in (servers.servers if servers else ()) for t in s.tools]
+        chosen = _choose(named, by_name, served, root if builtins else None, keep_builtins)
+    except BaseException:
+        if servers is not None:
+            servers.close()
+        raise
+    return Toolset(chosen, approve_all=bool(getattr(args, "approve_tools", False)),
+                   debug=bool(getattr(args, "tool_debug", False)), servers=servers)  # fmt: skip
+
+
+def _choose(
+    named: list[str],
+    by_name: dict[str, Tool],
+    served: list[tuple[Tool, str]],
+    root: str | None,
+    keep_builtins: bool,
+) -> list[Tool]:
+    """What ``-T`` selects (everything when it is not given) from the built-in tools
+    (``root``: they are offered), the functions and the servers' tools."""
+    import difflib
+
+    known = list(dict.fromkeys([*BUILTIN, *by_name, *(t.name for t, _ in served)]))
     for n in named:
         if n not in known:
             close = difflib.get_close_matches(n, known, n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]}?" if close else ""
-            more = "" if by_name else " (--functions FILE.py adds functions)"
+            more = "" if by_name or served else " (--functions FILE.py adds functions)"
             raise CLIError("usage", f"-T {n}: no tool named {n!r}{hint} (tools: "
                            f"{', '.join(known)}{more})")  # fmt: skip
     chosen: list[Tool] = []
-    if keep_builtins or any(n in BUILTIN for n in named):
+    if root is not None:
         from ..tools import read_only as file_tools
 
-        root = getattr(args, "root", ".")
-        if not Path(root).is_dir():
-            raise CLIError("configuration", f"--root {root!r} is not a directory")
         chosen.extend(t for t in file_tools(root=root) if keep_builtins or t.name in named)
     if named:
         chosen.extend(by_name[n] for n in dict.fromkeys(named) if n in by_name)
+        served = [(t, label) for t, label in served if t.name in named]
     else:
         chosen.extend(by_name.values())
-    return Toolset(chosen, approve_all=bool(getattr(args, "approve_tools", False)),
-                   debug=bool(getattr(args, "tool_debug", False)))  # fmt: skip
+    source = {t.name: "a built-in tool" if t.name in BUILTIN else "a --functions function"
+              for t in chosen}  # fmt: skip
+    for tool, label in served:
+        if tool.name in source:
+            raise CLIError("usage", f"two tools are named {tool.name}: {source[tool.name]} and "
+                           f"a tool of {label}; they cannot be offered together, so leave one "
+                           "of them out")  # fmt: skip
+        source[tool.name] = f"a tool of {label}"
+        chosen.append(tool)
+    return chosen
 
 
 # --------------------------------------------------------------------------- the tool calls
@@ -211,8 +255,16 @@ def _shown(call: ToolCall, args: dict[str, Any] | None = None) -> str:
 class Toolset:
     """The selected tools, the approval hook and the ``--td`` printout."""
 
-    def __init__(self, tools: Iterable[Tool], *, approve_all: bool, debug: bool) -> None:
+    def __init__(
+        self,
+        tools: Iterable[Tool],
+        *,
+        approve_all: bool,
+        debug: bool,
+        servers: Servers | None = None,
+    ) -> None:
         self.tools: list[Tool] = list(tools)
+        self._servers = servers  # the --mcp servers, open until close()
         self.read_only = frozenset(t.name for t in self.tools if t.read_only)
         self.approve_all = approve_all
         self.debug = debug
@@ -220,6 +272,12 @@ class Toolset:
         self._pending: asyncio.Future[bytes] | None = None
         # REPL turns: each final answer stands for the messages its run added.
         self._turns: dict[int, tuple[AssistantMessage, tuple[Message, ...]]] = {}
+
+    def close(self) -> None:
+        """Stop the ``--mcp`` servers (no-op without any)."""
+        if self._servers is not None:
+            servers, self._servers = self._servers, None
+            servers.close()
 
     # ------------------------------------------------------------ approval
 
