@@ -12,8 +12,10 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import re
 import socket
 import sys
+import textwrap
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -175,9 +177,9 @@ async def test_text_images_resources_and_structured_content_reach_the_model(
         run = await mw.Agent(model, [make()]).run("Use them all.")
     echo, picture, documents, weather = _results(run)
     assert echo.text == "héllo" and not echo.is_error
-    assert [type(b) for b in picture.content] == [ImageContent, TextContent]
-    assert picture.content[0].mime_type == "image/png"
-    assert picture.content[1].text == "a caption"
+    image, caption = picture.content
+    assert isinstance(image, ImageContent) and image.mime_type == "image/png"
+    assert isinstance(caption, TextContent) and caption.text == "a caption"
     text, pdf = documents.content
     assert isinstance(text, TextContent) and "the notes" in text.text
     assert isinstance(pdf, DocumentContent) and pdf.mime_type == "application/pdf"
@@ -364,7 +366,7 @@ async def test_a_tool_not_marked_read_only_needs_approval(log: Path, path: str) 
 
     def approve(call: Any, args: dict[str, Any]) -> bool:
         asked.append((call.name, args))
-        return args["text"] != "no"
+        return bool(args["text"] != "no")
 
     async def run(server: mcp.MCPServer, **kw: Any) -> Any:
         script = [tool_call("write_note", {"text": "x"}), tool_call("echo", {"text": "y"}), "ok"]
@@ -439,12 +441,12 @@ def test_a_caller_opened_server_serves_many_runs_and_threads(log: Path) -> None:
     [
         (lambda: mcp.stdio(""), "command"),
         (lambda: mcp.stdio("x", "not-a-list"), "args"),
-        (lambda: mcp.stdio("x", prefix=3), "prefix"),
+        (lambda: mcp.stdio("x", prefix=3), "prefix"),  # type: ignore[arg-type]
         (lambda: mcp.stdio("x", allow=[""]), "allow"),
         (lambda: mcp.stdio("x", timeout=0), "timeout"),
-        (lambda: mcp.stdio("x", trust="yes"), "trust"),
+        (lambda: mcp.stdio("x", trust="yes"), "trust"),  # type: ignore[arg-type]
         (lambda: mcp.http("ftp://example.test/mcp"), "http://"),
-        (lambda: mcp.http("http://h/mcp", headers={"a": 1}), "headers"),
+        (lambda: mcp.http("http://h/mcp", headers={"a": 1}), "headers"),  # type: ignore[dict-item]
         (lambda: mcp.in_process(object()), "mcp SDK server"),
     ],
 )
@@ -468,3 +470,19 @@ def test_tool_output_carries_documents_and_audio() -> None:
     with pytest.raises(ConfigurationError, match="DocumentContent"):
         ToolOutput([object()])  # type: ignore[list-item]
     assert ToolContext.for_test().cancelled is False
+
+
+# ------------------------------------------------------------- the documented examples
+
+
+@pytest.mark.parametrize("where", ["module", "stdio", "http", "in_process"])
+def test_the_docstring_examples_run_as_printed(
+    where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = (mcp if where == "module" else getattr(mcp, where)).__doc__
+    assert doc is not None
+    (code,) = re.findall(r"```python\n(.*?)```", textwrap.dedent(doc.split("Example:")[1]), re.S)
+    exec(compile(textwrap.dedent(code), f"<mcp.{where} example>", "exec"), {})
+    printed = capsys.readouterr().out.splitlines()
+    promised = re.findall(r"print\(.*\)  # (.+)", code)
+    assert printed == promised

@@ -22,7 +22,7 @@ def save_note(path: str, text: str) -> str:
     return f"saved {len(text)} characters to {path}"
 
 
-@server.tool(annotations=ToolAnnotations(readOnlyHint=True))
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def count_words(text: str) -> int:
     """Count the words of a text."""
     return len(text.split())
