@@ -87,6 +87,17 @@ def stdio(
 
     Raises:
         ConfigurationError: A bad argument, or the ``mcp`` SDK is not installed.
+
+    Example:
+        ```python
+        import sys
+
+        from modelwire import mcp
+
+        clock = mcp.stdio(sys.executable, ["-m", "mcp_server_time"], prefix="clock_")
+        with clock:  # or let an agent open it for each run
+            print([t.name for t in clock.tools])  # ['clock_get_current_time', 'clock_convert_time']
+        ```
     """
     _sdk()
     if not isinstance(command, str) or not command:
@@ -142,6 +153,15 @@ def http(
 
     Raises:
         ConfigurationError: A bad argument, or the ``mcp`` SDK is not installed.
+
+    Example:
+        ```python
+        from modelwire import mcp
+
+        docs = mcp.http("https://mcp.example.com/mcp", headers={"Authorization": "Bearer <token>"},
+                        allow=["search_*"], timeout=30)
+        print(docs.is_open)  # False
+        ```
     """
     _sdk()
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -208,6 +228,23 @@ def in_process(
 
     Raises:
         ConfigurationError: Not an SDK server, or the ``mcp`` SDK is not installed.
+
+    Example:
+        ```python
+        from mcp.server.mcpserver import MCPServer
+
+        from modelwire import mcp
+
+        notes = MCPServer("notes", log_level="WARNING")
+
+        @notes.tool()
+        def forget(day: str) -> str:
+            '''Delete the notes of a day.'''
+            return "deleted"
+
+        with mcp.in_process(notes) as server:
+            print([(t.name, t.approval) for t in server.tools])  # [('forget', True)]
+        ```
     """
     _sdk()
     from mcp.server import Server

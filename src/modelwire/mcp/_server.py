@@ -36,8 +36,8 @@ __all__ = ["DEFAULT_CONNECT_TIMEOUT", "MCPServer"]
 
 log = logging.getLogger("modelwire.mcp")
 
-#: Seconds to start a server, finish the handshake and list its tools.
 DEFAULT_CONNECT_TIMEOUT = 30.0
+"""Seconds to start a server, finish the handshake and list its tools."""
 # How often a waiting call looks at ctx.cancel (a threading.Event cannot be awaited
 # together with a future).
 _POLL = 0.05
