@@ -46,6 +46,7 @@ LAYERS: tuple[tuple[str, frozenset[str]], ...] = (
                 "batching",
                 "gateway",
                 "testing",
+                "mcp",
                 "_cli",
                 "otel",
                 "trace",

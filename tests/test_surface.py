@@ -26,6 +26,7 @@ PUBLIC = {
     "modelwire.events",
     "modelwire.ext",
     "modelwire.gateway",
+    "modelwire.mcp",
     "modelwire.testing",
     "modelwire.testing.pytest_plugin",
     "modelwire.tools",

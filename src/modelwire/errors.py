@@ -157,11 +157,9 @@ class ModelwireError(Exception):
 class ConfigurationError(ModelwireError, ValueError):
     """The caller asked for something impossible; raised before any request.
 
-    ``kind`` ``"configuration"``. Raised at once by the entry points, constructors
-    and validators for a caller mistake: an unknown or invalid option (the closest
-    name suggested), a value of the wrong type, input a model does not accept. The
-    message says what to change; nothing was sent, so fix the call rather than retry
-    it. Also a ``ValueError``.
+    ``kind`` ``"configuration"``, also a ``ValueError``: an unknown or invalid option
+    (the closest name suggested), a value of the wrong type, input a model does not
+    accept. The message says what to change; nothing was sent: fix, do not retry.
     """
 
     kind = "configuration"
@@ -175,11 +173,8 @@ class OutputWriteError(ModelwireError, OSError):
 
 
 class ToolServerError(ModelwireError):
-    """A tool server (an MCP server) could not be started, reached or listed: the
-    command failed, the URL did not answer, the handshake or the tool listing broke.
-    Raised when the server is opened (by ``async with``, or by the agent at the start
-    of a run); a server that fails during a call answers that call with an error
-    result instead, and the run goes on."""
+    """An MCP server did not start, answer or list its tools when it was opened (by
+    ``async with`` or a run); one failing during a call answers it with an error result."""
 
     kind = "tool_server"
 
@@ -205,12 +200,6 @@ class MissingAPIKeyError(ConfigurationError):
 class StreamError(ModelwireError):
     """Something went wrong after the request started; it ends the stream.
 
-    ``status`` is the HTTP status when there was one; ``retry_after`` the
-    provider's requested wait in seconds, when it sent one; ``code`` and
-    ``request_id`` the provider's error code (or type) and request id. ``retryable``
-    (by default decided from the kind, status and code by ``modelwire._providers._classify``)
-    says whether sending the same request again may succeed.
-
     A stream never raises it: it arrives as ``message.error`` (an :class:`ErrorInfo`)
     and ``message.raise_for_error()`` raises the subclass for its ``kind``; a failed
     ``count_tokens`` raises it directly. Catch the subclasses (or
@@ -222,7 +211,8 @@ class StreamError(ModelwireError):
         retry_after: The wait in seconds the provider asked for.
         code: The provider's error code or type.
         request_id: The provider's request id.
-        retryable: Overrides the kind's default (``None``: the default).
+        retryable: Whether sending the same request again may succeed; ``None``: decided
+            from the kind, status and code (``modelwire._providers._classify``).
     """
 
     kind = "stream"

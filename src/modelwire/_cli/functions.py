@@ -56,9 +56,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="a Python file (or code) whose public typed functions become tools "
                    "the model may call; each call needs approval unless the function is "
                    "decorated @mw.tool(read_only=True); repeatable")  # fmt: skip
-    from . import mcp
+    from .mcp import add_arguments as add_mcp_arguments
 
-    mcp.add_arguments(p)
+    add_mcp_arguments(p)
     p.add_argument("-T", "--tool", dest="tool_names", action="append", metavar="NAME",
                    help=f"a tool to offer: {', '.join(BUILTIN)} (read-only, rooted at --root), "
                    "a function from --functions or a tool of an --mcp server (then only the "
