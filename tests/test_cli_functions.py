@@ -299,7 +299,7 @@ needs_tmux = pytest.mark.skipif(TMUX is None, reason="tmux is not installed (CI 
 def _asking(pane: Pane) -> int:
     """How many approval questions the pane shows, 0 unless the last one waits."""
     screen = pane.screen(joined=True)  # a long question wraps over several rows
-    return screen.count("[y/N]") if _last_line(screen).rstrip().endswith("[y/N]") else 0
+    return screen.count("[y/N/a]") if _last_line(screen).rstrip().endswith("[y/N/a]") else 0
 
 
 @needs_tmux
@@ -328,7 +328,7 @@ def test_the_terminal_asks_before_each_call(tmp_path: Path) -> None:
             screen = pane.screen(joined=True)
     finally:
         pane.close()
-    assert f"Run save_note({json.dumps({'path': str(yes), 'text': 'approved'})})? [y/N] y" in screen
+    assert f"Run save_note({json.dumps({'path': str(yes), 'text': 'approved'})})? [y/N/a] y" in screen
     assert yes.read_text(encoding="utf-8") == "approved"
     assert not no.exists()
     assert "Traceback" not in screen and "modelwire: error" not in screen

@@ -155,22 +155,26 @@ def test_an_unknown_t_name_lists_the_server_tools(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(TMUX is None, reason="tmux is not installed (CI installs it)")
 def test_the_terminal_asks_before_a_call_that_is_not_read_only(tmp_path: Path) -> None:
-    yes = tmp_path / "yes.txt"
+    first, second = tmp_path / "first.txt", tmp_path / "second.txt"
+    script = [_save(first, "approved")[0],
+              [tool_call("save_note", {"path": str(second), "text": "always"})], "Done."]  # fmt: skip
     pane = Pane(tmp_path)
     try:
-        with MockServer(_save(yes, "approved")) as srv:
+        with MockServer(script) as srv:
             pane.type(_cmd("run", "-m", "local/m", "--base-url", srv.model().base_url,
                            "--no-log", "--root", str(tmp_path), "--mcp", NOTES, "save it"))  # fmt: skip
-            pane.wait_for(lambda _: _last_line(pane.screen(joined=True)).rstrip().endswith("[y/N]"),
+            pane.wait_for(lambda _: _last_line(pane.screen(joined=True)).rstrip().endswith("[y/N/a]"),
                           "the approval question")  # fmt: skip
-            pane.type("y")
+            pane.type("a")  # always: the second call of the tool is not asked about
             pane.wait_for(lambda s: _last_line(s) == PROMPT.rstrip(), "the shell prompt")
             screen = pane.screen(joined=True)
     finally:
         pane.close()
-    question = f"Run save_note({json.dumps({'path': str(yes), 'text': 'approved'})})? [y/N] y"
+    question = f"Run save_note({json.dumps({'path': str(first), 'text': 'approved'})})? [y/N/a] a"
     assert question in screen
-    assert yes.read_text(encoding="utf-8") == "approved"
+    assert screen.count("[y/N/a]") == 1
+    assert first.read_text(encoding="utf-8") == "approved"
+    assert second.read_text(encoding="utf-8") == "always"
     assert "Done." in screen and "Traceback" not in screen
 
 

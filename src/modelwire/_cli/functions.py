@@ -15,7 +15,8 @@ only what ``-T`` names, or every function and server tool when ``-T`` is not giv
 The built-in tools only read. A function may change things, so each call of one
 needs the user's approval unless it is made with ``@mw.tool(read_only=True)``; so
 does a server's tool unless the server marks it ``readOnlyHint``:
-on a terminal the CLI asks ``Run NAME(args)? [y/N]``; without one the call is
+on a terminal the CLI asks ``Run NAME(args)? [y/N/a]`` (``a``: yes, and do not ask
+again about that tool in this command or chat); without one the call is
 refused (the model is told, stderr says to pass ``--ta``), unless ``--ta``
 approves every call. ``--td`` prints each call and its result on stderr.
 """
@@ -267,6 +268,8 @@ class Toolset:
         self._servers = servers  # the --mcp servers, open until close()
         self.read_only = frozenset(t.name for t in self.tools if t.read_only)
         self.approve_all = approve_all
+        # The tools answered "a" (always) at the question: not asked again this session.
+        self.always: set[str] = set()
         self.debug = debug
         # The answer being waited for at the approval question (set to "no" by Ctrl-C).
         self._pending: asyncio.Future[bytes] | None = None
@@ -283,7 +286,7 @@ class Toolset:
 
     async def before(self, call: ToolCall, args: dict[str, Any]) -> str | None:
         """``before_tool_call``: ``None`` runs the call, a reason refuses it."""
-        if call.name in self.read_only or self.approve_all:
+        if call.name in self.read_only or call.name in self.always or self.approve_all:
             return None
         from .output import _isatty, end_lines
 
@@ -295,11 +298,14 @@ class Toolset:
                              "calls without asking\n")  # fmt: skip
             sys.stderr.flush()
             return "not approved: the user was not there to approve it"
-        if await self._ask(f"Run {shown}? [y/N] "):
+        answer = await self._ask(f"Run {shown}? [y/N/a] ")
+        if answer in ("a", "always"):
+            self.always.add(call.name)
+        if answer in ("y", "yes", "a", "always"):
             return None
         return "the user declined to run it"
 
-    async def _ask(self, question: str) -> bool:
+    async def _ask(self, question: str) -> str:
         import asyncio
 
         from .output import end_lines
@@ -333,7 +339,7 @@ class Toolset:
                 loop.remove_reader(fd)
         if not line.endswith(b"\n"):
             sys.stderr.write("\n")  # end of input or Ctrl-C: the question's line ends here
-        return line.decode(errors="replace").strip().lower() in ("y", "yes")
+        return line.decode(errors="replace").strip().lower()
 
     def interrupt(self) -> None:
         """Ctrl-C: a pending approval question is answered no."""
