@@ -210,7 +210,7 @@ def test_stream_options_are_declared_once_and_shared() -> None:
         "parallel_tool_calls", "extra_body", "timeout", "max_retries", "http_client",
         "transport", "session_id", "cache", "trace", "completion_policy", "log", "output",
         "output_mode", "base_url", "circuit_breaker", "requests_per_minute",
-        "tokens_per_minute", "server_tools",
+        "tokens_per_minute", "server_tools", "background",
     }  # fmt: skip
     assert options.AgentOptions.__optional_keys__ == _calls.STREAM_OPTIONS
     for fn in (mw.stream, mw.stream_sync, mw.complete, mw.complete_sync, options.resolve_options):

@@ -109,6 +109,10 @@ if TYPE_CHECKING:
     from ._client import register_api as register_api
     from ._client import stream as stream
     from ._client import stream_sync as stream_sync
+    from ._client._background import cancel_response as cancel_response
+    from ._client._background import cancel_response_sync as cancel_response_sync
+    from ._client._background import resume_stream as resume_stream
+    from ._client._background import resume_stream_sync as resume_stream_sync
     from ._client._handoffs import handoff as handoff
     from ._client._replay import replay as replay
     from ._client._streams import AssistantMessageStream as AssistantMessageStream
@@ -153,6 +157,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "gateway": ("modelwire.gateway", None),
     "get_model": ("modelwire._catalog", "get_model"),
     "handoff": ("modelwire._client._handoffs", "handoff"),
+    "cancel_response": ("modelwire._client._background", "cancel_response"),
+    "cancel_response_sync": ("modelwire._client._background", "cancel_response_sync"),
     "models": ("modelwire._catalog", "models"),
     "register_api": ("modelwire._client", "register_api"),
     "replay": ("modelwire._client._replay", "replay"),
@@ -164,6 +170,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 
+    "resume_stream": ("modelwire._client._background", "resume_stream"),
+    "resume_stream_sync": ("modelwire._client._background", "resume_stream_sync"),
 def __getattr__(name: str) -> Any:
     target = _LAZY.get(name)
     if target is None:
@@ -253,6 +261,8 @@ __all__ = [
     "handoff",
     "models",
     "register_api",
+    "cancel_response",
+    "cancel_response_sync",
     "replay",
     "stream",
     "stream_sync",
@@ -261,3 +271,5 @@ __all__ = [
     "tool",
     "tools",
 ]
+    "resume_stream",
+    "resume_stream_sync",

@@ -42,6 +42,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 from ..errors import ConfigurationError
 from ._codec import (
+    BackgroundFacet,
     CountFacet,
     Counting,
     HandoffFacet,
@@ -58,6 +59,7 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_API",
     "MODEL_SLOT",
+    "BackgroundFacet",
     "CountFacet",
     "Counting",
     "HandoffFacet",
@@ -69,6 +71,7 @@ __all__ = [
     "api_for_path",
     "api_module",
     "api_names",
+    "background_facet",
     "builtin_api_names",
     "custom_stream",
     "custom_stream_sync",
@@ -154,6 +157,12 @@ def find_api(name: str) -> WireAPI | None:
         raise ConfigurationError(f"{module}.API is named {api.name!r}, not {name!r}")
     _registry[name] = api
     return api
+
+
+def background_facet(name: str) -> BackgroundFacet | None:
+    """The background facet of wire API ``name`` (``None``: it has none)."""
+    api = find_api(name)
+    return getattr(api, "background", None) if api is not None else None
 
 
 def get_api(name: str) -> WireAPI:

@@ -10,7 +10,11 @@ Each client audience asks only for what it needs:
 * handoff needs the **handoff facet** (:class:`HandoffFacet`, ``codec.handoff``): which
   tool-call ids the API accepts;
 * ``count_tokens`` needs the **counting facet** (:class:`CountFacet`, ``codec.counting``):
-  the API's token-counting request and how to read its answer.
+  the API's token-counting request and how to read its answer;
+* ``background=True``, ``resume_stream`` and ``cancel_response`` need the **background
+  facet** (:class:`BackgroundFacet`, ``codec.background``, optional beyond the codec's
+  members: an API without the attribute has none): how a response the provider runs in
+  the background is streamed again from a sequence number, and cancelled.
 
 What a model of the API supports is typed data, not probing: ``codec.capabilities(model)``
 is the API's default :class:`~modelwire.types.Capabilities` for that model, the bottom
@@ -30,7 +34,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol, runtime_checkable
 
 import msgspec
 
@@ -119,6 +123,45 @@ class CountFacet(Protocol):
 
         Args:
             body: The answer's JSON body.
+        """
+        ...
+
+
+@runtime_checkable
+class BackgroundFacet(Protocol):
+    """An API's background responses (optional: ``WireCodec.background``).
+
+    Offer it when the provider keeps a response it runs in the background and can
+    stream it again after a sequence number; a broken ``background=True`` stream is
+    then picked up instead of failing, and nothing is sent twice.
+    """
+
+    def decoding(self, wire: Any, after: int = -1, response_id: str | None = None) -> Any:
+        """``wire``'s framing with a decoder that drops events at or below ``after``.
+
+        Args:
+            wire: The codec (its framing and decoder).
+            after: The last sequence number delivered (``-1``: none).
+            response_id: The response picked up by id (``None``: a new one).
+        """
+        ...
+
+    def resume_request(self, sent: HTTPRequest, response_id: str, after: int | None) -> HTTPRequest:
+        """The request streaming response ``response_id``'s events after ``after``.
+
+        Args:
+            sent: The request that created the response (its URL and credentials).
+            response_id: The response's id.
+            after: The last sequence number received (``None``: from the start).
+        """
+        ...
+
+    def cancel_request(self, sent: HTTPRequest, response_id: str) -> HTTPRequest:
+        """The request cancelling response ``response_id``.
+
+        Args:
+            sent: A request of the API (its URL and credentials).
+            response_id: The response's id.
         """
         ...
 

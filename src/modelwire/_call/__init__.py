@@ -18,7 +18,7 @@ deadlines, drain, abort — with a fake transport and a fake clock.
 
 from __future__ import annotations
 
-from ._flow import FIRST_PIECE, Call, Leg, Switch
+from ._flow import FIRST_PIECE, Call, Switch
 from ._intents import (
     DRAIN_BYTES,
     DRAIN_SECONDS,
@@ -35,6 +35,7 @@ from ._intents import (
     Send,
     Sleep,
 )
+from ._leg import Leg
 
 __all__ = [
     "DRAIN_BYTES",

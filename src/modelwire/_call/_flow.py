@@ -39,6 +39,7 @@ from ._intents import (
     Send,
     Sleep,
 )
+from ._leg import Leg, Resume, resume_plan
 from ._retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -58,48 +59,6 @@ FIRST_PIECE = 512
 
 
 # --------------------------------------------------------------------------- call
-
-
-class Leg:
-    """One model of a call: its request and how to start a fresh response for it.
-
-    A plain call has one leg; a :class:`~modelwire.Fallback` one per model, tried in
-    order. ``new_pipeline`` builds the decoding state of another attempt (an in-band
-    error before any content is retried with a fresh one); ``prefail`` is an error
-    known before any I/O (a request that cannot fit the context window); ``circuit``
-    the model's breaker (:mod:`modelwire._call._breaker`); ``pacer`` its provider's pacing
-    (:mod:`modelwire._call._limits`), booked with ``tokens`` estimated prompt tokens;
-    ``not_found_hint`` says, on a 404 only, what the caller knows of where the request
-    should have gone (a missing version segment, the other endpoint a server may serve).
-    """
-
-    __slots__ = ("circuit", "max_retries", "model", "new_pipeline", "not_found_hint", "pacer",
-                 "prefail", "request", "timeout", "tokens")  # fmt: skip
-
-    def __init__(
-        self,
-        request: HTTPRequest,
-        *,
-        timeout: Timeout,
-        max_retries: int,
-        new_pipeline: Callable[[], Pipeline] | None = None,
-        model: Model | None = None,
-        prefail: StreamError | None = None,
-        circuit: Circuit | None = None,
-        pacer: Pacer | None = None,
-        tokens: int = 0,
-        not_found_hint: Callable[[], str | None] | None = None,
-    ) -> None:
-        self.request = request
-        self.not_found_hint = not_found_hint
-        self.timeout = timeout
-        self.max_retries = max_retries
-        self.new_pipeline = new_pipeline
-        self.model = model
-        self.prefail = prefail
-        self.circuit = circuit
-        self.pacer = pacer
-        self.tokens = tokens
 
 
 class Switch(msgspec.Struct, frozen=True, gc=False):
@@ -148,6 +107,7 @@ class Call:
         fallback: Sequence[Leg] = (),
         switch: Switch | None = None,
         not_found_hint: Callable[[], str | None] | None = None,
+        resume: Resume | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.request = request
@@ -157,7 +117,7 @@ class Call:
         self._policy = RetryPolicy(timeout, max_retries, clock=clock, rng=rng)
         first = Leg(request, timeout=timeout, max_retries=max_retries, new_pipeline=new_pipeline,
                     model=model, prefail=prefail, circuit=circuit, pacer=pacer,
-                    tokens=tokens, not_found_hint=not_found_hint)  # fmt: skip
+                    tokens=tokens, not_found_hint=not_found_hint, resume=resume)  # fmt: skip
         self._legs: tuple[Leg, ...] = (first, *fallback)
         self._switch = switch
         #: Where the call is (:data:`Phase`); set at each transition, only by the flow.
@@ -461,12 +421,25 @@ class Call:
         self, leg: Leg, aborted: Callable[[], bool]
     ) -> Generator[Intent, Any, list[Event] | None]:
         p = self.pipeline
-        policy = self._policy
         self.phase = "authorize"
         got = yield Authorize(self.request)
         if isinstance(got, Failure):
             return p.fail(got.error)
         request: HTTPRequest = got
+        sent = request
+        while True:
+            resumed = yield from self._read_body(leg, aborted, sent, request)
+            if not isinstance(resumed, tuple):
+                return resumed
+            request = resumed[0]
+
+    def _read_body(
+        self, leg: Leg, aborted: Callable[[], bool], sent: HTTPRequest, request: HTTPRequest
+    ) -> Generator[Intent, Any, list[Event] | tuple[HTTPRequest] | None]:
+        """One request of an attempt, its body read; ``(request,)``: a background
+        response broke and is picked up again with ``request`` (:meth:`_resume`)."""
+        p = self.pipeline
+        policy = self._policy
         p.add_secrets(request.secrets)
         head = yield from self._open(request, leg)
         if isinstance(head, StreamError):
@@ -487,6 +460,12 @@ class Call:
         got = yield Read(policy.remaining())
         if got is _EXPIRED:
             return p.fail(RequestTimeoutError("total timeout expired while reading"))
+        if got is None or (
+            isinstance(got, Failure) and not (aborted() or got.deadline or policy.expired())
+        ):
+            again = yield from self._resume(leg, sent, got)
+            if again is not None:
+                return (again,)
         if got is None:  # the end of the body
             events = p.end()
             if self._withhold(events):
@@ -515,6 +494,19 @@ class Call:
         self.phase = "drain"
         yield Drain(DRAIN_BYTES, DRAIN_SECONDS)
         return None
+
+    def _resume(
+        self, leg: Leg, sent: HTTPRequest, got: Failure | None
+    ) -> Generator[Intent, Any, HTTPRequest | None]:
+        """A background response broke before its terminal event: the request that
+        picks it up after the last event delivered, once the wait is over (``None``:
+        the break ends the call as it would otherwise; :func:`resume_plan`)."""
+        planned = resume_plan(leg, self.pipeline, self._policy, sent, got)
+        if planned is None:
+            return None
+        self.phase = "wait"
+        yield Sleep(planned[0])
+        return planned[1]
 
     def _open(self, request: HTTPRequest, leg: Leg) -> Generator[Intent, Any, Head | StreamError]:
         """Send with retries before the first byte; the 2xx event-stream head, or the

@@ -15,6 +15,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar, Unpack
 
 from .._apis import (
+    background_facet,
     get_api,
     register_wire_api,
 )
@@ -22,6 +23,7 @@ from .._apis._sniff import wrong_api_error
 from .._call import Call, Leg
 from .._call._breaker import CircuitBreaker
 from .._call._fallback import Fallback, Plan, Target
+from .._call._leg import Resume
 from .._wire.pipeline import Pipeline
 from ..errors import ConfigurationError
 from ..events import Event
@@ -105,17 +107,25 @@ def _pipeline_factory(
     context: Context,
     trace: TraceObserver | None,
     policy: CompletionPolicy | None,
+    after: int = -1,
+    response_id: str | None = None,
 ) -> Callable[[], Pipeline]:
     model, options, request = target.model, target.options, target.request
 
+    wire: Any = get_api(model.api)
+    facet = background_facet(model.api) if options.background else None
+    if facet is not None:  # sequence numbers read: a broken stream is picked up (_call)
+        wire = facet.decoding(wire, after, response_id)
+
     def new() -> Pipeline:
         p = Pipeline(
-            get_api(model.api),
+            wire,
             api=model.api,
             sniff=wrong_api_error,
             model=model,
             tool_choice=options.tool_choice,
-            tools_declared=bool(context.tools),
+            # A response picked up by id: what its request declared is not known here.
+            tools_declared=bool(context.tools) if response_id is None else None,
             secrets=request.secrets,  # the key and every credential header (apis._common)
             trace=trace,
             clock=True,
@@ -145,9 +155,13 @@ def _leg(plan: Plan, target: Target, new: Callable[[], Pipeline]) -> Leg:
             tokens = max(1, len(target.request.body) // 4)
     circuit = plan.breaker.circuit(model.provider, model.id) if plan.breaker else None
     request = target.request
+    resume: Resume | None = None
+    facet = background_facet(model.api) if options.background else None
+    if facet is not None:
+        resume = facet.resume_request
     return Leg(request, timeout=options.timeout, max_retries=options.max_retries,
                new_pipeline=new, model=model, prefail=target.prefail, circuit=circuit,
-               pacer=pacer, tokens=tokens,
+               pacer=pacer, tokens=tokens, resume=resume,
                not_found_hint=partial(not_found_hint, model, request.url, request.secrets))  # fmt: skip
 
 
@@ -157,9 +171,14 @@ def _call(
     trace: TraceObserver | None,
     policy: CompletionPolicy | None,
     aborted: Callable[[], bool],
+    after: int = -1,
+    response_id: str | None = None,
 ) -> Call:
-    """The one call both paths run (:class:`~modelwire._call.Call`); only its driver differs."""
-    legs = [_leg(plan, t, _pipeline_factory(t, context, trace, policy)) for t in plan.targets]
+    """The one call both paths run (:class:`~modelwire._call.Call`); only its driver
+    differs. ``after`` and ``response_id``: a background response picked up
+    (:mod:`modelwire._client._background`)."""
+    legs = [_leg(plan, t, _pipeline_factory(t, context, trace, policy, after, response_id))
+            for t in plan.targets]  # fmt: skip
     first = legs[0]
     assert first.new_pipeline is not None
     return Call(
@@ -167,7 +186,7 @@ def _call(
         max_retries=first.max_retries, aborted=aborted, new_pipeline=first.new_pipeline,
         model=first.model, prefail=first.prefail, circuit=first.circuit, pacer=first.pacer,
         tokens=first.tokens, fallback=legs[1:], switch=plan.switch,
-        not_found_hint=first.not_found_hint,
+        not_found_hint=first.not_found_hint, resume=first.resume,
     )  # fmt: skip
 
 
@@ -185,6 +204,16 @@ def _check_trace(trace: object) -> TraceObserver | None:
     from .._wire.trace import check_observer
 
     return check_observer(trace)
+
+
+def _check_background(model: Model | Fallback) -> None:
+    """``background=True`` is the OpenAI Responses API's; any other API refuses it."""
+    for m in model.models if isinstance(model, Fallback) else (model,):
+        if background_facet(m.api) is None:
+            raise ConfigurationError(
+                "background=True needs an API that runs responses in the background "
+                f"(OpenAI Responses); {m.provider}/{m.id} uses api {m.api!r}"
+            )
 
 
 class _Begun(NamedTuple):
@@ -208,6 +237,8 @@ def _begin(
     _check_policy(completion_policy)
     http_client = options.get("http_client")
     model, context = _inputs(model, context, options)
+    if options.get("background"):
+        _check_background(model)
     prepared = plan_call(model, context, options)
     first = model.models[0] if isinstance(model, Fallback) else model
     trace = _observer(first, options, checked_trace)
@@ -277,7 +308,8 @@ def stream(
     there): ``api_key``, ``headers``, ``temperature``, ``max_tokens``,
     ``reasoning``, ``tool_choice``, ``parallel_tool_calls``, ``extra_body``,
     ``timeout``, ``max_retries``, ``http_client``, ``transport``, ``session_id``,
-    ``cache``, ``server_tools``, and
+    ``cache``, ``server_tools``, ``background`` (OpenAI Responses background mode: a
+    broken stream is picked up again; :func:`modelwire.resume_stream`), and
 
     ``trace``: a callable that receives one :mod:`trace record <modelwire.trace>`
     per item of every layer — context, request, response, network reads, SSE

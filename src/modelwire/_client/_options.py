@@ -84,6 +84,12 @@ class AgentOptions(TypedDict, total=False):
     CPU per request; no proxies — one set for the URL fails the call)."""
     session_id: str | None
     """Provider session / cache key, where the API has one."""
+    background: bool
+    """OpenAI Responses only (an API without background responses refuses it with
+    ``ConfigurationError``): run the response in the background (``"background": true``
+    with ``"store": true``, which OpenAI requires for it). A stream that breaks before its
+    terminal event is then picked up again with ``GET /responses/{id}?stream=true&
+    starting_after=N`` instead of failing; see :func:`modelwire.resume_stream`."""
     cache: bool
     """Prompt caching where the API needs it marked (default True)."""
     trace: Callable[[Any], object] | None
@@ -222,6 +228,9 @@ def resolve_checked(provider: str, options: StreamOptions) -> RequestOptions:
     timeout = options.get("timeout")
     max_retries = options.get("max_retries", 2)
     session_id = options.get("session_id")
+    background = options.get("background", False)
+    if not isinstance(background, bool):
+        raise ConfigurationError("background must be a bool")
     cache = options.get("cache", True)
     http_client = options.get("http_client")
     transport = options.get("transport", "auto")
@@ -309,6 +318,7 @@ def resolve_checked(provider: str, options: StreamOptions) -> RequestOptions:
         timeout=to,
         max_retries=max_retries,
         session_id=session_id,
+        background=background,
         cache=cache,
         http_client=http_client,
         transport=transport,

@@ -253,8 +253,8 @@ class AiohttpTransport:
                     proxy_headers = {"Proxy-Authorization": authorization}
                 else:  # the request itself goes to the proxy, in absolute form
                     headers = {**headers, "Proxy-Authorization": authorization}
-            post = session.post(
-                url, headers=headers, data=r.body, timeout=_phases(i),
+            post = session.request(
+                r.method, url, headers=headers, data=r.body or None, timeout=_phases(i),
                 allow_redirects=False,  # as httpx: a redirect is the caller's to follow
                 proxy=proxy, proxy_headers=proxy_headers,
                 # The shared context (loading its CA bundle costs ~0.1 s), only for

@@ -54,7 +54,7 @@ class HttpxSyncTransport:
         r = i.request
         self._secrets = r.secrets
         req = client.build_request(
-            "POST", r.url, headers=r.headers, content=r.body, timeout=phases(i)
+            r.method, r.url, headers=r.headers, content=r.body or None, timeout=phases(i)
         )
         try:
             response = client.send(req, stream=True)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING, Protocol
 
 from ..errors import AbortedError, MalformedChunkError, StreamError, TruncatedStreamError
@@ -103,7 +104,8 @@ class Pipeline:
     the only cost is one test per read.
     """
 
-    __slots__ = ("_decode", "_decode_batch", "_head", "_joined", "_sniff_fn", "_sniffing", "api",
+    __slots__ = ("_decode", "_decode_batch", "_framing", "_head", "_joined", "_sniff_fn",
+                 "_sniffing", "api",
                  "assembler", "decoder",
                  "request_id",
                  "secrets", "sse",
@@ -150,6 +152,7 @@ class Pipeline:
         # ``sse`` is the framing decoder (the name predates non-SSE framings; the
         # trace calls its records "sse" for every framing).
         self.sse: Framing = wire.framing(max_event_bytes)
+        self._framing = partial(wire.framing, max_event_bytes)
         self.assembler = Assembler(
             api=api,
             provider=model.provider if model else "",
@@ -214,6 +217,13 @@ class Pipeline:
             self._sniffing = False
             raise err
         return deltas
+
+    def reframe(self) -> None:
+        """A new body continues this response (a background response picked up
+        again): the framing starts afresh, dropping a half-received event; the
+        decoder and the assembler keep their state."""
+        self.sse = self._framing()
+        self._joined = False
 
     def _sniff(self, data: bytes) -> None:
         # The first bytes of the body, kept (bounded) for wrong-API detection.

@@ -129,6 +129,9 @@ class HTTPRequest(msgspec.Struct, frozen=True, kw_only=True):
     body: bytes
     secrets: tuple[str, ...] = ()
     authorizer: RequestAuthorizer | None = None
+    method: str = "POST"
+    """``POST`` (every model call); ``GET`` to read a stored response again (an
+    OpenAI Responses background response picked up: ``GET /responses/{id}?stream=true``)."""
 
     def __repr__(self) -> str:
         headers = {k: "[redacted]" if is_credential_header(k) else redact(v, self.secrets)
@@ -174,6 +177,8 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     timeout: Timeout = msgspec.field(default_factory=Timeout)
     max_retries: int = 2
     session_id: str | None = None
+    background: bool = False
+    """OpenAI Responses ``background`` (the client refuses it on other APIs)."""
     cache: bool = True
     http_client: Any = None
     transport: Transport = "auto"

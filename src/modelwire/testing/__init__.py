@@ -24,6 +24,7 @@
 from __future__ import annotations
 
 from ._auto import example_for
+from ._background import Retrieval
 from ._normal import tool_call
 from ._render import APIS, api_for_path, render, render_frames
 from ._script import load_script, parse_script
@@ -41,6 +42,7 @@ __all__ = [
     "MockServer",
     "RecordedRequest",
     "Reply",
+    "Retrieval",
     "ScriptedModel",
     "api_for_path",
     "auto_reply",

@@ -258,3 +258,16 @@ def render(
             script, api, model=model, response_id=response_id, piece_chars=piece_chars
         ).pieces
     )
+
+
+def sse_body(payloads: Sequence[Any], *, done: bool = True, event_names: bool = False) -> bytes:
+    """``data: <json>\\n\\n`` frames for ``payloads`` (dicts are JSON-encoded)."""
+    out = []
+    for p in payloads:
+        data = p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
+        if event_names and isinstance(p, dict) and "type" in p:
+            out.append(f"event: {p['type']}\n")
+        out.append(f"data: {data}\n\n")
+    if done:
+        out.append("data: [DONE]\n\n")
+    return "".join(out).encode()

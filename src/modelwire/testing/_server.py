@@ -27,7 +27,7 @@ import socket
 import socketserver
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from http.server import BaseHTTPRequestHandler
 from typing import Any, TypeAlias
 
@@ -39,8 +39,9 @@ from .._apis._server.wire import WireServer
 from ..errors import ConfigurationError
 from ..types import AssistantMessage, Context, Model, ModelCost
 from ._auto import auto_for_context, auto_for_request
+from ._background import Backgrounds
 from ._normal import Script, normalize
-from ._render import render_reply, unframed
+from ._render import render_reply, sse_body, unframed
 from ._routing import Route, route, served_paths
 
 __all__ = [
@@ -383,6 +384,10 @@ class MockServer:
         self.host = host
         self._port = port
         self._stall = threading.Event()
+        #: Background responses (OpenAI Responses ``"background": true``), read again
+        #: and cancelled by id; ``background.retrievals`` queues faults of the next
+        #: streamed retrievals (:mod:`modelwire.testing._background`).
+        self.background = Backgrounds()
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -407,6 +412,11 @@ class MockServer:
         """The reply for a request: a listing or a 404 without touching the script,
         else the next scripted reply rendered as the request asked."""
         found = rec.route
+        picked = self.background.answer(rec.method, rec.path) if found is None else None
+        if picked is not None:  # a background response read again or cancelled
+            with self._lock:
+                self.requests.append(rec)
+            return Reply(**picked)
         if found is None or found.kind == "models":
             with self._lock:
                 self.requests.append(rec)
@@ -418,7 +428,9 @@ class MockServer:
             ids = list(dict.fromkeys(self.models)) or ["mock-model"]
             body = compact_json(mock.render_models(ids))
             return Reply(body=body.encode(), content_type="application/json")
-        return self._resolve(rec, self._next_reply(rec), found)
+        reply = self._resolve(rec, self._next_reply(rec), found)
+        self.background.remember(rec.method, rec.path, rec.body, reply)
+        return reply
 
     def _not_found(self, rec: RecordedRequest) -> Reply:
         served = "; ".join(served_paths())
@@ -585,16 +597,3 @@ class MockServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
-
-
-def sse_body(payloads: Sequence[Any], *, done: bool = True, event_names: bool = False) -> bytes:
-    """``data: <json>\\n\\n`` frames for ``payloads`` (dicts are JSON-encoded)."""
-    out = []
-    for p in payloads:
-        data = p if isinstance(p, str) else json.dumps(p, ensure_ascii=False)
-        if event_names and isinstance(p, dict) and "type" in p:
-            out.append(f"event: {p['type']}\n")
-        out.append(f"data: {data}\n\n")
-    if done:
-        out.append("data: [DONE]\n\n")
-    return "".join(out).encode()

@@ -71,6 +71,7 @@ from .._common import (
     server_tool_objects,
 )
 from . import _count, spec
+from ._background import BACKGROUND
 from ._client import CLIENT_ITEMS
 from ._output import add_output
 from .decode import ResponsesDecoder
@@ -106,6 +107,7 @@ class OpenAIResponsesAPI:
     endpoint = "/responses"
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
+    background = BACKGROUND  # background=True, resume_stream, cancel_response
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.CAPABILITIES
@@ -122,7 +124,12 @@ class OpenAIResponsesAPI:
             body["instructions"] = context.system_prompt
         body["input"] = encode_input(model, context, compat)
         body["stream"] = True
-        if compat.store is not None:
+        if options.background:
+            # A background response must be stored (OpenAI: "background requires
+            # store=true"): that is what lets GET /responses/{id} stream it again.
+            body["background"] = True
+            body["store"] = True
+        elif compat.store is not None:
             body["store"] = compat.store
         encrypted = compat.encrypted_reasoning
         if encrypted is None:

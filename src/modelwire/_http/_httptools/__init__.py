@@ -84,7 +84,7 @@ class HttptoolsTransport:
         self._secrets = r.secrets
         try:
             t = target(r.url)
-            head = request_head(t, r.headers, len(r.body))
+            head = request_head(t, r.headers, len(r.body), r.method)
         except (ValueError, UnicodeEncodeError) as exc:
             text = redact_url(redact(str(exc), r.secrets))
             return Failure(ConnectError(f"invalid request ({text})"), final=True)

@@ -77,10 +77,10 @@ def target(url: str) -> Target:
     return t
 
 
-def request_head(t: Target, headers: Any, length: int) -> bytes:
+def request_head(t: Target, headers: Any, length: int, method: str = "POST") -> bytes:
     """The request line and headers (RFC 9112 §3, §5): the call's headers as given,
     and what the others add when absent (``User-Agent``, ``Accept-Encoding``)."""
-    lines = [f"POST {t.path} HTTP/1.1\r\nHost: {t.host_header}\r\n"]
+    lines = [f"{method} {t.path} HTTP/1.1\r\nHost: {t.host_header}\r\n"]
     agent = encoding = False
     for name, value in headers.items():
         low = name.lower()
