@@ -368,17 +368,31 @@ async def test_a_tool_not_marked_read_only_needs_approval(log: Path, path: str) 
         asked.append((call.name, args))
         return bool(args["text"] != "no")
 
+    script = [tool_call("write_note", {"text": "x"}), tool_call("echo", {"text": "y"}), "ok"]
+
     async def run(server: mcp.MCPServer, **kw: Any) -> Any:
-        script = [tool_call("write_note", {"text": "x"}), tool_call("echo", {"text": "y"}), "ok"]
         with MockServer(script) as srv:
             agent = mw.Agent(srv.model(), [server], **kw)
             return agent.run_sync("Go.") if path == "sync" else await agent.run("Go.")
 
-    # No hook: the write is blocked (nothing reaches the server), the read-only echo runs.
-    blocked, echoed = _results(await run(mcp.in_process(toolbox.build())))
-    assert blocked.is_error and blocked.details["failure"] == "blocked"
-    assert "approval" in blocked.text
-    assert not echoed.is_error
+    # No hook: the write pauses the run (nothing reaches the server) until it is
+    # decided; denied, the model is told so and the read-only echo runs.
+    with MockServer(script) as srv:
+        agent = mw.Agent(srv.model(), [mcp.in_process(toolbox.build())])
+        paused = agent.run_sync("Go.") if path == "sync" else await agent.run("Go.")
+        assert paused.stop_reason == "paused" and _calls(log) == []
+        (pending,) = paused.pending
+        assert (pending.name, pending.arguments) == ("write_note", {"text": "x"})
+        decisions = {pending.id: mw.Deny("not now")}
+        done = (
+            agent.resume_sync(paused.state, decisions)
+            if path == "sync"
+            else await agent.resume(paused.state, decisions)
+        )
+    denied, echoed = _results(done)
+    assert denied.is_error and denied.details["failure"] == "denied"
+    assert "not now" in denied.text
+    assert not echoed.is_error and done.text == "ok"
     assert _calls(log) == ["echo y"]
     # A hook decides (it sees every call, as for any tool).
     allowed, _ = _results(await run(mcp.in_process(toolbox.build()), before_tool_call=approve))

@@ -121,6 +121,10 @@ if TYPE_CHECKING:
     from ._wire.assemble import default_completion_policy as default_completion_policy
     from .agent import Agent as Agent
     from .agent import AgentRun as AgentRun
+    from .agent import AgentState as AgentState
+    from .agent import Approve as Approve
+    from .agent import Deny as Deny
+    from .agent import PendingCall as PendingCall
     from .batching import batch as batch
     from .tools import Tool as Tool
     from .tools import ToolContext as ToolContext
@@ -136,6 +140,10 @@ from ._version import __version__ as __version__
 _LAZY: dict[str, tuple[str, str | None]] = {
     "Agent": ("modelwire.agent", "Agent"),
     "AgentRun": ("modelwire.agent", "AgentRun"),
+    "AgentState": ("modelwire.agent", "AgentState"),
+    "Approve": ("modelwire.agent", "Approve"),
+    "Deny": ("modelwire.agent", "Deny"),
+    "PendingCall": ("modelwire.agent", "PendingCall"),
     "AssistantMessageStream": ("modelwire._client._streams", "AssistantMessageStream"),
     "CircuitBreaker": ("modelwire._client", "CircuitBreaker"),
     "CompletionPolicy": ("modelwire._wire.assemble", "CompletionPolicy"),
@@ -149,6 +157,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "TraceLog": ("modelwire.trace", "TraceLog"),
     "TraceRecord": ("modelwire.trace", "TraceRecord"),
     "batch": ("modelwire.batching", "batch"),
+    "cancel_response": ("modelwire._client._background", "cancel_response"),
+    "cancel_response_sync": ("modelwire._client._background", "cancel_response_sync"),
     "complete": ("modelwire._client", "complete"),
     "complete_sync": ("modelwire._client", "complete_sync"),
     "count_tokens": ("modelwire._client", "count_tokens"),
@@ -157,11 +167,11 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "gateway": ("modelwire.gateway", None),
     "get_model": ("modelwire._catalog", "get_model"),
     "handoff": ("modelwire._client._handoffs", "handoff"),
-    "cancel_response": ("modelwire._client._background", "cancel_response"),
-    "cancel_response_sync": ("modelwire._client._background", "cancel_response_sync"),
     "models": ("modelwire._catalog", "models"),
     "register_api": ("modelwire._client", "register_api"),
     "replay": ("modelwire._client._replay", "replay"),
+    "resume_stream": ("modelwire._client._background", "resume_stream"),
+    "resume_stream_sync": ("modelwire._client._background", "resume_stream_sync"),
     "stream": ("modelwire._client", "stream"),
     "stream_sync": ("modelwire._client", "stream_sync"),
     "testing": ("modelwire.testing", None),
@@ -170,8 +180,6 @@ _LAZY: dict[str, tuple[str, str | None]] = {
 }
 
 
-    "resume_stream": ("modelwire._client._background", "resume_stream"),
-    "resume_stream_sync": ("modelwire._client._background", "resume_stream_sync"),
 def __getattr__(name: str) -> Any:
     target = _LAZY.get(name)
     if target is None:
@@ -189,6 +197,8 @@ def __dir__() -> list[str]:
 __all__ = [
     "Agent",
     "AgentRun",
+    "AgentState",
+    "Approve",
     "AssistantMessage",
     "AssistantMessageStream",
     "AudioContent",
@@ -201,6 +211,7 @@ __all__ = [
     "ConfigurationError",
     "Context",
     "Cost",
+    "Deny",
     "DocumentContent",
     "DoneEvent",
     "ErrorEvent",
@@ -213,6 +224,7 @@ __all__ = [
     "Model",
     "ModelCost",
     "ModelwireError",
+    "PendingCall",
     "ProviderItem",
     "RestartEvent",
     "SSEDecoder",
@@ -249,6 +261,8 @@ __all__ = [
     "Usage",
     "UserMessage",
     "batch",
+    "cancel_response",
+    "cancel_response_sync",
     "complete",
     "complete_sync",
     "count_tokens",
@@ -261,9 +275,9 @@ __all__ = [
     "handoff",
     "models",
     "register_api",
-    "cancel_response",
-    "cancel_response_sync",
     "replay",
+    "resume_stream",
+    "resume_stream_sync",
     "stream",
     "stream_sync",
     "testing",
@@ -271,5 +285,3 @@ __all__ = [
     "tool",
     "tools",
 ]
-    "resume_stream",
-    "resume_stream_sync",

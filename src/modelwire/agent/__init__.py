@@ -5,12 +5,15 @@
 twins ``agent.run_sync(prompt)`` and ``agent.stream_sync(prompt)`` make the same
 decisions with no event loop. See :mod:`modelwire.agent._loop` for the execution
 rule, :mod:`modelwire.agent._execute` for the five judgements each call goes
-through, and :mod:`modelwire.agent._drive` for how each path waits.
+through, :mod:`modelwire.agent._drive` for how each path waits, and
+:mod:`modelwire.agent._durable` for runs that pause and survive their process
+(``agent.resume(state, decisions)``, ``Agent(store=PATH)``, :func:`list_runs`).
 """
 
 from __future__ import annotations
 
 from ._calls import DynamicModel, DynamicOptions
+from ._durable import AgentState, Approve, Decision, Deny, PendingCall, list_runs
 from ._execute import AfterToolCall, BeforeToolCall
 from ._loop import DEFAULT_MAX_TURNS, Agent, PrepareNextTurn, ShouldStopAfterTurn
 from ._run import AgentRun, AgentStopReason
@@ -38,15 +41,20 @@ __all__ = [
     "AgentEvent",
     "AgentRun",
     "AgentStartEvent",
+    "AgentState",
     "AgentStopReason",
     "AgentStream",
+    "Approve",
     "BeforeToolCall",
     "ContextPreparedEvent",
+    "Decision",
+    "Deny",
     "DynamicModel",
     "DynamicOptions",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "PendingCall",
     "PrepareNextTurn",
     "ShouldStopAfterTurn",
     "SyncAgentStream",
@@ -55,4 +63,5 @@ __all__ = [
     "ToolExecutionUpdateEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "list_runs",
 ]

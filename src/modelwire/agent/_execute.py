@@ -3,8 +3,10 @@
 1. the tool exists (``unknown_tool``);
 2. the arguments are a JSON object valid against the tool's JSON Schema,
    Draft 2020-12 (``invalid_arguments``, listing each failing path);
-3. ``before_tool_call`` allows it (``blocked``); a tool made with ``approval=True``
-   needs the hook: with none, each of its calls is ``blocked``;
+3. ``before_tool_call`` allows it (``blocked``); with no hook, a call that needs
+   approval (``Agent(approval=...)``, default the tool's ``approval`` flag) is not
+   executed: the run pauses for a decision (:mod:`modelwire.agent._durable`), and
+   a ``Deny`` answers it ``denied``;
 4. the tool's own semantic checks pass (a :class:`ToolFailure` it raises, with
    its own kind: ``not_found``, ``too_large``…);
 5. execution succeeds (``execution_failed``; ``timeout_unknown`` past the tool's
@@ -34,7 +36,9 @@ __all__ = [
     "execute",
     "failure_result",
     "is_async_tool",
+    "output_result",
     "prepare",
+    "result_kind",
 ]
 
 #: ``before_tool_call(call, args)``, sync or async: return ``None``/``True`` to
@@ -68,7 +72,7 @@ def _snippet(raw: str) -> str:
 class Prepared:
     """A call that passed (or failed) judgements 1–3."""
 
-    __slots__ = ("args", "call", "failure", "tool")
+    __slots__ = ("args", "call", "failure", "pending", "tool")
 
     def __init__(
         self,
@@ -81,6 +85,8 @@ class Prepared:
         self.tool = tool
         self.args = args
         self.failure = failure
+        #: Needs approval and has no decision yet: the run pauses on it.
+        self.pending = False
 
 
 def _arguments(call: ToolCall) -> dict[str, Any] | ToolFailure:
@@ -108,6 +114,8 @@ def prepare(
     tools: Mapping[str, Tool],
     answered: set[str],
     before: BeforeToolCall | None,
+    approval: Callable[[ToolCall, dict[str, Any]], Any] | None = None,
+    approved: bool = False,
 ) -> Generator[Intent, Any, Prepared]:
     """Judgements 1–3 (and the once-per-id rule); marks the id as answered. A step
     generator (:mod:`modelwire.agent._intents`): ``before_tool_call`` is resolved by
@@ -148,17 +156,17 @@ def prepare(
                 details={"errors": problems},
             ),
         )
-    if tool.approval and before is None:
-        return Prepared(
-            call,
-            tool,
-            args,
-            failure=ToolFailure(
-                "blocked",
-                f"the {call.name} tool needs the application's approval for each call and "
-                "this agent has no before_tool_call hook to ask; nothing was executed",
-            ),
-        )
+    if before is None and not approved:
+        needs: Any = tool.approval
+        if approval is not None:
+            try:
+                needs = yield Resolve(approval(call, copy.deepcopy(args)))
+            except Exception:
+                needs = True  # fail closed: a policy that cannot decide asks
+        if needs:
+            prep = Prepared(call, tool, args)
+            prep.pending = True
+            return prep
     if before is not None:
         try:
             verdict = yield Resolve(before(call, copy.deepcopy(args)))
@@ -194,6 +202,23 @@ def _crashed(call: ToolCall, exc: BaseException) -> ToolFailure:
     return ToolFailure(
         "execution_failed", f"the {call.name} tool failed: {type(exc).__name__}: {exc}"
     )
+
+
+def output_result(call: ToolCall, output: str | ToolOutput) -> ToolResultMessage:
+    """The result the model sees for a tool's ``output``."""
+    content = output if isinstance(output, str) else output.content
+    return ToolResultMessage(
+        tool_call_id=call.id,
+        tool_name=call.name,
+        content=(TextContent(text=content),) if isinstance(content, str) else content,
+        is_error=False,
+        details=None if isinstance(output, str) else output.details,
+    )
+
+
+def result_kind(result: ToolResultMessage) -> str | None:
+    """The failure kind of a result (``None`` when it is not an error)."""
+    return _kind(result, None)
 
 
 def _kind(result: ToolResultMessage, failure: ToolFailure | None) -> str | None:
@@ -247,14 +272,7 @@ def execute(
         result = failure_result(call, failure)
     else:
         assert isinstance(output, str | ToolOutput)
-        content = output if isinstance(output, str) else output.content
-        result = ToolResultMessage(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            content=(TextContent(text=content),) if isinstance(content, str) else content,
-            is_error=False,
-            details=None if isinstance(output, str) else output.details,
-        )
+        result = output_result(call, output)
     if after is not None:
         try:
             replaced = yield Resolve(after(call, result))

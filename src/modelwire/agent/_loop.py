@@ -28,6 +28,8 @@ counted by ``max_turns``.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal, Unpack
@@ -42,7 +44,6 @@ from ..tools._toolset import Toolset, merge_tools
 from ..types import (
     AssistantMessage,
     Context,
-    ErrorInfo,
     Message,
     Model,
     SystemMessage,
@@ -58,7 +59,8 @@ from ._drive import check_sync, drive_async, drive_sync
 from ._execute import AfterToolCall, BeforeToolCall, failure_result
 from ._intents import Core, NextModelEvent, OpenModel, Resolve
 from ._output import agent_model, check_retries, output_feedback
-from ._run import AgentRun, AgentStopReason, sum_usage
+from ._resume import Durable
+from ._run import AgentRun, AgentStopReason
 from ._stream import AgentStream, SyncAgentStream
 from ._tools_turn import ToolRunner
 from ._turns import (
@@ -92,7 +94,7 @@ ShouldStopAfterTurn = Callable[[TurnEndEvent], "bool | Awaitable[bool]"]
 PrepareNextTurn = Callable[[Context], "Context | Awaitable[Context]"]
 
 
-class Agent(CallConfig, ToolRunner, Controls):
+class Agent(CallConfig, ToolRunner, Controls, Durable):
     """Runs a model with tools until it answers.
 
     ``await agent.run(prompt)`` returns an :class:`AgentRun` (``.text``, ``.final``,
@@ -128,6 +130,12 @@ class Agent(CallConfig, ToolRunner, Controls):
             results in call order) or ``"sequential"``.
         before_tool_call: ``(call, args)`` hook: ``None``/``True`` allows the call,
             ``False``, a reason or a ``ToolFailure`` blocks it (fails closed).
+        approval: ``(call, args) -> bool`` (sync or async; args validated): the call
+            needs approval (default: the tool's ``approval`` flag). With no
+            ``before_tool_call`` hook such calls pause the run (``"paused"``) for
+            :meth:`resume`.
+        store: A SQLite file recording each call before and after it runs, and the
+            run's state (``agent.resume(run_id)``); in memory when ``None``.
         after_tool_call: ``(call, result)`` hook: a replacement result, or ``None``.
         messages: A transcript to start from.
         options: Stream options, a dict or a zero-argument callable (sync or async)
@@ -176,6 +184,8 @@ class Agent(CallConfig, ToolRunner, Controls):
         should_stop_after_turn: ShouldStopAfterTurn | None = None,
         prepare_next_turn: PrepareNextTurn | None = None,
         output_retries: int = 1,
+        approval: Callable[[ToolCall, dict[str, Any]], Any] | None = None,
+        store: str | os.PathLike[str] | None = None,
         **stream_options: Unpack[AgentOptions],
     ) -> None:
         self.model = model = agent_model(model, stream_options.get("base_url"))
@@ -222,6 +232,7 @@ class Agent(CallConfig, ToolRunner, Controls):
                 raise ConfigurationError(f"{name} must be callable")
         self.before_tool_call = before_tool_call
         self.after_tool_call = after_tool_call
+        self._setup_durable(approval, store)
         for name, fn in (
             ("should_stop_after_turn", should_stop_after_turn),
             ("prepare_next_turn", prepare_next_turn),
@@ -262,13 +273,14 @@ class Agent(CallConfig, ToolRunner, Controls):
 
     # ------------------------------------------------------------------ public
 
-    def stream(self, prompt: Prompt | None = None) -> AgentStream:
+    def stream(self, prompt: Prompt | None = None, *, run_id: str | None = None) -> AgentStream:
         """Run on ``prompt`` (``None``: continue the transcript, see :meth:`continue_`),
         yielding agent events, ``agent_start`` … ``agent_end``. Nothing happens until it
         is iterated.
 
         Args:
             prompt: A string, a ``UserMessage`` or a list of them, or ``None``.
+            run_id: The run's id (default: a new one), for the ``store``.
 
         Returns:
             An ``AgentStream``: ``async for`` it, or await ``result()``.
@@ -277,16 +289,20 @@ class Agent(CallConfig, ToolRunner, Controls):
             ConfigurationError: ``prompt`` is not a prompt.
         """
         new = None if prompt is None else as_messages(prompt)
+        core = functools.partial(self._events, run_id=run_id)
         return AgentStream(
-            lambda: drive_async(self._events, new, self._stream_fn, self._toolsets), self.abort
+            lambda: drive_async(core, new, self._stream_fn, self._toolsets), self.abort
         )
 
-    def stream_sync(self, prompt: Prompt | None = None) -> SyncAgentStream:
+    def stream_sync(
+        self, prompt: Prompt | None = None, *, run_id: str | None = None
+    ) -> SyncAgentStream:
         """:meth:`stream` without an event loop: the same events, decisions and
         transcript, in the calling thread (see :mod:`modelwire.agent._drive`).
 
         Args:
             prompt: A string, a ``UserMessage`` or a list of them, or ``None``.
+            run_id: The run's id (default: a new one), for the ``store``.
 
         Returns:
             A ``SyncAgentStream``: iterate it, or call ``result()``.
@@ -296,16 +312,17 @@ class Agent(CallConfig, ToolRunner, Controls):
         """
         new = None if prompt is None else as_messages(prompt)
         check_sync(self.tools.values())
+        core = functools.partial(self._events, run_id=run_id)
         return SyncAgentStream(
-            lambda: drive_sync(self._events, new, self._stream_fn_sync, self._toolsets),
-            self.abort,
+            lambda: drive_sync(core, new, self._stream_fn_sync, self._toolsets), self.abort
         )
 
-    async def run(self, prompt: Prompt) -> AgentRun:
+    async def run(self, prompt: Prompt, *, run_id: str | None = None) -> AgentRun:
         """Run on ``prompt`` until the model answers (or the run stops); the run.
 
         Args:
             prompt: A string, a ``UserMessage`` or a list of them.
+            run_id: The run's id (default: a new one), for the ``store``.
 
         Returns:
             The :class:`AgentRun`; its ``stop_reason`` says how the run ended.
@@ -313,14 +330,15 @@ class Agent(CallConfig, ToolRunner, Controls):
         Raises:
             ConfigurationError: ``prompt`` is not a prompt.
         """
-        return await self.stream(prompt).result()
+        return await self.stream(prompt, run_id=run_id).result()
 
-    def run_sync(self, prompt: Prompt) -> AgentRun:
+    def run_sync(self, prompt: Prompt, *, run_id: str | None = None) -> AgentRun:
         """:meth:`run` without an event loop (works inside a running one, as
         ``mw.complete_sync`` does).
 
         Args:
             prompt: A string, a ``UserMessage`` or a list of them.
+            run_id: The run's id (default: a new one), for the ``store``.
 
         Returns:
             The :class:`AgentRun`.
@@ -328,7 +346,7 @@ class Agent(CallConfig, ToolRunner, Controls):
         Raises:
             ConfigurationError: An async tool while a loop runs here, or a bad ``prompt``.
         """
-        return self.stream_sync(prompt).result()
+        return self.stream_sync(prompt, run_id=run_id).result()
 
     async def continue_(self) -> AgentRun:
         """Go on from the current transcript without a new prompt: execute the
@@ -356,27 +374,9 @@ class Agent(CallConfig, ToolRunner, Controls):
 
     # ------------------------------------------------------------------ loop
 
-    def _resume_calls(self) -> list[ToolCall]:
-        """For ``continue_``: the calls of the last response still without a result."""
-        msgs = self._messages
-        if not msgs and not self._steering and not self._follow_ups:
-            raise ConfigurationError("nothing to continue: the transcript is empty; use run()")
-        k = next((i for i in range(len(msgs) - 1, -1, -1) if msgs[i].role == "assistant"), -1)
-        if k < 0:
-            return []
-        last = msgs[k]
-        assert isinstance(last, AssistantMessage)
-        if last.stop_reason == "tool_use":
-            done = {m.tool_call_id for m in msgs[k + 1 :] if isinstance(m, ToolResultMessage)}
-            return [c for c in last.tool_calls if c.id not in done]
-        if k == len(msgs) - 1 and last.stop_reason in ("stop", "length") and not paused(last):
-            if not self._steering and not self._follow_ups:
-                raise ConfigurationError(
-                    "nothing to continue: the last message is a finished response; use run()"
-                )
-        return []
-
-    def _events(self, new_prompt: list[UserMessage] | None, st: RunState) -> Core:
+    def _events(
+        self, new_prompt: list[UserMessage] | None, st: RunState, run_id: str | None = None
+    ) -> Core:
         """The run, sans-IO: agent events for the caller and intents for the driver
         (:mod:`modelwire.agent._intents`), which holds ``st``'s I/O side and cleans it
         up (tool tasks, the model stream) before this generator is closed."""
@@ -385,6 +385,7 @@ class Agent(CallConfig, ToolRunner, Controls):
                 "this agent is already running; use steer()/follow_up(), or abort() it first"
             )
         pending = self._resume_calls() if new_prompt is None else []
+        self._begin(run_id)
         if self._toolsets:  # the driver opened them: their tools join the run's
             self.tools = merge_tools(self._own_tools, self._toolsets)
             check_reserved(self.tools)
@@ -407,6 +408,7 @@ class Agent(CallConfig, ToolRunner, Controls):
                 yield TurnStartEvent(turn=0)
                 turn = Turn(pending)
                 turn_state[:] = [turn]
+                self._checkpoint(0, new)
                 yield from self._run_tools(st, turn, answered, new)
                 yield TurnEndEvent(turn=0, message=last, tool_results=done_results(turn))
             # Steering queued while idle goes after the prompt (and after the results
@@ -414,6 +416,9 @@ class Agent(CallConfig, ToolRunner, Controls):
             for m in self._drain(self._steering):
                 yield from self._record(m, new)
             while True:
+                if self._pending:
+                    stop = "paused"
+                    break
                 if st.aborted:
                     stop = "aborted"
                     break
@@ -423,6 +428,7 @@ class Agent(CallConfig, ToolRunner, Controls):
                 turns += 1
                 outcome: list[AgentStopReason] = []
                 yield from self._turn(st, turns, answered, new, turn_state, outcome)
+                self._checkpoint(turns, new)
                 if outcome:
                     stop = outcome[0]
                     break
@@ -433,6 +439,7 @@ class Agent(CallConfig, ToolRunner, Controls):
             for turn in turn_state:
                 self._messages.extend(turn.unanswered())
             self._state = None
+            self._end()
 
     def _turn(
         self,
@@ -486,11 +493,12 @@ class Agent(CallConfig, ToolRunner, Controls):
         turn = Turn(calls)
         turn_state[:] = [turn]
         if calls:
+            self._checkpoint(number, new)  # before any of them runs
             yield from self._run_tools(st, turn, answered, new)
         end = TurnEndEvent(turn=number, message=msg, tool_results=done_results(turn))
         yield end
-        if st.aborted:
-            outcome.append("aborted")
+        if st.aborted or self._pending:
+            outcome.append("aborted" if st.aborted else "paused")
             return
         hook = self.should_stop_after_turn
         if hook is not None and (calls or resume or self._steering or self._follow_ups):
@@ -512,32 +520,6 @@ class Agent(CallConfig, ToolRunner, Controls):
             yield from self._record(m, new)
         if not calls and not queued:
             outcome.append("stop")
-
-    def _make_run(self, new: list[Message], turns: int, stop: AgentStopReason) -> AgentRun:
-        final = next((m for m in reversed(new) if isinstance(m, AssistantMessage)), None)
-        if final is None:
-            earlier = (m for m in reversed(self._messages) if isinstance(m, AssistantMessage))
-            final = next(earlier, None)
-        if final is None:
-            model = self._model
-            final = AssistantMessage(
-                content=(),
-                api=model.api if model else "",
-                provider=model.provider if model else "",
-                model=model.id if model else "",
-                stop_reason="aborted" if stop == "aborted" else "stop",
-                error=ErrorInfo(kind="aborted", message="the run was aborted before any response")
-                if stop == "aborted"
-                else None,
-            )
-        return AgentRun(
-            messages=tuple(self._messages),
-            new_messages=tuple(new),
-            final=final,
-            stop_reason=stop,
-            turns=turns,
-            usage=sum_usage(new),
-        )
 
     def _definitions(self, model: Model | Fallback) -> tuple[ToolDefinition, ...]:
         """The tool definitions of one request (deferred tools: ``agent._deferred``)."""

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextvars
 import inspect
 import threading
 from collections.abc import Awaitable, Callable, Generator
@@ -193,7 +194,7 @@ class AsyncPerformer:
                 return await fn(args, ctx)
             # A sync tool runs in a worker thread so it cannot stall the event loop
             # (and with it other tools and the model stream).
-            out = await asyncio.to_thread(fn, args, ctx)
+            out = await _in_thread(fn, args, ctx, tool.name)
             return await out if inspect.isawaitable(out) else out
 
         scope: asyncio.Timeout | None = None
@@ -327,3 +328,33 @@ def _capture(box: list[Any], fn: Any, args: Any, ctx: Any) -> None:
         box.append((True, fn(args, ctx)))
     except BaseException as exc:  # handed to the waiting thread
         box.append((False, exc))
+
+
+async def _in_thread(fn: Any, args: Any, ctx: Any, name: str) -> Any:
+    """``fn(args, ctx)`` in a daemon thread, awaited (``asyncio.to_thread`` uses the
+    loop's executor, whose threads ``asyncio.run`` and interpreter exit wait for: a
+    Ctrl-C during a long tool would hang until it returned). The context variables go
+    with it, as with ``to_thread``."""
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+    box: list[Any] = []
+
+    def settle() -> None:
+        if done.done():
+            return  # the awaiting task was cancelled
+        ok, value = box[0]
+        if ok:
+            done.set_result(value)
+        else:
+            done.set_exception(value)
+
+    def work() -> None:
+        context.run(_capture, box, fn, args, ctx)
+        try:
+            loop.call_soon_threadsafe(settle)
+        except RuntimeError:
+            pass  # the loop is closed: nobody waits for this result any more
+
+    threading.Thread(target=work, name=f"tool-{name}", daemon=True).start()
+    return await done

@@ -8,6 +8,7 @@ from typing import Literal, TypeAlias
 import msgspec
 
 from ..types import AssistantMessage, Cost, ErrorInfo, Message, Usage
+from ._durable import AgentState, PendingCall
 
 __all__ = ["AgentRun", "AgentStopReason", "sum_usage"]
 
@@ -18,9 +19,11 @@ __all__ = ["AgentRun", "AgentStopReason", "sum_usage"]
 #: (``context_overflow``: the server truncated the prompt silently; nothing of that
 #: response was executed); or ``should_stop_after_turn`` returned true after a
 #: turn the run would have gone on from (``stopped``: that turn's tool results are
-#: in the transcript, queued steering and follow-up messages stay queued).
+#: in the transcript, queued steering and follow-up messages stay queued); or a
+#: call needs approval and the agent has no ``before_tool_call`` hook (``paused``:
+#: ``run.pending`` waits for ``agent.resume(run.state, decisions)``).
 AgentStopReason: TypeAlias = Literal[
-    "stop", "length", "error", "aborted", "max_turns", "context_overflow", "stopped"
+    "stop", "length", "error", "aborted", "max_turns", "context_overflow", "stopped", "paused"
 ]
 
 
@@ -29,8 +32,9 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
 
     A run that failed is still a result: ``stop_reason`` says how it ended
     (``"stop"`` when the model answered, or ``length``, ``error``, ``aborted``,
-    ``max_turns``, ``context_overflow``, ``stopped``) and ``error`` why the last
-    response failed. ``agent.continue_()`` resumes from it.
+    ``max_turns``, ``context_overflow``, ``stopped``, ``paused``) and ``error`` why
+    the last response failed. ``agent.continue_()`` resumes from it, and
+    ``agent.resume(run.state, decisions)`` from its state, in any process.
     """
 
     messages: tuple[Message, ...]
@@ -47,6 +51,12 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     """Model responses requested in this run."""
     usage: Usage
     """Tokens and cost of this run's responses, summed."""
+    run_id: str
+    """The run's id (its calls are recorded under it; ``agent.resume(run_id)``)."""
+    state: AgentState
+    """Where the run stands, to continue it with ``agent.resume(state, decisions)``."""
+    pending: tuple[PendingCall, ...] = ()
+    """The calls waiting for a decision (``stop_reason="paused"``)."""
 
     @property
     def text(self) -> str:
@@ -59,16 +69,15 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
         return self.final.error
 
 
-def sum_usage(messages: Iterable[Message]) -> Usage:
-    """The sum of the usage of the assistant messages in ``messages``."""
+def sum_usage(messages: Iterable[Message], start: Usage | None = None) -> Usage:
+    """The sum of the usage of the assistant messages in ``messages`` (plus ``start``)."""
     i = o = cr = cw = 0
     ci = co = ccr = ccw = 0.0
-    for m in messages:
-        if isinstance(m, AssistantMessage):
-            u = m.usage
-            i, o, cr, cw = i + u.input, o + u.output, cr + u.cache_read, cw + u.cache_write
-            c = u.cost
-            ci, co, ccr, ccw = ci + c.input, co + c.output, ccr + c.cache_read, ccw + c.cache_write
+    usages = [m.usage for m in messages if isinstance(m, AssistantMessage)]
+    for u in [start, *usages] if start is not None else usages:
+        i, o, cr, cw = i + u.input, o + u.output, cr + u.cache_read, cw + u.cache_write
+        c = u.cost
+        ci, co, ccr, ccw = ci + c.input, co + c.output, ccr + c.cache_read, ccw + c.cache_write
     return Usage(
         input=i,
         output=o,

@@ -86,7 +86,7 @@ class RunState:
 class Turn:
     """Tool calls of the current turn and their results, appended in call order."""
 
-    __slots__ = ("calls", "finished", "flushed", "results", "started")
+    __slots__ = ("calls", "finished", "flushed", "pending", "results", "started")
 
     def __init__(self, calls: Sequence[ToolCall]) -> None:
         self.calls = tuple(calls)
@@ -96,6 +96,8 @@ class Turn:
         # finished (set by the driver as soon as a result exists).
         self.started: set[int] = set()
         self.finished: dict[int, ToolResultMessage] = {}
+        # Calls waiting for a decision (the run pauses): never answered here.
+        self.pending: list[int] = []
 
     def unanswered(self) -> list[ToolResultMessage]:
         """Results for every call not yet appended; a call that was started but did
@@ -103,6 +105,8 @@ class Turn:
         out = []
         for i in range(self.flushed, len(self.calls)):
             call = self.calls[i]
+            if i in self.pending:
+                continue
             result = self.results[i] or self.finished.get(i)
             if result is None:
                 failure = interrupted(call) if i in self.started else not_started(call)

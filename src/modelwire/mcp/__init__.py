@@ -8,8 +8,9 @@ server])``. The protocol is the official ``mcp`` SDK's (``pip install
 'modelwire[mcp]'``); nothing of it is written here.
 
 What a server's tools may do is the application's call: a tool whose annotations do
-not say ``readOnlyHint: true`` needs the agent's ``before_tool_call`` approval
-(``trust=True`` opts a server in); the server's stderr goes to the
+not say ``readOnlyHint: true`` needs approval — the agent's ``before_tool_call``
+hook, or with none the run pauses for ``agent.resume`` (``trust=True`` opts a
+server in); the server's stderr goes to the
 ``modelwire.mcp`` logger, never to the model; a server that dies mid-call answers
 that call with a ``tool_unavailable`` error result and the run goes on.
 

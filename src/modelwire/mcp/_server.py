@@ -97,8 +97,10 @@ class MCPServer(Toolset):
     schema before anything is sent.
 
     A tool whose annotations do not say ``readOnlyHint: true`` is made with
-    ``approval=True``: an agent runs it only when its ``before_tool_call`` hook
-    allows it (``trust=True`` opts the whole server out of this).
+    ``approval=True``: an agent's ``before_tool_call`` hook decides inline, and with
+    none the run pauses for ``agent.resume(state, decisions)`` (``trust=True`` opts
+    the whole server out of this); one whose annotations say ``idempotentHint:
+    true`` is ``idempotent=True``.
     """
 
     def __init__(
@@ -246,6 +248,7 @@ class MCPServer(Toolset):
     def _tool(self, listed: Any, name: str) -> Tool:
         annotations = listed.annotations
         read_only = bool(annotations is not None and annotations.read_only_hint is True)
+        idempotent = bool(annotations is not None and annotations.idempotent_hint is True)
         remote = listed.name
 
         def execute(args: dict[str, Any], ctx: ToolContext) -> ToolOutput:
@@ -260,6 +263,7 @@ class MCPServer(Toolset):
                 timeout=self.timeout,
                 read_only=read_only,
                 approval=not (read_only or self.trust),
+                idempotent=idempotent,
                 defer=self.defer,
             )
         except ConfigurationError as exc:

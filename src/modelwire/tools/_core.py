@@ -97,8 +97,11 @@ class Tool:
     ``timeout_unknown``. ``read_only`` says the tool only reads: what runs it may
     skip asking for approval (``modelwire chat --functions`` asks before every
     other call). ``approval`` says each call needs the application's approval: an
-    agent runs it only when its ``before_tool_call`` hook allows it, and blocks it
-    when the agent has no hook. ``defer`` keeps the tool's definition out of the
+    agent's ``before_tool_call`` hook decides, and with no hook the run pauses
+    until ``agent.resume(state, decisions)``. ``idempotent`` says running a call
+    twice does what running it once does: a call interrupted by a crash is run
+    again on resume instead of being answered ``in_doubt`` (as a read-only one
+    is). ``defer`` keeps the tool's definition out of the
     requests until the model finds it with the agent's ``search_tools`` tool (or the
     provider's own tool search).
 
@@ -117,8 +120,10 @@ class Tool:
             :class:`ToolOutput`, or raising :class:`ToolFailure`.
         timeout: Seconds one execution may take (``None``: no limit).
         read_only: The tool only reads, changes nothing (default ``False``).
-        approval: Each call needs ``before_tool_call``'s approval (default ``False``).
+        approval: Each call needs the application's approval (default ``False``).
         defer: Sent to the model only once it searched for it (default ``False``).
+        idempotent: Running a call twice does what running it once does (default
+            ``False``).
 
     Raises:
         ConfigurationError: One of the checks above failed.
@@ -149,6 +154,7 @@ class Tool:
         "description",
         "execute",
         "function",
+        "idempotent",
         "name",
         "parameters",
         "read_only",
@@ -166,6 +172,7 @@ class Tool:
         read_only: bool = False,
         approval: bool = False,
         defer: bool = False,
+        idempotent: bool = False,
     ) -> None:
         if not isinstance(name, str) or not _NAME.fullmatch(name):
             raise ConfigurationError(
@@ -180,7 +187,12 @@ class Tool:
             isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0
         ):
             raise ConfigurationError("Tool.timeout must be a positive number of seconds or None")
-        for flag, value in (("read_only", read_only), ("approval", approval), ("defer", defer)):
+        for flag, value in (
+            ("read_only", read_only),
+            ("approval", approval),
+            ("defer", defer),
+            ("idempotent", idempotent),
+        ):
             if not isinstance(value, bool):
                 raise ConfigurationError(f"Tool.{flag} must be True or False")
         schema = _schema_of(parameters)
@@ -201,6 +213,9 @@ class Tool:
         self.read_only = read_only
         self.approval = approval
         self.defer = defer
+        #: Running a call twice has the effect of running it once: a call whose
+        #: run was interrupted (``Agent(store=...)``) is run again, not ``in_doubt``.
+        self.idempotent = idempotent
         #: The typed function a :meth:`from_function` tool calls (``None`` otherwise).
         self.function: Callable[..., Any] | None = None
         self._validator = compile_validator(schema, name)
@@ -216,6 +231,7 @@ class Tool:
         read_only: bool = False,
         approval: bool = False,
         defer: bool = False,
+        idempotent: bool = False,
     ) -> Tool:
         """A tool from a typed function: the schema from its signature, hints and
         docstring; the arguments validated, then passed as typed values; sync or
@@ -232,8 +248,9 @@ class Tool:
             description: What the model is told (default: the docstring's summary).
             timeout: Seconds one execution may take.
             read_only: The function only reads, changes nothing.
-            approval: Each call needs ``before_tool_call``'s approval.
+            approval: Each call needs the application's approval.
             defer: Sent to the model only once it searched for it.
+            idempotent: Running a call twice does what running it once does.
 
         Returns:
             The tool; ``tool.function`` is ``fn``.
@@ -247,7 +264,7 @@ class Tool:
         tool_name, summary, schema, execute = function_parts(fn, name)
         made = cls(tool_name, summary if description is None else description, schema, execute,
                    timeout=timeout, read_only=read_only, approval=approval,
-                   defer=defer)  # fmt: skip
+                   defer=defer, idempotent=idempotent)  # fmt: skip
         made.function = fn
         return made
 
@@ -291,6 +308,7 @@ def tool(
     read_only: bool = False,
     approval: bool = False,
     defer: bool = False,
+    idempotent: bool = False,
 ) -> Callable[[Callable[..., Any]], Tool]: ...
 
 
@@ -304,6 +322,7 @@ def tool(
     read_only: bool = False,
     approval: bool = False,
     defer: bool = False,
+    idempotent: bool = False,
 ) -> Tool | Callable[[Callable[..., Any]], Tool]:
     """Make a typed function a :class:`Tool`: ``@mw.tool`` or ``@mw.tool(...)``.
 
@@ -324,10 +343,14 @@ def tool(
             answered with ``timeout_unknown``.
         read_only: The function only reads, changes nothing (what runs it may skip
             asking for approval).
-        approval: Each call needs the agent's ``before_tool_call`` approval; with no
-            hook the call is blocked.
+        approval: Each call needs the application's approval: the agent's
+            ``before_tool_call`` hook decides inline; with no hook the run pauses
+            (``stop_reason="paused"``) until ``agent.resume(state, decisions)``.
         defer: Keep the definition out of requests until the model finds it with
             ``search_tools`` (many tools, few used).
+        idempotent: Running a call twice does what running it once does: a call
+            interrupted mid-run (``Agent(store=...)``) is run again on resume
+            instead of being answered ``in_doubt``.
 
     Returns:
         The :class:`Tool` (with ``fn``), or a decorator that makes one (without).
@@ -362,7 +385,7 @@ def tool(
     def wrap(f: Callable[..., Any]) -> Tool:
         return Tool.from_function(
             f, name=name, description=description, timeout=timeout, read_only=read_only,
-            approval=approval, defer=defer,
+            approval=approval, defer=defer, idempotent=idempotent,
         )  # fmt: skip
 
     return wrap

@@ -69,6 +69,14 @@ FAILURE_HINTS: Mapping[str, str] = MappingProxyType(
             "Retry once if the error looks temporary; otherwise continue without this tool "
             "and tell the user what failed."
         ),
+        "in_doubt": (
+            "The run stopped while this call was running, so it is not known whether it ran: "
+            "check the current state before retrying it."
+        ),
+        "denied": (
+            "The user denied this call: do not retry it unchanged; "
+            "continue without it or ask the user."
+        ),
         "blocked": (
             "The application did not allow this call: do not retry it unchanged; "
             "continue without it or ask the user."
@@ -100,7 +108,7 @@ FAILURE_HINTS: Mapping[str, str] = MappingProxyType(
 The standard kinds of a :class:`ToolFailure`: ``not_found``, ``permission_denied``,
 ``invalid_arguments``, ``too_large``, ``not_text``, ``stale_version``,
 ``timeout_unknown``, ``unknown_tool``, ``execution_failed``, ``blocked``,
-``duplicate_call``, ``output_limit``, ``context_overflow`` and ``aborted``.
+``denied``, ``in_doubt``, ``duplicate_call``, ``output_limit``, ``context_overflow`` and ``aborted``.
 :func:`failure_text` appends the kind's hint to every failed result; raise
 ``ToolFailure(kind, message, hint=...)`` to say something more specific, and use one
 of these kinds where it fits, so the model gets the advice that goes with it.
@@ -141,7 +149,7 @@ class ToolFailure(Exception):
     ``kind`` is one of :data:`FAILURE_HINTS` (``not_found``, ``permission_denied``,
     ``invalid_arguments``, ``too_large``, ``not_text``, ``stale_version``,
     ``timeout_unknown``, ``unknown_tool``, ``execution_failed``, ``blocked``,
-    ``duplicate_call``, ``output_limit``, ``aborted``) or a tool's own kind;
+    ``denied``, ``in_doubt``, ``duplicate_call``, ``output_limit``, ``aborted``) or a tool's own kind;
     ``message`` says what happened; ``hint`` replaces the kind's default "what to
     do" line; ``details`` is structured data kept on the result message for the
     application (never sent to the model).
