@@ -266,7 +266,7 @@ async def test_a_recorded_call_is_replayed_not_run_again(driver: str, tmp_path: 
     assert done.text == "Done." and len(server.requests) == 2
 
 
-def test_an_interrupted_call_is_in_doubt_unless_idempotent(tmp_path: Path) -> None:
+def test_an_interrupted_call_is_in_doubt_unless_idempotent_or_read_only(tmp_path: Path) -> None:
     from modelwire.agent._durable import Ledger
 
     store = tmp_path / "runs.db"
@@ -284,7 +284,17 @@ def test_an_interrupted_call_is_in_doubt_unless_idempotent(tmp_path: Path) -> No
         runs.append("again")
         return "again"
 
-    calls = [tool_call("once", {"n": 1}, id="o1"), tool_call("again", {"n": 1}, id="a1")]
+    @mw.tool(read_only=True)
+    def look(n: int) -> str:
+        """Look (changes nothing, so running it again is safe)."""
+        runs.append("look")
+        return "looked"
+
+    calls = [
+        tool_call("once", {"n": 1}, id="o1"),
+        tool_call("again", {"n": 1}, id="a1"),
+        tool_call("look", {"n": 1}, id="l1"),
+    ]
     state = mw.AgentState(
         run_id="r9",
         messages=(
@@ -301,13 +311,15 @@ def test_an_interrupted_call_is_in_doubt_unless_idempotent(tmp_path: Path) -> No
     ledger = Ledger(store)  # another process started both, and died
     ledger.start("r9", "o1")
     ledger.start("r9", "a1")
+    ledger.start("r9", "l1")
     ledger.save(state)
     assert list_runs(store) == ["r9"] and mw.AgentState.load(store, "r9") == state
     with MockServer(["Done."]) as server:
-        done = mw.Agent(server.model(), [once, again], store=store).resume_sync("r9")
+        done = mw.Agent(server.model(), [once, again, look], store=store).resume_sync("r9")
     results = _results(done)
     assert _kind(results["o1"]) == "in_doubt" and "not known" in results["o1"].text
-    assert results["a1"].text == "again" and runs == ["again"]
+    assert results["a1"].text == "again" and results["l1"].text == "looked"
+    assert runs == ["again", "look"]
     assert "in_doubt" in mw.tools.FAILURE_HINTS
 
 
