@@ -328,7 +328,9 @@ def test_the_terminal_asks_before_each_call(tmp_path: Path) -> None:
             screen = pane.screen(joined=True)
     finally:
         pane.close()
-    assert f"Run save_note({json.dumps({'path': str(yes), 'text': 'approved'})})? [y/N/a] y" in screen
+    assert (
+        f"Run save_note({json.dumps({'path': str(yes), 'text': 'approved'})})? [y/N/a] y" in screen
+    )
     assert yes.read_text(encoding="utf-8") == "approved"
     assert not no.exists()
     assert "Traceback" not in screen and "modelwire: error" not in screen

@@ -219,11 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
                        "to --root. File contents are sent to the model's provider, so a "
                        "non-loopback base URL needs --allow-paid-api.")  # fmt: skip
     _model_args(p)
-    p.add_argument("--root", default=".", help="directory the tools may read (default: .)")
+    p.add_argument("--root", help="directory the tools may read (default: ., or the "
+                   "resumed run's)")  # fmt: skip
     p.add_argument("--allow-paid-api", action="store_true",
                    help="allow sending file contents to a remote (paid) API")  # fmt: skip
     p.add_argument("--no-log", action="store_true",
-                   help="do not record this run's model calls in the log (modelwire logs)")  # fmt: skip
+                   help="do not record this run's model calls in the log (modelwire logs), nor "
+                   "the run itself (no --resume)")  # fmt: skip
+    p.add_argument("--resume", nargs="?", const="", metavar="ID",
+                   help="continue run ID (or the one whose id starts with ID; alone: the latest) "
+                   "where it stopped, with its model and --root unless given again; calls that "
+                   "finished are not run again (give --functions, -T and --mcp again)")  # fmt: skip
     p.add_argument(
         "task", nargs="*", help="what the agent should do ('-' or piped stdin is read too)"
     )

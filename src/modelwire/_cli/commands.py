@@ -13,9 +13,11 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from .._redact import redact_url
+from ..types import AssistantMessage
 from .common import (
     EXIT_CONFIG,
     EXIT_FAILED,
+    EXIT_INTERRUPTED,
     CLIError,
     is_loopback,
     log_path,
@@ -38,18 +40,22 @@ from .output import (
     EventPrinter,
     Screen,
     _isatty,
+    end_lines,
     format_usage,
     json_line,
     one_line,
     run_agent,
     to_plain,
 )
+from .runs import Record, new_run_id, record, runs_path
 
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
 
+    from ..agent import AgentState
     from ..testing import RecordedRequest, Reply
-    from ..types import AssistantMessage, Model, ToolCall
+    from ..types import Message, Model, ToolCall
     from .functions import Toolset
     from .inputs import Inputs
 
@@ -82,7 +88,11 @@ def chat(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``run -m provider/model --root DIR TASK``: the agent with read-only tools."""
+    """``run -m provider/model --root DIR TASK``: the agent with read-only tools;
+    ``run --resume [ID]``: a stopped run goes on (:mod:`.runs`)."""
+    resumed = _resumed(args) if args.resume is not None else None
+    if args.root is None:
+        args.root = "."
     model = resolve_model(args)
     root = Path(args.root)
     if not is_loopback(model.base_url) and not args.allow_paid_api:
@@ -103,17 +113,36 @@ def run(args: argparse.Namespace) -> int:
 
     inputs = read_inputs(args, args.task)  # -f / -a / --at
     model = inputs.fit(model)
-    task = read_prompt(args.task, stdin_is_prompt=not _isatty(sys.stdin) and not inputs.stdin_used)
-    if not task and not inputs:
-        raise CLIError("usage", "no task: give it as arguments or on stdin ('-')")
+    if resumed is not None:
+        task = resumed.task
+    else:
+        stdin_is_prompt = not _isatty(sys.stdin) and not inputs.stdin_used
+        task = read_prompt(args.task, stdin_is_prompt=stdin_is_prompt)
+        if not task and not inputs:
+            raise CLIError("usage", "no task: give it as arguments or on stdin ('-')")
     from .functions import toolset
 
     tools = toolset(args, keep_builtins=True)  # read, ls, grep, any --functions and --mcp
     assert tools is not None
     try:
-        return _run_agent(args, model, tools, schema, inputs, task, screen)
+        return _run_agent(args, model, tools, schema, inputs, task, screen, resumed)
     finally:
         tools.close()  # the --mcp servers
+
+
+def _resumed(args: argparse.Namespace) -> Record:
+    """The run ``--resume [ID]`` names, its model and ``--root`` filled into ``args``."""
+    from .runs import find
+
+    if args.task:
+        raise CLIError("usage", "--resume continues a run where it stopped and takes no task; "
+                       "start a new run for a new task")  # fmt: skip
+    if not logging_enabled(args):
+        raise CLIError("usage", "--resume continues a run kept beside the log, which --no-log "
+                       "(or log = false in config.toml) turns off")  # fmt: skip
+    record = find(args.resume)
+    record.apply(args)
+    return record
 
 
 def _run_agent(
@@ -124,8 +153,9 @@ def _run_agent(
     inputs: Inputs,
     task: str,
     screen: Screen,
+    resumed: Record | None,
 ) -> int:
-    from ..agent import Agent
+    from ..agent import Agent, Approve
 
     # The live paid mode retries nothing unless asked (--max-retries): a repeated
     # paid call is the caller's decision.
@@ -141,13 +171,39 @@ def _run_agent(
         opts["trace"] = chain(opts["trace"], recorder(log_path(), model, on_error=log_failed,
                                                       schema=schema, **inputs.log_args()))  # fmt: skip
     key = opts.pop("api_key", None)  # the Agent takes the key itself, not as an option
+    # The ledger beside the log: each call recorded before it runs and after, the run's
+    # state at each turn, so that --resume goes on without running a call twice.
+    kept = logging_enabled(args)
+    store = runs_path() if kept else None
+    if store is not None:
+        store.parent.mkdir(parents=True, exist_ok=True)
     agent = Agent(model, tools=tools.tools, system_prompt=args.system, api_key=key,
-                  before_tool_call=tools.before, **opts)  # fmt: skip
+                  before_tool_call=tools.before, store=store, **opts)  # fmt: skip
     printer = EventPrinter(screen)
-    if not args.json:
-        screen.line(f"you › {task}", USER)
+    observed = tools.observe(agent)
+    if resumed is not None:
+        run_id = resumed.run_id
+        state = _state_to_resume(run_id)
+        # A paused call is approved here, so that --ta or the question decides it.
+        events = observed.resume_stream(state, {p.id: Approve() for p in state.pending})
+        if not args.json:
+            screen.line(f"run {run_id} › {task}", USER)
+    else:
+        run_id = new_run_id()
+        if kept:
+            record(args, run_id, Path(args.root), task)
+        events = observed.stream(inputs.message(task), run_id=run_id)
+        if not args.json:
+            screen.line(f"you › {task}", USER)
     as_json = args.json and schema is None
-    asyncio.run(run_agent(tools.observe(agent), inputs.message(task), printer, as_json))
+    try:
+        asyncio.run(run_agent(events, printer, as_json))
+    except KeyboardInterrupt:
+        if not kept:
+            raise
+        end_lines()
+        raise CLIError("interrupted", f"stopped by Ctrl-C; {_resume_hint(run_id)}",
+                       EXIT_INTERRUPTED) from None  # fmt: skip
     if schema is not None and printer.final is not None and _exit_for(printer.final) == 0:
         from .schema import print_value
 
@@ -155,8 +211,36 @@ def _run_agent(
     if args.usage:
         notes = Screen(plain=True if (args.plain or args.json) else None, out=sys.stderr)
         notes.line(format_usage(printer.usage, turns=printer.responses), MUTED)
-    _report_failure(printer.failed, model)
+    hint = _resume_hint(run_id) if kept and not _finished(agent.messages) else ""
+    if not _report_failure(printer.failed, model, then=hint) and hint:
+        end_lines()  # e.g. the turn limit: no error, and no answer yet
+        sys.stderr.write(f"modelwire: run {run_id} stopped before its answer; {hint}\n")
     return _exit_for(printer.final)
+
+
+def _resume_hint(run_id: str) -> str:
+    return f"continue it with: modelwire run --resume {run_id}"
+
+
+def _finished(messages: Sequence[Message]) -> bool:
+    """The run ended with its answer: a last response that stopped by itself."""
+    last = messages[-1] if messages else None
+    return isinstance(last, AssistantMessage) and last.stop_reason == "stop" and not last.error
+
+
+def _state_to_resume(run_id: str) -> AgentState:
+    """The stored state of ``run_id``, if there is anything left to do in it."""
+    from ..agent import AgentState
+    from ..errors import ConfigurationError
+
+    try:
+        state = AgentState.load(runs_path(), run_id)
+    except ConfigurationError:
+        raise CLIError("usage", f"run {run_id} stopped before its first model response: "
+                       "nothing was done in it; start it again") from None  # fmt: skip
+    if not state.pending and _finished(state.messages):
+        raise CLIError("usage", f"run {run_id} finished with its answer: nothing to continue")
+    return state
 
 
 # --------------------------------------------------------------------------- replay

@@ -85,8 +85,11 @@ def exit_for(message: AssistantMessage | None) -> int:
     return 0
 
 
-def report_failure(message: AssistantMessage | None, model: Model | None = None) -> None:
-    """The one error line for a failed message (naming the server a connect failed to)."""
+def report_failure(
+    message: AssistantMessage | None, model: Model | None = None, then: str = ""
+) -> bool:
+    """The one error line for a failed message (naming the server a connect failed to;
+    ``then``: what the user can do next, ending the line). Whether there was one."""
     if message is not None and message.error is not None:
         from .._redact import redact_url
 
@@ -98,7 +101,9 @@ def report_failure(message: AssistantMessage | None, model: Model | None = None)
             where = urlsplit(model.base_url).netloc.rpartition("@")[2]
             if where and where not in text:
                 text += f" (tried {redact_url(model.base_url)})"
-        fail(message.error.kind, text)
+        fail(message.error.kind, f"{text}; {then}" if then else text)
+        return True
+    return False
 
 
 def note_retries(opts: dict[str, Any]) -> dict[str, Any]:

@@ -202,7 +202,7 @@ def run_demo(args: argparse.Namespace) -> int:
         if traced:
             asyncio.run(_run_traced(agent, tracer, printer, prompt))
         else:
-            asyncio.run(run_agent(agent, prompt, printer, args.json))
+            asyncio.run(run_agent(agent.stream(prompt), printer, args.json))
         requests = list(server.requests)
     if not args.json:
         screen.line(format_usage(printer.usage, turns=printer.responses), MUTED)

@@ -502,7 +502,12 @@ class _Observed:
         self._agent = agent
         self._tools = tools
 
-    async def stream(self, prompt: Any) -> AsyncIterator[Any]:
-        async for ev in self._agent.stream(prompt):
+    async def stream(self, prompt: Any, *, run_id: str | None = None) -> AsyncIterator[Any]:
+        async for ev in self._agent.stream(prompt, run_id=run_id):
+            self._tools.show(ev)
+            yield ev
+
+    async def resume_stream(self, state: Any, decisions: Any) -> AsyncIterator[Any]:
+        async for ev in self._agent.resume_stream(state, decisions):
             self._tools.show(ev)
             yield ev

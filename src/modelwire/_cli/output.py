@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import AsyncIterable, Iterable
 from typing import Any, TextIO
 
 import msgspec
@@ -349,10 +349,11 @@ def _result_text(result: Any) -> str:
     return "" if result is None else str(result)
 
 
-async def run_agent(agent: Any, task: Any, printer: EventPrinter, as_json: bool) -> None:
-    """Stream an agent run, rendering or printing JSON lines (``run`` and ``demo``)."""
+async def run_agent(events: AsyncIterable[Any], printer: EventPrinter, as_json: bool) -> None:
+    """Stream an agent run's ``events``, rendering or printing JSON lines (``run`` and
+    ``demo``)."""
     try:
-        async for ev in agent.stream(task):
+        async for ev in events:
             if as_json:
                 json_line(to_plain(ev))
                 msg = getattr(ev, "message", None)
