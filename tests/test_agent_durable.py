@@ -109,17 +109,16 @@ async def test_a_call_needing_approval_pauses_and_the_others_of_its_turn_run(
     assert "deleted a" in sent and "counted 1" in sent
 
 
+def _three_deletes() -> list[Any]:
+    """The script of a model that asks to delete a, b and c at once, then answers."""
+    calls = [tool_call("delete", {"path": p}, id=f"d{i}") for i, p in enumerate("abc", 1)]
+    return [calls, "Done."]
+
+
 @pytest.mark.parametrize("driver", DRIVERS)
 async def test_deny_and_replace_answer_the_model_without_executing(driver: str) -> None:
     tools = Tools()
-    script = [
-        [
-            tool_call("delete", {"path": "a"}, id="d1"),
-            tool_call("delete", {"path": "b"}, id="d2"),
-            tool_call("delete", {"path": "c"}, id="d3"),
-        ],
-        "Done.",
-    ]
+    script = _three_deletes()
     with MockServer(script) as server:
         agent = mw.Agent(server.model(), tools.all)
         run = await _run(agent, driver, "Go.")
@@ -345,14 +344,7 @@ def _log(work: Path) -> list[str]:
 
 
 def test_a_paused_run_resumes_in_another_process(tmp_path: Path) -> None:
-    script = [
-        [
-            tool_call("delete", {"path": "a"}, id="d1"),
-            tool_call("delete", {"path": "b"}, id="d2"),
-            tool_call("delete", {"path": "c"}, id="d3"),
-        ],
-        "Done.",
-    ]
+    script = _three_deletes()
     with MockServer(script) as server:
         (tmp_path / "model.json").write_bytes(mw.to_json(server.model()))
         paused = _child(tmp_path, "pause")

@@ -93,25 +93,31 @@ def test_a_failed_run_resumes_without_running_its_finished_call_again(tmp_path: 
     assert_one_line_error(proc, "usage", run_id, "finished")
 
 
+def _hanging_run(
+    tmp_path: Path, srv: MockServer, tools: Path, stamps: Path, env: dict[str, str]
+) -> subprocess.Popen[str]:
+    """``run`` started in a process that is inside its tool call once this returns."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "modelwire", "run", "-m", "local/m", *_args(srv, tools),
+         "--root", str(tmp_path), "stamp hang"],
+        cwd=tmp_path, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    deadline = time.monotonic() + 60
+    while _stamps(stamps) != ["hang"]:
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise AssertionError(f"the tool never started: {proc.communicate()[1]}")
+        time.sleep(0.05)
+    return proc
+
+
 def test_a_run_killed_inside_a_tool_answers_that_call_in_doubt(tmp_path: Path) -> None:
     tools, stamps, env = _setup(tmp_path)
     with MockServer([tool_call("stamp", {"label": "hang"}), "never asked"]) as srv:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "modelwire", "run", "-m", "local/m", *_args(srv, tools),
-             "--root", str(tmp_path), "stamp hang"],
-            cwd=tmp_path, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while _stamps(stamps) != ["hang"]:
-                assert time.monotonic() < deadline, "the tool never started"
-                assert proc.poll() is None, "the run ended before its tool ran"
-                time.sleep(0.05)
-            os.kill(proc.pid, signal.SIGKILL)
-        finally:
-            proc.kill()
-            proc.wait()
+        proc = _hanging_run(tmp_path, srv, tools, stamps, env)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.communicate()
     # No id at hand after a kill: --resume alone takes the latest run.
     with MockServer(["I could not tell whether it was stamped."]) as srv:
         resumed = cli("run", "--resume", *_args(srv, tools), cwd=tmp_path, env=env)
@@ -124,18 +130,9 @@ def test_a_run_killed_inside_a_tool_answers_that_call_in_doubt(tmp_path: Path) -
 def test_ctrl_c_names_the_run_to_resume(tmp_path: Path) -> None:
     tools, stamps, env = _setup(tmp_path)
     with MockServer([tool_call("stamp", {"label": "hang"}), "never asked"]) as srv:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "modelwire", "run", "-m", "local/m", *_args(srv, tools),
-             "--root", str(tmp_path), "stamp hang"],
-            cwd=tmp_path, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 60
-            while _stamps(stamps) != ["hang"]:
-                assert time.monotonic() < deadline, "the tool never started"
-                time.sleep(0.05)
-            proc.send_signal(signal.SIGINT)
+        proc = _hanging_run(tmp_path, srv, tools, stamps, env)
+        proc.send_signal(signal.SIGINT)
+        try:  # the tool sleeps for 120 s: Ctrl-C must not wait for it
             _, err = proc.communicate(timeout=60)
         finally:
             proc.kill()

@@ -27,6 +27,7 @@ from ._streams import (
     SyncAssistantMessageStream,
     SyncStreamChannel,
 )
+from ._whole import final_message, final_message_sync
 
 if TYPE_CHECKING:
     from .._call import Call
@@ -246,8 +247,7 @@ def _cancel_plan(
     return _Cancel(call, status, o)
 
 
-def _cancelled(c: _Cancel, final: AssistantMessage | None) -> str:
-    assert final is not None  # a Call always ends with a terminal event
+def _cancelled(c: _Cancel, final: AssistantMessage) -> str:
     final.raise_for_error()
     return c.status[-1]
 
@@ -283,17 +283,8 @@ async def cancel_response(
             print(asyncio.run(mw.cancel_response(model, first.response_id)))  # cancelled
         ```
     """
-    import modelwire._http as http
-
     c = _cancel_plan("cancel_response", model, response_id, options)
-    driver = http.AsyncDriver(c.call, c.options.http_client, c.options.transport)
-    final = None
-    try:
-        while (batch := await driver.next()) is not None:
-            final = _terminal(batch, final)
-    finally:
-        await driver.aclose()
-    return _cancelled(c, final)
+    return _cancelled(c, await final_message(c.call, c.options.http_client, c.options.transport))
 
 
 def cancel_response_sync(
@@ -324,19 +315,5 @@ def cancel_response_sync(
             print(mw.cancel_response_sync(model, first.response_id))  # cancelled
         ```
     """
-    import modelwire._http as http
-
     c = _cancel_plan("cancel_response_sync", model, response_id, options)
-    final = None
-    for batch in http.SyncDriver(c.call, c.options.http_client).events():
-        final = _terminal(batch, final)
-    return _cancelled(c, final)
-
-
-def _terminal(batch: list[Event], final: AssistantMessage | None) -> AssistantMessage | None:
-    from ..events import DoneEvent, ErrorEvent
-
-    last = batch[-1] if batch else None
-    if isinstance(last, DoneEvent | ErrorEvent):
-        return last.message
-    return final
+    return _cancelled(c, final_message_sync(c.call, c.options.http_client))

@@ -36,13 +36,12 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import ContextOverflowError
-from ..events import DoneEvent, ErrorEvent
+from ._whole import final_message, final_message_sync
 
 if TYPE_CHECKING:
     from .._apis import CountFacet
     from .._call import Call
     from .._wire.request import HTTPRequest
-    from ..events import Event
     from ..types import AssistantMessage, Context, Model
     from ._options import StreamOptions
 
@@ -223,17 +222,8 @@ async def count_tokens(
     m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
     if request is None:
         return _estimated(ctx)
-    import modelwire._http as http
-
     call = _count_call(m, counter, request, resolved)
-    driver = http.AsyncDriver(call, options.get("http_client"), resolved.transport)
-    final = None
-    try:
-        while (batch := await driver.next()) is not None:
-            final = _terminal(batch, final)
-    finally:
-        await driver.aclose()
-    return _counted(m, final)
+    return _counted(m, await final_message(call, options.get("http_client"), resolved.transport))
 
 
 def count_tokens_sync(
@@ -243,17 +233,5 @@ def count_tokens_sync(
     m, ctx, request, counter, resolved = _plan(prepare, model, context, options)
     if request is None:
         return _estimated(ctx)
-    import modelwire._http as http
-
     call = _count_call(m, counter, request, resolved)
-    final = None
-    for batch in http.SyncDriver(call, options.get("http_client")).events():
-        final = _terminal(batch, final)
-    return _counted(m, final)
-
-
-def _terminal(batch: list[Event], final: AssistantMessage | None) -> AssistantMessage | None:
-    last = batch[-1] if batch else None
-    if isinstance(last, DoneEvent | ErrorEvent):
-        return last.message
-    return final
+    return _counted(m, final_message_sync(call, options.get("http_client")))
