@@ -329,6 +329,32 @@ def test_store_and_approval_are_checked() -> None:
         mw.Agent("openai/gpt-4o", store=3, api_key="k")  # type: ignore[arg-type]
 
 
+def test_an_unusable_store_is_a_configuration_error_and_reading_creates_nothing(
+    tmp_path: Path,
+) -> None:
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not a database " * 200)
+    for store in (garbage, tmp_path, tmp_path / "missing" / "runs.db"):
+        with pytest.raises(ConfigurationError, match="cannot be used as the agent's SQLite"):
+            mw.Agent("openai/gpt-4o", store=store, api_key="k")
+    with pytest.raises(ConfigurationError, match="cannot be used"):
+        list_runs(garbage)
+    absent = tmp_path / "absent.db"
+    assert list_runs(absent) == []
+    with pytest.raises(ConfigurationError, match="no store at"):
+        mw.AgentState.load(absent, "r1")
+    assert not absent.exists()
+
+
+def test_decisions_of_the_wrong_shape_are_refused() -> None:
+    state = mw.AgentState(run_id="r", messages=(mw.UserMessage(content="hi"),))
+    agent = mw.Agent("openai/gpt-4o", api_key="k")
+    with pytest.raises(ConfigurationError, match="decisions must be a dict"):
+        agent.resume_sync(state, ["c1"])  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="reason"):
+        mw.Deny(5)  # type: ignore[arg-type]
+
+
 # --------------------------------------------------------------------------- processes
 
 

@@ -200,6 +200,18 @@ def test_a_retrieval_refused_with_a_status_is_that_typed_error() -> None:
         server.add(Reply(message=SCRIPT, cut_after=ends[3] + 1))
         final = mw.complete_sync(model, CTX, background=True, max_retries=1)
     assert final.error is not None and final.error.kind == "not_found"
+    # The error names the request that failed, a GET, with no hint about where
+    # responses are created (that is for the POST).
+    assert "HTTP 404 from GET " in final.error.message
+    assert "may serve only" not in final.error.message
+
+
+def test_picking_up_an_unknown_id_is_a_plain_not_found() -> None:
+    with MockServer(["hi"]) as server:
+        message = mw.resume_stream_sync(server.model("openai-responses"), "resp_nope").result()
+    assert message.error is not None and message.error.kind == "not_found"
+    assert message.error.message.startswith("HTTP 404 from GET ")
+    assert "resp_nope" in message.error.message and "may serve only" not in message.error.message
 
 
 @pytest.mark.parametrize("background", [False, None])

@@ -166,8 +166,8 @@ class ConfigurationError(ModelwireError, ValueError):
 
 
 class OutputWriteError(ModelwireError, OSError):
-    """A batch run could not write its results file (a full disk, a file size
-    limit…); the lines written before it stay, so running again resumes."""
+    """A batch run could not write its results file, or an agent its store (a full
+    disk, a file size limit…); what was written before stays, so running again resumes."""
 
     kind = "output_write"
 

@@ -554,7 +554,11 @@ class Call:
                 body = yield ReadError(ERROR_BODY_LIMIT, policy.remaining())
                 if got.status < 300:
                     return wrong_type_error(request, got, wrong or "", body)
-                hint = leg.not_found_hint() if got.status == 404 and leg.not_found_hint else None
+                # The hint is about the endpoint a response is created at, not a stored
+                # response's (a pick-up's GET): there a 404 is an unknown id.
+                hint = None
+                if got.status == 404 and request.method == "POST" and leg.not_found_hint:
+                    hint = leg.not_found_hint()
                 err = http_status_error(request, got, body, hint)
                 if err.retry_after is not None and leg.model is not None:
                     # One call's Retry-After pauses every paced call to this provider.

@@ -17,9 +17,6 @@ if TYPE_CHECKING:
 
 __all__ = ["header_items", "http_status_error", "unexpected_type", "wrong_type_error"]
 
-#: Every wire API request is a POST (the request values carry no method).
-METHOD = "POST"
-
 #: How much of a non-event-stream 200 body its error quotes.
 _EXCERPT_CHARS = 200
 
@@ -71,6 +68,6 @@ def http_status_error(
     page summarized), the request's method and URL, and ``hint`` (what the caller
     knows about a 404: :class:`~modelwire._call._flow.Leg`'s ``not_found_hint``)."""
     return status_error(
-        head_.status, body, head_.headers, request.secrets, method=METHOD, url=request.url,
+        head_.status, body, head_.headers, request.secrets, method=request.method, url=request.url,
         hint=hint,
     )  # fmt: skip

@@ -423,7 +423,7 @@ class Tracer:
             body: Any = msgspec.json.decode(text)
         except msgspec.DecodeError:
             body = text
-        self.emit(RequestTrace(id="request", parent=self.origin, method="POST",
+        self.emit(RequestTrace(id="request", parent=self.origin, method=request.method,
                                url=redact_url(self.redact(request.url)), headers=headers, body=body,
                                size=len(request.body)))  # fmt: skip
         self.origin = self.last = "request"

@@ -24,7 +24,7 @@ from typing import Any, TypeAlias
 
 import msgspec
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, OutputWriteError
 from ..tools import ToolOutput
 from ..types import Message, ToolResultMessage, Usage
 from ..types._json import from_json, to_json
@@ -119,6 +119,8 @@ class AgentState(msgspec.Struct, frozen=True, kw_only=True):
         Raises:
             ConfigurationError: No run ``run_id`` in ``store``.
         """
+        if not os.path.exists(store):  # reading creates nothing
+            raise ConfigurationError(f"no store at {os.fspath(store)!r} (no run {run_id!r})")
         state = Ledger(store).load(run_id)
         if state is None:
             raise ConfigurationError(f"no run {run_id!r} in {os.fspath(store)!r}")
@@ -153,6 +155,10 @@ class Deny(msgspec.Struct, frozen=True):
     reason: str = "no reason given"
     """Why, for the model."""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str):
+            raise ConfigurationError(f"Deny(reason) must be a string, got {self.reason!r}")
+
 
 #: A decision for a pending call: ``Approve()``, ``Deny(reason)``, or its result
 #: (a ``ToolOutput`` or a ``ToolResultMessage``), used unexecuted.
@@ -162,6 +168,10 @@ Decision: TypeAlias = Approve | Deny | ToolOutput | ToolResultMessage
 def check_decisions(state: AgentState, decisions: Mapping[str, Any] | None) -> dict[str, Any]:
     """``decisions`` checked against ``state.pending``: one of the right type for
     each pending call, none for another id (``ConfigurationError`` naming it)."""
+    if decisions is not None and not isinstance(decisions, Mapping):
+        raise ConfigurationError(
+            f"decisions must be a dict of call id -> decision, got {type(decisions).__name__}"
+        )
     given = dict(decisions or {})
     pending = {p.id for p in state.pending}
     for call_id, decision in given.items():
@@ -203,14 +213,28 @@ class Ledger:
         self._runs: dict[str, bytes] = {}
         self._lock = threading.Lock()
         if self.path is not None:
-            with self._connect() as db:
+            db = self._connect()
+            try:
                 db.execute("PRAGMA journal_mode=WAL")
                 db.executescript(_SCHEMA)
+            except sqlite3.Error as exc:
+                raise self._unusable(exc) from None
+            finally:
+                db.close()
+
+    def _unusable(self, exc: sqlite3.Error) -> ConfigurationError:
+        return ConfigurationError(
+            f"store {self.path!r} cannot be used as the agent's SQLite store ({exc}); "
+            "pass the path of a new or existing SQLite file in a writable directory"
+        )
 
     def _connect(self) -> sqlite3.Connection:
         assert self.path is not None
-        db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
-        db.execute("PRAGMA busy_timeout=30000")
+        try:
+            db = sqlite3.connect(self.path, timeout=30, isolation_level=None)
+            db.execute("PRAGMA busy_timeout=30000")
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
         return db
 
     def _write(self, sql: str, params: tuple[Any, ...]) -> None:
@@ -219,6 +243,10 @@ class Ledger:
             db.execute("BEGIN IMMEDIATE")
             db.execute(sql, params)
             db.execute("COMMIT")
+        except sqlite3.Error as exc:
+            raise OutputWriteError(
+                f"could not write to the agent's store {self.path!r}: {exc}"
+            ) from None
         finally:
             db.close()
 
@@ -226,6 +254,8 @@ class Ledger:
         db = self._connect()
         try:
             return db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise self._unusable(exc) from None
         finally:
             db.close()
 
@@ -318,6 +348,8 @@ def list_runs(store: str | os.PathLike[str]) -> list[str]:
         print(list_runs(os.path.join(tempfile.mkdtemp(), "runs.db")))  # []
         ```
     """
+    if not os.path.exists(store):  # reading creates nothing
+        return []
     return Ledger(store).runs()
 
 
