@@ -364,8 +364,8 @@ def stream(
 
 
         async def main(model: mw.Model) -> None:
-            async for event in mw.stream(model, "Say hello"):
-                print(event.type)  # start, text_start, text_delta…, text_end, done
+            types = [event.type async for event in mw.stream(model, "Say hello")]
+            print(" ".join(types))  # start text_start text_delta text_delta text_end done
 
 
         with MockServer(["Hello there"]) as server:

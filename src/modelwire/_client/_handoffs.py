@@ -425,7 +425,8 @@ def handoff(context: Context, model: Model) -> Context:
             api=claude.api, provider=claude.provider, model=claude.id, stop_reason="stop",
         )
         ctx = mw.Context(messages=[mw.UserMessage(content="2 + 2?"), reply])
-        print(mw.handoff(ctx, gpt).messages[1].content[0].text)  # <thinking> … </thinking>
+        text = mw.handoff(ctx, gpt).messages[1].content[0].text
+        print(text.replace("\\n", " "))  # <thinking> 2 + 2 is 4. </thinking>
         assert mw.handoff(ctx, claude) is ctx  # the same model: nothing to change
         ```
     """

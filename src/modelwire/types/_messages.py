@@ -401,7 +401,11 @@ class ServerTool(_Value, frozen=True):
 
     Example:
         ```python
-        mw.complete_sync(model, ctx, server_tools=[mw.ServerTool("web_search")])
+        import modelwire as mw
+
+        search = mw.ServerTool("web_search", options={"max_uses": 3})
+        print(search.name, search.options)  # web_search {'max_uses': 3}
+        # then: mw.complete_sync(model, "What happened today?", server_tools=[search])
         ```
     """
 
