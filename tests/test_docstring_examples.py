@@ -19,20 +19,15 @@ from typing import Any
 
 import pytest
 
+from test_reference import MODULES as REFERENCE_MODULES
+
+#: The reference's modules, and those whose names it shows through ``modelwire``.
 MODULES = (
-    "modelwire",
+    *REFERENCE_MODULES,
     "modelwire.agent",
-    "modelwire.errors",
     "modelwire.events",
     "modelwire.types",
-    "modelwire.tools",
-    "modelwire.testing",
-    "modelwire.mcp",
-    "modelwire.batching",
-    "modelwire.ext",
-    "modelwire.otel",
     "modelwire.trace",
-    "modelwire.gateway",
 )
 
 #: Examples that show a long-running server: they start it and never return.
