@@ -165,3 +165,16 @@ def test_no_log_keeps_no_run(tmp_path: Path) -> None:
     assert proc.returncode != 0
     assert "--resume" not in proc.stderr
     assert not (tmp_path / "data" / "modelwire" / "runs.db").exists()
+
+
+def test_a_base_url_with_a_credential_is_not_kept(tmp_path: Path) -> None:
+    tools, _, env = _setup(tmp_path)
+    script: list[Any] = [tool_call("stamp", {"label": "one"}), Reply(status=500, error="down")]
+    with MockServer(script) as srv:
+        url = srv.model().base_url.replace("http://", "http://user:pw-0f9e8d7c@")
+        proc = cli("run", "-m", "local/m", "--base-url", url, "--functions", str(tools), "--ta",
+                   "stamp one", cwd=tmp_path, env=env)  # fmt: skip
+    assert proc.returncode != 0 and RESUMED.search(proc.stderr), proc.stderr
+    kept = (tmp_path / "data" / "modelwire" / "runs.db").read_bytes()
+    assert b"pw-0f9e8d7c" not in kept
+    assert b"stamp one" in kept  # the run itself is kept

@@ -74,13 +74,20 @@ def _connect(path: Path) -> sqlite3.Connection:
 
 def record(args: argparse.Namespace, run_id: str, root: Path, task: str) -> None:
     """Keep how run ``run_id`` was started (before it sends anything)."""
+    from .._redact import display_url
+
     path = runs_path()
     path.parent.mkdir(parents=True, exist_ok=True)
+    # A base URL carrying a credential (user:password@, ?key=) is not kept: a resumed
+    # run is given it again with --base-url.
+    base_url = args.base_url
+    if base_url is not None and display_url(base_url) != base_url:
+        base_url = None
     db = _connect(path)
     try:
         db.execute(
             "INSERT OR REPLACE INTO cli_runs VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (run_id, args.model, args.base_url, args.api, str(root.resolve()), task, time.time()),
+            (run_id, args.model, base_url, args.api, str(root.resolve()), task, time.time()),
         )
     finally:
         db.close()
