@@ -131,6 +131,7 @@ def test_a_config_mistake_stops_every_command_that_reads_it(tmp_path: Path) -> N
         (["parallel_tool_calls", "yes"], "usage", ["parallel_tool_calls must be a bool"]),
         (["output_mode", "json"], "usage", ["output_mode must be one of native, tool, prompted"]),
         (["cache", "1"], "usage", ["cache must be true or false"]),
+        (["background", "yes"], "usage", ["background must be a bool"]),
         (["api_key", "sk"], "usage", ["-o api_key: set it with --key"]),
         (["extra.", "5"], "usage", ["name the body field"]),
     ],
@@ -153,6 +154,19 @@ def test_options_and_extra_fields_reach_the_body(tmp_path: Path) -> None:
     body = srv.requests[0].json()
     assert (body["temperature"], body["max_tokens"]) == (0.5, 12)
     assert (body["top_k"], body["stop"]) == (5, ["END"])
+
+
+def test_a_background_response_cut_mid_stream_is_picked_up(tmp_path: Path) -> None:
+    from modelwire.testing import Reply
+
+    with MockServer([Reply(message="The answer is 42.", cut_after=1500)]) as srv:
+        proc = cli("chat", "-m", "local/m", "--base-url", srv.model().base_url, "--api",
+                   "openai-responses", "--no-log", "-o", "background", "true", "hi",
+                   env=_data_env(tmp_path))  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "The answer is 42."
+    assert [r.method for r in srv.requests] == ["POST", "GET"]
+    assert srv.requests[0].json()["background"] is True
 
 
 # --------------------------------------------------------------------------- trace's default model

@@ -119,7 +119,7 @@ def _model_args(p: argparse.ArgumentParser) -> None:
                    "the key stored by modelwire keys set PROVIDER)")  # fmt: skip
     p.add_argument("-o", "--option", nargs=2, action="append", metavar=("KEY", "VALUE"),
                    help="a request option (temperature, max_tokens, reasoning, tool_choice, "
-                   "parallel_tool_calls, timeout, max_retries, session_id, output_mode, cache; "
+                   "parallel_tool_calls, timeout, max_retries, session_id, background, output_mode, cache; "
                    "checked), or extra.NAME for a field of the request body; VALUE is JSON or a "
                    "word; repeatable")  # fmt: skip
     p.add_argument("--base-url", help="API root including the version segment, e.g. "

@@ -33,7 +33,7 @@ __all__ = [
 #: Options ``-o KEY VALUE`` sets directly; any other key goes into ``extra_body``.
 DIRECT_OPTIONS = frozenset({
     "temperature", "max_tokens", "reasoning", "tool_choice", "parallel_tool_calls",
-    "timeout", "max_retries", "session_id",
+    "timeout", "max_retries", "session_id", "background",
 })  # fmt: skip
 
 #: The keys of ``config.toml``: name -> (type, what it must be). Anything else is an
