@@ -109,8 +109,10 @@ def test_retry_after_on_one_worker_pauses_the_other(cluster: None, tmp_path: Pat
 
     out = tmp_path / "out.jsonl"
     with MockServer([reply], repeat_last=True) as srv:
+        # A loaded machine may starve a worker for seconds: a connect that slow is
+        # not what this test is about (timeout=60 instead of the default 10 s).
         summary = mw.batch(lines(20), out, models={"mock/m": srv.model()}, backend="ray",
-                           ray_workers=2, concurrency=1)  # fmt: skip
+                           ray_workers=2, concurrency=1, timeout=60)  # fmt: skip
         total = len(srv.requests)
     first_odd = next(t for t, i in arrivals if i % 2)
     t429 = next(t for t, i in arrivals if i % 2 == 0 and t > first_odd)
