@@ -25,7 +25,9 @@ if TYPE_CHECKING:
 __all__ = [
     "BatchFacet",
     "BatchJob",
+    "JobState",
     "LineResult",
+    "Outcome",
     "batch_facet",
     "control_headers",
     "json_request",
@@ -142,15 +144,20 @@ def without(url: str, suffix: str) -> str:
 
 
 def json_request(
-    sent: HTTPRequest, url: str, body: Any = None, method: str = "POST"
+    sent: HTTPRequest,
+    url: str,
+    body: Any = None,
+    method: str = "POST",
+    accept: str = "application/json",
 ) -> HTTPRequest:
-    """A JSON request with the live request's credentials."""
+    """A JSON request with the live request's credentials (``accept="*/*"`` for a file,
+    whatever its media type)."""
     headers = control_headers(sent)
     data = b""
     if body is not None:
         headers["content-type"] = "application/json"
         data = msgspec.json.encode(body)
-    headers["accept"] = "application/json"
+    headers["accept"] = accept
     return msgspec.structs.replace(sent, url=url, headers=headers, body=data, method=method)
 
 

@@ -126,7 +126,7 @@ class OpenAIBatch:
 
     def result_request(self, sent: HTTPRequest, where: str) -> HTTPRequest:
         url = origin_path(sent.url, f"{self._base(sent)}/files/{where}/content")
-        return json_request(sent, url, method="GET")
+        return json_request(sent, url, method="GET", accept="*/*")
 
     def parse_job(self, body: bytes) -> BatchJob:
         try:

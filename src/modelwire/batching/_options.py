@@ -48,6 +48,7 @@ class BatchOptions(TypedDict, total=False):
     backend: Literal["local", "ray"]
     ray_address: str | None
     ray_workers: int
+    via: Literal["live", "provider", "auto"]
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -91,6 +92,9 @@ class BatchConfig:
     ray_address: str | None = None
     #: Ray workers.
     ray_workers: int = 2
+    #: ``"live"`` (a call per line), ``"provider"`` (the providers' batch APIs, at their
+    #: batch price) or ``"auto"`` (the providers' when ``run_timeout`` allows 24 h).
+    via: Literal["live", "provider", "auto"] = "live"
 
     @classmethod
     def of(cls, fn: str, options: Mapping[str, Any]) -> BatchConfig:
@@ -167,6 +171,7 @@ def _bool(value: object) -> str | None:
 #: ``progress`` are checked where they are used: per request, by duck typing).
 _CHECKS: tuple[tuple[str, Callable[[object], str | None]], ...] = (
     ("backend", _one_of("local", "ray")),
+    ("via", _one_of("live", "provider", "auto")),
     ("concurrency", _positive_int),
     ("max_attempts", _positive_int),
     ("ray_workers", _positive_int),

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ...errors import MalformedChunkError
-from .._batch import BatchJob, JobState, LineResult, json_request, origin_path, without
+from .._batch import BatchJob, JobState, LineResult, Outcome, json_request, origin_path, without
 
 if TYPE_CHECKING:
     from ..._wire.request import HTTPRequest
@@ -128,7 +128,7 @@ class MessageBatches:
         return json_request(sent, origin_path(sent.url, f"{self._base(sent)}/{job_id}/cancel"), {})  # fmt: skip
 
     def result_request(self, sent: HTTPRequest, where: str) -> HTTPRequest:
-        return json_request(sent, where, method="GET")
+        return json_request(sent, where, method="GET", accept="*/*")
 
     def parse_job(self, body: bytes) -> BatchJob:
         try:
@@ -159,8 +159,8 @@ class MessageBatches:
                 err = bytes(r.error)
                 out.append(LineResult(key=line.custom_id, outcome="errored", status=_status(err), error=err))  # fmt: skip
             else:
-                outcome = "expired" if r.type == "expired" else "cancelled"
-                out.append(LineResult(key=line.custom_id, outcome=outcome))
+                gone: Outcome = "expired" if r.type == "expired" else "cancelled"
+                out.append(LineResult(key=line.custom_id, outcome=gone))
         return out
 
     def as_stream(self, body: bytes) -> bytes:

@@ -73,7 +73,7 @@ def _line(i: int, item: Any) -> LineResult:
     )
     if "response" in item:
         return LineResult(key=key, outcome="succeeded", body=msgspec.json.encode(item["response"]))
-    error = item.get("error") if isinstance(item.get("error"), dict) else {}
+    error: dict[str, Any] = item["error"] if isinstance(item.get("error"), dict) else {}
     status = _HTTP.get(str(error.get("status")))
     return LineResult(key=key, outcome="errored", status=status,
                       error=msgspec.json.encode({"error": error}))  # fmt: skip
@@ -123,7 +123,9 @@ class BatchMode:
         if raw.get("done") and state == "running":
             state = "failed" if raw.get("error") else "completed"
         meta = raw.get("metadata") if isinstance(raw.get("metadata"), dict) else {}
-        stats = meta.get("batchStats") if isinstance(meta.get("batchStats"), dict) else {}
+        stats: dict[str, Any] = (
+            meta["batchStats"] if isinstance(meta.get("batchStats"), dict) else {}
+        )
         counts = {k: int(v) for k, v in stats.items() if str(v).isdigit()}
         items = _inlined(raw)
         inline = (
