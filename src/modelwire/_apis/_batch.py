@@ -28,7 +28,6 @@ __all__ = [
     "JobState",
     "LineResult",
     "Outcome",
-    "batch_facet",
     "control_headers",
     "json_request",
     "multipart",
@@ -109,15 +108,6 @@ class BatchFacet(Protocol):
     def as_stream(self, body: bytes) -> bytes:
         """A whole JSON answer as the body the API streams for it."""
         ...
-
-
-def batch_facet(api: str) -> BatchFacet | None:
-    """The batch facet of wire API ``api`` (``None``: its provider has no batch API here)."""
-    from . import find_api
-
-    wire = find_api(api)
-    facet = getattr(wire, "batching", None) if wire is not None else None
-    return facet if isinstance(facet, BatchFacet) else None
 
 
 # --------------------------------------------------------------------------- helpers

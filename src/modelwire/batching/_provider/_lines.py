@@ -47,7 +47,7 @@ def batch_model(model: Model, factor: float) -> Model:
 
 
 def _facet(model: Model | Fallback) -> BatchFacet | None:
-    from ..._apis._batch import batch_facet
+    from ..._apis import batch_facet
 
     if isinstance(model, Fallback):
         return None

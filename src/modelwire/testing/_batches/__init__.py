@@ -22,13 +22,12 @@ is recorded. :attr:`MockBatches.created` lists the jobs created, in order.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+import msgspec
 
 from . import _anthropic, _gemini, _openai
 from ._job import MockJob, Played
-
-if TYPE_CHECKING:
-    from .._server import MockServer, RecordedRequest
 
 __all__ = ["MockBatches", "MockJob"]
 
@@ -38,8 +37,10 @@ _KINDS = (_openai, _anthropic, _gemini)
 class MockBatches:
     """The batch jobs one MockServer holds, and the controls of the next ones."""
 
-    def __init__(self, server: MockServer) -> None:
+    def __init__(self, server: Any) -> None:
+        # The MockServer (its script plays the lines); typed loosely: it imports this.
         self._server = server
+        self._local = threading.local()  # the request being answered, per server thread
         self._lock = threading.Lock()
         #: Retrievals a job answers "in progress" before it ends.
         self.polls = 1
@@ -89,11 +90,10 @@ class MockBatches:
     def _play(self, path: str, body: bytes, job_id: str) -> Played:
         """One line through the server's script, as a live call to ``path`` without
         streaming would be answered (recorded with ``x-mock-batch: <job id>``)."""
-        from .._server import RecordedRequest
-
         server = self._server
-        rec = RecordedRequest(method="POST", path=path, body=body,
-                              headers={"content-type": "application/json", "x-mock-batch": job_id})  # fmt: skip
+        headers = {"content-type": "application/json", "x-mock-batch": job_id}
+        rec = msgspec.structs.replace(self._local.rec, method="POST", path=path, body=body,
+                                      headers=headers)  # fmt: skip
         reply = server._resolve(rec, server._next_reply(rec))
         return Played(reply.status, reply.body)
 
@@ -104,8 +104,10 @@ class MockBatches:
                 job.cancelling = True
         return job
 
-    def answer(self, rec: RecordedRequest, origin: str) -> dict[str, Any] | None:
-        """The reply to a batch request, as ``Reply`` fields (``None``: not one)."""
+    def answer(self, rec: Any, origin: str) -> dict[str, Any] | None:
+        """The reply to a batch request (a ``RecordedRequest``), as ``Reply`` fields
+        (``None``: not one)."""
+        self._local.rec = rec
         for kind in _KINDS:
             found: dict[str, Any] | None = kind.answer(self, rec.method, rec.path, rec.body, origin)
             if found is not None:

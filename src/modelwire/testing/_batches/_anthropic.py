@@ -6,12 +6,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._job import MockJob, json_reply
-
-if TYPE_CHECKING:
-    from . import MockBatches
+from ._job import Jobs, MockJob, json_reply
 
 __all__ = ["answer"]
 
@@ -52,7 +49,7 @@ def _results(job: MockJob) -> bytes:
     return b"".join(out)
 
 
-def answer(mb: MockBatches, method: str, path: str, body: bytes, origin: str) -> dict[str, Any] | None:  # fmt: skip
+def answer(mb: Jobs, method: str, path: str, body: bytes, origin: str) -> dict[str, Any] | None:  # fmt: skip
     target = path.split("?", 1)[0]
     if method == "POST" and (m := _CREATE.match(target)):
         req = json.loads(body)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
-__all__ = ["MockJob", "Played", "json_reply"]
+__all__ = ["Jobs", "MockJob", "Played", "json_reply"]
 
 
 class Played(NamedTuple):
@@ -51,3 +51,16 @@ def json_reply(obj: Any, status: int = 200) -> dict[str, Any]:
     from ..._apis._server.reply import compact_json
 
     return {"body": compact_json(obj).encode(), "content_type": "application/json", "status": status}  # fmt: skip
+
+
+class Jobs(Protocol):
+    """What a provider's endpoints ask of :class:`~modelwire.testing._batches.MockBatches`."""
+
+    jobs: dict[str, MockJob]
+    files: dict[str, bytes]
+
+    def add(self, job: MockJob) -> MockJob: ...
+    def new_id(self, prefix: str) -> str: ...
+    def file(self, content: bytes) -> str: ...
+    def retrieve(self, job_id: str) -> MockJob | None: ...
+    def cancel(self, job_id: str) -> MockJob | None: ...

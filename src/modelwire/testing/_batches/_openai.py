@@ -7,12 +7,9 @@ from __future__ import annotations
 import json
 import re
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from ._job import MockJob, json_reply
-
-if TYPE_CHECKING:
-    from . import MockBatches
+from ._job import Jobs, MockJob, json_reply
 
 __all__ = ["answer"]
 
@@ -39,7 +36,7 @@ def _upload(body: bytes) -> bytes | None:
     return rest[start + 4 : end] if start >= 0 and end > start else None
 
 
-def _object(mb: MockBatches, job: MockJob) -> dict[str, Any]:
+def _object(mb: Jobs, job: MockJob) -> dict[str, Any]:
     status = "cancelling" if job.cancelling and job.state == "running" else _STATUS[job.state]
     out = {"id": job.id, "object": "batch", "endpoint": job.info["endpoint"], "errors": None,
            "input_file_id": job.info["input_file_id"], "completion_window": "24h",
@@ -70,7 +67,7 @@ def _object(mb: MockBatches, job: MockJob) -> dict[str, Any]:
     return out
 
 
-def answer(mb: MockBatches, method: str, path: str, body: bytes, origin: str) -> dict[str, Any] | None:  # fmt: skip
+def answer(mb: Jobs, method: str, path: str, body: bytes, origin: str) -> dict[str, Any] | None:  # fmt: skip
     target = path.split("?", 1)[0]
     if method == "POST" and _FILES.match(target):
         content = _upload(body)
