@@ -1,0 +1,141 @@
+"""``via="provider"`` across crashes, and from the command line: a run killed with
+``kill -9`` after submitting polls its job when run again instead of submitting it
+twice, and every result is written once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import modelwire as mw
+from modelwire.batching._api import knobs
+from modelwire.batching._provider._ledger import Ledger
+from modelwire.testing import MockServer
+from test_provider_batch import APIS, NAME, creates, echo, lines, no_wait, played, results, text
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def fast_polls() -> Iterator[None]:
+    with knobs(sleep=no_wait):
+        yield
+
+
+# The child submits, and is killed with SIGKILL at its first wait for the provider:
+# its job is created and recorded, nothing of it is written yet.
+_CHILD = """
+import os, signal, sys
+import modelwire as mw
+from modelwire.batching._api import knobs
+
+api, base, src, out = sys.argv[1:5]
+
+async def die(seconds):
+    os.kill(os.getpid(), signal.SIGKILL)
+
+model = mw.Model(id="m1", api=api, provider="mock", base_url=base)
+with knobs(sleep=die):
+    mw.batch(src, out, models={"mock/m1": model}, via="provider")
+raise SystemExit("the run was not killed")
+"""
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_kill_9_after_submission_then_resume_polls_the_job_and_writes_each_line_once(
+    api: str, tmp_path: Path
+) -> None:
+    n = 5
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in lines(n)))
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        model = server.model(api, "m1")
+        env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+        child = subprocess.run([sys.executable, "-c", _CHILD, api, model.base_url, str(src), str(out)],
+                               env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert child.returncode == -signal.SIGKILL, child.stderr
+        assert len(creates(server)) == 1 and played(server) == []
+        ledger = Ledger(str(out))
+        [job] = ledger.open_jobs()
+        ledger.close()
+        assert job.id is not None and sorted(job.keys.values()) == [f"q{i}" for i in range(n)]
+        resumed = mw.batch(src, out, models={NAME: model}, via="provider")
+        assert (resumed.ok, resumed.jobs, resumed.complete) == (n, 0, True)
+        assert len(creates(server)) == 1 and len(played(server)) == n  # no second job
+        before = len(server.requests)
+        again = mw.batch(src, out, models={NAME: model}, via="provider")
+        assert (again.skipped_done, again.ok) == (n, 0)
+        assert len(server.requests) == before  # nothing left to poll or send
+    got = results(out)
+    assert sorted(got) == [f"q{i}" for i in range(n)]
+    assert all(text(got[f"q{i}"]) == f"answer {i}" for i in range(n))
+
+
+class Stop(Exception):
+    """The run dies between writing a job's results and marking the job done."""
+
+
+def test_a_crash_after_writing_results_writes_none_of_them_twice(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        models = {NAME: server.model("google-generative-ai", "m1")}
+
+        def crash(self: Ledger, job: Any, state: str) -> None:
+            raise Stop
+
+        with monkeypatch.context() as m:
+            m.setattr(Ledger, "done", crash)
+            with pytest.raises(Stop):
+                mw.batch(lines(3), out, models=models, via="provider")
+        assert len(results(out)) == 3  # written and synced before the crash
+        resumed = mw.batch(lines(3), out, models=models, via="provider")
+    assert (resumed.ok, resumed.skipped_done, resumed.jobs) == (0, 3, 0)
+    assert len(creates(server)) == 1 and len(played(server)) == 3
+    assert sorted(results(out)) == ["q0", "q1", "q2"]
+    records = [json.loads(x)["t"] for x in Path(f"{out}.jobs").read_text().splitlines()]
+    assert records == ["submit", "created", "done"]  # marked done by the run that resumed
+
+
+# --------------------------------------------------------------------------- CLI
+
+
+def test_cli_via_provider_end_to_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from modelwire._cli import main
+
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-mock")
+    items = [{"custom_id": f"c{i}", "model": "anthropic/claude-sonnet-4-5", "prompt": f"ask-{i}"}
+             for i in range(3)]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in items))
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        base = ["batch", str(src), "-o", str(out), "--base-url", server.origin + "/v1"]
+        assert main([*base, "--via", "provider", "--cancel"]) == 0
+        assert "no provider job" in capsys.readouterr().out
+        assert main([*base, "--via", "provider", "--json"]) == 0
+        printed = capsys.readouterr().out
+        assert main([*base, "--cancel"]) == 2  # --cancel is for --via provider
+    reports = [json.loads(x) for x in printed.splitlines()]
+    summary = reports[-1]
+    assert summary["type"] == "summary" and (summary["ok"], summary["jobs"]) == (3, 1)
+    assert any(r["type"] == "progress" and r["jobs"] for r in reports)
+    create = creates(server)[0]
+    assert create.path == "/v1/messages/batches" and create.headers["x-api-key"] == "sk-ant-mock"
+    assert [r["params"]["model"] for r in create.json()["requests"]] == ["claude-sonnet-4-5"] * 3
+    got = results(out)
+    assert sorted(got) == ["c0", "c1", "c2"] and text(got["c2"]) == "answer 2"
+    assert all(r["ok"] and r["model"] == "anthropic/claude-sonnet-4-5" for r in got.values())
