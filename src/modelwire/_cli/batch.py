@@ -116,6 +116,9 @@ def add_parser(sub: Any) -> None:
                    help="live calls (default); provider: the providers' batch APIs (OpenAI, "
                    "Anthropic, Gemini) at their batch price, within 24 h; auto: provider when "
                    "--run-timeout allows 24 h and every line's provider has one")  # fmt: skip
+    p.add_argument("--poll-interval", type=_seconds, default=5.0, metavar="S",
+                   help="with --via provider: seconds before a job's first poll, doubling "
+                   "up to a minute (default 5)")  # fmt: skip
     p.add_argument("--cancel", action="store_true",
                    help="with --via provider: cancel the provider jobs of OUT instead of "
                    "running (the next run writes what they answered)")  # fmt: skip
@@ -215,7 +218,7 @@ def run(args: argparse.Namespace) -> int:
             agent_root=args.root if args.agent else None, progress=_progress(args),
             backend="ray" if on_ray else "local", ray_workers=args.ray_workers,
             ray_address=None if not on_ray or args.ray == "local" else args.ray,
-            via=args.via,
+            via=args.via, poll_interval=args.poll_interval,
         )  # fmt: skip
     except MissingAPIKeyError as exc:
         var = f"set {exc.env_var} in the environment or " if exc.env_var else ""

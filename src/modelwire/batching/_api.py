@@ -217,10 +217,8 @@ class _Knobs:
 
     backoff_base: float = 0.5
     chaos: dict[str, Any] | None = None
-    #: ``via="provider"``: the wait between polls (an async ``sleep(seconds)``) and
-    #: the first interval.
+    #: ``via="provider"``: the wait between polls (an async ``sleep(seconds)``).
     sleep: Callable[[float], Awaitable[None]] | None = None
-    poll_first: float = 5.0
 
 
 _KNOBS: contextvars.ContextVar[_Knobs] = contextvars.ContextVar("modelwire_batch_knobs")
@@ -232,12 +230,9 @@ def knobs(
     backoff_base: float = 0.5,
     chaos: dict[str, Any] | None = None,
     sleep: Callable[[float], Awaitable[None]] | None = None,
-    poll_first: float = 5.0,
 ) -> Iterator[None]:
     """For modelwire's own tests: runs started inside use these knobs."""
-    token = _KNOBS.set(
-        _Knobs(backoff_base=backoff_base, chaos=chaos, sleep=sleep, poll_first=poll_first)
-    )
+    token = _KNOBS.set(_Knobs(backoff_base=backoff_base, chaos=chaos, sleep=sleep))
     try:
         yield
     finally:
@@ -345,7 +340,7 @@ def _provider_plan(
     settings = ProviderSettings(
         max_attempts=cfg.max_attempts, output_format=cfg.output_format,
         run_deadline=time.time() + cfg.run_timeout if cfg.run_timeout is not None else None,
-        poll_first=knobs.poll_first,
+        poll_first=cfg.poll_interval, poll_max=max(60.0, cfg.poll_interval),
     )  # fmt: skip
 
     async def local() -> BatchSummary:
@@ -482,7 +477,9 @@ def batch(
     ``skip_invalid``, ``agent_root`` (run ``mw.Agent`` with the read-only tools
     rooted there), ``progress``, ``backend`` (``"local"`` or ``"ray"``),
     ``ray_address``, ``ray_workers``, ``output_format`` (``"modelwire"``, or
-    ``"openai"`` for the OpenAI Batch API output lines). See docs/batch.md.
+    ``"openai"`` for the OpenAI Batch API output lines), ``via`` (``"live"``;
+    ``"provider"``: the providers' batch APIs at their batch price; ``"auto"``: those
+    when ``run_timeout`` allows 24 hours) and ``poll_interval``. See docs/batch.md.
 
     It runs its own event loop, so it refuses to start inside a running one (it
     would block that loop for the whole run): there, ``await

@@ -49,6 +49,7 @@ class BatchOptions(TypedDict, total=False):
     ray_address: str | None
     ray_workers: int
     via: Literal["live", "provider", "auto"]
+    poll_interval: float
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -95,6 +96,9 @@ class BatchConfig:
     #: ``"live"`` (a call per line), ``"provider"`` (the providers' batch APIs, at their
     #: batch price) or ``"auto"`` (the providers' when ``run_timeout`` allows 24 h).
     via: Literal["live", "provider", "auto"] = "live"
+    #: ``via="provider"``: seconds before a job's first poll; each wait doubles, up to
+    #: a minute (or this, if longer).
+    poll_interval: float = 5.0
 
     @classmethod
     def of(cls, fn: str, options: Mapping[str, Any]) -> BatchConfig:
@@ -143,6 +147,10 @@ def _seconds(value: object) -> str | None:
     return "a positive finite number of seconds (or None for no limit)"
 
 
+def _interval(value: object) -> str | None:
+    return None if _finite(value) and value > 0 else "a positive finite number of seconds"
+
+
 def _dollars(value: object) -> str | None:
     if value is None or (_finite(value) and value >= 0):
         return None
@@ -178,6 +186,7 @@ _CHECKS: tuple[tuple[str, Callable[[object], str | None]], ...] = (
     ("max_cost", _dollars),
     ("line_timeout", _seconds),
     ("run_timeout", _seconds),
+    ("poll_interval", _interval),
     ("output_format", _one_of("modelwire", "openai")),
     ("limits", _optional((Limits, Mapping), "a modelwire.batching.Limits or a dict of them")),
     ("models", _optional(Mapping, 'a dict of "provider/id" to mw.Model')),
