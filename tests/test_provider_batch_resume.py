@@ -139,3 +139,67 @@ def test_cli_via_provider_end_to_end(
     got = results(out)
     assert sorted(got) == ["c0", "c1", "c2"] and text(got["c2"]) == "answer 2"
     assert all(r["ok"] and r["model"] == "anthropic/claude-sonnet-4-5" for r in got.values())
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_job_whose_create_answer_a_crash_lost_is_found_by_its_name(
+    api: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        models = {NAME: server.model(api, "m1")}
+
+        def lost(self: Ledger, job: Any, job_id: str) -> None:
+            raise Stop  # the provider created the job; its id never reached the ledger
+
+        with monkeypatch.context() as m:
+            m.setattr(Ledger, "created", lost)
+            with pytest.raises(Stop):
+                mw.batch(lines(3), out, models=models, via="provider")
+        assert len(creates(server)) == 1
+        resumed = mw.batch(lines(3), out, models=models, via="provider")
+    assert resumed.ok == 3 and sorted(results(out)) == ["q0", "q1", "q2"]
+    records = [json.loads(x) for x in Path(f"{out}.jobs").read_text().splitlines()]
+    if api == "anthropic-messages":
+        # A message batch has no name to be found by: its lines go in a new job.
+        assert len(creates(server)) == 2 and resumed.jobs == 1
+        assert records[1] == {"t": "done", "job": records[0]["job"], "state": "not created"}
+    else:
+        assert len(creates(server)) == 1 and resumed.jobs == 0  # adopted, polled
+        assert records[1]["t"] == "created" and records[1]["job"] == records[0]["job"]
+    assert len(played(server)) == 3
+
+
+def test_run_timeout_stops_the_waiting_and_the_same_command_picks_the_job_up(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import modelwire.batching._provider._run as runner
+
+    class Clock:
+        """``time`` for the runner, whose sleeps move it on instead of waiting."""
+
+        offset = 0.0
+
+        @classmethod
+        def time(cls) -> float:
+            return __import__("time").time() + cls.offset
+
+        @staticmethod
+        def monotonic() -> float:
+            return __import__("time").monotonic()
+
+    async def advance(seconds: float) -> None:
+        Clock.offset += seconds
+
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        models = {NAME: server.model("openai-chat", "m1")}
+        server.batches.polls = 5
+        with monkeypatch.context() as m, knobs(sleep=advance):
+            m.setattr(runner, "time", Clock)
+            cut = mw.batch(lines(2), out, models=models, via="provider", run_timeout=100,
+                           poll_interval=60)  # fmt: skip
+        assert (cut.ok, cut.skipped_deadline, cut.complete, cut.jobs) == (0, 2, False, 1)
+        assert Clock.offset == pytest.approx(100, abs=1)  # waited 60 s, then what was left
+        resumed = mw.batch(lines(2), out, models=models, via="provider")
+    assert (resumed.ok, resumed.jobs) == (2, 0) and len(creates(server)) == 1

@@ -109,6 +109,15 @@ class BatchFacet(Protocol):
         """A whole JSON answer as the body the API streams for it."""
         ...
 
+    def find_request(self, sent: HTTPRequest) -> HTTPRequest | None:
+        """The request listing the recent jobs, to find one by the name it was created
+        with (``None``: the provider keeps no name a job can be found by)."""
+        ...
+
+    def find(self, body: bytes, name: str) -> str | None:
+        """The id of the job created with ``name`` in a listing (``None``: not there)."""
+        ...
+
 
 # --------------------------------------------------------------------------- helpers
 

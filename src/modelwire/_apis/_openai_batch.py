@@ -3,7 +3,9 @@ gives the endpoint its lines go to and how its whole answer streams).
 
 OpenAI API reference, "Batch": the lines are uploaded as a JSONL file (``POST
 /v1/files``, ``purpose=batch``, multipart), the job created with ``POST /v1/batches``
-(``input_file_id``, ``endpoint``, ``completion_window: "24h"``, ``metadata``), retrieved
+(``input_file_id``, ``endpoint``, ``completion_window: "24h"``, ``metadata``: modelwire
+names each job there, so a job whose id a crash lost is found again in ``GET
+/v1/batches``), retrieved
 with ``GET /v1/batches/{id}`` (``status``: validating, in_progress, finalizing,
 completed, failed, expired, cancelling, cancelled; ``request_counts``; ``errors``),
 cancelled with ``POST /v1/batches/{id}/cancel``. The results are the files
@@ -74,9 +76,19 @@ class _File(msgspec.Struct):
     id: str
 
 
+class _Named(msgspec.Struct):
+    id: str
+    metadata: dict[str, Any] | None = None
+
+
+class _Listing(msgspec.Struct):
+    data: list[_Named] = []
+
+
 _batch = msgspec.json.Decoder(_Batch)
 _line = msgspec.json.Decoder(_Line)
 _file = msgspec.json.Decoder(_File)
+_listing = msgspec.json.Decoder(_Listing)
 
 
 class OpenAIBatch:
@@ -166,3 +178,15 @@ class OpenAIBatch:
 
     def as_stream(self, body: bytes) -> bytes:
         return self._as_stream(body)
+
+    def find_request(self, sent: HTTPRequest) -> HTTPRequest:
+        # The most recent jobs first ("List batch"); a job is found by its metadata.
+        url = origin_path(sent.url, f"{self._base(sent)}/batches", "limit=100")
+        return json_request(sent, url, method="GET")
+
+    def find(self, body: bytes, name: str) -> str | None:
+        try:
+            listed = _listing.decode(body)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise MalformedChunkError(f"the list of batches: {exc}") from None
+        return next((b.id for b in listed.data if (b.metadata or {}).get("modelwire_job") == name), None)  # fmt: skip

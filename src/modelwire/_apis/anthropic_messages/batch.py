@@ -166,5 +166,11 @@ class MessageBatches:
     def as_stream(self, body: bytes) -> bytes:
         return as_stream(body)
 
+    def find_request(self, sent: HTTPRequest) -> None:
+        return None  # a message batch carries no name or metadata to be found by
+
+    def find(self, body: bytes, name: str) -> str | None:
+        return None
+
 
 BATCHING = MessageBatches()

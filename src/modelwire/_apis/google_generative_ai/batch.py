@@ -142,5 +142,25 @@ class BatchMode:
     def as_stream(self, body: bytes) -> bytes:
         return as_stream(body)
 
+    def find_request(self, sent: HTTPRequest) -> HTTPRequest:
+        # batches.list: the operations, each with its batch's displayName.
+        url = origin_path(sent.url, f"{self._root(sent)}/batches", "pageSize=100")
+        return json_request(sent, url, method="GET")
+
+    def find(self, body: bytes, name: str) -> str | None:
+        try:
+            listed: Any = msgspec.json.decode(body)
+        except msgspec.DecodeError as exc:
+            raise MalformedChunkError(f"the list of batches: {exc}") from None
+        if not isinstance(listed, dict):
+            return None
+        items = listed.get("operations") or listed.get("batches") or []
+        for op in items if isinstance(items, list) else ():
+            meta = op.get("metadata") if isinstance(op, dict) else None
+            meta = meta if isinstance(meta, dict) else (op if isinstance(op, dict) else {})
+            if name in (meta.get("displayName"), meta.get("display_name")):
+                return str(op.get("name"))
+        return None
+
 
 BATCHING = BatchMode()

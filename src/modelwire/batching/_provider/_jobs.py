@@ -14,7 +14,7 @@ from ._lines import Line, keys_for
 if TYPE_CHECKING:
     from ..._wire.request import HTTPRequest
 
-__all__ = ["Active", "poll", "results", "submit"]
+__all__ = ["Active", "find", "poll", "results", "submit"]
 
 
 class Active:
@@ -55,6 +55,16 @@ async def submit(lines: list[Line], ledger: Ledger, http_client: Any) -> Active:
     active = Active(job, keyed)
     active.status = created
     return active
+
+
+async def find(active: Active, http_client: Any) -> str | None:
+    """The id of the job the provider created under ``active``'s name, if it lists one."""
+    request = active.facet.find_request(active.sent)
+    if request is None:
+        return None
+    body = await exchange(request, active.api, http_client=http_client)
+    found: str | None = active.facet.find(body, active.job.name)
+    return found
 
 
 async def poll(active: Active, http_client: Any) -> BatchJob:

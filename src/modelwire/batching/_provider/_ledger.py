@@ -10,7 +10,10 @@ flushed to disk (``fsync``) before the run goes on:
 
 A run reads it first: a job created and not done is polled, not submitted again; a
 line's attempts are the jobs it was in. A ``submit`` never followed by ``created``
-(the process died while the create request was in flight) counts as not sent.
+(the process died while the create request was in flight) is looked for among the
+provider's jobs by its name where the provider keeps one (OpenAI's ``metadata``,
+Gemini's ``display_name``) and adopted if found; otherwise (Anthropic, or not found)
+it is marked done as ``not created`` and its lines are sent again.
 """
 
 from __future__ import annotations
@@ -109,6 +112,11 @@ class Ledger:
     def open_jobs(self) -> list[Job]:
         """Jobs the provider created whose results are not all in OUT yet."""
         return [j for j in self.jobs.values() if j.id is not None and j.state is None]
+
+    def unsure_jobs(self) -> list[Job]:
+        """Jobs sent but with no id on record: the process died while their create
+        request was in flight, so the provider may or may not hold them."""
+        return [j for j in self.jobs.values() if j.id is None and j.state is None]
 
     def close(self) -> None:
         if self._fd >= 0:

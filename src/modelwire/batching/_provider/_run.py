@@ -5,7 +5,9 @@ The rules, in order:
 
 * OUT is opened (locked) and read as for a live run; the jobs ledger next to it
   (:mod:`._ledger`) is read: a job the provider created whose results are not all in
-  OUT is **polled**, never submitted again, and its lines are sent in no other job.
+  OUT is **polled**, never submitted again, and its lines are sent in no other job; a
+  job whose create answer a crash lost is looked for by name where the provider
+  allows it (OpenAI, Gemini) and polled if found.
 * The other lines go in new jobs — one per API, model, endpoint and key, each at most
   the provider's ``max_lines`` — each line reserving its most at the batch price from
   ``max_cost`` first (a line the cap refuses is not sent: ``skipped_cost``).
@@ -40,7 +42,7 @@ from .._output import OutputLog
 from .._progress import Progress
 from .._runner import Budget, Stats, _record
 from .._summary import BatchSummary, summarize, summary_dict
-from ._jobs import Active, poll, results, submit
+from ._jobs import Active, find, poll, results, submit
 from ._ledger import Ledger
 from ._lines import Line
 
@@ -97,6 +99,11 @@ class _Run:
         self.active: list[Active] = []
         self.started: dict[str, float] = {}
         by_id = {line.req.custom_id: line for line in todo}
+        self.unsure: list[Active] = []
+        for job in ledger.unsure_jobs():
+            mine = {k: by_id.pop(cid) for k, cid in job.keys.items() if cid in by_id}
+            if mine:
+                self.unsure.append(Active(job, mine))
         for job in ledger.open_jobs():
             mine = {k: by_id.pop(cid) for k, cid in job.keys.items() if cid in by_id}
             if mine:
@@ -142,6 +149,7 @@ class _Run:
         http = pooled_async_client(4)
         delay = self.settings.poll_first
         try:
+            await self._recover(http)
             while True:
                 for active in [a for a in self.active if _ended(a)]:
                     await self._finish(active, http)
@@ -164,6 +172,20 @@ class _Run:
                     await poll(active, http)
         finally:
             await http.aclose()
+
+    async def _recover(self, http: Any) -> None:
+        """Jobs whose create answer a crash lost: adopted when the provider lists one by
+        their name, else their lines go in a new job."""
+        for active in self.unsure:
+            found = await find(active, http)
+            if found is not None:
+                self.ledger.created(active.job, found)
+                self._reserve_resumed(active)
+                self.active.append(active)
+            else:
+                self.ledger.done(active.job, "not created")
+                self.retry.extend(active.lines.values())
+        self.unsure = []
 
     async def _submit_all(self, lines: list[Line], http: Any) -> bool:
         """New jobs for ``lines``; whether any was created."""

@@ -31,7 +31,8 @@ from ._job import MockJob, Played
 
 __all__ = ["MockBatches", "MockJob"]
 
-_KINDS = (_openai, _anthropic, _gemini)
+# Gemini first: its list (``/batches?pageSize=``) would otherwise be taken for OpenAI's.
+_KINDS = (_gemini, _openai, _anthropic)
 
 
 class MockBatches:

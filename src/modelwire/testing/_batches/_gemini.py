@@ -1,6 +1,6 @@
 """Gemini batch mode on the MockServer (API reference, "Batch Mode"): ``POST
 /v1beta/models/{model}:batchGenerateContent`` (inline requests), ``GET
-/v1beta/batches/{id}``, ``POST /v1beta/batches/{id}:cancel``. An expired job answers
+/v1beta/batches/{id}``, ``GET /v1beta/batches?pageSize=N`` (the list), ``POST /v1beta/batches/{id}:cancel``. An expired job answers
 no line (the API says to submit it again)."""
 
 from __future__ import annotations
@@ -58,6 +58,9 @@ def answer(mb: Jobs, method: str, path: str, body: bytes, origin: str) -> dict[s
         if job.expire_after is not None:
             job.expire_after = 0
         return json_reply(_operation(job))
+    if method == "GET" and target.endswith("/batches") and "pageSize=" in path:  # batches.list
+        mine = [j for j in reversed(list(mb.jobs.values())) if j.kind == "gemini"]
+        return json_reply({"operations": [_operation(j) for j in mine]})
     m = _BATCH.match(target)
     if m is None or (method, bool(m["cancel"])) not in {("GET", False), ("POST", True)}:
         return None

@@ -1,5 +1,5 @@
 """OpenAI Batch on the MockServer (API reference, "Files" and "Batch"): ``POST
-/v1/files`` (multipart), ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``POST
+/v1/files`` (multipart), ``POST /v1/batches``, ``GET /v1/batches/{id}``, ``GET /v1/batches`` (the list), ``POST
 /v1/batches/{id}/cancel``, ``GET /v1/files/{id}/content``."""
 
 from __future__ import annotations
@@ -95,6 +95,10 @@ def answer(mb: Jobs, method: str, path: str, body: bytes, origin: str) -> dict[s
                 "metadata": req.get("metadata"), "created_at": int(time.time())}  # fmt: skip
         job = mb.add(MockJob(mb.new_id("batch_mock"), "openai", lines, info))
         return json_reply(_object(mb, job))
+    if method == "GET" and _BATCHES.match(target):  # the list, newest first
+        mine = [j for j in reversed(list(mb.jobs.values())) if j.kind == "openai"]
+        return json_reply({"object": "list", "data": [_object(mb, j) for j in mine],
+                           "has_more": False})  # fmt: skip
     if (m := _BATCH.match(target)) and (method, bool(m["cancel"])) in {("GET", False), ("POST", True)}:  # fmt: skip
         found = mb.cancel(m["id"]) if m["cancel"] else mb.retrieve(m["id"])
         if found is None:
