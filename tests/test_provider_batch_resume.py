@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import sys
+import time as real_time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -182,11 +183,11 @@ def test_run_timeout_stops_the_waiting_and_the_same_command_picks_the_job_up(
 
         @classmethod
         def time(cls) -> float:
-            return __import__("time").time() + cls.offset
+            return real_time.time() + cls.offset
 
         @staticmethod
         def monotonic() -> float:
-            return __import__("time").monotonic()
+            return real_time.monotonic()
 
     async def advance(seconds: float) -> None:
         Clock.offset += seconds
