@@ -314,3 +314,16 @@ def test_the_ledger_names_each_job_before_and_after_its_creation(tmp_path: Path)
     assert [r["t"] for r in records] == ["submit", "created", "done"]
     assert records[0]["keys"] == {"q0": "q0", "q1": "q1"}
     assert records[1]["id"] == server.batches.created[0] and records[2]["state"] == "ended"
+
+
+def test_the_plain_summary_names_provider_jobs_and_cancelled_lines(tmp_path: Path) -> None:
+    from modelwire.batching._progress import format_summary
+    from modelwire.batching._summary import summary_dict
+
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        s = run(server, "openai-responses", lines(2), out)
+    said = format_summary(summary_dict(s))
+    assert "2 done" in said and "1 provider batch jobs" in said and "cancelled" not in said
+    cut = msgspec.structs.replace(s, ok=0, skipped_cancelled=2)
+    assert "2 left by a cancelled provider job" in format_summary(summary_dict(cut))
