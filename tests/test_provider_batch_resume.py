@@ -204,3 +204,24 @@ def test_run_timeout_stops_the_waiting_and_the_same_command_picks_the_job_up(
         assert Clock.offset == pytest.approx(100, abs=1)  # waited 60 s, then what was left
         resumed = mw.batch(lines(2), out, models=models, via="provider")
     assert (resumed.ok, resumed.jobs) == (2, 0) and len(creates(server)) == 1
+
+
+async def _stop(seconds: float) -> None:
+    raise Stop
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_job_the_provider_no_longer_knows_has_its_lines_sent_again(
+    api: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        models = {NAME: server.model(api, "m1")}
+        with knobs(sleep=_stop), pytest.raises(Stop):
+            mw.batch(lines(2), out, models=models, via="provider")
+        del server.batches.jobs[server.batches.created[0]]  # deleted at the provider
+        resumed = mw.batch(lines(2), out, models=models, via="provider")
+    assert (resumed.ok, resumed.jobs) == (2, 1) and len(creates(server)) == 2
+    assert [r["attempts"] for r in results(out).values()] == [2, 2]
+    states = [json.loads(x).get("state") for x in Path(f"{out}.jobs").read_text().splitlines()]
+    assert states.count("not found") == 1

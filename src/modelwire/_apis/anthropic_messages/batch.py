@@ -78,6 +78,9 @@ class _ErrorStatus(msgspec.Struct):
 
 
 class _ErrorBody(msgspec.Struct):
+    # The error response a live call gets, ``{"type": "error", "error": {"type"…}}``;
+    # an error object itself (``{"type": "invalid_request_error"…}``) is read too.
+    type: str | None = None
     error: _ErrorStatus | None = None
 
 
@@ -92,10 +95,11 @@ _STATUS = {"invalid_request_error": 400, "authentication_error": 401, "permissio
 
 def _status(error: bytes) -> int | None:
     try:
-        e = _error_body.decode(error).error
+        body = _error_body.decode(error)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
-    return _STATUS.get(e.type or "") if e is not None else None
+    kind = body.error.type if body.error is not None else body.type
+    return _STATUS.get(kind or "")
 
 
 class MessageBatches:

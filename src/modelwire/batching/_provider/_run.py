@@ -168,8 +168,13 @@ class _Run:
                     return
                 await self.sleep(min(delay, left))
                 delay = min(delay * 2, self.settings.poll_max)
-                for active in self.active:
-                    await poll(active, http)
+                for active in list(self.active):
+                    try:
+                        await poll(active, http)
+                    except ModelwireError as exc:
+                        if getattr(exc, "kind", None) != "not_found":
+                            raise  # a key refused, a provider down: the job stays on record
+                        self._lost(active, exc)
         finally:
             await http.aclose()
 
@@ -186,6 +191,18 @@ class _Run:
                 self.ledger.done(active.job, "not created")
                 self.retry.extend(active.lines.values())
         self.unsure = []
+
+    def _lost(self, active: Active, exc: ModelwireError) -> None:
+        """The provider no longer knows the job (deleted, or expired long ago): its lines
+        count an attempt that answered nothing, and go in a new job while they may."""
+        self.active.remove(active)
+        self.ledger.done(active.job, "not found")
+        info = ErrorInfo(kind="server", retryable=True,
+                         message=f"the provider no longer knows batch job {active.job.id}: {exc}")  # fmt: skip
+        for line in active.lines.values():
+            if line.req.custom_id not in self.log.done:
+                self.budget.release(line.estimate, 0.0)
+                self._failed(line, info, self.started.get(line.req.custom_id, time.monotonic()))
 
     async def _submit_all(self, lines: list[Line], http: Any) -> bool:
         """New jobs for ``lines``; whether any was created."""
