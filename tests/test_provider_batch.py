@@ -327,3 +327,23 @@ def test_the_plain_summary_names_provider_jobs_and_cancelled_lines(tmp_path: Pat
     assert "2 done" in said and "1 provider batch jobs" in said and "cancelled" not in said
     cut = msgspec.structs.replace(s, ok=0, skipped_cancelled=2)
     assert "2 left by a cancelled provider job" in format_summary(summary_dict(cut))
+
+
+def test_azure_openai_batches_under_the_resource_root_with_the_deployment_as_model(
+    tmp_path: Path,
+) -> None:
+    with MockServer([echo], repeat_last=True) as server:
+        deploy = mw.Model(id="my-deploy", api="openai-chat", provider="azure-openai",
+                          base_url=server.origin + "/openai?api-version=2024-10-21")  # fmt: skip
+        s = mw.batch(lines(2), tmp_path / "out.jsonl", models={NAME: deploy}, via="provider",
+                     api_key="azure-key")  # fmt: skip
+    assert (s.ok, s.jobs) == (2, 1)
+    jobs = [r for r in server.requests if "x-mock-batch" not in r.headers]
+    assert [r.path.split("?")[0] for r in jobs[:2]] == ["/openai/files", "/openai/batches"]
+    assert all(r.path.endswith("?api-version=2024-10-21") for r in jobs)
+    assert all(r.headers["api-key"] == "azure-key" for r in jobs)
+    create = jobs[1].json()
+    assert create["endpoint"] == "/chat/completions"
+    entry = json.loads(server.batches.files[create["input_file_id"]].splitlines()[0])
+    assert entry["url"] == "/chat/completions" and entry["body"]["model"] == "my-deploy"
+    assert text(results(tmp_path / "out.jsonl")["q1"]) == "answer 1"

@@ -12,13 +12,17 @@ cancelled with ``POST /v1/batches/{id}/cancel``. The results are the files
 ``output_file_id`` (answers) and ``error_file_id`` (failures, expired and cancelled
 lines: ``error.code`` ``batch_expired`` / ``batch_cancelled``), read with ``GET
 /v1/files/{id}/content``; each line ``{"id", "custom_id", "response": {"status_code",
-"request_id", "body"}, "error"}``. Batched requests cost half the live price.
+"request_id", "body"}, "error"}``. Batched requests cost half the live price. Azure
+OpenAI runs the same API under its resource's ``/openai`` root (``/openai/files``,
+``/openai/batches``, with the ``api-version`` query), each line's ``url`` the endpoint
+alone and its ``model`` the deployment.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -91,6 +95,26 @@ _file = msgspec.json.Decoder(_File)
 _listing = msgspec.json.Decoder(_Listing)
 
 
+_AZURE_HOSTS = (".openai.azure.com", ".services.ai.azure.com", ".cognitiveservices.azure.com")
+
+
+def _azure(url: str) -> bool:
+    """An Azure OpenAI URL (Azure OpenAI "Batch": ``{endpoint}/openai/files`` and
+    ``/openai/batches``, each line's ``url`` the endpoint alone, ``model`` the
+    deployment): its host, an ``api-version`` query or a deployment path says so."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    return (host.endswith(_AZURE_HOSTS) or "api-version=" in parts.query
+            or "/openai/deployments/" in parts.path)  # fmt: skip
+
+
+def _deployment(url: str) -> str | None:
+    path = urlsplit(url).path
+    if "/openai/deployments/" not in path:
+        return None
+    return path.split("/openai/deployments/", 1)[1].split("/", 1)[0] or None
+
+
 class OpenAIBatch:
     """The batch facet of an OpenAI API whose live endpoint is ``endpoint``."""
 
@@ -103,14 +127,25 @@ class OpenAIBatch:
         self._as_stream = as_stream
 
     def _base(self, sent: HTTPRequest) -> str:
-        return without(sent.url, self.endpoint)
+        path = without(sent.url, self.endpoint)
+        if _azure(sent.url):
+            # Files and batches hang off the resource's /openai (or /openai/v1) root,
+            # not off a deployment.
+            return path.split("/deployments/", 1)[0]
+        return path
+
+    def _line_url(self, sent: HTTPRequest) -> str:
+        # Azure's lines and job name the endpoint alone ("/chat/completions").
+        return self.endpoint if _azure(sent.url) else self._base(sent) + self.endpoint
 
     def entry(self, sent: HTTPRequest, key: str) -> dict[str, Any]:
         body = msgspec.json.decode(sent.body)
         body.pop("stream", None)
         body.pop("stream_options", None)
-        return {"custom_id": key, "method": "POST", "url": self._base(sent) + self.endpoint,
-                "body": body}  # fmt: skip
+        deployment = _deployment(sent.url)
+        if deployment is not None:
+            body.setdefault("model", deployment)  # Azure: a batch line names its deployment
+        return {"custom_id": key, "method": "POST", "url": self._line_url(sent), "body": body}
 
     def upload_request(self, sent: HTTPRequest, entries: list[dict[str, Any]], name: str) -> HTTPRequest:  # fmt: skip
         content = b"".join(msgspec.json.encode(e) + b"\n" for e in entries)
@@ -125,7 +160,7 @@ class OpenAIBatch:
             file_id = _file.decode(uploaded or b"").id
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise MalformedChunkError(f"the uploaded batch file: {exc}") from None
-        body = {"input_file_id": file_id, "endpoint": self._base(sent) + self.endpoint,
+        body = {"input_file_id": file_id, "endpoint": self._line_url(sent),
                 "completion_window": "24h", "metadata": {"modelwire_job": name}}  # fmt: skip
         return json_request(sent, origin_path(sent.url, self._base(sent) + "/batches"), body)
 

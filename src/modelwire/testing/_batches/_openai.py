@@ -15,7 +15,7 @@ __all__ = ["answer"]
 
 _FILES = re.compile(r"^.*/files$")
 _CONTENT = re.compile(r"^.*/files/(?P<id>[^/]+)/content$")
-_BATCHES = re.compile(r"^.*/batches$")
+_BATCHES = re.compile(r"^(?P<base>.*)/batches$")
 _BATCH = re.compile(r"^.*/batches/(?P<id>batch_[^/:]+)(?P<cancel>/cancel)?$")
 _STATUS = {"running": "in_progress", "completed": "completed", "expired": "expired",
            "cancelled": "cancelled"}  # fmt: skip
@@ -81,8 +81,9 @@ def answer(mb: Jobs, method: str, path: str, body: bytes, origin: str) -> dict[s
         if content is None:
             return _error(404, f"No such File object: {m['id']}")
         return {"body": content, "content_type": "application/jsonl"}
-    if method == "POST" and _BATCHES.match(target) and b"input_file_id" in body:
+    if method == "POST" and (b := _BATCHES.match(target)) and b"input_file_id" in body:
         req = json.loads(body)
+        root = b["base"]
         content = mb.files.get(req.get("input_file_id", ""))
         if content is None:
             return _error(400, "MockServer: input_file_id names no uploaded file")
@@ -90,7 +91,9 @@ def answer(mb: Jobs, method: str, path: str, body: bytes, origin: str) -> dict[s
         for raw in content.splitlines():
             if raw.strip():
                 entry = json.loads(raw)
-                lines.append((entry["custom_id"], entry["url"], json.dumps(entry["body"]).encode()))
+                # Azure's lines name the endpoint alone, under the resource's root.
+                url = entry["url"] if entry["url"].startswith(root + "/") else root + entry["url"]
+                lines.append((entry["custom_id"], url, json.dumps(entry["body"]).encode()))
         info = {"endpoint": req["endpoint"], "input_file_id": req["input_file_id"],
                 "metadata": req.get("metadata"), "created_at": int(time.time())}  # fmt: skip
         job = mb.add(MockJob(mb.new_id("batch_mock"), "openai", lines, info))
