@@ -347,3 +347,16 @@ def test_azure_openai_batches_under_the_resource_root_with_the_deployment_as_mod
     entry = json.loads(server.batches.files[create["input_file_id"]].splitlines()[0])
     assert entry["url"] == "/chat/completions" and entry["body"]["model"] == "my-deploy"
     assert text(results(tmp_path / "out.jsonl")["q1"]) == "answer 1"
+
+
+@pytest.mark.parametrize("api", ["openai-chat", "google-generative-ai"])
+def test_a_job_that_fails_as_a_whole_writes_its_lines_with_the_providers_reason(
+    api: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        server.batches.fail_next("line 2 has no body")
+        s = run(server, api, lines(2), out)
+    got = results(out)
+    assert (s.ok, s.failed, s.errors, s.jobs) == (0, 2, {"invalid_request": 2}, 1)
+    assert "line 2 has no body" in got["q0"]["error"]["message"] and played(server) == []

@@ -7,6 +7,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from ..._apis._batch import BatchJob, LineResult
+from ...errors import TruncatedStreamError
 from ._exchange import exchange
 from ._ledger import Job, Ledger
 from ._lines import Line, keys_for
@@ -85,8 +86,11 @@ async def results(active: Active, http_client: Any) -> dict[str, LineResult]:
         found = list(status.inline)
     else:
         for where in status.results:
-            body = await exchange(active.facet.result_request(active.sent, where), active.api,
-                                  http_client=http_client)  # fmt: skip
+            request = active.facet.result_request(active.sent, where)
+            try:
+                body = await exchange(request, active.api, http_client=http_client)
+            except TruncatedStreamError:
+                body = b""  # an empty results file: no line in it
             found += active.facet.parse_results(body, where)
     keys = list(active.job.keys)
     out: dict[str, LineResult] = {}

@@ -12,6 +12,7 @@ an ``error_reply`` gives that line the provider's error) and recorded in
   that ends it;
 * :meth:`MockBatches.expire_next` — the next job created expires after answering its
   first ``answered`` lines (the rest come back expired);
+* :meth:`MockBatches.fail_next` — the next job fails as a whole (OpenAI, Gemini);
 * a cancel request (each provider's own) ends the job at its next retrieval as
   cancelled, its lines unanswered.
 
@@ -52,6 +53,13 @@ class MockBatches:
         #: Uploaded files (OpenAI), by id.
         self.files: dict[str, bytes] = {}
         self._expiring: list[int] = []
+        self._failing: list[str] = []
+
+    def fail_next(self, message: str = "the input file did not validate") -> None:
+        """The next job created fails as a whole (OpenAI ``failed`` with ``errors``,
+        Gemini ``JOB_STATE_FAILED`` with ``error``), answering no line."""
+        with self._lock:
+            self._failing.append(message)
 
     def expire_next(self, answered: int = 0) -> None:
         """The next job created expires after answering its first ``answered`` lines."""
@@ -62,6 +70,7 @@ class MockBatches:
         with self._lock:
             job.polls_left = self.polls
             job.expire_after = self._expiring.pop(0) if self._expiring else None
+            job.failure = self._failing.pop(0) if self._failing else None
             self.jobs[job.id] = job
             self.created.append(job.id)
         return job

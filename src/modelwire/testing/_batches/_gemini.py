@@ -16,7 +16,8 @@ __all__ = ["answer"]
 _CREATE = re.compile(r"^(?P<base>.*)/models/(?P<model>[^/:]+):batchGenerateContent$")
 _BATCH = re.compile(r"^(?P<base>.*)/batches/(?P<id>gem[^/:]+)(?P<cancel>:cancel)?$")
 _STATES = {"running": "JOB_STATE_RUNNING", "completed": "JOB_STATE_SUCCEEDED",
-           "expired": "JOB_STATE_EXPIRED", "cancelled": "JOB_STATE_CANCELLED"}  # fmt: skip
+           "expired": "JOB_STATE_EXPIRED", "cancelled": "JOB_STATE_CANCELLED",
+           "failed": "JOB_STATE_FAILED"}  # fmt: skip
 _TYPE = "type.googleapis.com/google.ai.generativelanguage.v1main."
 
 
@@ -33,6 +34,8 @@ def _operation(job: MockJob) -> dict[str, Any]:
                            "successfulRequestCount": str(job.count("succeeded")),
                            "failedRequestCount": str(job.count("errored"))}}  # fmt: skip
     out: dict[str, Any] = {"name": name, "metadata": meta, "done": ended}
+    if job.state == "failed":
+        out["error"] = {"code": 3, "message": job.failure, "status": "INVALID_ARGUMENT"}
     if ended and job.state == "completed":
         items = []
         for key, (_, played) in job.results.items():

@@ -23,10 +23,11 @@ class MockJob:
         self.kind = kind
         self.lines = lines
         self.info = info
-        self.state = "running"  # running, completed, expired, cancelled
+        self.state = "running"  # running, completed, expired, cancelled, failed
         self.cancelling = False
         self.polls_left = 0
         self.expire_after: int | None = None
+        self.failure: str | None = None  # the job fails as a whole, with this reason
         #: key -> ("succeeded" | "errored" | "expired" | "cancelled", Played | None)
         self.results: dict[str, tuple[str, Played | None]] = {}
 
@@ -34,6 +35,9 @@ class MockJob:
         if self.cancelling:
             self.state = "cancelled"
             self.results = {k: ("cancelled", None) for k, _, _ in self.lines}
+            return
+        if self.failure is not None and self.kind != "anthropic":  # a message batch cannot fail
+            self.state = "failed"
             return
         for i, (key, path, body) in enumerate(self.lines):
             if self.expire_after is not None and i >= self.expire_after:

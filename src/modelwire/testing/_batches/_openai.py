@@ -18,7 +18,7 @@ _CONTENT = re.compile(r"^.*/files/(?P<id>[^/]+)/content$")
 _BATCHES = re.compile(r"^(?P<base>.*)/batches$")
 _BATCH = re.compile(r"^.*/batches/(?P<id>batch_[^/:]+)(?P<cancel>/cancel)?$")
 _STATUS = {"running": "in_progress", "completed": "completed", "expired": "expired",
-           "cancelled": "cancelled"}  # fmt: skip
+           "cancelled": "cancelled", "failed": "failed"}  # fmt: skip
 
 
 def _error(status: int, message: str) -> dict[str, Any]:
@@ -38,7 +38,11 @@ def _upload(body: bytes) -> bytes | None:
 
 def _object(mb: Jobs, job: MockJob) -> dict[str, Any]:
     status = "cancelling" if job.cancelling and job.state == "running" else _STATUS[job.state]
-    out = {"id": job.id, "object": "batch", "endpoint": job.info["endpoint"], "errors": None,
+    errors = None
+    if job.state == "failed":
+        errors = {"object": "list", "data": [{"code": "invalid_file", "message": job.failure,
+                                              "param": None, "line": None}]}  # fmt: skip
+    out = {"id": job.id, "object": "batch", "endpoint": job.info["endpoint"], "errors": errors,
            "input_file_id": job.info["input_file_id"], "completion_window": "24h",
            "status": status, "output_file_id": None, "error_file_id": None,
            "created_at": job.info["created_at"], "metadata": job.info.get("metadata"),
