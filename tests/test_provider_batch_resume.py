@@ -21,7 +21,18 @@ import modelwire as mw
 from modelwire.batching._api import knobs
 from modelwire.batching._provider._ledger import Ledger
 from modelwire.testing import MockServer
-from test_provider_batch import APIS, NAME, creates, echo, lines, no_wait, played, results, text
+from test_provider_batch import (
+    APIS,
+    NAME,
+    answer_of,
+    creates,
+    echo,
+    lines,
+    no_wait,
+    played,
+    results,
+    text,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -225,3 +236,30 @@ def test_a_job_the_provider_no_longer_knows_has_its_lines_sent_again(
     assert [r["attempts"] for r in results(out).values()] == [2, 2]
     states = [json.loads(x).get("state") for x in Path(f"{out}.jobs").read_text().splitlines()]
     assert states.count("not found") == 1
+
+
+def test_cli_via_provider_in_a_process_of_its_own(tmp_path: Path) -> None:
+    items = [{"custom_id": f"c{i}", "model": "openai/gpt-4.1-mini", "prompt": f"ask-{i}"}
+             for i in range(2)]  # fmt: skip
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(x) + "\n" for x in items))
+    out = tmp_path / "out.jsonl"
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OPENAI_API_KEY": "sk-mock"}
+    with MockServer([answer_of(1000)], repeat_last=True) as server:
+        p = subprocess.run(
+            [sys.executable, "-m", "modelwire", "batch", str(src), "-o", str(out), "--json",
+             "--base-url", server.base_url, "--via", "provider", "--poll-interval", "0.01"],
+            env=env, capture_output=True, text=True, timeout=120,
+        )  # fmt: skip
+    assert p.returncode == 0, p.stderr
+    summary = json.loads(p.stdout.splitlines()[-1])
+    assert (summary["type"], summary["ok"], summary["jobs"]) == ("summary", 2, 1)
+    assert (
+        len(creates(server)) == 1
+        and creates(server)[0].headers["authorization"] == "Bearer sk-mock"
+    )
+    got = results(out)
+    assert text(got["c0"]) == "ok" and got["c1"]["model"] == "openai/gpt-4.1-mini"
+    # The catalog's price, halved: 1,000 output tokens at half the output price.
+    price = mw.get_model("openai", "gpt-4.1-mini").cost.output
+    assert price > 0 and got["c1"]["cost"] == pytest.approx(1000 * price / 1e6 / 2)
