@@ -179,6 +179,7 @@ def test_a_job_whose_create_answer_a_crash_lost_is_found_by_its_name(
     else:
         assert len(creates(server)) == 1 and resumed.jobs == 0  # adopted, polled
         assert records[1]["t"] == "created" and records[1]["job"] == records[0]["job"]
+        assert {r["attempts"] for r in results(out).values()} == {1}
     assert len(played(server)) == 3
 
 

@@ -185,6 +185,9 @@ class _Run:
             found = await find(active, http)
             if found is not None:
                 self.ledger.created(active.job, found)
+                for line in active.lines.values():  # the job it is in now counts
+                    cid = line.req.custom_id
+                    self.attempts[cid] = self.attempts.get(cid, 0) + 1
                 self._reserve_resumed(active)
                 self.active.append(active)
             else:
