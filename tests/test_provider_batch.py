@@ -360,3 +360,22 @@ def test_a_job_that_fails_as_a_whole_writes_its_lines_with_the_providers_reason(
     got = results(out)
     assert (s.ok, s.failed, s.errors, s.jobs) == (0, 2, {"invalid_request": 2}, 1)
     assert "line 2 has no body" in got["q0"]["error"]["message"] and played(server) == []
+
+
+def test_jobs_hold_one_model_each_and_at_most_the_providers_lines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from modelwire._apis import batch_facet
+
+    facet = batch_facet("anthropic-messages")
+    assert facet is not None
+    monkeypatch.setattr(facet, "max_lines", 2)
+    items = [*lines(5), {"custom_id": "other", "model": "mock/m2", "prompt": "ask-9"}]
+    with MockServer([echo], repeat_last=True) as server:
+        models = {NAME: server.model("anthropic-messages", "m1"),
+                  "mock/m2": server.model("anthropic-messages", "m2")}  # fmt: skip
+        s = mw.batch(items, tmp_path / "out.jsonl", models=models, via="provider")
+    assert (s.ok, s.jobs) == (6, 4)
+    sizes = [[r["params"]["model"] for r in c.json()["requests"]] for c in creates(server)]
+    assert sizes == [["m1", "m1"], ["m1", "m1"], ["m1"], ["m2"]]
+    assert text(results(tmp_path / "out.jsonl")["other"]) == "answer 9"
