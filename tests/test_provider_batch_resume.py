@@ -77,7 +77,7 @@ def test_kill_9_after_submission_then_resume_polls_the_job_and_writes_each_line_
                                env=env, capture_output=True, text=True, timeout=120)  # fmt: skip
         assert child.returncode == -signal.SIGKILL, child.stderr
         assert len(creates(server)) == 1 and played(server) == []
-        ledger = Ledger(str(out))
+        ledger = Ledger(str(out), read_only=True)
         [job] = ledger.open_jobs()
         ledger.close()
         assert job.id is not None and sorted(job.keys.values()) == [f"q{i}" for i in range(n)]

@@ -50,7 +50,7 @@ def cancel_jobs(
     async def cancel() -> list[str]:
         from .._http import pooled_async_client
 
-        ledger = Ledger(os.fspath(output))
+        ledger = Ledger(os.fspath(output), read_only=True)
         http = pooled_async_client(2)
         done = []
         try:

@@ -46,7 +46,9 @@ class Job(msgspec.Struct, kw_only=True):
 class Ledger:
     """Append-only, fsync'd job records (one writer: the run holding OUT's lock)."""
 
-    def __init__(self, out: str) -> None:
+    def __init__(self, out: str, *, read_only: bool = False) -> None:
+        """Read the ledger of ``out``; open it to append unless ``read_only`` (a reader
+        beside a running run, which holds OUT's lock, must not cut its last line)."""
         self.path = ledger_path(out)
         self.jobs: dict[str, Job] = {}
         try:
@@ -60,6 +62,9 @@ class Ledger:
         for n, line in enumerate(data[:end].splitlines(), 1):
             if line.strip():
                 self._apply(line, n)
+        self._fd = -1
+        if read_only:
+            return
         self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         if os.fstat(self._fd).st_size > end:
             os.ftruncate(self._fd, end)
