@@ -264,3 +264,26 @@ def test_cli_via_provider_in_a_process_of_its_own(tmp_path: Path) -> None:
     # The catalog's price, halved: 1,000 output tokens at half the output price.
     price = mw.get_model("openai", "gpt-4.1-mini").cost.output
     assert price > 0 and got["c1"]["cost"] == pytest.approx(1000 * price / 1e6 / 2)
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_a_create_that_may_have_reached_the_provider_is_looked_for_before_sending_again(
+    api: str, tmp_path: Path
+) -> None:
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        server.batches.lose_next_create(500)
+        s = run_lines(server, api, out)
+    assert s.ok == 3 and sorted(results(out)) == ["q0", "q1", "q2"]
+    if api == "anthropic-messages":
+        # No name to look for: the lines go in a second job (the first is orphaned).
+        assert len(creates(server)) == 2 and s.jobs == 1
+        assert {r["attempts"] for r in results(out).values()} == {2}
+    else:
+        assert len(creates(server)) == 1 and s.jobs == 1  # found by name, polled
+        assert {r["attempts"] for r in results(out).values()} == {1}
+    assert len(played(server)) == 3
+
+
+def run_lines(server: MockServer, api: str, out: Path) -> Any:
+    return mw.batch(lines(3), out, models={NAME: server.model(api, "m1")}, via="provider")

@@ -15,7 +15,7 @@ from ._lines import Line, keys_for
 if TYPE_CHECKING:
     from ..._wire.request import HTTPRequest
 
-__all__ = ["Active", "find", "poll", "results", "submit"]
+__all__ = ["Active", "find", "new_job", "poll", "results", "submit"]
 
 
 class Active:
@@ -35,27 +35,33 @@ class Active:
         return sum(line.estimate for line in self.lines.values())
 
 
-async def submit(lines: list[Line], ledger: Ledger, http_client: Any) -> Active:
-    """Send one job of ``lines``: its record is on disk before the request goes, and
-    its id right after the create answer is read, before anything else."""
+def new_job(lines: list[Line]) -> Active:
+    """A job of ``lines``, named and keyed, not yet sent (nor recorded)."""
     first = lines[0]
-    facet = first.facet
-    keyed = keys_for(lines, facet.key_chars)
+    keyed = keys_for(lines, first.facet.key_chars)
     name = "modelwire-" + os.urandom(8).hex()
     job = Job(name=name, api=first.model.api, keys={k: v.req.custom_id for k, v in keyed.items()})
-    entries = [facet.entry(line.sent, key) for key, line in keyed.items()]
+    return Active(job, keyed)
+
+
+async def submit(active: Active, ledger: Ledger, http_client: Any) -> None:
+    """Send ``active``'s job: its record is on disk before the request goes, and its id
+    right after the create answer is read, before anything else.
+
+    The create request is not retried by the call (a request that timed out may have
+    created the job): the run looks for the job by its name first, where it can."""
+    facet, first, job = active.facet, active.sent, active.job
+    entries = [facet.entry(line.sent, key) for key, line in active.lines.items()]
     ledger.submitting(job)
-    api = first.model.api
     uploaded = None
-    upload = facet.upload_request(first.sent, entries, name)
+    upload = facet.upload_request(first, entries, job.name)
     if upload is not None:
-        uploaded = await exchange(upload, api, http_client=http_client)
-    create = facet.create_request(first.sent, entries, name, uploaded)
-    created = facet.parse_job(await exchange(create, api, http_client=http_client))
+        uploaded = await exchange(upload, active.api, http_client=http_client)
+    create = facet.create_request(first, entries, job.name, uploaded)
+    body = await exchange(create, active.api, http_client=http_client, max_retries=0)
+    created = facet.parse_job(body)
     ledger.created(job, created.id)
-    active = Active(job, keyed)
     active.status = created
-    return active
 
 
 async def find(active: Active, http_client: Any) -> str | None:

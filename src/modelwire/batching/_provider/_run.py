@@ -42,7 +42,7 @@ from .._output import OutputLog
 from .._progress import Progress
 from .._runner import Budget, Stats, _record
 from .._summary import BatchSummary, summarize, summary_dict
-from ._jobs import Active, find, poll, results, submit
+from ._jobs import Active, find, new_job, poll, results, submit
 from ._ledger import Ledger
 from ._lines import Line
 
@@ -100,6 +100,7 @@ class _Run:
         self.started: dict[str, float] = {}
         by_id = {line.req.custom_id: line for line in todo}
         self.unsure: list[Active] = []
+        self.counted: set[str] = set()  # jobs of this run whose attempts are counted
         for job in ledger.unsure_jobs():
             mine = {k: by_id.pop(cid) for k, cid in job.keys.items() if cid in by_id}
             if mine:
@@ -149,8 +150,8 @@ class _Run:
         http = pooled_async_client(4)
         delay = self.settings.poll_first
         try:
-            await self._recover(http)
             while True:
+                await self._recover(http)
                 for active in [a for a in self.active if _ended(a)]:
                     await self._finish(active, http)
                     self.active.remove(active)
@@ -159,11 +160,12 @@ class _Run:
                     if await self._submit_all(todo, http):
                         delay = self.settings.poll_first
                 self._update()
-                if not self.active and not self.retry:
+                if not self.active and not self.retry and not self.unsure:
                     return
                 left = self._left()
                 if left <= 0:
-                    waiting = sum(len(a.lines) for a in self.active) + len(self.retry)
+                    waiting = sum(len(a.lines) for a in [*self.active, *self.unsure])
+                    waiting += len(self.retry)
                     self.skipped["deadline"] += waiting
                     return
                 await self.sleep(min(delay, left))
@@ -178,22 +180,38 @@ class _Run:
         finally:
             await http.aclose()
 
+    def _not_created(self, active: Active, info: ErrorInfo) -> None:
+        """A create that failed. One that may have reached the provider (a timeout, a
+        5xx) is looked for by name before its lines go again, where the provider
+        lists jobs by name; any other is not a job: its lines fail or go again."""
+        for line in active.lines.values():
+            self.budget.release(line.estimate, 0.0)
+        if info.retryable and active.facet.find_request(active.sent) is not None:
+            self.unsure.append(active)  # attempts already counted
+            self.counted.add(active.job.name)
+            return
+        self.ledger.done(active.job, "not created")
+        for line in active.lines.values():
+            self._failed(line, info, time.monotonic())
+
     async def _recover(self, http: Any) -> None:
-        """Jobs whose create answer a crash lost: adopted when the provider lists one by
-        their name, else their lines go in a new job."""
-        for active in self.unsure:
+        """Jobs whose create answer was lost (a crash, a timeout): adopted when the
+        provider lists one by their name, else their lines go in a new job."""
+        unsure, self.unsure = self.unsure, []
+        for active in unsure:
             found = await find(active, http)
             if found is not None:
                 self.ledger.created(active.job, found)
-                for line in active.lines.values():  # the job it is in now counts
-                    cid = line.req.custom_id
-                    self.attempts[cid] = self.attempts.get(cid, 0) + 1
+                if active.job.name not in self.counted:  # the job it is in now counts
+                    for line in active.lines.values():
+                        cid = line.req.custom_id
+                        self.attempts[cid] = self.attempts.get(cid, 0) + 1
                 self._reserve_resumed(active)
                 self.active.append(active)
+                self.jobs += active.job.name in self.counted
             else:
                 self.ledger.done(active.job, "not created")
                 self.retry.extend(active.lines.values())
-        self.unsure = []
 
     def _lost(self, active: Active, exc: ModelwireError) -> None:
         """The provider no longer knows the job (deleted, or expired long ago): its lines
@@ -227,13 +245,11 @@ class _Run:
                 for line in chosen:
                     cid = line.req.custom_id
                     self.attempts[cid] = self.attempts.get(cid, 0) + 1
+                active = new_job(chosen)
                 try:
-                    active = await submit(chosen, self.ledger, http)
+                    await submit(active, self.ledger, http)
                 except ModelwireError as exc:
-                    info = _info(exc)
-                    for line in chosen:
-                        self.budget.release(line.estimate, 0.0)
-                        self._failed(line, info, time.monotonic())
+                    self._not_created(active, _info(exc))
                     continue
                 now = time.monotonic()
                 for line in chosen:

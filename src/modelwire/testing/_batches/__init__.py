@@ -13,6 +13,8 @@ an ``error_reply`` gives that line the provider's error) and recorded in
 * :meth:`MockBatches.expire_next` — the next job created expires after answering its
   first ``answered`` lines (the rest come back expired);
 * :meth:`MockBatches.fail_next` — the next job fails as a whole (OpenAI, Gemini);
+* :meth:`MockBatches.lose_next_create` — the next job is created but its create
+  request answered with an error;
 * a cancel request (each provider's own) ends the job at its next retrieval as
   cancelled, its lines unanswered.
 
@@ -28,7 +30,7 @@ from typing import Any
 import msgspec
 
 from . import _anthropic, _gemini, _openai
-from ._job import MockJob, Played
+from ._job import MockJob, Played, json_reply
 
 __all__ = ["MockBatches", "MockJob"]
 
@@ -54,12 +56,19 @@ class MockBatches:
         self.files: dict[str, bytes] = {}
         self._expiring: list[int] = []
         self._failing: list[str] = []
+        self._losing: list[int] = []
 
     def fail_next(self, message: str = "the input file did not validate") -> None:
         """The next job created fails as a whole (OpenAI ``failed`` with ``errors``,
         Gemini ``JOB_STATE_FAILED`` with ``error``), answering no line."""
         with self._lock:
             self._failing.append(message)
+
+    def lose_next_create(self, status: int = 500) -> None:
+        """The next job is created, but its create request is answered with ``status``
+        (as when the answer is lost on the way: the client cannot tell it exists)."""
+        with self._lock:
+            self._losing.append(status)
 
     def expire_next(self, answered: int = 0) -> None:
         """The next job created expires after answering its first ``answered`` lines."""
@@ -118,8 +127,17 @@ class MockBatches:
         """The reply to a batch request (a ``RecordedRequest``), as ``Reply`` fields
         (``None``: not one)."""
         self._local.rec = rec
+        before = len(self.created)
         for kind in _KINDS:
             found: dict[str, Any] | None = kind.answer(self, rec.method, rec.path, rec.body, origin)
             if found is not None:
+                with self._lock:
+                    lost = self._losing.pop(0) if len(self.created) > before and self._losing else None  # fmt: skip
+                if lost is not None:
+                    error = {
+                        "message": "MockServer: the create answer was lost",
+                        "type": "api_error",
+                    }
+                    return json_reply({"type": "error", "error": error}, lost)
                 return found
         return None
