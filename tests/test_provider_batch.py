@@ -379,3 +379,21 @@ def test_jobs_hold_one_model_each_and_at_most_the_providers_lines(
     sizes = [[r["params"]["model"] for r in c.json()["requests"]] for c in creates(server)]
     assert sizes == [["m1", "m1"], ["m1", "m1"], ["m1"], ["m2"]]
     assert text(results(tmp_path / "out.jsonl")["other"]) == "answer 9"
+
+
+def test_an_azure_job_whose_create_answer_was_lost_is_found_with_its_api_version(
+    tmp_path: Path,
+) -> None:
+    with MockServer([echo], repeat_last=True) as server:
+        server.batches.lose_next_create()
+        deploy = mw.Model(id="my-deploy", api="openai-chat", provider="azure-openai",
+                          base_url=server.origin + "/openai?api-version=2024-10-21")  # fmt: skip
+        s = mw.batch(lines(2), tmp_path / "out.jsonl", models={NAME: deploy}, via="provider",
+                     api_key="azure-key")  # fmt: skip
+    assert (s.ok, s.jobs) == (2, 1)
+    made = [
+        r for r in server.requests if r.method == "POST" and r.path.startswith("/openai/batches?")
+    ]
+    assert len(made) == 1  # found by its name, not created twice
+    listed = [r for r in server.requests if r.method == "GET" and "limit=100" in r.path]
+    assert [r.path for r in listed] == ["/openai/batches?api-version=2024-10-21&limit=100"]

@@ -216,7 +216,10 @@ class OpenAIBatch:
 
     def find_request(self, sent: HTTPRequest) -> HTTPRequest:
         # The most recent jobs first ("List batch"); a job is found by its metadata.
-        url = origin_path(sent.url, f"{self._base(sent)}/batches", "limit=100")
+        query = "&".join(
+            q for q in (urlsplit(sent.url).query, "limit=100") if q
+        )  # api-version kept
+        url = origin_path(sent.url, f"{self._base(sent)}/batches", query)
         return json_request(sent, url, method="GET")
 
     def find(self, body: bytes, name: str) -> str | None:
