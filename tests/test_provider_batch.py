@@ -397,3 +397,17 @@ def test_an_azure_job_whose_create_answer_was_lost_is_found_with_its_api_version
     assert len(made) == 1  # found by its name, not created twice
     listed = [r for r in server.requests if r.method == "GET" and "limit=100" in r.path]
     assert [r.path for r in listed] == ["/openai/batches?api-version=2024-10-21&limit=100"]
+
+
+def test_a_live_run_is_refused_while_provider_jobs_of_its_output_are_open(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with MockServer([echo], repeat_last=True) as server:
+        models = {NAME: server.model("openai-chat", "m1")}
+        with knobs(sleep=stop), pytest.raises(Stop):
+            mw.batch(lines(2), out, models=models, via="provider")
+        sent = len(server.requests)
+        with pytest.raises(mw.ConfigurationError, match=r'provider batch jobs not yet written.*via="provider"'):  # fmt: skip
+            mw.batch(lines(2), out, models=models)
+        assert len(server.requests) == sent  # nothing sent live
+        mw.batch(lines(2), out, models=models, via="provider")  # collected
+        assert mw.batch(lines(2), out, models=models).skipped_done == 2  # live is fine now

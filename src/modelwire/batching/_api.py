@@ -281,6 +281,9 @@ def _plan(
     )  # fmt: skip
     if _via(cfg, requests) == "provider":
         return _provider_plan(requests, invalid, out, inputs, cfg, progress, started, knobs)
+    from ._provider import refuse_live_beside_jobs
+
+    refuse_live_beside_jobs(out)  # lines a provider job still holds would be paid twice
     if cfg.backend == "ray":
         if models is not None and any(isinstance(m, Fallback) for m in models.values()):
             raise ConfigurationError(

@@ -9,6 +9,10 @@ retries, the cost cap and the progress.
 
 from __future__ import annotations
 
+import os
+
+from ...errors import ConfigurationError
+from ._ledger import Ledger, ledger_path
 from ._lines import Line, prepare_lines, supported
 from ._run import ProviderSettings, Sleep, run_provider
 
@@ -23,6 +27,23 @@ __all__ = [
     "ProviderSettings",
     "Sleep",
     "prepare_lines",
+    "refuse_live_beside_jobs",
     "run_provider",
     "supported",
 ]
+
+
+def refuse_live_beside_jobs(out: str) -> None:
+    """A live run into ``out`` while provider jobs of it may still run would send their
+    lines again (and pay for them twice): refused, saying what to do."""
+    if not os.path.exists(ledger_path(out)):
+        return
+    ledger = Ledger(out, read_only=True)
+    waiting = [j.id or j.name for j in [*ledger.open_jobs(), *ledger.unsure_jobs()]]
+    if waiting:
+        raise ConfigurationError(
+            f"{out} has provider batch jobs not yet written ({', '.join(waiting[:3])}"
+            f'{", …" if len(waiting) > 3 else ""}): run it with via="provider" '
+            "(--via provider) to collect them, or cancel them (--cancel) and collect what "
+            "they answered, before sending its lines live"
+        )
