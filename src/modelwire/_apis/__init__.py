@@ -54,6 +54,7 @@ from ._codec import (
 
 if TYPE_CHECKING:
     from ..events import Event
+    from ._batch import BatchFacet
     from ._server.wire import WireServer
 
 __all__ = [
@@ -72,6 +73,7 @@ __all__ = [
     "api_module",
     "api_names",
     "background_facet",
+    "batch_facet",
     "builtin_api_names",
     "custom_stream",
     "custom_stream_sync",
@@ -157,6 +159,15 @@ def find_api(name: str) -> WireAPI | None:
         raise ConfigurationError(f"{module}.API is named {api.name!r}, not {name!r}")
     _registry[name] = api
     return api
+
+
+def batch_facet(name: str) -> BatchFacet | None:
+    """The batch facet of wire API ``name`` (``None``: its provider has no batch API here)."""
+    from ._batch import BatchFacet
+
+    api = find_api(name)
+    facet = getattr(api, "batching", None) if api is not None else None
+    return facet if isinstance(facet, BatchFacet) else None
 
 
 def background_facet(name: str) -> BackgroundFacet | None:

@@ -112,6 +112,16 @@ def add_parser(sub: Any) -> None:
                    "a local one")  # fmt: skip
     p.add_argument("--ray-workers", type=_count, default=2, metavar="N",
                    help="with --ray: shards run in parallel (default 2)")  # fmt: skip
+    p.add_argument("--via", choices=("live", "provider", "auto"), default="live",
+                   help="live calls (default); provider: the providers' batch APIs (OpenAI, "
+                   "Anthropic, Gemini) at their batch price, within 24 h; auto: provider when "
+                   "--run-timeout allows 24 h and every line's provider has one")  # fmt: skip
+    p.add_argument("--poll-interval", type=_seconds, default=5.0, metavar="S",
+                   help="with --via provider: seconds before a job's first poll, doubling "
+                   "up to a minute (default 5)")  # fmt: skip
+    p.add_argument("--cancel", action="store_true",
+                   help="with --via provider: cancel the provider jobs of OUT instead of "
+                   "running (the next run writes what they answered)")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="progress as JSON lines on stdout (the default when stderr is not a "
                    "terminal), the summary last")  # fmt: skip
@@ -196,6 +206,8 @@ def run(args: argparse.Namespace) -> int:
     from .store import export_keys
 
     export_keys(config_dir())  # after the environment: each line's provider finds its own
+    if args.cancel:
+        return _cancel(args)
     try:
         summary = batch(
             args.input, args.output, concurrency=args.concurrency,
@@ -206,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
             agent_root=args.root if args.agent else None, progress=_progress(args),
             backend="ray" if on_ray else "local", ray_workers=args.ray_workers,
             ray_address=None if not on_ray or args.ray == "local" else args.ray,
+            via=args.via, poll_interval=args.poll_interval,
         )  # fmt: skip
     except MissingAPIKeyError as exc:
         var = f"set {exc.env_var} in the environment or " if exc.env_var else ""
@@ -223,3 +236,18 @@ def run(args: argparse.Namespace) -> int:
                            "'modelwire[ray]'") from None  # fmt: skip
         raise
     return 0 if summary.failed == 0 and summary.complete else 1
+
+
+def _cancel(args: argparse.Namespace) -> int:
+    from ..batching import cancel_jobs
+    from .common import CLIError
+
+    if args.via != "provider":
+        raise CLIError("usage", "--cancel stops provider jobs: give it with --via provider")
+    cancelled = cancel_jobs(args.input, args.output, base_url=args.base_url, api=args.api,
+                            api_key=args.key)  # fmt: skip
+    for job_id in cancelled:
+        print(f"cancelled {job_id}")
+    if not cancelled:
+        print(f"no provider job of {args.output} is still running")
+    return 0

@@ -7,7 +7,9 @@ format), appended atomically so a crash or ``kill -9`` followed by the same
 command yields every id exactly once; concurrency, per-provider rate limits with
 shared ``Retry-After`` pauses, retries with jittered backoff, a cost cap reserved
 per HTTP request, per-line and per-run deadlines, progress; the same job on a
-Ray cluster with ``backend="ray"``. Guide: docs/batch.md.
+Ray cluster with ``backend="ray"``; or through the providers' own batch APIs at their
+batch price with ``via="provider"`` (:func:`cancel_jobs` stops their jobs). Guide:
+docs/batch.md.
 
 ``mw.batch`` is :func:`batch` (it runs its own event loop); inside a running loop,
 ``await batch_async(...)`` with the same arguments.
@@ -16,6 +18,7 @@ Ray cluster with ``backend="ray"``. Guide: docs/batch.md.
 from __future__ import annotations
 
 from ._api import BatchSummary, batch, batch_async, load_requests, model_resolver
+from ._cancel import cancel_jobs
 from ._input import BatchRequest, InputProblem
 from ._limits import Limits
 from ._progress import JsonProgress, Progress, RichProgress
@@ -32,6 +35,7 @@ __all__ = [
     "RichProgress",
     "batch",
     "batch_async",
+    "cancel_jobs",
     "load_requests",
     "model_resolver",
 ]

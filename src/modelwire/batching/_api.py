@@ -11,7 +11,7 @@ import dataclasses
 import functools
 import os
 import time
-from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, Unpack
 
@@ -217,15 +217,22 @@ class _Knobs:
 
     backoff_base: float = 0.5
     chaos: dict[str, Any] | None = None
+    #: ``via="provider"``: the wait between polls (an async ``sleep(seconds)``).
+    sleep: Callable[[float], Awaitable[None]] | None = None
 
 
 _KNOBS: contextvars.ContextVar[_Knobs] = contextvars.ContextVar("modelwire_batch_knobs")
 
 
 @contextlib.contextmanager
-def knobs(*, backoff_base: float = 0.5, chaos: dict[str, Any] | None = None) -> Iterator[None]:
+def knobs(
+    *,
+    backoff_base: float = 0.5,
+    chaos: dict[str, Any] | None = None,
+    sleep: Callable[[float], Awaitable[None]] | None = None,
+) -> Iterator[None]:
     """For modelwire's own tests: runs started inside use these knobs."""
-    token = _KNOBS.set(_Knobs(backoff_base=backoff_base, chaos=chaos))
+    token = _KNOBS.set(_Knobs(backoff_base=backoff_base, chaos=chaos, sleep=sleep))
     try:
         yield
     finally:
@@ -272,6 +279,11 @@ def _plan(
         line_timeout=cfg.line_timeout, output_format=cfg.output_format,
         run_deadline=time.time() + cfg.run_timeout if cfg.run_timeout is not None else None,
     )  # fmt: skip
+    if _via(cfg, requests) == "provider":
+        return _provider_plan(requests, invalid, out, inputs, cfg, progress, started, knobs)
+    from ._provider import refuse_live_beside_jobs
+
+    refuse_live_beside_jobs(out)  # lines a provider job still holds would be paid twice
     if cfg.backend == "ray":
         if models is not None and any(isinstance(m, Fallback) for m in models.values()):
             raise ConfigurationError(
@@ -297,6 +309,49 @@ def _plan(
     async def local() -> BatchSummary:
         return await _run_local(requests, invalid, out, inputs, settings, cfg.max_cost,
                                 cfg.limits, progress, started)  # fmt: skip
+
+    return _Plan(ray=None, local=local)
+
+
+def _via(cfg: BatchConfig, requests: list[BatchRequest]) -> str:
+    """``"provider"`` or ``"live"``: ``via="auto"`` is the providers' batch APIs when the
+    run may wait their completion window (no ``run_timeout``, or one of 24 h or more),
+    runs in this process, and every line's API has one."""
+    if cfg.via != "auto":
+        return cfg.via
+    from ._provider import BATCH_WINDOW, supported
+
+    patient = cfg.run_timeout is None or cfg.run_timeout >= BATCH_WINDOW
+    plain = cfg.backend == "local" and cfg.agent_root is None
+    return "provider" if patient and plain and supported(requests) else "live"
+
+
+def _provider_plan(
+    requests: list[BatchRequest], invalid: list[InputProblem], out: str,
+    inputs: tuple[str, ...], cfg: BatchConfig, progress: Progress, started: float,
+    knobs: _Knobs,
+) -> _Plan:  # fmt: skip
+    from ._provider import ProviderSettings, prepare_lines, run_provider
+
+    for name, value in (("backend", cfg.backend != "local"), ("agent_root", cfg.agent_root)):
+        if value:
+            raise ConfigurationError(
+                f'via="provider" runs in this process and sends each line once: {name}= '
+                'needs via="live"'
+            )
+    lines = prepare_lines(requests)  # every line's job entry is buildable: nothing sent yet
+    settings = ProviderSettings(
+        max_attempts=cfg.max_attempts, output_format=cfg.output_format,
+        run_deadline=time.time() + cfg.run_timeout if cfg.run_timeout is not None else None,
+        poll_first=cfg.poll_interval, poll_max=max(60.0, cfg.poll_interval),
+    )  # fmt: skip
+
+    async def local() -> BatchSummary:
+        return await run_provider(
+            lines, invalid=invalid, out=out, inputs=inputs, settings=settings,
+            max_cost=cfg.max_cost, progress=progress, started=started,
+            sleep=knobs.sleep or asyncio.sleep,
+        )  # fmt: skip
 
     return _Plan(ray=None, local=local)
 
@@ -425,7 +480,9 @@ def batch(
     ``skip_invalid``, ``agent_root`` (run ``mw.Agent`` with the read-only tools
     rooted there), ``progress``, ``backend`` (``"local"`` or ``"ray"``),
     ``ray_address``, ``ray_workers``, ``output_format`` (``"modelwire"``, or
-    ``"openai"`` for the OpenAI Batch API output lines). See docs/batch.md.
+    ``"openai"`` for the OpenAI Batch API output lines), ``via`` (``"live"``;
+    ``"provider"``: the providers' batch APIs at their batch price; ``"auto"``: those
+    when ``run_timeout`` allows 24 hours) and ``poll_interval``. See docs/batch.md.
 
     It runs its own event loop, so it refuses to start inside a running one (it
     would block that loop for the whole run): there, ``await

@@ -48,6 +48,8 @@ class BatchOptions(TypedDict, total=False):
     backend: Literal["local", "ray"]
     ray_address: str | None
     ray_workers: int
+    via: Literal["live", "provider", "auto"]
+    poll_interval: float
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -91,6 +93,12 @@ class BatchConfig:
     ray_address: str | None = None
     #: Ray workers.
     ray_workers: int = 2
+    #: ``"live"`` (a call per line), ``"provider"`` (the providers' batch APIs, at their
+    #: batch price) or ``"auto"`` (the providers' when ``run_timeout`` allows 24 h).
+    via: Literal["live", "provider", "auto"] = "live"
+    #: ``via="provider"``: seconds before a job's first poll; each wait doubles, up to
+    #: a minute (or this, if longer).
+    poll_interval: float = 5.0
 
     @classmethod
     def of(cls, fn: str, options: Mapping[str, Any]) -> BatchConfig:
@@ -139,6 +147,10 @@ def _seconds(value: object) -> str | None:
     return "a positive finite number of seconds (or None for no limit)"
 
 
+def _interval(value: object) -> str | None:
+    return None if _finite(value) and value > 0 else "a positive finite number of seconds"
+
+
 def _dollars(value: object) -> str | None:
     if value is None or (_finite(value) and value >= 0):
         return None
@@ -167,12 +179,14 @@ def _bool(value: object) -> str | None:
 #: ``progress`` are checked where they are used: per request, by duck typing).
 _CHECKS: tuple[tuple[str, Callable[[object], str | None]], ...] = (
     ("backend", _one_of("local", "ray")),
+    ("via", _one_of("live", "provider", "auto")),
     ("concurrency", _positive_int),
     ("max_attempts", _positive_int),
     ("ray_workers", _positive_int),
     ("max_cost", _dollars),
     ("line_timeout", _seconds),
     ("run_timeout", _seconds),
+    ("poll_interval", _interval),
     ("output_format", _one_of("modelwire", "openai")),
     ("limits", _optional((Limits, Mapping), "a modelwire.batching.Limits or a dict of them")),
     ("models", _optional(Mapping, 'a dict of "provider/id" to mw.Model')),

@@ -118,7 +118,13 @@ def format_summary(s: dict[str, Any]) -> str:
             f", {s['skipped_deadline']} left by the run deadline"
             if s.get("skipped_deadline")
             else ""
-        ),
+        )
+        + (
+            f", {s['skipped_cancelled']} left by a cancelled provider job"
+            if s.get("skipped_cancelled")
+            else ""
+        )
+        + (f", {s['jobs']} provider batch jobs" if s.get("jobs") else ""),
         f"{s['input_tokens']:,} input + {s['output_tokens']:,} output tokens, "
         f"{_money(s['cost'])}, {s['requests']} requests, {s['wall_s']:.2f} s",
     ]
@@ -170,10 +176,13 @@ class RichProgress(Progress):
             return
         self._last = now
         errors = " ".join(f"{k}:{v}" for k, v in snapshot["errors"].items())
+        # A provider batch run (via="provider") also shows its jobs by state.
+        jobs = " ".join(f"{k}:{v}" for k, v in (snapshot.get("jobs") or {}).items())
         self.bar.update(
             self._task, completed=snapshot["done"],
             rate=f"{snapshot['requests_per_s']:.1f} req/s {snapshot['tokens_per_s']:.0f} tok/s",
-            extra=f"{_money(snapshot['cost'])}" + (f" errors {errors}" if errors else ""),
+            extra=f"{_money(snapshot['cost'])}" + (f" errors {errors}" if errors else "")
+            + (f" jobs {jobs}" if jobs else ""),
         )  # fmt: skip
 
     def close(self, summary: dict[str, Any]) -> None:

@@ -49,17 +49,23 @@ class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
     """Not started, or cut before they finished, by ``run_timeout`` (run again to go on)."""
     interrupted: bool = False
     """The run was stopped (Ctrl-C) before every line was done: run again to resume."""
+    skipped_cancelled: int = 0
+    """``via="provider"``: lines a cancelled provider job did not answer (run again to
+    send them in a new job)."""
+    jobs: int = 0
+    """``via="provider"``: provider batch jobs submitted this run."""
 
     @property
     def complete(self) -> bool:
         """Every valid request has a line in the output."""
-        return self.skipped_cost == 0 and self.skipped_deadline == 0 and not self.interrupted
+        return (self.skipped_cost == 0 and self.skipped_deadline == 0
+                and self.skipped_cancelled == 0 and not self.interrupted)  # fmt: skip
 
 
 def summarize(
     stats: Stats, *, total: int, skipped_done: int, skipped_cost: int,
     invalid: list[InputProblem], started: float, skipped_deadline: int = 0,
-    interrupted: bool = False,
+    interrupted: bool = False, skipped_cancelled: int = 0, jobs: int = 0,
 ) -> BatchSummary:  # fmt: skip
     return BatchSummary(
         total=total, ok=stats.ok, failed=sum(stats.failed.values()),
@@ -68,6 +74,7 @@ def summarize(
         input_tokens=stats.input_tokens, output_tokens=stats.output_tokens,
         cost=round(stats.cost, 9), wall_s=round(time.monotonic() - started, 3),
         invalid=tuple(invalid), skipped_deadline=skipped_deadline, interrupted=interrupted,
+        skipped_cancelled=skipped_cancelled, jobs=jobs,
     )  # fmt: skip
 
 

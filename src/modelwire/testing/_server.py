@@ -15,7 +15,8 @@ a request that does not ask for a stream (``"stream": false``, Gemini's
 object the provider answers with, a ``GET`` of a model listing lists the server's
 models, and a path no API serves is a 404 that consumes no reply.
 A callable ``(RecordedRequest) -> reply`` decides when the request arrives, so
-a reply can depend on what the client sent (e.g. a tool result).
+a reply can depend on what the client sent (e.g. a tool result). The providers' batch
+endpoints are served too (:attr:`MockServer.batches`, :mod:`modelwire.testing._batches`).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ..errors import ConfigurationError
 from ..types import AssistantMessage, Context, Model, ModelCost
 from ._auto import auto_for_context, auto_for_request
 from ._background import Backgrounds
+from ._batches import MockBatches
 from ._normal import Script, normalize
 from ._render import render_reply, sse_body, unframed
 from ._routing import Route, route, served_paths
@@ -60,8 +62,7 @@ _DEFAULT_CONTENT_TYPE = "text/event-stream"
 
 
 def _mock(api: str | None) -> WireServer | None:
-    """The server side of wire API ``api`` (``None``: unknown, or it has none)."""
-    return find_server(api) if api is not None else None
+    return find_server(api) if api is not None else None  # None: unknown, or no server side
 
 
 class Reply(msgspec.Struct, kw_only=True):
@@ -265,12 +266,8 @@ class _Handler(BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length) if length else b""
         owner = self.server.owner
-        rec = RecordedRequest(
-            method=self.command,
-            path=self.path,
-            headers={k.lower(): v for k, v in self.headers.items()},
-            body=body,
-        )
+        rec = RecordedRequest(method=self.command, path=self.path, body=body,
+                              headers={k.lower(): v for k, v in self.headers.items()})  # fmt: skip
         reply = owner._answer(rec)
         if owner.on_request is not None:
             owner.on_request(rec, reply)
@@ -388,6 +385,8 @@ class MockServer:
         #: and cancelled by id; ``background.retrievals`` queues faults of the next
         #: streamed retrievals (:mod:`modelwire.testing._background`).
         self.background = Backgrounds()
+        #: The providers' batch jobs (OpenAI, Anthropic, Gemini) and their controls.
+        self.batches = MockBatches(self)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -412,8 +411,9 @@ class MockServer:
         """The reply for a request: a listing or a 404 without touching the script,
         else the next scripted reply rendered as the request asked."""
         found = rec.route
-        picked = self.background.answer(rec.method, rec.path) if found is None else None
-        if picked is not None:  # a background response read again or cancelled
+        picked = None if found is not None else (self.background.answer(rec.method, rec.path)
+                                                 or self.batches.answer(rec, self.origin))  # fmt: skip
+        if picked is not None:  # a background response, or a batch job's endpoint
             with self._lock:
                 self.requests.append(rec)
             return Reply(**picked)

@@ -34,6 +34,7 @@ from ...types import Capabilities, Context, Model
 from .._codec import Counting, IdRules, sse_framing
 from .._common import SAFE_ID_RULE, check_context_values, http_request
 from . import _count, spec
+from . import batch as _batch
 from .decode import AnthropicDecoder, recognizes
 from .encode import (
     ADAPTIVE_EFFORTS,
@@ -86,6 +87,7 @@ class AnthropicMessagesAPI:
     endpoint = "/messages"
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
+    batching = _batch.BATCHING  # the provider's batch API (modelwire.batching)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.capabilities(model)

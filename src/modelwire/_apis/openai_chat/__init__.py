@@ -15,6 +15,7 @@ from ..._wire.request import HTTPRequest, RequestOptions
 from ...types import Capabilities, Context, Model
 from .._codec import IdRules, sse_framing
 from .._common import bearer_auth, check_context_values, http_request
+from . import batch as _batch
 from . import spec
 from ._compat import ChatCompat, detect_compat
 from ._leaky import LeakyChatDecoder
@@ -36,6 +37,7 @@ class OpenAIChatAPI:
     endpoint = "/chat/completions"
     handoff = IdRules(tool_id_rule)
     counting = None  # Chat Completions has no token-counting endpoint
+    batching = _batch.BATCHING  # the provider's batch API (modelwire.batching)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.CAPABILITIES

@@ -71,6 +71,7 @@ from .._common import (
     server_tool_objects,
 )
 from . import _count, spec
+from . import batch as _batch
 from ._background import BACKGROUND
 from ._client import CLIENT_ITEMS
 from ._output import add_output
@@ -107,6 +108,7 @@ class OpenAIResponsesAPI:
     endpoint = "/responses"
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
+    batching = _batch.BATCHING  # the provider's batch API (modelwire.batching)
     background = BACKGROUND  # background=True, resume_stream, cancel_response
 
     def capabilities(self, model: Model) -> Capabilities:
