@@ -27,6 +27,7 @@ from ...types import Capabilities, Context, Model
 from .._codec import Counting, sse_framing
 from .._common import check_context_values, http_request
 from . import _count, spec
+from ._embed import EMBEDDING
 from ._schema import gemini_schema
 from .decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
 from .encode import (
@@ -67,6 +68,7 @@ class GoogleAPI:
     name = "google-generative-ai"
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
     counting = Counting(_count.count_request, _count.parse_count)
+    embedding = EMBEDDING  # embedding requests (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.capabilities(model)

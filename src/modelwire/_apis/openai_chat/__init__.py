@@ -17,6 +17,7 @@ from .._codec import IdRules, sse_framing
 from .._common import bearer_auth, check_context_values, http_request
 from . import spec
 from ._compat import ChatCompat, detect_compat
+from ._embed import EMBEDDING
 from ._leaky import LeakyChatDecoder
 from .decode import ChatDecoder, recognizes
 from .encode import RESERVED, build_body, encode_messages, tool_id_rule
@@ -36,6 +37,7 @@ class OpenAIChatAPI:
     endpoint = "/chat/completions"
     handoff = IdRules(tool_id_rule)
     counting = None  # Chat Completions has no token-counting endpoint
+    embedding = EMBEDDING  # POST /embeddings (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.CAPABILITIES
