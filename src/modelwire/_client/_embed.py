@@ -52,6 +52,7 @@ class EmbedOptions(TypedDict, total=False):
     timeout: Any
     max_retries: int
     http_client: Any
+    transport: Any
     base_url: str | None
     circuit_breaker: Any
     requests_per_minute: float | None
@@ -319,7 +320,7 @@ async def embed(
             ``"classification"`` or ``"clustering"`` (Cohere's ``input_type``, Gemini's
             ``taskType``); an API without such a field refuses it.
         **options: ``api_key``, ``headers``, ``timeout``, ``max_retries``,
-            ``http_client``, ``base_url``, ``circuit_breaker``, ``requests_per_minute``,
+            ``http_client``, ``transport``, ``base_url``, ``circuit_breaker``, ``requests_per_minute``,
             ``tokens_per_minute``, ``trace`` — as for :func:`modelwire.complete`.
 
     Returns:

@@ -26,6 +26,8 @@ from ._reply import Reply
 
 __all__ = ["embed_reply"]
 
+_SSE = "text/event-stream"  # Reply's default media type
+
 
 class _Server(Protocol):
     """What of the mock server an embedding reply uses."""
@@ -58,8 +60,12 @@ def embed_reply(server: _Server, rec: Any, api: str) -> Reply:
         item = item(rec)
     if isinstance(item, bytes | bytearray):
         item = Reply(body=bytes(item))
-    if isinstance(item, Reply) and (item.error is not None or item.body):
-        return server._resolve(rec, item)
+    if isinstance(item, Reply) and item.error is not None:
+        return server._resolve(rec, item)  # the API's error shape
+    if isinstance(item, Reply) and item.body:  # raw bytes, as JSON unless told otherwise
+        if item.content_type == _SSE:
+            return msgspec.structs.replace(item, content_type="application/json")
+        return item
     plain = item if isinstance(item, Reply) else Reply()  # a script: the computed body
     try:
         answer = mock.render_embeddings(rec.path, rec._body())
