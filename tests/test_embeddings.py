@@ -378,3 +378,14 @@ def test_azure_embeds_at_its_deployment_with_its_key_header() -> None:
     assert sent.headers["api-key"] == KEY
     assert sent.json()["encoding_format"] == "base64"
     assert got.vectors == tuple(vec(t) for t in TEXTS)
+
+
+def test_a_refused_request_uses_no_reply_and_an_embed_request_uses_a_queued_one() -> None:
+    import httpx
+
+    with MockServer([error_reply(500, "queued for the next embed")]) as server:
+        r = httpx.post(server.base_url + "/embeddings", json={"input": "x", "dimensions": 0})
+        assert r.status_code == 400 and server.pending == 1
+        with pytest.raises(ServerError, match="queued for the next embed"):
+            mw.embed_sync(server.model(), "x", max_retries=0)
+        assert server.pending == 0 and len(server.requests) == 2

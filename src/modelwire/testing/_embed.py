@@ -9,7 +9,7 @@ chat request uses it: an :func:`~modelwire.testing.error_reply` is the API's HTT
 error, raw ``bytes`` are sent as they are, and any other :class:`Reply` (its
 ``message`` ignored) sends the computed body with its faults — ``status``,
 ``headers``, ``cut_after``, ``stall_after``, ``chunk_size``, ``delay``. A request the
-API would refuse (no texts, a bad ``dimensions``) is answered 400.
+API would refuse (no texts, a bad ``dimensions``) is answered 400 and uses no reply.
 """
 
 from __future__ import annotations
@@ -55,6 +55,14 @@ def embed_reply(server: _Server, rec: Any, api: str) -> Reply:
     """The reply to embedding request ``rec`` (a ``RecordedRequest``) of wire API ``api``."""
     mock = find_server(api)
     assert mock is not None and mock.render_embeddings is not None  # routed only then
+    try:
+        answer = mock.render_embeddings(rec.path, rec._body())
+    except BadEmbedRequest as exc:  # recorded; like a 404, it uses no reply
+        with server._lock:
+            server.requests.append(rec)
+        error = mock.error_body(400, str(exc), None)
+        return Reply(status=400, body=compact_json(error.body).encode(),
+                     headers=dict(error.headers), content_type="application/json")  # fmt: skip
     item = _next(server, rec)
     if callable(item):  # a responder decides now
         item = item(rec)
@@ -67,12 +75,6 @@ def embed_reply(server: _Server, rec: Any, api: str) -> Reply:
             return msgspec.structs.replace(item, content_type="application/json")
         return item
     plain = item if isinstance(item, Reply) else Reply()  # a script: the computed body
-    try:
-        answer = mock.render_embeddings(rec.path, rec._body())
-    except BadEmbedRequest as exc:
-        error = mock.error_body(400, str(exc), None)
-        return Reply(status=400, body=compact_json(error.body).encode(),
-                     headers=dict(error.headers), content_type="application/json")  # fmt: skip
     return msgspec.structs.replace(
         plain, body=msgspec.json.encode(answer), message=None, content_type="application/json"
     )
