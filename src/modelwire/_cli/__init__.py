@@ -12,6 +12,7 @@
     modelwire trace -m provider/model PROMPT        # the same for a live call
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
     modelwire models [provider]                     # the model catalog
+    modelwire embed -m provider/model TEXT... [-f F] # embeddings, one vector per input
     modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
     modelwire logs [-n N] [search WORDS] [--cid ID] # the log of every chat call (SQLite)
     modelwire serve --config gateway.toml           # an OpenAI/Anthropic-compatible gateway
@@ -289,8 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_parser(sub)
     logs.add_parser(sub)
     serve.add_parser(sub)
-    from . import aliases, keys, mcp
+    from . import aliases, embed, keys, mcp
 
+    embed.add_parser(sub)
     templates.add_parser(sub)
     keys.add_parser(sub)
     aliases.add_parser(sub)
@@ -310,7 +312,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import aliases, batch, commands, keys, logs, mcp, serve, templates
+    from . import aliases, batch, commands, embed, keys, logs, mcp, serve, templates
 
     handlers = {
         "demo": commands.demo,
@@ -323,6 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "mock-server": commands.mock_server,
         "models": commands.models,
         "batch": batch.run,
+        "embed": embed.run,
         "logs": logs.run,
         "templates": templates.run,
         "keys": keys.run,
