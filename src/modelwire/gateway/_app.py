@@ -68,6 +68,7 @@ from ._backend import (
 )
 from ._backend import as_gateway_fault as _as_gateway_fault
 from ._config import GatewayConfig, KeyConfig, ModelRoute
+from ._embeddings import EMBEDDING_PATHS, serve_embeddings
 from ._frontend import FRONTEND_MODULES, Frontend, default_frontends
 from ._keys import key_for
 from ._observe import Exchange, Tracing
@@ -199,6 +200,9 @@ class Gateway:
                 return
             if path in ("/v1/models", "/models"):
                 await self._list_models(scope, headers, send, ex)
+                return
+            if path in EMBEDDING_PATHS:  # OpenAI's embeddings, any backend (._embeddings)
+                await serve_embeddings(self, scope, headers, receive, send, ex)
                 return
             fe = self._routes.get(path)
             if fe is None:
