@@ -271,6 +271,8 @@ def test_a_bad_request_is_answered_400_by_the_mock() -> None:
     [
         ([], {}, "inputs is empty"),
         (["a", 3], {}, r"inputs\[1\] must be a str, got int"),
+        (["a", ""], {}, r"inputs\[1\] is empty"),
+        ("", {}, r"inputs\[0\] is empty"),
         ({"a": 1}, {}, "inputs must be a str or a list of str, got dict"),
         (b"a", {}, "inputs must be a str or a list of str, got bytes"),
         ("a", {"dimensions": "8"}, "dimensions must be a positive int"),

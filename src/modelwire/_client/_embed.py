@@ -113,7 +113,7 @@ def _check_options(options: dict[str, Any], where: str) -> None:
 
 def _check_inputs(inputs: object) -> list[str]:
     if isinstance(inputs, str):
-        return [inputs]
+        inputs = [inputs]
     if not isinstance(inputs, list | tuple):
         raise ConfigurationError(
             f"inputs must be a str or a list of str, got {type(inputs).__name__}"
@@ -123,6 +123,9 @@ def _check_inputs(inputs: object) -> list[str]:
     for i, text in enumerate(inputs):
         if not isinstance(text, str):
             raise ConfigurationError(f"inputs[{i}] must be a str, got {type(text).__name__}")
+        if not text:
+            # OpenAI, Gemini and Cohere refuse an empty input (400): said here, unsent.
+            raise ConfigurationError(f"inputs[{i}] is empty: every input needs some text")
     return list(inputs)
 
 
