@@ -391,3 +391,12 @@ def test_a_refused_request_uses_no_reply_and_an_embed_request_uses_a_queued_one(
         with pytest.raises(ServerError, match="queued for the next embed"):
             mw.embed_sync(server.model(), "x", max_retries=0)
         assert server.pending == 0 and len(server.requests) == 2
+
+
+def test_an_ollama_catalog_model_reaches_the_native_endpoint_free() -> None:
+    with MockServer() as server:
+        got = mw.embed_sync("ollama/nomic-embed-text", ["local text"], base_url=server.origin)
+        sent = server.last_request
+    assert sent.path == "/api/embed" and sent.json()["model"] == "nomic-embed-text"
+    assert "authorization" not in sent.headers  # a local server: no key
+    assert got.vectors == (vec("local text"),) and got.cost == 0.0
