@@ -400,3 +400,17 @@ def test_an_ollama_catalog_model_reaches_the_native_endpoint_free() -> None:
     assert sent.path == "/api/embed" and sent.json()["model"] == "nomic-embed-text"
     assert "authorization" not in sent.headers  # a local server: no key
     assert got.vectors == (vec("local text"),) and got.cost == 0.0
+
+
+def test_the_call_options_apply_and_the_trace_never_holds_the_key() -> None:
+    records: list[Any] = []
+    with MockServer() as server:
+        got = mw.embed_sync(server.model(), ["a", "b"], api_key=KEY, trace=records.append,
+                            requests_per_minute=600, tokens_per_minute=100_000,
+                            circuit_breaker=True, headers={"x-team": "search"},
+                            timeout=mw.Timeout(connect=5, idle=5, total=30))  # fmt: skip
+        sent = server.last_request
+    assert len(got.vectors) == 2 and sent.headers["x-team"] == "search"
+    kinds = {type(r).__name__ for r in records}
+    assert {"RequestTrace", "ResponseTrace", "MessageTrace"} <= kinds
+    assert not any(KEY in repr(r) for r in records)
