@@ -414,3 +414,15 @@ def test_the_call_options_apply_and_the_trace_never_holds_the_key() -> None:
     kinds = {type(r).__name__ for r in records}
     assert {"RequestTrace", "ResponseTrace", "MessageTrace"} <= kinds
     assert not any(KEY in repr(r) for r in records)
+
+
+def test_an_open_circuit_fails_the_next_embed_without_a_request() -> None:
+    breaker = mw.CircuitBreaker(failures=1, window=60, cooldown=60)
+    with MockServer([error_reply(500, "down")]) as server:
+        model = server.model()
+        with pytest.raises(ServerError):
+            mw.embed_sync(model, "x", max_retries=0, circuit_breaker=breaker)
+        with pytest.raises(mw.errors.StreamError) as caught:
+            mw.embed_sync(model, "x", max_retries=0, circuit_breaker=breaker)
+        assert len(server.requests) == 1  # the open circuit sent nothing
+    assert "circuit" in str(caught.value).lower()
