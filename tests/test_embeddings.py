@@ -426,3 +426,13 @@ def test_an_open_circuit_fails_the_next_embed_without_a_request() -> None:
             mw.embed_sync(model, "x", max_retries=0, circuit_breaker=breaker)
         assert len(server.requests) == 1  # the open circuit sent nothing
     assert "circuit" in str(caught.value).lower()
+
+
+def test_a_client_of_the_other_driver_is_refused_before_sending() -> None:
+    import httpx
+
+    with MockServer() as server, httpx.Client() as sync_client:
+        with pytest.raises(mw.ConfigurationError, match="AsyncClient"):
+            asyncio.run(mw.embed(server.model(), "x", http_client=sync_client))
+        got = mw.embed_sync(server.model(), "x", http_client=sync_client)
+        assert got.vectors == (vec("x"),) and len(server.requests) == 1

@@ -226,6 +226,12 @@ def _plan(
         batch = texts[start : start + size]
         requests.append((facet.embed_request(stream_request, m, batch, dims, kind), batch))
     plan = make_plan([Target(m, resolved, requests[0][0], None)], options, None)
+    http_client = options.get("http_client")
+    if http_client is not None or resolved.transport != "auto":
+        from .._http._base import check_client
+
+        # An httpx.Client given to embed(), an AsyncClient to embed_sync(): said now.
+        check_client(http_client, sync=where == "embed_sync", transport=resolved.transport)
     return _Planned(m, facet, resolved, plan, requests, trace)
 
 
