@@ -1,7 +1,7 @@
 """Embedding throughput: ``mw.embed`` against the openai SDK's
 ``embeddings.create``, on the same loopback ``MockServer``.
 
-    python bench/bench_embeddings.py [--quick]
+    python bench/bench_embeddings.py [--quick]        # or: make bench-embeddings
 
 Each round embeds one batch of texts (``BATCH`` inputs of ``DIMS`` numbers) with
 each client, alternating, over a warm connection; the medians of the wall time per
