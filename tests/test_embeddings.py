@@ -13,6 +13,8 @@ from array import array
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import modelwire as mw
 from modelwire.errors import (
@@ -126,6 +128,27 @@ def test_inputs_over_the_limit_are_split_and_rejoined_in_order() -> None:
     assert got.usage.input == 3 * 200
 
 
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(count=st.integers(1, 40), limit=st.integers(1, 9))
+def test_any_split_keeps_the_input_order(
+    count: int, limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import modelwire._apis.cohere_chat._embed as cohere
+
+    monkeypatch.setattr(cohere, "MAX_TEXTS", limit)
+    texts = [f"t{i}" for i in range(count)]
+    with MockServer() as server:
+        got = mw.embed_sync(server.model("cohere-chat"), texts, dimensions=4)
+        sent = [r.json()["texts"] for r in server.requests]
+    assert [t for batch in sent for t in batch] == texts
+    assert len(sent) == -(-count // limit) and all(len(b) <= limit for b in sent)
+    assert got.vectors == tuple(vec(t, 4) for t in texts)
+
+
 @pytest.mark.anyio
 async def test_titan_takes_one_text_a_request_in_order() -> None:
     with MockServer() as server:
@@ -199,15 +222,17 @@ def test_a_malformed_answer_names_the_field(answer: dict[str, Any], says: str) -
 # --------------------------------------------------------------------------- faults
 
 
+@pytest.mark.parametrize(("api", "model_id"), [(a[0], a[1]) for a in APIS])
 @pytest.mark.parametrize("mode", ["async", "sync"])
-def test_429_with_retry_after_is_retried_then_answered(mode: str) -> None:
+def test_429_with_retry_after_is_retried_then_answered(api: str, model_id: str, mode: str) -> None:
+    # Each API's own error shape and headers (error_reply), read by its own rules.
     limited = error_reply(429, "slow down", headers={"retry-after": "0"})
     with MockServer([limited]) as server:
-        model = server.model()
+        model = server.model(api, model_id)
         if mode == "async":
-            got = asyncio.run(mw.embed(model, TEXTS))
+            got = asyncio.run(mw.embed(model, TEXTS, api_key=KEY))
         else:
-            got = mw.embed_sync(model, TEXTS)
+            got = mw.embed_sync(model, TEXTS, api_key=KEY)
         assert len(server.requests) == 2
     assert got.vectors == tuple(vec(t) for t in TEXTS)
 
