@@ -461,3 +461,32 @@ def test_a_client_of_the_other_driver_is_refused_before_sending() -> None:
             asyncio.run(mw.embed(server.model(), "x", http_client=sync_client))
         got = mw.embed_sync(server.model(), "x", http_client=sync_client)
         assert got.vectors == (vec("x"),) and len(server.requests) == 1
+
+
+@pytest.mark.anyio
+async def test_split_requests_run_side_by_side_and_a_failure_ends_the_rest() -> None:
+    from modelwire._client._embed import CONCURRENT_REQUESTS
+
+    texts = [f"t{i}" for i in range(3)]
+    slow = Reply(delay=0.5, split_points=(1,))  # two pieces, 0.5 s after each: 1 s an answer
+    with MockServer() as server:
+        model = server.model("bedrock-converse", "amazon.titan-embed-text-v2:0")
+        server.add(slow, slow, slow)
+        start = asyncio.get_running_loop().time()
+        got = await mw.embed(model, texts, api_key=KEY)
+        took = asyncio.get_running_loop().time() - start
+    assert got.vectors == tuple(vec(t) for t in texts)  # rejoined in input order
+    assert CONCURRENT_REQUESTS >= 3 and len(server.requests) == 3
+    assert 1.0 <= took < 2.5  # side by side: about one answer's time, not three (3 s)
+
+    many = [f"u{i}" for i in range(12)]
+    # The first request to arrive is refused; the others in flight take long to answer.
+    with MockServer([error_reply(401, "no"), *[slow] * 11]) as server:
+        model = server.model("bedrock-converse", "amazon.titan-embed-text-v2:0")
+        start = asyncio.get_running_loop().time()
+        with pytest.raises(AuthenticationError):
+            await mw.embed(model, many, api_key=KEY)
+        took = asyncio.get_running_loop().time() - start
+        await asyncio.sleep(0.3)
+        # The ones in flight were ended, not waited for; the rest were never sent.
+        assert len(server.requests) == CONCURRENT_REQUESTS and took < 0.9

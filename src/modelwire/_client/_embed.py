@@ -9,8 +9,9 @@ stream request the API builds for the model, so a provider's URL layout and
 credentials (Azure, Vertex AI, SigV4) carry over.
 
 Everything is checked, and every request built, before anything is sent. Inputs over
-the API's per-request limit are split into several requests, answered in turn and
-rejoined in input order. Each request runs as a :class:`~modelwire._call.Call` whose
+the API's per-request limit are split into several requests — up to
+:data:`CONCURRENT_REQUESTS` in flight with ``embed``, in turn with ``embed_sync`` — and
+rejoined in input order; the first that fails ends the others. Each request runs as a :class:`~modelwire._call.Call` whose
 whole JSON answer is read by the facet (:class:`~modelwire._wire.whole.WholeAnswer`):
 the same retries, ``Retry-After``, deadlines, circuit breaker, pacing and redaction
 as a model call. A failure raises its typed error (``RateLimitError``…).
@@ -37,8 +38,12 @@ if TYPE_CHECKING:
     from .._wire.trace import TraceObserver
     from ..types import AssistantMessage
 
-__all__ = ["EMBED_OPTIONS", "EmbedOptions", "Embeddings", "embed", "embed_sync"]
+__all__ = ["CONCURRENT_REQUESTS", "EMBED_OPTIONS", "EmbedOptions", "Embeddings", "embed",
+           "embed_sync"]  # fmt: skip
 
+#: Requests of one split ``embed()`` in flight at once (``embed_sync`` sends them in
+#: turn); pacing (``requests_per_minute``…) still applies to each.
+CONCURRENT_REQUESTS = 4
 #: The largest answer body read (a full OpenAI batch of 2048 × 3072 numbers as JSON).
 MAX_ANSWER_BYTES = 256 * 1024 * 1024
 
@@ -355,16 +360,38 @@ async def embed(
         print(len(result.vectors))  # 2
         ```
     """
+    import asyncio
+
     from ._whole import final_message
 
     p = _plan(model, inputs, dimensions, input_type, dict(options), "embed")
     http_client = options.get("http_client")
-    answers = []
-    for request, batch in p.requests:
-        found: list[EmbedAnswer] = []
-        call = _call(p, request, len(batch), found)
-        final = await final_message(call, http_client, p.options.transport)
-        answers.append(_answer(final, found))
+    slots = asyncio.Semaphore(CONCURRENT_REQUESTS)
+    failed = asyncio.Event()
+
+    async def one(request: HTTPRequest, count: int) -> EmbedAnswer | None:
+        async with slots:
+            if failed.is_set():
+                return None  # another request failed: this one is never sent
+            try:
+                found: list[EmbedAnswer] = []
+                call = _call(p, request, count, found)
+                final = await final_message(call, http_client, p.options.transport)
+                return _answer(final, found)
+            except BaseException:
+                failed.set()  # before the slot is given up
+                raise
+
+    tasks = [asyncio.ensure_future(one(r, len(b))) for r, b in p.requests]
+    try:
+        answers = [a for a in await asyncio.gather(*tasks) if a is not None]
+    except BaseException:
+        # The first failure (or the caller's cancellation) ends the others: their
+        # connections are closed, nothing is left running.
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
     return _result(p, answers)
 
 
