@@ -11,8 +11,9 @@ credentials (Azure, Vertex AI, SigV4) carry over.
 Everything is checked, and every request built, before anything is sent. Inputs over
 the API's per-request limit are split into several requests — up to
 :data:`CONCURRENT_REQUESTS` in flight with ``embed``, in turn with ``embed_sync`` — and
-rejoined in input order; the first that fails ends the others. Each request runs as a :class:`~modelwire._call.Call` whose
-whole JSON answer is read by the facet (:class:`~modelwire._wire.whole.WholeAnswer`):
+rejoined in input order; the first that fails ends the others. Each request runs as
+a :class:`~modelwire._call.Call` whose whole JSON answer is read by the facet
+(:class:`~modelwire._wire.whole.WholeAnswer`):
 the same retries, ``Retry-After``, deadlines, circuit breaker, pacing and redaction
 as a model call. A failure raises its typed error (``RateLimitError``…).
 """
