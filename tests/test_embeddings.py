@@ -490,3 +490,13 @@ async def test_split_requests_run_side_by_side_and_a_failure_ends_the_rest() -> 
         await asyncio.sleep(0.3)
         # The ones in flight were ended, not waited for; the rest were never sent.
         assert len(server.requests) == CONCURRENT_REQUESTS and took < 0.9
+
+
+@pytest.mark.parametrize("transport", ["httpx", "httptools", "aiohttp", "auto"])
+@pytest.mark.anyio
+async def test_every_transport_embeds_and_retries(transport: Any) -> None:
+    limited = error_reply(503, "busy", headers={"retry-after": "0"})
+    with MockServer([limited]) as server:
+        got = await mw.embed(server.model(), TEXTS, transport=transport)
+        assert len(server.requests) == 2
+    assert got.vectors == tuple(vec(t) for t in TEXTS)
