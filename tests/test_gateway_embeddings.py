@@ -146,3 +146,15 @@ def test_a_backend_failure_is_scrubbed_of_its_key(monkeypatch: pytest.MonkeyPatc
     assert status == 429
     text = json.dumps(body)
     assert BACKEND_KEY not in text and "slow down" in text and "127.0.0.1" not in text
+
+
+def test_a_fault_of_the_gateway_is_a_500_without_its_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    import modelwire._client._embed as embedding
+
+    async def broken(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("internal detail sk-internal")
+
+    monkeypatch.setattr(embedding, "embed", broken)
+    with MockServer() as server:
+        status, body = run(server, {"model": "emb", "input": "x"})
+    assert status == 500 and "internal detail" not in json.dumps(body)

@@ -109,6 +109,15 @@ async def serve_embeddings(
     except ModelwireError as exc:
         assert fe is not None
         await gw._error(send, ex, fe, exc)
+    except Exception:
+        # A fault of the gateway: logged with its traceback; the client gets a 500
+        # (when nothing was sent yet), never the text — as for the other routes.
+        import logging
+
+        logging.getLogger("modelwire.gateway").exception("the gateway failed on embeddings")
+        if ex.status == 0:
+            await plain_error(send, ex, 500, "server_error",
+                              "the gateway failed on this request (its log says why)")  # fmt: skip
     finally:
         for key, ticket in held:  # not settled: released, nothing charged
             await gw._settle(key, None, [(key, ticket)])
