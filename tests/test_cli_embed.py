@@ -53,3 +53,16 @@ def test_a_model_whose_api_does_not_embed_is_a_configuration_error() -> None:
     proc = cli("embed", "-m", "anthropic/claude-sonnet-4-5", "--key", "sk-x", "hello")
     assert proc.returncode == 2
     assert_one_line_error(proc, "configuration", "no embedding endpoint", "openai-chat")
+
+
+def test_models_embeddings_lists_the_embedding_models_only() -> None:
+    proc = cli("models", "--embeddings", "--plain")
+    assert proc.returncode == 0, proc.stderr
+    assert "text-embedding-3-small" in proc.stdout and "nomic-embed-text" in proc.stdout
+    assert "gpt-4.1-mini" not in proc.stdout
+    gemini = cli("models", "--embeddings", "gemini", "--json")  # an alias of google
+    rows = [json.loads(line) for line in gemini.stdout.splitlines()]
+    assert [(r["id"], r["dimensions"]) for r in rows] == [("gemini-embedding-001", 3072)]
+    chat = cli("models", "openai", "--plain")
+    assert "text-embedding-3-small" not in chat.stdout
+    assert_one_line_error(cli("models", "--embeddings", "nobody"), "not_found", "nobody")

@@ -50,6 +50,8 @@ def _to_model(provider: str, e: EmbeddingEntry) -> Model:
 def embedding_models(provider: str | None = None) -> list[Model]:
     """The catalog's embedding models (of ``provider``), in catalog order; each
     ``cost.input`` is its price per million input tokens."""
+    if provider is not None:
+        provider = _aliases().get(provider.lower(), provider.lower())
     return [_to_model(p, e) for (p, _), e in _entries().items() if provider in (None, p)]
 
 

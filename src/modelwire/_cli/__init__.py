@@ -11,7 +11,7 @@
     modelwire trace --api API FILE.sse [--split N,M] # every layer of one call, linked by ids
     modelwire trace -m provider/model PROMPT        # the same for a live call
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
-    modelwire models [provider]                     # the model catalog
+    modelwire models [provider] [--embeddings]      # the model catalog
     modelwire embed -m provider/model TEXT... [-f F] # embeddings, one vector per input
     modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
     modelwire logs [-n N] [search WORDS] [--cid ID] # the log of every chat call (SQLite)
@@ -300,6 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
+    p.add_argument("--embeddings", action="store_true",
+                   help="the embedding models (modelwire embed), not the chat models")  # fmt: skip
     _output_args(p, "one JSON line per model")
     return parser
 
@@ -323,7 +325,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "replay": commands.replay,
         "trace": commands.trace,
         "mock-server": commands.mock_server,
-        "models": commands.models,
+        "models": lambda a: (embed.list_models if a.embeddings else commands.models)(a),
         "batch": batch.run,
         "embed": embed.run,
         "logs": logs.run,

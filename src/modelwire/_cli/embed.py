@@ -21,7 +21,7 @@ from .common import CLIError, config_dir
 if TYPE_CHECKING:
     import argparse
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "list_models", "run"]
 
 _INPUT_TYPES = ("search_document", "search_query", "classification", "clustering")
 
@@ -95,4 +95,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         for v in got.vectors:
             out.write(msgspec.json.encode(v.tolist()).decode() + "\n")
+    return 0
+
+
+def list_models(args: argparse.Namespace) -> int:
+    """``models --embeddings [provider]``: the catalog's embedding models as a table."""
+    from .._catalog._embedding import embedding_entry, embedding_models
+    from .output import Screen, json_line
+
+    entries = embedding_models(args.provider)
+    if not entries:
+        what = f"provider {args.provider!r}" if args.provider else "the catalog"
+        raise CLIError("not_found", f"no embedding models for {what}", 1)
+    found = [(m, embedding_entry(m.provider, m.id)) for m in entries]
+    if args.json:
+        for m, e in found:
+            assert e is not None
+            json_line({"provider": m.provider, "id": m.id, "api": m.api,
+                       "base_url": m.base_url, "dimensions": e.dimensions,
+                       "max_input_tokens": e.max_input_tokens, "cost": e.cost})  # fmt: skip
+        return 0
+    rows = [[m.provider, m.id, m.api, f"{e.dimensions:,}", f"{e.max_input_tokens:,}",
+             f"{e.cost:g}" if e.cost else "-"] for m, e in found if e is not None]  # fmt: skip
+    Screen(plain=True if args.plain else None).table(
+        ["provider", "model", "api", "dimensions", "max in", "$/M in"], rows
+    )
     return 0
