@@ -333,6 +333,12 @@ def test_an_api_without_embeddings_says_which_apis_embed() -> None:
         assert api in text
 
 
+def test_a_fallback_is_refused_saying_why() -> None:
+    fallback = mw.Fallback(["openai/gpt-4.1-mini", "anthropic/claude-sonnet-4-5"])
+    with pytest.raises(mw.ConfigurationError, match="not interchangeable"):
+        mw.embed_sync(fallback, "x")  # type: ignore[arg-type]
+
+
 def test_titan_refuses_an_input_type_and_bedrock_an_unknown_family() -> None:
     with MockServer() as server:
         titan = server.model("bedrock-converse", "amazon.titan-embed-text-v2:0")

@@ -166,6 +166,13 @@ def _model(model: object, base_url: object) -> Model:
         return as_model(model, base_url)
     if isinstance(model, str):
         return resolve_embedding_model(model, base_url)
+    from .._call._fallback import Fallback
+
+    if isinstance(model, Fallback):
+        raise ConfigurationError(
+            "embed takes one model, not a Fallback: vectors of two models are not "
+            "interchangeable (an index built with one cannot be searched with the other)"
+        )
     raise ConfigurationError(
         'model must be a modelwire.Model or a "provider/model-id" string, '
         f"got {type(model).__name__}"
