@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-cli
 
-.PHONY: demo test quick lint types unit docs bench bench-fallback bench-deferred bench-gateway clients clean
+.PHONY: demo test quick lint types unit docs bench bench-fallback bench-deferred bench-embeddings bench-gateway clients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -76,6 +76,10 @@ bench-fallback: $(STAMP)
 # The bytes of an agent's first request with 200 tools, sent vs deferred (modelwire only).
 bench-deferred: $(STAMP)
 	$(BIN)/python bench/bench_deferred.py
+
+# mw.embed against the openai SDK's embeddings.create on the same MockServer.
+bench-embeddings: $(STAMP)
+	$(BIN)/python bench/bench_embeddings.py
 
 # The latency the gateway (modelwire serve) adds to a streamed answer, against the
 # backend itself and against the LiteLLM proxy when bench/.venv-litellm holds it.

@@ -55,6 +55,8 @@ ENTRY_POINTS = (
     "modelwire.resume_stream_sync",
     "modelwire.cancel_response",
     "modelwire.cancel_response_sync",
+    "modelwire.embed",
+    "modelwire.embed_sync",
     "modelwire.Agent",
     "modelwire.Agent.run",
     "modelwire.Agent.run_sync",

@@ -336,7 +336,7 @@ def test_an_unknown_path_lists_every_endpoint_beside_stream_functions(
 
     register_wire_api(fn, "a-stream-function")  # has no endpoint: it must not break the list
     with MockServer([Reply(message="never sent")]) as srv:
-        r = httpx.post(srv.origin + "/v1/embeddings", json={})
+        r = httpx.post(srv.origin + "/v1/audio/speech", json={})
     assert r.status_code == 404
     text = r.json()["error"]["message"]
     assert "/api/chat" in text and "/chat/completions" in text

@@ -390,8 +390,8 @@ def test_no_reply_left_and_unknown_path_and_bad_script() -> None:
     with MockServer(["only one", Reply(message="scripted"), Reply(message=object())]) as srv:
         model = srv.model()
         assert mw.complete_sync(model, CTX).text == "only one"
-        r = httpx.post(srv.origin + "/v1/embeddings", json={})
-        assert r.status_code == 404 and "/v1/embeddings" in r.json()["error"]["message"]
+        r = httpx.post(srv.origin + "/v1/audio/speech", json={})
+        assert r.status_code == 404 and "/v1/audio/speech" in r.json()["error"]["message"]
         assert srv.pending == 2  # the 404 consumed no reply
         assert mw.complete_sync(model, CTX).text == "scripted"
         bad = mw.complete_sync(model, CTX, max_retries=0)
@@ -959,7 +959,7 @@ def test_an_unsigned_thinking_block_gets_a_fixed_signature(api: str) -> None:
     [
         ("POST", "/chat/completions"),  # no version segment
         ("POST", "/v1/chat/completions/chat/completions"),  # endpoint in the base URL
-        ("POST", "/v1/embeddings"),
+        ("POST", "/v1/audio/speech"),
         ("GET", "/v1/chat/completions"),
         ("POST", "/v1/models"),
         ("GET", "/v2/models"),

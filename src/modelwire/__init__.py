@@ -113,6 +113,9 @@ if TYPE_CHECKING:
     from ._client._background import cancel_response_sync as cancel_response_sync
     from ._client._background import resume_stream as resume_stream
     from ._client._background import resume_stream_sync as resume_stream_sync
+    from ._client._embed import Embeddings as Embeddings
+    from ._client._embed import embed as embed
+    from ._client._embed import embed_sync as embed_sync
     from ._client._handoffs import handoff as handoff
     from ._client._replay import replay as replay
     from ._client._streams import AssistantMessageStream as AssistantMessageStream
@@ -147,6 +150,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "AssistantMessageStream": ("modelwire._client._streams", "AssistantMessageStream"),
     "CircuitBreaker": ("modelwire._client", "CircuitBreaker"),
     "CompletionPolicy": ("modelwire._wire.assemble", "CompletionPolicy"),
+    "Embeddings": ("modelwire._client._embed", "Embeddings"),
     "Fallback": ("modelwire._client", "Fallback"),
     "SyncAssistantMessageStream": ("modelwire._client._streams", "SyncAssistantMessageStream"),
     "Tool": ("modelwire.tools", "Tool"),
@@ -164,6 +168,8 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "count_tokens": ("modelwire._client", "count_tokens"),
     "count_tokens_sync": ("modelwire._client", "count_tokens_sync"),
     "default_completion_policy": ("modelwire._wire.assemble", "default_completion_policy"),
+    "embed": ("modelwire._client._embed", "embed"),
+    "embed_sync": ("modelwire._client._embed", "embed_sync"),
     "gateway": ("modelwire.gateway", None),
     "get_model": ("modelwire._catalog", "get_model"),
     "handoff": ("modelwire._client._handoffs", "handoff"),
@@ -214,6 +220,7 @@ __all__ = [
     "Deny",
     "DocumentContent",
     "DoneEvent",
+    "Embeddings",
     "ErrorEvent",
     "ErrorInfo",
     "Event",
@@ -268,6 +275,8 @@ __all__ = [
     "count_tokens",
     "count_tokens_sync",
     "default_completion_policy",
+    "embed",
+    "embed_sync",
     "errors",
     "from_json",
     "gateway",

@@ -4,7 +4,8 @@ A wire API is a small codec (:class:`WireCodec`: name, endpoint path, request
 encoding, framing, decoder factory, ``recognizes``, and ``capabilities(model)``: what a
 model of the API supports, as :class:`Capabilities`) with optional client facets
 (:class:`HandoffFacet` for tool-call id rules, :class:`CountFacet` for a
-token-counting endpoint), and — to be served by the mock server or a gateway — its
+token-counting endpoint, :class:`EmbedFacet` for an embedding endpoint, whose answer
+is an :class:`EmbedAnswer`), and — to be served by the mock server or a gateway — its
 server side, a :class:`WireServer`: a :class:`StreamRenderer` that turns modelwire's
 events into the API's bytes, the non-streamed body, and the API's routing facts. Both
 are registered with one call, :func:`register_wire_api` (which also takes a stream
@@ -28,6 +29,8 @@ from ._apis import MODEL_SLOT, register_wire_api
 from ._apis._codec import (
     CountFacet,
     Counting,
+    Embedding,
+    EmbedFacet,
     HandoffFacet,
     IdRule,
     IdRules,
@@ -48,6 +51,7 @@ from ._apis._common import (
     http_request,
     in_band_error,
 )
+from ._apis._embed import EmbedAnswer
 from ._apis._server.reply import (
     ErrorReply,
     arguments_object,
@@ -96,6 +100,9 @@ __all__ = [  # noqa: RUF022 - plain sorted() order, as tests/test_public_api.py 
     "CountFacet",
     "Counting",
     "Delta",
+    "EmbedAnswer",
+    "EmbedFacet",
+    "Embedding",
     "EndOfStream",
     "ErrorReply",
     "EventStreamDecoder",

@@ -45,6 +45,7 @@ from ._codec import (
     BackgroundFacet,
     CountFacet,
     Counting,
+    EmbedFacet,
     HandoffFacet,
     IdRule,
     WireCodec,
@@ -63,6 +64,7 @@ __all__ = [
     "BackgroundFacet",
     "CountFacet",
     "Counting",
+    "EmbedFacet",
     "HandoffFacet",
     "IdRule",
     "StreamFunction",
@@ -77,6 +79,8 @@ __all__ = [
     "builtin_api_names",
     "custom_stream",
     "custom_stream_sync",
+    "embedding_apis",
+    "embedding_facet",
     "find_api",
     "find_server",
     "get_api",
@@ -174,6 +178,17 @@ def background_facet(name: str) -> BackgroundFacet | None:
     """The background facet of wire API ``name`` (``None``: it has none)."""
     api = find_api(name)
     return getattr(api, "background", None) if api is not None else None
+
+
+def embedding_facet(name: str) -> EmbedFacet | None:
+    """The embedding facet of wire API ``name`` (``None``: it embeds nothing)."""
+    api = find_api(name)
+    return getattr(api, "embedding", None) if api is not None else None
+
+
+def embedding_apis() -> list[str]:
+    """The registered APIs that embed, sorted."""
+    return sorted(n for n in api_names() if embedding_facet(n) is not None)
 
 
 def get_api(name: str) -> WireAPI:

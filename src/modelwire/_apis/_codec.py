@@ -11,6 +11,9 @@ Each client audience asks only for what it needs:
   tool-call ids the API accepts;
 * ``count_tokens`` needs the **counting facet** (:class:`CountFacet`, ``codec.counting``):
   the API's token-counting request and how to read its answer;
+* ``mw.embed`` needs the **embedding facet** (:class:`EmbedFacet`, ``codec.embedding``,
+  optional like the background facet): the API's embedding request for a batch of
+  inputs, how to read its answer, and how many inputs one request may carry;
 * ``background=True``, ``resume_stream`` and ``cancel_response`` need the **background
   facet** (:class:`BackgroundFacet`, ``codec.background``, optional beyond the codec's
   members: an API without the attribute has none): how a response the provider runs in
@@ -46,6 +49,7 @@ if TYPE_CHECKING:
     from .._wire.framing import Framing
     from .._wire.request import HTTPRequest, RequestOptions
     from ..types import Capabilities, Context, Model
+    from ._embed import EmbedAnswer
 
 __all__ = [
     "CODEC_MEMBERS",
@@ -53,6 +57,8 @@ __all__ = [
     "HANDOFF_MEMBERS",
     "CountFacet",
     "Counting",
+    "EmbedFacet",
+    "Embedding",
     "HandoffFacet",
     "IdRule",
     "IdRules",
@@ -123,6 +129,55 @@ class CountFacet(Protocol):
 
         Args:
             body: The answer's JSON body.
+        """
+        ...
+
+
+@runtime_checkable
+class EmbedFacet(Protocol):
+    """An API's embedding endpoint (optional: ``WireCodec.embedding``; an API without
+    the attribute embeds nothing and ``mw.embed`` says which APIs do).
+
+    The request is made from the stream request the API built for the model, so a
+    provider's URL layout and credentials (Azure deployments, Vertex AI, SigV4) carry
+    over. :class:`Embedding` builds one from three functions.
+    """
+
+    def max_inputs(self, model: Model) -> int:
+        """The most inputs one request may carry (more are split into several
+        requests, rejoined in order).
+
+        Args:
+            model: The embedding model.
+        """
+        ...
+
+    def embed_request(
+        self,
+        request: HTTPRequest,
+        model: Model,
+        inputs: Sequence[str],
+        dimensions: int | None,
+        input_type: str | None,
+    ) -> HTTPRequest:
+        """The embedding request for ``inputs``; ``ConfigurationError`` for what the
+        API cannot send (an unknown ``input_type``, a URL it has no endpoint for).
+
+        Args:
+            request: The stream request the API built for ``model`` (URL, credentials).
+            model: The embedding model.
+            inputs: At most :meth:`max_inputs` texts.
+            dimensions: The vector size asked for (``None``: the model's own).
+            input_type: What the texts are for (``search_document``…; ``None``: unsaid).
+        """
+        ...
+
+    def parse_embeddings(self, body: bytes, count: int) -> EmbedAnswer:
+        """The vectors, in input order, and the reported input tokens.
+
+        Args:
+            body: The answer's JSON body.
+            count: How many inputs the request carried.
         """
         ...
 
@@ -417,6 +472,23 @@ class Counting:
 
 
 @dataclass(frozen=True, slots=True)
+class Embedding:
+    """An :class:`EmbedFacet` made of three functions.
+
+    Attributes:
+        max_inputs: The most inputs one request may carry, for a model.
+        embed_request: The embedding request for a batch of inputs.
+        parse_embeddings: The vectors and input tokens in an answer body.
+    """
+
+    max_inputs: Callable[[Model], int]
+    embed_request: Callable[
+        [HTTPRequest, Model, Sequence[str], int | None, str | None], HTTPRequest
+    ]
+    parse_embeddings: Callable[[bytes, int], EmbedAnswer]
+
+
+@dataclass(frozen=True, slots=True)
 class IdRules:
     """A :class:`HandoffFacet` made of one function ``(model) -> IdRule | None``.
 
@@ -429,5 +501,7 @@ class IdRules:
 
 if TYPE_CHECKING:
     # mypy --strict proves the ready-made facets satisfy their protocols.
-    def _conforms(h: IdRules, c: Counting) -> tuple[HandoffFacet, CountFacet]:
-        return h, c
+    def _conforms(
+        h: IdRules, c: Counting, e: Embedding
+    ) -> tuple[HandoffFacet, CountFacet, EmbedFacet]:
+        return h, c, e

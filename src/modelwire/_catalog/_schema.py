@@ -16,6 +16,7 @@ from ..types import Capabilities
 
 __all__ = [
     "CatalogFile",
+    "EmbeddingEntry",
     "IdRuleEntry",
     "ModelEntry",
     "PriceEntry",
@@ -82,6 +83,30 @@ class ModelEntry(
     """Extra HTTP headers."""
     notes: str | None = None
     """Where the numbers come from and what is uncertain or not modelled."""
+
+
+class EmbeddingEntry(
+    msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True, omit_defaults=True
+):
+    """One embedding model of one provider (``mw.embed``): kept apart from the chat
+    models, which ``mw.models()`` lists and ``mw.complete`` calls."""
+
+    id: str
+    """The model id sent to the provider."""
+    name: str
+    """Display name."""
+    api: str
+    """The wire API whose embedding endpoint serves it (one of the catalog's ``apis``)."""
+    base_url: str
+    """API root with its version segment, as for a chat model of the same API."""
+    dimensions: int
+    """The size of the vectors it returns when no ``dimensions`` is asked for."""
+    max_input_tokens: int
+    """The longest input it embeds, in tokens."""
+    cost: float
+    """Dollars per million input tokens."""
+    notes: str | None = None
+    """Where the numbers come from and what is uncertain."""
 
 
 class TemplateEntry(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):
@@ -172,6 +197,8 @@ class ProviderEntry(
     models: tuple[ModelEntry, ...]
     """The catalog entries, in display order (empty for a provider known only by its
     server's quirks)."""
+    embedding_models: tuple[EmbeddingEntry, ...] = ()
+    """Its embedding models (``mw.embed``), in display order."""
 
 
 class CatalogFile(msgspec.Struct, frozen=True, kw_only=True, forbid_unknown_fields=True):

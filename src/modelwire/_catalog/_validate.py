@@ -183,7 +183,24 @@ def validate_catalog(data: bytes | str) -> CatalogFile:
                 raise ConfigurationError(f"{mwhere}: duplicate model id for provider {p.id!r}")
             ids.add(m.id)
             _check_entry(m, p, mwhere, apis)
+        _check_embedding(p, where, apis)
     return cat
+
+
+def _check_embedding(p: ProviderEntry, where: str, apis: frozenset[str]) -> None:
+    ids: set[str] = set()
+    for j, e in enumerate(p.embedding_models):
+        ewhere = f"{where}.embedding_models[{j}] ({e.id})"
+        if e.id in ids:
+            raise ConfigurationError(f"{ewhere}: duplicate embedding model id for {p.id!r}")
+        ids.add(e.id)
+        if e.api not in apis:
+            raise ConfigurationError(f"{ewhere}.api {e.api!r} is unknown")
+        _check_url(e.base_url, f"{ewhere}.base_url", local=p.local)
+        _check_positive(e.dimensions, f"{ewhere}.dimensions")
+        _check_positive(e.max_input_tokens, f"{ewhere}.max_input_tokens")
+        if not e.cost >= 0:
+            raise ConfigurationError(f"{ewhere}.cost must be a non-negative price")
 
 
 _dump_encoder = msgspec.json.Encoder(order="deterministic")  # dict keys sorted

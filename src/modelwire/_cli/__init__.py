@@ -11,7 +11,8 @@
     modelwire trace --api API FILE.sse [--split N,M] # every layer of one call, linked by ids
     modelwire trace -m provider/model PROMPT        # the same for a live call
     modelwire mock-server [--port N] [--script F]   # a scripted provider on loopback
-    modelwire models [provider]                     # the model catalog
+    modelwire models [provider] [--embeddings]      # the model catalog
+    modelwire embed -m provider/model TEXT... [-f F] # embeddings, one vector per input
     modelwire batch IN.jsonl -o OUT.jsonl           # many requests, resumable, exactly once
     modelwire logs [-n N] [search WORDS] [--cid ID] # the log of every chat call (SQLite)
     modelwire serve --config gateway.toml           # an OpenAI/Anthropic-compatible gateway
@@ -289,8 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     batch.add_parser(sub)
     logs.add_parser(sub)
     serve.add_parser(sub)
-    from . import aliases, keys, mcp
+    from . import aliases, embed, keys, mcp
 
+    embed.add_parser(sub)
     templates.add_parser(sub)
     keys.add_parser(sub)
     aliases.add_parser(sub)
@@ -298,6 +300,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("models", help="list the model catalog")
     p.add_argument("provider", nargs="?", help="only this provider")
+    p.add_argument("--embeddings", action="store_true",
+                   help="the embedding models (modelwire embed), not the chat models")  # fmt: skip
     _output_args(p, "one JSON line per model")
     return parser
 
@@ -310,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 0
-    from . import aliases, batch, commands, keys, logs, mcp, serve, templates
+    from . import aliases, batch, commands, embed, keys, logs, mcp, serve, templates
 
     handlers = {
         "demo": commands.demo,
@@ -321,8 +325,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         "replay": commands.replay,
         "trace": commands.trace,
         "mock-server": commands.mock_server,
-        "models": commands.models,
+        "models": lambda a: (embed.list_models if a.embeddings else commands.models)(a),
         "batch": batch.run,
+        "embed": embed.run,
         "logs": logs.run,
         "templates": templates.run,
         "keys": keys.run,

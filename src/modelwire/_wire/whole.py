@@ -54,9 +54,7 @@ class WholeBody:
             raise ConfigurationError(f"WholeBody.feed() takes bytes, got {type(data).__name__}")
         self._buf += data
         if len(self._buf) > self._max:
-            raise EventTooLargeError(
-                f"the answer is over {self._max} bytes (max_event_bytes): not a count"
-            )
+            raise EventTooLargeError(f"the answer is over {self._max} bytes (max_event_bytes)")
         return []
 
     def end(self) -> list[Frame]:

@@ -58,6 +58,7 @@ from ._asgi import (
     utf8_error,
     watch_disconnect,
 )
+from ._asgi import MethodError as _MethodError
 from ._backend import (
     Scrub,
     adopted,
@@ -65,7 +66,9 @@ from ._backend import (
     backend_options,
     backend_secrets,
 )
+from ._backend import as_gateway_fault as _as_gateway_fault
 from ._config import GatewayConfig, KeyConfig, ModelRoute
+from ._embeddings import EMBEDDING_PATHS, serve_embeddings
 from ._frontend import FRONTEND_MODULES, Frontend, default_frontends
 from ._keys import key_for
 from ._observe import Exchange, Tracing
@@ -83,14 +86,6 @@ class _LimitError(RequestError):
     def __init__(self, message: str, retry_after: float | None) -> None:
         super().__init__(message, status=429, kind="rate_limit")
         self.retry_after = retry_after
-
-
-class _MethodError(RequestError):
-    """405: the path takes another method (``allow`` names it)."""
-
-    def __init__(self, message: str, allow: str) -> None:
-        super().__init__(message, status=405)
-        self.allow = allow
 
 
 class Gateway:
@@ -205,6 +200,9 @@ class Gateway:
                 return
             if path in ("/v1/models", "/models"):
                 await self._list_models(scope, headers, send, ex)
+                return
+            if path in EMBEDDING_PATHS:  # OpenAI's embeddings, any backend (._embeddings)
+                await serve_embeddings(self, scope, headers, receive, send, ex)
                 return
             fe = self._routes.get(path)
             if fe is None:
@@ -558,23 +556,3 @@ def _refused(message: AssistantMessage) -> bool:
     (Chat ``content_filter``, Responses ``incomplete``, Anthropic ``refusal``), not
     as an error status."""
     return message.error is not None and message.error.kind == "content_filter"
-
-
-#: What a backend refusing the gateway itself means: its credentials or its
-#: configured model id are wrong — the gateway's fault, never the client's key or
-#: model name, so it is the API's 502 and says so.
-_GATEWAY_FAULTS = {
-    "authentication": "refused the gateway's credentials",
-    "permission": "refused the gateway's credentials",
-    "not_found": "does not know the model id the gateway's config names",
-}
-
-
-def _as_gateway_fault(exc: ModelwireError, model: str) -> BaseException:
-    why = _GATEWAY_FAULTS.get(exc.kind)
-    if why is None:
-        return exc
-    return RequestError(
-        f"the backend of model {model!r} {why} ({exc.kind}: {exc.message}); the gateway's "
-        "operator must fix its configuration", status=502, kind="server",
-    )  # fmt: skip

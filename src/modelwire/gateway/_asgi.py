@@ -22,6 +22,7 @@ __all__ = [
     "MAX_FIELD_LINE",
     "MAX_HEAD",
     "SSE",
+    "MethodError",
     "Receive",
     "Scope",
     "Send",
@@ -217,3 +218,11 @@ async def watch_disconnect(receive: Receive, s: Any, state: dict[str, bool]) -> 
                 state["gone"] = True
                 s.abort()  # ends the stream as aborted and closes the backend connection
             return
+
+
+class MethodError(RequestError):
+    """405: the path takes another method (``allow`` names it)."""
+
+    def __init__(self, message: str, allow: str) -> None:
+        super().__init__(message, status=405)
+        self.allow = allow

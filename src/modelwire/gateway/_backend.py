@@ -17,14 +17,16 @@ from .._call._fallback import Fallback
 from .._client._options import resolve_api_key
 from .._redact import credential_secrets, redact, redact_url, split_userinfo
 from .._wire.request import Timeout
-from ..errors import ConfigurationError, ErrorInfo, MissingAPIKeyError
+from ..errors import ConfigurationError, ErrorInfo, MissingAPIKeyError, ModelwireError
 from ..events import ErrorEvent
 from ..types import AssistantMessage, Capabilities, Context, Model, ServerTool
 from ._config import ModelRoute
 
 __all__ = [
+    "GATEWAY_FAULTS",
     "Scrub",
     "adopted",
+    "as_gateway_fault",
     "backend_capabilities",
     "backend_hosts",
     "backend_keys",
@@ -350,3 +352,25 @@ def backend_options(
         options["http_client"] = http_client()
     options["timeout"] = route.timeout or default_timeout
     return options
+
+
+#: What a backend refusing the gateway itself means: its credentials or its
+#: configured model id are wrong — the gateway's fault, never the client's key or
+#: model name, so it is the API's 502 and says so.
+GATEWAY_FAULTS = {
+    "authentication": "refused the gateway's credentials",
+    "permission": "refused the gateway's credentials",
+    "not_found": "does not know the model id the gateway's config names",
+}
+
+
+def as_gateway_fault(exc: ModelwireError, model: str) -> BaseException:
+    """``exc`` as the client sees it: a backend refusing the gateway itself
+    (:data:`GATEWAY_FAULTS`) is the gateway's 502, anything else stays as it is."""
+    why = GATEWAY_FAULTS.get(exc.kind)
+    if why is None:
+        return exc
+    return RequestError(
+        f"the backend of model {model!r} {why} ({exc.kind}: {exc.message}); the gateway's "
+        "operator must fix its configuration", status=502, kind="server",
+    )  # fmt: skip

@@ -6,7 +6,8 @@
   of a request that asks no stream — or plays raw bytes, with faults (split
   sizes, every byte, random splits, delays, cuts, stalls); it lists its models,
   answers a path no API serves with a 404 that uses no reply, and records every
-  request.
+  request. It answers embedding requests on every API that has them, with
+  deterministic vectors (:func:`mock_vector`) and the same faults.
 * :class:`ScriptedModel` — the same scripts with no HTTP at all (the
   ``scripted`` api).
 * :func:`auto_reply` (``auto=True`` on either) — pydantic-ai's ``TestModel`` mode:
@@ -23,6 +24,7 @@
 
 from __future__ import annotations
 
+from .._apis._server.embed import mock_vector
 from ._auto import example_for
 from ._background import Retrieval
 from ._normal import tool_call
@@ -51,6 +53,7 @@ __all__ = [
     "events_from_deltas",
     "example_for",
     "load_script",
+    "mock_vector",
     "parse_script",
     "register_text_api",
     "render",

@@ -29,9 +29,10 @@ class Route(NamedTuple):
     """The API a request is for and how it is answered."""
 
     api: str
-    kind: Literal["stream", "complete", "models"]
+    kind: Literal["stream", "complete", "models", "embed"]
     """``stream``: the scripted reply as a stream; ``complete``: as one JSON object;
-    ``models``: the model listing (no reply consumed)."""
+    ``models``: the model listing (no reply consumed); ``embed``: an embedding request
+    (:mod:`modelwire.testing._embed`)."""
 
 
 def _facets() -> list[tuple[str, WireServer]]:
@@ -56,19 +57,25 @@ def _clean(template: str) -> str:
     return template.split("?", 1)[0].rstrip("/")
 
 
-def _endpoints(api: str, mock: WireServer) -> list[tuple[str, bool]]:
-    """``(endpoint after the version segment, is a non-streaming one)``."""
+Kind = Literal["stream", "complete", "embed"]
+
+
+def _endpoints(api: str, mock: WireServer) -> list[tuple[str, Kind]]:
+    """``(endpoint after the version segment, how it is answered)``."""
     route = server_routes().get(api, "")
     segment = mock.version_segment
     stream = route[len(segment) :] if route.startswith(segment) else route
-    out = [(stream, False), *((_clean(p), False) for p in mock.extra_paths)]
-    out += [(_clean(p), True) for p in mock.complete_paths]
+    out: list[tuple[str, Kind]] = [(stream, "stream")]
+    out += [(_clean(p), "stream") for p in mock.extra_paths]
+    out += [(_clean(p), "complete") for p in mock.complete_paths]
+    if mock.render_embeddings is not None:
+        out += [(_clean(p), "embed") for p in mock.embed_paths]
     return [(e, c) for e, c in out if e]
 
 
-def _answer(api: str, mock: WireServer, complete: bool, path: str, body: object) -> Route:
-    if complete:
-        return Route(api, "complete")
+def _answer(api: str, mock: WireServer, kind: Kind, path: str, body: object) -> Route:
+    if kind != "stream":
+        return Route(api, kind)
     streams = mock.streams
     return Route(api, "stream" if streams(path, body) else "complete")
 
@@ -124,7 +131,7 @@ def route(method: str, path: str, headers: Mapping[str, str], body: object) -> R
         for endpoint, complete in _endpoints(api, mock):
             if _match(mock.version_segment + endpoint, target):
                 return _answer(api, mock, complete, path, body)
-    best: tuple[int, str, WireServer, bool] | None = None
+    best: tuple[int, str, WireServer, Kind] | None = None
     for api, mock in facets:
         for endpoint, complete in _endpoints(api, mock):
             start = _suffix(endpoint, target)

@@ -87,6 +87,12 @@ class WireServer:
     """``(request body) -> [(tool name, parameters schema)]`` the request declares."""
     tool_id_prefix: str = "call_"
     """How the API's tool-call ids start (Anthropic ``toolu_``, Bedrock ``tooluse_``)."""
+    embed_paths: tuple[str, ...] = ()
+    """Embedding endpoints (after the version segment, ``{model}`` for the model id)."""
+    render_embeddings: Callable[[str, object], dict[str, Any]] | None = None
+    """``(path, request body) -> answer body`` of an embedding request, with the mock's
+    vectors (:func:`~modelwire._apis._server.embed.mock_vector`); a request it refuses
+    raises :class:`~modelwire._apis._server.embed.BadEmbedRequest`."""
     sse_query: str | None = None
     """The query item that asks the streaming path for SSE; without it the path answers
     with a JSON array of the events (Gemini's ``alt=sse``; ``None``: always a stream)."""

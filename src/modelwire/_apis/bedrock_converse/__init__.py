@@ -28,6 +28,7 @@ from ...types import Capabilities, Context, Model
 from .._codec import Counting, IdRules
 from .._common import SAFE_ID_RULE, bearer_auth, check_context_values, http_request
 from . import _count, spec
+from ._embed import EMBEDDING
 from .decode import BedrockDecoder, recognizes
 from .encode import RESERVED, THINKING_BUDGETS, BedrockCompat, build_body, encode_messages
 
@@ -54,6 +55,7 @@ class BedrockConverseAPI:
     # ToolUseBlock.toolUseId: [a-zA-Z0-9_-]+, 1 to 64 characters.
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     counting = Counting(_count.count_request, _count.parse_count)
+    embedding = EMBEDDING  # InvokeModel for Titan and Cohere embedding models (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.CAPABILITIES

@@ -73,6 +73,7 @@ from .._server.reply import (
 )
 from .._server.request import GatewayRequest
 from .._server.wire import WireServer
+from ._embed_render import EMBED_PATHS, render_embeddings
 from .decode import EXCEPTION_STATUS
 from .spec import (
     API_NAME,
@@ -520,4 +521,5 @@ SERVER = WireServer(
     streams=lambda path, body: True,  # the endpoint, not the body, says it
     complete_paths=("/model/{model}" + COMPLETE_SUFFIX,), error_body=error_body,
     tool_id_prefix=TOOL_ID_PREFIX,
+    embed_paths=EMBED_PATHS, render_embeddings=render_embeddings,
 )  # fmt: skip

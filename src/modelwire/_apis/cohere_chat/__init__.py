@@ -22,6 +22,7 @@ from ..._wire.request import HTTPRequest, RequestOptions
 from ...types import Capabilities, Context, Model
 from .._codec import IdRules, sse_framing
 from .._common import SAFE_ID_RULE, bearer_auth, check_context_values, http_request
+from ._embed import EMBEDDING
 from .decode import CohereDecoder, recognizes
 from .encode import RESERVED, build_body, encode_messages
 from .spec import API_NAME, CAPABILITIES, ENDPOINT
@@ -50,6 +51,7 @@ class CohereChatAPI:
     handoff = IdRules(lambda model: SAFE_ID_RULE)
     # POST /v1/tokenize counts one text, not a conversation: counts are estimated.
     counting = None
+    embedding = EMBEDDING  # POST /v2/embed (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return CAPABILITIES

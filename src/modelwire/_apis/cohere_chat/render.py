@@ -54,6 +54,7 @@ from .._common import block_as_text
 from .._server.reply import ErrorReply, arguments_text, role_tool_results
 from .._server.request import GatewayRequest
 from .._server.wire import WireServer
+from ._embed_render import EMBED_PATHS, render_embeddings
 from .spec import (
     API_NAME,
     DONE,
@@ -418,4 +419,5 @@ SERVER = WireServer(
     version_segment=VERSION_SEGMENT, error_body=error_body, tool_id_prefix=TOOL_ID_PREFIX,
     # message-end's error is a bare text: no type or code says "overloaded".
     in_band_kind="provider_stream",
+    embed_paths=EMBED_PATHS, render_embeddings=render_embeddings,
 )  # fmt: skip

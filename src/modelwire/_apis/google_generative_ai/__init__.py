@@ -28,6 +28,7 @@ from .._codec import Counting, sse_framing
 from .._common import check_context_values, http_request
 from . import _count, spec
 from . import batch as _batch
+from ._embed import EMBEDDING
 from ._schema import gemini_schema
 from .decode import SYNTHETIC_ID_PREFIX, GoogleDecoder, recognizes
 from .encode import (
@@ -69,6 +70,7 @@ class GoogleAPI:
     handoff = None  # Gemini ids are its own or synthetic: any id is accepted
     counting = Counting(_count.count_request, _count.parse_count)
     batching = _batch.BATCHING  # the provider's batch API (modelwire.batching)
+    embedding = EMBEDDING  # embedding requests (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.capabilities(model)

@@ -59,6 +59,7 @@ from .._common import block_as_text
 from .._server.reply import ErrorReply, arguments_object, declared_tools, text_of
 from .._server.request import GatewayRequest
 from .._server.wire import WireServer
+from ._embed_render import EMBED_PATHS, render_embeddings
 from .spec import (
     API_NAME,
     CODE_PARTS,
@@ -398,4 +399,5 @@ SERVER = WireServer(
     complete_paths=("/models/{model}:generateContent",), error_body=error_body,
     models_path="/models", render_models=render_models, models_header="x-goog-api-key",
     sse_query="alt=sse",
+    embed_paths=EMBED_PATHS, render_embeddings=render_embeddings,
 )  # fmt: skip

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 from ..._wire.request import HTTPRequest, RequestOptions
 from ...types import Capabilities, Context, Model
 from .._common import bearer_auth, check_context_values, http_request
+from ._embed import EMBEDDING
 from .decode import OllamaDecoder, recognizes
 from .encode import RESERVED, build_body, encode_messages
 from .spec import API_NAME, CAPABILITIES, CONTENT_TYPE, ENDPOINT, SYNTHETIC_ID_PREFIX
@@ -46,6 +47,7 @@ class OllamaChatAPI:
     endpoint = ENDPOINT
     handoff = None  # Ollama accepts any tool-call id
     counting = None  # /api/chat has no token-counting endpoint
+    embedding = EMBEDDING  # POST /api/embed (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return CAPABILITIES

@@ -40,6 +40,7 @@ from .._common import block_as_text
 from .._server.reply import ErrorReply, arguments_object, compact_json, role_tool_results
 from .._server.request import GatewayRequest
 from .._server.wire import WireServer
+from ._embed_render import EMBED_PATHS, render_embeddings
 from .spec import (
     API_NAME,
     CONTENT_TYPE,
@@ -221,4 +222,5 @@ SERVER = WireServer(
     render_models=render_models,
     # The {"error": …} line is a bare text: no type or code says "overloaded".
     in_band_kind="provider_stream",
+    embed_paths=EMBED_PATHS, render_embeddings=render_embeddings,
 )  # fmt: skip

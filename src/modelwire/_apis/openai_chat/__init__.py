@@ -18,6 +18,7 @@ from .._common import bearer_auth, check_context_values, http_request
 from . import batch as _batch
 from . import spec
 from ._compat import ChatCompat, detect_compat
+from ._embed import EMBEDDING
 from ._leaky import LeakyChatDecoder
 from .decode import ChatDecoder, recognizes
 from .encode import RESERVED, build_body, encode_messages, tool_id_rule
@@ -38,6 +39,7 @@ class OpenAIChatAPI:
     handoff = IdRules(tool_id_rule)
     counting = None  # Chat Completions has no token-counting endpoint
     batching = _batch.BATCHING  # the provider's batch API (modelwire.batching)
+    embedding = EMBEDDING  # POST /embeddings (._embed)
 
     def capabilities(self, model: Model) -> Capabilities:
         return spec.CAPABILITIES

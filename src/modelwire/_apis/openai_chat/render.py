@@ -54,6 +54,7 @@ from .._server.reply import role_tool_results
 from .._server.request import GatewayRequest
 from .._server.wire import WireServer
 from ._carry import API, call_extra, needs_seal, thinking_entry
+from ._embed_render import EMBED_PATHS, render_embeddings
 from ._error_shape import error_object
 from .spec import (
     CHUNK_OBJECT,
@@ -455,4 +456,5 @@ SERVER = WireServer(
     renderer=ChatRenderer, message_body=message_body, tool_results=role_tool_results,
     id_prefix=ID_PREFIX, include_usage=_include_usage, models_path="/models",
     render_models=render_models,
+    embed_paths=EMBED_PATHS, render_embeddings=render_embeddings,
 )  # fmt: skip
