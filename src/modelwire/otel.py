@@ -9,7 +9,8 @@ GenAI semantic conventions (https://opentelemetry.io/docs/specs/semconv/gen-ai/)
 Needs ``opentelemetry-api`` (``pip install 'modelwire[otel]'``); an SDK or a
 distro configured by the application decides where the data goes.
 
-* One ``CLIENT`` span per model call, named ``chat {model}``:
+* One ``CLIENT`` span per model call, named ``chat {model}`` (``embeddings {model}``
+  for each request of ``mw.embed``):
   ``gen_ai.operation.name``, ``gen_ai.provider.name``, ``gen_ai.request.model``,
   ``gen_ai.request.max_tokens`` / ``temperature`` (when sent),
   ``gen_ai.response.model``, ``gen_ai.response.id``, ``gen_ai.response.finish_reasons``,
@@ -287,8 +288,10 @@ class _CallSpan:
         from opentelemetry import trace
 
         ctx = trace.set_span_in_context(self.parent) if self.parent is not None else None
+        # The semantic conventions' operation names: chat, embeddings (mw.embed).
+        self.common["gen_ai.operation.name"] = record.operation
         self.span = self.inst.tracer.start_span(
-            f"chat {self.model.id}", context=ctx, kind=trace.SpanKind.CLIENT,
+            f"{record.operation} {self.model.id}", context=ctx, kind=trace.SpanKind.CLIENT,
             attributes=self.common,
         )  # fmt: skip
         self.t0 = time.monotonic()

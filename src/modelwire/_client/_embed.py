@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, Unpack, cast
 
 import msgspec
 
@@ -64,6 +64,7 @@ class EmbedOptions(TypedDict, total=False):
     requests_per_minute: float | None
     tokens_per_minute: float | None
     trace: Any
+    log: Any
 
 
 #: The option names :func:`embed` takes.
@@ -202,6 +203,7 @@ class _Planned(NamedTuple):
     plan: Plan
     requests: list[tuple[HTTPRequest, list[str]]]
     trace: TraceObserver | None
+    log: Any
 
 
 def _plan(
@@ -225,7 +227,7 @@ def _plan(
         trace = check_observer(trace)
     # The stream request of a one-word prompt: its URL, headers and credentials are
     # what the facet turns into the embedding request.
-    opts: Any = {k: v for k, v in options.items() if k not in ("trace", "base_url")}
+    opts: Any = {k: v for k, v in options.items() if k not in ("trace", "base_url", "log")}
     opts["max_tokens"] = None
     prompt = Context(messages=(UserMessage(content="."),))
     resolved, stream_request = prepare(m, prompt, opts)[:2]
@@ -245,16 +247,28 @@ def _plan(
 
         # An httpx.Client given to embed(), an AsyncClient to embed_sync(): said now.
         check_client(http_client, sync=where == "embed_sync", transport=resolved.transport)
-    return _Planned(m, facet, resolved, plan, requests, trace)
+    log = options.get("log")
+    if log is not None:
+        from ._log import check_log_path
+
+        check_log_path(log)
+    return _Planned(m, facet, resolved, plan, requests, trace, log)
 
 
-def _call(p: _Planned, request: HTTPRequest, count: int, found: list[EmbedAnswer]) -> Call:
-    """One request as a :class:`~modelwire._call.Call`; its answer lands in ``found``."""
+def _call(p: _Planned, request: HTTPRequest, texts: list[str], found: list[EmbedAnswer]) -> Call:
+    """One request as a :class:`~modelwire._call.Call`; its answer lands in ``found``.
+    Its observer is the caller's ``trace``, the ``log=`` recorder and every registered
+    instrumentation (OpenTelemetry), as for a model call; the inputs are the context
+    they see, one per line."""
     from .._call import Call
     from .._wire.pipeline import Pipeline
     from .._wire.whole import WholeAnswer
+    from . import _observer
 
     m = p.model
+    count = len(texts)
+    observer = _observer(m, cast(Any, {"log": p.log}), p.trace)
+    asked = Context(messages=(UserMessage(content="\n".join(texts)),))
     parse = p.facet.parse_embeddings
 
     def read(body: bytes) -> int:
@@ -265,9 +279,10 @@ def _call(p: _Planned, request: HTTPRequest, count: int, found: list[EmbedAnswer
     answer = WholeAnswer(m.api, read)
 
     def new_pipeline() -> Pipeline:
-        pipe = Pipeline(answer, model=m, secrets=request.secrets, trace=p.trace,
+        pipe = Pipeline(answer, model=m, secrets=request.secrets, trace=observer,
                         max_event_bytes=MAX_ANSWER_BYTES)  # fmt: skip
         if pipe.trace is not None:
+            pipe.trace.context(m, asked, operation="embeddings")
             pipe.trace.request(request)
         return pipe
 
@@ -343,7 +358,9 @@ async def embed(
             ``taskType``); an API without such a field refuses it.
         **options: ``api_key``, ``headers``, ``timeout``, ``max_retries``,
             ``http_client``, ``transport``, ``base_url``, ``circuit_breaker``, ``requests_per_minute``,
-            ``tokens_per_minute``, ``trace`` — as for :func:`modelwire.complete`.
+            ``tokens_per_minute``, ``trace``, ``log`` — as for :func:`modelwire.complete`
+            (a ``log`` row per request: the inputs as its prompt, its usage and cost;
+            ``modelwire.otel.instrument()`` traces it as it traces a model call).
 
     Returns:
         The :class:`~modelwire.Embeddings`: ``vectors`` (each an ``array('f')``),
@@ -377,20 +394,20 @@ async def embed(
     slots = asyncio.Semaphore(CONCURRENT_REQUESTS)
     failed = asyncio.Event()
 
-    async def one(request: HTTPRequest, count: int) -> EmbedAnswer | None:
+    async def one(request: HTTPRequest, texts: list[str]) -> EmbedAnswer | None:
         async with slots:
             if failed.is_set():
                 return None  # another request failed: this one is never sent
             try:
                 found: list[EmbedAnswer] = []
-                call = _call(p, request, count, found)
+                call = _call(p, request, texts, found)
                 final = await final_message(call, http_client, p.options.transport)
                 return _answer(final, found)
             except BaseException:
                 failed.set()  # before the slot is given up
                 raise
 
-    tasks = [asyncio.ensure_future(one(r, len(b))) for r, b in p.requests]
+    tasks = [asyncio.ensure_future(one(r, b)) for r, b in p.requests]
     try:
         answers = [a for a in await asyncio.gather(*tasks) if a is not None]
     except BaseException:
@@ -444,6 +461,6 @@ def embed_sync(
     answers = []
     for request, batch in p.requests:
         found: list[EmbedAnswer] = []
-        call = _call(p, request, len(batch), found)
+        call = _call(p, request, batch, found)
         answers.append(_answer(final_message_sync(call, http_client), found))
     return _result(p, answers)

@@ -86,6 +86,9 @@ class ContextTrace(TraceRecord, frozen=True):
     handoff: tuple[str, ...] = ()
     """What replaying the context to this model leaves out, one note each (an opaque
     ``ProviderItem`` of another API: ``mw.handoff`` drops it)."""
+    operation: str = "chat"
+    """The GenAI operation: ``chat``, or ``embeddings`` (``mw.embed``: the context is
+    its inputs, one per line)."""
 
 
 class RequestTrace(TraceRecord, frozen=True):
@@ -404,11 +407,18 @@ class Tracer:
 
     # ------------------------------------------------------------------ call
 
-    def context(self, model: Model, context: Context, handoff: tuple[str, ...] = ()) -> None:
+    def context(
+        self,
+        model: Model,
+        context: Context,
+        handoff: tuple[str, ...] = (),
+        operation: str = "chat",
+    ) -> None:
         """The call's conversation; ``handoff`` says what the handoff to ``model``
-        leaves out (the client works it out)."""
+        leaves out (the client works it out); ``operation``: ``chat`` or ``embeddings``."""
         self.emit(ContextTrace(id="context", api=model.api, provider=model.provider,
-                               model=model.id, context=context, handoff=handoff))  # fmt: skip
+                               model=model.id, context=context, handoff=handoff,
+                               operation=operation))  # fmt: skip
         self.origin = "context"
 
     def request(self, request: HTTPRequest) -> None:
