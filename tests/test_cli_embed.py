@@ -66,3 +66,18 @@ def test_models_embeddings_lists_the_embedding_models_only() -> None:
     chat = cli("models", "openai", "--plain")
     assert "text-embedding-3-small" not in chat.stdout
     assert_one_line_error(cli("models", "--embeddings", "nobody"), "not_found", "nobody")
+
+
+def test_each_request_is_a_row_of_the_log_unless_no_log(tmp_path: Path) -> None:
+    from test_cli_conventions import _data_env
+
+    env = _data_env(tmp_path)
+    with MockServer() as srv:
+        args = ["-m", "local/m", "--base-url", srv.model().base_url]
+        assert cli("embed", *args, "a cat", "a dog", env=env).returncode == 0
+        assert cli("embed", *args, "--no-log", "not kept", env=env).returncode == 0
+    proc = cli("logs", "--json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    rows = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert [r["prompt"] for r in rows] == ["a cat\na dog"]
+    assert rows[0]["input_tokens"] > 0

@@ -4,6 +4,7 @@ the command line (:func:`modelwire.embed_sync`).
 Each TEXT is one input; each ``-f FILE`` adds one input per non-empty line (``-`` is
 stdin). Plain output is one line per input, the vector as a JSON array, in input
 order; ``--json`` prints one object with the model, the vectors, usage and cost.
+Each request is a row of the log, as a chat's calls are (``--no-log``: not).
 The model is a catalog embedding model (``openai/text-embedding-3-small``,
 ``ollama/nomic-embed-text``…) or any id at ``--base-url``.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgspec
 
-from .common import CLIError, config_dir
+from .common import CLIError, config_dir, log_path, logging_enabled
 
 if TYPE_CHECKING:
     import argparse
@@ -49,6 +50,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--base-url", help="API root including the version segment")
     p.add_argument("--timeout", type=float, help="connect and idle timeout in seconds")
     p.add_argument("--max-retries", type=int, metavar="N", help="retries (default 2)")
+    p.add_argument("--no-log", action="store_true",
+                   help="do not record these requests in the log (modelwire logs)")  # fmt: skip
     p.add_argument("--json", action="store_true",
                    help="one JSON object: model, embeddings, usage, cost")  # fmt: skip
 
@@ -83,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
         options["timeout"] = args.timeout
     if args.max_retries is not None:
         options["max_retries"] = args.max_retries
+    if logging_enabled(args):  # a row per request, as for chat (modelwire logs)
+        log_path().parent.mkdir(parents=True, exist_ok=True)
+        options["log"] = log_path()
     spec = resolve_alias(args.model.strip(), config_dir())
     got = embed_sync(spec, texts, dimensions=args.dimensions, input_type=args.input_type,
                      **options)  # fmt: skip
