@@ -146,6 +146,7 @@ class MCPServer(Toolset):
         self._calls: set[asyncio.Task[Any]] = set()
         self._dead: str | None = None  # why the connection ended, once it did
         self._log: _StderrLog | None = None
+        self._host_task: asyncio.Task[None] | None = None
 
     def __repr__(self) -> str:
         return f"MCPServer({self.label})"
@@ -177,8 +178,12 @@ class MCPServer(Toolset):
             self._log = _StderrLog(self.label) if self._stderr else None
 
             def main() -> None:
+                host = loop.create_task(self._host(ready))
+                self._host_task = host
                 try:
-                    loop.run_until_complete(self._host(ready))
+                    loop.run_until_complete(host)
+                except asyncio.CancelledError:
+                    pass  # closed while still opening (_shutdown)
                 finally:
                     loop.close()
 
@@ -321,8 +326,14 @@ class MCPServer(Toolset):
             self._thread = None
         if thread is None or loop is None:
             return
-        if stop is not None:
-            with contextlib.suppress(RuntimeError):  # the loop already ended
+        host = self._host_task
+        with contextlib.suppress(RuntimeError):  # the loop already ended
+            if self._client is None and host is not None:
+                # Still opening (a server that never answers the handshake): waiting
+                # for it to stop would wait as long as it hangs; the task is cancelled
+                # and the transport ends the process.
+                loop.call_soon_threadsafe(host.cancel)
+            elif stop is not None:
                 loop.call_soon_threadsafe(stop.set)
         thread.join()
 
