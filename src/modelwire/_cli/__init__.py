@@ -276,8 +276,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("mock-server", help="serve scripted replies on loopback",
                        description="A MockServer speaking every wire API. Without --script it "
-                       "echoes the last user message.", epilog=script_help(),
-                       formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+                       "echoes the last user message.", epilog=_SCRIPT_HELP,
+                       formatter_class=_ScriptHelpFormatter)  # fmt: skip
     p.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--script", metavar="FILE", help="JSON list of replies, played in order")
@@ -374,6 +374,16 @@ def _completion(args: argparse.Namespace, parser: argparse.ArgumentParser) -> in
 
     sys.stdout.write(script(parser, args.shell))
     return 0
+
+
+#: Stands for :func:`script_help` in ``mock-server``'s epilog until help is printed:
+#: building it imports modelwire.testing, which no other command needs.
+_SCRIPT_HELP = "\0script-help"
+
+
+class _ScriptHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    def add_text(self, text: str | None) -> None:
+        super().add_text(script_help() if text == _SCRIPT_HELP else text)
 
 
 def script_help() -> str:
