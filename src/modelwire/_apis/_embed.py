@@ -17,11 +17,15 @@ import sys
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ..errors import ConfigurationError, MalformedChunkError
+
+if TYPE_CHECKING:
+    from .._wire.request import HTTPRequest
+    from ..types import Model
 
 __all__ = [
     "INPUT_TYPES",
@@ -29,6 +33,7 @@ __all__ = [
     "check_count",
     "check_input_type",
     "cohere_vectors",
+    "endpoint_root",
     "float_vector",
     "json_object",
     "plain_vector",
@@ -51,6 +56,18 @@ class EmbedAnswer:
 
     vectors: list[array[float]]
     input_tokens: int | None
+
+
+def endpoint_root(
+    request: HTTPRequest, model: Model, suffix: str, what: str
+) -> tuple[str, str, str]:
+    """The stream request's URL cut before its ``suffix``: ``(root, "?" or "", query)``,
+    the embedding endpoint being the stream's sibling; a URL without ``suffix`` (a
+    provider's own layout) is a ``ConfigurationError`` naming ``what``."""
+    path, sep, query = request.url.partition("?")
+    if not path.endswith(suffix):
+        raise ConfigurationError(f"{model.provider}/{model.id}: no {what} beside {path}")
+    return path[: -len(suffix)], sep, query
 
 
 def json_object(body: bytes, endpoint: str) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from .._embed import (
     EmbedAnswer,
     check_input_type,
     cohere_vectors,
+    endpoint_root,
     float_vector,
     json_object,
 )
@@ -64,9 +65,7 @@ def embed_request(
     input_type: str | None,
 ) -> HTTPRequest:
     family = _family(model)
-    path, sep, query = request.url.partition("?")
-    if not path.endswith(STREAM_SUFFIX):
-        raise ConfigurationError(f"{model.provider}/{model.id}: no InvokeModel beside {path}")
+    root, sep, query = endpoint_root(request, model, STREAM_SUFFIX, "InvokeModel")
     body: dict[str, Any]
     if family == "titan":
         check_input_type(input_type, "Titan Text Embeddings", ())
@@ -83,7 +82,7 @@ def embed_request(
             body["output_dimension"] = dimensions
     headers = {k: v for k, v in request.headers.items() if k.lower() != "accept"}
     headers["Accept"] = "application/json"
-    url = path[: -len(STREAM_SUFFIX)] + "/invoke" + sep + query
+    url = root + "/invoke" + sep + query
     return msgspec.structs.replace(
         request, url=url, headers=headers, body=msgspec.json.encode(body)
     )

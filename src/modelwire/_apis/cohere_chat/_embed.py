@@ -13,10 +13,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigurationError
 from .._codec import Embedding
 from .._common import json_request
-from .._embed import INPUT_TYPES, EmbedAnswer, check_input_type, cohere_vectors, json_object
+from .._embed import (
+    INPUT_TYPES,
+    EmbedAnswer,
+    check_input_type,
+    cohere_vectors,
+    endpoint_root,
+    json_object,
+)
 
 if TYPE_CHECKING:
     from ..._wire.request import HTTPRequest
@@ -41,9 +47,7 @@ def embed_request(
     input_type: str | None,
 ) -> HTTPRequest:
     check_input_type(input_type, "Cohere's embed API", INPUT_TYPES)
-    path, sep, query = request.url.partition("?")
-    if not path.endswith(_CHAT):
-        raise ConfigurationError(f"{model.provider}/{model.id}: no embed endpoint beside {path}")
+    root, sep, query = endpoint_root(request, model, _CHAT, "embed endpoint")
     body: dict[str, Any] = {
         "model": model.id,
         "texts": list(inputs),
@@ -52,7 +56,7 @@ def embed_request(
     }
     if dimensions is not None:
         body["output_dimension"] = dimensions
-    return json_request(request, path[: -len(_CHAT)] + "/embed" + sep + query, body)
+    return json_request(request, root + "/embed" + sep + query, body)
 
 
 def parse_embeddings(body: bytes, count: int) -> EmbedAnswer:

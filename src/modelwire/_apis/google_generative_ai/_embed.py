@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigurationError, MalformedChunkError
+from ...errors import MalformedChunkError
 from .._codec import Embedding
 from .._common import json_request
 from .._embed import (
@@ -28,6 +28,7 @@ from .._embed import (
     EmbedAnswer,
     check_count,
     check_input_type,
+    endpoint_root,
     float_vector,
     json_object,
 )
@@ -65,16 +66,11 @@ def embed_request(
 ) -> HTTPRequest:
     check_input_type(input_type, "the Gemini embeddings API", INPUT_TYPES)
     task = TASK_TYPES.get(input_type) if input_type is not None else None
-    path, _sep, query = request.url.partition("?")
-    if not path.endswith(_STREAM):
-        raise ConfigurationError(
-            f"{model.provider}/{model.id}: no embedding endpoint beside {path}"
-        )
+    root, _sep, query = endpoint_root(request, model, _STREAM, "embedding endpoint")
     # ``alt=sse`` asks for the stream; any other parameter (a key) is kept.
     rest = "&".join(p for p in query.split("&") if p and p != "alt=sse")
     tail = f"?{rest}" if rest else ""
-    root = path[: -len(_STREAM)]
-    if "/publishers/" in path:
+    if "/publishers/" in root:
         instances: list[dict[str, Any]] = []
         for text in inputs:
             instance: dict[str, Any] = {"content": text}
@@ -85,7 +81,7 @@ def embed_request(
         if dimensions is not None:
             body["parameters"] = {"outputDimensionality": dimensions}
         return json_request(request, root + ":predict" + tail, body)
-    resource = path[path.rindex("/models/") + 1 : -len(_STREAM)]
+    resource = root[root.rindex("/models/") + 1 :]
     requests = []
     for text in inputs:
         one: dict[str, Any] = {"model": resource, "content": {"parts": [{"text": text}]}}

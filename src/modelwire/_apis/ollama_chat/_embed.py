@@ -12,10 +12,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigurationError, MalformedChunkError
+from ...errors import MalformedChunkError
 from .._codec import Embedding
 from .._common import json_request
-from .._embed import EmbedAnswer, check_count, check_input_type, float_vector, json_object
+from .._embed import (
+    EmbedAnswer,
+    check_count,
+    check_input_type,
+    endpoint_root,
+    float_vector,
+    json_object,
+)
 from .spec import ENDPOINT
 
 if TYPE_CHECKING:
@@ -40,13 +47,11 @@ def embed_request(
     input_type: str | None,
 ) -> HTTPRequest:
     check_input_type(input_type, "Ollama's /api/embed", ())
-    path, sep, query = request.url.partition("?")
-    if not path.endswith(ENDPOINT):
-        raise ConfigurationError(f"{model.provider}/{model.id}: no /api/embed beside {path}")
+    root, sep, query = endpoint_root(request, model, ENDPOINT, "/api/embed")
     body: dict[str, Any] = {"model": model.id, "input": list(inputs)}
     if dimensions is not None:
         body["dimensions"] = dimensions
-    return json_request(request, path[: -len(ENDPOINT)] + "/api/embed" + sep + query, body)
+    return json_request(request, root + "/api/embed" + sep + query, body)
 
 
 def parse_embeddings(body: bytes, count: int) -> EmbedAnswer:

@@ -20,10 +20,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ...errors import ConfigurationError, MalformedChunkError
+from ...errors import MalformedChunkError
 from .._codec import Embedding
 from .._common import json_request
-from .._embed import EmbedAnswer, check_count, check_input_type, json_object, plain_vector
+from .._embed import (
+    EmbedAnswer,
+    check_count,
+    check_input_type,
+    endpoint_root,
+    json_object,
+    plain_vector,
+)
 
 if TYPE_CHECKING:
     from ..._wire.request import HTTPRequest
@@ -52,17 +59,13 @@ def embed_request(
     input_type: str | None,
 ) -> HTTPRequest:
     check_input_type(input_type, "the OpenAI embeddings API", ())
-    path, sep, query = request.url.partition("?")
-    if not path.endswith(_CHAT):
-        raise ConfigurationError(
-            f"{model.provider}/{model.id}: no embeddings endpoint beside {path}"
-        )
+    root, sep, query = endpoint_root(request, model, _CHAT, "embeddings endpoint")
     body: dict[str, Any] = {"model": model.id, "input": list(inputs)}
     if model.provider in _BASE64:
         body["encoding_format"] = "base64"
     if dimensions is not None:
         body["dimensions"] = dimensions
-    return json_request(request, path[: -len(_CHAT)] + _ENDPOINT + sep + query, body)
+    return json_request(request, root + _ENDPOINT + sep + query, body)
 
 
 def parse_embeddings(body: bytes, count: int) -> EmbedAnswer:
