@@ -14,7 +14,8 @@ retries, the ledger and the cost live in :mod:`modelwire.batching`.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeVar, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
 import msgspec
@@ -30,6 +31,7 @@ __all__ = [
     "Outcome",
     "control_headers",
     "json_request",
+    "jsonl",
     "multipart",
     "origin_path",
     "without",
@@ -170,3 +172,20 @@ def multipart(fields: dict[str, str], file_field: str, filename: str, content: b
             f'filename="{filename}"\r\nContent-Type: application/jsonl\r\n\r\n').encode()  # fmt: skip
     out += content + f"\r\n--{boundary}--\r\n".encode()
     return f"multipart/form-data; boundary={boundary}", bytes(out)
+
+
+_T = TypeVar("_T")
+
+
+def jsonl(body: bytes, decoder: msgspec.json.Decoder[_T], what: str) -> Iterator[_T]:
+    """Each non-blank line of a JSONL results body, decoded; a line that does not
+    decode is a ``MalformedChunkError`` naming ``what`` and its line number."""
+    from ..errors import MalformedChunkError
+
+    for n, raw in enumerate(body.splitlines(), 1):
+        if not raw.strip():
+            continue
+        try:
+            yield decoder.decode(raw)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise MalformedChunkError(f"{what} line {n}: {exc}") from None

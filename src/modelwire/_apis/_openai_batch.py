@@ -27,7 +27,16 @@ from urllib.parse import urlsplit
 import msgspec
 
 from ..errors import MalformedChunkError
-from ._batch import BatchJob, JobState, LineResult, json_request, multipart, origin_path, without
+from ._batch import (
+    BatchJob,
+    JobState,
+    LineResult,
+    json_request,
+    jsonl,
+    multipart,
+    origin_path,
+    without,
+)
 
 if TYPE_CHECKING:
     from .._wire.request import HTTPRequest
@@ -191,13 +200,7 @@ class OpenAIBatch:
 
     def parse_results(self, body: bytes, where: str) -> list[LineResult]:
         out = []
-        for n, raw in enumerate(body.splitlines(), 1):
-            if not raw.strip():
-                continue
-            try:
-                line = _line.decode(raw)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise MalformedChunkError(f"batch results {where} line {n}: {exc}") from None
+        for line in jsonl(body, _line, f"batch results {where}"):
             r, e = line.response, line.error
             if r is not None and r.status_code == 200:
                 out.append(LineResult(key=line.custom_id, outcome="succeeded", body=bytes(r.body)))

@@ -22,7 +22,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ...errors import MalformedChunkError
-from .._batch import BatchJob, JobState, LineResult, Outcome, json_request, origin_path, without
+from .._batch import (
+    BatchJob,
+    JobState,
+    LineResult,
+    Outcome,
+    json_request,
+    jsonl,
+    origin_path,
+    without,
+)
 
 if TYPE_CHECKING:
     from ..._wire.request import HTTPRequest
@@ -148,13 +157,7 @@ class MessageBatches:
 
     def parse_results(self, body: bytes, where: str) -> list[LineResult]:
         out = []
-        for n, raw in enumerate(body.splitlines(), 1):
-            if not raw.strip():
-                continue
-            try:
-                line = _line.decode(raw)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise MalformedChunkError(f"batch results line {n}: {exc}") from None
+        for line in jsonl(body, _line, "batch results"):
             r = line.result
             if r.type == "succeeded":
                 out.append(LineResult(key=line.custom_id, outcome="succeeded", body=bytes(r.message)))  # fmt: skip
