@@ -17,6 +17,7 @@ __all__ = [
     "DEFAULT_DIMENSIONS",
     "BadEmbedRequest",
     "base64_vector",
+    "mock_tokens",
     "mock_vector",
     "texts_field",
     "wanted_dimensions",
@@ -30,6 +31,11 @@ MAX_DIMENSIONS = 4096
 
 class BadEmbedRequest(ValueError):
     """A request the mock refuses with 400 (the message says why)."""
+
+
+def mock_tokens(texts: list[str]) -> int:
+    """The input tokens the mock server reports: a word a token, at least one a text."""
+    return sum(len(t.split()) or 1 for t in texts)
 
 
 def mock_vector(text: str, dimensions: int = DEFAULT_DIMENSIONS) -> list[float]:

@@ -5,7 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._server.embed import BadEmbedRequest, mock_vector, texts_field, wanted_dimensions
+from .._server.embed import (
+    BadEmbedRequest,
+    mock_tokens,
+    mock_vector,
+    texts_field,
+    wanted_dimensions,
+)
 
 __all__ = ["EMBED_PATHS", "render_embeddings"]
 
@@ -19,6 +25,6 @@ def render_embeddings(path: str, body: object) -> dict[str, Any]:
         raise BadEmbedRequest("input_type is required for this model")
     size = wanted_dimensions(body.get("output_dimension"), "output_dimension")
     vectors = [mock_vector(t, size) for t in texts]
-    tokens = sum(len(t.split()) or 1 for t in texts)
+    tokens = mock_tokens(texts)
     return {"id": "mock-embed", "embeddings": {"float": vectors}, "texts": texts,
             "meta": {"billed_units": {"input_tokens": tokens}}}  # fmt: skip

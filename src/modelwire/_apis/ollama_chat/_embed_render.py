@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._server.embed import mock_vector, texts_field, wanted_dimensions
+from .._server.embed import mock_tokens, mock_vector, texts_field, wanted_dimensions
 
 __all__ = ["EMBED_PATHS", "render_embeddings"]
 
@@ -17,4 +17,4 @@ def render_embeddings(path: str, body: object) -> dict[str, Any]:
     assert isinstance(body, dict)
     size = wanted_dimensions(body.get("dimensions"), "dimensions")
     return {"model": body.get("model", ""), "embeddings": [mock_vector(t, size) for t in texts],
-            "prompt_eval_count": sum(len(t.split()) or 1 for t in texts)}  # fmt: skip
+            "prompt_eval_count": mock_tokens(texts)}  # fmt: skip

@@ -8,6 +8,7 @@ from typing import Any
 from .._server.embed import (
     BadEmbedRequest,
     base64_vector,
+    mock_tokens,
     mock_vector,
     texts_field,
     wanted_dimensions,
@@ -30,6 +31,6 @@ def render_embeddings(path: str, body: object) -> dict[str, Any]:
         vector = mock_vector(text, size)
         embedding: Any = base64_vector(vector) if encoding == "base64" else vector
         data.append({"object": "embedding", "index": i, "embedding": embedding})
-    tokens = sum(len(t.split()) or 1 for t in texts)
+    tokens = mock_tokens(texts)
     return {"object": "list", "data": data, "model": body.get("model", ""),
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}  # fmt: skip
